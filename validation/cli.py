@@ -90,13 +90,31 @@ def _percent(value: float) -> str:
     return "-" if not math.isfinite(value) else f"{100 * value:+.1f}%"
 
 
+def _memory(outcome: Any) -> str:
+    """The fullest IPU's share of its memory (total or busiest tile, whichever is fuller), and
+    whether it fitted only with a warning."""
+    if not math.isfinite(outcome.memory_used):
+        return "-"
+    text = f"{100 * outcome.memory_used:.0f}%"
+    return f"{text} (warning)" if outcome.memory_warned else text
+
+
 def _rate(value: float) -> str:
     return f"{value:,.0f}"
 
 
 def format_table(table: Table, markdown: bool = False) -> str:
     """The table as aligned text (or Markdown)."""
-    header = ["row", "measured", "predicted", "error", "LOO error", "bound by", "dominant terms"]
+    header = [
+        "row",
+        "measured",
+        "predicted",
+        "error",
+        "LOO error",
+        "bound by",
+        "memory",
+        "dominant terms",
+    ]
     lines = []
     rows = []
     for o in table.outcomes:
@@ -109,6 +127,7 @@ def format_table(table: Table, markdown: bool = False) -> str:
                 _percent(o.error),
                 _percent(table.loo_error(o)),
                 o.bound,
+                _memory(o),
                 terms,
             ]
         )
@@ -129,6 +148,11 @@ def format_table(table: Table, markdown: bool = False) -> str:
     lines.append(
         f"median |error| {100 * table.median_abs_error:.1f}%, worst |error| "
         f"{100 * table.max_abs_error:.1f}%{loo} over {len(table.outcomes)} rows"
+    )
+    fitting = sum(o.memory_fits for o in table.outcomes)
+    lines.append(
+        f"memory: {fitting} of {len(table.outcomes)} rows pass the memory check "
+        "(within budget, no OutOfMemoryWarning)"
     )
     for fit in table.fits:
         c = fit.constant
@@ -164,6 +188,8 @@ def to_json(table: Table) -> dict[str, Any]:
                 "bound": o.bound,
                 "shares": o.shares,
                 "fraction_of_peak": o.fraction_of_peak,
+                "memory_used": _finite_or_none(o.memory_used),
+                "memory_warned": o.memory_warned,
                 "source": o.row.source,
             }
             for o in table.outcomes

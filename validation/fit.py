@@ -94,7 +94,7 @@ FITTED: tuple[FittedConstant, ...] = (
     ),
     FittedConstant(
         key="gw_link.collective_bandwidth",
-        value=4.4e9,
+        value=4.6e9,
         rows=("R2-pod128", "R2-pod256"),
         inverse=True,
         unit="GB/s",

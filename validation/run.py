@@ -8,13 +8,17 @@ import importlib
 import io
 import math
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ipusim.config import reset_ipu_configuration
 from ipusim.config._env import settings_restored
+from ipusim.errors import OutOfMemoryWarning
 from validation.rows import Row
 
 
@@ -28,6 +32,10 @@ class Outcome:
         bound: the resource that bounds the run (``report.bottleneck``).
         shares: every resource's share of the critical IPU's time.
         fraction_of_peak: achieved FLOP/s over the AMP peak, on the busiest IPU.
+        memory_used: the fullest IPU's memory over its budget: the larger of its total and its
+            busiest tile (at most 1 when the program fits).
+        memory_warned: lowering let the program through with an ``OutOfMemoryWarning`` (a
+            recomputing stage whose working set is an upper bound) instead of fitting it.
         error: ``predicted / measured - 1``.
     """
 
@@ -36,10 +44,17 @@ class Outcome:
     bound: str
     shares: Mapping[str, float] = field(default_factory=dict)
     fraction_of_peak: float = math.nan
+    memory_used: float = math.nan
+    memory_warned: bool = False
 
     @property
     def error(self) -> float:
         return self.predicted / self.row.measured - 1.0
+
+    @property
+    def memory_fits(self) -> bool:
+        """The memory check passed as on hardware: within budget, with no warning."""
+        return self.memory_used <= 1.0 and not self.memory_warned
 
     def dominant(self, n: int = 3) -> list[tuple[str, float]]:
         """The ``n`` largest cost terms with their shares."""
@@ -91,19 +106,34 @@ def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None
                 settings_restored(),
                 contextlib.redirect_stdout(io.StringIO()),
                 contextlib.redirect_stderr(io.StringIO()),
+                warnings.catch_warnings(record=True) as caught,
             ):
+                warnings.simplefilter("always", OutOfMemoryWarning)
                 report = module.main(argv)
                 bottleneck = report.bottleneck
                 utilisation = report.utilisation
+                memory = report.memory
         finally:
             reset_ipu_configuration()
     busiest = utilisation["fraction_of_peak"].max() if len(utilisation) else math.nan
+    used = (
+        float(
+            np.maximum(
+                memory.total_bytes / memory.budget_bytes,
+                memory.max_tile_bytes / memory.tile_budget_bytes,
+            ).max()
+        )
+        if len(memory)
+        else math.nan
+    )
     return Outcome(
         row=row,
         predicted=report.throughput_samples_per_s * row.items_per_sample,
         bound=bottleneck.resource,
         shares=dict(bottleneck.shares),
         fraction_of_peak=float(busiest),
+        memory_used=used,
+        memory_warned=any(issubclass(w.category, OutOfMemoryWarning) for w in caught),
     )
 
 

@@ -179,6 +179,19 @@ def parser(
         help="partialsType of convolutions and matmuls (default: as the precision says)",
     )
     p.add_argument(
+        "--batch-norm-group",
+        type=int,
+        default=1,
+        help="replicas whose batch norms share statistics "
+        "(norms.experimental.distributed_batch_norm_replica_group_size; MLPerf's BN_span)",
+    )
+    p.add_argument(
+        "--stable-norm",
+        action="store_true",
+        help="batch norms compute the variance from mean-free activations "
+        "(norms.use_stable_statistics)",
+    )
+    p.add_argument(
         "--engine",
         choices=ENGINES,
         default="auto",
@@ -221,6 +234,8 @@ def configure(args: argparse.Namespace) -> None:
     if args.processes:
         cfg.experimental.multi_replica_distribution.process_count = args.processes
         cfg.experimental.multi_replica_distribution.process_index = 0
+    cfg.norms.experimental.distributed_batch_norm_replica_group_size = args.batch_norm_group
+    cfg.norms.use_stable_statistics = bool(args.stable_norm)
     cfg.convolutions.poplar_options = dict(options)
     cfg.matmuls.poplar_options = dict(options)
     cfg.configure_ipu_system()

@@ -16,6 +16,15 @@ whatever is offloaded:
 - weights (``replicated_weight_sharding`` / ``offload_weights``): each replica stores its 1/R
   share after the update and loads it back, followed by an all-gather.
 
+Distributed batch norm (``norms.experimental.distributed_batch_norm_replica_group_size`` = G > 1)
+adds small collectives inside the steps: every training batch norm all-reduces its statistics over
+its group of G consecutive replicas (GCL ``CommGroupType::CONSECUTIVE``, graphcore/tensorflow
+``popnn/norm.cc``), once in the forward pass (twice with ``norms.use_stable_statistics``: the
+mean, then the power of the mean-free activations, poplibs ``poplin/Norms.cpp``) and once in the
+backward pass (the two gradient sums in one multi-tensor all-reduce). Recomputing the layer
+all-reduces again, except under RecomputeAndBackpropagateInterleaved (IPU TensorFlow's
+``_NormsExperimentalConfig`` docstring).
+
 Streaming Memory bandwidth per IPU is the lesser of the IPU's own figure and its fair share of the
 chassis gateway (every IPU of the chassis moves data at the same time, by symmetry).
 """
@@ -28,7 +37,7 @@ from typing import Any
 
 from ipusim.cost import collectives as col
 from ipusim.cost.units import cycles_to_ps, seconds_to_ps, transfer_ps
-from ipusim.errors import StreamingMemoryUnavailableError
+from ipusim.errors import ConfigurationError, StreamingMemoryUnavailableError
 from ipusim.lowering.program import Timed
 
 
@@ -45,6 +54,10 @@ class DistributionSpec:
         offload_gradient_accumulation_buffers: keep accumulators in Streaming Memory.
         replicated_weight_sharding: shard weights over replicas in Streaming Memory.
         remote_buffers: whether the device supports remote buffers at all.
+        batch_norm_group: ``norms.experimental.distributed_batch_norm_replica_group_size``:
+            consecutive replicas whose training batch norms share statistics (1 = per replica).
+        stable_norm_statistics: ``norms.use_stable_statistics`` (the forward pass all-reduces
+            the mean and the power separately).
     """
 
     replicas: int = 1
@@ -54,6 +67,8 @@ class DistributionSpec:
     offload_gradient_accumulation_buffers: bool = False
     replicated_weight_sharding: bool = False
     remote_buffers: bool = True
+    batch_norm_group: int = 1
+    stable_norm_statistics: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,14 @@ class Distribution:
                     "accumulation where remote buffers exist)",
                     stacklevel=3,
                 )
+        group = spec.batch_norm_group
+        if group > 1 and spec.replicas % group:
+            raise ConfigurationError(
+                f"norms.experimental.distributed_batch_norm_replica_group_size = {group} does "
+                f"not divide the replication factor ({spec.replicas}): batch norm statistics "
+                "are shared by groups of that many consecutive replicas. Use a divisor of "
+                f"{spec.replicas} (1 keeps statistics per replica)."
+            )
         shard = spec.replicated_optimizer_state_sharding and spec.replicas > 1
         return cls(spec, system, ipus_per_replica, bool(offload), shard)
 
@@ -150,6 +173,32 @@ class Distribution:
         )
         duration = 2 * half if kind == "all-reduce" else half
         return Timed(f"{kind} {what}", "link", duration, num_bytes)
+
+    def norm_all_reduces(self, op: str) -> int:
+        """All-reduces one execution of ``op`` makes under distributed batch norm (0 without)."""
+        if self.spec.batch_norm_group <= 1:
+            return 0
+        if op == "batch_norm":
+            return 2 if self.spec.stable_norm_statistics else 1
+        return 1 if op == "batch_norm_grad" else 0
+
+    def group_all_reduce(self, num_bytes: int) -> tuple[int, int]:
+        """(link-latency and sync part, transfer part) in picoseconds of one all-reduce of
+        ``num_bytes`` per replica inside one distributed-batch-norm group of consecutive
+        replicas (a ring over IPU-Links, hierarchical if the group spans Pods)."""
+        group = self.spec.batch_norm_group
+        if group <= 1 or num_bytes <= 0:
+            return 0, 0
+        chassis, per_chassis = col.replica_groups(
+            group, self.ipus_per_replica, self.system.ipus_per_pod
+        )
+        link_bw, link_step, gw_bw, gw_step = self._link_params()
+        total = 2 * col.hierarchical_half(
+            num_bytes, chassis, per_chassis, link_bw, link_step, gw_bw, gw_step
+        )
+        steps = 2 * (per_chassis - 1) * link_step + 2 * (chassis - 1) * gw_step
+        latency = min(total, steps)
+        return latency, total - latency
 
     def remote_bandwidth(self) -> float:
         memory = self.system.streaming_memory

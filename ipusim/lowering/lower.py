@@ -122,6 +122,43 @@ def _superstep(
     )
 
 
+def _add_norm_collectives(
+    by_node: dict[int, Superstep], nodes: Sequence[Any], dist: Distribution, element: int
+) -> dict[int, Superstep]:
+    """Add distributed batch norm's statistics all-reduces to the training batch norms' supersteps
+    in place; return the supersteps as they were (a recomputation that reuses the statistics).
+
+    Bytes per all-reduce: the mean in the activations' type and the power in float (one
+    multi-tensor all-reduce, or two with stable statistics), and the two float gradient sums of
+    the backward pass (poplibs ``poplin/Norms.cpp``).
+    """
+    before: dict[int, Superstep] = {}
+    for node in nodes:
+        s = by_node.get(node.id)
+        count = dist.norm_all_reduces(node.op.name)
+        if s is None or count == 0:
+            continue
+        if node.op.name == "batch_norm" and not node.attrs.get("training", True):
+            continue
+        x = node.in_specs[1] if node.op.name == "batch_norm_grad" else node.in_specs[0]
+        channels = x.shape[node.attrs.get("axis", -1)]
+        if node.op.name == "batch_norm_grad":
+            sizes = [2 * channels * 4]
+        elif count == 2:
+            sizes = [channels * element, channels * 4]
+        else:
+            sizes = [channels * (element + 4)]
+        parts = [dist.group_all_reduce(size) for size in sizes]
+        before[node.id] = s
+        by_node[node.id] = replace(
+            s,
+            sync_ps=s.sync_ps + sum(latency for latency, _ in parts),
+            exchange_ps=s.exchange_ps + sum(transfer for _, transfer in parts),
+            exchange_bytes=s.exchange_bytes + sum(sizes),
+        )
+    return before
+
+
 @dataclass(frozen=True)
 class PipelineSpec:
     """How a pipelined model maps onto IPUs (from the Keras stage assignment and options).
@@ -226,6 +263,9 @@ def lower(
         if training
         else None
     )
+    without_norm_collectives: dict[int, Superstep] = {}
+    if dist is not None and spec.batch_norm_group > 1:
+        without_norm_collectives = _add_norm_collectives(by_node, nodes, dist, element)
     mapper = TileMapper(step.graph.nodes_between(list(step.fetches)), ipu, precision, planner)
     if pipeline is not None:
         from ipusim.lowering.pipeline import lower_pipeline
@@ -256,6 +296,7 @@ def lower(
             spec.replicas,
             pipeline.groups,
             mapper=mapper,
+            without_norm_collectives=without_norm_collectives,
         )
     recomputation = None
     if recompute and training:

@@ -33,7 +33,14 @@ from ipusim.cost.units import seconds_to_ps
 from ipusim.errors import PipelineConfigurationError
 from ipusim.graph.graph import Graph, Node
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
-from ipusim.lowering.liveness import analyse, program_items, resident, working_peak
+from ipusim.lowering.liveness import (
+    TO_THE_END,
+    LiveItem,
+    analyse,
+    program_items,
+    resident,
+    working_peak,
+)
 from ipusim.lowering.memory import (
     SHAPE_ONLY_INPUTS,
     build_plan,
@@ -187,6 +194,7 @@ def lower_pipeline(
     replicas: int = 1,
     groups: Sequence[Sequence[int]] = (),
     mapper: Any = None,
+    without_norm_collectives: dict[int, Superstep] | None = None,
 ) -> Program:
     """Build the pipelined Program of a step (see the module docstring).
 
@@ -209,6 +217,9 @@ def lower_pipeline(
         groups: the physical stages of each logical stage (empty: one each).
         mapper: the step's :class:`~ipusim.lowering.tile_mapping.TileMapper` (tile mapping and
             liveness of the memory plans); made here when None.
+        without_norm_collectives: node id -> its superstep without distributed batch norm's
+            all-reduces: what RecomputeAndBackpropagateInterleaved recomputes (it reuses the
+            statistics instead of all-reducing them again).
     """
     if mapper is None:
         from ipusim.lowering.tile_mapping import TileMapper
@@ -269,6 +280,12 @@ def lower_pipeline(
     stage_vars: list[list[Any]] = [[] for _ in range(num_stages)]
     for var in step.trainable:
         stage_vars[layout.variable_stage.get(id(var), num_stages - 1)].append(var)
+    # RecomputeAndBackpropagateInterleaved reuses distributed batch norms' statistics.
+    recomputed_as = (
+        {**supersteps, **without_norm_collectives}
+        if without_norm_collectives and recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
+        else supersteps
+    )
     stages = []
     for s in range(num_stages):
         back = list(backward[s])
@@ -276,7 +293,7 @@ def lower_pipeline(
         if plan is not None:
             again = {n.id for n in plan.recomputed}
             back = [
-                _recomputed(supersteps[n.id]) if n.id in again else supersteps[n.id]
+                _recomputed(recomputed_as[n.id]) if n.id in again else supersteps[n.id]
                 for n in plan.backward_order
                 if n.id in supersteps
             ]
@@ -417,6 +434,32 @@ def _stage_transfers(
     return before, after, tuple(after_forward), tuple(before_backward)
 
 
+#: The last step of any program, for an item live until the end but not from the start (an item
+#: whose last step is ``TO_THE_END`` counts as live over the whole program).
+LAST_STEP = TO_THE_END - 1
+
+
+def _sequential_peak(
+    working: Sequence[tuple[int, int]], stashes: Sequence[tuple[int, MemoryItem, int]]
+) -> tuple[int, int, list[MemoryItem]]:
+    """(working bytes, stage, stashes live) at the Sequential schedule's memory peak on one IPU.
+
+    Stage j's forward pass runs with the stashes of the stages before it, its backward pass with
+    those and its own, so the IPU needs max over j of (working_j + stashes of stages <= j).
+    """
+    stash_of = {stage: item for stage, item, _ in stashes}
+    best: tuple[int, int, int, list[MemoryItem]] | None = None
+    held: list[MemoryItem] = []
+    for peak, stage in sorted(working, key=lambda w: w[1]):
+        if stage in stash_of:
+            held = [*held, stash_of[stage]]
+        total = peak + sum(item.bytes for item in held)
+        if best is None or (total, peak) > (best[0], best[1]):
+            best = (total, peak, stage, held)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
 def _recomputed(s: Superstep) -> Superstep:
     return replace(s, name=f"recompute {s.name}", phase="fwd")
 
@@ -459,6 +502,12 @@ def _memory(
             live.append(resident(item.name, category or item.category, item.bytes, placement))
 
         mine = [p for p in pipeline.stages if p.ipu == ipu]
+        # Sequential: one micro-batch at a time runs forward through every stage, then backward
+        # from the last: a stage's stash lives from its forward pass until its backward pass
+        # reads it, so the stashes of the later stages are gone (or not yet made) while an
+        # earlier stage runs (D: the schedule's order).
+        one_at_a_time = training and pipeline.schedule == "sequential"
+        stashes: list[tuple[int, MemoryItem, int]] = []
         stage_ids = {p.stage for p in mine}
         ops_of = {
             q.stage: [x for b in (q.forward, q.backward, q.weight_update) for x in b.supersteps]
@@ -499,13 +548,15 @@ def _memory(
             )
             if dist is not None and dist.spec.offload_activations:
                 alive = min(alive, 1)  # the others wait in Streaming Memory
+            stash_item = None
             if p.stash_bytes and alive:
                 stash = p.stash_bytes * alive
-                item = MemoryItem(
+                stash_item = MemoryItem(
                     f"stage {p.stage} stash ({alive} micro-batches in flight)", "activations", stash
                 )
-                # (E) a stash FIFO is mapped linearly over the IPU's tiles.
-                add(item, mapper.linear(stash), "stash")
+                if not one_at_a_time:
+                    # (E) a stash FIFO is mapped linearly over the IPU's tiles.
+                    add(stash_item, mapper.linear(stash), "stash")
             stage_nodes = [n for n in nodes if layout.node_stage.get(n.id) == p.stage]
             sizes = {(n.id, s.index): nbytes(s.spec) for n in stage_nodes for s in n.outputs}
             outside = [s for n in stage_nodes for s in n.outputs]
@@ -539,16 +590,22 @@ def _memory(
                 stage_items += seg_items
             live += stage_items
             working.append((working_peak(stage_items, first, len(steps) - first), p.stage))
-            code = code_tiles(ops_of[p.stage], tiles)
+            if one_at_a_time and stash_item is not None:
+                stashes.append((p.stage, stash_item, first))
+            cloned = (
+                plan is not None
+                and plan.recomputed
+                and strategy == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
+            )
+            code = code_tiles(
+                [x for x in ops_of[p.stage] if not (cloned and x.name.startswith("recompute "))],
+                tiles,
+            )
             add(
                 MemoryItem(f"stage {p.stage} code and vertex state", "code", int(code.sum())),
                 at_start(code),
             )
-            if (
-                plan is not None
-                and plan.recomputed
-                and strategy == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
-            ):
+            if cloned:
                 # Cloned into the backward stage, the recomputed operations share no code with
                 # the forward pass (IPU TensorFlow: "less code reuse" than RecomputeThen...).
                 clones = [x for x in p.backward.supersteps if x.name.startswith("recompute ")]
@@ -564,7 +621,18 @@ def _memory(
         # Stages sharing an IPU run one at a time: their working activations and exchange
         # buffers reuse the same memory, so the IPU needs the largest of them, not the sum
         # (stashes and code stay resident for the whole run and do add up).
-        peak, stage = max(working)
+        if one_at_a_time:
+            peak, stage, live_stashes = _sequential_peak(working, stashes)
+            for _, item, start in stashes:
+                # (E) a stash FIFO is mapped linearly over the IPU's tiles. This timeline runs
+                # stage after stage, so a stash is live from its stage's first step to the end:
+                # while its stage and the later ones run (TO_THE_END would make it live from
+                # the start).
+                placement = mapper.linear(item.bytes)
+                live.append(LiveItem(item.name, "stash", item.bytes, start, LAST_STEP, placement))
+            items.extend(live_stashes)
+        else:
+            peak, stage = max(working)
         items.append(MemoryItem(f"stage {stage} working activations", "activations", peak))
         name = f"stage {buffer_stage} exchange buffers"
         add(MemoryItem(name, "exchange-buffers", largest), at_start(exchange))

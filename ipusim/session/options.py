@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipusim.cost.compute import PlannerOptions
@@ -13,6 +13,7 @@ from ipusim.engine.options import OUTFEED_MODES
 from ipusim.engine.recorder import DEFAULT_RECORD_BUDGET
 from ipusim.errors import ConfigurationError
 from ipusim.lowering import Program
+from ipusim.lowering.distribution import DistributionSpec
 
 #: IPU TensorFlow's default depths of the infeed's and the outfeed's device buffers
 #: (``IPUInfeedQueue(prefetch_depth=None)`` -> 3, ``IPUOutfeedQueue(buffer_depth=3)``).
@@ -235,6 +236,20 @@ def planner_options(config: Any) -> PlannerOptions:
         return PlannerOptions()
     return PlannerOptions.from_poplar_options(
         config.convolutions.poplar_options, config.matmuls.poplar_options
+    )
+
+
+def with_norms(spec: DistributionSpec | None, config: Any) -> DistributionSpec:
+    """``spec`` (default: one replica) with the IPUConfig's batch-norm options:
+    ``norms.experimental.distributed_batch_norm_replica_group_size`` and
+    ``norms.use_stable_statistics``."""
+    spec = spec or DistributionSpec()
+    if config is None:
+        return spec
+    return replace(
+        spec,
+        batch_norm_group=int(config.norms.experimental.distributed_batch_norm_replica_group_size),
+        stable_norm_statistics=bool(config.norms.use_stable_statistics),
     )
 
 

@@ -26,6 +26,7 @@ from ipusim.session.options import (
     host_options,
     planner_options,
     precision,
+    with_norms,
 )
 from ipusim.trace import Report
 
@@ -91,7 +92,7 @@ def lower(description: RunDescription, config: Any, system: Any) -> LoweredRun:
         optimizer=description.optimizer,
         pipeline=description.pipeline,
         micro_batches=description.micro_batches,
-        distribution=description.distribution,
+        distribution=with_norms(description.distribution, config),
         planner=planner_options(config),
         recompute=bool(config is not None and config.allow_recompute),
     )

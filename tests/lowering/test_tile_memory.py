@@ -115,11 +115,11 @@ def test_available_memory_proportion_shows_in_memory_and_time() -> None:
     assert matmul_seconds(low, "compute") != matmul_seconds(high, "compute")
 
 
-def _small_pipeline():
+def _small_pipeline(device_mapping: tuple[int, ...] = (0, 1)):
     keras.backend.clear_session()
     ipusim.config.reset_ipu_configuration()
     cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 2
+    cfg.auto_select_ipus = max(device_mapping) + 1
     cfg.ipusim.numerics = False
     cfg.configure_ipu_system()
     with ipusim.IPUStrategy().scope():
@@ -134,6 +134,7 @@ def _small_pipeline():
         model.set_pipelining_options(
             gradient_accumulation_steps_per_replica=4,
             pipeline_schedule=PipelineSchedule.Sequential,
+            device_mapping=list(device_mapping),
         )
         model.compile(optimizer="sgd", loss="mse", steps_per_execution=4)
         model.fit(np.zeros((8, 8), np.float32), np.zeros((8, 2), np.float32), batch_size=2)
@@ -167,6 +168,27 @@ def test_liveness_of_a_small_pipeline_equals_the_hand_table() -> None:
     assert set(ipu1.weights_bytes) == {32} and set(ipu1.gradient_accumulators_bytes) == {32}
     # Temporaries only while a matmul runs.
     assert (ipu1.temporaries_bytes > 0).tolist() == [True] + [False] * 7 + [True, True]
+
+
+def test_sequential_stashes_live_from_their_stage_on_when_stages_share_an_ipu() -> None:
+    # Both stages on IPU 0. Sequential: one micro-batch runs forward through stages 0 and 1, then
+    # backward through 1 and 0. Stage 0's stash (x, 64 B) lives from stage 0's forward pass to
+    # its backward pass, i.e. over everything stage 1 does; stage 1's (h and d, 48 B) only
+    # while stage 1 runs. This timeline runs stage 0's steps, then stage 1's.
+    report = _small_pipeline((0, 0))
+    live = report.liveness
+    assert set(live.ipu) == {0}
+    stage0, stage1 = live[live.stage == 0], live[live.stage == 1]
+    assert set(stage0.stash_bytes) == {64}
+    assert set(stage1.stash_bytes) == {64 + 48}
+    # The plan holds what is live at the worst step: the liveness's own peak.
+    peak = int(live.total_bytes.max())
+    assert int(report.memory.total_bytes.iloc[0]) == peak
+    # Both stashes count only if the peak is in stage 1; in stage 0 only stage 0's does.
+    stash_items = [i for i in report.memory_plans[0].items if " stash " in i.name]
+    at_peak = live[live.total_bytes == peak]
+    expected = {64, 64 + 48} & set(at_peak.stash_bytes)
+    assert {sum(i.bytes for i in stash_items)} == expected
 
 
 def test_memory_categories_and_liveness_sum_to_the_totals() -> None:

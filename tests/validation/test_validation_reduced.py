@@ -22,6 +22,18 @@ def test_median_error_stays_within_twenty_percent(table) -> None:
 
 
 @pytest.mark.slow
+def test_every_row_passes_the_memory_check_as_on_hardware(table) -> None:
+    # Every configuration ran on real IPUs, so each must fit: within the IPU's memory and its
+    # busiest tile's, without leaning on the OutOfMemoryWarning of a recomputing stage.
+    failing = [
+        (o.row.id, round(o.memory_used, 3), o.memory_warned)
+        for o in table.outcomes
+        if not o.memory_fits
+    ]
+    assert not failing
+
+
+@pytest.mark.slow
 def test_directions_follow_the_published_rows(table) -> None:
     by_id = {o.row.id: o for o in table.outcomes}
     # A whole epoch per execution against one step: 17.6x published (K8 / K7).
