@@ -71,6 +71,17 @@ class DistributionSpec:
     stable_norm_statistics: bool = False
 
 
+def check_norm_group(group: int, replicas: int) -> None:
+    """Raise ConfigurationError unless distributed batch norm's ``group`` divides ``replicas``."""
+    if group > 1 and replicas % group:
+        raise ConfigurationError(
+            f"norms.experimental.distributed_batch_norm_replica_group_size = {group} does "
+            f"not divide the replication factor ({replicas}): batch norm statistics are "
+            "shared by groups of that many consecutive replicas. Use a divisor of "
+            f"{replicas} (1 keeps statistics per replica)."
+        )
+
+
 @dataclass(frozen=True)
 class Distribution:
     """The resolved choices and the topology they run on, for one program."""
@@ -119,14 +130,7 @@ class Distribution:
                     "accumulation where remote buffers exist)",
                     stacklevel=3,
                 )
-        group = spec.batch_norm_group
-        if group > 1 and spec.replicas % group:
-            raise ConfigurationError(
-                f"norms.experimental.distributed_batch_norm_replica_group_size = {group} does "
-                f"not divide the replication factor ({spec.replicas}): batch norm statistics "
-                "are shared by groups of that many consecutive replicas. Use a divisor of "
-                f"{spec.replicas} (1 keeps statistics per replica)."
-            )
+        check_norm_group(spec.batch_norm_group, spec.replicas)
         shard = spec.replicated_optimizer_state_sharding and spec.replicas > 1
         return cls(spec, system, ipus_per_replica, bool(offload), shard)
 

@@ -56,6 +56,9 @@ class TrainingMixin:
         # Data-parallel replicas (set by the IPU extensions): each step takes one batch per
         # replica and applies the replicas' mean gradient.
         self._replicas = 1
+        # Distributed batch norm (set by the IPU extensions): groups of this many consecutive
+        # replicas share their batch statistics.
+        self._norm_group = 1
         # Per-step batch callbacks instead of once per execution (asynchronous callbacks).
         self._per_step_callbacks = False
         # What the last fit/evaluate/predict ran: [(epoch, steps in the execution), ...] and the
@@ -207,6 +210,11 @@ class TrainingMixin:
         known to be finite.
         """
         runs = []
+        if self._norm_group > 1:
+            batches = [
+                _end_to_end(batches[i : i + self._norm_group])
+                for i in range(0, len(batches), self._norm_group)
+            ]
         for x, y, sample_weight in batches:
             arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
             program = self._program("train", x_spec, y_spec, sw_spec)
@@ -575,6 +583,27 @@ class TrainingMixin:
             return logs
         values = [logs[name] for name in self.metrics_names]
         return values[0] if len(values) == 1 else values
+
+
+def _end_to_end(batches: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+    """One group's micro-batches end to end, as one batch (x, y, sample weights).
+
+    Under distributed batch norm a group's replicas normalise with the statistics of all their
+    micro-batches, and their backward passes all-reduce the statistics' gradient sums: the
+    group's mean gradient is that of its micro-batches run as one batch (the losses average
+    over equal micro-batches), which is how the numerics run it.
+    """
+
+    def joined(parts: tuple[Any, ...]) -> Any:
+        if parts[0] is None:
+            return None
+        flat = [flatten(as_arrays(p)) for p in parts]
+        return pack_sequence_as(
+            as_arrays(parts[0]), [np.concatenate(column) for column in zip(*flat)]
+        )
+
+    xs, ys, weights = zip(*batches)
+    return joined(xs), joined(ys), joined(weights)
 
 
 def _replica_mean(per_replica: list[list[np.ndarray]]) -> list[np.ndarray]:

@@ -314,6 +314,7 @@ class KerasExtensionBase:
         saved_spe = self._steps_per_execution
         self._steps_per_execution = plan.steps_per_execution
         self._replicas = replicas
+        self._norm_group = _norm_group(config, replicas)
         try:
             history = super().fit(
                 x,
@@ -328,6 +329,7 @@ class KerasExtensionBase:
         finally:
             self._steps_per_execution = saved_spe
             self._replicas = 1
+            self._norm_group = 1
         if lowered is not None:
             _attach(history, *self._simulate(lowered, self._execution_log, config, system))
         return history
@@ -453,3 +455,15 @@ def _attach(history: Any, report: Any, epoch_seconds: list[float]) -> None:
     history.simulated_seconds = report.simulated_seconds
     history.samples_per_second = report.throughput_samples_per_s
     history.history["simulated_seconds"] = list(epoch_seconds)
+
+
+def _norm_group(config: Any, replicas: int) -> int:
+    """Distributed batch norm's group of replicas (1 without a config), checked against the
+    replication factor."""
+    if config is None:
+        return 1
+    from ipusim.lowering.distribution import check_norm_group
+
+    group = int(config.norms.experimental.distributed_batch_norm_replica_group_size)
+    check_norm_group(group, replicas)
+    return group
