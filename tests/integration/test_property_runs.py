@@ -73,6 +73,7 @@ class Scenario:
     system: str
     run: str
     epochs: int
+    norm_group: int | None = None  # a BatchNormalization after the first layer, and its group
 
     @property
     def stages(self) -> int:
@@ -142,20 +143,25 @@ def scenarios(draw) -> Scenario:
         system=system,
         run=draw(st.sampled_from(["fit", "fit", "evaluate", "predict"])),
         epochs=draw(st.sampled_from([1, 2])),
+        norm_group=draw(st.sampled_from([None, None, 1, 2])),
     )
 
 
 # ---------------------------------------------------------------------- building a run
-def _layers(s: Scenario) -> list[keras.layers.Layer]:
+def _layers(s: Scenario) -> list[tuple[keras.layers.Layer, int]]:
+    """The model's layers with their pipeline stages."""
     hidden = [keras.layers.Dense(w, activation="relu") for w in s.widths]
-    return [*hidden, keras.layers.Dense(CLASSES)]
+    stack = list(zip([*hidden, keras.layers.Dense(CLASSES)], s.stage_of_layer))
+    if s.norm_group is not None:
+        stack.insert(1, (keras.layers.BatchNormalization(), s.stage_of_layer[0]))
+    return stack
 
 
 class _Subclassed(keras.Model):
-    def __init__(self, layers: list, stages: tuple[int, ...], pipelined: bool) -> None:
+    def __init__(self, stack: list, pipelined: bool) -> None:
         super().__init__()
-        self.stack = layers
-        self.stages = stages
+        self.stack = [layer for layer, _ in stack]
+        self.stages = [stage for _, stage in stack]
         self.pipelined = pipelined
 
     def call(self, inputs):
@@ -170,25 +176,25 @@ class _Subclassed(keras.Model):
 
 
 def _model(s: Scenario) -> keras.Model:
-    layers = _layers(s)
+    stack = _layers(s)
     pipelined = s.stages > 1
     if s.kind == "sequential":
-        model = keras.Sequential(layers)
+        model = keras.Sequential([layer for layer, _ in stack])
         model.build((None, FEATURES))
         if pipelined:
-            model.set_pipeline_stage_assignment(list(s.stage_of_layer))
+            model.set_pipeline_stage_assignment([stage for _, stage in stack])
         return model
     if s.kind == "functional":
         inputs = keras.Input((FEATURES,))
         x = inputs
-        for layer, stage in zip(layers, s.stage_of_layer):
+        for layer, stage in stack:
             if pipelined:
                 with keras.ipu.PipelineStage(stage):
                     x = layer(x)
             else:
                 x = layer(x)
         return keras.Model(inputs, x)
-    return _Subclassed(layers, s.stage_of_layer, pipelined)
+    return _Subclassed(stack, pipelined)
 
 
 def _configure(s: Scenario) -> None:
@@ -198,6 +204,8 @@ def _configure(s: Scenario) -> None:
     cfg.ipusim.system = s.system
     cfg.ipusim.precision = s.precision
     cfg.ipusim.numerics = not s.timing_only
+    if s.norm_group is not None:
+        cfg.norms.experimental.distributed_batch_norm_replica_group_size = s.norm_group
     cfg.configure_ipu_system()
 
 
