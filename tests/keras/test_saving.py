@@ -131,3 +131,49 @@ def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch) -> None:
     assert path.read_bytes() == original  # the old file is intact
     assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]  # no temporary left behind
     assert zipfile.is_zipfile(path) and os.path.getsize(path) > 0
+
+
+def _adam_model() -> keras.Model:
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(2)]
+    )
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    return model
+
+
+@pytest.mark.parametrize("include_optimizer", [True, False])
+def test_saved_optimizer_state_resumes_training_as_if_never_saved(
+    tmp_path, include_optimizer: bool
+) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(16, 4)).astype(np.float32)
+    y = rng.normal(size=(16, 2)).astype(np.float32)
+    keras.utils.set_random_seed(2)
+    model = _adam_model()
+    model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    path = tmp_path / "adam.npz"
+    model.save(path, include_optimizer=include_optimizer)
+    loaded = keras.models.load_model(path)
+    # The original keeps training: its Adam moments and step count carry on.
+    model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    loaded.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+    same = all(np.array_equal(a, b) for a, b in zip(model.get_weights(), loaded.get_weights()))
+    # With the optimizer state the loaded model continues exactly; without it Adam starts over
+    # (step 1, zero moments) and takes different steps.
+    assert same is include_optimizer
+    assert loaded.optimizer.iterations == (12 if include_optimizer else 4)
+
+
+def test_optimizer_state_that_does_not_fit_is_a_clear_error(tmp_path) -> None:
+    model = _adam_model()
+    x = np.ones((4, 4), np.float32)
+    model.fit(x, np.ones((4, 2), np.float32), batch_size=4, verbose=0)
+    path = tmp_path / "adam.npz"
+    model.save(path)
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["o00000"] = np.zeros((9, 9), np.float32)  # a slot of the wrong shape
+    np.savez(path, **arrays)
+    with pytest.raises(ModelFileError, match="optimizer state does not fit"):
+        keras.models.load_model(path)
+    assert keras.models.load_model(path, compile=False).optimizer is None

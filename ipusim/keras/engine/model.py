@@ -166,10 +166,11 @@ class Model(TrainingMixin, Layer):
     def save(
         self, filepath: str, overwrite: bool = True, include_optimizer: bool = True, **kwargs: Any
     ) -> None:
-        """Save architecture and weights to one file (npz with a JSON config; no pickle)."""
+        """Save architecture, weights, compile arguments and (``include_optimizer``) the
+        optimizer's step count and slots to one file (npz with a JSON config; no pickle)."""
         from ipusim.keras.engine.saving import save_model
 
-        save_model(self, filepath, overwrite=overwrite)
+        save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def save_weights(self, filepath: str, overwrite: bool = True, **kwargs: Any) -> None:
         """Save the weights to an ``.npz`` file, written atomically."""

@@ -220,7 +220,9 @@ def _read_npz(filepath: str) -> dict[str, np.ndarray]:
         ) from None
 
 
-def _weights_payload(model: Any, kind: str, extra: dict[str, Any]) -> dict[str, np.ndarray]:
+def _weights_payload(
+    model: Any, kind: str, extra: dict[str, Any], more: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     weights = model.weights
     header = {
         "format": kind,
@@ -229,8 +231,50 @@ def _weights_payload(model: Any, kind: str, extra: dict[str, Any]) -> dict[str, 
         **extra,
     }
     arrays = {f"w{i:05d}": w.numpy() for i, w in enumerate(weights)}
+    arrays.update(more or {})
     arrays[_CONFIG_KEY] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     return arrays
+
+
+def _optimizer_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The optimizer's step count and slots (Keras' ``include_optimizer``): a header entry naming
+    each slot by its variable and slot names, and the arrays; None when there is none to save."""
+    from ipusim.keras.optimizers.optimizer import Optimizer
+
+    optimizer = getattr(model, "optimizer", None)
+    if not isinstance(optimizer, Optimizer):
+        return None
+    slots, arrays = [], {}
+    for var_name, by_slot in optimizer._slots.items():
+        for slot_name, slot in by_slot.items():
+            arrays[f"o{len(slots):05d}"] = slot.numpy()
+            slots.append([var_name, slot_name])
+    return {"iterations": optimizer.iterations, "slots": slots}, arrays
+
+
+def _restore_optimizer(
+    model: Any, state: dict[str, Any], data: dict[str, np.ndarray], filepath: str
+) -> None:
+    """Give the freshly compiled optimizer the saved step count and slots (all checked first)."""
+    optimizer = model.optimizer
+    variables = {v.name: v for v in model.trainable_variables}
+    restored = []
+    try:
+        for i, (var_name, slot_name) in enumerate(state["slots"]):
+            value = data[f"o{i:05d}"]
+            var = variables[var_name]
+            if value.shape != tuple(var.shape):
+                raise ValueError(f"slot {slot_name!r} of {var_name!r} has shape {value.shape}")
+            restored.append((var, slot_name, value))
+        iterations = int(state["iterations"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(
+            f"{filepath!r}: the saved optimizer state does not fit the model ({exc}); load with "
+            "compile=False, or save the model again."
+        ) from None
+    for var, slot_name, value in restored:
+        optimizer._add_slot(var, slot_name, 0.0).assign(value)
+    optimizer.iterations = iterations
 
 
 def _header(data: dict[str, np.ndarray], filepath: str, kind: str) -> dict[str, Any]:
@@ -281,7 +325,9 @@ def load_weights(model: Any, filepath: str) -> None:
         raise ModelFileError(f"{filepath!r} does not match model {model.name!r}: {exc}") from None
 
 
-def save_model(model: Any, filepath: str, overwrite: bool = True) -> None:
+def save_model(
+    model: Any, filepath: str, overwrite: bool = True, include_optimizer: bool = True
+) -> None:
     if not model.built:
         raise ValueError(f"model {model.name!r} is not built; call it on data or build() first")
     from ipusim.keras.engine.functional import Functional
@@ -308,7 +354,11 @@ def save_model(model: Any, filepath: str, overwrite: bool = True) -> None:
     state = ipu_state(model)
     if state is not None:
         extra["ipu"] = state
-    _atomic_npz(filepath, _weights_payload(model, FORMAT, extra), overwrite)
+    more: dict[str, np.ndarray] = {}
+    optimizer = _optimizer_state(model) if include_optimizer and "compile" in extra else None
+    if optimizer is not None:
+        extra["optimizer_state"], more = optimizer
+    _atomic_npz(filepath, _weights_payload(model, FORMAT, extra, more), overwrite)
 
 
 def load_model(
@@ -347,6 +397,8 @@ def load_model(
     saved_compile = header.get("compile")
     if compile and saved_compile:
         compile_from_config(model, saved_compile, custom_objects)
+        if header.get("optimizer_state") is not None:
+            _restore_optimizer(model, header["optimizer_state"], data, os.fspath(filepath))
     if header.get("ipu") is not None:
         from ipusim.keras.extensions.saving import restore_ipu_state
 
