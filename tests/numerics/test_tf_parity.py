@@ -18,11 +18,11 @@ TOLERANCE = {"layers": 1e-5, "losses": 1e-5, "optimizers": 1e-5, "metrics": 1e-6
 LOSS_PER_STEP = 1e-5
 #: Final weights after 64 steps (sampled entries and norms).
 FINAL_WEIGHTS = 1e-4
-#: The CNN under RMSprop and Adam (see docs/numerics.md): the filter gradient's float32
-#: summation order (im2col + BLAS here, Eigen in TensorFlow) differs at 1e-7 of its largest
-#: value, and these optimizers divide each element by its own running magnitude, so elements
-#: whose gradient nearly cancels differ by ~1e-5 after one step; a ReLU or max-pool decision
-#: that flips late in the run then grows it. They meet the target over the first 40 steps.
+#: The CNN under RMSprop and Adam (see docs/numerics.md): these runs are chaotic in float32
+#: rounding (elements whose gradient nearly cancels take a first step set by their last bits,
+#: then a ReLU or max-pool decision flips late in the run). TensorFlow itself, rerun with one
+#: intra-op thread instead of the fixture's two, ends 2.9e-3 (RMSprop) and 6.5e-5 (Adam) from
+#: the fixture (bench/tf_parity/cnn_branches.py). They meet the target over the first 40 steps.
 ADAPTIVE_CNN = {"cnn/rmsprop": (40, 1e-3, 1e-2), "cnn/adam": (40, 1e-3, 1e-2)}
 
 
