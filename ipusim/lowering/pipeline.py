@@ -620,7 +620,8 @@ def _memory(
                 )
         # Stages sharing an IPU run one at a time: their working activations and exchange
         # buffers reuse the same memory, so the IPU needs the largest of them, not the sum
-        # (stashes and code stay resident for the whole run and do add up).
+        # (code stays resident for the whole run and adds up; so do stashes, except under the
+        # Sequential schedule, where only those of the running stage and the earlier ones live).
         if one_at_a_time:
             peak, stage, live_stashes = _sequential_peak(working, stashes)
             for _, item, start in stashes:
