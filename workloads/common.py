@@ -17,7 +17,7 @@ import numpy as np
 
 import ipusim
 from ipusim import keras
-from ipusim.config.ipusim_options import ENGINES
+from ipusim.choices import ENGINES
 from ipusim.data import Dataset
 from ipusim.pipelining import PipelineSchedule, RecomputationMode
 

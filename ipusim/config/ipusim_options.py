@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 
+from ipusim.choices import ENGINES, PRECISIONS
 from ipusim.config._base import Option, _ConfigBase
 from ipusim.errors import ConfigurationError
 
@@ -23,14 +24,8 @@ __all__ = [
     "USE_SYSTEM_HOST_OVERHEAD",
 ]
 
-#: Allowed values of ``ipusim.precision``.
-PRECISIONS = ("fp32", "fp16.16", "fp16.32")
-
 #: ``ipusim.host_overhead_s`` value meaning "use the system preset's host overhead".
 USE_SYSTEM_HOST_OVERHEAD = -1.0
-
-#: Allowed values of ``ipusim.engine``.
-ENGINES = ("auto", "fast", "simpy")
 
 #: Allowed values of ``ipusim.trace_detail``.
 TRACE_DETAILS = ("auto", "full", "blocks", "summary")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import simpy
 
+from ipusim.choices import ENGINES
 from ipusim.engine.fast import fast_path_blockers, run_fast
 from ipusim.engine.host import HostProcesses
 from ipusim.engine.options import HostLink, HostOptions, RunPlan
@@ -31,9 +32,6 @@ from ipusim.errors import ConfigurationError
 from ipusim.lowering.program import Program
 from ipusim.trace import Trace
 from ipusim.trace.counters import Counters
-
-#: ``IPUConfig.ipusim.engine`` values.
-ENGINES = ("auto", "fast", "simpy")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions, superstep_cycles
 from ipusim.cost.units import cycles_to_ps
 from ipusim.graph.graph import Graph, Symbol
@@ -36,7 +37,6 @@ from ipusim.lowering.program import (
 from ipusim.lowering.shards import check_system_fits, ipus_per_replica
 from ipusim.lowering.tile_mapping import TileMapper, at_start
 
-PRECISIONS = ("fp32", "fp16.16", "fp16.32")
 _GRAPH_PHASE_TO_TRACE = {"fwd": "fwd", "loss": "fwd", "bwd": "bwd", "update": "fwd"}
 
 
