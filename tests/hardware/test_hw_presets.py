@@ -29,6 +29,7 @@ SYSTEMS = [
     "Bow-2000",
     "Bow-POD16",
     "Bow-POD64",
+    "Bow-POD128",
     "Bow-POD256",
 ]
 CHIPS = ["GC2", "GC200", "Bow"]
