@@ -37,16 +37,14 @@ def _load_fixture() -> tuple[np.ndarray, np.ndarray, list[np.ndarray], int, int]
 
 
 def _cnn() -> keras.Sequential:
-    return keras.Sequential(
-        [
-            keras.layers.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
-            keras.layers.MaxPooling2D(2),
-            keras.layers.Conv2D(64, 3, activation="relu"),
-            keras.layers.MaxPooling2D(2),
-            keras.layers.Flatten(),
-            keras.layers.Dense(10),
-        ]
-    )
+    """The training fixture's CNN, as generate.py builds it."""
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    import generate
+
+    make, _ = generate._models()["cnn"]
+    return make()
 
 
 def main() -> None:
