@@ -217,15 +217,85 @@ class PipelineOptions:
                 length (a ValueError).
             UnsupportedError: ``continuous_weight_updates=True`` (a NotImplementedError).
         """
-        return _from_kwargs(
-            cls,
-            gradient_accumulation_steps_per_replica,
-            device_mapping,
-            accumulate_outfeed,
-            reduction_method,
-            experimental_normalize_gradients,
-            stages,
-            **kwargs,
+        schedule = _enum_member(
+            "pipeline_schedule",
+            kwargs.get("pipeline_schedule"),
+            PipelineSchedule,
+            PipelineSchedule.Grouped,
+            "PipelineSchedule.Grouped, .Interleaved or .Sequential",
+        )
+        mode = _enum_member(
+            "recomputation_mode",
+            kwargs.get("recomputation_mode"),
+            RecomputationMode,
+            RecomputationMode.Auto,
+            "e.g. RecomputationMode.Auto",
+        )
+        if kwargs.get("continuous_weight_updates"):
+            raise UnsupportedError(
+                "continuous_weight_updates=True: Continuous weight updates are not supported (IPU "
+                "TensorFlow does not implement them either); remove the argument."
+            )
+        for name in (*_OPTIONAL_BOOLS, "replicated_optimizer_state_sharding"):
+            value = kwargs.get(name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be True, False or None, received {value!r}.")
+        for name in STAGE_OPTION_LISTS:
+            value = kwargs.get(name)
+            if value is None:
+                continue
+            if not isinstance(value, list | tuple):
+                raise TypeError(
+                    f"{name} must be a list or a tuple of PipelineStageOptions (one per pipeline "
+                    f"stage), received {type(value).__name__}."
+                )
+            bad = [v for v in value if not isinstance(v, PipelineStageOptions)]
+            if bad:
+                raise TypeError(
+                    f"Expected all elements of {name} to be PipelineStageOptions, received "
+                    f"{bad[0]!r} of type {type(bad[0]).__name__}."
+                )
+        if stages is not None:
+            check_stage_option_lengths(kwargs, stages)
+        update = kwargs.get("weight_update_poplar_options")
+        if update is not None and not isinstance(update, PipelineStageOptions):
+            raise TypeError(
+                f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
+            )
+        name = kwargs.get("name")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, received {name!r}.")
+        try:
+            method = GradientAccumulationReductionMethod.parse(reduction_method)
+        except ValueError:
+            raise ConfigurationError(
+                f"reduction_method {reduction_method!r} is not a GradientAccumulationReductionMethod: "
+                "use SUM, MEAN or RUNNING_MEAN (a member or its name)."
+            ) from None
+        if experimental_normalize_gradients:
+            # IPU TensorFlow forces SUM and scales each gradient by 1/N: that is MEAN.
+            method = GradientAccumulationReductionMethod.MEAN
+        weight_sharding = kwargs.get("replicated_weight_sharding")
+        offload_weights = kwargs.get("offload_weights")
+        return cls(
+            gradient_accumulation_steps_per_replica=gradient_accumulation_steps_per_replica,
+            device_mapping=device_mapping,
+            accumulate_outfeed=bool(accumulate_outfeed),
+            reduction_method=method,
+            experimental_normalize_gradients=bool(experimental_normalize_gradients),
+            schedule=schedule,
+            recomputation_mode=mode,
+            offload_weight_update_variables=kwargs.get("offload_weight_update_variables"),
+            offload_activations=kwargs.get("offload_activations"),
+            offload_gradient_accumulation_buffers=kwargs.get(
+                "offload_gradient_accumulation_buffers"
+            ),
+            replicated_optimizer_state_sharding=bool(
+                kwargs.get("replicated_optimizer_state_sharding") or False
+            ),
+            replicated_weight_sharding=weight_sharding,
+            offload_weights=weight_sharding if offload_weights is None else offload_weights,
+            kwargs=dict(kwargs),
         )
 
 
@@ -252,97 +322,6 @@ def _enum_member(name: str, value: Any, enum: type, default: Any, examples: str)
             f"{name} {value!r} is not a member of the {enum.__name__} enumeration; use {examples}."
         )
     return value
-
-
-def _from_kwargs(
-    cls: type[PipelineOptions],
-    gradient_accumulation_steps_per_replica: int | None = None,
-    device_mapping: tuple[int, ...] | None = None,
-    accumulate_outfeed: bool = False,
-    reduction_method: Any = GradientAccumulationReductionMethod.SUM,
-    experimental_normalize_gradients: bool = False,
-    stages: int | None = None,
-    **kwargs: Any,
-) -> PipelineOptions:
-    """See :meth:`PipelineOptions.from_kwargs`."""
-    schedule = _enum_member(
-        "pipeline_schedule",
-        kwargs.get("pipeline_schedule"),
-        PipelineSchedule,
-        PipelineSchedule.Grouped,
-        "PipelineSchedule.Grouped, .Interleaved or .Sequential",
-    )
-    mode = _enum_member(
-        "recomputation_mode",
-        kwargs.get("recomputation_mode"),
-        RecomputationMode,
-        RecomputationMode.Auto,
-        "e.g. RecomputationMode.Auto",
-    )
-    if kwargs.get("continuous_weight_updates"):
-        raise UnsupportedError(
-            "continuous_weight_updates=True: Continuous weight updates are not supported (IPU "
-            "TensorFlow does not implement them either); remove the argument."
-        )
-    for name in (*_OPTIONAL_BOOLS, "replicated_optimizer_state_sharding"):
-        value = kwargs.get(name)
-        if value is not None and not isinstance(value, bool):
-            raise TypeError(f"{name} must be True, False or None, received {value!r}.")
-    for name in STAGE_OPTION_LISTS:
-        value = kwargs.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, list | tuple):
-            raise TypeError(
-                f"{name} must be a list or a tuple of PipelineStageOptions (one per pipeline "
-                f"stage), received {type(value).__name__}."
-            )
-        bad = [v for v in value if not isinstance(v, PipelineStageOptions)]
-        if bad:
-            raise TypeError(
-                f"Expected all elements of {name} to be PipelineStageOptions, received "
-                f"{bad[0]!r} of type {type(bad[0]).__name__}."
-            )
-    if stages is not None:
-        check_stage_option_lengths(kwargs, stages)
-    update = kwargs.get("weight_update_poplar_options")
-    if update is not None and not isinstance(update, PipelineStageOptions):
-        raise TypeError(
-            f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
-        )
-    name = kwargs.get("name")
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a string, received {name!r}.")
-    try:
-        method = GradientAccumulationReductionMethod.parse(reduction_method)
-    except ValueError:
-        raise ConfigurationError(
-            f"reduction_method {reduction_method!r} is not a GradientAccumulationReductionMethod: "
-            "use SUM, MEAN or RUNNING_MEAN (a member or its name)."
-        ) from None
-    if experimental_normalize_gradients:
-        # IPU TensorFlow forces SUM and scales each gradient by 1/N: that is MEAN.
-        method = GradientAccumulationReductionMethod.MEAN
-    weight_sharding = kwargs.get("replicated_weight_sharding")
-    offload_weights = kwargs.get("offload_weights")
-    return cls(
-        gradient_accumulation_steps_per_replica=gradient_accumulation_steps_per_replica,
-        device_mapping=device_mapping,
-        accumulate_outfeed=bool(accumulate_outfeed),
-        reduction_method=method,
-        experimental_normalize_gradients=bool(experimental_normalize_gradients),
-        schedule=schedule,
-        recomputation_mode=mode,
-        offload_weight_update_variables=kwargs.get("offload_weight_update_variables"),
-        offload_activations=kwargs.get("offload_activations"),
-        offload_gradient_accumulation_buffers=kwargs.get("offload_gradient_accumulation_buffers"),
-        replicated_optimizer_state_sharding=bool(
-            kwargs.get("replicated_optimizer_state_sharding") or False
-        ),
-        replicated_weight_sharding=weight_sharding,
-        offload_weights=weight_sharding if offload_weights is None else offload_weights,
-        kwargs=dict(kwargs),
-    )
 
 
 @dataclass(frozen=True)
