@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 __all__ = ["SETTINGS", "running_on_ipu_model", "settings_restored", "using_synthetic_data"]
 
@@ -35,10 +35,11 @@ def using_synthetic_data() -> bool:
 
 
 @contextlib.contextmanager
-def settings_restored() -> Iterator[None]:
-    """Restore the :data:`SETTINGS` variables to their values on entry when the block ends, for
-    code that runs a workload's ``main`` in a process that goes on to run other things."""
-    saved = {name: os.environ.get(name) for name in SETTINGS}
+def settings_restored(names: Iterable[str] = SETTINGS) -> Iterator[None]:
+    """Restore the environment variables ``names`` (default: :data:`SETTINGS`) to their values
+    on entry when the block ends, set or unset, for code that runs a workload's ``main`` (or
+    starts workers) in a process that goes on to run other things."""
+    saved = {name: os.environ.get(name) for name in names}
     try:
         yield
     finally:

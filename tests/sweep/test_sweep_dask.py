@@ -15,6 +15,7 @@ import pytest
 from _workloads import toy_figures
 
 import ipusim.sweep.pools as pools
+from ipusim.config._env import settings_restored
 from ipusim.sweep import Study, SweepError, run_sweep
 
 distributed = pytest.importorskip(
@@ -48,10 +49,10 @@ def markers(tmp_path_factory):
 def cluster(markers):
     # The workers are started with this environment: they import the test workloads by name
     # and record their calls in `markers`.
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "SWEEP_TEST_MARKERS")}
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), saved["PYTHONPATH"]) if p)
-    os.environ["SWEEP_TEST_MARKERS"] = str(markers)
-    try:
+    with settings_restored(("PYTHONPATH", "SWEEP_TEST_MARKERS")):
+        path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), path) if p)
+        os.environ["SWEEP_TEST_MARKERS"] = str(markers)
         with distributed.LocalCluster(
             n_workers=2,
             threads_per_worker=1,
@@ -60,12 +61,6 @@ def cluster(markers):
             dashboard_address=None,
         ) as local_cluster:
             yield local_cluster
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def test_dask_cluster_gives_the_same_table_as_the_local_pool(cluster, tmp_path) -> None:
