@@ -44,6 +44,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from seed_weights import mlp_initial_weights, weights_digest  # noqa: E402
 
 try:
     import tf_keras as keras  # noqa: E402
@@ -436,26 +437,6 @@ def _mnist(directory: Path) -> tuple[np.ndarray, np.ndarray]:
     return images.copy(), labels.copy()
 
 
-def mlp_initial_weights(seed: int) -> list[np.ndarray]:
-    """The seed MLP's initial weights (784-256-128-10): Glorot-uniform kernels, small biases,
-    drawn from ``np.random.default_rng(seed)``. tests/numerics/test_tf_parity.py has the same
-    function and checks the result against the SHA-256 stored in the fixture."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for fan_in, fan_out in ((784, 256), (256, 128), (128, 10)):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        out.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
-        out.append(rng.uniform(-0.05, 0.05, fan_out).astype(np.float32))
-    return out
-
-
-def _weights_digest(weights: list[np.ndarray]) -> str:
-    digest = hashlib.sha256()
-    for w in weights:
-        digest.update(np.ascontiguousarray(w, dtype="<f4").tobytes())
-    return digest.hexdigest()
-
-
 def _summary(weights: list[np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Per weight: the L2 norm and a fixed sample of entries (the full MLP is too big)."""
     out = {}
@@ -505,7 +486,7 @@ def training(mnist_dir: Path) -> Cases:
             initial = mlp_initial_weights(MLP_SEED)
             init_arrays = {
                 "seed": np.int64(MLP_SEED),
-                "sha256": np.frombuffer(_weights_digest(initial).encode(), np.uint8),
+                "sha256": np.frombuffer(weights_digest(initial).encode(), np.uint8),
             }
         else:
             probe = make()

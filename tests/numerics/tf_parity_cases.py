@@ -8,7 +8,6 @@ TensorFlow is not imported anywhere here: the fixtures are plain .npz files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.tf_parity.seed_weights import mlp_initial_weights, weights_digest
 from ipusim import keras
 from ipusim.graph.autodiff import gradients
 from ipusim.graph.execute import ExecContext, Executor
@@ -159,24 +159,6 @@ def run_metric(case: Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 # ---------------------------------------------------------------------------------- training
-def mlp_initial_weights(seed: int) -> list[np.ndarray]:
-    """Same function as bench/tf_parity/generate.py (checked against the stored SHA-256)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for fan_in, fan_out in ((784, 256), (256, 128), (128, 10)):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        out.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
-        out.append(rng.uniform(-0.05, 0.05, fan_out).astype(np.float32))
-    return out
-
-
-def _digest(weights: list[np.ndarray]) -> str:
-    digest = hashlib.sha256()
-    for w in weights:
-        digest.update(np.ascontiguousarray(w, dtype="<f4").tobytes())
-    return digest.hexdigest()
-
-
 def _model(name: str) -> keras.Sequential:
     keras.utils.set_random_seed(0)
     if name == "mlp":
@@ -205,7 +187,7 @@ def initial_weights(init: Case) -> list[np.ndarray]:
     a = init.arrays
     if init.meta["model"] == "mlp":
         initial = mlp_initial_weights(int(a["seed"]))
-        if _digest(initial) != bytes(a["sha256"]).decode():
+        if weights_digest(initial) != bytes(a["sha256"]).decode():
             raise AssertionError(
                 "NumPy no longer draws the same initial weights from the stored seed; "
                 "regenerate the fixtures with bench/tf_parity/generate.py"
