@@ -226,11 +226,8 @@ def lower(
     optimizer = optimizer or OptimizerCost()
     training = step.kind == "train"
     element = _element_bytes(precision)
-    nodes = [
-        n
-        for n in step.graph.nodes_between(list(step.fetches))
-        if n.op.name not in ("placeholder", "variable", "constant")
-    ]
+    all_nodes = step.graph.nodes_between(list(step.fetches))
+    nodes = [n for n in all_nodes if n.op.name not in ("placeholder", "variable", "constant")]
     by_node: dict[int, Superstep] = {}
     for node in nodes:
         in_specs = [_as_precision(s, precision) for s in node.in_specs]
@@ -266,7 +263,7 @@ def lower(
     without_norm_collectives: dict[int, Superstep] = {}
     if dist is not None and spec.batch_norm_group > 1:
         without_norm_collectives = _add_norm_collectives(by_node, nodes, dist, element)
-    mapper = TileMapper(step.graph.nodes_between(list(step.fetches)), ipu, precision, planner)
+    mapper = TileMapper(all_nodes, ipu, precision, planner)
     if pipeline is not None:
         from ipusim.lowering.pipeline import lower_pipeline
         from ipusim.lowering.recompute import resolve_recomputation
@@ -302,7 +299,6 @@ def lower(
     if recompute and training:
         from ipusim.lowering.recompute import instruction_recomputation
 
-        all_nodes = step.graph.nodes_between(list(step.fetches))
         recomputation = instruction_recomputation(
             all_nodes, step.fetches, _value_bytes(all_nodes, precision)
         )
@@ -360,6 +356,7 @@ def lower(
 
     items, liveness = _memory_items(
         step,
+        all_nodes,
         precision,
         element,
         gradient_accumulation,
@@ -460,6 +457,7 @@ def _layer_of(variable: Any) -> str:
 
 def _memory_items(
     step: StepDescription,
+    all_nodes: Sequence[Any],
     precision: str,
     element: int,
     gradient_accumulation: int,
@@ -499,10 +497,10 @@ def _memory_items(
     # convolutions arrive (TileMapper.temporary).
     exchange = exchange_tiles(supersteps, tiles)
     mapper.receive_per_tile = int(exchange.max(initial=0))
-    all_nodes = step.graph.nodes_between(list(step.fetches))
-    bytes_of = _value_bytes(all_nodes, precision)
     if recomputation is not None:
         all_nodes, bytes_of = list(recomputation.liveness_order), recomputation.sizes
+    else:
+        bytes_of = _value_bytes(all_nodes, precision)
     steps, working = program_items(
         all_nodes,
         step.fetches,
