@@ -145,8 +145,7 @@ def _raise_out_of_memory(plan: IPUMemoryPlan, max_tile: int) -> None:
 
 
 def code_tiles(supersteps: Sequence[Any], tiles: int) -> np.ndarray:
-    """Per tile, the code and vertex state of :func:`code_bytes`: each distinct compute set's on
-    the tiles it runs on.
+    """Per tile, the code and vertex state of each distinct compute set on the tiles it runs on.
 
     A compute set on every tile holds code on every tile. One on ``k`` fewer tiles runs where
     its op's tensors are mapped, and IPU TensorFlow's linear mapping rotates the start tile from
@@ -154,23 +153,31 @@ def code_tiles(supersteps: Sequence[Any], tiles: int) -> np.ndarray:
     derived from the op (CRC-32 of its key, so the same program always maps the same way).
     """
     out = np.zeros(tiles, dtype=np.int64)
-    seen: set[tuple] = set()
-    for s in supersteps:
-        key = (s.op, s.phase, s.tiles, s.compute_ps, s.exchange_ps, s.flops)
-        if key not in seen:
-            seen.add(key)
-            k = min(s.tiles, tiles)
-            if k >= tiles:
-                out += C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
-                out[0] += (s.tiles - k) * C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
-            elif k > 0:
-                start = zlib.crc32(repr(key).encode()) % tiles
-                out[(start + np.arange(k)) % tiles] += C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
+    for key, s in _distinct_compute_sets(supersteps).items():
+        k = min(s.tiles, tiles)
+        if k >= tiles:
+            out += C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
+            out[0] += (s.tiles - k) * C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
+        elif k > 0:
+            start = zlib.crc32(repr(key).encode()) % tiles
+            out[(start + np.arange(k)) % tiles] += C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
     return out
 
 
+def _distinct_compute_sets(supersteps: Sequence[Any]) -> dict[tuple, Any]:
+    """The first superstep of each distinct (op, phase, tiles, work), by that key: Poplar
+    outlines identical sub-graphs (``optimizations.enable_graph_outlining``, on by default), so
+    compute sets that do the same work on the same tiles (the layers of a transformer, say)
+    share their code."""
+    distinct: dict[tuple, Any] = {}
+    for s in supersteps:
+        distinct.setdefault((s.op, s.phase, s.tiles, s.compute_ps, s.exchange_ps, s.flops), s)
+    return distinct
+
+
 def exchange_tiles(supersteps: Sequence[Any], tiles: int) -> np.ndarray:
-    """Per tile, the receive buffers of :func:`exchange_buffer_bytes`'s largest exchange."""
+    """Per tile, the receive buffers of the largest exchange: per tile what it receives, capped by
+    ``EXCHANGE_BUFFER_BYTES_PER_TILE`` (bigger exchanges stream through in passes)."""
     largest, per_tile, used = 0, 0, 0
     for s in supersteps:
         if s.tiles and s.exchange_bytes:
@@ -186,28 +193,9 @@ def exchange_tiles(supersteps: Sequence[Any], tiles: int) -> np.ndarray:
 
 
 def code_bytes(supersteps: Sequence[Any]) -> int:
-    """Code and vertex state of a program's compute sets, with graph outlining.
-
-    Poplar outlines identical sub-graphs (``optimizations.enable_graph_outlining``, on by
-    default), so compute sets that do the same work on the same tiles (the layers of a
-    transformer, say) share their code: each distinct (op, tiles, work) is counted once.
-    """
-    seen: set[tuple] = set()
-    total = 0
-    for s in supersteps:
-        key = (s.op, s.phase, s.tiles, s.compute_ps, s.exchange_ps, s.flops)
-        if key not in seen:
-            seen.add(key)
-            total += s.tiles * C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
-    return total
-
-
-def exchange_buffer_bytes(supersteps: Sequence[Any]) -> int:
-    """The largest exchange's receive buffers: per tile what it receives, capped by
-    ``EXCHANGE_BUFFER_BYTES_PER_TILE`` (bigger exchanges stream through in passes)."""
-    largest = 0
-    for s in supersteps:
-        if s.tiles and s.exchange_bytes:
-            per_tile = min(-(-s.exchange_bytes // s.tiles), C.EXCHANGE_BUFFER_BYTES_PER_TILE)
-            largest = max(largest, per_tile * s.tiles)
-    return largest
+    """Code and vertex state of a program's compute sets, with graph outlining (each distinct
+    compute set counted once, on the tiles it runs on): the total of :func:`code_tiles`."""
+    return sum(
+        s.tiles * C.CODE_BYTES_PER_COMPUTE_SET_PER_TILE
+        for s in _distinct_compute_sets(supersteps).values()
+    )
