@@ -147,15 +147,11 @@ class KerasExtensionBase:
     def _ipu_environment(self) -> tuple[Any, Any]:
         """The active IPUConfig (or None) and the SystemSpec to simulate."""
         from ipusim import config as config_module
+        from ipusim import session
 
-        config = config_module.active_config()
-        system = config_module.active_system()
-        if system is None:
-            from ipusim.hardware import load_system
-
+        if config_module.active_system() is None:
             log.info("No IPU system was configured; simulating a single GC200 IPU.")
-            system = load_system(None)
-        return config, system
+        return session.environment()
 
     def _stage_device_mapping(self) -> tuple[int, ...] | None:
         """The IPU of each pipeline stage, or None when the model is not pipelined."""
