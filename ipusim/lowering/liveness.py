@@ -6,7 +6,8 @@ IPU holds splits into **always-live** memory (variables, optimizer state, gradie
 code and vertex state, exchange buffers: allocated for the whole program) and **not-always-live**
 memory that changes from step to step: the working activations (a buffer lives from the op that
 writes it to its last reader), the temporary memory of matmuls and convolutions while they run,
-and the pipeline stash (the micro-batches in flight, held for the whole pipeline run).
+and the pipeline stash (the micro-batches in flight, held for the whole pipeline run; under
+the Sequential schedule a stage's stash only from that stage on).
 
 Per-tile memory at a step is the sum over what is live there of each item's bytes on that tile
 (:mod:`ipusim.lowering.tile_mapping`); the IPU's worst point is the step and tile where that sum
@@ -333,6 +334,12 @@ def analyse(
 def resident(name: str, category: str, nbytes: int, tiles: Placement) -> LiveItem:
     """An item live over the whole program (``category`` as the liveness report names it)."""
     return LiveItem(name, category, int(nbytes), 0, TO_THE_END, tiles)
+
+
+def live_from(name: str, category: str, nbytes: int, first: int, tiles: Placement) -> LiveItem:
+    """An item live from program step ``first`` to the end (not resident: before ``first`` it
+    holds nothing)."""
+    return LiveItem(name, category, int(nbytes), first, TO_THE_END - 1, tiles)
 
 
 def program_items(

@@ -34,9 +34,8 @@ from ipusim.errors import PipelineConfigurationError
 from ipusim.graph.graph import Graph, Node
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
 from ipusim.lowering.liveness import (
-    TO_THE_END,
-    LiveItem,
     analyse,
+    live_from,
     program_items,
     resident,
     working_peak,
@@ -434,11 +433,6 @@ def _stage_transfers(
     return before, after, tuple(after_forward), tuple(before_backward)
 
 
-#: The last step of any program, for an item live until the end but not from the start (an item
-#: whose last step is ``TO_THE_END`` counts as live over the whole program).
-LAST_STEP = TO_THE_END - 1
-
-
 def _sequential_peak(
     working: Sequence[tuple[int, int]], stashes: Sequence[tuple[int, MemoryItem, int]]
 ) -> tuple[int, int, list[MemoryItem]]:
@@ -627,10 +621,10 @@ def _memory(
             for _, item, start in stashes:
                 # (E) a stash FIFO is mapped linearly over the IPU's tiles. This timeline runs
                 # stage after stage, so a stash is live from its stage's first step to the end:
-                # while its stage and the later ones run (TO_THE_END would make it live from
-                # the start).
-                placement = mapper.linear(item.bytes)
-                live.append(LiveItem(item.name, "stash", item.bytes, start, LAST_STEP, placement))
+                # while its stage and the later ones run.
+                live.append(
+                    live_from(item.name, "stash", item.bytes, start, mapper.linear(item.bytes))
+                )
             items.extend(live_stashes)
         else:
             peak, stage = max(working)
