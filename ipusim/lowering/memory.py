@@ -12,12 +12,7 @@ import numpy as np
 from ipusim.cost import constants as C
 from ipusim.errors import OutOfMemoryError, OutOfMemoryWarning
 from ipusim.kernels.tilemap import spread_over_tiles
-from ipusim.lowering.liveness import (  # noqa: F401 (re-exported: the rules of the plan)
-    SHAPE_ONLY_INPUTS,
-    VIEW_OPS,
-    IPULiveness,
-    peak_live_bytes,
-)
+from ipusim.lowering.liveness import IPULiveness
 from ipusim.lowering.program import IPUMemoryPlan, MemoryItem
 from ipusim.lowering.tile_mapping import uniform
 

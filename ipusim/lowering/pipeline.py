@@ -34,6 +34,7 @@ from ipusim.errors import PipelineConfigurationError
 from ipusim.graph.graph import Graph, Node
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
 from ipusim.lowering.liveness import (
+    SHAPE_ONLY_INPUTS,
     analyse,
     live_from,
     program_items,
@@ -41,7 +42,6 @@ from ipusim.lowering.liveness import (
     working_peak,
 )
 from ipusim.lowering.memory import (
-    SHAPE_ONLY_INPUTS,
     build_plan,
     check_fits,
     code_tiles,

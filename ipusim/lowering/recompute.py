@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ipusim.errors import UnsupportedError
 from ipusim.graph.graph import Node
-from ipusim.lowering.memory import SHAPE_ONLY_INPUTS
+from ipusim.lowering.liveness import SHAPE_ONLY_INPUTS
 
 #: The two recomputation strategies.
 RECOMPUTE_THEN_BACKPROPAGATE = "recompute-then-backpropagate"
@@ -211,6 +212,13 @@ class _Rewired:
     phase: str
 
 
+def _read_clones(inputs: Sequence[Any], clone_of: dict[int, _Rewired]) -> tuple:
+    """``inputs`` with every value of a recomputed node read from its clone instead."""
+    return tuple(
+        _Ref(clone_of[s.node.id], s.index, s.spec) if s.node.id in clone_of else s for s in inputs
+    )
+
+
 @dataclass(frozen=True)
 class InstructionRecomputation:
     """Recomputation of an unpipelined training step.
@@ -285,12 +293,13 @@ def instruction_recomputation(
         for node in group:
             clone = _Rewired(-node.id - 1, node.op, (), (), f"recompute {node.name}", "bwd")
             outputs = tuple(_Ref(clone, s.index, s.spec) for s in node.outputs)
-            inputs = tuple(
-                _Ref(clone_of[s.node.id], s.index, s.spec) if s.node.id in clone_of else s
-                for s in node.inputs
-            )
             clone_of[node.id] = _Rewired(
-                clone.id, node.op, inputs, outputs, clone.name, clone.phase
+                clone.id,
+                node.op,
+                _read_clones(node.inputs, clone_of),
+                outputs,
+                clone.name,
+                clone.phase,
             )
             for s in node.outputs:
                 sizes[(clone.id, s.index)] = sizes.get((node.id, s.index), 0)
@@ -299,10 +308,7 @@ def instruction_recomputation(
         for original in before.get(node.id, ()):
             order.append(clone_of[original.id])
         if node.phase == "bwd" and any(s.node.id in clone_of for s in node.inputs):
-            inputs = tuple(
-                _Ref(clone_of[s.node.id], s.index, s.spec) if s.node.id in clone_of else s
-                for s in node.inputs
-            )
+            inputs = _read_clones(node.inputs, clone_of)
             node = _Rewired(node.id, node.op, inputs, node.outputs, node.name, node.phase)
         order.append(node)
     frozen = {k: tuple(v) for k, v in before.items()}

@@ -9,7 +9,8 @@ from ipusim.graph.graph import Graph
 from ipusim.graph.ops import math as m
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels.tilemap import spread_over_tiles
-from ipusim.lowering.memory import OutOfMemoryError, build_plan, check_fits, peak_live_bytes
+from ipusim.lowering.liveness import peak_live_bytes
+from ipusim.lowering.memory import OutOfMemoryError, build_plan, check_fits
 from ipusim.lowering.program import MemoryItem
 
 
