@@ -239,11 +239,10 @@ def planner_options(config: Any) -> PlannerOptions:
     )
 
 
-def with_norms(spec: DistributionSpec | None, config: Any) -> DistributionSpec:
-    """``spec`` (default: one replica) with the IPUConfig's batch-norm options:
+def with_norms(spec: DistributionSpec, config: Any) -> DistributionSpec:
+    """``spec`` with the IPUConfig's batch-norm options:
     ``norms.experimental.distributed_batch_norm_replica_group_size`` and
     ``norms.use_stable_statistics``."""
-    spec = spec or DistributionSpec()
     if config is None:
         return spec
     return replace(
