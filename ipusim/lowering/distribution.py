@@ -139,8 +139,18 @@ class Distribution:
     def replicas(self) -> int:
         return self.spec.replicas
 
-    def _ring(self) -> tuple[int, int]:
-        return col.replica_groups(self.replicas, self.ipus_per_replica, self.system.ipus_per_pod)
+    def _half(self, num_bytes: int, participants: int) -> tuple[int, int]:
+        """(duration, latency and sync part) in picoseconds of a reduce-scatter (equally, an
+        all-gather) of ``num_bytes`` per replica among the first ``participants`` consecutive
+        replicas: a ring over IPU-Links, hierarchical across Pods."""
+        chassis, per_chassis = col.replica_groups(
+            participants, self.ipus_per_replica, self.system.ipus_per_pod
+        )
+        link_bw, link_step, gw_bw, gw_step = self._link_params()
+        half = col.hierarchical_half(
+            num_bytes, chassis, per_chassis, link_bw, link_step, gw_bw, gw_step
+        )
+        return half, (per_chassis - 1) * link_step + (chassis - 1) * gw_step
 
     def _link_params(self) -> tuple[float, int, float, int]:
         """(IPU-Link bandwidth per ring direction, IPU-Link ring step, GW bandwidth per Pod, GW
@@ -170,11 +180,7 @@ class Distribution:
         """A reduce-scatter, all-gather or all-reduce of ``num_bytes`` per replica."""
         if self.replicas <= 1 or num_bytes <= 0:
             return None
-        chassis, per_chassis = self._ring()
-        link_bw, link_step, gw_bw, gw_step = self._link_params()
-        half = col.hierarchical_half(
-            num_bytes, chassis, per_chassis, link_bw, link_step, gw_bw, gw_step
-        )
+        half, _ = self._half(num_bytes, self.replicas)
         duration = 2 * half if kind == "all-reduce" else half
         return Timed(f"{kind} {what}", "link", duration, num_bytes)
 
@@ -193,16 +199,9 @@ class Distribution:
         group = self.spec.batch_norm_group
         if group <= 1 or num_bytes <= 0:
             return 0, 0
-        chassis, per_chassis = col.replica_groups(
-            group, self.ipus_per_replica, self.system.ipus_per_pod
-        )
-        link_bw, link_step, gw_bw, gw_step = self._link_params()
-        total = 2 * col.hierarchical_half(
-            num_bytes, chassis, per_chassis, link_bw, link_step, gw_bw, gw_step
-        )
-        steps = 2 * (per_chassis - 1) * link_step + 2 * (chassis - 1) * gw_step
-        latency = min(total, steps)
-        return latency, total - latency
+        half, steps = self._half(num_bytes, group)
+        latency = min(2 * half, 2 * steps)
+        return latency, 2 * half - latency
 
     def remote_bandwidth(self) -> float:
         memory = self.system.streaming_memory
