@@ -239,6 +239,23 @@ def planner_options(config: Any) -> PlannerOptions:
     )
 
 
+def pipeline_distribution(options: Any, replicas: int, config: Any) -> DistributionSpec:
+    """Replication and offloading of a pipelined step from its
+    :class:`~ipusim.pipelining.PipelineOptions` (what both front ends' pipeline options say)
+    and the device's remote buffers."""
+    return DistributionSpec(
+        replicas=replicas,
+        offload_optimizer_state=options.offload_weight_update_variables,
+        replicated_optimizer_state_sharding=bool(options.replicated_optimizer_state_sharding),
+        offload_activations=bool(options.offload_activations),
+        offload_gradient_accumulation_buffers=bool(options.offload_gradient_accumulation_buffers),
+        replicated_weight_sharding=bool(
+            options.replicated_weight_sharding or options.offload_weights
+        ),
+        remote_buffers=remote_buffers(config),
+    )
+
+
 def with_norms(spec: DistributionSpec, config: Any) -> DistributionSpec:
     """``spec`` with the IPUConfig's batch-norm options:
     ``norms.experimental.distributed_batch_norm_replica_group_size`` and

@@ -220,6 +220,8 @@ class PipelineArgs:
         repeat_count: pipeline runs per call.
         schedule / recomputation_mode / reduction_method: the enums.
         training: whether an optimizer function is given.
+        options: the validated options ``pipeline()`` shares with Keras' pipelining options
+            (offloading, sharding, per-stage Poplar options).
     """
 
     slots: tuple
@@ -231,6 +233,7 @@ class PipelineArgs:
     recomputation_mode: RecomputationMode
     reduction_method: GradientAccumulationReductionMethod
     training: bool
+    options: PipelineOptions
 
     @property
     def concurrent(self) -> bool:
@@ -418,4 +421,5 @@ def check_pipeline_args(
         recomputation_mode=mode,
         reduction_method=method,
         training=training,
+        options=shared,
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from ipusim import session
 from ipusim.compat.runtime.simulation import SegmentTiming, feed_options
-from ipusim.session import DistributionSpec, OptimizerCost, PipelineSpec, StepDescription
+from ipusim.session import OptimizerCost, PipelineSpec, StepDescription
 
 
 def describe_pipeline(runtime: Any, config: Any, replicas: int) -> session.RunDescription:
@@ -33,22 +33,7 @@ def describe_pipeline(runtime: Any, config: Any, replicas: int) -> session.RunDe
         trainable=tuple(runtime.variables),
         weights=tuple(runtime.graph.variables),
     )
-    options = runtime.options
-    distribution = DistributionSpec(
-        replicas=replicas,
-        offload_optimizer_state=options.get("offload_weight_update_variables"),
-        replicated_optimizer_state_sharding=bool(
-            options.get("replicated_optimizer_state_sharding")
-        ),
-        offload_activations=bool(options.get("offload_activations")),
-        offload_gradient_accumulation_buffers=bool(
-            options.get("offload_gradient_accumulation_buffers")
-        ),
-        replicated_weight_sharding=bool(
-            options.get("replicated_weight_sharding") or options.get("offload_weights")
-        ),
-        remote_buffers=session.remote_buffers(config),
-    )
+    distribution = session.pipeline_distribution(args.options, replicas, config)
     spec = PipelineSpec(
         dict(runtime.invocation_stage),
         tuple(args.device_mapping),

@@ -99,18 +99,8 @@ def distribution_spec(
 ) -> DistributionSpec:
     """Replication and offloading from the pipelining options (pipelined models) or the
     gradient-accumulation optimizer arguments (others), and the device's remote buffers."""
-    remote = session.remote_buffers(config)
     if pipeline_options is not None:
-        o = pipeline_options
-        return DistributionSpec(
-            replicas=replicas,
-            offload_optimizer_state=o.offload_weight_update_variables,
-            replicated_optimizer_state_sharding=bool(o.replicated_optimizer_state_sharding),
-            offload_activations=bool(o.offload_activations),
-            offload_gradient_accumulation_buffers=bool(o.offload_gradient_accumulation_buffers),
-            replicated_weight_sharding=bool(o.replicated_weight_sharding or o.offload_weights),
-            remote_buffers=remote,
-        )
+        return session.pipeline_distribution(pipeline_options, replicas, config)
     kwargs = getattr(model, "_gradient_accumulation_kwargs", {}) or {}
     return DistributionSpec(
         replicas=replicas,
@@ -121,7 +111,7 @@ def distribution_spec(
         offload_gradient_accumulation_buffers=bool(
             kwargs.get("offload_gradient_accumulation_buffers", False)
         ),
-        remote_buffers=remote,
+        remote_buffers=session.remote_buffers(config),
     )
 
 
