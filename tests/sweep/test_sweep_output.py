@@ -19,14 +19,6 @@ from ipusim.sweep.outdir import LOCK_NAME, claim_output, stray_temporary_files
 TOY = "_workloads:toy"
 
 
-@pytest.fixture
-def markers(tmp_path, monkeypatch):
-    folder = tmp_path / "markers"
-    folder.mkdir()
-    monkeypatch.setenv("SWEEP_TEST_MARKERS", str(folder))
-    return folder
-
-
 def test_a_misspelt_mlp_timing_key_stops_the_sweep_before_anything_runs(tmp_path, capsys) -> None:
     study = tmp_path / "study.toml"
     study.write_text('workload = "mlp_timing"\n[grid]\nbatchsize = [16, 32]\n[fixed]\nipus = 1\n')

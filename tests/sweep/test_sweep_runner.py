@@ -46,14 +46,6 @@ def _markers(folder) -> list[str]:
     return sorted(p.name.split(".")[0] for p in folder.iterdir())
 
 
-@pytest.fixture
-def markers(tmp_path, monkeypatch):
-    folder = tmp_path / "markers"
-    folder.mkdir()
-    monkeypatch.setenv("SWEEP_TEST_MARKERS", str(folder))
-    return folder
-
-
 def test_rows_follow_the_study_and_results_are_stored_per_config(tmp_path, markers) -> None:
     study = Study.from_dict(_grid(3, 2))
     frame = run_sweep(study, tmp_path / "out", jobs=1, progress=False)

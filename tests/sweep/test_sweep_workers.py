@@ -21,14 +21,6 @@ TOY = "_workloads:toy"
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture
-def markers(tmp_path, monkeypatch):
-    folder = tmp_path / "markers"
-    folder.mkdir()
-    monkeypatch.setenv("SWEEP_TEST_MARKERS", str(folder))
-    return folder
-
-
 def _pids(markers) -> dict[str, int]:
     """Configuration label (a<a>_b<b>) -> the process that ran it, from the marker files."""
     out = {}
