@@ -44,7 +44,8 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from seed_weights import mlp_initial_weights, weights_digest  # noqa: E402
+import training_models  # noqa: E402
+from training_models import mlp_initial_weights, weights_digest  # noqa: E402
 
 try:
     import tf_keras as keras  # noqa: E402
@@ -450,29 +451,11 @@ def _summary(weights: list[np.ndarray], rng: np.random.Generator) -> dict[str, n
 
 
 def _models() -> dict[str, tuple]:
-    def mlp():
-        return keras.Sequential(
-            [
-                keras.layers.Flatten(input_shape=(28, 28)),
-                keras.layers.Dense(256, activation="relu"),
-                keras.layers.Dense(128, activation="relu"),
-                keras.layers.Dense(10),
-            ]
-        )
-
-    def cnn():
-        return keras.Sequential(
-            [
-                keras.layers.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
-                keras.layers.MaxPooling2D(2),
-                keras.layers.Conv2D(64, 3, activation="relu"),
-                keras.layers.MaxPooling2D(2),
-                keras.layers.Flatten(),
-                keras.layers.Dense(10),
-            ]
-        )
-
-    return {"mlp": (mlp, (28, 28)), "cnn": (cnn, (28, 28, 1))}
+    """Each fixture model's builder (TensorFlow's Keras) and input shape."""
+    return {
+        name: (lambda name=name: training_models.build(name, keras), shape)
+        for name, shape in training_models.INPUT_SHAPES.items()
+    }
 
 
 def training(mnist_dir: Path) -> Cases:

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.tf_parity.seed_weights import mlp_initial_weights, weights_digest
+from bench.tf_parity import training_models
+from bench.tf_parity.training_models import mlp_initial_weights, weights_digest
 from ipusim import keras
 from ipusim.graph.autodiff import gradients
 from ipusim.graph.execute import ExecContext, Executor
@@ -161,25 +162,7 @@ def run_metric(case: Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 # ---------------------------------------------------------------------------------- training
 def _model(name: str) -> keras.Sequential:
     keras.utils.set_random_seed(0)
-    if name == "mlp":
-        return keras.Sequential(
-            [
-                keras.layers.Flatten(input_shape=(28, 28)),
-                keras.layers.Dense(256, activation="relu"),
-                keras.layers.Dense(128, activation="relu"),
-                keras.layers.Dense(10),
-            ]
-        )
-    return keras.Sequential(
-        [
-            keras.layers.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
-            keras.layers.MaxPooling2D(2),
-            keras.layers.Conv2D(64, 3, activation="relu"),
-            keras.layers.MaxPooling2D(2),
-            keras.layers.Flatten(),
-            keras.layers.Dense(10),
-        ]
-    )
+    return training_models.build(name, keras)
 
 
 def initial_weights(init: Case) -> list[np.ndarray]:
