@@ -12,6 +12,10 @@
 * stochastic rounding (``floating_point_behaviour.esr``): ``ON`` rounds every half-precision result
   stochastically; ``REPLICA_IDENTICAL_ONLY`` only the weight update (the part of the step every
   replica computes identically).
+* ``stable_norm_statistics`` (``norms.use_stable_statistics``): batch norm's statistics in two
+  passes (the mean, then the mean of the squared deviations) instead of PopLibs' default single
+  pass (the mean of squares less the squared mean, which cancels when a channel's mean is large
+  against its spread).
 * ``nanoo`` (overflow gives NaN instead of saturating) and the traps ``inv``, ``div0``, ``oflo``
   (the IPU stops with an exception); ``set_all`` turns all of them and ``esr`` on.
 
@@ -48,6 +52,8 @@ class Numerics:
         trap_div0: stop on a division by zero.
         trap_overflow: stop on an overflow.
         seed: seed of the stochastic-rounding streams.
+        stable_norm_statistics: batch-norm statistics in two passes (``norms.
+            use_stable_statistics``); False: one pass, PopLibs' default.
     """
 
     emulate_half: bool = False
@@ -60,6 +66,7 @@ class Numerics:
     trap_div0: bool = False
     trap_overflow: bool = False
     seed: int = 0
+    stable_norm_statistics: bool = False
 
     @property
     def traps(self) -> bool:
@@ -145,6 +152,7 @@ def from_config(config: Any, seed: int | None = None) -> Numerics:
         trap_div0=every or bool(fp.div0),
         trap_overflow=every or bool(fp.oflo),
         seed=seed,
+        stable_norm_statistics=bool(config.norms.use_stable_statistics),
     )
 
 

@@ -9,6 +9,8 @@ order; sums are accumulated in float64 so float32 statistics lose nothing to can
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ipusim.kernels._jit import kernel
@@ -36,6 +38,30 @@ def _bn_stats(x3, mean, var):
     for ch in range(c):
         mean[ch] = s[ch]
         var[ch] = q[ch] / count
+
+
+@kernel
+def _bn_sums(x3, s, p):
+    # Per-channel sum and sum of squares over the outer and inner axes (one pass, float64).
+    outer, c, inner = x3.shape
+    for o in range(outer):
+        for ch in range(c):
+            for i in range(inner):
+                v = np.float64(x3[o, ch, i])
+                s[ch] += v
+                p[ch] += v * v
+
+
+@kernel
+def _bn_sums_last(x2, s, p):
+    # Channels-last form of _bn_sums (the channel loop innermost, so it vectorises).
+    rows, c = x2.shape
+    for r in range(rows):
+        xr = x2[r]
+        for ch in range(c):
+            v = np.float64(xr[ch])
+            s[ch] += v
+            p[ch] += v * v
 
 
 @kernel
@@ -227,7 +253,9 @@ def _view3(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def batch_norm_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and biased variance of ``x`` over every axis but ``axis`` (non-negative)."""
+    """Per-channel mean and biased variance of ``x`` over every axis but ``axis`` (non-negative),
+    in two passes (the mean, then the mean of the squared deviations), as TensorFlow's CPU kernel
+    computes them."""
     c = x.shape[axis]
     mean = np.empty(c, dtype=x.dtype)
     var = np.empty(c, dtype=x.dtype)
@@ -236,6 +264,71 @@ def batch_norm_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
         _bn_stats_last(x3.reshape(x3.shape[0], c), mean, var)
     else:
         _bn_stats(x3, mean, var)
+    return mean, var
+
+
+def batch_norm_sums(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-channel ``(Σx, Σx², count)`` of ``x`` over every axis but ``axis`` (non-negative); the
+    sums are float64 arrays (accumulated in float64: no order of float partials loses more)."""
+    c = x.shape[axis]
+    s = np.zeros(c, dtype=np.float64)
+    p = np.zeros(c, dtype=np.float64)
+    x3 = _view3(x, axis)
+    if x3.shape[2] == 1:
+        _bn_sums_last(x3.reshape(x3.shape[0], c), s, p)
+    else:
+        _bn_sums(x3, s, p)
+    return s, p, x3.shape[0] * x3.shape[2]
+
+
+def ipu_batch_norm_stats(
+    x: np.ndarray,
+    axis: int,
+    *,
+    stable: bool,
+    to_half: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and biased variance of ``x`` as the IPU computes them.
+
+    This is PopLibs' ``normStatistics`` (S: poplibs ``lib/poplin/Norms.cpp`` and the
+    ``InverseStdDeviation`` codelet; graphcore/tensorflow ``popnn/norm.cc`` asks for float
+    partials). The mean ``Σx / N`` is stored in the activations' type. Then:
+
+    * ``stable=False`` (``norms.use_stable_statistics = False``, IPU TensorFlow's default): one
+      pass. The power ``Σx² / N`` is stored in float (the partials type) and the variance is
+      ``power − mean·mean`` in float32 arithmetic, clamped at 0 when rounding makes it negative.
+      Rounding the mean and the power costs up to about ``4·2⁻²⁴·mean²``: all of the variance
+      once a channel's mean is about 2,000 times its spread (about 45 times when the mean is
+      half precision).
+    * ``stable=True``: two passes. The deviations ``x − mean`` are stored in the activations'
+      type, and the variance is the mean of their squares.
+
+    Sums are accumulated in float64, which no order of float partials improves on.
+
+    Args:
+        x: activations, float32 (or float64, then computed in float64 throughout).
+        axis: the channel axis (non-negative).
+        stable: two passes instead of one.
+        to_half: for half-precision activations, rounds a float32 array to the binary16 grid
+            (where PopLibs stores a half result: the mean and the deviations); None for float32.
+    """
+    if stable and to_half is None:
+        return batch_norm_stats(x, axis)
+    s, p, count = batch_norm_sums(x, axis)
+    count = max(count, 1)
+    mean = (s / count).astype(x.dtype)
+    if to_half is not None:
+        mean = to_half(mean)
+    if stable:
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        deviations = to_half(x - mean.reshape(shape)).astype(np.float64)
+        others = tuple(a for a in range(x.ndim) if a != axis)
+        var = (np.square(deviations).sum(axis=others) / count).astype(x.dtype)
+        return mean, var
+    power = (p / count).astype(x.dtype)
+    var = power - mean * mean
+    np.maximum(var, 0, out=var)
     return mean, var
 
 

@@ -4,7 +4,8 @@
 
 - ``training=True`` normalises with the batch statistics over every axis except ``axis`` and returns
   them: the batch mean and the **biased** batch variance (divided by the element count ``M``, as
-  TensorFlow's fused batch norm uses for normalisation). A layer that wants the unbiased variance
+  TensorFlow's fused batch norm uses for normalisation), computed as the IPU does: in one pass
+  (mean of squares less the squared mean), or in two with ``norms.use_stable_statistics``. A layer that wants the unbiased variance
   for its moving average (the fused TF path applies Bessel's correction) multiplies by
   ``M / (M − 1)`` itself.
 - ``training=False`` normalises with ``moving_mean`` / ``moving_var`` and returns them unchanged.
@@ -25,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.numerics import computes_half, current_numerics
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import norm as k
+from ipusim.kernels.half import round_to_half, stream_key
 
 
 def _check_float(op: str, arg: str, spec: TensorSpec) -> None:
@@ -112,7 +115,7 @@ class BatchNorm(Op):
     ):
         ax = normalize_axis(self.name, axis, x.ndim)
         if training:
-            mean, var = k.batch_norm_stats(x, ax)
+            mean, var = _batch_statistics(ctx, x, ax)
         else:
             mean, var = moving_mean.copy(), moving_var.copy()
         return k.batch_norm_apply(x, mean, var, gamma, beta, epsilon, ax), mean, var
@@ -135,6 +138,28 @@ class BatchNorm(Op):
         if training:
             return OpCost(6 * size, read, written, "reduction")
         return OpCost(2 * size, read, written, "elementwise")
+
+
+def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """The batch mean and biased variance as the IPU computes them: one pass, or two with
+    ``norms.use_stable_statistics``; half-precision activations store the mean (and the
+    deviations) as half (see :func:`ipusim.kernels.norm.ipu_batch_norm_stats`)."""
+    numerics = ctx.numerics if ctx.numerics is not None else current_numerics()
+    to_half = None
+    if computes_half(ctx):
+        keys = iter(range(1, 3))
+
+        def to_half(values: np.ndarray) -> np.ndarray:
+            rounded, overflows = round_to_half(
+                values,
+                stochastic=numerics.stochastic_rounding,
+                key=stream_key(ctx.rounding_key, next(keys)),
+                nan_on_overflow=numerics.nan_on_overflow,
+            )
+            ctx.overflows += overflows
+            return rounded
+
+    return k.ipu_batch_norm_stats(x, axis, stable=numerics.stable_norm_statistics, to_half=to_half)
 
 
 def batch_norm(

@@ -144,7 +144,7 @@ class Layer:
         self._inbound_calls: list[LayerCall] = []
         # A layer constructed in a PipelineStage scope runs all its calls in that stage.
         self._pipeline_stage = current_pipeline_stage()
-        self._eager_cache: dict[Any, tuple[Executor, Any]] = {}
+        self._eager_cache: dict[Any, tuple[Executor, Any, list[Variable]]] = {}
         self._eager_steps = 0
         params = inspect.signature(self.call).parameters
         self._call_accepts_training = "training" in params or any(
@@ -439,12 +439,20 @@ class Layer:
             graph = Graph(f"{self.name}_eager")
             placeholders = map_structure(graph.placeholder, specs)
             out = self._symbolic_call(graph, (placeholders, *rest), dict(kwargs, training=training))
-            entry = (Executor(graph, flatten(out), flatten(placeholders)), out)
+            # A training call also runs the state updates its layers asked for (a batch norm's
+            # moving statistics), as a tf.keras layer called eagerly with training=True does.
+            updates = list(graph.updates) if training else []
+            fetches = flatten(out) + [value for _, value in updates]
+            executor = Executor(graph, fetches, flatten(placeholders))
+            entry = (executor, out, [variable for variable, _ in updates])
             self._eager_cache[key] = entry
-        executor, structure = entry
+        executor, structure, updated = entry
         values = executor.run(flatten(arrays), ExecContext(training, self._eager_steps))
         self._eager_steps += 1
-        return pack_sequence_as(structure, values)
+        outputs = len(values) - len(updated)
+        for variable, value in zip(updated, values[outputs:]):
+            variable.assign(value)
+        return pack_sequence_as(structure, values[:outputs])
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
