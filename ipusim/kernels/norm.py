@@ -191,40 +191,52 @@ def _bn_grad_last(dy2, x2, gamma, mean, var, eps, training, dx2, dgamma, dbeta):
 
 
 @kernel
-def _ln_fwd(x2, gamma, beta, eps, y2):
+def _ln_row_stats(row, inv_n, one_pass):
+    # (mean, biased variance) of one row: two passes in float64, or PopLibs' one pass (the mean
+    # and the power rounded to float32, power − mean² in float32, clamped at 0).
+    s = 0.0
+    if one_pass:
+        p = 0.0
+        for j in range(row.shape[0]):
+            v = np.float64(row[j])
+            s += v
+            p += v * v
+        m32 = np.float32(s * inv_n)
+        var32 = np.float32(p * inv_n) - m32 * m32
+        if var32 < 0:
+            var32 = np.float32(0.0)
+        return np.float64(m32), np.float64(var32)
+    for j in range(row.shape[0]):
+        s += row[j]
+    m = s * inv_n
+    q = 0.0
+    for j in range(row.shape[0]):
+        d = row[j] - m
+        q += d * d
+    return m, q * inv_n
+
+
+@kernel
+def _ln_fwd(x2, gamma, beta, eps, one_pass, y2):
     rows, cols = x2.shape
     inv_n = 1.0 / max(cols, 1)
     for r in range(rows):
-        s = 0.0
-        for j in range(cols):
-            s += x2[r, j]
-        m = s * inv_n
-        q = 0.0
-        for j in range(cols):
-            d = x2[r, j] - m
-            q += d * d
-        rstd = 1.0 / np.sqrt(q * inv_n + eps)
+        m, var = _ln_row_stats(x2[r], inv_n, one_pass)
+        rstd = 1.0 / np.sqrt(var + eps)
         for j in range(cols):
             y2[r, j] = (x2[r, j] - m) * rstd * gamma[j] + beta[j]
 
 
 @kernel
-def _ln_grad(dy2, x2, gamma, eps, dx2, dgamma, dbeta):
+def _ln_grad(dy2, x2, gamma, eps, one_pass, dx2, dgamma, dbeta):
     # Per row, with g = dy·γ and x̂ the normalised row:  dx = r · (g − mean(g) − x̂·mean(g·x̂)).
     rows, cols = x2.shape
     inv_n = 1.0 / max(cols, 1)
     dg = np.zeros(cols, dtype=np.float64)
     db = np.zeros(cols, dtype=np.float64)
     for r in range(rows):
-        s = 0.0
-        for j in range(cols):
-            s += x2[r, j]
-        m = s * inv_n
-        q = 0.0
-        for j in range(cols):
-            d = x2[r, j] - m
-            q += d * d
-        rstd = 1.0 / np.sqrt(q * inv_n + eps)
+        m, var = _ln_row_stats(x2[r], inv_n, one_pass)
+        rstd = 1.0 / np.sqrt(var + eps)
         sg = 0.0
         sgx = 0.0
         for j in range(cols):
@@ -382,21 +394,38 @@ def batch_norm_grad(
 
 
 def layer_norm(
-    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, epsilon: float, first_axis: int
+    x: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    epsilon: float,
+    first_axis: int,
+    one_pass: bool = False,
 ) -> np.ndarray:
-    """Layer norm over the axes ``first_axis:`` of ``x``; ``gamma``, ``beta`` have their shape."""
+    """Layer norm over the axes ``first_axis:`` of ``x``; ``gamma``, ``beta`` have their shape.
+
+    ``one_pass``: each row's variance as PopLibs' one-pass ``normStatistics`` computes it (the
+    mean of squares less the squared mean, in float32, clamped at 0; see
+    :func:`ipu_batch_norm_stats`), for float32 ``x``; default: two passes in float64.
+    """
     x = np.ascontiguousarray(x)
     cols = int(np.prod(x.shape[first_axis:], dtype=np.int64))
     x2 = x.reshape(-1, cols) if cols else x.reshape(x.size, 0)
     y = np.empty(x.shape, dtype=x.dtype)
-    _ln_fwd(x2, gamma.reshape(-1), beta.reshape(-1), float(epsilon), y.reshape(x2.shape))
+    _ln_fwd(
+        x2, gamma.reshape(-1), beta.reshape(-1), float(epsilon), bool(one_pass), y.reshape(x2.shape)
+    )
     return y
 
 
 def layer_norm_grad(
-    dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, epsilon: float, first_axis: int
+    dy: np.ndarray,
+    x: np.ndarray,
+    gamma: np.ndarray,
+    epsilon: float,
+    first_axis: int,
+    one_pass: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(dx, dgamma, dbeta)`` of :func:`layer_norm`."""
+    """``(dx, dgamma, dbeta)`` of :func:`layer_norm` (the same ``one_pass`` statistics)."""
     x = np.ascontiguousarray(x)
     cols = int(np.prod(x.shape[first_axis:], dtype=np.int64))
     x2 = x.reshape(-1, cols) if cols else x.reshape(x.size, 0)
@@ -408,6 +437,7 @@ def layer_norm_grad(
         x2,
         gamma.reshape(-1),
         float(epsilon),
+        bool(one_pass),
         dx.reshape(x2.shape),
         dgamma.reshape(-1),
         dbeta.reshape(-1),

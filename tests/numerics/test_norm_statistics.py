@@ -156,3 +156,44 @@ def test_well_conditioned_statistics_agree_in_both_modes() -> None:
     for stable in (False, True):
         _, var = ipu_batch_norm_stats(x, 3, stable=stable)
         np.testing.assert_allclose(var, want, rtol=1e-6)
+
+
+def _layer_norm_outputs(epsilon: float, stable: bool) -> np.ndarray:
+    """Keras LayerNormalization on rows of 4096 ± 1 (mean 4096, variance 1) under an IPUConfig
+    with ``norms.use_stable_statistics = stable``."""
+    x = np.where(np.arange(8) % 2 == 0, 4097.0, 4095.0).astype(np.float32).reshape(2, 4)
+    try:
+        reset_ipu_configuration()
+        cfg = IPUConfig()
+        cfg.ipusim.timing = False
+        cfg.norms.use_stable_statistics = stable
+        cfg.configure_ipu_system()
+        return np.asarray(keras.layers.LayerNormalization(epsilon=epsilon)(x))
+    finally:
+        reset_ipu_configuration()
+
+
+def test_keras_layer_normalization_takes_one_pass_on_its_fused_path() -> None:
+    # Keras computes LayerNormalization with its fused batch-norm kernel when its variables are
+    # float32 and ε ≥ 1.001e-5 (the default 1e-3): on the IPU that is PopLibs' one pass, so the
+    # rows' variance of 1 cancels to 0 (outputs ±1/√ε) unless use_stable_statistics.
+    sign = np.where(np.arange(8) % 2 == 0, 1.0, -1.0).reshape(2, 4)
+    np.testing.assert_allclose(_layer_norm_outputs(1e-3, False), sign / np.sqrt(1e-3), rtol=1e-6)
+    np.testing.assert_allclose(_layer_norm_outputs(1e-3, True), sign / np.sqrt(1.001), rtol=1e-6)
+    # With ε below 1.001e-5 Keras uses tf.nn.moments (two passes) whatever the setting.
+    np.testing.assert_allclose(
+        _layer_norm_outputs(1e-6, False), sign / np.sqrt(1.0 + 1e-6), rtol=1e-6
+    )
+
+
+def test_layer_norm_gradients_agree_in_both_modes_on_well_conditioned_rows() -> None:
+    from ipusim.kernels.norm import layer_norm_grad
+
+    rng = np.random.default_rng(3)
+    x = (0.3 + rng.standard_normal((6, 32))).astype(np.float32)
+    dy = rng.standard_normal((6, 32)).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, 32).astype(np.float32)
+    one = layer_norm_grad(dy, x, gamma, 1e-3, 1, one_pass=True)
+    two = layer_norm_grad(dy, x, gamma, 1e-3, 1, one_pass=False)
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

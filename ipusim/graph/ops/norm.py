@@ -283,6 +283,7 @@ class LayerNorm(Op):
         *,
         axis: Any = -1,
         epsilon: float = 1e-3,
+        fused: bool = False,
     ) -> TensorSpec:
         _check_float(self.name, "x", x)
         _check_epsilon(self.name, epsilon)
@@ -291,8 +292,11 @@ class LayerNorm(Op):
             _check_like(self.name, arg, spec, x.shape[first:], x.dtype)
         return x.with_shape(x.shape)
 
-    def forward(self, ctx: Any, x, gamma, beta, *, axis: Any = -1, epsilon: float = 1e-3):
-        return k.layer_norm(x, gamma, beta, epsilon, _first_norm_axis(self.name, axis, x.ndim))
+    def forward(
+        self, ctx: Any, x, gamma, beta, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
+    ):
+        first = _first_norm_axis(self.name, axis, x.ndim)
+        return k.layer_norm(x, gamma, beta, epsilon, first, _one_pass(ctx, x, fused))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, gamma, _ = node.inputs
@@ -303,7 +307,18 @@ class LayerNorm(Op):
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
 
-def layer_norm(x: Any, gamma: Any, beta: Any, *, axis: Any = -1, epsilon: float = 1e-3) -> Symbol:
+def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
+    """Whether a layer norm's row statistics take PopLibs' single pass: the fused kernel (see
+    :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
+    if not fused or x.dtype != np.float32:
+        return False
+    numerics = ctx.numerics if ctx.numerics is not None else current_numerics()
+    return not numerics.stable_norm_statistics
+
+
+def layer_norm(
+    x: Any, gamma: Any, beta: Any, *, axis: Any = -1, epsilon: float = 1e-3, fused: bool = False
+) -> Symbol:
     """Layer normalisation ``γ·(x − mean)/√(var + ε) + β`` over the trailing ``axis`` (or axes).
 
     Args:
@@ -311,10 +326,21 @@ def layer_norm(x: Any, gamma: Any, beta: Any, *, axis: Any = -1, epsilon: float 
         gamma, beta: scale and offset with the shape of the normalised axes.
         axis: an int or a tuple of ints naming the trailing axes to normalise over.
         epsilon: added to the (biased) variance before the square root.
+        fused: the statistics come from a fused batch norm over each row, as Keras'
+            ``LayerNormalization`` computes them when it can (float32 variables, ε ≥ 1.001e-5);
+            on the IPU that is PopLibs' ``normStatistics``: one pass (the mean of squares less
+            the squared mean) unless ``norms.use_stable_statistics``. False: ``tf.nn.moments``
+            (the mean, then the mean squared deviation).
     """
     axis = tuple(axis) if isinstance(axis, list | tuple) else axis
     return apply(
-        "layer_norm", x, gamma, beta, axis=axis, epsilon=_check_epsilon("layer_norm", epsilon)
+        "layer_norm",
+        x,
+        gamma,
+        beta,
+        axis=axis,
+        epsilon=_check_epsilon("layer_norm", epsilon),
+        fused=bool(fused),
     )
 
 
@@ -334,6 +360,7 @@ class LayerNormGrad(Op):
         *,
         axis: Any = -1,
         epsilon: float = 1e-3,
+        fused: bool = False,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_float(self.name, "x", x)
         _check_like(self.name, "dy", dy, x.shape, x.dtype)
@@ -341,8 +368,11 @@ class LayerNormGrad(Op):
         _check_like(self.name, "gamma", gamma, x.shape[first:], x.dtype)
         return x.with_shape(x.shape), gamma.with_shape(gamma.shape), gamma.with_shape(gamma.shape)
 
-    def forward(self, ctx: Any, dy, x, gamma, *, axis: Any = -1, epsilon: float = 1e-3):
-        return k.layer_norm_grad(dy, x, gamma, epsilon, _first_norm_axis(self.name, axis, x.ndim))
+    def forward(
+        self, ctx: Any, dy, x, gamma, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
+    ):
+        first = _first_norm_axis(self.name, axis, x.ndim)
+        return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
     def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)

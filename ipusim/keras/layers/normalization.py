@@ -231,9 +231,22 @@ class LayerNormalization(_Normalization):
 
     def call(self, inputs: Any) -> Any:
         y = norm_ops.layer_norm(
-            self._widen(inputs), self.gamma, self.beta, axis=-1, epsilon=self.epsilon
+            self._widen(inputs),
+            self.gamma,
+            self.beta,
+            axis=-1,
+            epsilon=self.epsilon,
+            fused=self._fused,
         )
         return self._narrow(y)
+
+    @property
+    def _fused(self) -> bool:
+        """Whether Keras computes this layer with its fused batch-norm kernel: float32 variables
+        and ε ≥ 1.001e-5 (below that the fused kernel would raise ε, so Keras uses
+        ``tf.nn.moments``). On the IPU the fused kernel's statistics take one pass unless
+        ``norms.use_stable_statistics`` (see ``docs/numerics.md``)."""
+        return self.dtype == "float32" and self.epsilon >= 1.001e-5
 
     def get_config(self) -> dict[str, Any]:
         return {
