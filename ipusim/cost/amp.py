@@ -27,16 +27,19 @@ is in tile cycles.
   set; a cast when fp32 partials feed fp16 outputs.
 - **Temporary memory** per tile (operand slices and partials) must fit in
   ``availableMemoryProportion`` of the tile; the bound is doubled until a plan fits, as Poplar does.
+- **VMAC.** A pass with one input and one output channel per conv group in half precision (a
+  depthwise convolution) may instead run on the workers' vertical multiply-accumulate vertex,
+  4, 8 or 16 conv groups at a time: the planner takes whichever of the two is cheaper.
 
 Approximations (documented in docs/validation.md): the worker split of the field counts row
-pieces exactly but charges pieces of 1-2 positions like longer ones; serial splits, SLIC/HMAC/VMAC
+pieces exactly but charges pieces of 1-2 positions like longer ones; serial splits, SLIC/HMAC
 vertices and expandDims are not searched; field splits are the few finest for each channel split.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -177,6 +180,9 @@ class ConvPlan:
         problem: the problem this plan solves (its dimensions give the tile mapping).
         out_chans_per_group: output channels of one AMP group (output channels are split over
             tiles in whole groups).
+        method: the vertex family: ``"AMP"`` (the conv units) or ``"VMAC"`` (vertical
+            multiply-accumulate on the workers, for one input and one output channel per conv
+            group: depthwise convolutions).
     """
 
     splits: tuple[int, ...]
@@ -191,6 +197,7 @@ class ConvPlan:
     field_per_tile: int
     problem: ConvProblem | None = None
     out_chans_per_group: int = 1
+    method: str = "AMP"
 
     @property
     def compute_cycles(self) -> int:
@@ -514,6 +521,159 @@ def _evaluate(
     )
 
 
+def _vmac_group_sizes(target: AmpTarget) -> tuple[int, ...]:
+    """Conv groups one VMAC vertex processes together (poplin ``getConvVertexVMACCandidates``):
+    the half vector width, 4, and 8 and 16 with half partials."""
+    return (4, 8, 16) if target.half_partials else (4,)
+
+
+def vmac_applies(problem: ConvProblem, target: AmpTarget) -> bool:
+    """Whether the VMAC vertex can run ``problem``: half activations, one output channel per conv
+    group (poplin ``ConvVertexType.cpp``; its input channels are processed one at a time)."""
+    return target.half_inputs and problem.cout == 1 and problem.groups > 1 and not problem.flat
+
+
+def _vmac_dot(size: np.ndarray, channels: int) -> np.ndarray:
+    """Worker cycles of one VMAC dot product of ``size`` taps over ``channels`` conv groups
+    (poplibs ``getVerticalMacDotProductCycles``)."""
+    if channels >= 8:
+        return 3 + 3 * (size - 1) * (channels // 8)
+    return 3 + 2 * (size - 1) * (channels // 4)
+
+
+def _vmac_worker(
+    entries_whole: np.ndarray,
+    entries_part: np.ndarray,
+    kw: int,
+    part_size: np.ndarray,
+    cgpg: int,
+    float_partials: bool,
+) -> np.ndarray:
+    """Cycles of the busiest worker: ``entries_whole`` dot products of ``kw`` taps and
+    ``entries_part`` of ``part_size`` (poplibs ``getConvPartialVerticalMacCycleEstimate``)."""
+    if cgpg >= 8 and not float_partials:
+        per8 = entries_whole * (7 + 15 + _vmac_dot(np.int64(kw), 8)) + entries_part * (
+            7 + 15 + _vmac_dot(part_size, 8)
+        )
+        return (13 if cgpg == 8 else 25) + per8 * (1 if cgpg == 8 else 2)
+    store = 5 if float_partials else 3
+    return (
+        (19 if float_partials else 18)
+        + entries_whole * (7 + store + _vmac_dot(np.int64(kw), cgpg))
+        + entries_part * (7 + store + _vmac_dot(part_size, cgpg))
+    )
+
+
+def _vmac_cycles(
+    b: np.ndarray,
+    h: np.ndarray,
+    w: np.ndarray,
+    k: np.ndarray,
+    kw: int,
+    ig: np.ndarray,
+    cg: np.ndarray,
+    cgpg: int,
+    target: AmpTarget,
+) -> np.ndarray:
+    """``ConvPartialVerticalMac`` supervisor cycles of one tile (poplibs
+    ``estimateConvPartialVerticalMacInnerLoopCycles`` and the supervisor estimates of
+    ``PerformanceEstimation.hpp``): the tile's output positions are dealt to the 6 workers
+    (positions cut into ``6 / gcd(6, n)`` parts when they do not divide evenly), each worker
+    takes one dot product of ``kw`` taps per position and kernel row into its own partials,
+    and the workers' partials are then zeroed and summed (every worker's partials span the whole
+    tile output)."""
+    float_partials = not target.half_partials
+    rows = b * h * w
+    split = WORKERS // np.gcd(WORKERS, rows)
+    max_part_rows = _cdiv(rows * split, WORKERS)
+    whole, part = max_part_rows // split, max_part_rows % split
+    part_size = _cdiv(np.int64(kw), split)
+    worker = _vmac_worker(k * whole, k * part, kw, part_size, cgpg, float_partials)
+    inner = WORKERS * worker
+    out_elems = rows * cgpg
+    zero = 4 + _cdiv(out_elems, 2 if float_partials else 4)
+    fp = 1 if float_partials else 0
+    per_worker = _cdiv(out_elems, WORKERS)
+    reduce = (
+        10 - fp + ((7 + 2 * fp + (2 if float_partials else 1) * (WORKERS - 1)) * per_worker) // cgpg
+    )
+    outer = 32 + ig * (24 + inner)
+    return 61 + 14 + 25 + fp + (zero + outer + reduce) * cg
+
+
+def _evaluate_vmac(
+    problem: ConvProblem, target: AmpTarget, cgpg: int
+) -> tuple[np.ndarray, ...] | None:
+    """:func:`_evaluate` for the VMAC vertex: conv groups in groups of ``cgpg``, input channels
+    one at a time, one output channel (see :func:`vmac_applies`)."""
+    group_groups = -(-problem.groups // cgpg)
+    c = _candidates(replace(problem, groups=group_groups), target.tiles, problem.cin, 1)
+    if len(c["bs"]) == 0:
+        return None
+    bs, hs, ws, ks, ics, gs = (c[n] for n in ("bs", "hs", "ws", "ks", "ics", "gs"))
+    ocs = c["ocs"]
+    b = _cdiv(problem.batch, bs)
+    h = _cdiv(problem.out_h, hs)
+    w = _cdiv(problem.out_w, ws)
+    k = _cdiv(problem.kh, ks)
+    ig = _cdiv(problem.cin, ics)
+    cg = _cdiv(group_groups, gs)
+    in_h = np.where(
+        (hs == 1) & (ks == 1), problem.in_h, np.minimum((h - 1) * problem.stride + k, problem.in_h)
+    )
+    in_w = np.where(
+        ws == 1, problem.in_w, np.minimum((w - 1) * problem.stride + problem.kw, problem.in_w)
+    )
+    n_in = in_h * in_w * b * ig * cgpg * cg
+    n_w = k * problem.kw * ig * cgpg * cg
+    n_out = h * w * b * cgpg * cg
+    # Every worker keeps partials for the whole tile output (poplin ConvModel.cpp, VMAC).
+    temp = target.input_bytes * (n_in + n_w) + target.partial_bytes * WORKERS * n_out
+    partial = _vmac_cycles(b, h, w, k, problem.kw, ig, cg, cgpg, target)
+    exb = target.exchange_bytes_per_cycle
+    w_bytes = target.input_bytes * (n_w - n_w // (bs * hs * ws))
+    out_bytes = target.partial_bytes * n_out
+    exchange = (np.ceil(w_bytes / exb) + np.ceil(out_bytes / exb)).astype(np.int64)
+    depth = ks * ics
+    reduce = np.zeros(len(bs), dtype=np.int64)
+    later = np.zeros(len(bs), dtype=np.int64)
+    sets = np.ones(len(bs), dtype=np.int64)
+    for i in range(len(bs)):
+        if depth[i] > 1:
+            cyc, ex, st = reduction(
+                int(-(-n_out[i] // depth[i]) * depth[i]), int(depth[i]), target.half_partials, exb
+            )
+            reduce[i], later[i], sets[i] = cyc, ex, 1 + st
+        elif not target.half_partials:
+            reduce[i] += _cast_cycles(int(n_out[i]))
+            sets[i] += 1
+    tiles = bs * hs * ws * ks * ics * ocs * gs
+    transform = np.zeros(len(bs), dtype=np.int64)
+    transform_x = np.zeros(len(bs), dtype=np.int64)
+    if problem.transform_elements:
+        for i in range(len(bs)):
+            copy, ex = transform_cycles(
+                -(-problem.transform_elements // int(tiles[i])), target.input_bytes
+            )
+            transform[i], transform_x[i] = copy, ex
+        sets += 1
+    total = exchange + later + transform_x + partial + reduce + transform
+    return (
+        total,
+        partial,
+        exchange + later + transform_x,
+        w_bytes + out_bytes,
+        reduce,
+        transform,
+        sets,
+        temp,
+        tiles,
+        b * h * w,
+        np.stack([bs, hs, ws, ks, ics, ocs, gs], axis=1),
+        np.ones(len(bs), dtype=np.int64),
+    )
+
+
 @lru_cache(maxsize=8192)
 def plan_conv(
     problem: ConvProblem, target: AmpTarget, memory_proportion: float = DEFAULT_MEMORY_PROPORTION
@@ -524,11 +684,19 @@ def plan_conv(
     icpgs = [target.in_group]
     if problem.cin < target.in_group:  # fold kernel rows into the AMP's inputs (weight height)
         icpgs = [g for g in (2, 4, 8, 16) if g < target.in_group and g >= problem.cin][:1] or icpgs
+    methods: list[str] = []
     for units, ocpg in _vertex_types(target):
         for icpg in icpgs:
             r = _evaluate(problem, target, units, ocpg, icpg, memory_proportion)
             if r is not None:
                 results.append(r)
+                methods += ["AMP"] * len(r[0])
+    if vmac_applies(problem, target):
+        for cgpg in _vmac_group_sizes(target):
+            r = _evaluate_vmac(problem, target, cgpg)
+            if r is not None:
+                results.append(r)
+                methods += ["VMAC"] * len(r[0])
     if not results:
         raise ValueError(f"no AMP plan for {problem}")
     fields = [np.concatenate([r[i] for r in results]) for i in range(len(results[0]))]
@@ -555,6 +723,7 @@ def plan_conv(
         field_per_tile=int(fields[9][best]),
         problem=problem,
         out_chans_per_group=int(fields[11][best]),
+        method=methods[best],
     )
 
 

@@ -258,9 +258,21 @@ def amp_plan(
             kh, kw, cin, cout = outs[0].shape
             n, ho, wo, _ = ins[1].shape
             rearranged = (ins[0].size + ins[1].size) * groups
-            return amp.plan_matmul(
+            as_matmul = amp.plan_matmul(
                 kh * kw * cin, cout, n * ho * wo, target, groups, memory_proportion, rearranged
             )
+            # poplin's weight-update pass is a convolution whose field is the kernel, whose
+            # kernel is the output field and whose input channels are the batch: with one
+            # channel in and out per group (depthwise) the VMAC vertex can run it.
+            as_conv = amp.ConvProblem(
+                1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, 1, groups, False, rearranged
+            )
+            if cin == 1 and amp.vmac_applies(as_conv, target):
+                return min(
+                    (as_matmul, amp.plan_conv(as_conv, target, memory_proportion)),
+                    key=lambda plan: (plan.cycles, plan.tiles),
+                )
+            return as_matmul
         problem = conv_problem(plain, ins, outs, attrs)
         transform = problem.transform_elements * groups
         return amp.plan_conv(

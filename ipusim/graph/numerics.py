@@ -12,10 +12,10 @@
 * stochastic rounding (``floating_point_behaviour.esr``): ``ON`` rounds every half-precision result
   stochastically; ``REPLICA_IDENTICAL_ONLY`` only the weight update (the part of the step every
   replica computes identically).
-* ``stable_norm_statistics`` (``norms.use_stable_statistics``): batch norm's statistics in two
-  passes (the mean, then the mean of the squared deviations) instead of PopLibs' default single
-  pass (the mean of squares less the squared mean, which cancels when a channel's mean is large
-  against its spread).
+* ``stable_norm_statistics`` (``norms.use_stable_statistics``): batch norm's statistics (and
+  layer norm's on Keras' fused path) in two passes (the mean, then the mean of the squared
+  deviations) instead of PopLibs' default single pass (the mean of squares less the squared
+  mean, which cancels when a channel's mean is large against its spread).
 * ``nanoo`` (overflow gives NaN instead of saturating) and the traps ``inv``, ``div0``, ``oflo``
   (the IPU stops with an exception); ``set_all`` turns all of them and ``esr`` on.
 

@@ -4,7 +4,9 @@ Batch norm works on a 3-D view ``(outer, C, inner)`` of the input, where ``C`` i
 (channel) axis; channels-last inputs (``inner == 1``, the common case) go to 2-D ``*_last``
 kernels whose innermost loop runs over channels, which vectorises. Layer norm works on a 2-D view
 ``(rows, cols)`` whose ``cols`` are the normalised trailing axes. Every loop walks memory in
-order; sums are accumulated in float64 so float32 statistics lose nothing to cancellation.
+order; sums are accumulated in float64. The two-pass statistics (TensorFlow's CPU kernel,
+``tf.nn.moments``) lose nothing to cancellation; the one-pass ones (PopLibs' default, the IPU's)
+round the mean and the mean of squares to float32 first and lose what the IPU loses.
 """
 
 from __future__ import annotations

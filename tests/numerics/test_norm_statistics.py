@@ -91,8 +91,8 @@ def test_a_half_precision_mean_rounds_before_the_variance() -> None:
     assert var1[0] == 0.0
     assert var2[0] == 2.0**-10
     # The same data in float32: mean 100.046875 (exact); one pass 10,009.3779296875 −
-    # fl(100.046875²) = 10,009.3779296875 − 10,009.376953125 = 2⁻¹⁰ (the true 0.000732 is lost
-    # to the rounding of the square, 2⁻¹¹ here).
+    # fl(100.046875²) = 10,009.3779296875 − 10,009.376953125 = 2⁻¹⁰, where the true variance
+    # is 3·2⁻¹²: off by the rounding of the square (2⁻¹², a quarter of float32's ulp there).
     _, mean3, var3 = _run_batch_norm(x, 1, Numerics())
     assert mean3[0] == np.float32(100.046875)
     assert var3[0] == 2.0**-10

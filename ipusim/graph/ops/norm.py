@@ -5,9 +5,9 @@
 - ``training=True`` normalises with the batch statistics over every axis except ``axis`` and returns
   them: the batch mean and the **biased** batch variance (divided by the element count ``M``, as
   TensorFlow's fused batch norm uses for normalisation), computed as the IPU does: in one pass
-  (mean of squares less the squared mean), or in two with ``norms.use_stable_statistics``. A layer that wants the unbiased variance
-  for its moving average (the fused TF path applies Bessel's correction) multiplies by
-  ``M / (M − 1)`` itself.
+  (mean of squares less the squared mean), or in two with ``norms.use_stable_statistics``. A
+  layer that wants the unbiased variance for its moving average (the fused TF path applies
+  Bessel's correction) multiplies by ``M / (M − 1)`` itself.
 - ``training=False`` normalises with ``moving_mean`` / ``moving_var`` and returns them unchanged.
 
 Gradients flow from output 0 only: gradients arriving at outputs 1 and 2 (the statistics) are
@@ -16,7 +16,8 @@ the full batch-norm backward (the statistics depend on ``x``); in inference mode
 backward ``dx = γ·dy/√(var + ε)``.
 
 ``layer_norm`` normalises over the trailing axes (Keras ``LayerNormalization`` defaults:
-``axis=-1``, ``epsilon=1e-3``) with the biased variance, as ``tf.nn.moments`` computes it.
+``axis=-1``, ``epsilon=1e-3``) with the biased variance: as ``tf.nn.moments`` computes it, or
+(``fused=True``) as the IPU's fused batch norm over each row does.
 """
 
 from __future__ import annotations
