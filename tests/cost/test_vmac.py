@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ipusim.cost import amp
 from ipusim.cost.compute import amp_plan
@@ -122,3 +124,43 @@ def test_a_vmac_plan_maps_every_output_element_once(layer: tuple) -> None:
     per_tile = planned_output(plan, 2)
     assert len(per_tile) == plan.tiles
     assert int(per_tile.sum()) == 2 * n * size * size * channels
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 8),
+    size=st.integers(3, 40),
+    channels=st.integers(2, 300),
+    kernel=st.sampled_from([1, 3, 5]),
+    stride=st.sampled_from([1, 2]),
+    op=st.sampled_from(PASSES),
+    precision=st.sampled_from(["fp16.16", "fp16.32"]),
+)
+def test_depthwise_plans_of_any_shape_are_sound(
+    n: int, size: int, channels: int, kernel: int, stride: int, op: str, precision: str
+) -> None:
+    # Any depthwise pass gets a plan on the chip's tiles that maps every output element once,
+    # and taking the cheaper of AMP and VMAC never costs more than the AMP plan alone.
+    target = amp.AmpTarget.for_chip(IPU, precision)
+    out = -(-size // stride)
+    x = TensorSpec((n, size, size, channels), "float16")
+    f = TensorSpec((kernel, kernel, channels, 1), "float16")
+    y = TensorSpec((n, out, out, channels), "float16")
+    attrs = {"strides": stride, "padding": "same"}
+    ins, outs = {
+        "depthwise_conv2d": ([x, f], [y]),
+        "depthwise_conv2d_backprop_input": ([y, f], [x]),
+        "depthwise_conv2d_backprop_filter": ([x, y], [f]),
+    }[op]
+    plan = amp_plan(op, ins, outs, attrs, target)
+    assert 1 <= plan.tiles <= target.tiles
+    assert plan.method in ("AMP", "VMAC")
+    assert int(planned_output(plan, 1).sum()) == outs[0].size
+    original = amp.vmac_applies
+    try:
+        amp.vmac_applies = lambda problem, target: False
+        amp.plan_conv.cache_clear()
+        assert plan.cycles <= amp_plan(op, ins, outs, attrs, target).cycles
+    finally:
+        amp.vmac_applies = original
+        amp.plan_conv.cache_clear()
