@@ -27,13 +27,16 @@ is in tile cycles.
   set; a cast when fp32 partials feed fp16 outputs.
 - **Temporary memory** per tile (operand slices and partials) must fit in
   ``availableMemoryProportion`` of the tile; the bound is doubled until a plan fits, as Poplar does.
-- **VMAC.** A pass with one input and one output channel per conv group in half precision (a
-  depthwise convolution) may instead run on the workers' vertical multiply-accumulate vertex,
-  4, 8 or 16 conv groups at a time: the planner takes whichever of the two is cheaper.
+- **SLIC and VMAC.** In half precision a convolution pass with few channels per conv group
+  (depthwise) may instead run on SLIC (the conv units on 1x4 windows of 4, 8 or 16 conv groups
+  of one channel, 2 of 2 or 1 of 4; each tile holds one input and one output channel group)
+  or, with one output channel per group, on the workers' vertical multiply-accumulate vertex
+  (VMAC, 4, 8 or 16 conv groups at a time): the planner takes the cheapest.
 
 Approximations (documented in docs/validation.md): the worker split of the field counts row
-pieces exactly but charges pieces of 1-2 positions like longer ones; serial splits, SLIC/HMAC
-vertices and expandDims are not searched; field splits are the few finest for each channel split.
+pieces exactly but charges pieces of 1-2 positions like longer ones (and SLIC charges a
+worker's pieces at their mean length); serial splits, the HMAC vertex and expandDims are not
+searched; field splits are the few finest for each channel split.
 """
 
 from __future__ import annotations
@@ -180,9 +183,9 @@ class ConvPlan:
         problem: the problem this plan solves (its dimensions give the tile mapping).
         out_chans_per_group: output channels of one AMP group (output channels are split over
             tiles in whole groups).
-        method: the vertex family: ``"AMP"`` (the conv units) or ``"VMAC"`` (vertical
-            multiply-accumulate on the workers, for one input and one output channel per conv
-            group: depthwise convolutions).
+        method: the vertex family: ``"AMP"`` (the conv units), ``"SLIC"`` (the conv units on
+            1x4 windows of a few channels per conv group) or ``"VMAC"`` (vertical
+            multiply-accumulate on the workers, one output channel per conv group).
     """
 
     splits: tuple[int, ...]
@@ -441,38 +444,52 @@ def _candidates(problem: ConvProblem, tiles: int, icg: int, ocg: int) -> dict[st
     return {name: arr[:, i] for i, name in enumerate(names)}
 
 
-def _evaluate(
-    problem: ConvProblem, target: AmpTarget, units: int, ocpg: int, icpg: int, proportion: float
-) -> tuple[np.ndarray, ...] | None:
-    icg = -(-problem.cin // icpg)
-    ocg = -(-problem.cout // ocpg)
-    c = _candidates(problem, target.tiles, icg, ocg)
-    if len(c["bs"]) == 0:
-        return None
-    bs, hs, ws, ks, ics, ocs, gs = (c[n] for n in ("bs", "hs", "ws", "ks", "ics", "ocs", "gs"))
-    b = _cdiv(problem.batch, bs)
+def _per_tile(
+    problem: ConvProblem, c: dict[str, np.ndarray], icg: int, ocg: int, groups: int
+) -> dict[str, np.ndarray]:
+    """Per-tile sizes of every candidate split ``c``: batch ``b``, output rows ``h`` and columns
+    ``w``, kernel rows ``k``, input/output channel groups ``ig``/``og``, conv groups ``cg`` (of
+    ``groups``), and the input rows and columns the tile reads."""
+    bs, hs, ws, ks = c["bs"], c["hs"], c["ws"], c["ks"]
     h = _cdiv(problem.out_h, hs)
     w = _cdiv(problem.out_w, ws)
     k = _cdiv(problem.kh, ks)
-    ig = _cdiv(icg, ics)
-    og = _cdiv(ocg, ocs)
-    cg = _cdiv(problem.groups, gs)
-    in_h = np.where(
-        (hs == 1) & (ks == 1), problem.in_h, np.minimum((h - 1) * problem.stride + k, problem.in_h)
-    )
-    in_w = np.where(
-        ws == 1, problem.in_w, np.minimum((w - 1) * problem.stride + problem.kw, problem.in_w)
-    )
-    n_in = in_h * in_w * b * ig * icpg * cg
-    n_w = k * problem.kw * ig * icpg * og * ocpg * cg
-    n_out = h * w * b * og * ocpg * cg
-    temp = target.input_bytes * (n_in + n_w) + target.partial_bytes * n_out
-    if problem.flat:
-        partial = _amp_1x1(w, ig, og, cg, units, ocpg, target)
-    else:
-        partial = _amp_nx1(
-            b, h, w, k, problem.kw, ig, og, cg, units, ocpg, target.in_group // icpg, target
-        )
+    return {
+        "b": _cdiv(problem.batch, bs),
+        "h": h,
+        "w": w,
+        "k": k,
+        "ig": _cdiv(icg, c["ics"]),
+        "og": _cdiv(ocg, c["ocs"]),
+        "cg": _cdiv(groups, c["gs"]),
+        "in_h": np.where(
+            (hs == 1) & (ks == 1),
+            problem.in_h,
+            np.minimum((h - 1) * problem.stride + k, problem.in_h),
+        ),
+        "in_w": np.where(
+            ws == 1, problem.in_w, np.minimum((w - 1) * problem.stride + problem.kw, problem.in_w)
+        ),
+    }
+
+
+def _assemble(
+    problem: ConvProblem,
+    target: AmpTarget,
+    c: dict[str, np.ndarray],
+    t: dict[str, np.ndarray],
+    partial: np.ndarray,
+    counts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    temp: np.ndarray,
+    out_group: int,
+) -> tuple[np.ndarray, ...]:
+    """The fields :func:`plan_conv` compares, from a vertex's cycles ``partial`` and the tile's
+    ``counts`` of input, weight and output elements: exchange (inputs duplicated over output
+    channel splits, shared by a supertile's two tiles when those splits are even; weights
+    duplicated over field splits; the partials), the reduction of partials over kernel-row and
+    input-channel splits (or the cast of float partials to half outputs), rearrangements."""
+    bs, hs, ws, ks, ics, ocs, gs = (c[n] for n in ("bs", "hs", "ws", "ks", "ics", "ocs", "gs"))
+    n_in, n_w, n_out = counts
     exb = target.exchange_bytes_per_cycle
     in_bytes = target.input_bytes * (n_in - n_in // ocs)
     w_bytes = target.input_bytes * (n_w - n_w // (bs * hs * ws))
@@ -515,10 +532,33 @@ def _evaluate(
         sets,
         temp,
         tiles,
-        b * h * w,
+        t["b"] * t["h"] * t["w"],
         np.stack([bs, hs, ws, ks, ics, ocs, gs], axis=1),
-        np.full(len(bs), ocpg, dtype=np.int64),
+        np.full(len(bs), out_group, dtype=np.int64),
     )
+
+
+def _evaluate(
+    problem: ConvProblem, target: AmpTarget, units: int, ocpg: int, icpg: int, proportion: float
+) -> tuple[np.ndarray, ...] | None:
+    icg = -(-problem.cin // icpg)
+    ocg = -(-problem.cout // ocpg)
+    c = _candidates(problem, target.tiles, icg, ocg)
+    if len(c["bs"]) == 0:
+        return None
+    t = _per_tile(problem, c, icg, ocg, problem.groups)
+    b, h, w, k, ig, og, cg = (t[n] for n in ("b", "h", "w", "k", "ig", "og", "cg"))
+    n_in = t["in_h"] * t["in_w"] * b * ig * icpg * cg
+    n_w = k * problem.kw * ig * icpg * og * ocpg * cg
+    n_out = h * w * b * og * ocpg * cg
+    temp = target.input_bytes * (n_in + n_w) + target.partial_bytes * n_out
+    if problem.flat:
+        partial = _amp_1x1(w, ig, og, cg, units, ocpg, target)
+    else:
+        partial = _amp_nx1(
+            b, h, w, k, problem.kw, ig, og, cg, units, ocpg, target.in_group // icpg, target
+        )
+    return _assemble(problem, target, c, t, partial, (n_in, n_w, n_out), temp, ocpg)
 
 
 def _vmac_group_sizes(target: AmpTarget) -> tuple[int, ...]:
@@ -610,68 +650,173 @@ def _evaluate_vmac(
     c = _candidates(replace(problem, groups=group_groups), target.tiles, problem.cin, 1)
     if len(c["bs"]) == 0:
         return None
-    bs, hs, ws, ks, ics, gs = (c[n] for n in ("bs", "hs", "ws", "ks", "ics", "gs"))
-    ocs = c["ocs"]
-    b = _cdiv(problem.batch, bs)
-    h = _cdiv(problem.out_h, hs)
-    w = _cdiv(problem.out_w, ws)
-    k = _cdiv(problem.kh, ks)
-    ig = _cdiv(problem.cin, ics)
-    cg = _cdiv(group_groups, gs)
-    in_h = np.where(
-        (hs == 1) & (ks == 1), problem.in_h, np.minimum((h - 1) * problem.stride + k, problem.in_h)
-    )
-    in_w = np.where(
-        ws == 1, problem.in_w, np.minimum((w - 1) * problem.stride + problem.kw, problem.in_w)
-    )
-    n_in = in_h * in_w * b * ig * cgpg * cg
+    t = _per_tile(problem, c, problem.cin, 1, group_groups)
+    b, h, w, k, ig, cg = (t[n] for n in ("b", "h", "w", "k", "ig", "cg"))
+    n_in = t["in_h"] * t["in_w"] * b * ig * cgpg * cg
     n_w = k * problem.kw * ig * cgpg * cg
     n_out = h * w * b * cgpg * cg
     # Every worker keeps partials for the whole tile output (poplin ConvModel.cpp, VMAC).
     temp = target.input_bytes * (n_in + n_w) + target.partial_bytes * WORKERS * n_out
     partial = _vmac_cycles(b, h, w, k, problem.kw, ig, cg, cgpg, target)
-    exb = target.exchange_bytes_per_cycle
-    w_bytes = target.input_bytes * (n_w - n_w // (bs * hs * ws))
-    out_bytes = target.partial_bytes * n_out
-    exchange = (np.ceil(w_bytes / exb) + np.ceil(out_bytes / exb)).astype(np.int64)
-    depth = ks * ics
-    reduce = np.zeros(len(bs), dtype=np.int64)
-    later = np.zeros(len(bs), dtype=np.int64)
-    sets = np.ones(len(bs), dtype=np.int64)
-    for i in range(len(bs)):
-        if depth[i] > 1:
-            cyc, ex, st = reduction(
-                int(-(-n_out[i] // depth[i]) * depth[i]), int(depth[i]), target.half_partials, exb
-            )
-            reduce[i], later[i], sets[i] = cyc, ex, 1 + st
-        elif not target.half_partials:
-            reduce[i] += _cast_cycles(int(n_out[i]))
-            sets[i] += 1
-    tiles = bs * hs * ws * ks * ics * ocs * gs
-    transform = np.zeros(len(bs), dtype=np.int64)
-    transform_x = np.zeros(len(bs), dtype=np.int64)
-    if problem.transform_elements:
-        for i in range(len(bs)):
-            copy, ex = transform_cycles(
-                -(-problem.transform_elements // int(tiles[i])), target.input_bytes
-            )
-            transform[i], transform_x[i] = copy, ex
-        sets += 1
-    total = exchange + later + transform_x + partial + reduce + transform
-    return (
-        total,
-        partial,
-        exchange + later + transform_x,
-        w_bytes + out_bytes,
-        reduce,
-        transform,
-        sets,
-        temp,
-        tiles,
-        b * h * w,
-        np.stack([bs, hs, ws, ks, ics, ocs, gs], axis=1),
-        np.ones(len(bs), dtype=np.int64),
+    return _assemble(problem, target, c, t, partial, (n_in, n_w, n_out), temp, 1)
+
+
+#: SLIC groupings (conv groups per group, channels per group) for half activations (S: poplin
+#: ``getConvVertexSLICCandidates``); 8 and 16 conv groups need half partials and 16 conv units.
+_SLIC_GROUPINGS = ((1, 4), (2, 2), (4, 1))
+_SLIC_WIDE_GROUPINGS = ((8, 1), (16, 1))
+#: Kernel taps one SLIC pass applies along a row (S: poplin, the 1x4 window).
+SLIC_WINDOW = 4
+
+
+def _slic_vertex_types(target: AmpTarget) -> list[tuple[int, int, int]]:
+    """(conv groups per group, channels per group, conv-unit chains) of the SLIC vertices that
+    can run at ``target``'s precision (poplin ``getConvVertexSLICCandidates``)."""
+    if not target.half_inputs:
+        return []
+    if target.half_partials:
+        chains = ([4] if target.engines == 16 else []) + [2]
+        groupings = _SLIC_GROUPINGS + (_SLIC_WIDE_GROUPINGS if target.engines == 16 else ())
+    else:
+        chains, groupings = [2], _SLIC_GROUPINGS
+    return [(g, ch, n) for n in chains for g, ch in groupings]
+
+
+def slic_applies(problem: ConvProblem) -> bool:
+    """Whether a SLIC vertex can run ``problem``: a convolution pass (not a matrix product:
+    poplin leaves SLIC out of fully-connected plans) with an output stride of 1 or 2."""
+    return not problem.flat and problem.stride <= 2
+
+
+def _slic_rows(n: np.ndarray, stride: int, zeroing: bool, half8: bool, float_partials: bool):
+    """Worker cycles of one output row piece of ``n`` positions in one SLIC pass (poplibs
+    ``getConvPartialSlicSupervisorInnerLoopCycleEstimateHalfFloat``)."""
+    if stride == 1:
+        threshold = 6 if half8 else 5
+        if zeroing:
+            short = 10 + np.where(n > 1, n, 0) + 3
+            long = 15 + (n - 5)
+        else:
+            short = np.where(n == 1, 7 + 6, 7 + 1 + (n - 1) + 2 + (4 - n) + 2 + (3 - (4 - n)) + 3)
+            long = 15 + (n - 5) + (3 if half8 else 0)
+        cycles = np.where(n < threshold, short, long)
+    else:
+        cycles = np.where(n < 3, 7 + np.where(n == 1, 3, 5) + 3, 15 + 2 * (n - 3))
+    return cycles - (1 if float_partials else 0)
+
+
+def _slic_inner(
+    field: np.ndarray,
+    width: np.ndarray,
+    stride: int,
+    cgpg: int,
+    chains: int,
+    zeroing: bool,
+    target: AmpTarget,
+) -> np.ndarray:
+    """Tile cycles of all workers' pass over the tile's output for one conv-group stride and
+    one sub-kernel: the positions are dealt to the 6 workers in contiguous ranges cut at row
+    ends (each worker's pieces are charged at their mean length: E)."""
+    float_partials = not target.half_partials
+    half8 = chains == 2 and not float_partials
+    passes = 1 if chains == 4 else 2
+    preamble = 2 + (2 if half8 else 3) + 1 + 2 + 4 + 2 + 2 + 1 + (1 if half8 else 0)
+    preamble += 4 if cgpg > 4 else 0
+    count, pieces = _worker_pieces(field, width)
+    mean = np.maximum(count // np.maximum(pieces, 1), 1)
+    per_piece = (
+        (9 if half8 else 10)
+        + (1 if zeroing else 0)
+        + (3 if float_partials else 0)
+        + passes * _slic_rows(mean, stride, zeroing, half8, float_partials)
     )
+    worker = np.where(pieces > 0, preamble + pieces * per_piece + (2 if half8 else 0), 0)
+    copy = 2 + 2 * field if half8 and zeroing else 0
+    return WORKERS * worker.max(axis=1) + copy
+
+
+def _slic_weight_load(cgpg: int, chans: int) -> int:
+    """Supervisor cycles of loading one sub-kernel's weights (poplibs
+    ``getConvPartialSlicSupervisorWeightLoadCycleEstimate``)."""
+    if chans == 4:
+        return 6 + 6 + 6 + 16
+    per_worker = (12 if cgpg == 2 else 10) + (1 if cgpg > 4 else 0)
+    return 9 + 6 + per_worker * WORKERS + 6 + 16
+
+
+def _slic_cycles(
+    field: np.ndarray,
+    width: np.ndarray,
+    k: np.ndarray,
+    kw: int,
+    cg: np.ndarray,
+    cgpg: int,
+    chans: int,
+    chains: int,
+    stride: int,
+    target: AmpTarget,
+) -> np.ndarray:
+    """``ConvPartialSlic`` supervisor cycles of one tile (poplibs
+    ``getConvPartialSlicSupervisorOuterLoopCycleEstimateHalfFloat``): the first sub-kernel
+    (kernel row x 4-tap window) zeroes the partials as it goes, the others accumulate; 8 and 16
+    conv groups run as 2 or 4 strides of 4. As in the estimator, only the accumulating passes
+    are charged per stride."""
+    float_partials = not target.half_partials
+    half8 = chains == 2 and not float_partials
+    sub_kernels = k * -(-kw // SLIC_WINDOW)
+    zeroing = _slic_inner(field, width, stride, cgpg, chains, True, target)
+    inner = _slic_inner(field, width, stride, cgpg, chains, False, target)
+    load = _slic_weight_load(cgpg, chans)
+
+    def brnzdec(n: np.ndarray | int) -> np.ndarray | int:
+        return 6 * (n - 1) + 1
+
+    group_body = 12 if half8 else 15
+    if cgpg <= 4:
+        sub_body = load + (0 if half8 else 3) + 2 + (0 if half8 else 1) + 6 + 1 + 6 + 1
+    else:
+        strides = cgpg // 4
+        stride_body = load + 6 + 1 + 6 + 2 + 6
+        sub_body = stride_body * strides + brnzdec(strides) + 2 + 2 + 6 + 3 + 2
+        group_body += 2 + 6
+        inner = inner * strides
+    return (
+        (25 if half8 else 28)
+        + group_body * cg
+        + brnzdec(cg)
+        + sub_body * sub_kernels
+        + brnzdec(sub_kernels)
+        + cg * zeroing
+        + cg * (sub_kernels - 1) * inner
+    )
+
+
+def _evaluate_slic(
+    problem: ConvProblem, target: AmpTarget, cgpg: int, chans: int, chains: int
+) -> tuple[np.ndarray, ...] | None:
+    """:func:`_evaluate` for a SLIC vertex: ``cgpg`` conv groups of ``chans`` input and output
+    channels per pass; each tile holds exactly one input and one output channel group (poplin
+    ``ConvModel.cpp``), so the channels are split over tiles in groups of ``chans``."""
+    if problem.groups < cgpg and cgpg > 1:
+        return None
+    icg = -(-problem.cin // chans)
+    ocg = -(-problem.cout // chans)
+    group_groups = -(-problem.groups // cgpg)
+    c = _candidates(replace(problem, groups=group_groups), target.tiles, icg, ocg)
+    keep = (c["ics"] == icg) & (c["ocs"] == ocg)
+    c = {name: values[keep] for name, values in c.items()}
+    if len(c["bs"]) == 0:
+        return None
+    t = _per_tile(problem, c, icg, ocg, group_groups)
+    b, h, w, k, cg = (t[n] for n in ("b", "h", "w", "k", "cg"))
+    n_in = t["in_h"] * t["in_w"] * b * chans * cgpg * cg
+    n_w = k * problem.kw * chans * chans * cgpg * cg
+    n_out = h * w * b * chans * cgpg * cg
+    temp = target.input_bytes * (n_in + n_w) + target.partial_bytes * n_out
+    partial = _slic_cycles(
+        b * h * w, w, k, problem.kw, cg, cgpg, chans, chains, problem.stride, target
+    )
+    return _assemble(problem, target, c, t, partial, (n_in, n_w, n_out), temp, chans)
 
 
 @lru_cache(maxsize=8192)
@@ -697,6 +842,12 @@ def plan_conv(
             if r is not None:
                 results.append(r)
                 methods += ["VMAC"] * len(r[0])
+    if slic_applies(problem):
+        for cgpg, chans, chains in _slic_vertex_types(target):
+            r = _evaluate_slic(problem, target, cgpg, chans, chains)
+            if r is not None:
+                results.append(r)
+                methods += ["SLIC"] * len(r[0])
     if not results:
         raise ValueError(f"no AMP plan for {problem}")
     fields = [np.concatenate([r[i] for r in results]) for i in range(len(results[0]))]

@@ -263,7 +263,7 @@ def amp_plan(
             )
             # poplin's weight-update pass is a convolution whose field is the kernel, whose
             # kernel is the output field and whose input channels are the batch: with one
-            # channel in and out per group (depthwise) the VMAC vertex can run it.
+            # channel in and out per group (depthwise) the VMAC (or SLIC) vertex can run it.
             as_conv = amp.ConvProblem(
                 1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, 1, groups, False, rearranged
             )

@@ -1,8 +1,10 @@
-"""Depthwise convolutions on the VMAC vertex, costed as PopLibs' estimator does.
+"""Convolutions with few channels per conv group (depthwise) on the SLIC and VMAC vertices,
+costed as PopLibs' estimator does.
 
 The vertex-cycle expectations are worked out by hand below from the formulas of poplibs
-``PerformanceEstimation.hpp`` (``estimateConvPartialVerticalMacInnerLoopCycles`` and the VMAC
-supervisor estimates), step by step in the comments.
+``PerformanceEstimation.hpp`` (the VMAC supervisor estimates and
+``estimateConvPartialVerticalMacInnerLoopCycles``; the SLIC supervisor, inner-loop and
+weight-load estimates), step by step in the comments.
 """
 
 from __future__ import annotations
@@ -63,12 +65,35 @@ LAYERS = [(16, 56, 144, 3), (16, 28, 240, 5), (8, 14, 480, 3), (16, 112, 32, 3)]
 PASSES = ["depthwise_conv2d", "depthwise_conv2d_backprop_input", "depthwise_conv2d_backprop_filter"]
 
 
+def test_slic_cycles_of_one_row_by_hand() -> None:
+    # 6 positions in one row (one per worker), one 1x4 window (a 1x3 kernel), 4 conv groups of
+    # one channel, 4 conv-unit chains, half partials. Worker preamble 2+3+1+2+4+2+2+1 = 17.
+    # Zeroing pass: a piece of 1 costs 10 + 1 + (10 + 3) = 24, worker 41, tile 6 × 41 = 246.
+    # Weights: 9 + 6 + 6·10 + 6 + 16 = 97; sub-kernel body 97 + 3 + 2 + 1 + 6 + 1 + 6 + 1 = 117.
+    # Total 28 + 15 + 1 + 117 + 1 + 246 = 408 (no accumulating pass with one sub-kernel).
+    field, width, k, cg = _one(6, 6, 1, 1)
+    assert int(amp._slic_cycles(field, width, k, 3, cg, 4, 1, 4, 1, HALF)[0]) == 408
+
+
+def test_slic_cycles_of_sixteen_groups_by_hand() -> None:
+    # 2 rows of 8 positions (workers get 2, 3, 3, 2, 3, 3 positions, one piece each), 3x3
+    # kernel (3 sub-kernels), 16 conv groups (4 strides of 4). Preamble 17 + 4 = 21.
+    # Zeroing: a piece of 3 costs 10 + 1 + (10 + 3 + 3) = 27, worker 48, tile 288.
+    # Accumulating: a piece of 3 costs 10 + (7 + 1 + 2 + 2 + 1 + 2 + 2 + 3) = 30, worker 51,
+    # tile 306, × 4 strides = 1,224. Weights 9 + 6 + 6·11 + 6 + 16 = 103; stride body
+    # 103 + 21 = 124; sub-kernel body 4·124 + 19 + 15 = 530; group body 15 + 8 = 23.
+    # Total 28 + 23 + 1 + 3·530 + 13 + 288 + 2·1,224 = 4,391.
+    field, width, k, cg = _one(16, 8, 3, 1)
+    assert int(amp._slic_cycles(field, width, k, 3, cg, 16, 1, 4, 1, HALF)[0]) == 4391
+
+
 @pytest.fixture
 def amp_only(monkeypatch: pytest.MonkeyPatch):
-    """Plans made with the VMAC vertex switched off (the planner before it was added)."""
+    """Plans made with the SLIC and VMAC vertices switched off (the AMP alone)."""
 
     def plan(*args):
         monkeypatch.setattr(amp, "vmac_applies", lambda problem, target: False)
+        monkeypatch.setattr(amp, "slic_applies", lambda problem: False)
         amp.plan_conv.cache_clear()
         try:
             return _depthwise(*args)
@@ -81,40 +106,62 @@ def amp_only(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("layer", LAYERS, ids=str)
 @pytest.mark.parametrize("op", PASSES)
-def test_half_precision_depthwise_passes_pick_vmac_when_it_is_cheaper(
+def test_half_precision_depthwise_passes_take_the_cheapest_vertex(
     op: str, layer: tuple, amp_only
 ) -> None:
-    with_vmac = _depthwise(op, *layer, HALF)
-    without = amp_only(op, *layer, HALF)
-    assert with_vmac.cycles <= without.cycles
-    assert with_vmac.method == ("VMAC" if with_vmac.cycles < without.cycles else "AMP")
-    assert without.method == "AMP"
+    best = _depthwise(op, *layer, HALF)
+    alone = amp_only(op, *layer, HALF)
+    assert alone.method == "AMP"
+    assert best.cycles <= alone.cycles
+    if best.method == "AMP":
+        assert best.cycles == alone.cycles
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=str)
+def test_depthwise_forward_passes_run_on_slic(layer: tuple) -> None:
+    # SLIC applies the conv units to 4-tap windows of 4 conv groups at a time: it is the
+    # cheapest of the three for these 3x3 and 5x5 depthwise layers.
+    assert _depthwise("depthwise_conv2d", *layer, HALF).method == "SLIC"
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=str)
+def test_slic_never_beats_its_window_rate(layer: tuple) -> None:
+    # A SLIC pass handles one position of a 4-tap window for 4 conv groups per worker cycle:
+    # at most 16 MACs per tile cycle (6 workers share the issue slots).
+    n, size, channels, kernel = layer
+    plan = _depthwise("depthwise_conv2d", *layer, HALF)
+    macs = n * size * size * kernel * kernel * channels
+    assert macs / (plan.tiles * plan.partial_cycles) <= 16
 
 
 @pytest.mark.parametrize("layer", LAYERS, ids=str)
 def test_vmac_never_beats_its_dot_product_rate(layer: tuple) -> None:
     # The VMAC core takes 3 worker cycles per tap for 8 conv groups (6 workers share a tile's
-    # issue slots): at most 8 MACs per 3 tile cycles.
+    # issue slots): at most 8 MACs per 3 tile cycles. (The weight update: its input channels
+    # are the batch, so SLIC, one input channel group per tile, does not suit it.)
     n, size, channels, kernel = layer
-    plan = _depthwise("depthwise_conv2d", *layer, HALF)
+    plan = _depthwise("depthwise_conv2d_backprop_filter", *layer, HALF)
     assert plan.method == "VMAC"
     macs = n * size * size * kernel * kernel * channels
     assert macs / (plan.tiles * plan.partial_cycles) <= 8 / 3
 
 
-def test_vmac_is_not_used_where_the_vertex_cannot_run() -> None:
-    # fp32 activations (the assembly vertex is half only), two output channels per group
-    # (depth multiplier 2), and grouped convolutions with several channels per group.
+def test_the_small_group_vertices_run_only_where_they_can() -> None:
+    # fp32 activations: SLIC and VMAC are half only. Two output channels per group (depth
+    # multiplier 2) or eight channels per group: not VMAC (one output channel per group);
+    # SLIC may take them, splitting the channels over tiles in groups of 4 or fewer.
     assert _depthwise("depthwise_conv2d", 8, 28, 64, 3, FLOAT).method == "AMP"
     x = TensorSpec((8, 28, 28, 64), "float16")
     f2 = TensorSpec((3, 3, 64, 2), "float16")
     y2 = TensorSpec((8, 28, 28, 128), "float16")
     attrs = {"strides": 1, "padding": "same"}
-    assert amp_plan("depthwise_conv2d", [x, f2], [y2], attrs, HALF).method == "AMP"
+    assert amp_plan("depthwise_conv2d", [x, f2], [y2], attrs, HALF).method != "VMAC"
     fg = TensorSpec((3, 3, 8, 64), "float16")
     y = TensorSpec((8, 28, 28, 64), "float16")
     grouped = amp_plan("grouped_conv2d", [x, fg], [y], dict(attrs, groups=8), HALF)
-    assert grouped.method == "AMP"
+    assert grouped.method != "VMAC"
+    # A matrix product never takes SLIC (poplin leaves it out of fully-connected plans).
+    assert amp.plan_matmul(256, 256, 64, HALF).method == "AMP"
 
 
 @pytest.mark.parametrize("layer", LAYERS[:2], ids=str)
@@ -140,7 +187,7 @@ def test_depthwise_plans_of_any_shape_are_sound(
     n: int, size: int, channels: int, kernel: int, stride: int, op: str, precision: str
 ) -> None:
     # Any depthwise pass gets a plan on the chip's tiles that maps every output element once,
-    # and taking the cheaper of AMP and VMAC never costs more than the AMP plan alone.
+    # and taking the cheapest of AMP, SLIC and VMAC never costs more than the AMP plan alone.
     target = amp.AmpTarget.for_chip(IPU, precision)
     out = -(-size // stride)
     x = TensorSpec((n, size, size, channels), "float16")
@@ -154,13 +201,14 @@ def test_depthwise_plans_of_any_shape_are_sound(
     }[op]
     plan = amp_plan(op, ins, outs, attrs, target)
     assert 1 <= plan.tiles <= target.tiles
-    assert plan.method in ("AMP", "VMAC")
+    assert plan.method in ("AMP", "SLIC", "VMAC")
     assert int(planned_output(plan, 1).sum()) == outs[0].size
-    original = amp.vmac_applies
+    vmac, slic = amp.vmac_applies, amp.slic_applies
     try:
         amp.vmac_applies = lambda problem, target: False
+        amp.slic_applies = lambda problem: False
         amp.plan_conv.cache_clear()
         assert plan.cycles <= amp_plan(op, ins, outs, attrs, target).cycles
     finally:
-        amp.vmac_applies = original
+        amp.vmac_applies, amp.slic_applies = vmac, slic
         amp.plan_conv.cache_clear()
