@@ -12,6 +12,7 @@ round the mean and the mean of squares to float32 first and lose what the IPU lo
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -273,12 +274,19 @@ def batch_norm_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     c = x.shape[axis]
     mean = np.empty(c, dtype=x.dtype)
     var = np.empty(c, dtype=x.dtype)
+    _per_channel(x, axis, _bn_stats_last, _bn_stats, mean, var)
+    return mean, var
+
+
+def _per_channel(x: np.ndarray, axis: int, last: Any, general: Any, *outs: np.ndarray) -> int:
+    """Run a per-channel kernel over ``x``: ``last`` on the 2-D channels-last view, else
+    ``general`` on the 3-D ``(outer, C, inner)`` view; returns the elements per channel."""
     x3 = _view3(x, axis)
     if x3.shape[2] == 1:
-        _bn_stats_last(x3.reshape(x3.shape[0], c), mean, var)
+        last(x3.reshape(x3.shape[0], x3.shape[1]), *outs)
     else:
-        _bn_stats(x3, mean, var)
-    return mean, var
+        general(x3, *outs)
+    return x3.shape[0] * x3.shape[2]
 
 
 def batch_norm_sums(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -287,12 +295,8 @@ def batch_norm_sums(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, i
     c = x.shape[axis]
     s = np.zeros(c, dtype=np.float64)
     p = np.zeros(c, dtype=np.float64)
-    x3 = _view3(x, axis)
-    if x3.shape[2] == 1:
-        _bn_sums_last(x3.reshape(x3.shape[0], c), s, p)
-    else:
-        _bn_sums(x3, s, p)
-    return s, p, x3.shape[0] * x3.shape[2]
+    count = _per_channel(x, axis, _bn_sums_last, _bn_sums, s, p)
+    return s, p, count
 
 
 def ipu_batch_norm_stats(
