@@ -215,6 +215,7 @@ def _cdiv(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray | int:
     return -(-a // b)
 
 
+@lru_cache(maxsize=4096)
 def split_counts(n: int) -> tuple[int, ...]:
     """Split counts of a dimension of size ``n`` that give distinct per-tile sizes."""
     seen: dict[int, int] = {}
@@ -388,13 +389,14 @@ def _cast_cycles(outputs: int) -> int:
     return WORKERS * (max(-(-per // 2), -(-per // 4)) + 26)
 
 
-def transform_cycles(elements_per_tile: int, element_bytes: int) -> tuple[int, int]:
+def transform_cycles(
+    elements_per_tile: int | np.ndarray, element_bytes: int
+) -> tuple[int | np.ndarray, int | np.ndarray]:
     """(copy cycles, exchange cycles) of rearranging ``elements_per_tile`` elements on a tile
     (poplin ``addTransformCycleEstimate``: ``bytes × 5 / (min(memcpy 8 B, element) × 4)`` to copy,
-    ``bytes / 4`` to exchange)."""
+    ``bytes / 4`` to exchange), rounded up; element-wise for an array of candidates."""
     num_bytes = elements_per_tile * element_bytes
-    copy = math.ceil(num_bytes * 5 / (min(8, element_bytes) * 4))
-    return copy, math.ceil(num_bytes / 4)
+    return _cdiv(num_bytes * 5, min(8, element_bytes) * 4), _cdiv(num_bytes, 4)
 
 
 def _vertex_types(target: AmpTarget) -> list[tuple[int, int]]:
@@ -428,7 +430,9 @@ def _field_options(batch: int, out_h: int, out_w: int) -> tuple[np.ndarray, ...]
 def _candidates(problem: ConvProblem, tiles: int, icg: int, ocg: int) -> dict[str, np.ndarray]:
     """Splits to evaluate: every channel/kernel/group split with the finest field splits."""
     fb, fh, fw, fprod, _ = _field_options(problem.batch, problem.out_h, problem.out_w)
-    rows: list[tuple[int, ...]] = []
+    fits: dict[int, np.ndarray] = {}  # field splits that fit the tiles left, by tiles left
+    picks: list[np.ndarray] = []
+    splits: list[tuple[int, int, int, int]] = []
     ks_all = split_counts(problem.kh) if problem.kh > 1 else (1,)
     for gs in split_counts(problem.groups):
         for ks in ks_all:
@@ -437,11 +441,19 @@ def _candidates(problem: ConvProblem, tiles: int, icg: int, ocg: int) -> dict[st
                     used = gs * ks * ics * ocs
                     if used > tiles:
                         continue
-                    fit = np.flatnonzero(fprod <= tiles // used)[:_FIELD_CANDIDATES]
-                    rows += [(fb[j], fh[j], fw[j], ks, ics, ocs, gs) for j in fit]
-    arr = np.array(rows, dtype=np.int64).reshape(-1, 7)
+                    left = tiles // used
+                    fit = fits.get(left)
+                    if fit is None:
+                        fit = fits[left] = np.flatnonzero(fprod <= left)[:_FIELD_CANDIDATES]
+                    picks.append(fit)
+                    splits.append((ks, ics, ocs, gs))
     names = ("bs", "hs", "ws", "ks", "ics", "ocs", "gs")
-    return {name: arr[:, i] for i, name in enumerate(names)}
+    if not picks:
+        return {name: np.zeros(0, dtype=np.int64) for name in names}
+    field = np.concatenate(picks)
+    others = np.repeat(np.array(splits, dtype=np.int64), [len(p) for p in picks], axis=0)
+    columns = (fb[field], fh[field], fw[field], *others.T)
+    return {name: np.asarray(col, dtype=np.int64) for name, col in zip(names, columns)}
 
 
 def _per_tile(
@@ -515,11 +527,9 @@ def _assemble(
     transform = np.zeros(len(bs), dtype=np.int64)
     transform_x = np.zeros(len(bs), dtype=np.int64)
     if problem.transform_elements:
-        for i in range(len(bs)):
-            copy, ex = transform_cycles(
-                -(-problem.transform_elements // int(tiles[i])), target.input_bytes
-            )
-            transform[i], transform_x[i] = copy, ex
+        transform, transform_x = transform_cycles(
+            _cdiv(np.int64(problem.transform_elements), tiles), target.input_bytes
+        )
         sets += 1
     total = exchange + later + transform_x + partial + reduce + transform
     return (
