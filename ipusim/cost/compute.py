@@ -265,7 +265,7 @@ def amp_plan(
             # kernel is the output field and whose input channels are the batch: with one
             # channel in and out per group (depthwise) the VMAC (or SLIC) vertex can run it.
             as_conv = amp.ConvProblem(
-                1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, 1, groups, False, rearranged
+                1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, cout, groups, False, rearranged
             )
             if cin == 1 and amp.vmac_applies(as_conv, target):
                 return min(

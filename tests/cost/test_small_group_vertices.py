@@ -173,26 +173,35 @@ def test_a_vmac_plan_maps_every_output_element_once(layer: tuple) -> None:
     assert int(per_tile.sum()) == 2 * n * size * size * channels
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(1, 8),
     size=st.integers(3, 40),
     channels=st.integers(2, 300),
     kernel=st.sampled_from([1, 3, 5]),
     stride=st.sampled_from([1, 2]),
+    multiplier=st.sampled_from([1, 1, 2, 3]),
     op=st.sampled_from(PASSES),
     precision=st.sampled_from(["fp16.16", "fp16.32"]),
 )
 def test_depthwise_plans_of_any_shape_are_sound(
-    n: int, size: int, channels: int, kernel: int, stride: int, op: str, precision: str
+    n: int,
+    size: int,
+    channels: int,
+    kernel: int,
+    stride: int,
+    multiplier: int,
+    op: str,
+    precision: str,
 ) -> None:
-    # Any depthwise pass gets a plan on the chip's tiles that maps every output element once,
-    # and taking the cheapest of AMP, SLIC and VMAC never costs more than the AMP plan alone.
+    # Any depthwise pass (any depth multiplier) gets a plan on the chip's tiles that maps every
+    # output element once, and taking the cheapest of AMP, SLIC and VMAC never costs more than
+    # the AMP plan alone.
     target = amp.AmpTarget.for_chip(IPU, precision)
     out = -(-size // stride)
     x = TensorSpec((n, size, size, channels), "float16")
-    f = TensorSpec((kernel, kernel, channels, 1), "float16")
-    y = TensorSpec((n, out, out, channels), "float16")
+    f = TensorSpec((kernel, kernel, channels, multiplier), "float16")
+    y = TensorSpec((n, out, out, channels * multiplier), "float16")
     attrs = {"strides": stride, "padding": "same"}
     ins, outs = {
         "depthwise_conv2d": ([x, f], [y]),
