@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.graph.graph import Graph, Symbol
-from ipusim.graph.numerics import Numerics, current_numerics
+from ipusim.graph.numerics import Numerics, numerics_of
 
 
 @dataclass
@@ -40,7 +40,8 @@ class ExecContext:
     #: When a dict, the executor adds each op's wall time (seconds) under its op name. For
     #: benchmarks only; it never affects results.
     profile: dict[str, float] | None = None
-    #: The floating-point model; None: the active configuration's (:func:`current_numerics`).
+    #: The floating-point model; None: the active configuration's (see
+    #: :func:`~ipusim.graph.numerics.numerics_of`).
     numerics: Numerics | None = None
     #: Set by the executor for a node with half-precision outputs: ops that round their own
     #: results (matrix products, convolutions) read it with ``numerics``.
@@ -123,7 +124,7 @@ class Executor:
         ctx = ctx if ctx is not None else ExecContext()
         if len(feeds) != len(self.feeds):
             raise ValueError(f"expected {len(self.feeds)} input arrays, received {len(feeds)}")
-        numerics = ctx.numerics if ctx.numerics is not None else current_numerics()
+        numerics = numerics_of(ctx)
         if self._has_half or not numerics.plain:
             return self._run_numerics(feeds, ctx, numerics)
         values: list[Any] = [None] * self._num_slots

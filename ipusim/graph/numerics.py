@@ -52,8 +52,8 @@ class Numerics:
         trap_div0: stop on a division by zero.
         trap_overflow: stop on an overflow.
         seed: seed of the stochastic-rounding streams.
-        stable_norm_statistics: batch-norm statistics in two passes (``norms.
-            use_stable_statistics``); False: one pass, PopLibs' default.
+        stable_norm_statistics: batch-norm statistics (and layer norm's on Keras' fused path)
+            in two passes (``norms.use_stable_statistics``); False: one pass, PopLibs' default.
     """
 
     emulate_half: bool = False
@@ -168,6 +168,13 @@ def current_numerics() -> Numerics:
     numerics = from_config(config)
     _state.cached = (key, numerics, config)
     return numerics
+
+
+def numerics_of(ctx: Any) -> Numerics:
+    """The numerics an execution context runs with: its own, else the active configuration's
+    (the executor's plain float32 path leaves ``ctx.numerics`` unset)."""
+    numerics = getattr(ctx, "numerics", None)
+    return numerics if numerics is not None else current_numerics()
 
 
 def set_rounding_seed(seed: int) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.numerics import computes_half, current_numerics
+from ipusim.graph.numerics import computes_half, numerics_of
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import norm as k
@@ -145,7 +145,7 @@ def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, n
     """The batch mean and biased variance as the IPU computes them: one pass, or two with
     ``norms.use_stable_statistics``; half-precision activations store the mean (and the
     deviations) as half (see :func:`ipusim.kernels.norm.ipu_batch_norm_stats`)."""
-    numerics = ctx.numerics if ctx.numerics is not None else current_numerics()
+    numerics = numerics_of(ctx)
     to_half = None
     if computes_half(ctx):
         keys = iter(range(1, 3))
@@ -313,7 +313,7 @@ def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
     :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
     if not fused or x.dtype != np.float32:
         return False
-    numerics = ctx.numerics if ctx.numerics is not None else current_numerics()
+    numerics = numerics_of(ctx)
     return not numerics.stable_norm_statistics
 
 
