@@ -9,6 +9,9 @@ weight-load estimates), step by step in the comments.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -49,16 +52,39 @@ def test_vmac_cycles_of_a_split_tile_by_hand() -> None:
     assert int(amp._vmac_cycles(b, h, w, k, 3, ig, cg, 4, HALF_FLOAT_PARTIALS)[0]) == 846
 
 
-def _depthwise(op: str, n: int, size: int, channels: int, kernel: int, target: amp.AmpTarget):
+def _depthwise_specs(
+    op: str, n: int, size: int, channels: int, kernel: int, multiplier: int = 1, stride: int = 1
+) -> tuple[list[TensorSpec], list[TensorSpec], dict]:
+    """(input specs, output specs, attributes) of one pass of a depthwise convolution."""
+    out = -(-size // stride)
     x = TensorSpec((n, size, size, channels), "float16")
-    f = TensorSpec((kernel, kernel, channels, 1), "float16")
-    y = TensorSpec((n, size, size, channels), "float16")
-    attrs = {"strides": 1, "padding": "same"}
-    if op == "depthwise_conv2d":
-        return amp_plan(op, [x, f], [y], attrs, target)
-    if op == "depthwise_conv2d_backprop_input":
-        return amp_plan(op, [y, f], [x], attrs, target)
-    return amp_plan(op, [x, y], [f], attrs, target)
+    f = TensorSpec((kernel, kernel, channels, multiplier), "float16")
+    y = TensorSpec((n, out, out, channels * multiplier), "float16")
+    ins, outs = {
+        "depthwise_conv2d": ([x, f], [y]),
+        "depthwise_conv2d_backprop_input": ([y, f], [x]),
+        "depthwise_conv2d_backprop_filter": ([x, y], [f]),
+    }[op]
+    return ins, outs, {"strides": stride, "padding": "same"}
+
+
+def _depthwise(op: str, n: int, size: int, channels: int, kernel: int, target: amp.AmpTarget):
+    return amp_plan(op, *_depthwise_specs(op, n, size, channels, kernel), target)
+
+
+@contextlib.contextmanager
+def _amp_alone() -> Iterator[None]:
+    """Plan with the SLIC and VMAC vertices switched off (the AMP alone), as before they were
+    added; the plan cache is cleared on the way in and out."""
+    vmac, slic = amp.vmac_applies, amp.slic_applies
+    amp.vmac_applies = lambda problem, target: False
+    amp.slic_applies = lambda problem: False
+    amp.plan_conv.cache_clear()
+    try:
+        yield
+    finally:
+        amp.vmac_applies, amp.slic_applies = vmac, slic
+        amp.plan_conv.cache_clear()
 
 
 LAYERS = [(16, 56, 144, 3), (16, 28, 240, 5), (8, 14, 480, 3), (16, 112, 32, 3)]
@@ -87,30 +113,12 @@ def test_slic_cycles_of_sixteen_groups_by_hand() -> None:
     assert int(amp._slic_cycles(field, width, k, 3, cg, 16, 1, 4, 1, HALF)[0]) == 4391
 
 
-@pytest.fixture
-def amp_only(monkeypatch: pytest.MonkeyPatch):
-    """Plans made with the SLIC and VMAC vertices switched off (the AMP alone)."""
-
-    def plan(*args):
-        monkeypatch.setattr(amp, "vmac_applies", lambda problem, target: False)
-        monkeypatch.setattr(amp, "slic_applies", lambda problem: False)
-        amp.plan_conv.cache_clear()
-        try:
-            return _depthwise(*args)
-        finally:
-            monkeypatch.undo()
-            amp.plan_conv.cache_clear()
-
-    return plan
-
-
 @pytest.mark.parametrize("layer", LAYERS, ids=str)
 @pytest.mark.parametrize("op", PASSES)
-def test_half_precision_depthwise_passes_take_the_cheapest_vertex(
-    op: str, layer: tuple, amp_only
-) -> None:
+def test_half_precision_depthwise_passes_take_the_cheapest_vertex(op: str, layer: tuple) -> None:
     best = _depthwise(op, *layer, HALF)
-    alone = amp_only(op, *layer, HALF)
+    with _amp_alone():
+        alone = _depthwise(op, *layer, HALF)
     assert alone.method == "AMP"
     assert best.cycles <= alone.cycles
     if best.method == "AMP":
@@ -151,14 +159,11 @@ def test_the_small_group_vertices_run_only_where_they_can() -> None:
     # multiplier 2) or eight channels per group: not VMAC (one output channel per group);
     # SLIC may take them, splitting the channels over tiles in groups of 4 or fewer.
     assert _depthwise("depthwise_conv2d", 8, 28, 64, 3, FLOAT).method == "AMP"
-    x = TensorSpec((8, 28, 28, 64), "float16")
-    f2 = TensorSpec((3, 3, 64, 2), "float16")
-    y2 = TensorSpec((8, 28, 28, 128), "float16")
-    attrs = {"strides": 1, "padding": "same"}
-    assert amp_plan("depthwise_conv2d", [x, f2], [y2], attrs, HALF).method != "VMAC"
-    fg = TensorSpec((3, 3, 8, 64), "float16")
-    y = TensorSpec((8, 28, 28, 64), "float16")
-    grouped = amp_plan("grouped_conv2d", [x, fg], [y], dict(attrs, groups=8), HALF)
+    doubled = _depthwise_specs("depthwise_conv2d", 8, 28, 64, 3, multiplier=2)
+    assert amp_plan("depthwise_conv2d", *doubled, HALF).method != "VMAC"
+    x, fg, y = (TensorSpec(s, "float16") for s in ((8, 28, 28, 64), (3, 3, 8, 64), (8, 28, 28, 64)))
+    attrs = {"strides": 1, "padding": "same", "groups": 8}
+    grouped = amp_plan("grouped_conv2d", [x, fg], [y], attrs, HALF)
     assert grouped.method != "VMAC"
     # A matrix product never takes SLIC (poplin leaves it out of fully-connected plans).
     assert amp.plan_matmul(256, 256, 64, HALF).method == "AMP"
@@ -198,26 +203,10 @@ def test_depthwise_plans_of_any_shape_are_sound(
     # output element once, and taking the cheapest of AMP, SLIC and VMAC never costs more than
     # the AMP plan alone.
     target = amp.AmpTarget.for_chip(IPU, precision)
-    out = -(-size // stride)
-    x = TensorSpec((n, size, size, channels), "float16")
-    f = TensorSpec((kernel, kernel, channels, multiplier), "float16")
-    y = TensorSpec((n, out, out, channels * multiplier), "float16")
-    attrs = {"strides": stride, "padding": "same"}
-    ins, outs = {
-        "depthwise_conv2d": ([x, f], [y]),
-        "depthwise_conv2d_backprop_input": ([y, f], [x]),
-        "depthwise_conv2d_backprop_filter": ([x, y], [f]),
-    }[op]
+    ins, outs, attrs = _depthwise_specs(op, n, size, channels, kernel, multiplier, stride)
     plan = amp_plan(op, ins, outs, attrs, target)
     assert 1 <= plan.tiles <= target.tiles
     assert plan.method in ("AMP", "SLIC", "VMAC")
     assert int(planned_output(plan, 1).sum()) == outs[0].size
-    vmac, slic = amp.vmac_applies, amp.slic_applies
-    try:
-        amp.vmac_applies = lambda problem, target: False
-        amp.slic_applies = lambda problem: False
-        amp.plan_conv.cache_clear()
+    with _amp_alone():
         assert plan.cycles <= amp_plan(op, ins, outs, attrs, target).cycles
-    finally:
-        amp.vmac_applies, amp.slic_applies = vmac, slic
-        amp.plan_conv.cache_clear()

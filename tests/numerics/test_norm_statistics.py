@@ -8,6 +8,9 @@ float32's unit roundoff.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -122,27 +125,34 @@ def test_one_pass_error_is_within_the_rounding_bound(
     assert abs(float(two_pass[0]) - v) <= 8.0 * U32 * v + 1e-30
 
 
+@contextlib.contextmanager
+def _configured(stable: bool) -> Iterator[None]:
+    """An IPU system configured with ``norms.use_stable_statistics = stable`` for the block."""
+    reset_ipu_configuration()
+    cfg = IPUConfig()
+    cfg.ipusim.timing = False
+    cfg.norms.use_stable_statistics = stable
+    cfg.configure_ipu_system()
+    try:
+        yield
+    finally:
+        reset_ipu_configuration()
+
+
 def test_keras_batch_normalization_follows_norms_use_stable_statistics() -> None:
     # The Keras layer in training mode on the 4096 ± 1 data of the first test: IPUConfig's
     # norms.use_stable_statistics picks two passes (unit outputs) over one (±1/√ε).
     x = np.where(np.arange(16) % 2 == 0, 4097.0, 4095.0).astype(np.float32).reshape(16, 1)
     outputs = {}
-    try:
-        for stable in (False, True):
-            reset_ipu_configuration()
-            cfg = IPUConfig()
-            cfg.ipusim.timing = False
-            cfg.norms.use_stable_statistics = stable
-            cfg.configure_ipu_system()
+    for stable in (False, True):
+        with _configured(stable):
             layer = keras.layers.BatchNormalization(epsilon=EPS)
             outputs[stable] = np.asarray(layer(x, training=True))
-            moving_variance = layer.get_weights()[3]
-            # Keras' moving variance: 0.99·1 + 0.01·(batch variance), the batch variance
-            # Bessel-corrected only on the fused (4-D) path, so here the biased one.
-            want = 0.99 + 0.01 * (1.0 if stable else 0.0)
-            np.testing.assert_allclose(moving_variance, [want], rtol=1e-6)
-    finally:
-        reset_ipu_configuration()
+        moving_variance = layer.get_weights()[3]
+        # Keras' moving variance: 0.99·1 + 0.01·(batch variance), the batch variance
+        # Bessel-corrected only on the fused (4-D) path, so here the biased one.
+        want = 0.99 + 0.01 * (1.0 if stable else 0.0)
+        np.testing.assert_allclose(moving_variance, [want], rtol=1e-6)
     sign = np.sign(x - 4096.0)
     np.testing.assert_allclose(outputs[False], sign / np.sqrt(EPS), rtol=1e-6)
     np.testing.assert_allclose(outputs[True], sign / np.sqrt(1.0 + EPS), rtol=1e-6)
@@ -162,15 +172,8 @@ def _layer_norm_outputs(epsilon: float, stable: bool) -> np.ndarray:
     """Keras LayerNormalization on rows of 4096 ± 1 (mean 4096, variance 1) under an IPUConfig
     with ``norms.use_stable_statistics = stable``."""
     x = np.where(np.arange(8) % 2 == 0, 4097.0, 4095.0).astype(np.float32).reshape(2, 4)
-    try:
-        reset_ipu_configuration()
-        cfg = IPUConfig()
-        cfg.ipusim.timing = False
-        cfg.norms.use_stable_statistics = stable
-        cfg.configure_ipu_system()
+    with _configured(stable):
         return np.asarray(keras.layers.LayerNormalization(epsilon=epsilon)(x))
-    finally:
-        reset_ipu_configuration()
 
 
 def test_keras_layer_normalization_takes_one_pass_on_its_fused_path() -> None:
