@@ -10,16 +10,16 @@ from ipusim.keras.layers.conv1d import (
     SeparableConv1D,
     SeparableConvolution1D,
 )
+from ipusim.keras.layers.conv_depthwise import (
+    DepthwiseConv2D,
+    SeparableConv2D,
+    SeparableConvolution2D,
+)
 from ipusim.keras.layers.conv_transpose import (
     Conv1DTranspose,
     Conv2DTranspose,
     Convolution1DTranspose,
     Convolution2DTranspose,
-)
-from ipusim.keras.layers.conv_depthwise import (
-    DepthwiseConv2D,
-    SeparableConv2D,
-    SeparableConvolution2D,
 )
 from ipusim.keras.layers.core import (
     Activation,

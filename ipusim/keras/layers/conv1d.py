@@ -167,7 +167,7 @@ class DepthwiseConv1D(DepthwiseConv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        pad = padding_1d(padding, name)
+        pad = padding_1d(padding, name, causal=False)
         super().__init__(
             (1, normalize_single(kernel_size, "kernel_size", name)),
             strides=(1, normalize_single(strides, "strides", name)),
