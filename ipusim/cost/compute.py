@@ -75,8 +75,12 @@ _SOFTMAX_BWD = frozenset(
     }
 )
 _POOLS = frozenset({"max_pool2d", "avg_pool2d", "max_pool2d_grad", "avg_pool2d_grad"})
-_AMP_OPS = frozenset(
-    {"matmul", "batch_matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}
+_CONV3D = frozenset({"conv3d", "conv3d_backprop_input", "conv3d_backprop_filter"})
+_AMP_OPS = (
+    frozenset(
+        {"matmul", "batch_matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}
+    )
+    | _CONV3D
 )
 #: Convolutions whose channels split into groups (``Conv2D(groups=)``, depthwise), planned as
 #: poplin plans them: one conv group per group, channels per group as the filters say.
@@ -243,6 +247,43 @@ def conv_problem(
     raise ValueError(f"{op} is not a convolution pass with a single problem")
 
 
+def conv3d_problem(
+    op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
+) -> amp.ConvProblem:
+    """The planner's view of a forward or input-gradient 3-D convolution pass.
+
+    poplin plans one convolution with three field and three kernel dimensions; ipusim's planner
+    has a batch, two field dimensions and kernel rows, so depth folds into them (E): output planes
+    into the batch (each is an independent 2-D field), depth taps into the kernel rows (the AMP
+    vertex ``ConvPartialnx1`` loops over every kernel dimension but the innermost one, so the
+    taps per output position and the MACs are exact), and each output plane reads its ``Kd``
+    input planes, stacked as input rows.
+    """
+    sd, sh = _pair(attrs.get("strides", 1)[:2])
+    if op == "conv3d":
+        n, do, ho, wo, _ = out_specs[0].shape
+        kd, kh, kw, cin, cout = in_specs[1].shape
+        in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * attrs["strides"][2] + kw
+        return amp.ConvProblem(n * do, ho, wo, kd * in_h, in_w, kd * kh, kw, sh, cin, cout)
+    n, d, h, w, cin = out_specs[0].shape
+    kd, kh, kw, _, cout = in_specs[1].shape
+    # As the 2-D input gradient: an input-dilated convolution, ⌈k / stride⌉ taps per dimension.
+    td, th, tw = -(-kd // sd), -(-kh // sh), -(-kw // attrs["strides"][2])
+    return amp.ConvProblem(
+        n * d,
+        h,
+        w,
+        td * (h + th - 1),
+        w + tw - 1,
+        td * th,
+        tw,
+        1,
+        cout,
+        cin,
+        transform_elements=kd * kh * kw * cin * cout,
+    )
+
+
 def amp_plan(
     op: str,
     in_specs: Sequence[TensorSpec],
@@ -292,6 +333,17 @@ def amp_plan(
         groups = math.prod(int(d) for d in out[:-2])
         return amp.plan_matmul(
             int(out[-2]), int(out[-1]), int(k), target, groups, memory_proportion
+        )
+    if op == "conv3d_backprop_filter":  # as the 2-D one: [kd·kh·kw·cin, N·Do·Ho·Wo] @ [., cout]
+        kd, kh, kw, cin, cout = out_specs[0].shape
+        n, do, ho, wo, _ = in_specs[1].shape
+        rearranged = in_specs[0].size + in_specs[1].size
+        return amp.plan_matmul(
+            kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
+        )
+    if op in _CONV3D:
+        return amp.plan_conv(
+            conv3d_problem(op, in_specs, out_specs, attrs), target, memory_proportion
         )
     if op == "conv2d_backprop_filter":
         # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],

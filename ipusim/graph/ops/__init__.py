@@ -2,6 +2,7 @@
 
 from ipusim.graph.ops import (  # noqa: F401
     conv,
+    conv3d,
     conv_grouped,
     linalg,
     math,

@@ -10,6 +10,12 @@ from ipusim.keras.layers.conv1d import (
     SeparableConv1D,
     SeparableConvolution1D,
 )
+from ipusim.keras.layers.conv3d import (
+    Conv3D,
+    Conv3DTranspose,
+    Convolution3D,
+    Convolution3DTranspose,
+)
 from ipusim.keras.layers.conv_depthwise import (
     DepthwiseConv2D,
     SeparableConv2D,
@@ -100,10 +106,14 @@ __all__ = [
     "Conv1DTranspose",
     "Conv2D",
     "Conv2DTranspose",
+    "Conv3D",
+    "Conv3DTranspose",
     "Convolution1D",
     "Convolution1DTranspose",
     "Convolution2D",
     "Convolution2DTranspose",
+    "Convolution3D",
+    "Convolution3DTranspose",
     "Cropping1D",
     "Cropping2D",
     "Cropping3D",
