@@ -178,6 +178,14 @@ CASES: list[tuple[str, str, dict, tuple, bool]] = [
         S2,
         True,
     ),
+    ("locally1d", "LocallyConnected1D", {"filters": 3, "kernel_size": 3, "strides": 2}, S1, True),
+    (
+        "locally2d_relu",
+        "LocallyConnected2D",
+        {"filters": 2, "kernel_size": (2, 3), "strides": (1, 2), "activation": "relu"},
+        S2,
+        True,
+    ),
     ("upsample3d", "UpSampling3D", {"size": (2, 1, 3)}, S3, True),
 ]
 

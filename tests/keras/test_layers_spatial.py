@@ -42,6 +42,8 @@ LAYERS = [
     (lambda: L.UpSampling1D(3), S1),
     (lambda: L.UpSampling2D((2, 3), interpolation="bilinear"), S2),
     (lambda: L.UpSampling3D((1, 2, 2)), S3),
+    (lambda: L.LocallyConnected1D(2, 3, strides=2, activation="tanh"), S1),
+    (lambda: L.LocallyConnected2D(2, (2, 3), use_bias=False), S2),
 ]
 
 
@@ -98,6 +100,10 @@ def test_user_mistakes_raise_ipusims_errors_of_keras_types() -> None:
         L.Cropping1D((4, 5))(np.zeros((1, 9, 2), np.float32))
     with pytest.raises(ValueError, match="kernel_size"):
         L.Conv1D(2, (3, 3))
+    with pytest.raises(ValueError, match='only "valid"'):
+        L.LocallyConnected1D(2, 3, padding="same")
+    with pytest.raises(UnsupportedError, match="implementation=2"):
+        L.LocallyConnected2D(2, 3, implementation=2)
 
 
 def test_model_of_spatial_layers_saves_and_loads(tmp_path) -> None:

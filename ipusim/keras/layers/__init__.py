@@ -39,6 +39,7 @@ from ipusim.keras.layers.core import (
     Reshape,
     Softmax,
 )
+from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
 from ipusim.keras.layers.merge import (
     Add,
     Average,
@@ -139,6 +140,8 @@ __all__ = [
     "InputLayer",
     "Layer",
     "LayerNormalization",
+    "LocallyConnected1D",
+    "LocallyConnected2D",
     "MaxPool1D",
     "MaxPool2D",
     "MaxPool3D",
