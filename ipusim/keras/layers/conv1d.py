@@ -1,9 +1,11 @@
 """1-D convolution layers (``(batch, steps, channels)`` activations, as TensorFlow).
 
 A 1-D convolution is the 2-D one with a unit height: ``tf.nn.conv1d`` inserts the axis (input
-``(N, 1, L, C)``, filters ``(1, K, Cin, Cout)``) and XLA hands poplin a convolution whose extra
-field dimension has size 1, so ipusim composes the same way: ``expand_dims`` + the 2-D op +
-``squeeze``. The numerics and the conv planner's plan are then exactly those of the 2-D pass.
+``(N, 1, L, C)``, filters ``(1, K, Cin, Cout)``), and poplin's planner itself gives any
+convolution with fewer than two field dimensions leading size-1 ones before planning (S:
+graphcore/poplibs lib/poplin/ConvPlan.cpp, ``addExtraDims`` when ``numFieldDims < 2``). ipusim
+composes the same way: ``expand_dims`` + the 2-D op + ``squeeze``, so the numerics and the conv
+planner's plan are exactly those of the 2-D pass.
 ``padding="causal"`` pads ``(K − 1)·dilation`` steps before the sequence and runs ``"valid"``,
 as Keras does.
 """
