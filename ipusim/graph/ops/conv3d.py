@@ -40,7 +40,7 @@ def normalize_triple(op: str, arg: str, value: Any) -> Triple:
             f"{op}: {arg} must be a positive int or 3 of them (depth, height, width), "
             f"received {value!r}"
         )
-    return tuple(int(v) for v in triple)
+    return (int(triple[0]), int(triple[1]), int(triple[2]))
 
 
 def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Triple, str, Triple]:
@@ -60,7 +60,7 @@ def volume_geometry(
         out, pad = window_geometry(op, size, (k - 1) * d + 1, s, padding, axis)
         outs.append(out)
         pads.append(pad)
-    return tuple(outs), tuple(pads)
+    return tuple(outs), (pads[0], pads[1], pads[2])
 
 
 def _check_5d(op: str, arg: str, spec: TensorSpec, layout: str) -> None:
@@ -103,7 +103,15 @@ class Conv3D(_Conv3DBase):
 
     name = "conv3d"
 
-    def infer(self, x, filters, *, strides=1, padding="VALID", dilation_rate=1) -> TensorSpec:
+    def infer(
+        self,
+        x: TensorSpec,
+        filters: TensorSpec,
+        *,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
         _check_5d(self.name, "filters", filters, _FILTERS)
@@ -114,7 +122,16 @@ class Conv3D(_Conv3DBase):
         )
         return TensorSpec((x.shape[0], *out, filters.shape[4]), x.dtype)
 
-    def forward(self, ctx, x, filters, *, strides=1, padding="VALID", dilation_rate=1):
+    def forward(
+        self,
+        ctx: Any,
+        x: Any,
+        filters: Any,
+        *,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         out, pads = volume_geometry(
             self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
@@ -135,7 +152,9 @@ class Conv3D(_Conv3DBase):
         return OpCost(self._flops(out_specs[0], in_specs[1].shape), read, written, "conv")
 
 
-def conv3d(x: Any, filters: Any, strides: Any = 1, padding: str = "VALID", dilation_rate: Any = 1):
+def conv3d(
+    x: Any, filters: Any, strides: Any = 1, padding: str = "VALID", dilation_rate: Any = 1
+) -> Symbol:
     """3-D convolution, ``tf.nn.conv3d`` semantics.
 
     Args:
@@ -155,7 +174,14 @@ class Conv3DBackpropInput(_Conv3DBase):
     name = "conv3d_backprop_input"
 
     def infer(
-        self, dy, filters, *, input_shape, strides=1, padding="VALID", dilation_rate=1
+        self,
+        dy: TensorSpec,
+        filters: TensorSpec,
+        *,
+        input_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "dy", dy, _ACTS)
@@ -174,8 +200,16 @@ class Conv3DBackpropInput(_Conv3DBase):
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
     def forward(
-        self, ctx, dy, filters, *, input_shape, strides=1, padding="VALID", dilation_rate=1
-    ):
+        self,
+        ctx: Any,
+        dy: Any,
+        filters: Any,
+        *,
+        input_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = volume_geometry(
             self.name, input_shape[1:4], filters.shape[:3], strides, padding, dilation
@@ -199,7 +233,12 @@ class Conv3DBackpropInput(_Conv3DBase):
 
 
 def conv3d_backprop_input(
-    dy: Any, filters: Any, input_shape: tuple, strides=1, padding="VALID", dilation_rate=1
+    dy: Any,
+    filters: Any,
+    input_shape: tuple,
+    strides: Any = 1,
+    padding: str = "VALID",
+    dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
     strides, padding, dilation = _attrs("conv3d_backprop_input", strides, padding, dilation_rate)
@@ -221,7 +260,14 @@ class Conv3DBackpropFilter(_Conv3DBase):
     name = "conv3d_backprop_filter"
 
     def infer(
-        self, x, dy, *, filter_shape, strides=1, padding="VALID", dilation_rate=1
+        self,
+        x: TensorSpec,
+        dy: TensorSpec,
+        *,
+        filter_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
@@ -240,7 +286,17 @@ class Conv3DBackpropFilter(_Conv3DBase):
         _check_dy(self.name, dy, out)
         return TensorSpec(tuple(filter_shape), x.dtype)
 
-    def forward(self, ctx, x, dy, *, filter_shape, strides=1, padding="VALID", dilation_rate=1):
+    def forward(
+        self,
+        ctx: Any,
+        x: Any,
+        dy: Any,
+        *,
+        filter_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = volume_geometry(
             self.name, x.shape[1:4], filter_shape[:3], strides, padding, dilation
@@ -263,7 +319,12 @@ class Conv3DBackpropFilter(_Conv3DBase):
 
 
 def conv3d_backprop_filter(
-    x: Any, dy: Any, filter_shape: tuple, strides=1, padding="VALID", dilation_rate=1
+    x: Any,
+    dy: Any,
+    filter_shape: tuple,
+    strides: Any = 1,
+    padding: str = "VALID",
+    dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
     strides, padding, dilation = _attrs("conv3d_backprop_filter", strides, padding, dilation_rate)

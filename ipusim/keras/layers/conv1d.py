@@ -18,6 +18,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped, nn
 from ipusim.graph.ops import shape as shape_ops
+from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import Conv2D
 from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
 
@@ -137,15 +138,13 @@ class Conv1D(Conv2D):
         )
         x = to_2d(inputs, causal)
         kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
-        geometry = {
-            "strides": self.strides,
-            "padding": "VALID" if causal or self.padding == "valid" else "SAME",
-            "dilation_rate": self.dilation_rate,
-        }
+        padding = "VALID" if causal or self.padding == "valid" else "SAME"
         if self.groups > 1:
-            y = conv_grouped.grouped_conv2d(x, kernel, self.groups, **geometry)
+            y = conv_grouped.grouped_conv2d(
+                x, kernel, self.groups, self.strides, padding, self.dilation_rate
+            )
         else:
-            y = conv_ops.conv2d(x, kernel, **geometry)
+            y = conv_ops.conv2d(x, kernel, self.strides, padding, self.dilation_rate)
         y = shape_ops.squeeze(y, 1)
         if self.use_bias:
             y = nn.bias_add(y, self.bias)
@@ -155,43 +154,20 @@ class Conv1D(Conv2D):
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
-class DepthwiseConv1D(DepthwiseConv2D):
-    """Depthwise 1-D convolution (``depthwise_kernel`` of shape ``(K, C, depth_multiplier)``)."""
+class _Depthwise1D(Layer):
+    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input and the
+    depthwise step on a unit height (``causal`` padded before the sequence)."""
 
-    def __init__(
-        self,
-        kernel_size: Any,
-        strides: Any = 1,
-        padding: str = "valid",
-        depth_multiplier: int = 1,
-        data_format: str | None = None,
-        dilation_rate: Any = 1,
-        **kwargs: Any,
-    ) -> None:
-        name = type(self).__name__
-        pad = padding_1d(padding, name, causal=False)
-        super().__init__(
-            (1, normalize_single(kernel_size, "kernel_size", name)),
-            strides=(1, normalize_single(strides, "strides", name)),
-            padding="valid" if pad == "causal" else pad,
-            depth_multiplier=depth_multiplier,
-            data_format=data_format,
-            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
-            **kwargs,
-        )
-        self.padding = pad
+    kernel_size: tuple[int, int]
+    dilation_rate: tuple[int, int]
+    strides: tuple[int, int]
+    padding: str
+    use_bias: bool
+    bias_initializer: Any
+    depthwise_kernel: Any
 
     def _check_input(self, input_shape: Any) -> int:
         return check_steps_input(self, input_shape)
-
-    def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
-        self._add_bias(channels * self.depth_multiplier)
 
     def _add_bias(self, units: int) -> None:
         self.bias = (
@@ -219,11 +195,47 @@ class DepthwiseConv1D(DepthwiseConv2D):
         )
         return shape_ops.squeeze(y, 1)
 
+
+class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
+    """Depthwise 1-D convolution (``depthwise_kernel`` of shape ``(K, C, depth_multiplier)``)."""
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        depth_multiplier: int = 1,
+        data_format: str | None = None,
+        dilation_rate: Any = 1,
+        **kwargs: Any,
+    ) -> None:
+        name = type(self).__name__
+        pad = padding_1d(padding, name, causal=False)
+        super().__init__(
+            (1, normalize_single(kernel_size, "kernel_size", name)),
+            strides=(1, normalize_single(strides, "strides", name)),
+            padding="valid" if pad == "causal" else pad,
+            depth_multiplier=depth_multiplier,
+            data_format=data_format,
+            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
+            **kwargs,
+        )
+        self.padding = pad
+
+    def build(self, input_shape: Any) -> None:
+        channels = self._check_input(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel",
+            (self.kernel_size[1], channels, self.depth_multiplier),
+            initializer=self.depthwise_initializer,
+        )
+        self._add_bias(channels * self.depth_multiplier)
+
     def get_config(self) -> dict[str, Any]:
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
-class SeparableConv1D(SeparableConv2D):
+class SeparableConv1D(_Depthwise1D, SeparableConv2D):
     """Depthwise-separable 1-D convolution: a depthwise 1-D convolution, then a pointwise one
     (``pointwise_kernel`` of shape ``(1, C·depth_multiplier, filters)``)."""
 
@@ -251,11 +263,6 @@ class SeparableConv1D(SeparableConv2D):
             **kwargs,
         )
         self.padding = pad
-
-    _check_input = DepthwiseConv1D._check_input
-    _add_bias = DepthwiseConv1D._add_bias
-    _causal_pad = DepthwiseConv1D._causal_pad
-    _depthwise = DepthwiseConv1D._depthwise
 
     def build(self, input_shape: Any) -> None:
         channels = self._check_input(input_shape)
