@@ -8,7 +8,10 @@ import pytest
 from gradcheck import assert_close, check_gradients, run_op
 from naive_conv import same_or_valid
 
+from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph
+from ipusim.graph.numerics import Numerics
+from ipusim.graph.ops import conv
 from ipusim.graph.ops import conv3d as c3
 from ipusim.graph.spec import TensorSpec
 
@@ -94,3 +97,37 @@ def test_conv3d_rejects_bad_arguments(xs, ws, kwargs, match):
     g = Graph()
     with pytest.raises(ValueError, match=match):
         c3.conv3d(g.placeholder(TensorSpec(xs)), g.placeholder(TensorSpec(ws)), **kwargs)
+
+
+@pytest.mark.parametrize("partials", ["half", "float"])
+def test_conv3d_in_half_runs_the_amp_products_of_the_2d_conv(partials):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 1, 7, 6, 20)).astype(np.float16)
+    w = (0.2 * rng.standard_normal((1, 3, 3, 20, 8))).astype(np.float16)
+    ctx = ExecContext(numerics=Numerics(conv_partials=partials))
+    g = Graph()
+    px, pw = (
+        g.placeholder(TensorSpec(x.shape, "float16")),
+        g.placeholder(TensorSpec(w.shape, "float16")),
+    )
+    px2 = g.placeholder(TensorSpec(x.shape[:1] + x.shape[2:], "float16"))
+    pw2 = g.placeholder(TensorSpec(w.shape[1:], "float16"))
+    y3, y2 = c3.conv3d(px, pw), conv.conv2d(px2, pw2)
+    out3, out2 = Executor(g, [y3, y2], [px, pw, px2, pw2]).run([x, w, x[:, 0], w[0]], ctx)
+    assert out3.dtype == np.float16
+    # One plane and one depth tap: the same GEMM as the 2-D conv, rounded the same way.
+    np.testing.assert_array_equal(out3[:, 0], out2)
+    deep = rng.standard_normal((1, 4, 5, 5, 16)).astype(np.float16)
+    wd = (0.2 * rng.standard_normal((3, 2, 2, 16, 4))).astype(np.float16)
+    got = run_op_ctx(lambda a, b: c3.conv3d(a, b, 1, "SAME"), [deep, wd], ctx)
+    want = naive_conv3d(
+        deep.astype(np.float64), wd.astype(np.float64), (1, 1, 1), "SAME", (1, 1, 1)
+    )
+    # 192 products per output; half partials round each of them (2^-11 relative).
+    assert np.max(np.abs(got - want)) <= 5e-3 * np.max(np.abs(want))
+
+
+def run_op_ctx(fn, arrays, ctx):
+    g = Graph()
+    inputs = [g.placeholder(TensorSpec(a.shape, a.dtype.name)) for a in arrays]
+    return Executor(g, [fn(*inputs)], inputs).run(arrays, ctx)[0].astype(np.float64)
