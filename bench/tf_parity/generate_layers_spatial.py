@@ -186,6 +186,8 @@ CASES: list[tuple[str, str, dict, tuple, bool]] = [
         S2,
         True,
     ),
+    ("permute", "Permute", {"dims": (3, 1, 2)}, S2, True),
+    ("repeat_vector", "RepeatVector", {"n": 3}, (4, 5), True),
     ("upsample3d", "UpSampling3D", {"size": (2, 1, 3)}, S3, True),
 ]
 

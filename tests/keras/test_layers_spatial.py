@@ -43,6 +43,8 @@ LAYERS = [
     (lambda: L.UpSampling2D((2, 3), interpolation="bilinear"), S2),
     (lambda: L.UpSampling3D((1, 2, 2)), S3),
     (lambda: L.LocallyConnected1D(2, 3, strides=2, activation="tanh"), S1),
+    (lambda: L.Permute((2, 1)), S1),
+    (lambda: L.RepeatVector(4), (5,)),
     (lambda: L.LocallyConnected2D(2, (2, 3), use_bias=False), S2),
 ]
 
@@ -100,6 +102,10 @@ def test_user_mistakes_raise_ipusims_errors_of_keras_types() -> None:
         L.Cropping1D((4, 5))(np.zeros((1, 9, 2), np.float32))
     with pytest.raises(ValueError, match="kernel_size"):
         L.Conv1D(2, (3, 3))
+    with pytest.raises(ValueError, match="Invalid permutation"):
+        L.Permute((0, 1))
+    with pytest.raises(ValueError, match="n"):
+        L.RepeatVector(-1)
     with pytest.raises(ValueError, match='only "valid"'):
         L.LocallyConnected1D(2, 3, padding="same")
     with pytest.raises(UnsupportedError, match="implementation=2"):

@@ -262,3 +262,46 @@ class UpSampling3D(_UpSampling):
 
     def __init__(self, size: Any = (2, 2, 2), data_format: str | None = None, **kwargs: Any):
         super().__init__(size, data_format, **kwargs)
+
+
+class Permute(Layer):
+    """Reorder the non-batch axes: ``dims`` is a permutation of ``1..rank-1`` (Keras' numbering,
+    the batch axis stays first)."""
+
+    def __init__(self, dims: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        try:
+            self.dims = tuple(int(d) for d in dims)
+        except (TypeError, ValueError):
+            self.dims = ()
+        if not self.dims or sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ConfigurationError(
+                "Invalid permutation argument `dims` for Permute Layer. The set of indices in "
+                f"`dims` must be consecutive and start from 1. Received dims={dims!r}"
+            )
+
+    def call(self, inputs: Any) -> Any:
+        check_rank(self, inputs, len(self.dims) + 1, f"(batch, {len(self.dims)} axes)")
+        return shape_ops.transpose(inputs, (0, *self.dims))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "dims": list(self.dims)}
+
+
+class RepeatVector(Layer):
+    """Repeat each ``(batch, features)`` row ``n`` times: ``(batch, n, features)``."""
+
+    def __init__(self, n: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ConfigurationError(
+                f"RepeatVector: `n` must be a non-negative integer, received {n!r}"
+            )
+        self.n = n
+
+    def call(self, inputs: Any) -> Any:
+        check_rank(self, inputs, 2, "(batch, features)")
+        return shape_ops.tile(shape_ops.expand_dims(inputs, 1), (1, self.n, 1))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "n": self.n}
