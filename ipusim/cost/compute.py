@@ -74,7 +74,18 @@ _SOFTMAX_BWD = frozenset(
         "softmax_cross_entropy_grad",
     }
 )
-_POOLS = frozenset({"max_pool2d", "avg_pool2d", "max_pool2d_grad", "avg_pool2d_grad"})
+_POOLS = frozenset(
+    {
+        "max_pool2d",
+        "avg_pool2d",
+        "max_pool2d_grad",
+        "avg_pool2d_grad",
+        "max_pool3d",
+        "avg_pool3d",
+        "max_pool3d_grad",
+        "avg_pool3d_grad",
+    }
+)
 _CONV3D = frozenset({"conv3d", "conv3d_backprop_input", "conv3d_backprop_filter"})
 _AMP_OPS = (
     frozenset(
@@ -414,11 +425,13 @@ def vector_work(
     if op in _REDUCTIONS:
         return vector.reduction(big.size, out.size, big.itemsize, tiles)
     if op in _POOLS:
-        pool = _pair(attrs.get("pool_size", 2))
+        size = attrs.get("pool_size", 2)
+        window = size * size if isinstance(size, int) else math.prod(int(v) for v in size)
         pooled = min((s for s in (*in_specs, *out_specs)), key=lambda s: s.size)
-        rows = pooled.shape[0] * pooled.shape[1] if len(pooled.shape) == 4 else pooled.size
+        # Rows of the pooled field (batch and every spatial axis but the innermost).
+        rows = math.prod(pooled.shape[:-2]) if len(pooled.shape) >= 4 else pooled.size
         return vector.pooling(
-            pooled.size, pool[0] * pool[1], rows, ebytes, tiles, backward=op.endswith("_grad")
+            pooled.size, window, rows, ebytes, tiles, backward=op.endswith("_grad")
         )
     if op == "embedding_lookup":
         return vector.gather(out.size, ebytes, tiles, scatter=False)

@@ -8,6 +8,7 @@ from ipusim.graph.ops import (  # noqa: F401
     math,
     nn,
     norm,
+    pool3d,
     random,
     shape,
     sources,

@@ -1,14 +1,8 @@
 """1-D and 3-D pooling layers, and the global poolings over steps and volumes (channels last).
 
 A 1-D pool is the 2-D pool with a unit height (``expand_dims`` + the 2-D op + ``squeeze``), as
-``tf.nn.pool`` and XLA give it to popnn. A 3-D window factors into a (height, width) window then a
-depth window: the maximum of a box is the maximum over depth of the (height, width) maxima, and
-TensorFlow's average over the valid (unpadded) elements of a box is the product of per-axis
-counts, so it too is the depth average of the (height, width) averages. ipusim composes the 3-D
-pools that way from the 2-D pool ops: the numerics are TensorFlow's (floating-point sums in
-another order), the cost is two popnn pooling passes where popnn runs one 3-D pass over the
-same elements (E: each element is read once per pass, so the composed cost is about twice
-popnn's own for small windows).
+``tf.nn.pool`` and XLA give it to popnn. 3-D pools are their own ops
+(:mod:`ipusim.graph.ops.pool3d`): popnn pools any number of field dimensions in one pass.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
+from ipusim.graph.ops import pool3d
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_padding
@@ -117,18 +112,9 @@ class _Pooling3D(Layer):
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, 5, "(batch, depth, height, width, channels)")
-        _, d, h, w, c = inputs.shape
-        op, padding = type(self)._op, self.padding.upper()
-        planes = shape_ops.reshape(inputs, (-1, h, w, c))
-        y = op(planes, pool_size=self.pool_size[1:], strides=self.strides[1:], padding=padding)
-        _, ho, wo, _ = y.shape
-        y = op(
-            shape_ops.reshape(y, (-1, d, ho * wo, c)),
-            pool_size=(self.pool_size[0], 1),
-            strides=(self.strides[0], 1),
-            padding=padding,
+        return type(self)._op(
+            inputs, pool_size=self.pool_size, strides=self.strides, padding=self.padding.upper()
         )
-        return shape_ops.reshape(y, (-1, y.shape[1], ho, wo, c))
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -142,13 +128,13 @@ class _Pooling3D(Layer):
 class MaxPooling3D(_Pooling3D):
     """Maximum over ``pool_size`` boxes (depth, height, width)."""
 
-    _op = staticmethod(conv_ops.max_pool2d)
+    _op = staticmethod(pool3d.max_pool3d)
 
 
 class AveragePooling3D(_Pooling3D):
     """Mean over ``pool_size`` boxes (``"same"``: over the elements inside the input)."""
 
-    _op = staticmethod(conv_ops.avg_pool2d)
+    _op = staticmethod(pool3d.avg_pool3d)
 
 
 class _GlobalPooling(Layer):
