@@ -1,5 +1,5 @@
 """An IPU TensorFlow 2 program with 1-D, 3-D and transposed spatial layers runs under
-``ipusim run`` unmodified (workloads/compat_scripts/keras_spatial_layers.py): both models train
+``ipusim run`` unmodified (tests/compat/programs/keras_spatial_layers.py): both models train
 (their loss falls on labels that depend on the inputs) and each fit writes its report."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ipusim.compat import keras
 from ipusim.compat.runner import run_script
 from ipusim.config import reset_ipu_configuration
 
-SCRIPT = Path(__file__).resolve().parents[2] / "workloads" / "compat_scripts"
+SCRIPT = Path(__file__).resolve().parent / "programs"
 
 
 @pytest.fixture(autouse=True)

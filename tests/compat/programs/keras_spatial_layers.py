@@ -33,14 +33,14 @@ with strategy.scope():
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         steps_per_execution=8,
     )
-    history = sequence_model.fit(
-        sequences, sequence_labels, batch_size=16, epochs=4, verbose=0
-    )
+    history = sequence_model.fit(sequences, sequence_labels, batch_size=16, epochs=4, verbose=0)
     print("CONV1D_LOSS", " ".join(f"{v:.4f}" for v in history.history["loss"]))
 
     volume_model = tf.keras.Sequential(
         [
-            tf.keras.layers.Conv3D(4, 3, padding="same", activation="relu", input_shape=(4, 8, 8, 2)),
+            tf.keras.layers.Conv3D(
+                4, 3, padding="same", activation="relu", input_shape=(4, 8, 8, 2)
+            ),
             tf.keras.layers.MaxPooling3D((2, 2, 2)),
             tf.keras.layers.Reshape((4, 4, 8)),
             tf.keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same", activation="relu"),
