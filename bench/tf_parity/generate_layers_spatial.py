@@ -7,9 +7,15 @@ Run in the TensorFlow environment (as bench/tf_parity/generate.py, whose case lo
 It writes ``bench/tf_parity/fixtures/layers_spatial.npz`` in the format of ``layers.npz``: per
 case the inputs, random weights, the forward output and the gradients of ``sum(y * dy)`` w.r.t.
 the inputs and every weight. tests/numerics/test_tf_parity_spatial.py compares ipusim to it.
+It also writes ``layers_spatial_signatures.json``: every argument of each layer class the cases
+use (and their aliases' targets) with its default (``repr``), which
+tests/keras/test_layers_spatial.py checks ipusim's classes against.
 """
 
 from __future__ import annotations
+
+import inspect
+import json
 
 import generate  # noqa: E402  (sets the TensorFlow environment variables first)
 import tensorflow as tf  # noqa: E402
@@ -192,11 +198,28 @@ CASES: list[tuple[str, str, dict, tuple, bool]] = [
 ]
 
 
+def signatures() -> dict[str, dict[str, str | None]]:
+    """Argument name -> ``repr`` of its default (None when required), per layer class."""
+    out = {}
+    for cls in sorted({case[1] for case in CASES}):
+        params = inspect.signature(getattr(generate.keras.layers, cls).__init__).parameters
+        out[cls] = {
+            p.name: None if p.default is inspect.Parameter.empty else repr(p.default)
+            for p in params.values()
+            if p.name not in ("self", "kwargs")
+        }
+    return out
+
+
 def main() -> None:
     tf.config.experimental.enable_op_determinism()
     tf.keras.utils.set_random_seed(0)
     generate.LAYER_CASES = CASES  # the case loop of generate.layers(), on these cases
     generate.layers().write("layers_spatial.npz")
+    path = generate.OUT / "layers_spatial_signatures.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(signatures(), indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
     print(f"TensorFlow {tf.__version__}, tf-keras {generate.keras.__version__}")
 
 

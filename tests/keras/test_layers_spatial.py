@@ -3,6 +3,11 @@ trips, and their IPU cost (a 1-D convolution is timed exactly as the 2-D one it 
 
 from __future__ import annotations
 
+import ast
+import inspect
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -183,3 +188,36 @@ def test_conv3d_cost_reduces_to_the_2d_conv_and_grows_with_depth() -> None:
         "conv3d", [(8, 6, 16, 16, 32), (3, 3, 3, 32, 64)], [(8, 4, 14, 14, 64)], **geometry
     )
     assert deep > 3 * plane  # 4 output planes of 3 taps each: 12x the MACs on the same tiles
+
+
+SIGNATURES = json.loads(
+    (
+        Path(__file__).resolve().parents[2]
+        / "bench/tf_parity/fixtures/layers_spatial_signatures.json"
+    ).read_text()
+)
+
+
+def _arguments(cls: type) -> dict[str, object]:
+    """Every argument ``cls(...)`` accepts with its default: its own ``__init__``'s, then (while
+    ``**kwargs`` passes them on) those of the parents' ``__init__``, nearest first."""
+    found: dict[str, object] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is keras.layers.Layer:
+            continue
+        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        for p in params:
+            if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self":
+                found.setdefault(p.name, None if p.default is p.empty else p.default)
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_arguments_and_defaults_are_keras(name: str) -> None:
+    ours = _arguments(getattr(L, name))
+    for arg, default in SIGNATURES[name].items():
+        assert arg in ours, f"{name} does not take `{arg}`"
+        want = None if default is None else ast.literal_eval(default)
+        assert ours[arg] == want, f"{name}({arg}=...) defaults to {ours[arg]!r}, Keras {want!r}"

@@ -169,17 +169,22 @@ class GlobalMaxPooling1D(_GlobalPooling):
     _reduce = staticmethod(m.reduce_max)
 
 
-class GlobalAveragePooling3D(_GlobalPooling):
+class _GlobalPooling3D(_GlobalPooling):
+    _rank = 5
+
+    def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
+        super().__init__(data_format, keepdims, **kwargs)
+
+
+class GlobalAveragePooling3D(_GlobalPooling3D):
     """Mean over depth, height and width: (N, D, H, W, C) -> (N, C)."""
 
-    _rank = 5
     _reduce = staticmethod(m.reduce_mean)
 
 
-class GlobalMaxPooling3D(_GlobalPooling):
+class GlobalMaxPooling3D(_GlobalPooling3D):
     """Maximum over depth, height and width: (N, D, H, W, C) -> (N, C)."""
 
-    _rank = 5
     _reduce = staticmethod(m.reduce_max)
 
 

@@ -55,13 +55,11 @@ def normalize_pairs(value: Any, axes: int, arg: str, layer: str) -> tuple[tuple[
 
 class _Cropping(Layer):
     _axes = 1
-    _default: Any = None
 
-    def __init__(self, cropping: Any = None, data_format: str | None = None, **kwargs: Any):
+    def __init__(self, cropping: Any, data_format: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         name = type(self).__name__
         check_data_format(data_format, name)
-        cropping = self._default if cropping is None else cropping
         self.cropping = normalize_pairs(cropping, self._axes, "cropping", name)
 
     def call(self, inputs: Any) -> Any:
@@ -90,8 +88,6 @@ class _Cropping(Layer):
 class Cropping1D(_Cropping):
     """Drop ``(start, end)`` steps of ``(batch, steps, channels)`` inputs."""
 
-    _default = (1, 1)
-
     def __init__(self, cropping: Any = (1, 1), **kwargs: Any) -> None:
         super().__init__(cropping, **kwargs)
 
@@ -100,14 +96,25 @@ class Cropping2D(_Cropping):
     """Drop ``((top, bottom), (left, right))`` rows / columns of NHWC images."""
 
     _axes = 2
-    _default = ((0, 0), (0, 0))
+
+    def __init__(
+        self, cropping: Any = ((0, 0), (0, 0)), data_format: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(cropping, data_format, **kwargs)
 
 
 class Cropping3D(_Cropping):
     """Drop ``(before, after)`` planes on depth, height and width."""
 
     _axes = 3
-    _default = ((1, 1), (1, 1), (1, 1))
+
+    def __init__(
+        self,
+        cropping: Any = ((1, 1), (1, 1), (1, 1)),
+        data_format: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(cropping, data_format, **kwargs)
 
 
 class _ZeroPadding(Layer):
