@@ -107,6 +107,14 @@ def test_user_mistakes_raise_ipusims_errors_of_keras_types() -> None:
         L.Cropping1D((4, 5))(np.zeros((1, 9, 2), np.float32))
     with pytest.raises(ValueError, match="kernel_size"):
         L.Conv1D(2, (3, 3))
+    for make in (
+        lambda: L.Conv1D(2, 3, strides=2, dilation_rate=2),
+        lambda: L.Conv2DTranspose(2, 3, strides=2, dilation_rate=2),
+        lambda: L.Conv3D(2, 3, strides=(1, 2, 1), dilation_rate=(2, 1, 1)),
+        lambda: L.SeparableConv1D(2, 3, strides=2, dilation_rate=2),
+    ):
+        with pytest.raises(ValueError, match="strides > 1"):  # Keras' rule for every conv
+            make()
     with pytest.raises(ValueError, match="Invalid permutation"):
         L.Permute((0, 1))
     with pytest.raises(ValueError, match="n"):

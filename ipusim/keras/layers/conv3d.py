@@ -15,7 +15,11 @@ from ipusim.graph.ops import conv3d as conv3d_ops
 from ipusim.graph.ops import nn
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_padding
+from ipusim.keras.layers.conv import (
+    check_data_format,
+    check_strides_dilation,
+    normalize_padding,
+)
 from ipusim.keras.layers.conv_transpose import deconv_length, normalize_output_padding
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
@@ -73,6 +77,7 @@ class Conv3D(Layer):
         self.strides = normalize_triple(strides, "strides", name)
         self.padding = normalize_padding(padding, name)
         self.dilation_rate = normalize_triple(dilation_rate, "dilation_rate", name)
+        check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
