@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ipusim.cost import amp, vector
+from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
 
@@ -86,12 +87,12 @@ _POOLS = frozenset(
         "avg_pool3d_grad",
     }
 )
-_CONV3D = frozenset({"conv3d", "conv3d_backprop_input", "conv3d_backprop_filter"})
 _AMP_OPS = (
     frozenset(
         {"matmul", "batch_matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}
     )
-    | _CONV3D
+    | CONV3D
+    | RESIZES
 )
 #: Convolutions whose channels split into groups (``Conv2D(groups=)``, depthwise), planned as
 #: poplin plans them: one conv group per group, channels per group as the filters say.
@@ -184,7 +185,7 @@ class PlannerOptions:
 
     def for_op(self, op: str, precision: str) -> tuple[str, float]:
         """(precision the AMP runs at, memory proportion) of a matmul-like ``op``."""
-        conv = op.startswith("conv") or op in _GROUPED_CONVS
+        conv = op.startswith("conv") or op in _GROUPED_CONVS or op in RESIZES
         partials = self.conv_partials if conv else self.matmul_partials
         proportion = self.conv_memory_proportion if conv else self.matmul_memory_proportion
         if precision != "fp32" and partials is not None:
@@ -258,43 +259,6 @@ def conv_problem(
     raise ValueError(f"{op} is not a convolution pass with a single problem")
 
 
-def conv3d_problem(
-    op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
-) -> amp.ConvProblem:
-    """The planner's view of a forward or input-gradient 3-D convolution pass.
-
-    poplin plans one convolution with three field and three kernel dimensions; ipusim's planner
-    has a batch, two field dimensions and kernel rows, so depth folds into them (E): output planes
-    into the batch (each is an independent 2-D field), depth taps into the kernel rows (the AMP
-    vertex ``ConvPartialnx1`` loops over every kernel dimension but the innermost one, so the
-    taps per output position and the MACs are exact), and each output plane reads its ``Kd``
-    input planes, stacked as input rows.
-    """
-    sd, sh = _pair(attrs.get("strides", 1)[:2])
-    if op == "conv3d":
-        n, do, ho, wo, _ = out_specs[0].shape
-        kd, kh, kw, cin, cout = in_specs[1].shape
-        in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * attrs["strides"][2] + kw
-        return amp.ConvProblem(n * do, ho, wo, kd * in_h, in_w, kd * kh, kw, sh, cin, cout)
-    n, d, h, w, cin = out_specs[0].shape
-    kd, kh, kw, _, cout = in_specs[1].shape
-    # As the 2-D input gradient: an input-dilated convolution, ⌈k / stride⌉ taps per dimension.
-    td, th, tw = -(-kd // sd), -(-kh // sh), -(-kw // attrs["strides"][2])
-    return amp.ConvProblem(
-        n * d,
-        h,
-        w,
-        td * (h + th - 1),
-        w + tw - 1,
-        td * th,
-        tw,
-        1,
-        cout,
-        cin,
-        transform_elements=kd * kh * kw * cin * cout,
-    )
-
-
 def amp_plan(
     op: str,
     in_specs: Sequence[TensorSpec],
@@ -352,9 +316,13 @@ def amp_plan(
         return amp.plan_matmul(
             kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
         )
-    if op in _CONV3D:
+    if op in CONV3D:
         return amp.plan_conv(
             conv3d_problem(op, in_specs, out_specs, attrs), target, memory_proportion
+        )
+    if op in RESIZES:
+        return amp.plan_conv(
+            resize_problem(op, in_specs, out_specs, attrs), target, memory_proportion
         )
     if op == "conv2d_backprop_filter":
         # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],

@@ -10,6 +10,7 @@ from ipusim.graph.ops import (  # noqa: F401
     norm,
     pool3d,
     random,
+    resize,
     shape,
     sources,
 )

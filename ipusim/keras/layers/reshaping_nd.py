@@ -1,22 +1,17 @@
 """Cropping, zero padding and up-sampling of steps, images and volumes (channels last).
 
-All are compositions of data-movement ops: crops are slices, paddings are pads, nearest
-up-sampling repeats each pixel with a reshape + tile (Keras' ``repeat_elements``), and bilinear
-up-sampling (``tf.image.resize`` with half-pixel centres, TensorFlow 2's rule) multiplies each
-spatial axis by its constant interpolation matrix, a weighted sum of at most two source pixels
-per output pixel, computed as a matrix product (tf2xla lowers ``ResizeBilinear`` to products /
-convolutions with such weights; E for the IPU cost).
+Crops are slices, paddings are pads, nearest up-sampling repeats each pixel with a reshape +
+tile (Keras' ``repeat_elements``), and bilinear up-sampling is its own op
+(:mod:`ipusim.graph.ops.resize`: ``tf.image.resize`` with half-pixel centres, planned as tf2xla
+lowers it, a depthwise convolution of the dilated input).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.graph.ops import nn
+from ipusim.graph.ops import resize
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format
@@ -161,33 +156,6 @@ def repeat_nearest(x: Any, sizes: tuple[int, ...]) -> Any:
     return shape_ops.reshape(y, (-1, *(d * s for d, s in zip(spatial, sizes)), channels))
 
 
-def bilinear_matrix(size: int, scale: int) -> np.ndarray:
-    """``(size·scale, size)`` weights of ``tf.image.resize(method="bilinear")`` along one axis
-    (half-pixel centres: source ``(o + 0.5) / scale − 0.5``, clamped to the edge pixels)."""
-    out = size * scale
-    weights = np.zeros((out, size), np.float64)
-    for o in range(out):
-        source = (o + 0.5) / scale - 0.5
-        floor = math.floor(source)
-        lerp = source - floor
-        lower, upper = max(floor, 0), min(math.ceil(source), size - 1)
-        weights[o, lower] += 1.0 - lerp
-        weights[o, upper] += lerp
-    return weights
-
-
-def _resize_axis(x: Any, axis: int, scale: int) -> Any:
-    """Bilinear resize of one spatial ``axis`` of a rank-4 tensor by an integer ``scale``."""
-    size = int(x.shape[axis])
-    perm = (axis, *(a for a in range(4) if a != axis))
-    moved = shape_ops.transpose(x, perm)
-    rest = moved.shape[1:]
-    matrix = bilinear_matrix(size, scale).astype(x.dtype)
-    y = nn.matmul(matrix, shape_ops.reshape(moved, (size, -1)))
-    y = shape_ops.reshape(y, (size * scale, -1, *rest[1:]))
-    return shape_ops.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-
-
 class _UpSampling(Layer):
     _axes = 1
 
@@ -255,8 +223,7 @@ class UpSampling2D(_UpSampling):
         if self.interpolation == "nearest":
             return super().call(inputs)
         check_rank(self, inputs, 4, "(batch, height, width, channels)")
-        y = _resize_axis(inputs, 1, self.size[0])
-        return _resize_axis(y, 2, self.size[1])
+        return resize.resize_bilinear(inputs, self.size)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "interpolation": self.interpolation}

@@ -1,0 +1,70 @@
+"""The conv planner's view of convolution-like passes beyond the 2-D ones: 3-D convolutions and
+bilinear resizes (see :mod:`ipusim.cost.amp` for the planner, :mod:`ipusim.cost.compute` for
+the dispatch)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ipusim.cost import amp
+from ipusim.graph.spec import TensorSpec
+
+#: Ops planned by :func:`conv3d_problem`; ``conv3d_backprop_filter`` is planned as a product.
+CONV3D = frozenset({"conv3d", "conv3d_backprop_input", "conv3d_backprop_filter"})
+#: Ops planned by :func:`resize_problem`.
+RESIZES = frozenset({"resize_bilinear", "resize_bilinear_grad"})
+
+
+def conv3d_problem(
+    op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
+) -> amp.ConvProblem:
+    """The planner's view of a forward or input-gradient 3-D convolution pass.
+
+    poplin plans one convolution with three field and three kernel dimensions; ipusim's planner
+    has a batch, two field dimensions and kernel rows, so depth folds into them (E): output planes
+    into the batch (each is an independent 2-D field), depth taps into the kernel rows (the AMP
+    vertex ``ConvPartialnx1`` loops over every kernel dimension but the innermost one, so the
+    taps per output position and the MACs are exact), and each output plane reads its ``Kd``
+    input planes, stacked as input rows.
+    """
+    sd, sh = (int(v) for v in attrs["strides"][:2])
+    if op == "conv3d":
+        n, do, ho, wo, _ = out_specs[0].shape
+        kd, kh, kw, cin, cout = in_specs[1].shape
+        in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * attrs["strides"][2] + kw
+        return amp.ConvProblem(n * do, ho, wo, kd * in_h, in_w, kd * kh, kw, sh, cin, cout)
+    n, d, h, w, cin = out_specs[0].shape
+    kd, kh, kw, _, cout = in_specs[1].shape
+    # As the 2-D input gradient: an input-dilated convolution, ⌈k / stride⌉ taps per dimension.
+    td, th, tw = -(-kd // sd), -(-kh // sh), -(-kw // attrs["strides"][2])
+    return amp.ConvProblem(
+        n * d,
+        h,
+        w,
+        td * (h + th - 1),
+        w + tw - 1,
+        td * th,
+        tw,
+        1,
+        cout,
+        cin,
+        transform_elements=kd * kh * kw * cin * cout,
+    )
+
+
+def resize_problem(
+    op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
+) -> amp.ConvProblem:
+    """A bilinear up-sampling pass as tf2xla lowers it (``ResizeUsingDilationAndConvolution``):
+    a depthwise convolution (one conv group per channel) of the input dilated by the scale, two
+    taps per axis per output pixel; its gradient is the strided depthwise convolution with the
+    same kernel of ``2·scale`` taps per axis (E: tf2xla's kernel length depends on the scale and
+    the half-pixel offset; every output pixel still reads two source pixels per axis)."""
+    sh, sw = (int(v) for v in attrs["scale"])
+    if op == "resize_bilinear":
+        n, ho, wo, channels = out_specs[0].shape
+        return amp.ConvProblem(n, ho, wo, ho + 1, wo + 1, 2, 2, 1, 1, 1, groups=channels)
+    n, h, w, channels = out_specs[0].shape
+    in_h, in_w = (h - 1) * sh + 2 * sh, (w - 1) * sw + 2 * sw
+    return amp.ConvProblem(n, h, w, in_h, in_w, 2 * sh, 2 * sw, sh, 1, 1, groups=channels)

@@ -1,0 +1,77 @@
+"""resize_bilinear and its gradient: a per-pixel reference of TensorFlow's half-pixel rule,
+finite differences, and the plan (a depthwise convolution, as tf2xla lowers the resize)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from gradcheck import assert_close, check_gradients, run_op
+
+from ipusim.cost.compute import op_plan
+from ipusim.graph.graph import Graph, apply
+from ipusim.graph.ops import resize
+from ipusim.graph.spec import TensorSpec
+from ipusim.hardware import get_chip
+
+
+def naive_resize(x: np.ndarray, scale: tuple[int, int]) -> np.ndarray:
+    """Each output pixel from the four source pixels around ``(o + 0.5) / s − 0.5`` per axis,
+    indices clamped to the image (TensorFlow 2's ``tf.image.resize``, bilinear)."""
+    n, h, w, c = x.shape
+    out = np.zeros((n, h * scale[0], w * scale[1], c))
+
+    def taps(o: int, s: int, size: int) -> list[tuple[int, float]]:
+        src = (o + 0.5) / s - 0.5
+        lo = math.floor(src)
+        frac = src - lo
+        return [(min(max(lo, 0), size - 1), 1 - frac), (min(max(lo + 1, 0), size - 1), frac)]
+
+    for i in range(h * scale[0]):
+        for j in range(w * scale[1]):
+            for a, wa in taps(i, scale[0], h):
+                for b, wb in taps(j, scale[1], w):
+                    out[:, i, j] += wa * wb * x[:, a, b]
+    return out
+
+
+@pytest.mark.parametrize("shape, scale", [((2, 3, 4, 2), (2, 2)), ((1, 4, 3, 3), (3, 1))])
+def test_resize_matches_the_per_pixel_rule(shape, scale):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    assert_close(run_op(lambda a: resize.resize_bilinear(a, scale), x), naive_resize(x, scale))
+
+
+def test_resize_gradient_matches_finite_differences_and_is_differentiable_again():
+    x = np.random.default_rng(1).standard_normal((1, 3, 4, 2))
+    check_gradients(lambda a: resize.resize_bilinear(a, (2, 3)), x)
+    dy = np.random.default_rng(2).standard_normal((1, 6, 12, 2))
+    check_gradients(lambda d: apply("resize_bilinear_grad", d, input_hw=(3, 4), scale=(2, 3)), dy)
+    # The two are adjoint: <resize(x), dy> = <x, resize_grad(dy)>.
+    y = run_op(lambda a: resize.resize_bilinear(a, (2, 3)), x)
+    dx = run_op(lambda d: apply("resize_bilinear_grad", d, input_hw=(3, 4), scale=(2, 3)), dy)
+    assert np.isclose(np.sum(y * dy), np.sum(x * dx))
+
+
+def test_resize_grad_checks_dy_against_the_input():
+    g = Graph()
+    with pytest.raises(ValueError, match="spatial size"):
+        apply(
+            "resize_bilinear_grad",
+            g.placeholder(TensorSpec((1, 6, 11, 2))),
+            input_hw=(3, 4),
+            scale=(2, 3),
+        )
+
+
+def test_resize_is_planned_as_a_depthwise_convolution():
+    x, y = TensorSpec((8, 32, 32, 16), "float16"), TensorSpec((8, 64, 64, 16), "float16")
+    ipu = get_chip("GC200")
+    forward = op_plan("resize_bilinear", [x], [y], {"scale": (2, 2)}, ipu, "fp16.16")
+    backward = op_plan("resize_bilinear_grad", [y], [x], {"scale": (2, 2)}, ipu, "fp16.16")
+    for plan, field in ((forward, (64, 64)), (backward, (32, 32))):
+        problem = plan.problem
+        assert problem.groups == 16 and problem.cin == problem.cout == 1
+        assert (problem.batch, problem.out_h, problem.out_w) == (8, *field)
+    # Two source pixels per axis for every output pixel.
+    assert forward.problem.macs == 8 * 64 * 64 * 16 * 4
