@@ -57,14 +57,21 @@ def resize_problem(
     op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
 ) -> amp.ConvProblem:
     """A bilinear up-sampling pass as tf2xla lowers it (``ResizeUsingDilationAndConvolution``):
-    a depthwise convolution (one conv group per channel) of the input dilated by the scale, two
-    taps per axis per output pixel; its gradient is the strided depthwise convolution with the
-    same kernel of ``2·scale`` taps per axis (E: tf2xla's kernel length depends on the scale and
-    the half-pixel offset; every output pixel still reads two source pixels per axis)."""
+    a depthwise convolution (one conv group per channel) of the input dilated by the scale
+    (stride 1, a kernel of about ``2·scale`` taps of which two meet real pixels, per resized
+    axis); its gradient is the strided depthwise convolution with that kernel. An axis with
+    scale 1 has one tap. (E: tf2xla's kernel is ``2·scale − 1`` taps, or one more with the
+    half-pixel offset; the planner's problem has one stride for both axes, the resized one's.)
+    """
     sh, sw = (int(v) for v in attrs["scale"])
+    th, tw = (2 if sh > 1 else 1), (2 if sw > 1 else 1)
     if op == "resize_bilinear":
         n, ho, wo, channels = out_specs[0].shape
-        return amp.ConvProblem(n, ho, wo, ho + 1, wo + 1, 2, 2, 1, 1, 1, groups=channels)
+        return amp.ConvProblem(
+            n, ho, wo, ho + th - 1, wo + tw - 1, th, tw, 1, 1, 1, groups=channels
+        )
     n, h, w, channels = out_specs[0].shape
-    in_h, in_w = (h - 1) * sh + 2 * sh, (w - 1) * sw + 2 * sw
-    return amp.ConvProblem(n, h, w, in_h, in_w, 2 * sh, 2 * sw, sh, 1, 1, groups=channels)
+    kh, kw = th * sh, tw * sw
+    return amp.ConvProblem(
+        n, h, w, (h - 1) * sh + kh, (w - 1) * sw + kw, kh, kw, max(sh, sw), 1, 1, groups=channels
+    )

@@ -73,5 +73,24 @@ def test_resize_is_planned_as_a_depthwise_convolution():
         problem = plan.problem
         assert problem.groups == 16 and problem.cin == problem.cout == 1
         assert (problem.batch, problem.out_h, problem.out_w) == (8, *field)
-    # Two source pixels per axis for every output pixel.
+    # Two source pixels per resized axis for every output pixel.
     assert forward.problem.macs == 8 * 64 * 64 * 16 * 4
+    rows_only = op_plan(
+        "resize_bilinear",
+        [x],
+        [TensorSpec((8, 64, 32, 16), "float16")],
+        {"scale": (2, 1)},
+        ipu,
+        "fp16.16",
+    )
+    assert rows_only.problem.macs == 8 * 64 * 32 * 16 * 2
+
+
+def test_upsampling2d_resizes_one_axis_at_a_time_as_tf2xla():
+    from ipusim import keras
+
+    layer = keras.layers.UpSampling2D((2, 3), interpolation="bilinear")
+    g = Graph()
+    y = layer(g.placeholder(TensorSpec((1, 4, 5, 2))))
+    scales = [n.attrs["scale"] for n in g.nodes if n.op.name == "resize_bilinear"]
+    assert scales == [(2, 1), (1, 3)] and y.shape == (1, 8, 15, 2)

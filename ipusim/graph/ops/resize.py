@@ -1,11 +1,12 @@
 """Bilinear up-sampling of NHWC images by integer factors (``UpSampling2D(interpolation=
 "bilinear")``, i.e. ``tf.image.resize`` with half-pixel centres) and its gradient.
 
-Numerics: :mod:`ipusim.kernels.resize`. Cost: tf2xla lowers ``ResizeBilinear`` to a depthwise
-convolution of the input dilated by the scale with a small interpolation kernel (S:
-graphcore/tensorflow tensorflow/compiler/tf2xla/kernels/image_resize_ops.cc,
-``ResizeUsingDilationAndConvolution``), so the planner sees one conv group per channel, two
-taps per axis per output pixel (:func:`ipusim.cost.conv_nd.resize_problem`); the gradient is the
+Numerics: :mod:`ipusim.kernels.resize`. Cost: tf2xla lowers ``ResizeBilinear`` one axis at a
+time (``GeneralCompile``), each a depthwise convolution of the input dilated by the scale with a
+small interpolation kernel (S: graphcore/tensorflow
+tensorflow/compiler/tf2xla/kernels/image_resize_ops.cc, ``ResizeUsingDilationAndConvolution``),
+so ``UpSampling2D`` applies this op per axis and the planner sees one conv group per channel,
+two taps per resized axis (:func:`ipusim.cost.conv_nd.resize_problem`); the gradient is the
 matching strided depthwise convolution.
 """
 
@@ -19,12 +20,13 @@ from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import resize as kr
 
-#: Source pixels each output pixel reads per axis (bilinear: two).
-TAPS_PER_AXIS = 2
 
-
-def _flops(out: TensorSpec) -> int:
-    return 2 * out.size * TAPS_PER_AXIS * TAPS_PER_AXIS
+def _flops(out: TensorSpec, scale: Any) -> int:
+    """Two multiply-adds per output pixel for each resized axis (bilinear: two source pixels)."""
+    taps = 1
+    for s in normalize_pair("resize_bilinear", "scale", scale):
+        taps *= 2 if s > 1 else 1
+    return 2 * out.size * taps
 
 
 @register
@@ -52,7 +54,7 @@ class ResizeBilinear(Op):
 
     def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(out_specs[0]), read, written, "conv")
+        return OpCost(_flops(out_specs[0], attrs["scale"]), read, written, "conv")
 
 
 @register
@@ -83,7 +85,7 @@ class ResizeBilinearGrad(Op):
 
     def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(in_specs[0]), read, written, "conv")
+        return OpCost(_flops(in_specs[0], attrs["scale"]), read, written, "conv")
 
 
 def resize_bilinear(x: Any, scale: Any) -> Symbol:

@@ -223,7 +223,13 @@ class UpSampling2D(_UpSampling):
         if self.interpolation == "nearest":
             return super().call(inputs)
         check_rank(self, inputs, 4, "(batch, height, width, channels)")
-        return resize.resize_bilinear(inputs, self.size)
+        # One axis at a time, rows first, as tf2xla resizes (GeneralCompile); scale 1 is skipped.
+        y = inputs
+        if self.size[0] > 1:
+            y = resize.resize_bilinear(y, (self.size[0], 1))
+        if self.size[1] > 1:
+            y = resize.resize_bilinear(y, (1, self.size[1]))
+        return y
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "interpolation": self.interpolation}
