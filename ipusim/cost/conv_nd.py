@@ -13,7 +13,7 @@ from ipusim.graph.spec import TensorSpec
 #: Ops planned by :func:`conv3d_problem`; ``conv3d_backprop_filter`` is planned as a product.
 CONV3D = frozenset({"conv3d", "conv3d_backprop_input", "conv3d_backprop_filter"})
 #: Ops planned by :func:`resize_problem`.
-RESIZES = frozenset({"resize_bilinear", "resize_bilinear_grad"})
+RESIZES = frozenset({"resize", "resize_grad"})
 
 
 def conv3d_problem(
@@ -56,16 +56,17 @@ def conv3d_problem(
 def resize_problem(
     op: str, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], attrs: dict[str, Any]
 ) -> amp.ConvProblem:
-    """A bilinear up-sampling pass as tf2xla lowers it (``ResizeUsingDilationAndConvolution``):
-    a depthwise convolution (one conv group per channel) of the input dilated by the scale
-    (stride 1, a kernel of about ``2·scale`` taps of which two meet real pixels, per resized
-    axis); its gradient is the strided depthwise convolution with that kernel. An axis with
-    scale 1 has one tap. (E: tf2xla's kernel is ``2·scale − 1`` taps, or one more with the
-    half-pixel offset; the planner's problem has one stride for both axes, the resized one's.)
+    """An up-sampling pass as tf2xla lowers it (``ResizeUsingDilationAndConvolution``): a
+    depthwise convolution (one conv group per channel) of the input dilated by the scale (stride
+    1; of its kernel's ``2·scale − 1`` taps per resized axis, those meeting real pixels: two for
+    bilinear, one for nearest); its gradient is the strided depthwise convolution with that
+    kernel. An axis with scale 1 has one tap. (E: with the half-pixel offset tf2xla's kernel can
+    be one tap longer; the planner's problem has one stride for both axes, the resized one's.)
     """
     sh, sw = (int(v) for v in attrs["scale"])
-    th, tw = (2 if sh > 1 else 1), (2 if sw > 1 else 1)
-    if op == "resize_bilinear":
+    taps = 2 if attrs.get("method", "bilinear") == "bilinear" else 1
+    th, tw = (taps if sh > 1 else 1), (taps if sw > 1 else 1)
+    if op == "resize":
         n, ho, wo, channels = out_specs[0].shape
         return amp.ConvProblem(
             n, ho, wo, ho + th - 1, wo + tw - 1, th, tw, 1, 1, 1, groups=channels

@@ -1,9 +1,10 @@
-"""Bilinear up-sampling by integer factors (``tf.image.resize(method="bilinear")``, TensorFlow 2's
-half-pixel centres) and its gradient, on NHWC tensors.
+"""Up-sampling by integer factors as ``tf.image.resize`` does it (TensorFlow 2's half-pixel
+centres), bilinear or nearest, and its gradient, on NHWC tensors.
 
-Each axis is resized by its ``(size·scale, size)`` interpolation matrix (at most two non-zero
-weights per row): the forward pass multiplies the rows, then the columns; the gradient multiplies
-by the transposed matrices in the opposite order.
+Each axis is resized by its ``(size·scale, size)`` interpolation matrix (bilinear: at most two
+non-zero weights per row; nearest: a single 1, output ``o`` reads source ``o // scale``): the
+forward pass multiplies the rows, then the columns; the gradient multiplies by the transposed
+matrices in the opposite order.
 """
 
 from __future__ import annotations
@@ -12,6 +13,17 @@ import math
 from functools import lru_cache
 
 import numpy as np
+
+
+@lru_cache(maxsize=256)
+def resize_matrix(size: int, scale: int, method: str) -> np.ndarray:
+    """The ``(size·scale, size)`` matrix of ``method`` (``"bilinear"`` or ``"nearest"``)."""
+    if method == "nearest":  # floor((o + 0.5) / scale) = o // scale
+        weights = np.zeros((size * scale, size), np.float64)
+        weights[np.arange(size * scale), np.arange(size * scale) // scale] = 1.0
+        weights.flags.writeable = False
+        return weights
+    return bilinear_matrix(size, scale)
 
 
 @lru_cache(maxsize=256)
@@ -31,24 +43,24 @@ def bilinear_matrix(size: int, scale: int) -> np.ndarray:
     return weights
 
 
-def resize_bilinear(x: np.ndarray, scale: tuple[int, int]) -> np.ndarray:
+def resize(x: np.ndarray, scale: tuple[int, int], method: str = "bilinear") -> np.ndarray:
     """``x`` (N, H, W, C) resized to ``(N, H·sh, W·sw, C)``."""
     n, h, w, c = x.shape
-    rows = bilinear_matrix(h, scale[0]).astype(x.dtype)
-    cols = bilinear_matrix(w, scale[1]).astype(x.dtype)
+    rows = resize_matrix(h, scale[0], method).astype(x.dtype)
+    cols = resize_matrix(w, scale[1], method).astype(x.dtype)
     t = np.matmul(rows, np.ascontiguousarray(x).reshape(n, h, w * c))  # (N, Ho, W·C)
     y = np.matmul(cols, t.reshape(n * h * scale[0], w, c))  # (N·Ho, Wo, C)
     return y.reshape(n, h * scale[0], w * scale[1], c)
 
 
-def resize_bilinear_grad(
-    dy: np.ndarray, input_hw: tuple[int, int], scale: tuple[int, int]
+def resize_grad(
+    dy: np.ndarray, input_hw: tuple[int, int], scale: tuple[int, int], method: str = "bilinear"
 ) -> np.ndarray:
-    """Gradient of :func:`resize_bilinear` w.r.t. its input of spatial size ``input_hw``."""
+    """Gradient of :func:`resize` w.r.t. its input of spatial size ``input_hw``."""
     n, ho, wo, c = dy.shape
     h, w = input_hw
-    rows = bilinear_matrix(h, scale[0]).astype(dy.dtype)
-    cols = bilinear_matrix(w, scale[1]).astype(dy.dtype)
+    rows = resize_matrix(h, scale[0], method).astype(dy.dtype)
+    cols = resize_matrix(w, scale[1], method).astype(dy.dtype)
     t = np.matmul(cols.T, np.ascontiguousarray(dy).reshape(n * ho, wo, c))  # (N·Ho, W, C)
     dx = np.matmul(rows.T, t.reshape(n, ho, w * c))  # (N, H, W·C)
     return dx.reshape(n, h, w, c)

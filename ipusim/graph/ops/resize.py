@@ -1,13 +1,14 @@
-"""Bilinear up-sampling of NHWC images by integer factors (``UpSampling2D(interpolation=
-"bilinear")``, i.e. ``tf.image.resize`` with half-pixel centres) and its gradient.
+"""Up-sampling of NHWC images by integer factors as ``tf.image.resize`` does it (half-pixel
+centres; ``method`` ``"bilinear"`` or ``"nearest"``), and its gradient: ``UpSampling2D``.
 
-Numerics: :mod:`ipusim.kernels.resize`. Cost: tf2xla lowers ``ResizeBilinear`` one axis at a
-time (``GeneralCompile``), each a depthwise convolution of the input dilated by the scale with a
-small interpolation kernel (S: graphcore/tensorflow
+Numerics: :mod:`ipusim.kernels.resize`. Cost: tf2xla lowers ``ResizeBilinear`` and
+``ResizeNearestNeighbor`` one axis at a time (``GeneralCompile``), each a depthwise convolution
+of the input dilated by the scale with a small interpolation kernel (S: graphcore/tensorflow
 tensorflow/compiler/tf2xla/kernels/image_resize_ops.cc, ``ResizeUsingDilationAndConvolution``),
-so ``UpSampling2D`` applies this op per axis and the planner sees one conv group per channel,
-two taps per resized axis (:func:`ipusim.cost.conv_nd.resize_problem`); the gradient is the
-matching strided depthwise convolution.
+so ``UpSampling2D`` applies this op per axis and the planner sees one conv group per channel
+and, per resized axis, the source pixels each output reads (bilinear two, nearest one;
+:func:`ipusim.cost.conv_nd.resize_problem`); the gradient is the matching strided depthwise
+convolution.
 """
 
 from __future__ import annotations
@@ -20,53 +21,64 @@ from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import resize as kr
 
+#: Source pixels an output pixel reads along each resized axis, per method.
+TAPS = {"bilinear": 2, "nearest": 1}
 
-def _flops(out: TensorSpec, scale: Any) -> int:
-    """Two multiply-adds per output pixel for each resized axis (bilinear: two source pixels)."""
+
+def _attrs(op: str, scale: Any, method: Any) -> tuple[tuple[int, int], str]:
+    if method not in TAPS:
+        raise ValueError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
+    return normalize_pair(op, "scale", scale), method
+
+
+def _flops(out: TensorSpec, scale: Any, method: str) -> int:
+    """A multiply-add per output pixel for each source pixel it reads."""
     taps = 1
-    for s in normalize_pair("resize_bilinear", "scale", scale):
-        taps *= 2 if s > 1 else 1
+    for s in normalize_pair("resize", "scale", scale):
+        taps *= TAPS[method] if s > 1 else 1
     return 2 * out.size * taps
 
 
 @register
-class ResizeBilinear(Op):
-    """``(N, H, W, C) -> (N, H·sh, W·sw, C)`` by bilinear interpolation (half-pixel centres)."""
+class Resize(Op):
+    """``(N, H, W, C) -> (N, H·sh, W·sw, C)`` by ``method`` (half-pixel centres)."""
 
-    name = "resize_bilinear"
+    name = "resize"
     kind = "conv"
 
-    def infer(self, x: TensorSpec, *, scale: Any) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, scale: Any, method: Any = "bilinear") -> TensorSpec:
         check_nhwc(self.name, "x", x)
-        sh, sw = normalize_pair(self.name, "scale", scale)
+        (sh, sw), _ = _attrs(self.name, scale, method)
         h, w = x.shape[1:3]
         return TensorSpec(
             (x.shape[0], None if h is None else h * sh, None if w is None else w * sw, x.shape[3]),
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x: Any, *, scale: Any) -> Any:
-        return kr.resize_bilinear(x, normalize_pair(self.name, "scale", scale))
+    def forward(self, ctx: Any, x: Any, *, scale: Any, method: Any = "bilinear") -> Any:
+        return kr.resize(x, *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x = node.inputs[0]
-        return [apply("resize_bilinear_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
+        return [apply("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear") -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(out_specs[0], attrs["scale"]), read, written, "conv")
+        return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
 
 
 @register
-class ResizeBilinearGrad(Op):
-    """Gradient of resize_bilinear w.r.t. its input of spatial size ``input_hw``."""
+class ResizeGrad(Op):
+    """Gradient of resize w.r.t. its input of spatial size ``input_hw``."""
 
-    name = "resize_bilinear_grad"
+    name = "resize_grad"
     kind = "conv"
 
-    def infer(self, dy: TensorSpec, *, input_hw: tuple, scale: Any) -> TensorSpec:
+    def infer(
+        self, dy: TensorSpec, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+    ) -> TensorSpec:
         check_nhwc(self.name, "dy", dy)
-        sh, sw = normalize_pair(self.name, "scale", scale)
+        (sh, sw), _ = _attrs(self.name, scale, method)
         h, w = input_hw
         if dy.shape[1] not in (None, h * sh) or dy.shape[2] not in (None, w * sw):
             raise ValueError(
@@ -75,19 +87,22 @@ class ResizeBilinearGrad(Op):
             )
         return TensorSpec((dy.shape[0], h, w, dy.shape[3]), dy.dtype)
 
-    def forward(self, ctx: Any, dy: Any, *, input_hw: tuple, scale: Any) -> Any:
-        return kr.resize_bilinear_grad(
-            dy, tuple(input_hw), normalize_pair(self.name, "scale", scale)
-        )
+    def forward(
+        self, ctx: Any, dy: Any, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+    ) -> Any:
+        return kr.resize_grad(dy, tuple(input_hw), *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        return [apply("resize_bilinear", g, scale=node.attrs["scale"])]
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
+        return [apply("resize", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear", **attrs: Any):
         read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(in_specs[0], attrs["scale"]), read, written, "conv")
+        return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
 
 
-def resize_bilinear(x: Any, scale: Any) -> Symbol:
-    """Bilinear up-sampling of NHWC ``x`` by integer factors ``scale`` (int or ``(sh, sw)``)."""
-    return apply("resize_bilinear", x, scale=normalize_pair("resize_bilinear", "scale", scale))
+def resize(x: Any, scale: Any, method: str = "bilinear") -> Symbol:
+    """Up-sample NHWC ``x`` by integer factors ``scale`` (int or ``(sh, sw)``) with ``method``
+    (``"bilinear"`` or ``"nearest"``)."""
+    scale, method = _attrs("resize", scale, method)
+    return apply("resize", x, scale=scale, method=method)

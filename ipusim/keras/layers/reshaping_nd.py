@@ -1,9 +1,9 @@
 """Cropping, zero padding and up-sampling of steps, images and volumes (channels last).
 
-Crops are slices, paddings are pads, nearest up-sampling repeats each pixel with a reshape +
-tile (Keras' ``repeat_elements``), and bilinear up-sampling is its own op
-(:mod:`ipusim.graph.ops.resize`: ``tf.image.resize`` with half-pixel centres, planned as tf2xla
-lowers it, a depthwise convolution of the dilated input).
+Crops are slices, paddings are pads; ``UpSampling1D`` / ``3D`` repeat each step or voxel with a
+reshape + tile (Keras' ``repeat_elements``), while ``UpSampling2D`` (``tf.image.resize`` in
+Keras, nearest or bilinear) is the resize op (:mod:`ipusim.graph.ops.resize`), planned as tf2xla
+lowers it: a depthwise convolution of the dilated input per axis.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.graph.ops import resize
+from ipusim.graph.ops import resize as resize_ops
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format
@@ -220,15 +220,14 @@ class UpSampling2D(_UpSampling):
         self.interpolation = interpolation
 
     def call(self, inputs: Any) -> Any:
-        if self.interpolation == "nearest":
-            return super().call(inputs)
         check_rank(self, inputs, 4, "(batch, height, width, channels)")
-        # One axis at a time, rows first, as tf2xla resizes (GeneralCompile); scale 1 is skipped.
+        # Keras resizes with tf.image.resize, which tf2xla runs one axis at a time, rows first
+        # (GeneralCompile); an axis of scale 1 is skipped.
         y = inputs
         if self.size[0] > 1:
-            y = resize.resize_bilinear(y, (self.size[0], 1))
+            y = resize_ops.resize(y, (self.size[0], 1), self.interpolation)
         if self.size[1] > 1:
-            y = resize.resize_bilinear(y, (1, self.size[1]))
+            y = resize_ops.resize(y, (1, self.size[1]), self.interpolation)
         return y
 
     def get_config(self) -> dict[str, Any]:
