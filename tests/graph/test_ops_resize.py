@@ -110,3 +110,12 @@ def test_nearest_resize_repeats_pixels_and_sums_their_gradients():
     assert plan.problem.macs == 8 * 64 * 32 * 16  # one source pixel per output pixel
     with pytest.raises(ValueError, match="method"):
         resize.resize(Graph().placeholder(TensorSpec((1, 2, 2, 1))), 2, "bicubic")
+
+
+def test_a_non_finite_pixel_reaches_only_the_outputs_that_read_it():
+    x = np.zeros((1, 6, 6, 1), np.float32)
+    x[0, 0, 0, 0] = np.inf
+    y = run_op(lambda a: resize.resize(a, (2, 2)), x)
+    reached = ~np.isfinite(y[0, :, :, 0])
+    # Output rows / columns 0-2 read source pixel 0 (half-pixel centres, clamped at the edge).
+    assert reached[:3, :3].all() and not reached[3:].any() and not reached[:, 3:].any()
