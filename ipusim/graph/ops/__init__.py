@@ -2,12 +2,15 @@
 
 from ipusim.graph.ops import (  # noqa: F401
     conv,
+    conv3d,
     conv_grouped,
     linalg,
     math,
     nn,
     norm,
+    pool3d,
     random,
+    resize,
     shape,
     sources,
 )
