@@ -25,7 +25,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, math, nn, python, random
+from ipusim.compat.tf import data, linalg, math, nn, python, random
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -48,6 +48,7 @@ _RUNTIME = (
     "ipusim.compat.runtime.function",
     "ipusim.compat.runtime.tape",
     "ipusim.compat.runtime.ops",
+    "ipusim.compat.runtime.namespaces:top",
 )
 _RUNTIME_NAMES = ("GradientTape", "Variable", "function")
 
@@ -74,6 +75,7 @@ __all__ = [
     "int64",
     "ipu",
     "keras",
+    "linalg",
     "math",
     "newaxis",
     "nn",

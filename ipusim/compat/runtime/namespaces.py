@@ -1,0 +1,66 @@
+"""The ``tf``, ``tf.math``, ``tf.nn``, ``tf.linalg`` and ``tf.random`` names of the runtime's
+extra op modules, each under exactly the namespaces TensorFlow exports it from (``tf.erf`` does
+not exist, ``tf.math.erf`` does). ``ipusim.compat.tf`` and its submodules look names up here.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ipusim.compat.runtime import ops_array, ops_linalg, ops_math, ops_nn_extra, ops_random
+
+_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra)
+
+
+def _namespace(names: str, modules: tuple = _MODULES) -> SimpleNamespace:
+    values = {}
+    for name in names.split():
+        holder = next(m for m in modules if hasattr(m, name))
+        values[name] = getattr(holder, name)
+    return SimpleNamespace(**values)
+
+
+#: ``tf.X``.
+top = _namespace(
+    """acos acosh add_n argmin argsort asin asinh atan atan2 atanh boolean_mask broadcast_to
+    clip_by_global_norm clip_by_norm clip_by_value cos cosh cumsum einsum eye fill floor gather
+    gather_nd identity_n linspace logical_not meshgrid norm pad pow rank reduce_all reduce_any
+    reduce_logsumexp reduce_prod repeat reverse roll round saturate_cast scalar_mul scatter_nd
+    searchsorted sequence_mask shape shape_n sign sin sinh size slice sort split stack tan
+    tensor_scatter_nd_add tensor_scatter_nd_update tensordot tile unique unstack where"""
+)
+
+#: ``tf.math.X``.
+math = _namespace(
+    """accumulate_n acos acosh add_n argmin asin asinh atan atan2 atanh ceil cos cosh
+    count_nonzero cumprod cumsum divide_no_nan erf erfc expm1 floor floordiv floormod in_top_k
+    is_finite is_inf is_nan l2_normalize lgamma log1p log_sigmoid logical_not logical_xor mod
+    multiply_no_nan polyval pow reciprocal reciprocal_no_nan reduce_all reduce_any
+    reduce_euclidean_norm reduce_logsumexp reduce_prod reduce_std reduce_variance rint round
+    rsqrt scalar_mul segment_mean segment_sum sign sin sinh softplus softsign squared_difference
+    tan top_k unsorted_segment_mean unsorted_segment_sum xdivy xlog1py xlogy zero_fraction"""
+)
+
+#: ``tf.nn.X``.
+nn = _namespace(
+    """avg_pool avg_pool2d batch_normalization compute_average_loss conv1d conv2d
+    conv2d_transpose crelu depthwise_conv2d dropout elu embedding_lookup gelu in_top_k l2_loss
+    l2_normalize leaky_relu log_poisson_loss max_pool max_pool2d moments relu6 selu silu softplus
+    softsign swish top_k weighted_cross_entropy_with_logits weighted_moments zero_fraction"""
+)
+
+#: ``tf.linalg.X``.
+linalg = _namespace(
+    """adjoint band_part cross diag diag_part einsum eye global_norm l2_normalize matmul
+    matrix_transpose matvec norm set_diag tensordot trace"""
+)
+
+#: ``tf.random.X``.
+random = _namespace(
+    """Algorithm Generator categorical create_rng_state get_global_generator normal
+    set_global_generator shuffle stateless_categorical stateless_normal
+    stateless_truncated_normal stateless_uniform truncated_normal uniform""",
+    (ops_random,),
+)
+
+__all__ = ["linalg", "math", "nn", "random", "top"]
