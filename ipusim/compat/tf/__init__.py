@@ -44,10 +44,12 @@ from ipusim.graph.spec import TensorSpec
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
 
+# ``ops`` before ``tape``: the tape module imports the graph's ``reduce_sum``, which must not
+# shadow the runtime's (eager-capable) ``tf.reduce_sum``.
 _RUNTIME = (
     "ipusim.compat.runtime.function",
-    "ipusim.compat.runtime.tape",
     "ipusim.compat.runtime.ops",
+    "ipusim.compat.runtime.tape",
     "ipusim.compat.runtime.namespaces:top",
 )
 _RUNTIME_NAMES = ("GradientTape", "Variable", "function")

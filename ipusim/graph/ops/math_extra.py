@@ -257,4 +257,9 @@ def select(cond: Any, a: Any, b: Any) -> Symbol:
     return apply("select", cond, a, b)
 
 
-__all__ = ["UNARY_FLOPS", "floordiv", "positive_mask", "pow_", "select", "unary"]
+__all__ = ["UNARY_FLOPS", "apply_binary", "floordiv", "positive_mask", "pow_", "select", "unary"]
+
+
+def apply_binary(fn: str, a: Any, b: Any) -> Symbol:
+    """``fn`` (a key of ``BINARY_FLOPS``) of ``a`` and ``b`` with broadcasting."""
+    return apply("binary_math", a, b, fn=fn)
