@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.dispatch import default_array, is_array, is_symbolic
-from ipusim.compat.runtime.ops_math import _op, _TopK
+from ipusim.compat.runtime.dispatch import default_array, is_symbolic
+from ipusim.compat.runtime.ops_math import _op, _t, _TopK
 from ipusim.compat.runtime.tensor import EagerTensor
 from ipusim.errors import UnsupportedError
 from ipusim.graph.graph import apply
@@ -31,13 +31,6 @@ from ipusim.graph.spec import canonical_dtype
 
 def _ints(values: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in np.asarray(values).reshape(-1))
-
-
-def _t(value: Any) -> Any:
-    """A list or Python number as a concrete array (TensorFlow's defaults); tensors unchanged."""
-    if is_symbolic(value) or is_array(value):
-        return value
-    return default_array(value)
 
 
 def _static_only(op: str, *values: Any) -> None:
@@ -252,7 +245,7 @@ def tensor_scatter_nd_update(
         keep = gm.subtract(1.0, gm.minimum(gs.reshape(hit, shape), 1.0))
         return gm.add(gm.multiply(t, keep), gs.reshape(added, shape))
 
-    return _op(compose, _t(tensor), _t(indices), _t(updates))
+    return _op(compose, _t(tensor), _t(indices), _t(updates, tensor))
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
@@ -264,7 +257,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
         return coords.astype(np.int64).view(EagerTensor)
     if x is None or y is None:
         raise ValueError("tf.where: give both `x` and `y`, or neither")
-    return _op(me.select, _t(condition), x, y)
+    return _op(me.select, _t(condition), _t(x, y), _t(y, x))
 
 
 def boolean_mask(tensor: Any, mask: Any, axis: Any = None, name: str | None = None) -> Any:

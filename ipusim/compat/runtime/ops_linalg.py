@@ -15,21 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.dispatch import default_array, is_array, is_symbolic
+from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops import matmul
 from ipusim.compat.runtime.ops_array import eye
-from ipusim.compat.runtime.ops_math import _op, l2_normalize
+from ipusim.compat.runtime.ops_math import _op, _t, l2_normalize
 from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import linalg as gl
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import shape as gs
-
-
-def _t(value: Any) -> Any:
-    if is_symbolic(value) or is_array(value):
-        return value
-    return default_array(value)
 
 
 def _prod(dims: Any) -> int:
@@ -199,7 +193,7 @@ def set_diag(input: Any, diagonal: Any, name: str | None = None, k: int = 0, **k
         placed = gm.multiply(gs.expand_dims(d, -1), mask[:, : d.shape[-1]] if m != n else mask)
         return gm.add(gm.multiply(x, 1.0 - mask), placed)
 
-    return _op(compose, _t(input), _t(diagonal))
+    return _op(compose, _t(input), _t(diagonal, input))
 
 
 def trace(x: Any, name: str | None = None) -> Any:

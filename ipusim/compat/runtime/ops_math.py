@@ -41,10 +41,15 @@ def _op(fn: Callable[..., Any], *args: Any, **attrs: Any) -> Any:
     return run_op(fn, *(_read(a) for a in args), **attrs)
 
 
-def _t(value: Any) -> Any:
-    """A list or Python number as a concrete array (TensorFlow's defaults); tensors unchanged."""
+def _t(value: Any, like: Any = None) -> Any:
+    """A list or Python number as a concrete array: of ``like``'s float dtype when given (as
+    TensorFlow converts a list next to a tensor), else with TensorFlow's defaults. Tensors and
+    arrays are unchanged."""
     if is_symbolic(value) or is_array(value):
         return value
+    dtype = getattr(like, "dtype", None)
+    if dtype is not None and str(dtype) in _FLOATS and np.asarray(value).dtype.kind in "fiu":
+        return default_array(value, str(dtype))
     return default_array(value)
 
 

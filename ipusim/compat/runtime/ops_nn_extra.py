@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.dispatch import default_array, is_array, is_symbolic
+from ipusim.compat.runtime.dispatch import default_array, is_symbolic
 from ipusim.compat.runtime.ops_math import (
     _op,
+    _t,
     in_top_k,
     l2_normalize,
     log_sigmoid,
@@ -34,12 +35,6 @@ from ipusim.graph.ops import random as grand
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import shape as gs
 from ipusim.keras.backend import next_seed
-
-
-def _t(value: Any) -> Any:
-    if is_symbolic(value) or is_array(value):
-        return value
-    return default_array(value)
 
 
 def relu6(features: Any, name: str | None = None) -> Any:
@@ -123,7 +118,7 @@ def weighted_moments(
             return mean, variance
         return gs.squeeze(mean, axis=axis), gs.squeeze(variance, axis=axis)
 
-    return tuple(_op(compose, x, _t(frequency_weights)))
+    return tuple(_op(compose, x, _t(frequency_weights, x)))
 
 
 def batch_normalization(
@@ -148,7 +143,7 @@ def batch_normalization(
         out = gm.multiply(gm.subtract(v, m), inv)
         return out if off is None else gm.add(out, off)
 
-    return _op(compose, x, _t(mean), _t(variance), *map(_t, extras))
+    return _op(compose, x, _t(mean, x), _t(variance, x), *(_t(e, x) for e in extras))
 
 
 def dropout(
