@@ -208,7 +208,9 @@ def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: str | None =
     return _op(compose, _t(params), _t(indices))
 
 
-def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) -> Any:
+def scatter_nd(
+    indices: Any, updates: Any, shape: Any, name: str | None = None, bad_indices_policy: str = ""
+) -> Any:
     """``tf.scatter_nd``: a zero tensor of ``shape`` with ``updates`` added at ``indices``
     (repeated indices add up, as TensorFlow's)."""
     target = _ints(shape)
@@ -222,7 +224,9 @@ def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) 
     return _op(compose, _t(indices), _t(updates))
 
 
-def tensor_scatter_nd_add(tensor: Any, indices: Any, updates: Any, name: str | None = None) -> Any:
+def tensor_scatter_nd_add(
+    tensor: Any, indices: Any, updates: Any, name: str | None = None, bad_indices_policy: str = ""
+) -> Any:
     """``tf.tensor_scatter_nd_add``: ``tensor`` plus ``updates`` scattered at ``indices``."""
     shape = tensor.shape if hasattr(tensor, "shape") else np.shape(tensor)
     return _op(gm.add, _t(tensor), scatter_nd(indices, updates, tuple(shape)))

@@ -56,12 +56,105 @@ equal, not_equal = ops.equal, ops.not_equal
 greater, greater_equal, less, less_equal = ops.greater, ops.greater_equal, ops.less, ops.less_equal
 maximum, minimum = ops.maximum, ops.minimum
 sigmoid, tanh = ops.sigmoid, ops.tanh
-softplus, softsign = ops_math.softplus, ops_math.softsign
-stop_gradient, transpose, squeeze = ops.stop_gradient, ops.transpose, ops.squeeze
-zeros_like, ones_like, tile = ops.zeros_like, ops.ones_like, ops_array.tile
 cumsum_tf, cumprod_tf = ops_math.cumsum, ops_math.cumprod
-in_top_k, eye = ops_math.in_top_k, ops_array.eye
-gather = ops_array.gather
+in_top_k = ops_math.in_top_k
+
+
+def softplus(x: Any) -> Any:
+    """``K.softplus``."""
+    return ops_math.softplus(x)
+
+
+def softsign(x: Any) -> Any:
+    """``K.softsign``."""
+    return ops_math.softsign(x)
+
+
+def stop_gradient(variables: Any) -> Any:
+    """``K.stop_gradient``: one tensor or a list of them."""
+    if isinstance(variables, list | tuple):
+        return [ops.stop_gradient(v) for v in variables]
+    return ops.stop_gradient(variables)
+
+
+def transpose(x: Any) -> Any:
+    """``K.transpose``: reverse the axes."""
+    return ops.transpose(x)
+
+
+def squeeze(x: Any, axis: int) -> Any:
+    """``K.squeeze``."""
+    return ops.squeeze(x, axis)
+
+
+def zeros_like(x: Any, dtype: Any = None, name: Any = None) -> Any:
+    """``K.zeros_like``."""
+    return ops.zeros_like(x, dtype)
+
+
+def ones_like(x: Any, dtype: Any = None, name: Any = None) -> Any:
+    """``K.ones_like``."""
+    return ops.ones_like(x, dtype)
+
+
+def tile(x: Any, n: Any) -> Any:
+    """``K.tile``: an int repeats the last axis... as Keras: an int ``n`` becomes ``[n]``."""
+    return ops_array.tile(x, [n] if isinstance(n, int) else n)
+
+
+def eye(size: Any, dtype: Any = None, name: Any = None) -> Any:
+    """``K.eye``: an identity matrix (``size`` an int or a pair), of ``floatx()`` by default."""
+    rows, cols = (size, size) if isinstance(size, int) else tuple(size)
+    return ops_array.eye(rows, cols, dtype=dtype or _settings.floatx())
+
+
+def gather(reference: Any, indices: Any) -> Any:
+    """``K.gather``: rows of ``reference``."""
+    return ops_array.gather(reference, indices)
+
+
+def backend() -> str:
+    """``K.backend``: ``"tensorflow"``, as Keras 2 reports."""
+    return "tensorflow"
+
+
+def to_dense(tensor: Any) -> Any:
+    """``K.to_dense``: every ipusim tensor is dense already."""
+    return tensor
+
+
+def batch_normalization(x: Any, mean: Any, var: Any, beta: Any, gamma: Any, axis: int = -1,
+                        epsilon: float = 1e-3) -> Any:  # fmt: skip
+    """``K.batch_normalization``: ``(x - mean) / sqrt(var + epsilon) * gamma + beta``."""
+    return ops_nn_extra.batch_normalization(x, mean, var, beta, gamma, epsilon)
+
+
+def normalize_batch_in_training(x: Any, gamma: Any, beta: Any, reduction_axes: Any,
+                                epsilon: float = 1e-3) -> tuple:  # fmt: skip
+    """``K.normalize_batch_in_training``: normalised ``x``, batch mean and variance."""
+    mean, variance = ops_nn_extra.moments(x, reduction_axes)
+    return batch_normalization(x, mean, variance, beta, gamma, epsilon=epsilon), mean, variance
+
+
+def moving_average_update(x: Any, value: Any, momentum: float) -> Any:
+    """``K.moving_average_update``: ``x = x * momentum + value * (1 - momentum)`` (eager)."""
+    moved = get_value(x) * momentum + np.asarray(get_value(value)) * (1.0 - momentum)
+    return update(x, moved.astype(get_value(x).dtype))
+
+
+def conv2d_transpose(x: Any, kernel: Any, output_shape: Any, strides: Any = (1, 1),
+                     padding: str = "valid", data_format: Any = None,
+                     dilation_rate: Any = (1, 1)) -> Any:  # fmt: skip
+    """``K.conv2d_transpose``: NHWC."""
+    return ops_nn_extra.conv2d_transpose(
+        x, kernel, output_shape, strides, padding.upper(), dilations=dilation_rate
+    )
+
+
+def spatial_3d_padding(x: Any, padding: Any = ((1, 1), (1, 1), (1, 1)), data_format: Any = None
+                       ) -> Any:  # fmt: skip
+    """``K.spatial_3d_padding``: zeros around the three spatial axes of an NDHWC tensor."""
+    return ops_array.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
 
 
 def pow(x: Any, a: Any) -> Any:  # noqa: A001
@@ -601,13 +694,9 @@ def print_tensor(x: Any, message: str = "", summarize: int = 3) -> Any:
     return x
 
 
-def squeeze_axis(x: Any, axis: int) -> Any:
-    return ops.squeeze(x, axis)
-
-
 __all__ = [n for n in dir() if not n.startswith("_") and n not in {
     "Any", "Callable", "EagerTensor", "UnsupportedError", "annotations", "builtins",
     "contextmanager", "default_array", "gm", "gs", "is_symbolic", "itertools", "np", "ops",
-    "ops_array", "ops_linalg", "ops_math", "ops_nn_extra", "ops_random", "squeeze_axis",
+    "ops_array", "ops_linalg", "ops_math", "ops_nn_extra", "ops_random",
     "cumsum_tf", "cumprod_tf",
 }]  # fmt: skip

@@ -85,7 +85,11 @@ rsqrt = _unary("rsqrt", "``tf.math.rsqrt``: 1 / sqrt(x).")
 expm1 = _unary("expm1", "``tf.math.expm1``: exp(x) - 1, accurate near 0.")
 log1p = _unary("log1p", "``tf.math.log1p``: log(1 + x), accurate near 0.")
 lgamma = _unary("lgamma", "``tf.math.lgamma``: log |Gamma(x)| (no gradient rule).")
-softsign = _unary("softsign", "``tf.math.softsign``: x / (1 + |x|).")
+
+
+def softsign(features: Any, name: str | None = None) -> Any:
+    """``tf.math.softsign``: x / (1 + |x|)."""
+    return _op(lambda v: me.unary("softsign", v), features)
 
 
 def _predicate(fn: str) -> Callable[..., Any]:
@@ -227,7 +231,11 @@ def add_n(inputs: Any, name: str | None = None) -> Any:
     return _op(compose, *values)
 
 
-accumulate_n = add_n
+def accumulate_n(
+    inputs: Any, shape: Any = None, tensor_dtype: Any = None, name: str | None = None
+) -> Any:
+    """``tf.math.accumulate_n``: as ``add_n`` (``shape`` and ``tensor_dtype`` are checks only)."""
+    return add_n(inputs)
 
 
 def logical_not(x: Any, name: str | None = None) -> Any:

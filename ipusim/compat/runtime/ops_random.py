@@ -11,6 +11,7 @@ the same, the bits are not.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
@@ -242,7 +243,7 @@ def create_rng_state(seed: int, alg: Any) -> Any:
     return np.asarray([int(seed), 0, 0], dtype=np.int64)
 
 
-class Algorithm:
+class Algorithm(enum.Enum):
     """``tf.random.Algorithm``: names only; ipusim always uses its splitmix64 stream."""
 
     PHILOX = 1
