@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.compat.runtime import ops
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops import matmul
 from ipusim.compat.runtime.ops_array import eye
@@ -128,16 +129,29 @@ def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Any:
 
 
 # ---------------------------------------------------------------------- tf.linalg
+def batched_matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:
+    """``tf.matmul`` of operands of rank > 2: the leading (batch) axes broadcast, then one
+    batched matmul (a rank-2 operand is broadcast over the other's batch)."""
+
+    def compose(x: Any, y: Any) -> Any:
+        lead = tuple(np.broadcast_shapes(tuple(x.shape[:-2]), tuple(y.shape[:-2])))
+        if len(lead) == 0:
+            return gl.batch_matmul(gs.expand_dims(x, 0), gs.expand_dims(y, 0),
+                                   transpose_a=transpose_a, transpose_b=transpose_b)  # fmt: skip
+        x = x if tuple(x.shape[:-2]) == lead else gs.broadcast_to(x, lead + tuple(x.shape[-2:]))
+        y = y if tuple(y.shape[:-2]) == lead else gs.broadcast_to(y, lead + tuple(y.shape[-2:]))
+        return gl.batch_matmul(x, y, transpose_a=transpose_a, transpose_b=transpose_b)
+
+    return _op(compose, _t(a), _t(b, a))
+
+
 def matvec(
     a: Any, b: Any, transpose_a: bool = False, name: str | None = None, **kwargs: Any
 ) -> Any:
     """``tf.linalg.matvec``: ``a @ b`` for a vector (last axis) ``b``."""
 
-    def compose(m: Any, v: Any) -> Any:
-        return gs.squeeze(gl.batch_matmul(m, gs.expand_dims(v, -1), transpose_a=bool(transpose_a)),
-                          axis=-1)  # fmt: skip
-
-    return _op(compose, _t(a), _t(b))
+    column = _op(lambda v: gs.expand_dims(v, -1), _t(b, a))
+    return ops.squeeze(matmul(a, column, transpose_a=bool(transpose_a)), axis=-1)
 
 
 def matrix_transpose(a: Any, name: str | None = None, conjugate: bool = False) -> Any:
