@@ -7,9 +7,17 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ipusim.compat.runtime import ops_array, ops_linalg, ops_math, ops_nn_extra, ops_random
+from ipusim.compat.runtime import (
+    ops_array,
+    ops_linalg,
+    ops_math,
+    ops_misc,
+    ops_nn_extra,
+    ops_random,
+)
+from ipusim.data.dtypes import DType
 
-_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra)
+_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc)
 
 
 def _namespace(names: str, modules: tuple = _MODULES) -> SimpleNamespace:
@@ -27,8 +35,18 @@ top = _namespace(
     gather_nd identity_n linspace logical_not meshgrid norm pad pow rank reduce_all reduce_any
     reduce_logsumexp reduce_prod repeat reverse roll round saturate_cast scalar_mul scatter_nd
     searchsorted sequence_mask shape shape_n sign sin sinh size slice sort split stack tan
-    tensor_scatter_nd_add tensor_scatter_nd_update tensordot tile unique unstack where"""
+    tensor_scatter_nd_add tensor_scatter_nd_update tensordot tile unique unstack where
+    AggregationMethod Module Tensor TensorShape VariableAggregation VariableSynchronization
+    broadcast_dynamic_shape broadcast_static_shape case cond constant_initializer ensure_shape
+    executing_eagerly foldl foldr get_current_name_scope get_logger get_static_value group
+    histogram_fixed_width histogram_fixed_width_bins inside_function is_tensor make_ndarray
+    map_fn name_scope nest no_op ones_initializer parallel_stack print random_normal_initializer
+    random_uniform_initializer realdiv scan switch_case tensor_scatter_nd_sub timestamp
+    truncatediv truncatemod tuple unravel_index vectorized_map while_loop zeros_initializer"""
 )
+# dtypes TensorFlow names by other spellings
+top.half, top.double = DType("float16"), DType("float64")
+top.int8, top.int16 = DType("int8"), DType("int16")
 
 #: ``tf.math.X``.
 math = _namespace(
