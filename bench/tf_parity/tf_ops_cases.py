@@ -192,6 +192,30 @@ CASES: dict[str, Case] = {
         ],  # fmt: skip
         ("p",),
     ),
+    "image_basics": Case(
+        lambda rng: {"img": rng.uniform(0.0, 1.0, (2, 5, 7, 3)).astype(np.float32)},
+        lambda tf, K, v: [
+            tf.image.resize(v["img"], [3, 4]),
+            tf.image.resize(v["img"], [8, 9]),
+            tf.image.resize(v["img"], [4, 10], method="nearest"),
+            tf.image.flip_left_right(v["img"]),
+            tf.image.flip_up_down(v["img"]),
+            tf.image.per_image_standardization(v["img"]),
+            tf.image.rgb_to_grayscale(v["img"]),
+        ],
+        ("img",),
+    ),
+    "image_crops": Case(
+        lambda rng: {"img": rng.uniform(0.0, 1.0, (2, 5, 7, 3)).astype(np.float32)},
+        lambda tf, K, v: [
+            tf.image.central_crop(v["img"], 0.6),
+            tf.image.resize_with_crop_or_pad(v["img"], 4, 9),
+            tf.image.rot90(v["img"]),
+            tf.image.rot90(v["img"], 3),
+            tf.image.adjust_contrast(v["img"], 1.7),  # TensorFlow has no gradient for it
+            tf.image.convert_image_dtype(v["img"], tf.uint8, saturate=True),
+        ],
+    ),
 }
 
 

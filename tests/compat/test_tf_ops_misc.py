@@ -106,3 +106,13 @@ def test_integer_helpers_and_histograms():
     ]
     np.testing.assert_array_equal(tf.broadcast_dynamic_shape([2, 1], [1, 4]), [2, 4])
     assert tf.nest.flatten({"a": [1, 2], "b": 3}) == [1, 2, 3]
+
+
+def test_random_image_flips_flip_about_half_of_a_batch():
+    images = np.arange(200 * 2 * 3 * 1, dtype=np.float32).reshape(200, 2, 3, 1)
+    out = np.asarray(tf.image.random_flip_left_right(images, seed=3))
+    flipped = np.all(out == images[:, :, ::-1], axis=(1, 2, 3))
+    kept = np.all(out == images, axis=(1, 2, 3))
+    assert np.all(flipped ^ kept) and 70 < flipped.sum() < 130
+    shifted = np.asarray(tf.image.random_brightness(images[:2], 0.5, seed=1)) - images[:2]
+    assert np.ptp(shifted) < 1e-5 and abs(float(shifted.flat[0])) <= 0.5

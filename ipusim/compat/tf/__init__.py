@@ -25,7 +25,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, linalg, math, nn, python, random
+from ipusim.compat.tf import data, image, linalg, math, nn, python, random
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -73,6 +73,7 @@ __all__ = [
     "float32",
     "float64",
     "function",
+    "image",
     "int32",
     "int64",
     "ipu",
