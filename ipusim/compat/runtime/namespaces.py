@@ -13,11 +13,12 @@ from ipusim.compat.runtime import (
     ops_math,
     ops_misc,
     ops_nn_extra,
+    ops_nn_more,
     ops_random,
 )
 from ipusim.data.dtypes import DType
 
-_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc)
+_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc, ops_nn_more)
 
 
 def _namespace(names: str, modules: tuple = _MODULES) -> SimpleNamespace:
@@ -42,7 +43,8 @@ top = _namespace(
     histogram_fixed_width histogram_fixed_width_bins inside_function is_tensor make_ndarray
     map_fn name_scope nest no_op ones_initializer parallel_stack print random_normal_initializer
     random_uniform_initializer realdiv scan switch_case tensor_scatter_nd_sub timestamp
-    truncatediv truncatemod tuple unravel_index vectorized_map while_loop zeros_initializer"""
+    truncatediv truncatemod tuple unravel_index vectorized_map while_loop zeros_initializer
+    TensorArray"""
 )
 # dtypes TensorFlow names by other spellings
 top.half, top.double = DType("float16"), DType("float64")
@@ -56,7 +58,9 @@ math = _namespace(
     multiply_no_nan polyval pow reciprocal reciprocal_no_nan reduce_all reduce_any
     reduce_euclidean_norm reduce_logsumexp reduce_prod reduce_std reduce_variance rint round
     rsqrt scalar_mul segment_mean segment_sum sign sin sinh softplus softsign squared_difference
-    tan top_k unsorted_segment_mean unsorted_segment_sum xdivy xlog1py xlogy zero_fraction"""
+    tan top_k unsorted_segment_mean unsorted_segment_sum xdivy xlog1py xlogy zero_fraction
+    bincount confusion_matrix cumulative_logsumexp invert_permutation is_non_decreasing
+    is_strictly_increasing unsorted_segment_sqrt_n"""
 )
 
 #: ``tf.nn.X``.
@@ -64,13 +68,18 @@ nn = _namespace(
     """avg_pool avg_pool2d batch_normalization compute_average_loss conv1d conv2d
     conv2d_transpose crelu depthwise_conv2d dropout elu embedding_lookup gelu in_top_k l2_loss
     l2_normalize leaky_relu log_poisson_loss max_pool max_pool2d moments relu6 selu silu softplus
-    softsign swish top_k weighted_cross_entropy_with_logits weighted_moments zero_fraction"""
+    softsign swish top_k weighted_cross_entropy_with_logits weighted_moments zero_fraction
+    atrous_conv2d avg_pool1d avg_pool3d conv1d_transpose conv3d depth_to_space
+    depthwise_conv2d_backprop_filter depthwise_conv2d_backprop_input
+    local_response_normalization lrn max_pool1d max_pool3d normalize_moments
+    scale_regularization_loss separable_conv2d space_to_depth sufficient_statistics"""
 )
 
 #: ``tf.linalg.X``.
 linalg = _namespace(
     """adjoint band_part cross diag diag_part einsum eye global_norm l2_normalize matmul
-    matrix_transpose matvec norm set_diag tensordot trace"""
+    matrix_transpose matvec norm set_diag tensordot trace normalize tensor_diag
+    tensor_diag_part"""
 )
 
 #: ``tf.random.X``.

@@ -157,6 +157,42 @@ def spatial_3d_padding(x: Any, padding: Any = ((1, 1), (1, 1), (1, 1)), data_for
     return ops_array.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
 
 
+def conv3d(x: Any, kernel: Any, strides: Any = (1, 1, 1), padding: str = "valid",
+           data_format: Any = None, dilation_rate: Any = (1, 1, 1)) -> Any:  # fmt: skip
+    """``K.conv3d``: NDHWC."""
+    from ipusim.compat.runtime import ops_nn_more
+
+    return ops_nn_more.conv3d(x, kernel, strides, padding.upper(), dilations=dilation_rate)
+
+
+def pool3d(x: Any, pool_size: Any, strides: Any = (1, 1, 1), padding: str = "valid",
+           data_format: Any = None, pool_mode: str = "max") -> Any:  # fmt: skip
+    """``K.pool3d``: NDHWC max or average pooling."""
+    from ipusim.compat.runtime import ops_nn_more
+
+    fn = ops_nn_more.max_pool3d if pool_mode == "max" else ops_nn_more.avg_pool3d
+    return fn(x, pool_size, strides, padding.upper())
+
+
+def separable_conv2d(x: Any, depthwise_kernel: Any, pointwise_kernel: Any, strides: Any = (1, 1),
+                     padding: str = "valid", data_format: Any = None,
+                     dilation_rate: Any = (1, 1)) -> Any:  # fmt: skip
+    """``K.separable_conv2d``: NHWC."""
+    from ipusim.compat.runtime import ops_nn_more
+
+    return ops_nn_more.separable_conv2d(x, depthwise_kernel, pointwise_kernel, strides,
+                                        padding.upper(), dilations=dilation_rate)  # fmt: skip
+
+
+def resize_images(x: Any, height_factor: int, width_factor: int, data_format: Any = None,
+                  interpolation: str = "nearest") -> Any:  # fmt: skip
+    """``K.resize_images``: up-sample NHWC by integer factors."""
+    from ipusim.graph.ops import resize as gresize
+
+    factors = (int(height_factor), int(width_factor))
+    return _op(lambda v: gresize.resize(v, factors, interpolation), x)
+
+
 def pow(x: Any, a: Any) -> Any:  # noqa: A001
     """``K.pow``: x ** a."""
     return ops_math.pow(x, a)

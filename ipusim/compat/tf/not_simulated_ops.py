@@ -115,10 +115,6 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
     "tf.math.special.*": _SPECIAL,
     **{f"tf.math.{name}": _COMPLEX for name in ("angle", "conj", "imag", "real")},
     **{f"tf.{name}": _COMPLEX for name in ("complex", "complex64", "complex128")},
-    **{
-        f"tf.math.{name}": _DYNAMIC
-        for name in ("bincount", "invert_permutation", "cumulative_logsumexp")
-    },
     **{f"tf.{name}": _DYNAMIC for name in ("dynamic_partition", "unique_with_counts")},
     **{
         f"tf.nn.{name}": _SAMPLER
