@@ -116,3 +116,31 @@ def test_random_image_flips_flip_about_half_of_a_batch():
     assert np.all(flipped ^ kept) and 70 < flipped.sum() < 130
     shifted = np.asarray(tf.image.random_brightness(images[:2], 0.5, seed=1)) - images[:2]
     assert np.ptp(shifted) < 1e-5 and abs(float(shifted.flat[0])) <= 0.5
+
+
+def test_assertions_strided_slice_reverse_sequence_and_aliases():
+    tf.debugging.assert_equal(np.ones(2), np.ones(2))
+    with pytest.raises(ValueError, match="x is wrong"):
+        tf.debugging.assert_less(np.ones(2), np.zeros(2), message="x is wrong")
+    with pytest.raises(ValueError):
+        tf.debugging.check_numerics(np.array([np.nan]), "bad")
+    tf.debugging.assert_shapes([(np.zeros((2, 3)), ("N", 3)), (np.zeros(2), ("N",))])
+    with pytest.raises(ValueError):
+        tf.debugging.assert_shapes([(np.zeros((2, 3)), ("N", 3)), (np.zeros(4), ("N",))])
+    with pytest.raises(ValueError):
+        tf.assert_rank(np.zeros((2, 3)), 3)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(
+        tf.strided_slice(x, [0, 1, 0], [2, 3, 4], [1, 1, 2]), x[0:2, 1:3, 0:4:2]
+    )
+    np.testing.assert_array_equal(
+        tf.strided_slice(x, [1, 0, 1], [0, 0, 3], begin_mask=0, end_mask=0b010, shrink_axis_mask=1),
+        x[1, 0:, 1:3],
+    )
+    seq = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(
+        tf.reverse_sequence(seq, [2, 4], seq_axis=1), [[1, 0, 2, 3], [7, 6, 5, 4]]
+    )
+    assert tf.losses.MeanSquaredError is not None and tf.optimizers.SGD is not None
+    assert tf.dtypes.as_dtype("float32") == tf.float32
+    assert tf.py_function(lambda a: a + 1, [np.int32(1)], tf.int32) == 2

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from ipusim.compat.runtime import (
     ops_array,
+    ops_debug,
     ops_linalg,
     ops_math,
     ops_misc,
@@ -18,7 +19,7 @@ from ipusim.compat.runtime import (
 )
 from ipusim.data.dtypes import DType
 
-_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc, ops_nn_more)
+_MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc, ops_nn_more, ops_debug)
 
 
 def _namespace(names: str, modules: tuple = _MODULES) -> SimpleNamespace:
@@ -44,11 +45,25 @@ top = _namespace(
     map_fn name_scope nest no_op ones_initializer parallel_stack print random_normal_initializer
     random_uniform_initializer realdiv scan switch_case tensor_scatter_nd_sub timestamp
     truncatediv truncatemod tuple unravel_index vectorized_map while_loop zeros_initializer
-    TensorArray"""
+    TensorArray Assert assert_equal assert_greater assert_less assert_rank debugging dtypes
+    guarantee_const init_scope numpy_function py_function recompute_grad reverse_sequence
+    strided_slice version"""
 )
 # dtypes TensorFlow names by other spellings
 top.half, top.double = DType("float16"), DType("float64")
 top.int8, top.int16 = DType("int8"), DType("int16")
+
+
+def _keras_aliases() -> None:
+    """``tf.losses`` / ``tf.metrics`` / ``tf.optimizers`` / ``tf.initializers`` are Keras'
+    modules in TensorFlow 2, as here."""
+    from ipusim.compat import keras
+
+    for name in ("losses", "metrics", "optimizers", "initializers"):
+        setattr(top, name, getattr(keras, name))
+
+
+_keras_aliases()
 
 #: ``tf.math.X``.
 math = _namespace(
