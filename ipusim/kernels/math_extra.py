@@ -164,11 +164,46 @@ def _select(c, a, b):
     return np.where(c, a, b)
 
 
-_BINARY = {"pow": _pow, "atan2": _atan2, "floordiv": _floordiv, "floormod": _floormod}
+@kernel
+def _bitwise_and(a, b):
+    return np.bitwise_and(a, b)
+
+
+@kernel
+def _bitwise_or(a, b):
+    return np.bitwise_or(a, b)
+
+
+@kernel
+def _bitwise_xor(a, b):
+    return np.bitwise_xor(a, b)
+
+
+@kernel
+def _left_shift(a, b):
+    return np.left_shift(a, b)
+
+
+@kernel
+def _right_shift(a, b):
+    return np.right_shift(a, b)
+
+
+_BINARY = {
+    "pow": _pow,
+    "atan2": _atan2,
+    "floordiv": _floordiv,
+    "floormod": _floormod,
+    "bitwise_and": _bitwise_and,
+    "bitwise_or": _bitwise_or,
+    "bitwise_xor": _bitwise_xor,
+    "left_shift": _left_shift,
+    "right_shift": _right_shift,
+}
 
 
 def binary(a: np.ndarray, b: np.ndarray, fn: str) -> np.ndarray:
-    """``fn`` (pow, atan2, floordiv, floormod) of ``a`` and ``b`` with NumPy broadcasting."""
+    """``fn`` (a key of ``_BINARY``) of ``a`` and ``b`` with NumPy broadcasting."""
     return _binary(_BINARY[fn], a.dtype, a, b)
 
 

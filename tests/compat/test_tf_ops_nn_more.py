@@ -124,3 +124,28 @@ def test_keras_backend_3d_and_resize():
     np.testing.assert_allclose(
         K.resize_images(x, 2, 2, "channels_last"), x.repeat(2, 1).repeat(2, 2)
     )
+
+
+def test_segment_extremes_bitwise_and_generic_wrappers():
+    data = np.array([[1.0, 5.0], [3.0, -1.0], [2.0, 2.0]], np.float32)
+    ids = np.array([0, 0, 2])
+    np.testing.assert_allclose(tf.math.unsorted_segment_max(data, ids, 3)[[0, 2]], [[3, 5], [2, 2]])
+    assert float(tf.math.unsorted_segment_max(data, ids, 3)[1, 0]) == float(
+        np.finfo(np.float32).min
+    )
+    np.testing.assert_allclose(tf.math.segment_min(data, [0, 0, 1]), [[1, -1], [2, 2]])
+    np.testing.assert_allclose(tf.math.segment_prod(data, [0, 0, 1]), [[3, -5], [2, 2]])
+    a, b = np.array([12, 10, -3], np.int32), np.array([10, 6, 1], np.int32)
+    np.testing.assert_array_equal(tf.bitwise.bitwise_and(a, b), a & b)
+    np.testing.assert_array_equal(tf.bitwise.bitwise_xor(a, b), a ^ b)
+    np.testing.assert_array_equal(tf.bitwise.left_shift(a, np.int32(2)), a << 2)
+    np.testing.assert_array_equal(tf.bitwise.invert(a), ~a)
+    np.testing.assert_array_equal(tf.bitwise.invert(np.array([0, 5], np.uint8)), [255, 250])
+    x = RNG.normal(size=(1, 4, 4, 2)).astype(np.float32)
+    w = RNG.normal(size=(2, 2, 2, 3)).astype(np.float32)
+    np.testing.assert_allclose(tf.nn.convolution(x, w), tf.nn.conv2d(x, w, 1, "VALID"))
+    np.testing.assert_allclose(
+        tf.nn.pool(x, [2, 2], "MAX", strides=[2, 2]), tf.nn.max_pool2d(x, 2, 2, "VALID")
+    )
+    v = RNG.normal(size=(1, 1, 2, 2, 1)).astype(np.float32)
+    np.testing.assert_allclose(K.resize_volumes(v, 2, 1, 2), v.repeat(2, 1).repeat(2, 3))

@@ -47,7 +47,7 @@ top = _namespace(
     truncatediv truncatemod tuple unravel_index vectorized_map while_loop zeros_initializer
     TensorArray Assert assert_equal assert_greater assert_less assert_rank debugging dtypes
     guarantee_const init_scope numpy_function py_function recompute_grad reverse_sequence
-    strided_slice version"""
+    strided_slice version bitwise"""
 )
 # dtypes TensorFlow names by other spellings
 top.half, top.double = DType("float16"), DType("float64")
@@ -75,7 +75,8 @@ math = _namespace(
     rsqrt scalar_mul segment_mean segment_sum sign sin sinh softplus softsign squared_difference
     tan top_k unsorted_segment_mean unsorted_segment_sum xdivy xlog1py xlogy zero_fraction
     bincount confusion_matrix cumulative_logsumexp invert_permutation is_non_decreasing
-    is_strictly_increasing unsorted_segment_sqrt_n"""
+    is_strictly_increasing unsorted_segment_sqrt_n segment_max segment_min segment_prod
+    unsorted_segment_max unsorted_segment_min unsorted_segment_prod"""
 )
 
 #: ``tf.nn.X``.
@@ -87,7 +88,8 @@ nn = _namespace(
     atrous_conv2d avg_pool1d avg_pool3d conv1d_transpose conv3d depth_to_space
     depthwise_conv2d_backprop_filter depthwise_conv2d_backprop_input
     local_response_normalization lrn max_pool1d max_pool3d normalize_moments
-    scale_regularization_loss separable_conv2d space_to_depth sufficient_statistics"""
+    scale_regularization_loss separable_conv2d space_to_depth sufficient_statistics
+    conv3d_transpose conv_transpose convolution pool"""
 )
 
 #: ``tf.linalg.X``.

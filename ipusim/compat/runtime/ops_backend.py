@@ -193,6 +193,14 @@ def resize_images(x: Any, height_factor: int, width_factor: int, data_format: An
     return _op(lambda v: gresize.resize(v, factors, interpolation), x)
 
 
+def resize_volumes(x: Any, depth_factor: int, height_factor: int, width_factor: int,
+                   data_format: Any = None) -> Any:  # fmt: skip
+    """``K.resize_volumes``: nearest up-sampling of NDHWC by integer factors (repeats)."""
+    for axis, factor in zip((1, 2, 3), (depth_factor, height_factor, width_factor), strict=True):
+        x = ops_array.repeat(x, int(factor), axis=axis)
+    return x
+
+
 def pow(x: Any, a: Any) -> Any:  # noqa: A001
     """``K.pow``: x ** a."""
     return ops_math.pow(x, a)

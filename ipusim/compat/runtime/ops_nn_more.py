@@ -7,6 +7,7 @@ normalisation, moment helpers, ``confusion_matrix``, monotonicity checks, ``inve
 from __future__ import annotations
 
 import builtins
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -417,4 +418,158 @@ __all__ = [
     "max_pool1d", "max_pool3d", "normalize", "normalize_moments", "scale_regularization_loss",
     "separable_conv2d", "space_to_depth", "sufficient_statistics", "tensor_diag",
     "tensor_diag_part", "unsorted_segment_sqrt_n",
+]  # fmt: skip
+
+
+# ---------------------------------------------------------------------- rank-generic wrappers
+def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "VALID",  # noqa: A002
+                data_format: Any = None, dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
+    """``tf.nn.convolution``: conv1d / conv2d / conv3d by the input's rank."""
+    rank = len(input.shape) if hasattr(input, "shape") else np.ndim(input)
+    step, dil = strides or 1, dilations or 1
+    if rank == 3:
+        return ops_nn_extra.conv1d(input, filters, step, padding, dilations=dil)
+    if rank == 4:
+        return ops_nn_extra.conv2d(input, filters, step, padding, dilations=dil)
+    if rank == 5:
+        return conv3d(input, filters, step, padding, dilations=dil)
+    raise ValueError(f"tf.nn.convolution: input rank must be 3, 4 or 5, received {rank}")
+
+
+def pool(input: Any, window_shape: Any, pooling_type: str, strides: Any = None,  # noqa: A002
+         padding: str = "VALID", data_format: Any = None, dilations: Any = None,
+         name: Any = None) -> Any:  # fmt: skip
+    """``tf.nn.pool``: MAX or AVG pooling of rank 3, 4 or 5 inputs (no dilation)."""
+    if dilations is not None and any(int(d) != 1 for d in np.asarray(dilations).reshape(-1)):
+        raise UnsupportedError("tf.nn.pool: dilated pooling is not simulated")
+    kind = {"MAX": "max", "AVG": "avg"}.get(str(pooling_type).upper())
+    if kind is None:
+        raise ValueError(
+            f"tf.nn.pool: pooling_type must be 'MAX' or 'AVG', received {pooling_type!r}"
+        )
+    rank = len(input.shape) if hasattr(input, "shape") else np.ndim(input)
+    step = window_shape if strides is None else strides
+    if rank == 3:
+        return _pool1d(kind, input, window_shape, step, padding, data_format)
+    if rank == 4:
+        fn = ops_nn_extra.max_pool2d if kind == "max" else ops_nn_extra.avg_pool2d
+        return fn(input, window_shape, step, padding)
+    return _pool3d(kind, input, window_shape, step, padding, data_format)
+
+
+def conv3d_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  # noqa: A002
+                     padding: str = "SAME", data_format: Any = "NDHWC", dilations: Any = None,
+                     name: Any = None) -> Any:  # fmt: skip
+    """``tf.nn.conv3d_transpose``: the gradient of ``conv3d`` with respect to its input."""
+    _nhwc(data_format, "conv3d_transpose")
+    shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
+    attrs = {"strides": _hw(strides, 3), "padding": str(padding),
+             "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
+    return _op(lambda x, w: gc3.conv3d_backprop_input(x, w, shape, **attrs), _t(input), _t(filters))
+
+
+def conv_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  # noqa: A002
+                   padding: str = "SAME", data_format: Any = None, dilations: Any = None,
+                   name: Any = None) -> Any:  # fmt: skip
+    """``tf.nn.conv_transpose``: 1-D, 2-D or 3-D by the rank of ``output_shape``."""
+    rank = len(np.asarray(output_shape).reshape(-1))
+    fn = {3: conv1d_transpose, 4: ops_nn_extra.conv2d_transpose, 5: conv3d_transpose}.get(rank)
+    if fn is None:
+        raise ValueError("tf.nn.conv_transpose: output_shape must have 3 to 5 entries")
+    return fn(input, filters, output_shape, strides, padding, dilations=dilations)
+
+
+# ---------------------------------------------------------------------- segment max / min / prod
+def _segment_reduce(data: Any, segment_ids: Any, num_segments: Any, how: str) -> Any:
+    """Rows of ``data`` reduced per segment through a one-hot mask (empty segments hold the
+    dtype's lowest / highest value, or 1 for products, as TensorFlow)."""
+    n = int(np.asarray(num_segments))
+
+    def compose(d: Any, ids: Any) -> Any:
+        from ipusim.graph.ops import nn as gnn
+
+        hot = gnn.one_hot(gm.cast(ids, "int32"), n, "bool")  # [rows, n]
+        extra = d.ndim - ids.ndim
+        mask = gs.reshape(hot, tuple(hot.shape) + (1,) * extra)
+        rows = gs.expand_dims(d, ids.ndim)  # [rows, 1, ...]
+        info = np.finfo(np.dtype(d.dtype))
+        fill = {"max": float(info.min), "min": float(info.max), "prod": 1.0}[how]
+        chosen = me.select(mask, rows, gm.add(gm.multiply(rows, 0.0), fill))
+        axes = tuple(range(ids.ndim))
+        if how == "max":
+            return gr.reduce_max(chosen, axis=axes)
+        if how == "min":
+            return gm.negative(gr.reduce_max(gm.negative(chosen), axis=axes))
+        return ops_math._reduce_prod(chosen, axes, False)
+
+    return _op(compose, _t(data), _t(segment_ids))
+
+
+def unsorted_segment_max(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
+    """``tf.math.unsorted_segment_max``."""
+    return _segment_reduce(data, segment_ids, num_segments, "max")
+
+
+def unsorted_segment_min(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
+    """``tf.math.unsorted_segment_min``."""
+    return _segment_reduce(data, segment_ids, num_segments, "min")
+
+
+def unsorted_segment_prod(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
+    """``tf.math.unsorted_segment_prod``."""
+    return _segment_reduce(data, segment_ids, num_segments, "prod")
+
+
+def _count(segment_ids: Any) -> int:
+    ids = np.asarray(segment_ids)
+    if ids.dtype == object or not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(
+            "segment ops: `segment_ids` must be concrete integers (a shape depends on them)"
+        )
+    return int(ids.max()) + 1 if ids.size else 0
+
+
+def segment_max(data: Any, segment_ids: Any, name: Any = None) -> Any:
+    """``tf.math.segment_max`` (concrete ids)."""
+    return unsorted_segment_max(data, segment_ids, _count(segment_ids))
+
+
+def segment_min(data: Any, segment_ids: Any, name: Any = None) -> Any:
+    """``tf.math.segment_min`` (concrete ids)."""
+    return unsorted_segment_min(data, segment_ids, _count(segment_ids))
+
+
+def segment_prod(data: Any, segment_ids: Any, name: Any = None) -> Any:
+    """``tf.math.segment_prod`` (concrete ids)."""
+    return unsorted_segment_prod(data, segment_ids, _count(segment_ids))
+
+
+# ---------------------------------------------------------------------- tf.bitwise
+def _bitwise(fn: str) -> Any:
+    def op(x: Any, y: Any, name: Any = None) -> Any:
+        return _op(lambda a, b: me.apply_binary(fn, a, b), _t(x), _t(y, x))
+
+    op.__name__ = fn
+    op.__doc__ = f"``tf.bitwise.{fn}`` of integer tensors."
+    return op
+
+
+def _invert(x: Any, name: Any = None) -> Any:
+    """``tf.bitwise.invert``: every bit flipped (xor with all ones)."""
+    dtype = np.dtype(str(getattr(x, "dtype", np.asarray(x).dtype)))
+    ones = np.array(-1 if dtype.kind == "i" else np.iinfo(dtype).max, dtype=dtype)
+    return _op(lambda a: me.apply_binary("bitwise_xor", a, ones), _t(x))
+
+
+#: ``tf.bitwise``.
+bitwise = SimpleNamespace(
+    bitwise_and=_bitwise("bitwise_and"), bitwise_or=_bitwise("bitwise_or"),
+    bitwise_xor=_bitwise("bitwise_xor"), left_shift=_bitwise("left_shift"),
+    right_shift=_bitwise("right_shift"), invert=_invert,
+)  # fmt: skip
+
+__all__ += [
+    "bitwise", "conv3d_transpose", "conv_transpose", "convolution", "pool", "segment_max",
+    "segment_min", "segment_prod", "unsorted_segment_max", "unsorted_segment_min",
+    "unsorted_segment_prod",
 ]  # fmt: skip

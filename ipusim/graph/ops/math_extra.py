@@ -37,7 +37,11 @@ UNARY_FLOPS: dict[str, int] = {
     "round": 2, "sign": 1, "reciprocal": 1, "rsqrt": 4, "expm1": 4, "log1p": 4, "lgamma": 20,
     "softsign": 3, "elu": 6, "selu": 7, "relu6": 2,
 }  # fmt: skip
-BINARY_FLOPS: dict[str, int] = {"pow": 8, "atan2": 10, "floordiv": 2, "floormod": 3}
+BINARY_FLOPS: dict[str, int] = {
+    "pow": 8, "atan2": 10, "floordiv": 2, "floormod": 3, "bitwise_and": 1, "bitwise_or": 1,
+    "bitwise_xor": 1, "left_shift": 1, "right_shift": 1,
+}  # fmt: skip
+_BITWISE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
 
 _INT_OK = frozenset({"sign", "floor", "ceil", "round"})
 _NO_GRADIENT = frozenset({"floor", "ceil", "round"})
@@ -183,6 +187,8 @@ class BinaryMath(Op):
             )
         if fn == "atan2":
             require_float(fn, "y", a)
+        if fn in _BITWISE and a.dtype not in ("int8", "int16", "int32", "int64", "uint8"):
+            raise TypeError(f"{fn}: operands must be integers, received {a.dtype}")
         return TensorSpec(broadcast_shape(fn, a.shape, b.shape), a.dtype)
 
     def forward(self, ctx: Any, a, b, *, fn: str):
