@@ -172,7 +172,6 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
     **{
         f"tf.nn.{name}": _RARE_NN
         for name in [
-            "atrous_conv2d",
             "atrous_conv2d_transpose",
             "dilation2d",
             "erosion2d",
@@ -204,6 +203,106 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
             "stateless_gamma",
             "stateless_poisson",
             "stateless_parameterized_truncated_normal",
+        ]
+    },
+    **{
+        f"tf.{name}": (
+            "string, sparse, quantized and structure-spec types do not exist on the IPU",
+            "dense float / int tensors (tf.TensorSpec describes them); strings on the host",
+        )
+        for name in [
+            "IndexedSlices",
+            "IndexedSlicesSpec",
+            "OptionalSpec",
+            "TensorArraySpec",
+            "TypeSpec",
+            "type_spec_from_value",
+            "as_string",
+            "edit_distance",
+            "fingerprint",
+            "qint8",
+            "qint16",
+            "qint32",
+            "quint8",
+            "quint16",
+            "resource",
+            "variant",
+            "lookup",
+            "feature_column",
+            "quantization",
+        ]
+    },
+    **{
+        f"tf.{name}": (
+            "the IPU computes in float16 / float32 and 8 to 64-bit signed integers and uint8; "
+            "ipusim's dtypes are those",
+            "float16 (IPU half precision) or a signed integer type",
+        )
+        for name in ["bfloat16", "uint16", "uint32", "uint64", "bitcast"]
+    },
+    **{
+        f"tf.{name}": (
+            "a rarely used array op that no IPU program we scanned uses and ipusim has no "
+            "graph op for",
+            "compose it from tf.reshape / tf.transpose / tf.pad / tf.gather / tf.scatter_nd",
+        )
+        for name in [
+            "batch_to_space",
+            "space_to_batch",
+            "space_to_batch_nd",
+            "required_space_to_batch_paddings",
+            "extract_volume_patches",
+            "dynamic_stitch",
+            "tensor_scatter_nd_max",
+            "tensor_scatter_nd_min",
+        ]
+    },
+    **{
+        f"tf.nn.{name}": (
+            "a rarely used array op that no IPU program we scanned uses and ipusim has no "
+            "graph op for",
+            "tf.nn.conv2d with dilations= (what space_to_batch implements atrous convolution with)",
+        )
+        for name in ["space_to_batch", "with_space_to_batch"]
+    },
+    **{
+        f"tf.keras.backend.{name}": (
+            "unshared-weight convolution helpers of Keras' backend",
+            "keras.layers.LocallyConnected1D / LocallyConnected2D",
+        )
+        for name in ["local_conv1d", "local_conv2d"]
+    },
+    "tf.signal.*": (
+        "FFTs and spectral ops: PopLibs has no FFT, so IPU programs do not run them on the IPU",
+        "compute spectra on the host with numpy.fft in the input pipeline",
+    ),
+    "tf.sets.*": _DYNAMIC,
+    "tf.io.*": (
+        "file I/O and record / image decoding run on the host, not in the IPU program",
+        "Python / NumPy file reading in the input pipeline (tf.data.Dataset.from_tensor_slices)",
+    ),
+    "tf.queue.*": (
+        "TF1 input queues",
+        "tf.data with ipu.ipu_infeed_queue.IPUInfeedQueue",
+    ),
+    "tf.graph_util.*": _TF1_GRAPH,
+    "tf.autodiff.*": (
+        "forward-mode autodiff (ForwardAccumulator); ipusim differentiates in reverse mode",
+        "tf.GradientTape",
+    ),
+    **{
+        f"tf.{name}": (
+            "custom C++ kernels and TensorFlow graph plumbing do not exist in ipusim",
+            "the simulated tf ops; IPU custom ops (ipu.custom_ops) are not simulated either",
+        )
+        for name in [
+            "load_library",
+            "load_op_library",
+            "make_tensor_proto",
+            "register_tensor_conversion_function",
+            "nondifferentiable_batch_function",
+            "variable_creator_scope",
+            "CriticalSection",
         ]
     },
 }
