@@ -6,10 +6,13 @@ For the time of the run, and in this process only, imports of ``tensorflow``, ``
 finder placed first on ``sys.meta_path`` (:func:`redirect_imports`). A real TensorFlow installed
 beside ipusim is never imported: a name under those roots that ipusim does not provide fails with
 ``ModuleNotFoundError`` saying so. The script runs as ``__main__`` with ``sys.argv`` set, as
-``python SCRIPT.py`` would run it, and every fit / evaluate / predict it makes is simulated; each
-one's report (trace.json for Perfetto, summary, utilisation and memory tables) is saved under the
-output folder as ``NN-fit``, ``NN-evaluate``, ``NN-predict`` and its place printed. Afterwards
-``sys.modules``, ``sys.meta_path``, ``sys.argv`` and ``sys.path`` are as they were.
+``python SCRIPT.py`` would run it, and every fit / evaluate / predict / device function it runs
+is simulated. Each compiled program gets one report (trace.json for Perfetto, summary,
+utilisation and memory tables, ``calls.csv`` with one row per call): every call of the same step
+function, or every ``fit`` of the same model, joins one timeline (:class:`ReportCollector`). The
+reports are written once, when the script ends (or fails), under the output folder as
+``NN-fit``, ``NN-evaluate``, ``NN-predict``, ``NN-function`` ... and their places printed.
+Afterwards ``sys.modules``, ``sys.meta_path``, ``sys.argv`` and ``sys.path`` are as they were.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
+
+from ipusim._files import write_bytes_atomic
+from ipusim.trace.calls import CallSeries
 
 __all__ = [
     "REDIRECTS",
@@ -166,39 +172,85 @@ def redirect_imports() -> Iterator[CompatFinder]:
         sys.modules.update(hidden)
 
 
+#: Records the joined trace of a program's repeated calls keeps at most at the ``auto`` trace
+#: detail (a lower bound of ``IPUConfig.ipusim.trace_records``): about 2 MB of trace.json, so a
+#: program calling its step function 10,000 times leaves a report folder of a few MB (D).
+CALL_RECORD_BUDGET = 10_000
+
+
+def _call_budget() -> int:
+    """Records the joined trace of repeated calls keeps, from the active ``trace_detail``:
+    every record at ``full`` / ``blocks``, none at ``summary``, else at most
+    :data:`CALL_RECORD_BUDGET` (or ``trace_records`` when smaller)."""
+    from ipusim import config as config_module
+    from ipusim.session import engine_settings
+
+    settings = engine_settings(config_module.active_config())
+    if settings.detail in ("full", "blocks"):
+        return sys.maxsize
+    if settings.detail == "summary":
+        return 0
+    return min(settings.record_budget, CALL_RECORD_BUDGET)
+
+
+def _report_name(report: Any) -> str:
+    segment = report.extra.get("segment") if isinstance(report.extra, dict) else None
+    if segment:  # a custom training loop's run: name it after its segment
+        return re.sub(r"[^a-z0-9]+", "_", str(segment).lower()).strip("_") or "run"
+    return KIND_NAMES.get(report.kind, report.kind)
+
+
 @dataclass
 class ReportCollector:
-    """Saves each simulation's report as ``<output>/NN-<kind>`` while installed.
+    """Keeps one report per compiled program while installed; :meth:`save` writes them.
+
+    Every call of the same program (the same step function called again by ``strategy.run``,
+    ``fit`` called again on the same model) joins that program's :class:`CallSeries`, in call
+    order; a report that no series of its name accepts starts a new one. Nothing is written
+    until :meth:`save`, which writes each program's report as ``<output>/NN-<name>`` (NN in the
+    order the programs first ran), with ``calls.csv`` (one row per call), each folder written
+    aside and renamed into place.
 
     Attributes:
         output: the folder the report folders go into.
         stream: where the saved folders are announced (None: silent).
         saved: the folders written, in order.
+        series: (name, calls) of each program, in the order they first ran.
     """
 
     output: Path
     stream: TextIO | None = None
     saved: list[Path] = field(default_factory=list)
+    series: list[tuple[str, CallSeries]] = field(default_factory=list)
 
     def __call__(self, report: Any) -> None:
-        segment = report.extra.get("segment") if isinstance(report.extra, dict) else None
-        if segment:  # a custom training loop's run: name it after its segment
-            kind = re.sub(r"[^a-z0-9]+", "_", str(segment).lower()).strip("_") or "run"
-        else:
-            kind = KIND_NAMES.get(report.kind, report.kind)
-        folder = self.output / f"{len(self.saved) + 1:02d}-{kind}"
-        report.save(folder)
-        self.saved.append(folder)
-        if self.stream is not None:
-            print(
-                f"[ipusim] {kind}: {report.simulated_seconds:.6g} simulated s, "
-                f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}",
-                file=self.stream,
-            )
+        name = _report_name(report)
+        for other_name, calls in reversed(self.series):
+            if other_name == name and calls.accepts(report):
+                calls.add(report)
+                return
+        self.series.append((name, CallSeries(report, _call_budget())))
+
+    def save(self) -> list[Path]:
+        """Write every program's report not yet written (see the class docstring)."""
+        for number in range(len(self.saved), len(self.series)):
+            name, calls = self.series[number]
+            folder = self.output / f"{number + 1:02d}-{name}"
+            report = calls.report()
+            _save_folder(report, calls, folder)
+            self.saved.append(folder)
+            if self.stream is not None:
+                times = f" ({len(calls):,} calls)" if len(calls) > 1 else ""
+                print(
+                    f"[ipusim] {name}{times}: {report.simulated_seconds:.6g} simulated s, "
+                    f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}",
+                    file=self.stream,
+                )
+        return list(self.saved)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[ReportCollector]:
-        """Receive every report simulated within the block."""
+        """Receive every report simulated within the block; save them when it ends."""
         from ipusim.keras.extensions.simulation import ON_REPORT
 
         ON_REPORT.append(self)
@@ -207,6 +259,24 @@ class ReportCollector:
         finally:
             with contextlib.suppress(ValueError):
                 ON_REPORT.remove(self)
+            self.save()
+
+
+def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:
+    """Write ``report`` and its calls table into a sibling folder, then rename it to ``folder``
+    (replacing a folder of that name)."""
+    aside = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    if aside.exists():
+        shutil.rmtree(aside)
+    try:
+        report.save(aside)
+        write_bytes_atomic(aside / "calls.csv", calls.table().to_csv(index=False).encode("utf-8"))
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(aside, folder)
+    finally:
+        if aside.exists():
+            shutil.rmtree(aside)
 
 
 @dataclass(frozen=True)
@@ -319,6 +389,7 @@ def run_script(
     system: str | None = None,
     stream: TextIO | None = None,
     quiet: bool = False,
+    reports: bool = True,
 ) -> RunResult:
     """Run an IPU TensorFlow 2 script on ipusim and save every simulation's report.
 
@@ -331,6 +402,8 @@ def run_script(
             (``config.ipusim.system``); None keeps ipusim's choice by IPU count.
         stream: where the progress lines go (default: ``sys.stderr`` at the time of the call).
         quiet: print no progress lines.
+        reports: collect and write the reports (False: simulate only, write nothing; for
+            measuring what the reports cost).
 
     Returns:
         The output folder, the report folders and the script's exit code.
@@ -354,7 +427,7 @@ def run_script(
         with (
             redirect_imports(),
             _script_process(path, args),
-            collector.installed(),
+            collector.installed() if reports else contextlib.nullcontext(),
             _default_system(system),
         ):
             try:
