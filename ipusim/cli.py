@@ -114,6 +114,13 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default=None, help="report folder (./ipusim_run/<stem>)")
     parser.add_argument("--system", default=None, help="system preset every IPUConfig starts with")
     parser.add_argument(
+        "--wall-time",
+        action="store_true",
+        help="the script's time.time() / perf_counter() / monotonic() / datetime.now() and the "
+        "Keras progress bar read the CPU's clock (default: the simulated clock; see "
+        "docs/simulated_time.md)",
+    )
+    parser.add_argument(
         "--timing-only",
         action="store_true",
         help="simulate without numerics (before SCRIPT): no kernels run, no weights are "
@@ -149,7 +156,9 @@ def _run(args: argparse.Namespace) -> int:
         )
     tail = _script_tail(args.argv) if args.argv is not None else list(args.args)
     try:
-        return run_main(args.script, tail, output=args.output, system=args.system)
+        return run_main(
+            args.script, tail, output=args.output, system=args.system, wall_time=args.wall_time
+        )
     except _user_errors():
         raise
     except Exception as error:

@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from ipusim._files import write_bytes_atomic
+from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
 __all__ = [
@@ -64,6 +65,9 @@ FALLBACKS: tuple[tuple[str, str], ...] = (("ipusim.compat.keras", "ipusim.keras"
 
 #: Top-level names the finder owns while it is installed.
 ROOTS = ("tensorflow", "keras", "ipu_tensorflow_addons")
+
+#: ``ipusim run`` options without a value, as they may also follow SCRIPT.
+FLAGS = {"--wall-time": "wall_time"}
 
 #: Report kinds as Keras names them.
 KIND_NAMES = {"train": "fit", "test": "evaluate", "predict": "predict"}
@@ -390,6 +394,7 @@ def run_script(
     stream: TextIO | None = None,
     quiet: bool = False,
     reports: bool = True,
+    wall_time: bool = False,
 ) -> RunResult:
     """Run an IPU TensorFlow 2 script on ipusim and save every simulation's report.
 
@@ -404,6 +409,9 @@ def run_script(
         quiet: print no progress lines.
         reports: collect and write the reports (False: simulate only, write nothing; for
             measuring what the reports cost).
+        wall_time: let the script's ``time`` / ``datetime`` readings and the Keras progress
+            bar show the CPU's clock (``--wall-time``); by default they show the simulated
+            clock (:func:`ipusim.session.simulated_time`, see docs/simulated_time.md).
 
     Returns:
         The output folder, the report folders and the script's exit code.
@@ -429,6 +437,7 @@ def run_script(
             _script_process(path, args),
             collector.installed() if reports else contextlib.nullcontext(),
             _default_system(system),
+            contextlib.nullcontext() if wall_time else simulated_time(),
         ):
             try:
                 runpy.run_path(str(path), run_name="__main__")
@@ -444,22 +453,27 @@ def run_script(
 
 
 def main(
-    script: str, args: Sequence[str], output: str | None = None, system: str | None = None
+    script: str,
+    args: Sequence[str],
+    output: str | None = None,
+    system: str | None = None,
+    wall_time: bool = False,
 ) -> int:
     """The ``ipusim run`` command: split the arguments, run the script, return its exit code.
 
-    ``-o/--output`` and ``--system`` are ipusim's wherever they stand before a ``--``;
-    everything after ``--`` (and every other argument) goes to the script.
+    ``-o/--output``, ``--system`` and ``--wall-time`` are ipusim's wherever they stand before a
+    ``--``; everything after ``--`` (and every other argument) goes to the script.
     """
     own, rest = _split_options(list(args))
     output = own.get("output", output)
     system = own.get("system", system)
+    wall_time = wall_time or "wall_time" in own
     try:
         _check_arguments(script, system)
     except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    return run_script(script, rest, output=output, system=system).exit_code
+    return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
 
 
 def _split_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -473,7 +487,9 @@ def _split_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
             rest.extend(args[i + 1 :])
             break
         key, eq, value = arg.partition("=")
-        if key in names and eq:
+        if arg in FLAGS:
+            options[FLAGS[arg]] = "1"
+        elif key in names and eq:
             options[names[key]] = value
         elif arg in names:
             if i + 1 >= len(args):

@@ -15,6 +15,7 @@ from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescriptio
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.lowering.schedules import depth_multiple as pipeline_depth_multiple
 from ipusim.lowering.shards import ipus_per_replica, shard_count
+from ipusim.session.clock import active_clock, simulated_time
 from ipusim.session.options import (
     EngineSettings,
     FeedOptions,
@@ -36,6 +37,7 @@ from ipusim.session.run import (
     SimulatedRun,
     lower,
     make_report,
+    publish,
     simulate,
 )
 
@@ -58,6 +60,9 @@ __all__ = [
     "ipus_per_replica",
     "lower",
     "make_report",
+    "publish",
+    "active_clock",
+    "simulated_time",
     "pipeline_depth_multiple",
     "pipeline_distribution",
     "planner_options",

@@ -15,6 +15,7 @@ from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras.engine.layer import timing_only
 from ipusim.keras.extensions.data import check_data, first_batch
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+from ipusim.keras.extensions.simulated_time import FitClock, planned_fit_executions, preview_fit
 
 log = logging.getLogger("ipusim")
 
@@ -311,6 +312,15 @@ class KerasExtensionBase:
         self._steps_per_execution = plan.steps_per_execution
         self._replicas = replicas
         self._norm_group = _norm_group(config, replicas)
+        self._run_clocks["train"] = preview_fit(
+            lowered,
+            planned_fit_executions(
+                plan.steps_per_epoch,
+                plan.steps_per_execution,
+                kwargs.get("initial_epoch", 0),
+                epochs,
+            ),
+        )
         try:
             history = super().fit(
                 x,
@@ -326,9 +336,51 @@ class KerasExtensionBase:
             self._steps_per_execution = saved_spe
             self._replicas = 1
             self._norm_group = 1
+            fit_clock = self._run_clocks.pop("train", None)
         if lowered is not None:
-            _attach(history, *self._simulate(lowered, self._execution_log, config, system))
+            _attach(
+                history,
+                *self._simulate_previewed(lowered, self._execution_log, fit_clock, config, system),
+            )
         return history
+
+    @property
+    def _run_clocks(self) -> dict[str, FitClock | None]:
+        """The previewed run of each kind in progress (see :meth:`_step_executed`)."""
+        clocks = self.__dict__.get("_ipusim_run_clocks")
+        if clocks is None:
+            clocks = self.__dict__["_ipusim_run_clocks"] = {}
+        return clocks
+
+    def _step_executed(self, kind: str) -> None:
+        """A step of a ``kind`` run ran: move the simulated clock (see
+        :mod:`ipusim.keras.extensions.simulated_time`)."""
+        clock = self._run_clocks.get(kind)
+        if clock is not None:
+            clock.step_done()
+
+    def _simulate_previewed(
+        self,
+        lowered: Any,
+        executions: list[tuple[int, int]],
+        preview: FitClock | None,
+        config: Any,
+        system: Any,
+        progress: bool | None = None,
+    ) -> Any:
+        """The report of ``executions`` and its epoch seconds: the preview's when they are the
+        previewed ones, else a new simulation."""
+        if preview is None:
+            return self._simulate(lowered, executions, config, system, progress)
+        preview.settle()
+        if not preview.ran_as_planned(executions):
+            return self._simulate(lowered, executions, config, system, progress)
+        from ipusim import session
+
+        session.publish(preview.run.report)
+        self.last_simulation = preview.run.report
+        self.last_program = lowered.program
+        return preview.run.report, list(preview.run.epoch_seconds)
 
     def evaluate(
         self,
@@ -362,18 +414,27 @@ class KerasExtensionBase:
             if timing
             else None
         )
-        if timing_only():  # no numbers to report: NaN for the loss and every metric
-            result = [float("nan")] * max(1, len(self.metrics_names))
-            result = result[0] if len(result) == 1 else result
-        else:
-            result = super().evaluate(
-                x, y, batch_size, *args, steps=steps, sample_weight=sample_weight, **kwargs
-            )
+        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
+        preview = (
+            None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
+        )
+        self._run_clocks["test"] = preview
+        try:
+            if timing_only():  # no numbers to report: NaN for the loss and every metric
+                result = [float("nan")] * max(1, len(self.metrics_names))
+                result = result[0] if len(result) == 1 else result
+            else:
+                result = super().evaluate(
+                    x, y, batch_size, *args, steps=steps, sample_weight=sample_weight, **kwargs
+                )
+        finally:
+            self._run_clocks.pop("test", None)
         if lowered is not None:
             verbose = kwargs.get("verbose", args[0] if args else "auto")
-            self._simulate(
+            self._simulate_previewed(
                 lowered,
-                _executions(plan.steps_per_epoch, plan.steps_per_execution),
+                executions,
+                preview,
                 config,
                 system,
                 progress=True if timing_only() and verbose != 0 else None,
@@ -409,15 +470,25 @@ class KerasExtensionBase:
             if timing
             else None
         )
-        # Timing-only runs compute no outputs: predict returns None.
-        result = (
-            None if timing_only() else super().predict(x, batch_size, *args, steps=steps, **kwargs)
+        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
+        preview = (
+            None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
         )
+        self._run_clocks["predict"] = preview
+        try:  # timing-only runs compute no outputs: predict returns None
+            result = (
+                None
+                if timing_only()
+                else super().predict(x, batch_size, *args, steps=steps, **kwargs)
+            )
+        finally:
+            self._run_clocks.pop("predict", None)
         if lowered is not None:
             verbose = kwargs.get("verbose", args[0] if args else 0)
-            self._simulate(
+            self._simulate_previewed(
                 lowered,
-                _executions(plan.steps_per_epoch, plan.steps_per_execution),
+                executions,
+                preview,
                 config,
                 system,
                 progress=True if timing_only() and verbose != 0 else None,
