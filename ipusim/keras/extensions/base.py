@@ -15,7 +15,6 @@ from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras.engine.layer import timing_only
 from ipusim.keras.extensions.data import check_data, first_batch
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.extensions.simulated_time import FitClock, planned_fit_executions, preview_fit
 
 log = logging.getLogger("ipusim")
 
@@ -312,6 +311,8 @@ class KerasExtensionBase:
         self._steps_per_execution = plan.steps_per_execution
         self._replicas = replicas
         self._norm_group = _norm_group(config, replicas)
+        from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
+
         self._run_clocks["train"] = preview_fit(
             lowered,
             planned_fit_executions(
@@ -345,7 +346,7 @@ class KerasExtensionBase:
         return history
 
     @property
-    def _run_clocks(self) -> dict[str, FitClock | None]:
+    def _run_clocks(self) -> dict[str, Any]:
         """The previewed run of each kind in progress (see :meth:`_step_executed`)."""
         clocks = self.__dict__.get("_ipusim_run_clocks")
         if clocks is None:
@@ -363,7 +364,7 @@ class KerasExtensionBase:
         self,
         lowered: Any,
         executions: list[tuple[int, int]],
-        preview: FitClock | None,
+        preview: Any,
         config: Any,
         system: Any,
         progress: bool | None = None,
@@ -414,6 +415,8 @@ class KerasExtensionBase:
             if timing
             else None
         )
+        from ipusim.keras.extensions.simulated_time import preview_fit
+
         executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
         preview = (
             None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
@@ -470,6 +473,8 @@ class KerasExtensionBase:
             if timing
             else None
         )
+        from ipusim.keras.extensions.simulated_time import preview_fit
+
         executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
         preview = (
             None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
