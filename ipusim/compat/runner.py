@@ -58,13 +58,21 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),
+    ("popdist", "ipusim.compat.popdist"),
 )
 
 #: Where to look next when a compat package lacks a submodule (``keras.engine`` and the like).
 FALLBACKS: tuple[tuple[str, str], ...] = (("ipusim.compat.keras", "ipusim.keras"),)
 
 #: Top-level names the finder owns while it is installed.
-ROOTS = ("tensorflow", "keras", "ipu_tensorflow_addons")
+ROOTS = ("tensorflow", "keras", "ipu_tensorflow_addons", "popdist")
+
+#: ``ipusim run`` options of a PopDist job (:mod:`ipusim.compat.poprun`), as ``poprun`` names them.
+JOB_OPTIONS = {
+    "--instances": "instances",
+    "--replicas": "replicas",
+    "--ipus-per-replica": "ipus_per_replica",
+}
 
 #: ``ipusim run`` options without a value, as they may also follow SCRIPT.
 FLAGS = {"--wall-time": "wall_time"}
@@ -307,13 +315,22 @@ def _exit_code(code: Any) -> int:
     return 1
 
 
-def _clear_old_reports(output: Path) -> None:
-    """Remove report folders a previous run left (``NN-kind`` folders holding report.json)."""
+def report_folders(output: Path) -> list[Path]:
+    """The report folders of a run in ``output`` (``NN-kind`` folders holding report.json), in
+    order."""
     if not output.is_dir():
-        return
-    for child in output.iterdir():
-        if child.is_dir() and _REPORT_DIR.match(child.name) and (child / "report.json").is_file():
-            shutil.rmtree(child)
+        return []
+    return sorted(
+        child
+        for child in output.iterdir()
+        if child.is_dir() and _REPORT_DIR.match(child.name) and (child / "report.json").is_file()
+    )
+
+
+def clear_old_reports(output: Path) -> None:
+    """Remove report folders a previous run left (:func:`report_folders`)."""
+    for child in report_folders(output):
+        shutil.rmtree(child)
 
 
 @contextlib.contextmanager
@@ -427,7 +444,7 @@ def run_script(
     elif stream is None:
         stream = sys.stderr
     folder = Path(output) if output is not None else Path("ipusim_run") / path.stem
-    _clear_old_reports(folder)
+    clear_old_reports(folder)
     folder.mkdir(parents=True, exist_ok=True)
     collector = ReportCollector(folder, stream)
     code = 0
@@ -458,28 +475,72 @@ def main(
     output: str | None = None,
     system: str | None = None,
     wall_time: bool = False,
+    instances: int | None = None,
+    replicas: int | None = None,
+    ipus: int | None = None,
 ) -> int:
     """The ``ipusim run`` command: split the arguments, run the script, return its exit code.
 
-    ``-o/--output``, ``--system`` and ``--wall-time`` are ipusim's wherever they stand before a
-    ``--``; everything after ``--`` (and every other argument) goes to the script.
+    ``-o/--output``, ``--system``, ``--wall-time``, ``--instances``, ``--replicas`` and
+    ``--ipus-per-replica`` are ipusim's wherever they stand before a ``--``; everything after
+    ``--`` (and every other argument) goes to the script. With ``--instances`` (or
+    ``--replicas``) the script runs as a PopDist job (:mod:`ipusim.compat.poprun`).
     """
     own, rest = _split_options(list(args))
     output = own.get("output", output)
     system = own.get("system", system)
     wall_time = wall_time or "wall_time" in own
+    job = {name: own[name] for name in JOB_OPTIONS.values() if name in own}
     try:
         _check_arguments(script, system)
     except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
+    if job or instances is not None or replicas is not None:
+        return _run_job(script, rest, output, system, wall_time, job, instances, replicas, ipus)
     return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
+
+
+def _run_job(
+    script: str,
+    rest: list[str],
+    output: str | None,
+    system: str | None,
+    wall_time: bool,
+    job: dict[str, str],
+    instances: int | None,
+    replicas: int | None,
+    ipus: int | None,
+) -> int:
+    """``ipusim run --instances N --replicas R``: the instances of a PopDist job
+    (:mod:`ipusim.compat.poprun`)."""
+    from ipusim.compat.poprun import run_instances
+
+    try:
+        count = int(job.get("instances", instances or 1))
+        total = int(job.get("replicas", replicas or count))
+        per_replica = int(job.get("ipus_per_replica", ipus or 1))
+    except ValueError as exc:
+        print(
+            f"ipusim run: --instances, --replicas and --ipus-per-replica take numbers ({exc})",
+            file=sys.stderr,
+        )
+        return 2
+    folder = Path(output) if output is not None else Path("ipusim_run") / Path(script).stem
+    options = (["--system", system] if system else []) + (["--wall-time"] if wall_time else [])
+    result = run_instances(script, rest, folder, count, total, per_replica, options)
+    print(
+        f"[ipusim] {count} instance(s), {total} replica(s): {len(result.reports)} combined "
+        f"report(s) in {folder}",
+        file=sys.stderr,
+    )
+    return result.exit_code
 
 
 def _split_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
     options: dict[str, str] = {}
     rest: list[str] = []
-    names = {"-o": "output", "--output": "output", "--system": "system"}
+    names = {"-o": "output", "--output": "output", "--system": "system", **JOB_OPTIONS}
     i = 0
     while i < len(args):
         arg = args[i]

@@ -180,6 +180,14 @@ class KerasExtensionBase:
             f"Model {self.name}",  # type: ignore[attr-defined]
         )
 
+    def _local_replicas(self) -> int:
+        """The replicas whose data and numbers this host process runs: all of them, unless the
+        process is one instance of ``ipusim run --instances`` (see
+        :func:`ipusim.session.local_replicas`)."""
+        from ipusim.session import local_replicas
+
+        return local_replicas(self._replication_factor())
+
     def _check_overrides(self) -> None:
         for name in (
             "train_step",
@@ -262,6 +270,7 @@ class KerasExtensionBase:
             raise ConfigurationError("timing-only mode needs config.ipusim.timing = True")
         self._check_pipelined_fit(x, batch_size)  # a pipelined model accumulates N micro-batches
         replicas = self._replication_factor()
+        local = self._local_replicas()  # the replicas whose data and numbers this process runs
         plan = check_data(
             self,
             "fit",
@@ -271,7 +280,7 @@ class KerasExtensionBase:
             self._steps_per_execution,
             self._gradient_accumulation,
             self._is_pipelined(),
-            replicas,
+            local,
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
         ga = self._gradient_accumulation
@@ -309,7 +318,7 @@ class KerasExtensionBase:
             return history
         saved_spe = self._steps_per_execution
         self._steps_per_execution = plan.steps_per_execution
-        self._replicas = replicas
+        self._replicas = local
         self._norm_group = _norm_group(config, replicas)
         from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
 
@@ -404,7 +413,7 @@ class KerasExtensionBase:
             batch_size,
             steps,
             self._steps_per_execution,
-            replicas=self._replication_factor(),
+            replicas=self._local_replicas(),
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
         timing = config is None or config.ipusim.timing
@@ -419,7 +428,7 @@ class KerasExtensionBase:
 
         executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
         preview = (
-            None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
+            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
         )
         self._run_clocks["test"] = preview
         try:
@@ -462,7 +471,7 @@ class KerasExtensionBase:
             batch_size,
             steps,
             self._steps_per_execution,
-            replicas=self._replication_factor(),
+            replicas=self._local_replicas(),
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
         timing = config is None or config.ipusim.timing
@@ -477,7 +486,7 @@ class KerasExtensionBase:
 
         executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
         preview = (
-            None if timing_only() else preview_fit(lowered, executions, self._replication_factor())
+            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
         )
         self._run_clocks["predict"] = preview
         try:  # timing-only runs compute no outputs: predict returns None
