@@ -67,15 +67,23 @@ class CallSeries:
         self.add(self.first)
 
     def accepts(self, report: Report) -> bool:
-        """Whether ``report`` is a call of the same program (same templates and IPUs)."""
+        """Whether ``report`` is a call of the same program: the same templates (names,
+        durations, FLOPs and bytes: the same shapes on the same system) on the same IPUs."""
         mine, other = self.first.trace, report.trace
-        return (
+        if not (
             report.kind == self.first.kind
             and len(other.templates) == len(mine.templates)
             and other.counters.slots == mine.counters.slots
             and other.replicas == mine.replicas
             and other.ipus_per_replica == mine.ipus_per_replica
             and other.names == mine.names
+        ):
+            return False
+        a, b = mine.templates, other.templates
+        return (
+            np.array_equal(a.duration_ps, b.duration_ps)
+            and np.array_equal(a.records["flops"], b.records["flops"])
+            and np.array_equal(a.records["bytes"], b.records["bytes"])
         )
 
     def add(self, report: Report) -> None:

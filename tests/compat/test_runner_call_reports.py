@@ -56,6 +56,7 @@ SCRIPT = textwrap.dedent(
             report = strategy.last_simulation
             one_call.append([report.seconds, len(report.trace), report.trace.detail.records])
         loop_ns = time.perf_counter_ns() - start_ns
+        strategy.run(train_step, args=(x[:4], y[:4]))  # another batch: another program
         strategy.run(predict_step, args=(x[:3],))
         with open(sys.argv[1], "w") as out:
             json.dump({{"calls": one_call, "loop_ns": loop_ns}}, out)
@@ -87,12 +88,10 @@ def run(tmp_path_factory):
 
 def test_one_report_per_program_in_the_order_they_first_ran(run):
     result, _, _ = run
-    assert [p.name for p in result.reports] == ["01-function", "02-function", "03-fit"]
-    assert sorted(p.name for p in result.output.iterdir()) == [
-        "01-function",
-        "02-function",
-        "03-fit",
-    ]  # nothing else: no per-call folders, no temporary folders left
+    names = ["01-function", "02-function", "03-function", "04-fit"]
+    assert [p.name for p in result.reports] == names
+    # nothing else: no per-call folders, no temporary folders left
+    assert sorted(p.name for p in result.output.iterdir()) == names
 
 
 def test_calls_table_has_one_row_per_call_end_to_end(run):
@@ -129,14 +128,16 @@ def test_joined_report_figures_are_the_sums_over_the_calls(run):
     assert detail.kept_executions == kept
     assert len(report.trace) == sum(kept_records[:kept])
     assert report.trace.execution_end_ps[-1] == report.end_ps
-    second = Report.load(result.reports[1])
-    assert second.kind == "predict" and second.samples == 3  # the other function: its batch
+    smaller = Report.load(result.reports[1])
+    assert smaller.kind == "train" and smaller.samples == 4 and smaller.steps == 1
+    other = Report.load(result.reports[2])
+    assert other.kind == "predict" and other.samples == 3  # the other function: its batch
 
 
 def test_fits_of_one_model_join_one_report(run):
     result, _, _ = run
-    report = Report.load(result.reports[2])
-    table = pd.read_csv(result.reports[2] / "calls.csv")
+    report = Report.load(result.reports[3])
+    table = pd.read_csv(result.reports[3] / "calls.csv")
     # 16 samples / batch 4 = 4 steps per epoch, 2 executions of 2 steps; fits of 1 and 2 epochs
     assert list(table["steps"]) == [4, 8]
     assert list(table["executions"]) == [2, 4]
