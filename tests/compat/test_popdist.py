@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 
 from ipusim.compat import popdist
-from ipusim.compat.ipu.distributed.popdist_strategy import PopDistStrategy
 from ipusim.compat.popdist import tensorflow as popdist_tf
 from ipusim.compat.poprun import check_job, instance_environment
 from ipusim.config import IPUConfig
 from ipusim.data import Dataset
 from ipusim.errors import ConfigurationError, InputDataError
+from ipusim.strategy import PopDistStrategy
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES, BATCH, SPE, EPOCHS = 512, 8, 4, 2

@@ -48,7 +48,7 @@ def set_ipu_config(
 
 def __getattr__(name: str) -> Any:
     if name == "PopDistStrategy":
-        from ipusim.compat.ipu.distributed.popdist_strategy import PopDistStrategy
+        from ipusim.compat.ipu.distributed import PopDistStrategy
 
         return PopDistStrategy
     raise AttributeError(f"module 'popdist.tensorflow' has no attribute {name!r}")

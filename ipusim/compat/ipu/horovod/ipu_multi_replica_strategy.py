@@ -1,8 +1,6 @@
-"""``tensorflow.python.ipu.horovod.ipu_multi_replica_strategy`` (SDK 2.x): its
-``IPUMultiReplicaStrategy`` is the strategy later SDKs call ``PopDistStrategy``."""
+"""``ipu.horovod.ipu_multi_replica_strategy`` (SDK 2.x: ``IPUMultiReplicaStrategy``): this module *is* :mod:`ipusim.strategy`, whose ``PopDistStrategy`` it provides
+(see :func:`ipusim.compat._alias.become`)."""
 
-from ipusim.compat.ipu.distributed.popdist_strategy import PopDistStrategy
+from ipusim.compat._alias import become
 
-IPUMultiReplicaStrategy = PopDistStrategy
-
-__all__ = ["IPUMultiReplicaStrategy"]
+become(__name__, "ipusim.strategy")

@@ -1,6 +1,6 @@
-"""``tensorflow.python.ipu.horovod.popdist_strategy`` (older SDKs): the same
-:class:`~ipusim.compat.ipu.distributed.popdist_strategy.PopDistStrategy`."""
+"""``ipu.horovod.popdist_strategy`` (older SDKs): this module *is* :mod:`ipusim.strategy`, whose ``PopDistStrategy`` it provides
+(see :func:`ipusim.compat._alias.become`)."""
 
-from ipusim.compat.ipu.distributed.popdist_strategy import PopDistStrategy
+from ipusim.compat._alias import become
 
-__all__ = ["PopDistStrategy"]
+become(__name__, "ipusim.strategy")
