@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ipusim.compat.runner import run_script
+from ipusim.cli import build_parser
+from ipusim.compat.runner import _split_options, run_script
 from ipusim.config import reset_ipu_configuration
 from ipusim.trace import Report
 
@@ -187,6 +188,13 @@ def test_pipelined_model_callback_and_bar_read_the_simulated_clock(tmp_path, cap
 def test_wall_time_leaves_the_cpu_clock(tmp_path, capsys):
     _, out = _run(tmp_path, SEED_MLP, capsys, wall_time=True)
     assert "CLOCK builtin_function_or_method" in out
+    # the command line: before or after SCRIPT, as the other run options
+    assert _split_options(["train.py", "--wall-time", "--", "--wall-time"]) == (
+        {"wall_time": "1"},
+        ["train.py", "--wall-time"],
+    )
+    args = build_parser(("run",)).parse_args(["run", "--wall-time", "train.py"])
+    assert args.wall_time is True
 
 
 @pytest.mark.parametrize("block", [b for b in blocks(DOC) if b.language == "python"])

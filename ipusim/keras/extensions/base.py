@@ -283,54 +283,27 @@ class KerasExtensionBase:
             local,
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
-        ga = self._gradient_accumulation
-        self.effective_batch_size = plan.batch_size * ga * replicas
-        if ga > 1 or replicas > 1:
-            log.info(
-                "Training is%s%s, your effective batch size is %d.",
-                f" distributed across {replicas} replicas" if replicas > 1 else "",
-                f" accumulating {ga} batches per optimizer step" if ga > 1 else "",
-                self.effective_batch_size,
-            )
+        self._set_effective_batch_size(plan.batch_size, replicas)
         timing = config is None or config.ipusim.timing
         lowered = (
             self._ipu_program("train", x, y, sample_weight, batch_size, config, system)
             if timing
             else None
         )
+        from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
+
+        epochs_run = range(kwargs.get("initial_epoch", 0), epochs)
+        planned = planned_fit_executions(
+            plan.steps_per_epoch, plan.steps_per_execution, epochs_run.start, epochs
+        )
         if timing_only():
-            epochs_run = range(kwargs.get("initial_epoch", 0), epochs)
-            executions = [
-                (epoch, plan.steps_per_execution)
-                for epoch in epochs_run
-                for _ in range(plan.steps_per_epoch // plan.steps_per_execution)
-            ]
-            history = callbacks_module.History()
-            history.set_model(self)
-            history.on_train_begin()
-            self.history = history
-            history.epoch = list(epochs_run)
-            # No Keras progress bar runs without numerics: the simulation shows its own, so a
-            # long timing-only run (BERT-Large) is never silent.
             verbose = kwargs.get("verbose", args[0] if args else "auto")
-            progress = verbose != 0
-            _attach(history, *self._simulate(lowered, executions, config, system, progress))
-            return history
+            return self._fit_timing_only(lowered, planned, epochs_run, config, system, verbose)
         saved_spe = self._steps_per_execution
         self._steps_per_execution = plan.steps_per_execution
         self._replicas = local
         self._norm_group = _norm_group(config, replicas)
-        from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
-
-        self._run_clocks["train"] = preview_fit(
-            lowered,
-            planned_fit_executions(
-                plan.steps_per_epoch,
-                plan.steps_per_execution,
-                kwargs.get("initial_epoch", 0),
-                epochs,
-            ),
-        )
+        self._run_clocks["train"] = preview_fit(lowered, planned)
         try:
             history = super().fit(
                 x,
@@ -352,6 +325,38 @@ class KerasExtensionBase:
                 history,
                 *self._simulate_previewed(lowered, self._execution_log, fit_clock, config, system),
             )
+        return history
+
+    def _set_effective_batch_size(self, batch_size: int, replicas: int) -> None:
+        """Samples per weight update over every replica, logged as IPU TensorFlow logs it."""
+        ga = self._gradient_accumulation
+        self.effective_batch_size = batch_size * ga * replicas
+        if ga > 1 or replicas > 1:
+            log.info(
+                "Training is%s%s, your effective batch size is %d.",
+                f" distributed across {replicas} replicas" if replicas > 1 else "",
+                f" accumulating {ga} batches per optimizer step" if ga > 1 else "",
+                self.effective_batch_size,
+            )
+
+    def _fit_timing_only(
+        self,
+        lowered: Any,
+        executions: list[tuple[int, int]],
+        epochs_run: range,
+        config: Any,
+        system: Any,
+        verbose: Any,
+    ) -> Any:
+        """``fit`` without numerics: the History of the simulated epochs."""
+        history = callbacks_module.History()
+        history.set_model(self)
+        history.on_train_begin()
+        self.history = history
+        history.epoch = list(epochs_run)
+        # No Keras progress bar runs without numerics: the simulation shows its own, so a long
+        # timing-only run (BERT-Large) is never silent.
+        _attach(history, *self._simulate(lowered, executions, config, system, verbose != 0))
         return history
 
     @property
