@@ -283,9 +283,11 @@ def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:
     try:
         report.save(aside)
         write_bytes_atomic(aside / "calls.csv", calls.table().to_csv(index=False).encode("utf-8"))
-        if folder.exists():
-            shutil.rmtree(folder)
+        old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+        if folder.exists():  # a folder of that name: moved away first, removed once replaced
+            os.replace(folder, old)
         os.replace(aside, folder)
+        shutil.rmtree(old, ignore_errors=True)
     finally:
         if aside.exists():
             shutil.rmtree(aside)
