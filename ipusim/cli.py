@@ -105,7 +105,14 @@ def _systems(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- run
-_RUN_OPTIONS_WITH_VALUE = ("-o", "--output", "--system")
+_RUN_OPTIONS_WITH_VALUE = (
+    "-o",
+    "--output",
+    "--system",
+    "--instances",
+    "--replicas",
+    "--ipus-per-replica",
+)
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,6 +120,32 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     parser.add_argument("-o", "--output", default=None, help="report folder (./ipusim_run/<stem>)")
     parser.add_argument("--system", default=None, help="system preset every IPUConfig starts with")
+    parser.add_argument(
+        "--instances",
+        type=positive_int,
+        default=None,
+        help="run SCRIPT as the N instances (processes) of a PopDist job, as poprun "
+        "--num-instances does; their reports are combined",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=positive_int,
+        default=None,
+        help="replicas of the PopDist job, over all instances (poprun --num-replicas)",
+    )
+    parser.add_argument(
+        "--ipus-per-replica",
+        type=positive_int,
+        default=None,
+        help="IPUs of each replica of the PopDist job (poprun --ipus-per-replica, default 1)",
+    )
+    parser.add_argument(
+        "--wall-time",
+        action="store_true",
+        help="the script's time.time() / perf_counter() / monotonic() / datetime.now() and the "
+        "Keras progress bar read the CPU's clock (default: the simulated clock; see "
+        "docs/simulated_time.md)",
+    )
     parser.add_argument(
         "--timing-only",
         action="store_true",
@@ -149,7 +182,16 @@ def _run(args: argparse.Namespace) -> int:
         )
     tail = _script_tail(args.argv) if args.argv is not None else list(args.args)
     try:
-        return run_main(args.script, tail, output=args.output, system=args.system)
+        return run_main(
+            args.script,
+            tail,
+            output=args.output,
+            system=args.system,
+            wall_time=args.wall_time,
+            instances=args.instances,
+            replicas=args.replicas,
+            ipus=args.ipus_per_replica,
+        )
     except _user_errors():
         raise
     except Exception as error:

@@ -110,7 +110,9 @@ def test_resolve_maps_each_root_to_its_compat_module():
     assert resolve("keras.engine") == "ipusim.keras.engine"  # falls back to ipusim.keras
     assert resolve("ipu_tensorflow_addons") is None  # an empty package
     assert resolve("ipu_tensorflow_addons.keras.layers") == "ipusim.keras.layers"
-    assert all(prefix.split(".")[0] in ("tensorflow", "keras", "ipu_tensorflow_addons")
+    assert resolve("popdist") == "ipusim.compat.popdist"
+    assert resolve("popdist.tensorflow") == "ipusim.compat.popdist.tensorflow"
+    assert all(prefix.split(".")[0] in ("tensorflow", "keras", "ipu_tensorflow_addons", "popdist")
                for prefix, _ in REDIRECTS)  # fmt: skip
 
 

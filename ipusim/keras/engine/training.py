@@ -419,6 +419,7 @@ class TrainingMixin:
                 if self._per_step_callbacks:
                     cb.on_train_batch_begin(step + offset)
                 self._train_step(batches, f"at epoch {epoch + 1}, step {step + offset + 1}")
+                self._step_executed("train")
                 if self._per_step_callbacks:
                     logs = self._logs()
                     cb.on_train_batch_end(step + offset, logs)
@@ -429,6 +430,10 @@ class TrainingMixin:
             if self.stop_training:
                 break
         return logs
+
+    def _step_executed(self, kind: str) -> None:
+        """A step of a ``kind`` (train / test / predict) run has run (a hook: the IPU
+        extensions move the simulated clock here)."""
 
     def _validation_handler(
         self, validation_data: Any, batch_size: int | None, steps: int | None
@@ -489,6 +494,7 @@ class TrainingMixin:
                 arrays, self._next_ctx(False)
             )
             self._update_metrics(result, by, bsw, arrays)
+            self._step_executed("test")
             logs = self._logs()
             cb.on_test_batch_end(step, logs)
         cb.on_test_end(logs)
@@ -528,6 +534,7 @@ class TrainingMixin:
             structure = program.trace.outputs
             outputs = program.run(arrays, self._next_ctx(False)).predictions
             chunks.append(outputs)
+            self._step_executed("predict")
             cb.on_predict_batch_end(step, {"outputs": outputs})
         cb.on_predict_end()
         if not chunks:
