@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
+from ipusim.compat.not_simulated import public_module
+
 __all__ = ["become", "optional_module", "runtime_getattr"]
 
 
@@ -35,6 +37,9 @@ def become(name: str, target: str) -> ModuleType:
     """
     module = importlib.import_module(target)
     sys.modules[name] = module
+    from ipusim.compat._missing import guard  # late: _missing imports ipusim.errors
+
+    guard(module, public_module(name))
     return module
 
 
