@@ -46,6 +46,10 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.mlir.*": _NOT_IN_SCOPE,
     "tf.sysconfig.*": _NOT_IN_SCOPE,
     "tf.test.*": _NOT_IN_SCOPE,
+    "tf.python.platform.*": (
+        "TensorFlow's internal test / app / flags helpers",
+        "Python's unittest, unittest.mock and argparse",
+    ),
     "tf.tpu.*": (_GPU, "ipusim.compat.ipu (IPUConfig, IPUStrategy)"),
     "tf.xla.*": (
         "IPU programs are always compiled whole by the Poplar XLA backend",

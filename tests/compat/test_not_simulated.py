@@ -84,3 +84,20 @@ def test_ipusim_run_says_the_gap_is_in_ipusim(tmp_path, capsys, body, name):
     last = err.strip().splitlines()[-1]
     assert "gap in ipusim" in last and name in last and "docs/api.md" in last
     assert "in the script's own code" not in err and "bug in ipusim" not in err
+
+
+def test_internal_module_paths_public_programs_import_resolve():
+    with redirect_imports():
+        from keras.optimizer_v2 import optimizer_v2
+        from keras.optimizer_v2.gradient_descent import SGD
+        from tensorflow.python.data.ops import dataset_ops
+        from tensorflow.python.training import optimizer
+
+        assert SGD is keras.optimizers.SGD
+        assert optimizer_v2.OptimizerV2 is keras.optimizers.Optimizer
+        assert dataset_ops.Dataset is tf.data.Dataset
+        assert optimizer.__name__.endswith("training.optimizer")
+        with pytest.raises(NotSimulatedError, match=r"`tf.keras.optimizer_v2.adam.NoSuch`"):
+            from keras.optimizer_v2 import adam
+
+            adam.NoSuch  # noqa: B018

@@ -1,0 +1,133 @@
+"""Resolve the listed TensorFlow / Keras names against ipusim's compatibility namespaces.
+
+A name is looked up as ``ipusim run`` lets a script reach it: under
+:func:`ipusim.compat.runner.redirect_imports`, the longest importable module prefix of its
+dotted path (``tensorflow.keras.layers``) is imported and the rest is read attribute by
+attribute. Each name is then
+
+* ``not simulated``: :data:`ipusim.compat.not_simulated.NOT_SIMULATED` has it (with the reason
+  and what to use instead), whether or not something answers to the name;
+* ``covered``: it resolves;
+* ``missing``: neither.
+
+:func:`tf_api_statuses` reads ``tf_api.json`` (``generate.py``), :func:`used_statuses` reads
+``used_api.json`` (``scan.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ipusim.compat.not_simulated import lookup, public_name
+from ipusim.compat.runner import redirect_imports
+
+HERE = Path(__file__).resolve().parent
+TF_API = HERE / "tf_api.json"
+USED_API = HERE / "used_api.json"
+
+COVERED, NOT_SIMULATED, MISSING = "covered", "not simulated", "missing"
+
+
+@dataclass(frozen=True)
+class Status:
+    """One public name and what ipusim does with it.
+
+    Attributes:
+        module: the public module it is listed under (``tf.keras.layers``).
+        name: its public dotted name (``tf.keras.layers.Dense``).
+        status: ``covered``, ``not simulated`` or ``missing``.
+        note: for ``not simulated``, the reason and what to use instead.
+        used_by: the programs using it (used-by-examples listing only).
+    """
+
+    module: str
+    name: str
+    status: str
+    note: str = ""
+    used_by: tuple[str, ...] = ()
+
+
+def script_path(public: str) -> str:
+    """``tf.keras.layers.Dense`` -> ``tensorflow.keras.layers.Dense`` (as scripts import it)."""
+    return "tensorflow" + public[2:] if public == "tf" or public.startswith("tf.") else public
+
+
+def _import(dotted: str) -> Any | None:
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        return None
+
+
+def resolves(dotted: str, module: bool = False) -> bool:
+    """Whether the script spelling ``dotted`` resolves (call inside ``redirect_imports``).
+
+    Args:
+        dotted: e.g. ``tensorflow.keras.layers.Dense`` or ``keras.optimizer_v2``.
+        module: ``dotted`` must import as a module (``import dotted``).
+    """
+    parts = dotted.split(".")
+    if module:
+        return _import(dotted) is not None
+    for end in range(len(parts), 0, -1):
+        value = _import(".".join(parts[:end]))
+        if value is None:
+            continue
+        for attribute in parts[end:]:
+            try:
+                value = getattr(value, attribute)
+            except Exception:  # noqa: BLE001 - any failure to produce the name is "missing"
+                return False
+        return True
+    return False
+
+
+def classify(dotted: str, module: bool = False) -> tuple[str, str]:
+    """(status, note) of the script spelling ``dotted`` (call inside ``redirect_imports``)."""
+    entry = lookup(public_name(dotted))
+    if entry is not None:
+        reason, instead = entry
+        return NOT_SIMULATED, f"{reason}. Instead: {instead}"
+    return (COVERED, "") if resolves(dotted, module) else (MISSING, "")
+
+
+def tf_api_statuses(path: Path = TF_API) -> list[Status]:
+    """The status of every name of the real API listing, in the listing's order."""
+    listing = json.loads(path.read_text())
+    out = []
+    with redirect_imports():
+        for entry in listing["names"]:
+            public = f"{entry['module']}.{entry['name']}"
+            status, note = classify(script_path(public))
+            out.append(Status(entry["module"], public, status, note))
+    return out
+
+
+def program_label(program: dict[str, str]) -> str:
+    """``repo@ref:path`` of a scanned program (``ref`` left out when it is HEAD)."""
+    ref = "" if program["ref"] == "HEAD" else "@" + program["ref"]
+    return f"{program['repo']}{ref}:{program['path']}"
+
+
+def used_statuses(path: Path = USED_API) -> list[Status]:
+    """The status of every name and module path the scanned programs use."""
+    listing = json.loads(path.read_text())
+    labels = [program_label(p) for p in listing["programs"]]
+    out = []
+    with redirect_imports():
+        for entry in listing["names"]:
+            is_module = entry["kind"] == "module"
+            status, note = classify(entry["name"], is_module)
+            users = tuple(labels[i] for i in entry["used_by"])
+            kind = "module path" if is_module else "name"
+            out.append(Status(kind, entry["name"], status, note, users))
+    return out
+
+
+def program_count(path: Path = USED_API) -> int:
+    """How many programs ``used_api.json`` lists."""
+    return len(json.loads(path.read_text())["programs"])
