@@ -7,12 +7,14 @@ dependencies of ipusim)::
 
 It writes ``bench/tf_summary/fixtures/``:
 
-* ``summary/events.v2``: ``tf.summary`` scalars (with and without a description), histograms
+* ``summary/events.out.tfevents.fixture.v2``: ``tf.summary`` scalars (with and without a description), histograms
   (default and 5 buckets, a constant tensor), a text and two images (uint8 RGB, float
   greyscale), one scalar under ``record_if(False)`` (not written), for the values in
   :data:`CASES` (the test writes the same with ipusim and compares record by record);
-* ``keras/train/events.v2`` and ``keras/validation/events.v2``: what tf-keras' ``TensorBoard``
-  callback writes for a 2-epoch fit with validation data, ``update_freq="batch"`` and
+* ``keras/train/events.out.tfevents.fixture.v2`` and ``keras/validation/events.out.tfevents.fixture.v2``: what tf-keras' ``TensorBoard``
+  callback writes for a 2-epoch fit with validation data, ``update_freq=2`` (verbose 1: tf-keras 2.21 calls
+  the batch hooks, where it writes ``batch_*``, only when a callback such as the progress bar
+  needs them) and
   ``histogram_freq=1`` (the test compares the tags, steps and kinds ipusim's callback writes).
 
 File names are fixed (TensorFlow's carry the time, host and process id).
@@ -20,6 +22,7 @@ File names are fixed (TensorFlow's carry the time, host and process id).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -76,17 +79,18 @@ def write_keras(tf, keras, folder: Path) -> None:
     )
     model.compile(optimizer="sgd", loss="mse", metrics=["mae"])
     callback = keras.callbacks.TensorBoard(
-        log_dir=str(folder), histogram_freq=1, update_freq="batch", write_graph=False
+        log_dir=str(folder), histogram_freq=1, update_freq=2, write_graph=False
     )
-    model.fit(
-        x,
-        y,
-        batch_size=8,
-        epochs=2,
-        validation_data=(x[:8], y[:8]),
-        verbose=0,
-        callbacks=[callback],
-    )
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        model.fit(
+            x,
+            y,
+            batch_size=8,
+            epochs=2,
+            validation_data=(x[:8], y[:8]),
+            verbose=1,
+            callbacks=[callback],
+        )
 
 
 def main() -> int:
@@ -95,10 +99,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         write_summary(tf, Path(tmp) / "summary")
-        _only_file(Path(tmp) / "summary", OUT / "summary" / "events.v2")
+        _only_file(Path(tmp) / "summary", OUT / "summary" / "events.out.tfevents.fixture.v2")
         write_keras(tf, keras, Path(tmp) / "keras")
         for run in ("train", "validation"):
-            _only_file(Path(tmp) / "keras" / run, OUT / "keras" / run / "events.v2")
+            _only_file(
+                Path(tmp) / "keras" / run, OUT / "keras" / run / "events.out.tfevents.fixture.v2"
+            )
     print(f"wrote {OUT}")
     return 0
 

@@ -1,6 +1,6 @@
 """``tf.summary`` writes the event files real TensorFlow writes (issue 22, item 4).
 
-The fixture ``bench/tf_summary/fixtures/summary/events.v2`` was written by TensorFlow 2.21 with
+The fixture ``bench/tf_summary/fixtures/summary/events.out.tfevents.fixture.v2`` was written by TensorFlow 2.21 with
 TensorBoard 2.21 (``bench/tf_summary/generate.py``); the same summaries written by ipusim must
 decode to the same records (wall times, the file version and the writer's name aside; PNGs
 compared by their pixels, which is what TensorBoard shows).
@@ -104,7 +104,7 @@ def _write_like_the_fixture(logdir: Path) -> Path:
 
 def test_events_decode_to_the_records_tensorflow_writes(tmp_path):
     ours = read_events(_write_like_the_fixture(tmp_path))
-    theirs = read_events(FIXTURES / "summary" / "events.v2")
+    theirs = read_events(FIXTURES / "summary" / "events.out.tfevents.fixture.v2")
     assert ours[0]["file_version"] == theirs[0]["file_version"] == "brain.Event:2"
     assert len(ours) == len(theirs) == 9
     assert _comparable(ours) == _comparable(theirs)
