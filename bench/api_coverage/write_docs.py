@@ -137,7 +137,8 @@ def render() -> str:
         "",
         "- **covered**: the name resolves in ipusim's compatibility namespaces;",
         "- **not simulated**: ipusim deliberately does not provide it; the reason and what to "
-        "use instead come from `ipusim/compat/not_simulated.py`;",
+        "use instead come from `ipusim/compat/not_simulated.py` (a name that resolves counts as "
+        "covered even if that table lists it);",
         "- **missing**: not there yet. Using it raises `ipusim.errors.NotSimulatedError` (an "
         "`AttributeError`) or, for a module path or a `from M import N`, "
         "`NotSimulatedModuleError` (a `ModuleNotFoundError`), naming it.",
@@ -152,6 +153,15 @@ def render() -> str:
     ]
     for module in sorted({s.module for s in api}):
         lines += _module_section(module, [s for s in api if s.module == module])
+    stale = st.stale_entries()
+    if stale:
+        lines += [
+            "## Stale entries of the not-simulated table",
+            "",
+            "These resolve now; remove them from `ipusim/compat/not_simulated.py`: "
+            + ", ".join(f"`{name}`" for name in stale),
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

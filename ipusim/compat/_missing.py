@@ -14,13 +14,13 @@ from __future__ import annotations
 import dis
 import sys
 from collections.abc import Callable
-from types import FrameType, ModuleType
+from types import FrameType, ModuleType, SimpleNamespace
 from typing import Any
 
 from ipusim.compat.not_simulated import message, public_module
 from ipusim.errors import NotSimulatedError, NotSimulatedModuleError
 
-__all__ = ["guard", "guard_loaded", "not_simulated"]
+__all__ = ["GuardedNamespace", "guard", "guard_loaded", "not_simulated"]
 
 _IMPORT_FROM = dis.opmap["IMPORT_FROM"]
 _MARK = "__ipusim_guard__"
@@ -39,6 +39,27 @@ def not_simulated(public: str, importing: bool = False) -> NotSimulatedError:
     if importing:
         return NotSimulatedModuleError(message(public), name=public)  # type: ignore[return-value]
     return NotSimulatedError(message(public), name=public.rpartition(".")[2])
+
+
+class GuardedNamespace(SimpleNamespace):
+    """A ``SimpleNamespace`` standing for a TensorFlow namespace (``tf.data.experimental``):
+    a name it lacks raises :class:`~ipusim.errors.NotSimulatedError` naming it."""
+
+    def __init__(self, _public: str, /, **names: Any) -> None:
+        super().__init__(**names)
+        object.__setattr__(self, "_public", _public)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise not_simulated(f"{self._public}.{name}", _importing_from(sys._getframe(1)))
+
+
+def _guard_namespaces(module: ModuleType, prefix: str) -> None:
+    """Replace the module's plain ``SimpleNamespace`` attributes by guarded copies."""
+    for name, value in list(vars(module).items()):
+        if type(value) is SimpleNamespace and not name.startswith("_"):
+            setattr(module, name, GuardedNamespace(f"{prefix}.{name}", **vars(value)))
 
 
 def guard(module: ModuleType, public: str | None = None) -> None:
@@ -73,6 +94,7 @@ def guard(module: ModuleType, public: str | None = None) -> None:
 
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     setattr(module, _MARK, True)
+    _guard_namespaces(module, prefix)
 
 
 def guard_loaded(prefix: str) -> None:

@@ -101,3 +101,10 @@ def test_internal_module_paths_public_programs_import_resolve():
             from keras.optimizer_v2 import adam
 
             adam.NoSuch  # noqa: B018
+
+
+def test_namespaces_of_the_compat_modules_are_guarded_too():
+    assert tf.data.experimental.AUTOTUNE == tf.data.AUTOTUNE
+    with pytest.raises(NotSimulatedError, match=r"`tf.data.experimental.no_such_thing`"):
+        tf.data.experimental.no_such_thing  # noqa: B018
+    assert not hasattr(tf.errors, "NoSuchError")
