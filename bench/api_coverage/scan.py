@@ -58,6 +58,7 @@ SOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     ("graphcore/keras", "r2.6/sdk-release-3.4", ("keras/ipu/docs/*.py",)),
+    ("graphcore/ipu_tensorflow_addons", "r2.6/sdk-release-3.4", ("docs/*.py",)),
 )
 
 _SKIP = ("*/tests/*", "*/test_*.py", "*conftest.py", "*docs_test_wrapper.py")
