@@ -55,3 +55,28 @@ def test_docs_api_md_is_up_to_date():
             "docs/api.md is out of date with ipusim's namespaces; regenerate it with "
             f"`{write_docs.COMMAND}` and commit it"
         )
+
+
+def test_the_scanner_expands_import_aliases_into_full_names():
+    from bench.api_coverage.scan import scan
+
+    source = (
+        "import tensorflow as tf\n"
+        "from tensorflow.python import ipu\n"
+        "from keras.optimizer_v2 import gradient_descent as gd\n"
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    ds = tf.data.Dataset.from_tensor_slices(x).batch(2)\n"
+        "    cfg = ipu.config.IPUConfig()\n"
+        "    return gd.SGD(0.1), np.zeros(3), tf.keras.layers.Dense(2)(x)\n"
+    )
+    names, modules = scan(source)
+    assert names == {
+        "tensorflow.data.Dataset.from_tensor_slices",
+        "tensorflow.python.ipu",
+        "tensorflow.python.ipu.config.IPUConfig",
+        "keras.optimizer_v2.gradient_descent",
+        "keras.optimizer_v2.gradient_descent.SGD",
+        "tensorflow.keras.layers.Dense",
+    }
+    assert modules == {"tensorflow", "tensorflow.python", "keras.optimizer_v2"}
