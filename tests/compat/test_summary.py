@@ -153,3 +153,18 @@ def test_step_comes_from_as_default_or_set_step_and_is_required(tmp_path):
     (path,) = tmp_path.glob("events.out.tfevents.*")
     steps = [(e["summary"]["value"][0]["tag"], e.get("step", 0)) for e in read_events(path)[1:]]
     assert steps == [("a", 7), ("c", 9)]
+
+
+def test_a_summary_of_a_traced_tensor_is_refused_with_the_way_out(tmp_path):
+    from ipusim.errors import UnsupportedError
+
+    writer = tf.summary.create_file_writer(str(tmp_path))
+
+    @tf.function
+    def step(x):
+        with writer.as_default():
+            tf.summary.scalar("inside", tf.reduce_sum(x), step=0)
+        return x
+
+    with pytest.raises(UnsupportedError, match="host values.*outfeed"):
+        step(np.ones(3, np.float32))

@@ -188,7 +188,7 @@ def _host(data: Any, where: str) -> Any:
     array = np.asarray(data)
     if array.dtype == object:
         raise UnsupportedError(
-            f"{where}: ipusim writes summaries of host values (numpy arrays, numbers); received "
+            f"tf.summary ({where!r}): ipusim writes summaries of host values (numpy arrays, numbers); received "
             f"{type(data).__name__}. Inside a traced tf.function, return the value (or outfeed "
             "it) and write the summary on the host"
         )
