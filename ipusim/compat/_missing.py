@@ -62,6 +62,17 @@ def _guard_namespaces(module: ModuleType, prefix: str) -> None:
             setattr(module, name, GuardedNamespace(f"{prefix}.{name}", **vars(value)))
 
 
+def _internal_submodule(public: str) -> ModuleType | None:
+    """The internal module path (``keras.utils.tf_inspect``) the public name stands for, if
+    :mod:`ipusim.compat.internal_paths` lists it (``from keras.utils import tf_inspect`` reads
+    it as an attribute when ipusim's ``keras.utils`` is a plain module)."""
+    from ipusim.compat.internal_paths import internal_module  # late: it imports this module
+
+    path = public[3:] if public.startswith("tf.keras.") else "tensorflow" + public[2:]
+    found = internal_module(path)
+    return sys.modules[found] if found is not None else None
+
+
 def guard(module: ModuleType, public: str | None = None) -> None:
     """Make names ``module`` lacks raise ipusim's error naming ``public.<name>``.
 
@@ -89,6 +100,9 @@ def guard(module: ModuleType, public: str | None = None) -> None:
                 pass
         if name.startswith("_"):
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        submodule = _internal_submodule(f"{prefix}.{name}")
+        if submodule is not None:
+            return submodule
         importing = _importing_from(sys._getframe(1))
         raise not_simulated(f"{prefix}.{name}", importing)
 

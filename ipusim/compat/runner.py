@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from ipusim.compat._missing import guard
+from ipusim.compat.internal_paths import internal_module
 from ipusim.compat.not_simulated import message
 from ipusim.errors import NotSimulatedModuleError
 
@@ -109,6 +110,9 @@ def resolve(fullname: str) -> str | None:
                 if _exists(other):
                     return other
         break
+    internal = internal_module(fullname)  # tensorflow.python.ops.math_ops and the like
+    if internal is not None:
+        return internal
     raise NotSimulatedModuleError(
         f"{message(fullname)} (no module named {fullname!r} in ipusim's TensorFlow "
         f"compatibility layer; looked for "

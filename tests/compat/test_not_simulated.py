@@ -108,3 +108,18 @@ def test_namespaces_of_the_compat_modules_are_guarded_too():
     with pytest.raises(NotSimulatedError, match=r"`tf.data.experimental.no_such_thing`"):
         tf.data.experimental.no_such_thing  # noqa: B018
     assert not hasattr(tf.errors, "NoSuchError")
+
+
+def test_internal_ops_and_framework_paths_read_the_public_names():
+    with redirect_imports():
+        from keras.utils import tf_inspect
+        from tensorflow.python.framework import dtypes
+        from tensorflow.python.ops import math_ops, nn_ops
+
+        assert math_ops.reduce_sum is tf.reduce_sum and math_ops.cast is tf.cast
+        assert nn_ops.relu is tf.nn.relu and dtypes.float32 is tf.float32
+        import inspect
+
+        assert tf_inspect.getfullargspec is inspect.getfullargspec
+        with pytest.raises(NotSimulatedError, match=r"`tf.python.ops.math_ops.no_such_op`"):
+            math_ops.no_such_op  # noqa: B018
