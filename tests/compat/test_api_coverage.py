@@ -80,3 +80,16 @@ def test_the_scanner_expands_import_aliases_into_full_names():
         "tensorflow.keras.layers.Dense",
     }
     assert modules == {"tensorflow", "tensorflow.python", "keras.optimizer_v2"}
+
+
+def test_names_ipu_tensorflow_lacks_are_told_apart_from_gaps():
+    # AdamW came with Keras 2.11 and tf.random.split with TensorFlow 2.12, after IPU
+    # TensorFlow's 2.6; tf.math.cos (a generated op), tf.keras.layers.LSTM and tf.losses
+    # (an alias module) are in 2.6.
+    in_ipu_tf = api_status.ipu_names()
+    assert "tf.keras.optimizers.AdamW" not in in_ipu_tf and "tf.random.split" not in in_ipu_tf
+    for name in ("tf.math.cos", "tf.broadcast_to", "tf.keras.layers.LSTM", "tf.losses"):
+        assert name in in_ipu_tf, name
+    statuses = {s.name: s for s in api_status.tf_api_statuses()}
+    assert statuses["tf.keras.optimizers.AdamW"].note == api_status.LATER
+    assert statuses["tf.keras.layers.LSTM"].note != api_status.LATER
