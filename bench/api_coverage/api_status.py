@@ -18,6 +18,7 @@ that reason), :func:`used_statuses` reads ``used_api.json`` (``scan.py``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ class Status:
         status: ``covered``, ``not simulated`` or ``missing``.
         note: for ``not simulated``, the reason and what to use instead.
         used_by: the programs using it (used-by-examples listing only).
+        lacks: for a covered callable, TensorFlow's named arguments ipusim's does not accept.
     """
 
     module: str
@@ -52,6 +54,7 @@ class Status:
     status: str
     note: str = ""
     used_by: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
 
 
 def script_path(public: str) -> str:
@@ -87,6 +90,70 @@ def resolves(dotted: str, module: bool = False) -> bool:
                 return False
         return True
     return False
+
+
+def signature_names(signature: str) -> list[str] | None:
+    """The named parameters of a signature text ``(a, b=(1, 2), *args, c=None, **kw)``
+    (``["a", "b", "c"]``); None when the text accepts ``**kwargs`` or is unknown."""
+    if not signature or not signature.startswith("("):
+        return None
+    depth, quote, start, pieces = 0, "", 1, []
+    for i, ch in enumerate(signature):
+        if quote:
+            quote = "" if ch == quote and signature[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+            if depth == 0:
+                pieces.append(signature[start:i])
+        elif ch == "," and depth == 1:
+            pieces.append(signature[start:i])
+            start = i + 1
+    names = [p.strip().split("=")[0].split(":")[0].strip() for p in pieces]
+    if any(n.startswith("**") for n in names):
+        return None
+    return [n for n in names if n and not n.startswith("*") and n != "/"]
+
+
+def missing_arguments(
+    value: Any, signature: str | None, ipu_params: list[str] | None = None
+) -> list[str]:
+    """TensorFlow's named parameters that ipusim's ``value`` does not accept: those of IPU
+    TensorFlow's 2.6 definition when known (``ipu_params``), else those of ``signature``
+    (none when ipusim takes ``**kwargs`` or a signature cannot be read)."""
+    theirs = ipu_params or signature_names(signature or "")
+    if not theirs or not callable(value):
+        return []
+    try:
+        ours = inspect.signature(value)
+    except (TypeError, ValueError):
+        return []
+    kinds = {p.kind for p in ours.parameters.values()}
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        return []
+    return [name for name in theirs if name not in ours.parameters and name != "self"]
+
+
+def resolve(dotted: str) -> Any:
+    """The object ``dotted`` names (call inside ``redirect_imports``), or :data:`UNRESOLVED`."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        value = _import(".".join(parts[:end]))
+        if value is None:
+            continue
+        for attribute in parts[end:]:
+            try:
+                value = getattr(value, attribute)
+            except Exception:  # noqa: BLE001 - any failure to produce the name is "missing"
+                return UNRESOLVED
+        return value
+    return UNRESOLVED
+
+
+UNRESOLVED = object()
 
 
 def classify(dotted: str, module: bool = False) -> tuple[str, str]:
@@ -128,6 +195,11 @@ def ipu_names(path: Path = IPU_API) -> frozenset[str]:
     return frozenset(json.loads(path.read_text())["names"])
 
 
+def ipu_params(path: Path = IPU_API) -> dict[str, list[str]]:
+    """The named parameters of IPU TensorFlow 2's functions and classes, where known."""
+    return dict(json.loads(path.read_text())["params"])
+
+
 def tf_api_statuses(path: Path = TF_API) -> list[Status]:
     """The status of every name of the real API listing, in the listing's order.
 
@@ -135,7 +207,7 @@ def tf_api_statuses(path: Path = TF_API) -> list[Status]:
     with that reason (unless the table gives a more specific one).
     """
     listing = json.loads(path.read_text())
-    in_ipu_tf = ipu_names()
+    in_ipu_tf, params = ipu_names(), ipu_params()
     out = []
     with redirect_imports():
         for entry in listing["names"]:
@@ -144,7 +216,11 @@ def tf_api_statuses(path: Path = TF_API) -> list[Status]:
             later = public not in in_ipu_tf and entry["module"] not in UNCHECKED
             if status == MISSING and later:
                 status, note = NOT_SIMULATED, LATER
-            out.append(Status(entry["module"], public, status, note))
+            lacks: list[str] = []
+            if status == COVERED:
+                value = resolve(script_path(public))
+                lacks = missing_arguments(value, entry["signature"], params.get(public))
+            out.append(Status(entry["module"], public, status, note, (), tuple(lacks)))
     return out
 
 

@@ -7,7 +7,8 @@ Graphcore's sources (``@tf_export("math.add", "add", v1=[...])`` in graphcore/te
 parsed with ``ast``, never run), and the endpoints of the generated ops
 (``tensorflow/core/api_def/python_api``), and writes ``bench/api_coverage/ipu_tf_api.json``: the sorted
 TensorFlow 2 names (``tf.math.add``), Keras names (``tf.keras.layers.Dense``) and TensorFlow 1
-names (``tf.compat.v1.train.AdamOptimizer``) of that release::
+names (``tf.compat.v1.train.AdamOptimizer``) of that release, and the named parameters of the
+exported functions and classes (``__init__``) where the source shows them::
 
     python bench/api_coverage/ipu_api.py [--mirrors /work/.mirror]
 
@@ -115,14 +116,34 @@ def _strings(nodes: list[ast.expr]) -> list[str]:
     return out
 
 
-def exports(text: str, decorator: str) -> tuple[set[str], set[str]]:
-    """(v2 names, v1 names) a source file exports with ``decorator(...)``."""
+def _def_params(node: ast.FunctionDef | ast.ClassDef) -> list[str]:
+    """The named parameters of a function, or of a class's ``__init__`` (without ``self``)."""
+    if isinstance(node, ast.ClassDef):
+        init = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+        if not init:
+            return []
+        node = init[0]
+    args = node.args
+    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    return [n for n in names if n not in ("self", "cls")]
+
+
+def exports(text: str, decorator: str) -> tuple[set[str], set[str], dict[str, list[str]]]:
+    """(v2 names, v1 names, the named parameters of the decorated functions and classes) a
+    source file exports with ``decorator(...)``."""
     v2: set[str] = set()
     v1: set[str] = set()
+    params: dict[str, list[str]] = {}
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return v2, v1
+        return v2, v1, params
+    decorated = {
+        id(call): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        for call in node.decorator_list
+    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -134,7 +155,10 @@ def exports(text: str, decorator: str) -> tuple[set[str], set[str]]:
         v1_given = [k for k in node.keywords if k.arg == "v1"]
         v2.update(positional)
         v1.update(_strings([v1_given[0].value]) if v1_given else positional)
-    return v2, v1
+        if id(node) in decorated:
+            for exported in positional:
+                params[exported] = _def_params(decorated[id(node)])
+    return v2, v1, params
 
 
 def _listed(exported: set[str]) -> list[str]:
@@ -159,22 +183,29 @@ def main(argv: list[str] | None = None) -> int:
     keras_mirror = args.mirrors / "graphcore+keras" / "repo"
     v2: set[str] = set()
     v1: set[str] = set()
+    params: dict[str, list[str]] = {}
     for text in _sources(tf_mirror, REF, "tensorflow/*.py", "tf_export"):
-        names2, names1 = exports(text, "tf_export")
+        names2, names1, found = exports(text, "tf_export")
         v2 |= {"tf." + n for n in names2}
         v1 |= {"tf.compat.v1." + n for n in names1}
+        params.update({"tf." + n: p for n, p in found.items()})
     ops2, ops1 = op_endpoints(tf_mirror, REF)
     v2 |= {"tf." + n for n in ops2}
     v1 |= {"tf.compat.v1." + n for n in ops1}
     for text in _sources(keras_mirror, REF, "keras/*.py", "keras_export"):
-        names2, _ = exports(text, "keras_export")  # keras.X, and tf.X aliases (losses.X)
+        names2, _, found = exports(text, "keras_export")  # keras.X, and aliases (losses.X)
         v2 |= {"tf." + n for n in names2}
+        params.update({"tf." + n: p for n, p in found.items()})
     names = _listed(v2 | v1 | ALIASES)
+    listed = set(names)
+    kept = {n: p for n, p in sorted(params.items()) if n in listed and p}
     OUT.write_text(
         json.dumps({"source": {"graphcore/tensorflow": REF, "graphcore/keras": REF}})[:-1]
         + ',\n"names": [\n'
         + ",\n".join(json.dumps(n) for n in names)
-        + "\n]}\n"
+        + '\n],\n"params": {\n'
+        + ",\n".join(f"{json.dumps(n)}: {json.dumps(p)}" for n, p in kept.items())
+        + "\n}}\n"
     )
     print(f"{len(v2)} TF2 / Keras names, {len(v1)} TF1 names -> {OUT}", file=sys.stderr)
     return 0

@@ -93,3 +93,19 @@ def test_names_ipu_tensorflow_lacks_are_told_apart_from_gaps():
     statuses = {s.name: s for s in api_status.tf_api_statuses()}
     assert statuses["tf.keras.optimizers.AdamW"].note == api_status.LATER
     assert statuses["tf.keras.layers.LSTM"].note != api_status.LATER
+
+
+def test_arguments_ipusim_lacks_are_found_from_the_signatures():
+    names = api_status.signature_names
+    assert names("(a, b=(1, 2), c='x,y', *, d=[1, 2], name=None)") == ["a", "b", "c", "d", "name"]
+    assert names("(x, /, y, *args)") == ["x", "y"] and names("(a, **kwargs)") is None
+
+    def ours(a, b=1):
+        return a
+
+    def tolerant(a, **kwargs):
+        return a
+
+    assert api_status.missing_arguments(ours, "(a, b=1, name=None)") == ["name"]
+    assert api_status.missing_arguments(ours, "(a, b=1, layout=None)", ["a", "b"]) == []
+    assert api_status.missing_arguments(tolerant, "(a, b=1, name=None)") == []
