@@ -78,6 +78,7 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.strings.*": _STRINGS,
     "tf.sparse.*": _STRINGS,
     "tf.ragged.*": _STRINGS,
+    "tf.string": _STRINGS,
     "tf.RaggedTensor": _STRINGS,
     "tf.SparseTensor": _STRINGS,
     "tf.RaggedTensorSpec": _STRINGS,
