@@ -192,9 +192,9 @@ def _run(args: argparse.Namespace) -> int:
             replicas=args.replicas,
             ipus=args.ipus_per_replica,
         )
-    except _user_errors():
-        raise
     except Exception as error:
+        if isinstance(error, _user_errors()) and _api_gap(error) is None:
+            raise
         return _script_failed(script, error)
 
 
@@ -209,14 +209,39 @@ def _script_failed(script: Path, error: Exception) -> int:
     traceback.print_exception(type(error), error, tb or error.__traceback__)
     package = str(Path(__file__).resolve().parent)
     inside_ipusim = bool(frames) and frames[-1].filename.startswith(package)
-    where = (
-        "inside ipusim. If the script is right, this is a bug in ipusim "
-        f"{_version()}: please report it with the traceback above"
-        if inside_ipusim
-        else "in the script's own code (traceback above)"
-    )
+    gap = _api_gap(error)
+    if gap is not None:
+        where = (
+            f"at a gap in ipusim, not in the script: {gap}. It is a TensorFlow / Keras name "
+            "ipusim does not simulate yet; docs/api.md lists what it simulates and what to use "
+            "instead"
+        )
+    elif inside_ipusim:
+        where = (
+            "inside ipusim. If the script is right, this is a bug in ipusim "
+            f"{_version()}: please report it with the traceback above"
+        )
+    else:
+        where = "in the script's own code (traceback above)"
     print(f"ipusim run: {script} stopped with {type(error).__name__} {where}.", file=sys.stderr)
     return INTERNAL_ERROR
+
+
+def _api_gap(error: BaseException) -> str | None:
+    """What ipusim lacks when ``error`` (or an error it came from) is a missing TF / Keras name:
+    ipusim's NotSimulated errors, or Python's "cannot import name" from an ipusim module."""
+    from ipusim.errors import NotSimulatedError, NotSimulatedModuleError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, NotSimulatedError | NotSimulatedModuleError):
+            return str(current).split(";")[0].split(":")[0]
+        if isinstance(current, ImportError) and (current.name or "").startswith("ipusim."):
+            return str(current).split(" (")[0]
+        current = current.__cause__ or current.__context__
+    return None
 
 
 # ---------------------------------------------------------------------- report

@@ -34,6 +34,10 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from ipusim._files import write_bytes_atomic
+from ipusim.compat._missing import guard
+from ipusim.compat.internal_paths import internal_module
+from ipusim.compat.not_simulated import message
+from ipusim.errors import NotSimulatedModuleError
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
@@ -100,8 +104,8 @@ def resolve(fullname: str) -> str | None:
     """The ipusim module standing for ``fullname`` (None for an empty package).
 
     Raises:
-        ModuleNotFoundError: ``fullname`` is under a redirected root but ipusim provides no such
-            module.
+        NotSimulatedModuleError: ``fullname`` is under a redirected root but ipusim provides no
+            such module (a ``ModuleNotFoundError``).
         KeyError: ``fullname`` is not under a redirected root.
     """
     if not _owned(fullname):
@@ -123,10 +127,14 @@ def resolve(fullname: str) -> str | None:
                 if _exists(other):
                     return other
         break
-    raise ModuleNotFoundError(
-        f"No module named {fullname!r} in ipusim's TensorFlow compatibility layer (looked for "
+    internal = internal_module(fullname)  # tensorflow.python.ops.math_ops and the like
+    if internal is not None:
+        return internal
+    raise NotSimulatedModuleError(
+        f"{message(fullname)} (no module named {fullname!r} in ipusim's TensorFlow "
+        f"compatibility layer; looked for "
         f"{' or '.join(repr(t) for t in tried) or 'nothing: no redirect covers it'}). ipusim run "
-        "never imports a real TensorFlow; port that part of the script to ipusim's API.",
+        "never imports a real TensorFlow.",
         name=fullname,
     )
 
@@ -146,7 +154,9 @@ class _AliasLoader(importlib.abc.Loader):
             return
         # The import system returns whatever sys.modules holds once exec_module is done, so
         # the name becomes the very ipusim module (identity kept: tf.keras is keras).
-        sys.modules[module.__name__] = importlib.import_module(self.target)
+        target = importlib.import_module(self.target)
+        guard(target)  # names it lacks raise ipusim's NotSimulatedError
+        sys.modules[module.__name__] = target
 
 
 class CompatFinder(importlib.abc.MetaPathFinder):

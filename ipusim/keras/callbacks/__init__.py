@@ -22,6 +22,7 @@ from ipusim.keras.callbacks.builtin import (
 from ipusim.keras.callbacks.callback import Callback
 from ipusim.keras.callbacks.callback_list import CallbackList
 from ipusim.keras.callbacks.progbar_logger import ProgbarLogger
+from ipusim.keras.callbacks.tensorboard import TensorBoard
 
 __all__ = [
     "Callback",
@@ -31,5 +32,6 @@ __all__ = [
     "LambdaCallback",
     "LearningRateScheduler",
     "ProgbarLogger",
+    "TensorBoard",
     "TerminateOnNaN",
 ]
