@@ -401,6 +401,7 @@ _CLASSES: dict[str, type[Loss]] = {
     )
 }
 MSE, MAE, MAPE, MSLE, KLD = mse, mae, mape, msle, kld
+kullback_leibler_divergence, logcosh = kl_divergence, log_cosh
 _FUNCTIONS: dict[str, Callable[..., Symbol]] = {
     fn.__name__: fn
     for fn in (

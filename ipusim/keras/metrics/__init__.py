@@ -10,6 +10,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.keras.losses import (  # the loss functions tf.keras.metrics also exports
+    KLD,
+    MAPE,
+    MSLE,
+    binary_crossentropy,
+    binary_focal_crossentropy,
+    categorical_crossentropy,
+    categorical_focal_crossentropy,
+    hinge,
+    kl_divergence,
+    kld,
+    kullback_leibler_divergence,
+    log_cosh,
+    logcosh,
+    mape,
+    mean_absolute_percentage_error,
+    mean_squared_logarithmic_error,
+    msle,
+    poisson,
+    sparse_categorical_crossentropy,
+    squared_hinge,
+)
+from ipusim.keras.metrics.auc import AUC
 from ipusim.keras.metrics.base import (
     Mean,
     MeanMetricWrapper,
@@ -28,6 +51,20 @@ from ipusim.keras.metrics.classes import (
     SparseTopKCategoricalAccuracy,
     TopKCategoricalAccuracy,
 )
+from ipusim.keras.metrics.confusion import (
+    FalseNegatives,
+    FalsePositives,
+    Precision,
+    PrecisionAtRecall,
+    Recall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SensitivitySpecificityBase,
+    SpecificityAtSensitivity,
+    TrueNegatives,
+    TruePositives,
+)
+from ipusim.keras.metrics.fscore import F1Score, FBetaScore
 from ipusim.keras.metrics.functions import (
     ACC,
     FUNCTIONS,
@@ -47,8 +84,88 @@ from ipusim.keras.metrics.functions import (
     squeeze_or_expand_dimensions,
     top_k_categorical_accuracy,
 )
+from ipusim.keras.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
+from ipusim.keras.metrics.loss_metrics import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    CosineSimilarity,
+    Hinge,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanSquaredLogarithmicError,
+    Poisson,
+    SparseCategoricalCrossentropy,
+    SquaredHinge,
+)
+from ipusim.keras.metrics.regression import (
+    MeanRelativeError,
+    MeanTensor,
+    R2Score,
+    RootMeanSquaredError,
+)
+
+_NEW_CLASSES = (
+    AUC,
+    BinaryCrossentropy,
+    BinaryIoU,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    CosineSimilarity,
+    F1Score,
+    FBetaScore,
+    FalseNegatives,
+    FalsePositives,
+    Hinge,
+    IoU,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanIoU,
+    MeanRelativeError,
+    MeanSquaredLogarithmicError,
+    MeanTensor,
+    OneHotIoU,
+    OneHotMeanIoU,
+    Poisson,
+    Precision,
+    PrecisionAtRecall,
+    R2Score,
+    Recall,
+    RecallAtPrecision,
+    RootMeanSquaredError,
+    SensitivityAtSpecificity,
+    SparseCategoricalCrossentropy,
+    SpecificityAtSensitivity,
+    SquaredHinge,
+    TrueNegatives,
+    TruePositives,
+)
 
 __all__ = [
+    *(cls.__name__ for cls in _NEW_CLASSES),
+    "KLD",
+    "MAPE",
+    "MSLE",
+    "binary_crossentropy",
+    "binary_focal_crossentropy",
+    "categorical_crossentropy",
+    "categorical_focal_crossentropy",
+    "hinge",
+    "kl_divergence",
+    "kld",
+    "kullback_leibler_divergence",
+    "log_cosh",
+    "logcosh",
+    "mape",
+    "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error",
+    "msle",
+    "poisson",
+    "sparse_categorical_crossentropy",
+    "squared_hinge",
+    "SensitivitySpecificityBase",
     "ACC",
     "MAE",
     "MSE",
@@ -99,6 +216,7 @@ _CLASSES: dict[str, type[Metric]] = {
         SparseTopKCategoricalAccuracy,
         MeanSquaredError,
         MeanAbsoluteError,
+        *_NEW_CLASSES,
     )
 }
 
