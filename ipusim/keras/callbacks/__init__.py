@@ -21,15 +21,30 @@ from ipusim.keras.callbacks.builtin import (
 )
 from ipusim.keras.callbacks.callback import Callback
 from ipusim.keras.callbacks.callback_list import CallbackList
+from ipusim.keras.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
+from ipusim.keras.callbacks.loggers import (
+    BaseLogger,
+    CSVLogger,
+    RemoteMonitor,
+    SidecarEvaluatorModelExport,
+)
+from ipusim.keras.callbacks.plateau import ReduceLROnPlateau
 from ipusim.keras.callbacks.progbar_logger import ProgbarLogger
 
 __all__ = [
+    "BackupAndRestore",
+    "BaseLogger",
+    "CSVLogger",
     "Callback",
     "CallbackList",
     "EarlyStopping",
     "History",
     "LambdaCallback",
     "LearningRateScheduler",
+    "ModelCheckpoint",
     "ProgbarLogger",
+    "ReduceLROnPlateau",
+    "RemoteMonitor",
+    "SidecarEvaluatorModelExport",
     "TerminateOnNaN",
 ]

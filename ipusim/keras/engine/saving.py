@@ -427,3 +427,21 @@ def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict | None) -> 
     elif hasattr(model, "_ensure_built"):
         model._ensure_built()
     return model
+
+
+def restore_training_state(model: Any, filepath: str) -> None:
+    """Load a ``model.save`` file's weights and optimizer state (step count and slots) into
+    ``model`` itself, which must have the saved architecture and be compiled (BackupAndRestore).
+    """
+    data = _read_npz(filepath)
+    header = _header(data, filepath, FORMAT)
+    arrays = _weight_arrays(data, header, filepath)
+    try:
+        model.set_weights(arrays)
+    except ValueError as exc:
+        raise ModelFileError(
+            f"{filepath!r} does not match model {model.name!r}: {exc}; delete the backup folder "
+            "if the model changed"
+        ) from None
+    if header.get("optimizer_state") is not None and getattr(model, "optimizer", None):
+        _restore_optimizer(model, header["optimizer_state"], data, os.fspath(filepath))

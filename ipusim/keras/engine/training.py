@@ -380,6 +380,8 @@ class TrainingMixin:
         self.stop_training = False
         self._execution_log = []
         cb.on_train_begin()
+        # BackupAndRestore found a backup: continue after its epoch (as Keras' saved counter).
+        initial_epoch = max(initial_epoch, self.__dict__.pop("_backup_initial_epoch", 0))
         epoch_logs: dict[str, float] = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()

@@ -86,7 +86,7 @@ class AUC(Metric):
                 f"All values of `label_weights` must be non-negative; received {label_weights}"
             )
         self._from_logits = from_logits
-        super().__init__(name=name if name is not None else "auc", dtype=dtype)
+        super().__init__(name=name, dtype=dtype)
 
     @property
     def thresholds(self) -> list[float]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.keras import backend
 from ipusim.keras.metrics.functions import FUNCTIONS, squeeze_or_expand_dimensions
 from ipusim.kernels import metrics as mk
 
@@ -43,14 +44,19 @@ class Metric:
     """Base class: stateful, accumulated over batches.
 
     Args:
-        name: display name (the key in ``fit`` logs). Defaults to the snake-case class name.
+        name: display name (the key in ``fit`` logs). Defaults to the snake-case class name,
+            made unique in the session (``auc``, ``auc_1``, ...) as Keras does.
         dtype: dtype of the accumulated state. Defaults to ``"float32"``.
     """
 
     def __init__(self, name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
-        self.name = name if name is not None else _snake_case(type(self).__name__)
+        # As Keras: a metric left unnamed takes its class's snake-case name, made unique in the
+        # session ("auc", then "auc_1", ...).
+        self.name = (
+            name if name is not None else backend.unique_name(_snake_case(type(self).__name__))
+        )
         self.dtype = np.dtype(dtype if dtype is not None else "float32").name
         if self.dtype not in _STATE_DTYPES:
             raise ValueError(

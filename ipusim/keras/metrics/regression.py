@@ -36,7 +36,7 @@ class MeanRelativeError(Mean):
     """
 
     def __init__(self, normalizer: Any, name: str | None = None, dtype: Any = None) -> None:
-        super().__init__(name=name or "mean_relative_error", dtype=dtype)
+        super().__init__(name=name, dtype=dtype)
         self.normalizer = np.asarray(normalizer, dtype=self.dtype)
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
