@@ -443,5 +443,10 @@ def restore_training_state(model: Any, filepath: str) -> None:
             f"{filepath!r} does not match model {model.name!r}: {exc}; delete the backup folder "
             "if the model changed"
         ) from None
-    if header.get("optimizer_state") is not None and getattr(model, "optimizer", None):
-        _restore_optimizer(model, header["optimizer_state"], data, os.fspath(filepath))
+    state = header.get("optimizer_state")
+    if state is not None and getattr(model, "optimizer", None):
+        # Layer names differ between sessions (dense_1 vs dense_7): match the saved slots to
+        # this model's variables by position, as Keras' object-based checkpoints do.
+        renamed = dict(zip(header["weight_names"], (w.name for w in model.weights), strict=True))
+        slots = [[renamed.get(var, var), slot] for var, slot in state["slots"]]
+        _restore_optimizer(model, {**state, "slots": slots}, data, os.fspath(filepath))
