@@ -323,7 +323,10 @@ class TrainingMixin:
         )
 
     def _logs(self) -> dict[str, float]:
-        return {metric.name: float(metric.result()) for metric in self.metrics}
+        # Scalars as floats; metrics with one value per class or threshold (F1Score(),
+        # Precision(thresholds=[...])) stay arrays, as Keras' logs hold them.
+        results = {metric.name: metric.result() for metric in self.metrics}
+        return {k: float(v) if np.ndim(v) == 0 else np.asarray(v) for k, v in results.items()}
 
     # ------------------------------------------------------------------ fit
     def fit(
