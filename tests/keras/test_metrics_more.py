@@ -1,0 +1,145 @@
+"""The new metrics and losses beyond their TensorFlow parity (tests/numerics/
+test_metrics_losses_parity.py): names, configs, resolution by name, argument errors, the
+functions on NumPy arrays against closed forms, and training with the new losses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipusim import keras
+from ipusim.errors import UnsupportedError
+from ipusim.keras import losses, metrics
+
+RNG = np.random.default_rng(11)
+Y_BIN = RNG.integers(0, 2, (16, 3)).astype(np.float32)
+P_BIN = RNG.uniform(0, 1, (16, 3)).astype(np.float32)
+
+#: One instance of every new metric class, with inputs it accepts.
+NEW_METRICS = [
+    (metrics.AUC(num_thresholds=13, curve="PR", summation_method="minoring"), "binary"),
+    (metrics.AUC(multi_label=True, label_weights=[1.0, 2.0, 0.5]), "binary"),
+    (metrics.Precision(thresholds=[0.2, 0.7]), "binary"),
+    (metrics.Recall(top_k=2, class_id=1), "binary"),
+    (metrics.TruePositives(), "binary"),
+    (metrics.FalsePositives(thresholds=0.3), "binary"),
+    (metrics.TrueNegatives(), "binary"),
+    (metrics.FalseNegatives(), "binary"),
+    (metrics.SensitivityAtSpecificity(0.4, num_thresholds=20), "binary"),
+    (metrics.SpecificityAtSensitivity(0.4, class_id=0), "binary"),
+    (metrics.PrecisionAtRecall(0.3), "binary"),
+    (metrics.RecallAtPrecision(0.5), "binary"),
+    (metrics.BinaryIoU(threshold=0.4), "binary"),
+    (metrics.F1Score(average="macro", threshold=0.5), "binary"),
+    (metrics.FBetaScore(beta=0.5, average="weighted"), "binary"),
+    (metrics.BinaryCrossentropy(label_smoothing=0.1), "binary"),
+    (metrics.Hinge(), "binary"),
+    (metrics.SquaredHinge(), "binary"),
+    (metrics.RootMeanSquaredError(), "binary"),
+    (metrics.LogCoshError(), "binary"),
+    (metrics.CosineSimilarity(), "binary"),
+    (metrics.R2Score(class_aggregation="variance_weighted_average"), "binary"),
+    (metrics.MeanRelativeError(normalizer=[1.0, 2.0, 4.0]), "binary"),
+    (metrics.MeanIoU(num_classes=3), "labels"),
+    (metrics.IoU(num_classes=3, target_class_ids=[1]), "labels"),
+]
+
+
+def _feed(metric: metrics.Metric, kind: str) -> None:
+    if kind == "labels":
+        metric.update_state([0, 1, 2, 2, 1], [0, 2, 2, 1, 1])
+    else:
+        metric.update_state(Y_BIN, P_BIN)
+
+
+@pytest.mark.parametrize("metric,kind", NEW_METRICS, ids=lambda v: getattr(v, "name", v))
+def test_config_round_trip_gives_the_same_results(metric, kind) -> None:
+    metric.reset_state()
+    _feed(metric, kind)
+    config = metric.get_config()
+    twin = type(metric).from_config(config)
+    _feed(twin, kind)
+    np.testing.assert_array_equal(np.asarray(twin.result()), np.asarray(metric.result()))
+    again = metrics.deserialize(metrics.serialize(metric))
+    assert type(again) is type(metric) and again.get_config() == config
+
+
+def test_unnamed_metrics_take_unique_session_names_as_keras() -> None:
+    keras.backend.clear_session()
+    names = [metrics.AUC().name, metrics.AUC().name, metrics.Recall().name, metrics.Recall().name]
+    assert names == ["auc", "auc_1", "recall", "recall_1"]
+    assert metrics.MeanIoU(2).name == "mean_io_u"  # Keras' snake case of "MeanIoU"
+    assert metrics.Hinge().name == metrics.Hinge().name == "hinge"  # default names are fixed
+
+
+def test_names_resolve_as_keras_get_does() -> None:
+    assert isinstance(metrics.get("AUC"), metrics.AUC)
+    assert metrics.get("kld") is losses.kl_divergence
+    assert metrics.get("logcosh") is losses.log_cosh
+    assert losses.get("huber_loss").fn is losses.huber
+    assert isinstance(losses.get("CategoricalFocalCrossentropy"), losses.Loss)
+    with pytest.raises(ValueError, match="Did you mean 'Precision'"):
+        metrics.get("Precison")
+
+
+def test_metric_functions_on_numpy_match_closed_forms() -> None:
+    y = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]], np.float32)
+    p = np.array([[0.3, -0.2, 1.5], [0.9, 0.4, -1.0]], np.float32)
+    signed = 2 * y - 1  # 0/1 labels become -1/1
+    np.testing.assert_allclose(
+        metrics.hinge(y, p), np.maximum(1 - signed * p, 0).mean(-1), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        metrics.squared_hinge(y, p), (np.maximum(1 - signed * p, 0) ** 2).mean(-1), rtol=1e-6
+    )
+    np.testing.assert_allclose(metrics.log_cosh(y, p), np.log(np.cosh(p - y)).mean(-1), rtol=1e-5)
+    err = np.abs(p - y)
+    huber = np.where(err <= 0.5, 0.5 * err**2, 0.5 * err - 0.125).mean(-1)
+    np.testing.assert_allclose(losses.huber(y, p, delta=0.5), huber, rtol=1e-6)
+    cos = (y * p).sum(-1) / np.linalg.norm(y, axis=-1) / np.linalg.norm(p, axis=-1)
+    np.testing.assert_allclose(metrics.CosineSimilarity()(y, p), cos.mean(), rtol=1e-5)
+
+
+def test_argument_errors_say_what_was_wrong() -> None:
+    with pytest.raises(ValueError, match="num_thresholds"):
+        metrics.AUC(num_thresholds=1)
+    with pytest.raises(ValueError, match="num_labels"):
+        metrics.AUC(num_labels=3)
+    with pytest.raises(ValueError, match=r"Threshold values must be in \[0, 1\]"):
+        metrics.Precision(thresholds=[0.5, 1.5])
+    with pytest.raises(ValueError, match="out of range"):
+        metrics.IoU(num_classes=2, target_class_ids=[2])
+    with pytest.raises(ValueError, match="beta"):
+        metrics.FBetaScore(beta=2)
+    with pytest.raises(ValueError, match="2D inputs"):
+        metrics.R2Score().update_state([1.0, 2.0], [1.0, 2.5])
+    tensor = metrics.MeanTensor()
+    tensor.update_state([1.0, 2.0])
+    with pytest.raises(ValueError, match="same shape"):
+        tensor.update_state([1.0, 2.0, 3.0])
+    with pytest.raises(UnsupportedError, match="ignore_class"):
+        losses.SparseCategoricalCrossentropy(ignore_class=0)
+    with pytest.raises(ValueError, match="outside"):
+        metrics.MeanIoU(num_classes=2).update_state([0, 1], [0, 2])
+
+
+def test_reduction_names() -> None:
+    assert losses.Reduction.all() == ("auto", "none", "sum", "sum_over_batch_size")
+    losses.Reduction.validate("sum")
+    with pytest.raises(ValueError, match="Invalid Reduction Key"):
+        losses.Reduction.validate("mean")
+
+
+@pytest.mark.parametrize(
+    "loss", ["huber", "log_cosh", "squared_hinge", losses.BinaryFocalCrossentropy(gamma=1.0)]
+)
+def test_training_with_the_new_losses_lowers_them(loss) -> None:
+    keras.utils.set_random_seed(5)
+    x = RNG.standard_normal((64, 4)).astype(np.float32)
+    y = (x[:, :1] - x[:, 1:2] > 0).astype(np.float32)
+    model = keras.Sequential(
+        [keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1, activation="sigmoid")]
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.5), loss=loss, metrics=["AUC"])
+    history = model.fit(x, y, batch_size=16, epochs=6, shuffle=False, verbose=0).history
+    assert history["loss"][-1] < 0.9 * history["loss"][0]
