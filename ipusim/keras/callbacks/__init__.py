@@ -12,6 +12,7 @@ shown as given instead of averaged). :class:`LearningRateScheduler` reads and se
 ``predict`` hooks the same way.
 """
 
+from ipusim.keras.callbacks import experimental
 from ipusim.keras.callbacks.builtin import (
     EarlyStopping,
     History,
@@ -32,6 +33,7 @@ from ipusim.keras.callbacks.plateau import ReduceLROnPlateau
 from ipusim.keras.callbacks.progbar_logger import ProgbarLogger
 
 __all__ = [
+    "experimental",
     "BackupAndRestore",
     "BaseLogger",
     "CSVLogger",

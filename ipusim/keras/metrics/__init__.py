@@ -32,6 +32,7 @@ from ipusim.keras.losses import (  # the loss functions tf.keras.metrics also ex
     sparse_categorical_crossentropy,
     squared_hinge,
 )
+from ipusim.keras.metrics import experimental
 from ipusim.keras.metrics.auc import AUC
 from ipusim.keras.metrics.base import (
     Mean,
@@ -144,6 +145,7 @@ _NEW_CLASSES = (
 )
 
 __all__ = [
+    "experimental",
     *(cls.__name__ for cls in _NEW_CLASSES),
     "KLD",
     "MAPE",
