@@ -143,3 +143,40 @@ def test_training_with_the_new_losses_lowers_them(loss) -> None:
     model.compile(optimizer=keras.optimizers.SGD(0.5), loss=loss, metrics=["AUC"])
     history = model.fit(x, y, batch_size=16, epochs=6, shuffle=False, verbose=0).history
     assert history["loss"][-1] < 0.9 * history["loss"][0]
+
+
+@pytest.mark.parametrize(
+    "labels,units,loss",
+    [
+        ("sparse", 3, "sparse_categorical_crossentropy"),
+        ("onehot", 3, "categorical_crossentropy"),
+        ("binary", 1, "binary_crossentropy"),
+    ],
+)
+def test_crossentropy_metric_picks_the_loss_variant_from_the_shapes(labels, units, loss) -> None:
+    keras.utils.set_random_seed(2)
+    x = RNG.standard_normal((32, 4)).astype(np.float32)
+    classes = RNG.integers(0, units if units > 1 else 2, 32)
+    y = {
+        "sparse": classes,
+        "onehot": np.eye(3, dtype=np.float32)[classes % 3],
+        "binary": classes[:, None].astype(np.float32),
+    }[labels]
+    activation = "sigmoid" if units == 1 else "softmax"
+    model = keras.Sequential([keras.layers.Dense(units, activation=activation)])
+    model.compile(optimizer="sgd", loss=loss, metrics=["crossentropy", "ce"])
+    logs = model.evaluate(x, y, batch_size=32, verbose=0, return_dict=True)
+    # The host-side metric and the graph loss: the same cross-entropy of the same batch.
+    assert logs["crossentropy"] == pytest.approx(logs["loss"], rel=1e-5)
+    assert logs["ce"] == logs["crossentropy"]
+
+
+def test_array_valued_metrics_are_logged_as_arrays_and_shown_as_their_mean(capsys) -> None:
+    x = RNG.standard_normal((16, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 16)]
+    model = keras.Sequential([keras.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=[metrics.F1Score()])
+    capsys.readouterr()
+    logs = model.evaluate(x, y, batch_size=16, verbose=2, return_dict=True)
+    assert logs["f1_score"].shape == (3,)
+    assert f"f1_score: {np.mean(logs['f1_score']):.4f}" in capsys.readouterr().out

@@ -119,6 +119,11 @@ class MetricsContainer:
                         np.shape(y_pred[i]),
                     )
                     metric.name = "accuracy" if identifier == "accuracy" else "acc"
+                elif identifier in ("crossentropy", "ce"):
+                    metric = metrics_module.resolve_crossentropy(
+                        np.shape(y_true[i]), np.shape(y_pred[i])
+                    )
+                    metric.name = identifier
                 else:
                     metric = metrics_module.to_metric(identifier)
                 if multi:
