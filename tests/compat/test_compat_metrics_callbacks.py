@@ -94,6 +94,7 @@ def run(tmp_path_factory) -> dict:
     out = io.StringIO()
     cwd = os.getcwd()
     reset_ipu_configuration()
+    keras.backend.clear_session()  # names as in a fresh process ("auc", not "auc_7")
     try:
         os.chdir(folder)
         with contextlib.redirect_stdout(out):

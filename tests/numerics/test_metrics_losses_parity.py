@@ -56,6 +56,7 @@ def test_fixtures_cover_every_metric_and_loss_class() -> None:
     assert len(loss_classes) == 12
 
 
+@pytest.mark.filterwarnings("ignore:More independent predictors")  # Keras warns the same
 @pytest.mark.parametrize("case", _cases("metrics2"))
 def test_metric_matches_tensorflow(case) -> None:
     got = _run_metric(case)

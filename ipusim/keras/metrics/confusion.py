@@ -18,6 +18,7 @@ import numpy as np
 from ipusim.keras import backend
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
+from ipusim.kernels import confusion as ck
 
 #: Value given to the predictions outside the top k (``metrics_utils.NEG_INF`` in tf_keras).
 NEG_INF = -1e10
@@ -111,26 +112,8 @@ def confusion_counts(
         lab = labels.reshape(-1, 1)
     pred = y_pred.reshape(lab.shape)
     w = np.ones(lab.shape) if weights is None else weights.reshape(lab.shape).astype(np.float64)
-    pos, neg = lab * w, (1.0 - lab) * w
-    num = thresholds.size
-    if evenly:
-        clipped = np.clip(pred, 0.0, 1.0)
-        bucket = np.ceil(clipped * pred.dtype.type(num - 1)) - 1
-        if thresholds[0] < 0.0 or thresholds[-1] > 1.0:
-            bucket = np.maximum(bucket, 0)
-        bucket = bucket.astype(np.int64)
-        tp = np.zeros((num, lab.shape[1]))
-        fp = np.zeros((num, lab.shape[1]))
-        cols = np.broadcast_to(np.arange(lab.shape[1]), lab.shape)
-        valid = bucket >= 0
-        np.add.at(tp, (bucket[valid], cols[valid]), pos[valid])
-        np.add.at(fp, (bucket[valid], cols[valid]), neg[valid])
-        tp = np.cumsum(tp[::-1], axis=0)[::-1]
-        fp = np.cumsum(fp[::-1], axis=0)[::-1]
-    else:
-        above = pred[None, :, :] > thresholds[:, None, None]
-        tp = np.sum(above * pos[None], axis=1)
-        fp = np.sum(above * neg[None], axis=1)
+    pos, neg = lab * w, (1.0 - lab) * w  # float64: the kernels accumulate in float64
+    tp, fp = ck.positive_counts(pred, pos, neg, thresholds, evenly)
     tn = neg.sum(axis=0)[None, :] - fp
     fn = pos.sum(axis=0)[None, :] - tp
     counts = {"tp": tp, "fp": fp, "tn": tn, "fn": fn}

@@ -14,6 +14,7 @@ import numpy as np
 
 from ipusim.errors import InputDataError
 from ipusim.keras.metrics.base import Metric
+from ipusim.kernels import confusion as ck
 
 
 class _IoUBase(Metric):
@@ -51,8 +52,7 @@ class _IoUBase(Metric):
             weights = None if weights is None else weights[valid]
         self._check_range(truth, "y_true")
         self._check_range(pred, "y_pred")
-        cm = np.zeros((self.num_classes, self.num_classes), dtype=np.float64)
-        np.add.at(cm, (truth, pred), 1.0 if weights is None else weights.astype(np.float64))
+        cm = ck.confusion_matrix(truth, pred, weights, self.num_classes)
         self.total_cm = (self.total_cm + cm.astype(self.dtype)).astype(self.dtype)
 
     def _classes(self, values: Any, sparse: bool) -> np.ndarray:
