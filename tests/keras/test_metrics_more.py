@@ -180,3 +180,26 @@ def test_array_valued_metrics_are_logged_as_arrays_and_shown_as_their_mean(capsy
     logs = model.evaluate(x, y, batch_size=16, verbose=2, return_dict=True)
     assert logs["f1_score"].shape == (3,)
     assert f"f1_score: {np.mean(logs['f1_score']):.4f}" in capsys.readouterr().out
+
+
+def test_saved_model_keeps_the_new_loss_and_metric_configurations(tmp_path) -> None:
+    keras.utils.set_random_seed(4)
+    x = RNG.standard_normal((32, 4)).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    model = keras.Sequential([keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(
+        optimizer="adam",
+        loss=losses.BinaryFocalCrossentropy(gamma=1.0, apply_class_balancing=True),
+        metrics=[
+            metrics.AUC(curve="PR", num_thresholds=31, name="prauc"),
+            metrics.Precision(thresholds=0.3, name="p30"),
+            metrics.MeanIoU(2, name="miou"),
+        ],
+    )
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(str(tmp_path / "m.npz"))
+    loaded = keras.models.load_model(str(tmp_path / "m.npz"))
+    want = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True) == want
+    # A different gamma or curve would change these, so the configurations really came back.
+    assert set(want) == {"loss", "prauc", "p30", "miou"}
