@@ -114,7 +114,8 @@ def poisson(y_true: Any, y_pred: Any) -> Symbol:
 
 
 def l2_normalize(x: Symbol, axis: int = -1) -> Symbol:
-    """``x / sqrt(max(sum(x**2, axis), 1e-12))``, as ``tf.linalg.l2_normalize``."""
+    """``x / sqrt(max(sum(x**2, axis), 1e-12))``, as ``tf.linalg.l2_normalize`` (whose default
+    ``epsilon`` is 1e-12: tensorflow/python/ops/nn_impl.py, S)."""
     square_sum = m.reduce_sum(m.square(x), axis=axis, keepdims=True)
     return m.divide(x, m.sqrt(m.maximum(square_sum, 1e-12)))
 
