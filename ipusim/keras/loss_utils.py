@@ -59,16 +59,16 @@ def _evaluator(fn: Callable, kwargs: dict[str, Any], t: np.ndarray, p: np.ndarra
 
     key = (fn, tuple(sorted(kwargs.items())), t.shape, t.dtype.name, p.shape, p.dtype.name)
     try:
-        cached = _EAGER_CACHE.get(key)
+        cached, hashable = _EAGER_CACHE.get(key), True
     except TypeError:  # unhashable keyword argument: trace without caching
-        key, cached = None, None
+        cached, hashable = None, False
     if cached is not None:
         return cached
     graph = Graph(f"{getattr(fn, '__name__', 'loss')}_eager")
     t_sym = graph.placeholder(TensorSpec(t.shape, t.dtype.name))
     p_sym = graph.placeholder(TensorSpec.from_array(p))
     executor = Executor(graph, [fn(t_sym, p_sym, **kwargs)], [t_sym, p_sym])
-    if key is not None:
+    if hashable:
         if len(_EAGER_CACHE) >= _EAGER_CACHE_SIZE:
             _EAGER_CACHE.pop(next(iter(_EAGER_CACHE)))
         _EAGER_CACHE[key] = executor

@@ -152,6 +152,12 @@ class ConfusionMetric(Metric):
         name, dtype: as :class:`Metric`.
     """
 
+    # Weighted counts per threshold (those named in ``keys`` exist).
+    true_positives: np.ndarray
+    false_positives: np.ndarray
+    true_negatives: np.ndarray
+    false_negatives: np.ndarray
+
     def __init__(
         self,
         thresholds: list[float],
