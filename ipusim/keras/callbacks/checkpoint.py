@@ -1,4 +1,6 @@
-"""ModelCheckpoint and BackupAndRestore (``tf_keras`` 2.x rules).
+"""ModelCheckpoint and BackupAndRestore, as IPU TensorFlow's Keras (TF 2.x) has them, plus the
+later Keras additions that do not change that behaviour (``{batch}`` in ``filepath``,
+``initial_value_threshold``, ``BackupAndRestore`` outside ``experimental``).
 
 Files are written with ``model.save`` / ``model.save_weights`` (atomic ``.npz`` files: a reader
 never sees a half-written checkpoint), at the exact path the formatted ``filepath`` gives.
@@ -128,7 +130,7 @@ class ModelCheckpoint(Callback):
             )
         if not self.save_best_only:
             if self.verbose > 0:
-                print(f"\nEpoch {epoch + 1}: saving model to {filepath}")
+                print(f"\nEpoch {epoch + 1:05d}: saving model to {filepath}")
             self._write(filepath)
             return
         current = logs.get(self.monitor)
@@ -138,13 +140,13 @@ class ModelCheckpoint(Callback):
         if self.monitor_op(current, self.best):
             if self.verbose > 0:
                 print(
-                    f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to "
+                    f"\nEpoch {epoch + 1:05d}: {self.monitor} improved from {self.best:.5f} to "
                     f"{current:.5f}, saving model to {filepath}"
                 )
             self.best = current
             self._write(filepath)
         elif self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {self.best:.5f}")
+            print(f"\nEpoch {epoch + 1:05d}: {self.monitor} did not improve from {self.best:.5f}")
 
     def _write(self, filepath: str) -> None:
         if self.save_weights_only:

@@ -30,9 +30,10 @@ def _csv_value(value: Any) -> Any:
 class CSVLogger(Callback):
     """Write one CSV row per epoch: ``epoch`` then every log key (sorted).
 
-    The columns are fixed by the first epoch's logs; when they have no ``val_`` key, a ``val_``
-    column is added for each (``NA`` until validation runs), as Keras does. The file is
-    rewritten atomically after every epoch, so it is always complete.
+    As IPU TensorFlow's Keras (TF 2.x before 2.7): the columns are those of the first epoch's
+    logs; a key missing from a later epoch (validation every few epochs, or training stopped) is
+    written ``NA``. (Later Keras versions also add a ``val_`` column per key when the first epoch
+    has none.) The file is rewritten atomically after every epoch, so it is always complete.
 
     Args:
         filename: the CSV file.
@@ -64,8 +65,6 @@ class CSVLogger(Callback):
         logs = logs or {}
         if self.keys is None:
             self.keys = sorted(logs)
-            if not any(key.startswith("val_") for key in self.keys):
-                self.keys.extend([f"val_{key}" for key in self.keys])
         buffer = io.StringIO()
         dialect = type("CustomDialect", (csv.excel,), {"delimiter": self.sep})
         writer = csv.DictWriter(buffer, fieldnames=["epoch", *self.keys], dialect=dialect)

@@ -35,7 +35,7 @@ def float_learning_rate(model: Any, who: str) -> float:
 class ReduceLROnPlateau(Callback):
     """Multiply the learning rate by ``factor`` after ``patience`` epochs without improvement.
 
-    The rule of ``tf_keras`` 2.x: an epoch improves when the monitored value beats the best by
+    The rule of IPU TensorFlow's Keras (unchanged in ``tf_keras`` 2.x): an epoch improves when the monitored value beats the best by
     more than ``min_delta``; otherwise, outside a cooldown, ``wait`` grows and at ``patience`` the
     rate becomes ``max(lr * factor, min_lr)`` (only if ``lr > min_lr``), followed by ``cooldown``
     epochs in which ``wait`` stays 0. The rate is kept in float32, as Keras' variable, and every
@@ -138,7 +138,8 @@ class ReduceLROnPlateau(Callback):
             self.model.optimizer.learning_rate = new_lr
             if self.verbose > 0:
                 print(
-                    f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {np.float32(new_lr)}."
+                    f"\nEpoch {epoch + 1:05d}: ReduceLROnPlateau reducing learning rate to "
+                    f"{np.float32(new_lr)!s}."
                 )
             self.cooldown_counter = self.cooldown
             self.wait = 0
