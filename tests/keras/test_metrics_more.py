@@ -119,6 +119,8 @@ def test_argument_errors_say_what_was_wrong() -> None:
         tensor.update_state([1.0, 2.0, 3.0])
     with pytest.raises(UnsupportedError, match="ignore_class"):
         losses.SparseCategoricalCrossentropy(ignore_class=0)
+    with pytest.raises(ValueError, match="predictions must be >= 0 and <= 1"):
+        metrics.Precision().update_state([0, 1], [-0.5, 2.0])  # logits: IPU TF's Keras asserts
     with pytest.raises(ValueError, match="outside"):
         metrics.MeanIoU(num_classes=2).update_state([0, 1], [0, 2])
 

@@ -102,10 +102,11 @@ class AUC(Metric):
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         """Add a batch of labels, predictions (probabilities, or logits) and sample weights."""
+        if self._from_logits:
+            logits = np.asarray(y_pred, dtype=np.float64)
+            y_pred = (0.5 + 0.5 * np.tanh(0.5 * logits)).astype(self.dtype)  # overflow-free
         labels, pred, weights = prepare(y_true, y_pred, sample_weight, self.dtype)
         self._check_labels(labels)
-        if self._from_logits:
-            pred = (1.0 / (1.0 + np.exp(-pred.astype(np.float64)))).astype(self.dtype)
         if self.label_weights is not None and not self.multi_label:
             lw = np.broadcast_to(self.label_weights.astype(self.dtype), pred.shape)
             weights = lw if weights is None else weights * lw

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import InputDataError
 from ipusim.keras import backend
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
@@ -77,6 +78,14 @@ def prepare(
         raise ValueError(
             f"Shapes {y_true.shape} (y_true) and {y_pred.shape} (y_pred) are incompatible: "
             "confusion-matrix metrics need one label per prediction"
+        )
+    if y_pred.size and (np.nanmin(y_pred) < 0 or np.nanmax(y_pred) > 1):
+        # IPU TensorFlow's Keras asserts this (later Keras versions dropped the check).
+        raise InputDataError(
+            f"predictions must be >= 0 and <= 1 for confusion-matrix metrics (Precision, Recall, "
+            f"AUC, TruePositives, ...); received values in [{float(np.nanmin(y_pred))}, "
+            f"{float(np.nanmax(y_pred))}]. Pass probabilities (e.g. a sigmoid output), or use "
+            "AUC(from_logits=True) for logits."
         )
     labels = (y_true != 0).astype(dtype)
     weights = None if sample_weight is None else broadcast_weights(sample_weight, y_pred, dtype)
