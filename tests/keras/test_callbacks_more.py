@@ -244,3 +244,29 @@ def test_remote_monitor_and_sidecar_export_are_not_simulated() -> None:
         callbacks.SidecarEvaluatorModelExport("a", "b")
     with pytest.raises(UnsupportedError, match="save_freq"):
         callbacks.BackupAndRestore("b", save_freq=10)
+
+
+def test_model_checkpoint_load_weights_on_restart_loads_the_newest_match(tmp_path) -> None:
+    x, y = _data()
+    model = _model()
+    pattern = str(tmp_path / "w.{epoch:02d}.npz")
+    model.fit(
+        x,
+        y,
+        batch_size=8,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[callbacks.ModelCheckpoint(pattern, save_weights_only=True)],
+    )
+    os.utime(tmp_path / "w.01.npz", (1, 1))  # make epoch 2's file the newest for sure
+    trained = model.get_weights()
+    fresh = _model()
+    seen = []
+    restart = callbacks.ModelCheckpoint(
+        pattern, save_weights_only=True, load_weights_on_restart=True
+    )
+    probe = callbacks.LambdaCallback(on_train_begin=lambda logs: seen.append(fresh.get_weights()))
+    fresh.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[restart, probe])
+    for got, want in zip(seen[0], trained, strict=True):
+        np.testing.assert_array_equal(got, want)

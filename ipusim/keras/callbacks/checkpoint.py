@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,24 @@ def monitor_op(mode: str, monitor: str, who: str) -> tuple[Any, float]:
     return (np.greater, -np.inf) if maximise else (np.less, np.inf)
 
 
+def latest_matching_file(pattern: str) -> str | None:
+    """The most recently modified file whose name matches ``pattern`` (its ``{...}`` fields
+    standing for anything), the largest name among equally recent ones; None if none matches.
+    """
+    folder = os.path.dirname(pattern)
+    # As Keras: the name itself is the regular expression, its fields replaced by ".*".
+    regex = re.compile("^" + re.sub(r"{.*}", r".*", os.path.basename(pattern)) + "$")
+    if not os.path.isdir(folder or "."):
+        return None
+    candidates = [
+        os.path.join(folder, name) for name in os.listdir(folder or ".") if regex.match(name)
+    ]
+    if not candidates:
+        return None
+    newest = max(os.path.getmtime(path) for path in candidates)
+    return max(path for path in candidates if os.path.getmtime(path) == newest)
+
+
 class ModelCheckpoint(Callback):
     """Save the model (or its weights) every epoch or every ``save_freq`` batches.
 
@@ -49,7 +68,8 @@ class ModelCheckpoint(Callback):
             see: one per ``steps_per_execution`` steps on the IPU).
         options: accepted for compatibility (TensorFlow's save options have no equivalent).
         initial_value_threshold: a starting best value that a save must beat.
-        **kwargs: ``period`` (legacy: save every N epochs).
+        **kwargs: ``period`` (legacy: save every N epochs) and ``load_weights_on_restart``
+            (legacy: load the newest file matching ``filepath`` when training starts).
     """
 
     def __init__(
@@ -76,6 +96,12 @@ class ModelCheckpoint(Callback):
         self.period = kwargs.pop("period", 1)
         if self.period != 1:
             logger.warning("`period` argument is deprecated. Please use `save_freq`.")
+        self.load_weights_on_restart = bool(kwargs.pop("load_weights_on_restart", False))
+        if self.load_weights_on_restart:
+            logger.warning(
+                "`load_weights_on_restart` argument is deprecated. Please use "
+                "`model.load_weights()` for loading weights before the start of `model.fit()`."
+            )
         if kwargs:
             raise TypeError(f"ModelCheckpoint: unexpected keyword arguments {sorted(kwargs)}")
         self.epochs_since_last_save = 0
@@ -89,6 +115,13 @@ class ModelCheckpoint(Callback):
                 f'Unrecognized save_freq: {save_freq!r}; use "epoch" or a positive number of '
                 "batches"
             )
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        if not self.load_weights_on_restart:
+            return
+        latest = latest_matching_file(self.filepath)
+        if latest is not None:
+            self.model.load_weights(latest)
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         if self._should_save_on_batch(batch):
