@@ -123,6 +123,10 @@ class ModelCheckpoint(Callback):
         if latest is not None:
             self.model.load_weights(latest)
 
+    def _implements_train_batch_hooks(self) -> bool:
+        # As Keras: batch hooks only when saving every N batches.
+        return self.save_freq != "epoch"
+
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         if self._should_save_on_batch(batch):
             self._save_model(self._current_epoch, batch, logs)
