@@ -205,3 +205,57 @@ def test_saved_model_keeps_the_new_loss_and_metric_configurations(tmp_path) -> N
     assert loaded.evaluate(x, y, verbose=0, return_dict=True) == want
     # A different gamma or curve would change these, so the configurations really came back.
     assert set(want) == {"loss", "prauc", "p30", "miou"}
+
+
+class _CountAbove(metrics.Metric):
+    """A user-written metric in Keras' style: add_weight state, NumPy updates."""
+
+    def __init__(self, name: str = "count_above", **kwargs) -> None:
+        super().__init__(name=name, **kwargs)
+        self.count = self.add_weight(name="count", initializer="zeros")
+        self.seen = self.add_weight(name="seen", shape=(2,), initializer="ones")
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        self.count.assign_add(np.sum(np.asarray(y_pred) > 0.5))
+        self.seen.assign_add([1.0, np.asarray(y_pred).shape[0]])
+
+    def result(self):
+        return self.count
+
+
+class _OldStyle(metrics.Metric):
+    """Overrides reset_states (the name before Keras 2.5) and uses a variable in it."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.total = self.add_weight(name="total")
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        self.total.assign_add(1.0)
+
+    def result(self):
+        return self.total + 0.0
+
+    def reset_states(self) -> None:
+        self.total.assign(-1.0)
+
+
+def test_user_metrics_with_add_weight_run_in_fit_and_reset_each_epoch() -> None:
+    keras.utils.set_random_seed(6)
+    x = RNG.standard_normal((24, 4)).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    model = keras.Sequential([keras.layers.Dense(1, activation="sigmoid")])
+    counter, old = _CountAbove(), _OldStyle()
+    assert [v.name for v in counter.variables] == ["count_above/count:0", "count_above/seen:0"]
+    model.compile(optimizer="sgd", loss="binary_crossentropy", metrics=[counter, old])
+    first = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    # As Keras: the metrics are built on the first batch, so the first evaluate starts from the
+    # initial values (seen = ones); the second resets them first (zeros; the old-style
+    # override sets -1). Three batches each time.
+    np.testing.assert_array_equal(counter.seen.numpy(), [4.0, 25.0])
+    assert first[old.name] == 3.0
+    logs = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    predictions = model.predict(x, batch_size=8, verbose=0)
+    assert logs["count_above"] == float(np.sum(predictions > 0.5))
+    np.testing.assert_array_equal(counter.seen.numpy(), [3.0, 24.0])
+    assert logs[old.name] == -1.0 + 3
