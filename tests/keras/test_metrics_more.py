@@ -259,3 +259,21 @@ def test_user_metrics_with_add_weight_run_in_fit_and_reset_each_epoch() -> None:
     assert logs["count_above"] == float(np.sum(predictions > 0.5))
     np.testing.assert_array_equal(counter.seen.numpy(), [3.0, 24.0])
     assert logs[old.name] == -1.0 + 3
+
+
+def test_metrics_ignore_sample_weights_and_weighted_metrics_use_them() -> None:
+    keras.utils.set_random_seed(8)
+    x = RNG.standard_normal((16, 4)).astype(np.float32)
+    y = RNG.standard_normal((16, 1)).astype(np.float32)
+    w = RNG.uniform(0.0, 3.0, 16).astype(np.float32)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", metrics=["mae"], weighted_metrics=["mae"])
+    logs = model.evaluate(x, y, sample_weight=w, batch_size=16, verbose=0, return_dict=True)
+    error = np.abs(model.predict(x, verbose=0) - y)[:, 0].astype(np.float64)
+    # As Keras: compile(metrics=...) are unweighted; the weighted copy takes "weighted_".
+    assert list(logs) == ["loss", "mae", "weighted_mae"]
+    assert logs["mae"] == pytest.approx(error.mean(), rel=1e-5)
+    assert logs["weighted_mae"] == pytest.approx((w * error).sum() / w.sum(), rel=1e-5)
+    shared = metrics.AUC()
+    with pytest.raises(ValueError, match="duplicated metrics object"):
+        model.compile(optimizer="sgd", loss="mse", metrics=[shared], weighted_metrics=[shared])
