@@ -104,7 +104,7 @@ class MetricsContainer:
     """Host-side metrics updated from each step's targets and predictions.
 
     As Keras: ``metrics`` are updated without the sample weights, ``weighted_metrics`` with
-    them (``sample_weight`` and ``class_weight``).
+    them (``sample_weight``; ``class_weight`` would join them, but fit() does not take it yet).
 
     Args:
         metrics: None, a list (applied to every output) or a dict keyed by output name.

@@ -91,7 +91,7 @@ class TrainingMixin:
             loss: loss name, instance or function; a list/dict for several outputs.
             metrics: list of metric names/instances (``'accuracy'`` resolves by the shapes);
                 updated without sample weights, as in Keras.
-            weighted_metrics: metrics updated with the sample (and class) weights.
+            weighted_metrics: metrics updated with the sample weights.
             loss_weights: per-output loss weights.
             steps_per_execution: batches run per execution; callbacks see one batch-end per
                 execution (default 1).
