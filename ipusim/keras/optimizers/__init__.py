@@ -10,18 +10,24 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ipusim.keras.optimizers import schedules
+from ipusim.keras.optimizers import legacy, schedules
+from ipusim.keras.optimizers.adaptive import Adadelta, Adamax, Ftrl, Nadam
 from ipusim.keras.optimizers.algorithms import SGD, Adagrad, Adam, RMSprop
 from ipusim.keras.optimizers.optimizer import Optimizer
 
 __all__ = [
     "SGD",
+    "Adadelta",
     "Adagrad",
     "Adam",
+    "Adamax",
+    "Ftrl",
+    "Nadam",
     "Optimizer",
     "RMSprop",
     "deserialize",
     "get",
+    "legacy",
     "schedules",
     "serialize",
 ]
@@ -32,6 +38,10 @@ _BUILTINS: dict[str, type[Optimizer]] = {
     "rmsprop": RMSprop,
     "adam": Adam,
     "adagrad": Adagrad,
+    "adadelta": Adadelta,
+    "adamax": Adamax,
+    "nadam": Nadam,
+    "ftrl": Ftrl,
 }
 
 
