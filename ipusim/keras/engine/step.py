@@ -103,7 +103,9 @@ class StepProgram:
                         f"No gradient exists for variable {variable.name!r}: the loss does not "
                         "depend on it. Freeze it (trainable=False) or use it in the model."
                     )
-            if scaler is not None:  # ... then multiply each gradient by 1 / scale
+            # ... then multiply each gradient by 1 / scale, unless the optimizer unscales them
+            # itself (automatic loss scaling keeps statistics of the scaled gradients first).
+            if scaler is not None and not getattr(model.optimizer, "unscales_own_gradients", False):
                 with graph.phase("bwd"):
                     inverse = m.divide(1.0, scale)
                     grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
