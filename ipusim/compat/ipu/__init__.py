@@ -14,6 +14,7 @@ configuration functions), ``ipu.ipu_strategy`` (``IPUStrategy``),
 from ipusim.compat.ipu import (
     config,
     dataset_benchmark,
+    functional_ops,
     gradient_accumulation,
     ipu_compiler,
     ipu_infeed_queue,
@@ -29,10 +30,12 @@ from ipusim.compat.ipu import (
     serving,
     utils,
 )
+from ipusim.compat.ipu.functional_ops import outlined_function
 
 __all__ = [
     "config",
     "dataset_benchmark",
+    "functional_ops",
     "gradient_accumulation",
     "ipu_compiler",
     "ipu_infeed_queue",
@@ -43,6 +46,7 @@ __all__ = [
     "loops",
     "ops",
     "optimizers",
+    "outlined_function",
     "pipelining_ops",
     "scopes",
     "serving",

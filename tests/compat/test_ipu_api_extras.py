@@ -1,0 +1,134 @@
+"""The rest of the IPU API around the programs (issue 23 item 1): ALS in a custom training loop,
+``ipu.outlined_function``, the ``ipu.scopes`` and ``ipu.utils`` functions."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import ipusim
+from ipusim.compat import ipu
+from ipusim.compat.runtime import loops, ops
+from ipusim.compat.runtime.feeds import IPUInfeedQueue
+from ipusim.compat.runtime.function import function
+from ipusim.compat.runtime.tape import GradientTape
+from ipusim.config import reset_ipu_configuration
+from ipusim.data import Dataset
+from ipusim.errors import UnsupportedError
+from ipusim.keras import optimizers
+from ipusim.keras.ipu.optimizers import ALSOptimizer
+from ipusim.strategy import IPUStrategy
+
+
+@pytest.fixture(autouse=True)
+def _configured():
+    reset_ipu_configuration()
+    cfg = ipusim.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    yield
+    reset_ipu_configuration()
+
+
+def _train(optimizer_step, x_rows: np.ndarray, iterations: int) -> np.ndarray:
+    w = ops.Variable(np.ones(3, np.float32))
+    infeed = IPUInfeedQueue(Dataset.from_tensor_slices(x_rows))
+
+    def body(x):
+        with GradientTape() as tape:
+            loss = ops.reduce_sum(w * w * x)
+        return optimizer_step(loss, w, tape)
+
+    IPUStrategy().run(function(lambda: loops.repeat(iterations, body, [], infeed)))
+    return w.numpy()
+
+
+def test_als_minimize_in_a_traced_loop_scales_the_loss_and_applies_unscaled_gradients() -> None:
+    als = ALSOptimizer(
+        optimizers.SGD(0.1),
+        initial_loss_scaling_factor=1,
+        update_frequency=1,
+        max_loss_scaling_factor=8,
+    )
+    x = np.array([[1.0, 2.0, -1.0]] * 4, np.float32)
+    w = _train(lambda loss, v, tape: als.minimize(loss, [v], tape=tape), x, 4)
+    # d/dw sum(w^2 x) = 2 w x; four plain SGD steps (the scale cancels out).
+    expected = np.ones(3)
+    for _ in range(4):
+        expected = expected - 0.1 * 2 * expected * x[0]
+    np.testing.assert_allclose(w, expected, rtol=1e-6)
+    # float32 gradients: no statistics, so the scale doubles at each due update up to 4 (< 8).
+    assert als.loss_scaling_factor == 4
+
+
+def test_outlined_function_gives_the_same_numbers_as_the_inlined_code() -> None:
+    @ipu.outlined_function
+    def square_sum(v, x):
+        return ops.reduce_sum(v * v * x)
+
+    @ipu.outlined_function(unique_sharding=True)
+    def twice(t):
+        return t + t
+
+    sgd = optimizers.SGD(0.1)
+
+    def step(loss, v, tape):
+        del loss
+        return sgd.apply_gradients(zip(tape.gradient(twice_loss[0], [v]), [v]))
+
+    twice_loss: list = []
+    w = ops.Variable(np.ones(3, np.float32))
+    infeed = IPUInfeedQueue(Dataset.from_tensor_slices(np.ones((2, 3), np.float32)))
+
+    def body(x):
+        with GradientTape() as tape:
+            twice_loss[:] = [twice(square_sum(w, x))]
+        return step(None, w, tape)
+
+    IPUStrategy().run(function(lambda: loops.repeat(2, body, [], infeed)))
+    # d/dw 2 sum(w^2) = 4 w: w <- w (1 - 0.4), twice.
+    np.testing.assert_allclose(w.numpy(), np.full(3, 0.6 * 0.6), rtol=1e-6)
+    assert square_sum.__name__ == "square_sum"
+
+
+def test_scopes() -> None:
+    with ipu.scopes.ipu_jit_scope(0), ipu.scopes.frontend_attribute("a", "b"):
+        pass
+    with ipu.scopes.ipu_shard(0), ipu.scopes.ipu_shard([0]):
+        pass
+    with pytest.raises(UnsupportedError, match="manual sharding"):
+        with ipu.scopes.ipu_shard(1):
+            pass
+    with pytest.raises(ValueError, match="Only support float16, float32"):
+        with ipu.scopes.partials_type(np.int32):
+            pass
+
+
+def test_scopes_without_a_simulated_effect_warn(caplog) -> None:
+    ipu.scopes._WARNED.clear()
+    with caplog.at_level(logging.WARNING, logger="ipusim"):
+        with ipu.scopes.outside_compilation_scope(), ipu.scopes.stochastic_rounding(True):
+            with ipu.scopes.partials_type(np.float16):
+                pass
+    text = caplog.text
+    assert "outside_compilation_scope" in text and "stochastic_rounding" in text
+    assert "partials_type" in text
+
+
+def test_utils(monkeypatch) -> None:
+    assert ipu.utils.move_variable_initialization_to_cpu() is None
+    category = ipu.utils.SyntheticDataCategory
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--synthetic_data_categories=infeed,Outfeed")
+    assert ipu.utils.use_synthetic_data_for(category.Infeed)
+    assert ipu.utils.use_synthetic_data_for(category.Outfeed)
+    assert not ipu.utils.use_synthetic_data_for(category.Parameters)
+    monkeypatch.setenv("TF_POPLAR_FLAGS", "--use_synthetic_data")
+    assert ipu.utils.use_synthetic_data_for(category.Seed)
+    monkeypatch.delenv("TF_POPLAR_FLAGS")
+    assert not ipu.utils.use_synthetic_data_for(category.Infeed)
+    with pytest.raises(TypeError, match="SyntheticDataCategory"):
+        ipu.utils.use_synthetic_data_for("infeed")
+    with pytest.raises(UnsupportedError, match="export_dataset_to_file is not simulated"):
+        ipu.utils.export_dataset_to_file(None, "out.bin", 10)
