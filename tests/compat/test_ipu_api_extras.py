@@ -98,20 +98,24 @@ def test_scopes() -> None:
         pass
     with ipu.scopes.ipu_shard(0), ipu.scopes.ipu_shard([0]):
         pass
-    with pytest.raises(UnsupportedError, match="manual sharding"):
-        with ipu.scopes.ipu_shard(1):
-            pass
-    with pytest.raises(ValueError, match="Only support float16, float32"):
-        with ipu.scopes.partials_type(np.int32):
-            pass
+    with pytest.raises(UnsupportedError, match="manual sharding"), ipu.scopes.ipu_shard(1):
+        pass
+    with (
+        pytest.raises(ValueError, match="Only support float16, float32"),
+        ipu.scopes.partials_type(np.int32),
+    ):
+        pass
 
 
 def test_scopes_without_a_simulated_effect_warn(caplog) -> None:
     ipu.scopes._WARNED.clear()
-    with caplog.at_level(logging.WARNING, logger="ipusim"):
-        with ipu.scopes.outside_compilation_scope(), ipu.scopes.stochastic_rounding(True):
-            with ipu.scopes.partials_type(np.float16):
-                pass
+    with (
+        caplog.at_level(logging.WARNING, logger="ipusim"),
+        ipu.scopes.outside_compilation_scope(),
+        ipu.scopes.stochastic_rounding(True),
+        ipu.scopes.partials_type(np.float16),
+    ):
+        pass
     text = caplog.text
     assert "outside_compilation_scope" in text and "stochastic_rounding" in text
     assert "partials_type" in text
