@@ -52,3 +52,14 @@ __all__ = [
     "serving",
     "utils",
 ]
+
+#: Submodules that load ipusim's custom-training-loop runtime: imported on first use.
+_LAZY_SUBMODULES = ("ipu_estimator", "ipu_pipeline_estimator", "ipu_run_config")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
