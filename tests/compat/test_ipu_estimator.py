@@ -135,3 +135,95 @@ def test_estimator_argument_checks() -> None:
         ipu.ipu_estimator.IPUEstimatorSpec("train", loss=1.0, train_op=1, host_call=(None, []))
     with pytest.raises(ValueError, match="Missing train_op"):
         ipu.ipu_estimator.IPUEstimatorSpec("train", loss=1.0)
+
+
+PIPELINE_SCRIPT = textwrap.dedent(
+    """
+    import json
+
+    import numpy as np
+    import tensorflow.compat.v1 as tf
+    from tensorflow.python import ipu
+    from tensorflow.python.ipu.ops import pipelining_ops
+
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((64, 4)) * 0.5).astype(np.float32)
+    y = (x @ np.array([[1.0], [-1.0], [0.5], [2.0]], np.float32)).astype(np.float32)
+
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
+
+
+    def model_fn(mode, params):
+        def stage1(features, labels):
+            dense = tf.keras.layers.Dense(2, kernel_initializer="ones", use_bias=False)
+            return dense(features), labels
+
+        def stage2(hidden, labels):
+            dense = tf.keras.layers.Dense(1, kernel_initializer="ones", use_bias=False)
+            return tf.reduce_mean(tf.square(dense(hidden) - labels))
+
+        def optimizer_function(loss):
+            optimizer = tf.train.GradientDescentOptimizer(params["learning_rate"])
+            return pipelining_ops.OptimizerFunctionOutput(optimizer, loss)
+
+        def eval_metrics_fn(loss):
+            return {"loss": tf.metrics.mean(loss), "max_loss": np.max(loss)}
+
+        return ipu.ipu_pipeline_estimator.IPUPipelineEstimatorSpec(
+            mode,
+            computational_stages=[stage1, stage2],
+            gradient_accumulation_count=4,
+            optimizer_function=optimizer_function,
+            eval_metrics_fn=eval_metrics_fn,
+        )
+
+
+    ipu_options = ipu.config.IPUConfig()
+    ipu_options.auto_select_ipus = 2
+    config = ipu.ipu_run_config.RunConfig(
+        ipu_run_config=ipu.ipu_run_config.IPURunConfig(
+            iterations_per_loop=2, num_shards=2, ipu_options=ipu_options
+        )
+    )
+    estimator = ipu.ipu_pipeline_estimator.IPUPipelineEstimator(
+        model_fn=model_fn, config=config, params={"learning_rate": 0.01}
+    )
+    estimator.train(input_fn, steps=4)
+    print("RESULT", json.dumps({
+        "w1": estimator.get_variable_value("dense/kernel").tolist(),
+        "w2": estimator.get_variable_value("dense_1/kernel").tolist(),
+        "eval": estimator.evaluate(input_fn, steps=2),
+    }))
+    """
+)
+
+
+def test_pipeline_estimator_matches_numpy_accumulated_sgd(tmp_path, capsys) -> None:
+    script = tmp_path / "pipeline_estimator_example.py"
+    script.write_text(PIPELINE_SCRIPT)
+    result = run_script(script, output=tmp_path / "reports", quiet=True)
+    assert result.exit_code == 0
+    assert len(result.reports) == 3  # two training executions (2 steps each), one evaluation
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("RESULT"))
+    got = json.loads(line.removeprefix("RESULT "))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 4)) * 0.5
+    y = x @ np.array([[1.0], [-1.0], [0.5], [2.0]])
+    w1, w2 = np.ones((4, 2)), np.ones((2, 1))
+    batches = [(x[i : i + 4], y[i : i + 4]) for i in range(0, 64, 4)]
+    for step in range(4):  # each step sums the gradients of 4 mini-batches (SUM reduction)
+        g1, g2 = np.zeros_like(w1), np.zeros_like(w2)
+        for xb, yb in batches[4 * step : 4 * step + 4]:
+            hidden = xb @ w1
+            d_pred = 2 * (hidden @ w2 - yb) / 4
+            g2 += hidden.T @ d_pred
+            g1 += xb.T @ (d_pred @ w2.T)
+        w1, w2 = w1 - 0.01 * g1, w2 - 0.01 * g2
+    np.testing.assert_allclose(got["w1"], w1, rtol=1e-5)
+    np.testing.assert_allclose(got["w2"], w2, rtol=1e-5)
+    losses = [np.mean((xb @ w1 @ w2 - yb) ** 2) for xb, yb in batches[:8]]
+    np.testing.assert_allclose(got["eval"]["loss"], np.mean(losses), rtol=1e-5)
+    np.testing.assert_allclose(got["eval"]["max_loss"], np.max(losses), rtol=1e-5)
+    assert got["eval"]["global_step"] == 4

@@ -24,6 +24,7 @@ import collections
 import inspect
 import logging
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from ipusim.compat.tf import v1_metrics, v1_train
 from ipusim.compat.tf.estimator import EstimatorSpec, ModeKeys
 from ipusim.data import Dataset
 from ipusim.errors import ConfigurationError, IncompatibleStateError, UnsupportedError
+from ipusim.keras import backend as keras_backend
 from ipusim.strategy import IPUStrategy
 
 __all__ = ["IPUEstimator", "IPUEstimatorSpec"]
@@ -77,6 +79,21 @@ class IPUEstimatorSpec(EstimatorSpec):
         )
 
 
+@contextmanager
+def fresh_layer_names() -> Iterator[None]:
+    """Name layers as in a new TensorFlow graph (``dense``, ``dense_1``...), as the Estimator
+    builds every mode's model in a fresh graph; the process' counters are restored after."""
+    with keras_backend._lock:
+        saved = dict(keras_backend._name_counts)
+        keras_backend._name_counts.clear()
+    try:
+        yield
+    finally:
+        with keras_backend._lock:
+            keras_backend._name_counts.clear()
+            keras_backend._name_counts.update(saved)
+
+
 def _call_with(fn: Callable[..., Any], available: dict[str, Any], first: tuple = ()) -> Any:
     """Call ``fn`` with ``first`` positionally and the ``available`` arguments it names."""
     params = inspect.signature(fn).parameters
@@ -115,7 +132,8 @@ class _Program:
                 "input_fn's dataset must yield features or (features, labels), received "
                 f"elements of {len(args)} parts"
             )
-        spec = self.estimator._call_model_fn(features, labels, self.mode)
+        with fresh_layer_names():
+            spec = self.estimator._call_model_fn(features, labels, self.mode)
         self.variables = list(context.current().graph.variables)
         # Traced before the first execution: give the new variables the trained values now.
         self.estimator._restore(self)
@@ -264,13 +282,15 @@ class IPUEstimator:
         program, batches = self._start(input_fn, ModeKeys.TRAIN)
         done, interval = 0, self._config.log_step_count_steps or 0
         while steps is None or done < steps:
-            elements = self._take(batches)
+            elements = self._take(batches, ModeKeys.TRAIN)
             if elements is None:
                 break
-            losses = program.run(elements)["loss"]
-            done += len(elements)
-            self._global_step += len(elements)
-            if interval and self._global_step % interval < len(elements):
+            outputs = program.run(elements)
+            losses = outputs["loss"] if isinstance(outputs, dict) else outputs
+            ipl = self.iterations_per_loop
+            done += ipl
+            self._global_step += ipl
+            if interval and self._global_step % interval < ipl:
                 log.info("loss = %s, step = %d", float(np.mean(losses)), self._global_step)
         return self
 
@@ -288,17 +308,13 @@ class IPUEstimator:
         program, batches = self._start(input_fn, ModeKeys.EVAL)
         collected: list[dict[str, np.ndarray]] = []
         while steps is None or len(collected) * self.iterations_per_loop < steps:
-            elements = self._take(batches)
+            elements = self._take(batches, ModeKeys.EVAL)
             if elements is None:
                 break
             collected.append(program.run(elements))
         if not collected:
             raise ConfigurationError("evaluate: input_fn's dataset gave no complete loop")
-        joined = {k: np.concatenate([c[k].reshape(-1) for c in collected]) for k in collected[0]}
-        results: dict[str, Any] = {"loss": float(np.mean(joined["loss"]))}
-        for metric in program.metrics:
-            totals, counts = joined[f"{metric}/total"], joined[f"{metric}/count"]
-            results[metric] = v1_metrics.StreamingMetric.result(totals, counts)
+        results = self._evaluation_results(program, collected)
         results["global_step"] = self._global_step
         return results
 
@@ -312,7 +328,7 @@ class IPUEstimator:
     ) -> Iterator[Any]:
         """Yield the predictions, example by example (or batch by batch)."""
         program, batches = self._start(input_fn, ModeKeys.PREDICT)
-        while (elements := self._take(batches)) is not None:
+        while (elements := self._take(batches, ModeKeys.PREDICT)) is not None:
             outputs = program.run(elements)
             for batch in _unstack(outputs):
                 if isinstance(batch, dict) and predict_keys is not None:
@@ -324,6 +340,21 @@ class IPUEstimator:
                     yield batch
 
     # ------------------------------------------------------------------ internals
+    _program_type: type[_Program] = _Program
+
+    def _elements_per_execution(self, mode: str) -> int:
+        """Dataset elements one device execution consumes."""
+        return self.iterations_per_loop
+
+    def _evaluation_results(self, program: _Program, collected: list[Any]) -> dict[str, Any]:
+        """The mean loss and the streaming metrics over every evaluated batch."""
+        joined = {k: np.concatenate([c[k].reshape(-1) for c in collected]) for k in collected[0]}
+        results: dict[str, Any] = {"loss": float(np.mean(joined["loss"]))}
+        for metric in program.metrics:
+            totals, counts = joined[f"{metric}/total"], joined[f"{metric}/count"]
+            results[metric] = v1_metrics.StreamingMetric.result(totals, counts)
+        return results
+
     def _check_steps(self, steps: int | None) -> None:
         if steps is None:
             return
@@ -350,15 +381,15 @@ class IPUEstimator:
             )
         key = (mode, repr(dataset.element_spec))
         if key not in self._programs:
-            self._programs[key] = _Program(self, mode, dataset.element_spec)
+            self._programs[key] = self._program_type(self, mode, dataset.element_spec)
         return self._programs[key], iter(dataset)
 
-    def _take(self, batches: Iterator[Any]) -> list[Any] | None:
-        """The next ``iterations_per_loop`` elements, or None when fewer remain."""
-        elements = []
+    def _take(self, batches: Iterator[Any], mode: str) -> list[Any] | None:
+        """The elements of the next execution, or None when fewer remain."""
+        elements, wanted = [], self._elements_per_execution(mode)
         for element in batches:
             elements.append(element)
-            if len(elements) == self.iterations_per_loop:
+            if len(elements) == wanted:
                 return elements
         return None
 
