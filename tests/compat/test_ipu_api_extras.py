@@ -136,3 +136,15 @@ def test_utils(monkeypatch) -> None:
         ipu.utils.use_synthetic_data_for("infeed")
     with pytest.raises(UnsupportedError, match="export_dataset_to_file is not simulated"):
         ipu.utils.export_dataset_to_file(None, "out.bin", 10)
+
+
+def test_module_paths_of_tf1_era_programs() -> None:
+    from ipusim.compat.runtime import optimizers as runtime_optimizers
+
+    assert ipu.cross_replica_optimizer.CrossReplicaOptimizer is (
+        runtime_optimizers.CrossReplicaOptimizer
+    )
+    assert ipu.gradient_accumulation_optimizer.GradientAccumulationOptimizerV2 is (
+        runtime_optimizers.GradientAccumulationOptimizerV2
+    )
+    assert ipu.functional_ops.outlined_function is ipu.outlined_function

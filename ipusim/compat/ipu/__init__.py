@@ -54,7 +54,13 @@ __all__ = [
 ]
 
 #: Submodules that load ipusim's custom-training-loop runtime: imported on first use.
-_LAZY_SUBMODULES = ("ipu_estimator", "ipu_pipeline_estimator", "ipu_run_config")
+_LAZY_SUBMODULES = (
+    "cross_replica_optimizer",
+    "gradient_accumulation_optimizer",
+    "ipu_estimator",
+    "ipu_pipeline_estimator",
+    "ipu_run_config",
+)
 
 
 def __getattr__(name: str) -> object:
