@@ -10,7 +10,8 @@ Cases, read by tests/numerics/test_tf_parity_optimizers2.py:
 * ``<optimizer case>``: as generate.py's optimizer group (20 updates of two float32 variables
   from a fixed gradient sequence, ``keras.optimizers.legacy``, i.e. Keras 2 ``optimizer_v2`` as
   in IPU TensorFlow), for Adadelta, Adamax, Nadam and Ftrl with default and non-default
-  arguments, plus the trajectory of a schedule-driven SGD.
+  arguments, plus the trajectory of a schedule-driven SGD, and of the tf-keras 2.11+ optimizers
+  AdamW, Lion and Adafactor (``keras.optimizers``, meta ``"new": true``).
 * ``schedule_<name>``: the learning rate of every schedule at steps 0..39 (``rates``), for each
   ``keras.optimizers.schedules`` class.
 """
@@ -52,6 +53,34 @@ OPTIMIZER_CASES = [
     ),
     ("adamax_clipnorm_decay", "Adamax", {"clipnorm": 0.5, "decay": 0.05}),
     ("adadelta_decay", "Adadelta", {"learning_rate": 0.5, "decay": 0.1}),
+]
+
+#: tf-keras 2.11+ optimizers without a legacy (optimizer_v2) form, from ``keras.optimizers``;
+#: jit_compile=False so TensorFlow runs the update's ops as written (no XLA fusion).
+NEW_OPTIMIZER_CASES = [
+    ("adamw", "AdamW", {"jit_compile": False}),
+    (
+        "adamw_amsgrad_wd",
+        "AdamW",
+        {"learning_rate": 0.01, "weight_decay": 0.1, "amsgrad": True, "jit_compile": False},
+    ),
+    ("lion", "Lion", {"jit_compile": False}),
+    (
+        "lion_wd",
+        "Lion",
+        {"learning_rate": 0.001, "beta_1": 0.8, "weight_decay": 0.05, "jit_compile": False},
+    ),
+    ("adafactor", "Adafactor", {"jit_compile": False}),
+    (
+        "adafactor_fixed_lr",
+        "Adafactor",
+        {
+            "learning_rate": 0.05,
+            "relative_step": False,
+            "clip_threshold": 0.5,
+            "jit_compile": False,
+        },
+    ),
 ]
 
 SCHEDULE_CASES = [
@@ -165,9 +194,10 @@ def _trajectory(name: str, make_optimizer) -> dict[str, np.ndarray]:
         arrays[f"init{i}"] = init
         arrays[f"grads{i}"] = np.stack([g[i] for g in grads])
         arrays[f"values{i}"] = np.stack(trajectory[i])
-    arrays["weights"] = np.concatenate(
-        [np.asarray(w, np.float64).reshape(-1) for w in opt.get_weights()]
-    )
+    if hasattr(opt, "get_weights"):  # the legacy optimizers' [iterations, slots...]
+        arrays["weights"] = np.concatenate(
+            [np.asarray(w, np.float64).reshape(-1) for w in opt.get_weights()]
+        )
     return arrays
 
 
@@ -176,6 +206,9 @@ def main() -> None:
     for name, cls, config in OPTIMIZER_CASES:
         arrays = _trajectory(name, lambda: getattr(keras.optimizers.legacy, cls)(**config))
         cases.add(name, {"class": cls, "config": config}, **arrays)
+    for name, cls, config in NEW_OPTIMIZER_CASES:
+        arrays = _trajectory(name, lambda: getattr(keras.optimizers, cls)(**config))
+        cases.add(name, {"class": cls, "config": config, "new": True}, **arrays)
     name, schedule_cls, schedule_config = SCHEDULED_SGD
     arrays = _trajectory(
         name,

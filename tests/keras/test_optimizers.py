@@ -373,7 +373,7 @@ def test_get():
     assert (got.learning_rate, got.momentum) == (0.3, 0.2)
     with pytest.raises(
         ValueError,
-        match=r"'adma'.*adadelta, adagrad, adam, adamax, ftrl, nadam, rmsprop, sgd.*Did you mean 'adam(ax)?'",
+        match=r"'adma'.*adadelta, adafactor, adagrad, adam, adamax, adamw, ftrl, lion, nadam, rmsprop, sgd.*Did you mean 'adam(ax)?'",
     ):
         optimizers.get("adma")
     with pytest.raises(ValueError, match="Could not interpret optimizer identifier"):

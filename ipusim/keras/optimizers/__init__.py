@@ -13,15 +13,19 @@ from typing import Any
 from ipusim.keras.optimizers import legacy, schedules
 from ipusim.keras.optimizers.adaptive import Adadelta, Adamax, Ftrl, Nadam
 from ipusim.keras.optimizers.algorithms import SGD, Adagrad, Adam, RMSprop
+from ipusim.keras.optimizers.modern import Adafactor, AdamW, Lion
 from ipusim.keras.optimizers.optimizer import Optimizer
 
 __all__ = [
     "SGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
+    "AdamW",
     "Adamax",
     "Ftrl",
+    "Lion",
     "Nadam",
     "Optimizer",
     "RMSprop",
@@ -42,6 +46,9 @@ _BUILTINS: dict[str, type[Optimizer]] = {
     "adamax": Adamax,
     "nadam": Nadam,
     "ftrl": Ftrl,
+    "adamw": AdamW,
+    "lion": Lion,
+    "adafactor": Adafactor,
 }
 
 
