@@ -227,3 +227,41 @@ def test_pipeline_estimator_matches_numpy_accumulated_sgd(tmp_path, capsys) -> N
     np.testing.assert_allclose(got["eval"]["loss"], np.mean(losses), rtol=1e-5)
     np.testing.assert_allclose(got["eval"]["max_loss"], np.max(losses), rtol=1e-5)
     assert got["eval"]["global_step"] == 4
+
+
+def test_replicated_estimator_averages_the_replicas_gradients() -> None:
+    from ipusim.compat import tf
+
+    v1 = tf.compat.v1
+    x = np.arange(16, dtype=np.float32).reshape(8, 2) / 10
+    y = np.ones((8, 1), np.float32)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(2, drop_remainder=True)
+
+    def model_fn(features, labels, mode):
+        dense = tf.keras.layers.Dense(1, kernel_initializer="zeros", use_bias=False)
+        loss = tf.reduce_mean(tf.square(dense(features) - labels))
+        optimizer = ipu.optimizers.CrossReplicaOptimizer(v1.train.GradientDescentOptimizer(0.5))
+        return v1.estimator.EstimatorSpec(mode, loss=loss, train_op=optimizer.minimize(loss))
+
+    options = ipu.config.IPUConfig()
+    options.auto_select_ipus = 2
+    run = ipu.ipu_run_config.IPURunConfig(
+        iterations_per_loop=2, num_replicas=2, ipu_options=options
+    )
+    estimator = ipu.ipu_estimator.IPUEstimator(
+        model_fn, config=ipu.ipu_run_config.RunConfig(ipu_run_config=run)
+    )
+    estimator.train(input_fn, steps=2)
+    w = np.zeros((2, 1))
+    batches = [(x[i : i + 2], y[i : i + 2]) for i in range(0, 8, 2)]
+    for step in range(2):  # replica r of step s reads batch 2 s + r
+        grads = [2 * xb.T @ (xb @ w - yb) / 2 for xb, yb in batches[2 * step : 2 * step + 2]]
+        w = w - 0.5 * np.mean(grads, axis=0)
+    np.testing.assert_allclose(estimator.get_variable_value("dense/kernel"), w, rtol=1e-5)
+    wrong = ipu.ipu_run_config.RunConfig(
+        ipu_run_config=ipu.ipu_run_config.IPURunConfig(num_replicas=4, ipu_options=options)
+    )
+    with pytest.raises(ValueError, match="auto_select_ipus = 4"):
+        ipu.ipu_estimator.IPUEstimator(model_fn, config=wrong).train(input_fn, steps=2)

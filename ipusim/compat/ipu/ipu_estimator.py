@@ -330,6 +330,8 @@ class IPUEstimator:
         program, batches = self._start(input_fn, ModeKeys.PREDICT)
         while (elements := self._take(batches, ModeKeys.PREDICT)) is not None:
             outputs = program.run(elements)
+            if self._replicas() > 1:  # (iterations, replicas, ...) in the order fed
+                outputs = _merge_leading(outputs)
             for batch in _unstack(outputs):
                 if isinstance(batch, dict) and predict_keys is not None:
                     keys = [predict_keys] if isinstance(predict_keys, str) else predict_keys
@@ -343,8 +345,23 @@ class IPUEstimator:
     _program_type: type[_Program] = _Program
 
     def _elements_per_execution(self, mode: str) -> int:
-        """Dataset elements one device execution consumes."""
-        return self.iterations_per_loop
+        """Dataset elements one device execution consumes (each replica takes its own)."""
+        return self.iterations_per_loop * self._replicas()
+
+    def _replicas(self) -> int:
+        """Replicas of the configured device: its IPUs over ``num_shards``, which must agree
+        with ``IPURunConfig.num_replicas`` (IPU TensorFlow checks the same)."""
+        from ipusim.config import configured_num_ipus
+
+        run = self._config.ipu_run_config
+        ipus = configured_num_ipus()
+        if ipus != run.num_replicas * run.num_shards:
+            raise ConfigurationError(
+                f"IPURunConfig asks for num_replicas={run.num_replicas} x num_shards="
+                f"{run.num_shards} IPUs but the device has {ipus}; set ipu_options."
+                f"auto_select_ipus = {run.num_replicas * run.num_shards}"
+            )
+        return run.num_replicas
 
     def _evaluation_results(self, program: _Program, collected: list[Any]) -> dict[str, Any]:
         """The mean loss and the streaming metrics over every evaluated batch."""
@@ -430,6 +447,14 @@ class IPUEstimator:
         step = v1_train.get_global_step()
         if step is not None:
             step.value[...] = self._global_step
+
+
+def _merge_leading(outputs: Any) -> Any:
+    """Merge the iteration and replica axes of outfed arrays."""
+    if isinstance(outputs, dict):
+        return {k: _merge_leading(v) for k, v in outputs.items()}
+    array = np.asarray(outputs)
+    return array.reshape(-1, *array.shape[2:])
 
 
 def _unstack(outputs: Any) -> Iterator[Any]:

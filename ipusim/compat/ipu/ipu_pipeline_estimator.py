@@ -158,7 +158,7 @@ class IPUPipelineEstimator(IPUEstimator):
         counts = self.__dict__.setdefault("_accumulation", {})
         if mode not in counts:
             counts[mode] = self._call_pipeline_model_fn(mode).gradient_accumulation_count or 1
-        return self.iterations_per_loop * counts[mode]
+        return self.iterations_per_loop * counts[mode] * self._replicas()
 
     def _evaluation_results(self, program: _Program, collected: list[Any]) -> dict[str, Any]:
         assert isinstance(program, _PipelineProgram) and program.metrics_fn is not None
