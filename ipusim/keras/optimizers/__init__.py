@@ -1,5 +1,8 @@
 """Optimizers, as ``tf.keras.optimizers`` in TensorFlow 2.4–2.6 (Keras 2 ``optimizer_v2``).
 
+Also the tf-keras 2.11+ ``AdamW``, ``Lion`` and ``Adafactor``, ``legacy`` (the same classes), and
+the IPU Addons optimizers (``ipu_tensorflow_addons.keras.optimizers`` resolves here).
+
 ``get(identifier)`` resolves what ``model.compile(optimizer=...)`` receives: a name
 (``"adam"``, case-insensitive), an optimizer instance (returned as is) or a
 ``{"class_name": ..., "config": ...}`` dict.
@@ -13,6 +16,12 @@ from typing import Any
 from ipusim.keras.optimizers import legacy, schedules
 from ipusim.keras.optimizers.adaptive import Adadelta, Adamax, Ftrl, Nadam
 from ipusim.keras.optimizers.algorithms import SGD, Adagrad, Adam, RMSprop
+from ipusim.keras.optimizers.ipu_addons import (
+    AdamIpuOptimizer,
+    IpuOptimizerBase,
+    LAMBIpuOptimizer,
+    SGDIpuOptimizer,
+)
 from ipusim.keras.optimizers.modern import Adafactor, AdamW, Lion
 from ipusim.keras.optimizers.optimizer import Optimizer
 
@@ -23,12 +32,16 @@ __all__ = [
     "Adagrad",
     "Adam",
     "AdamW",
+    "AdamIpuOptimizer",
     "Adamax",
     "Ftrl",
+    "IpuOptimizerBase",
+    "LAMBIpuOptimizer",
     "Lion",
     "Nadam",
     "Optimizer",
     "RMSprop",
+    "SGDIpuOptimizer",
     "deserialize",
     "get",
     "legacy",
