@@ -148,3 +148,36 @@ def test_module_paths_of_tf1_era_programs() -> None:
         runtime_optimizers.GradientAccumulationOptimizerV2
     )
     assert ipu.functional_ops.outlined_function is ipu.outlined_function
+
+
+def test_tf1_losses_reduce_as_tf1() -> None:
+    from ipusim.compat import tf
+
+    losses = tf.compat.v1.losses
+    logits = np.array([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0], [1.0, 1.0, 1.0]], np.float32)
+    labels = np.array([0, 2, 1], np.int32)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    per_example = -(shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)))[
+        np.arange(3), labels
+    ]
+    got = losses.sparse_softmax_cross_entropy(labels, logits)
+    np.testing.assert_allclose(np.asarray(got), per_example.mean(), rtol=1e-6)
+    weights = np.array([2.0, 0.0, 1.0], np.float32)
+    got = losses.sparse_softmax_cross_entropy(labels, logits, weights=weights)
+    # SUM_BY_NONZERO_WEIGHTS: the weighted sum over the two non-zero weights.
+    np.testing.assert_allclose(np.asarray(got), (per_example * weights).sum() / 2, rtol=1e-6)
+    onehot = np.eye(3, dtype=np.float32)[labels]
+    got = losses.softmax_cross_entropy(onehot, logits, reduction=losses.Reduction.SUM)
+    np.testing.assert_allclose(np.asarray(got), per_example.sum(), rtol=1e-6)
+    got = losses.mean_squared_error(np.zeros(3, np.float32), np.array([1.0, 2.0, 3.0], np.float32))
+    np.testing.assert_allclose(np.asarray(got), 14.0 / 3, rtol=1e-6)
+
+
+def test_tf1_layers_dense_builds_a_keras_dense() -> None:
+    from ipusim.compat import tf
+
+    x = np.ones((2, 3), np.float32)
+    out = tf.compat.v1.layers.dense(x, 4, kernel_initializer="ones", bias_initializer="zeros")
+    np.testing.assert_allclose(np.asarray(out), np.full((2, 4), 3.0))
+    with pytest.raises(UnsupportedError, match="reuse"):
+        tf.compat.v1.layers.dense(x, 4, reuse=True)

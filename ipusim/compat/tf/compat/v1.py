@@ -2,7 +2,8 @@
 programs, and every other name from ipusim's ``tf``.
 
 ``train`` (TF1 optimizers and the global step, :mod:`ipusim.compat.tf.v1_train`), ``metrics``
-(:mod:`ipusim.compat.tf.v1_metrics`), ``estimator``, ``logging``. ``disable_v2_behavior`` and
+(:mod:`ipusim.compat.tf.v1_metrics`), ``losses`` and ``layers.dense``
+(:mod:`ipusim.compat.tf.v1_losses`), ``estimator``, ``logging``. ``disable_v2_behavior`` and
 ``disable_eager_execution`` change nothing: ipusim traces device code in every mode, and the
 estimators build their programs as TensorFlow's graph mode would.
 """
@@ -18,7 +19,17 @@ from ipusim.compat.tf import estimator
 
 __all__ = ["disable_eager_execution", "disable_v2_behavior", "estimator", "logging"]
 
-_LAZY = {"train": "ipusim.compat.tf.v1_train", "metrics": "ipusim.compat.tf.v1_metrics"}
+_LAZY = {
+    "train": "ipusim.compat.tf.v1_train",
+    "metrics": "ipusim.compat.tf.v1_metrics",
+    "losses": "ipusim.compat.tf.v1_losses",
+}
+
+
+def _layers() -> Any:
+    from ipusim.compat.tf import v1_losses
+
+    return SimpleNamespace(dense=v1_losses.dense)
 
 
 def disable_v2_behavior() -> None:
@@ -49,4 +60,6 @@ logging = SimpleNamespace(
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(_LAZY[name])
+    if name == "layers":  # TF1's functional layers
+        return _layers()
     return getattr(importlib.import_module("ipusim.compat.tf"), name)
