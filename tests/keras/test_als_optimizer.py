@@ -159,3 +159,20 @@ def test_config_round_trip() -> None:
     clone = ALSOptimizer.from_config(opt.get_config())
     assert clone.get_config() == opt.get_config()
     assert isinstance(clone.inner_optimizer, keras.optimizers.Adam)
+
+
+@pytest.mark.parametrize("method, factor", [("sum", 1.0), ("mean", 0.5)])
+def test_keras_gradient_accumulation_optimizer(method: str, factor: float) -> None:
+    from ipusim.keras.ipu.optimizers import GradientAccumulationOptimizer
+
+    sgd = keras.optimizers.SGD(1.0)
+    assert GradientAccumulationOptimizer(sgd, 1) is sgd  # as the SDK's __new__
+    opt = GradientAccumulationOptimizer(sgd, 2, reduction_method=method)
+    var = Variable(np.zeros(2, np.float32), "w:0")
+    opt.apply_gradients([(np.array([1.0, 2.0], np.float32), var)])
+    assert var.numpy().tolist() == [0, 0]
+    opt.apply_gradients([(np.array([3.0, 4.0], np.float32), var)])
+    np.testing.assert_allclose(var.numpy(), [-4.0 * factor, -6.0 * factor])
+    assert opt.iterations == 1
+    als = ALSOptimizer(keras.optimizers.SGD(0.1))
+    assert ALSGradientAccumulationOptimizer(als, 1) is als

@@ -37,9 +37,9 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+from ipusim.keras.optimizers.accumulation import GradientAccumulator
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
-from ipusim.kernels.accumulate import accumulate, finish
 
 #: Histogram, compare/count and unscale operations per gradient element (see the module doc).
 ALS_FLOPS_PER_ELEMENT = 4
@@ -381,7 +381,8 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
 
     Every call collects statistics, unscales and steps the LSF state machine (per mini-batch,
     as the SDK does); the unscaled gradients are accumulated (``reduction_method``) and the
-    ALS optimizer's wrapped optimizer applies them once every ``num_mini_batches`` calls.
+    ALS optimizer's wrapped optimizer applies them once every ``num_mini_batches`` calls
+    (``num_mini_batches=1`` returns ``als_optimizer`` itself, as the SDK's ``__new__``).
 
     Args:
         als_optimizer: the :class:`ALSOptimizer` to accumulate for.
@@ -395,6 +396,11 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
     Raises:
         ConfigurationError: ``als_optimizer`` is not an ALSOptimizer, or a bad count.
     """
+
+    def __new__(cls, als_optimizer: Any, num_mini_batches: int, *args: Any, **kwargs: Any) -> Any:
+        if num_mini_batches == 1 and isinstance(als_optimizer, ALSOptimizer):
+            return als_optimizer
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -411,26 +417,21 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        if isinstance(num_mini_batches, bool) or not isinstance(num_mini_batches, int):
-            raise ConfigurationError(
-                f"num_mini_batches must be a positive int, received {num_mini_batches!r}"
-            )
-        if num_mini_batches < 1:
-            raise ConfigurationError("num_mini_batches must be a positive number.")
-        self.__dict__.update(als_optimizer.__dict__)
+        accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
         self._als = als_optimizer
         self._als_name = name
-        self.num_mini_batches = num_mini_batches
+        self._accumulator = accumulator
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
-        self._dtype = dtype
-        self._method = GradientAccumulationReductionMethod.parse(reduction_method)
-        self._accumulators: list[np.ndarray] | None = None
-        self._count = 0
 
     @property
     def als_optimizer(self) -> ALSOptimizer:
         return self._als
+
+    @property
+    def num_mini_batches(self) -> int:
+        return self._accumulator.num_mini_batches
 
     def apply_gradients(
         self,
@@ -447,24 +448,7 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
         self.add_gradient_statistics(grads)
         unscaled = self.unscale(grads)
         self.update_loss_scaling_factor(captured_grads)
-        if self._accumulators is None:
-            # float16 gradients accumulate in float32 storage (the kernels have no half path).
-            self._accumulators = [
-                np.zeros(v.shape, dtype=np.dtype(self._dtype or v.value.dtype)) for v in variables
-            ]
-            self._accumulators = [
-                a.astype(np.float32) if a.dtype == np.float16 else a for a in self._accumulators
-            ]
-        method = self._method.kernel_name
-        for acc, grad in zip(self._accumulators, unscaled, strict=True):
-            accumulate(acc, np.asarray(grad), self._count, method)
-        self._count += 1
-        if self._count < self.num_mini_batches:
+        applied = self._accumulator.add(unscaled, variables)
+        if applied is None:
             return None
-        applied = []
-        for acc, variable in zip(self._accumulators, variables, strict=True):
-            finish(acc, self.num_mini_batches, method)
-            applied.append(acc.astype(variable.value.dtype))
-            acc[...] = 0
-        self._count = 0
         return self._opt.apply_gradients(zip(applied, variables))
