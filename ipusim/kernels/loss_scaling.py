@@ -17,6 +17,10 @@ from ipusim.kernels._jit import kernel
 #: graphcore/keras ``keras/ipu/optimizers/als_optimizer.py``, ``_get_updated_hist``).
 OVERFLOW_LEVEL = np.float32(np.finfo(np.float16).max - 2 * 1e-7)
 
+#: Operations per gradient element: absolute value, compare, count (popops' histogram vertex)
+#: and the unscale (E), added to the wrapped optimizer's update cost.
+ALS_FLOPS_PER_ELEMENT = 4
+
 
 @kernel
 def _count_below(x, level):

@@ -181,3 +181,39 @@ def test_tf1_layers_dense_builds_a_keras_dense() -> None:
     np.testing.assert_allclose(np.asarray(out), np.full((2, 4), 3.0))
     with pytest.raises(UnsupportedError, match="reuse"):
         tf.compat.v1.layers.dense(x, 4, reuse=True)
+
+
+def test_tf25_automatic_loss_scaling_optimizer_sequence() -> None:
+    opt = ipu.optimizers.AutomaticLossScalingOptimizer(
+        optimizers.SGD(0.0),
+        initial_loss_scaling_factor=4,
+        update_frequency=2,
+        max_loss_scaling_factor=64,
+        ratio_threshold=0.1,
+    )
+    var = ops.Variable(np.zeros(4, np.float16))
+    fine = np.full(4, 8.0, np.float16)
+    overflowing = fine.copy()
+    overflowing[:2] = 65504.0
+    seen = []
+    for grad in [fine, overflowing] + [fine] * 10:
+        opt.apply_gradients([(grad, var)])
+        seen.append(float(opt.loss_scaling_factor.numpy()))
+    # The TF-2.5 counter starts at 1: the LSF changes on calls 2, 4, 6, ... Call 2: 2 of 8
+    # values overflowed (0.25 > 0.1): x0.5. Then x2 per update until 64 (not below the max).
+    assert seen == [4, 2, 2, 4, 4, 8, 8, 16, 16, 32, 32, 32]
+    with pytest.raises(ValueError, match="decrease_factor must be less than increase_factor"):
+        ipu.optimizers.AutomaticLossScalingOptimizer(optimizers.SGD(0.1), decrease_factor=3.0)
+
+
+def test_tf25_automatic_loss_scaling_in_a_traced_loop() -> None:
+    opt = ipu.optimizers.AutomaticLossScalingOptimizer(
+        optimizers.SGD(0.1), update_frequency=1, max_loss_scaling_factor=16
+    )
+    x = np.array([[1.0, 2.0, -1.0]] * 3, np.float32)
+    w = _train(lambda loss, v, tape: opt.minimize(loss, [v], tape=tape), x, 3)
+    expected = np.ones(3)
+    for _ in range(3):
+        expected = expected - 0.1 * 2 * expected * x[0]
+    np.testing.assert_allclose(w, expected, rtol=1e-6)  # the scale cancels out
+    assert float(opt.loss_scaling_factor.numpy()) == 8  # 1 -> 2 -> 4 -> 8 (no float16 grads)

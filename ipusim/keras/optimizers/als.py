@@ -41,8 +41,7 @@ from ipusim.keras.optimizers.accumulation import GradientAccumulator
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 
-#: Histogram, compare/count and unscale operations per gradient element (see the module doc).
-ALS_FLOPS_PER_ELEMENT = 4
+ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
 
 
 def _power_of_two(owner: str, name: str, value: Any) -> float:
