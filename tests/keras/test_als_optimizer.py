@@ -176,3 +176,18 @@ def test_keras_gradient_accumulation_optimizer(method: str, factor: float) -> No
     assert opt.iterations == 1
     als = ALSOptimizer(keras.optimizers.SGD(0.1))
     assert ALSGradientAccumulationOptimizer(als, 1) is als
+
+
+def test_ipu_optimizers_deserialize_by_class_name() -> None:
+    from ipusim.keras.ipu.optimizers import GradientAccumulationOptimizer
+
+    wrappers = [
+        ALSOptimizer(keras.optimizers.Adam(0.01), initial_loss_scaling_factor=8),
+        ALSGradientAccumulationOptimizer(ALSOptimizer(keras.optimizers.SGD(0.1)), 4),
+        GradientAccumulationOptimizer(keras.optimizers.SGD(0.1), 3, reduction_method="mean"),
+        keras.optimizers.LAMBIpuOptimizer(0.1, weight_decay_rate=0.01),
+    ]
+    for opt in wrappers:
+        clone = keras.optimizers.deserialize(keras.optimizers.serialize(opt))
+        assert type(clone) is type(opt)
+        assert clone.get_config() == opt.get_config()

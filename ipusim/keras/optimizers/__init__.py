@@ -65,6 +65,23 @@ _BUILTINS: dict[str, type[Optimizer]] = {
 }
 
 
+def _ipu_optimizers() -> dict[str, Any]:
+    """Graphcore's optimizers and wrappers (ipu_tensorflow_addons, keras.ipu.optimizers) by
+    their exact class names (imported here: the wrappers import the Keras extensions)."""
+    from ipusim.keras.optimizers.accumulation import GradientAccumulationOptimizer
+    from ipusim.keras.optimizers.als import ALSGradientAccumulationOptimizer, ALSOptimizer
+
+    classes = (
+        AdamIpuOptimizer,
+        LAMBIpuOptimizer,
+        SGDIpuOptimizer,
+        ALSOptimizer,
+        ALSGradientAccumulationOptimizer,
+        GradientAccumulationOptimizer,
+    )
+    return {cls.__name__: cls for cls in classes}
+
+
 def serialize(optimizer: Optimizer) -> dict[str, Any]:
     """``{"class_name": <class name>, "config": optimizer.get_config()}``."""
     return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
@@ -102,6 +119,9 @@ def deserialize(config: dict[str, Any], custom_objects: dict[str, Any] | None = 
         from ipusim.keras.mixed_precision import LossScaleOptimizer
 
         return LossScaleOptimizer.from_config(dict(config.get("config") or {}), custom_objects)
+    elif isinstance(class_name, str) and class_name in _ipu_optimizers():
+        cls = _ipu_optimizers()[class_name]
+        return cls.from_config(dict(config.get("config") or {}), custom_objects)
     else:
         raise _unknown(class_name, sorted(_BUILTINS) + sorted(custom))
     return cls.from_config(dict(config.get("config") or {}))

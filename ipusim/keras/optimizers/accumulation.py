@@ -170,3 +170,20 @@ class GradientAccumulationOptimizer(Optimizer):
             "dtype": self._accumulator.dtype,
             "reduction_method": self._accumulator.method,
         }
+
+    @classmethod
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Any:
+        """Rebuild from :meth:`get_config` (the wrapped optimizer by its class name)."""
+        from ipusim.keras import optimizers
+
+        config = dict(config)
+        inner = optimizers.deserialize(
+            {
+                "class_name": config.pop("inner_optimizer_type"),
+                "config": config.pop("inner_optimizer_config"),
+            },
+            custom_objects,
+        )
+        return cls(inner, **config)

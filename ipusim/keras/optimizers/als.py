@@ -451,3 +451,28 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
         if applied is None:
             return None
         return self._opt.apply_gradients(zip(applied, variables))
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "name": self._als_name,
+            "inner_optimizer_type": "ALSOptimizer",
+            "inner_optimizer_config": self._als.get_config(),
+            "num_mini_batches": self.num_mini_batches,
+            "offload_weight_update_variables": self.offload_weight_update_variables,
+            "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
+            "dtype": self._accumulator.dtype,
+            "reduction_method": self._accumulator.method,
+        }
+
+    @classmethod
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Any:
+        config = dict(config)
+        if config.pop("inner_optimizer_type") != "ALSOptimizer":
+            raise ConfigurationError(
+                "ALSGradientAccumulationOptimizer.from_config can only be used with "
+                "configurations that have ALSOptimizer as the specified inner_type."
+            )
+        inner = ALSOptimizer.from_config(config.pop("inner_optimizer_config"), custom_objects)
+        return cls(inner, **config)
