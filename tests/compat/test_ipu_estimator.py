@@ -127,6 +127,8 @@ def test_estimator_argument_checks() -> None:
     estimator = ipu.ipu_estimator.IPUEstimator(model_fn=lambda features: None, config=config)
     with pytest.raises(ValueError, match="multiple of iterations_per_loop"):
         estimator.train(input_fn=lambda: None, steps=6)
+    with pytest.raises(NotImplementedError, match="hooks are not simulated"):
+        estimator.train(input_fn=lambda: None, steps=4, hooks=[object()])
     with pytest.raises(ValueError, match="Can not provide both steps and max_steps"):
         estimator.train(input_fn=lambda: None, steps=4, max_steps=8)
     with pytest.raises(ValueError, match="iterations_per_loop must be a positive int"):

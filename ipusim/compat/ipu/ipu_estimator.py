@@ -15,7 +15,8 @@ restores them from its checkpoint by name (ipusim writes no checkpoint). The glo
 kept on the host and advances by ``iterations_per_loop`` per execution.
 
 Not simulated (raise ``UnsupportedError``): ``IPUEstimatorSpec``'s ``host_call`` and
-``eval_metrics`` (functions run on the host), ``warm_start_from``, hooks.
+``eval_metrics`` (functions run on the host), ``warm_start_from``, session hooks, saving
+listeners and checkpoint paths (no checkpoint or event file is written to ``model_dir``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,15 @@ def fresh_layer_names() -> Iterator[None]:
         with keras_backend._lock:
             keras_backend._name_counts.clear()
             keras_backend._name_counts.update(saved)
+
+
+def _refuse(what: str, value: Any) -> None:
+    """Session hooks, listeners and checkpoints are not simulated: say so if any are given."""
+    if value:
+        raise UnsupportedError(
+            f"IPUEstimator: {what} are not simulated by ipusim (it runs no TF1 session and "
+            "writes no checkpoint); remove them, or read results from the returned values"
+        )
 
 
 def _call_with(fn: Callable[..., Any], available: dict[str, Any], first: tuple = ()) -> Any:
@@ -272,6 +282,8 @@ class IPUEstimator:
             ValueError: both ``steps`` and ``max_steps``, a count below 1, or a count that is
                 not a multiple of ``iterations_per_loop``.
         """
+        _refuse("hooks", hooks)
+        _refuse("saving listeners", saving_listeners)
         if steps is not None and max_steps is not None:
             raise ValueError("Can not provide both steps and max_steps.")
         if max_steps is not None:
@@ -304,6 +316,8 @@ class IPUEstimator:
     ) -> dict[str, Any]:
         """Evaluate for ``steps`` steps (or until the input ends): the mean loss and the
         ``eval_metric_ops`` over every evaluated batch, and ``global_step``."""
+        _refuse("hooks", hooks)
+        _refuse("checkpoint paths", checkpoint_path)
         self._check_steps(steps)
         program, batches = self._start(input_fn, ModeKeys.EVAL)
         collected: list[dict[str, np.ndarray]] = []
@@ -327,6 +341,8 @@ class IPUEstimator:
         yield_single_examples: bool = True,
     ) -> Iterator[Any]:
         """Yield the predictions, example by example (or batch by batch)."""
+        _refuse("hooks", hooks)
+        _refuse("checkpoint paths", checkpoint_path)
         program, batches = self._start(input_fn, ModeKeys.PREDICT)
         while (elements := self._take(batches, ModeKeys.PREDICT)) is not None:
             outputs = program.run(elements)
@@ -419,6 +435,8 @@ class IPUEstimator:
             raise ConfigurationError(
                 f"model_fn must return an EstimatorSpec, received {type(spec).__name__}"
             )
+        for name in ("training_hooks", "evaluation_hooks", "prediction_hooks"):
+            _refuse(f"EstimatorSpec {name}", getattr(spec, name))
         if spec.mode != mode:
             raise ConfigurationError(
                 f"model_fn returned an EstimatorSpec for mode {spec.mode!r} when called with "
