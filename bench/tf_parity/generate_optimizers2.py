@@ -83,6 +83,12 @@ NEW_OPTIMIZER_CASES = [
     ),
 ]
 
+#: float16 variables (and gradients): TensorFlow updates them in half precision.
+HALF_OPTIMIZER_CASES = [
+    ("adadelta_half", "Adadelta", {"learning_rate": 1.0}),
+    ("adamax_half", "Adamax", {"learning_rate": 0.01}),
+]
+
 SCHEDULE_CASES = [
     (
         "exponential",
@@ -169,17 +175,14 @@ SCHEDULED_SGD = (
 )
 
 
-def _trajectory(name: str, make_optimizer) -> dict[str, np.ndarray]:
+def _trajectory(name: str, make_optimizer, dtype=np.float32) -> dict[str, np.ndarray]:
     rng = _rng("optimizer2/" + name)
     inits = [
-        rng.standard_normal((7, 5)).astype(np.float32),
-        rng.standard_normal(3).astype(np.float32),
+        rng.standard_normal((7, 5)).astype(dtype),
+        rng.standard_normal(3).astype(dtype),
     ]
     grads = [
-        [
-            (rng.standard_normal(v.shape) * 10.0 ** rng.uniform(-2, 0.5)).astype(np.float32)
-            for v in inits
-        ]
+        [(rng.standard_normal(v.shape) * 10.0 ** rng.uniform(-2, 0.5)).astype(dtype) for v in inits]
         for _ in range(OPTIMIZER_STEPS)
     ]
     variables = [tf.Variable(v) for v in inits]
@@ -206,6 +209,10 @@ def main() -> None:
     for name, cls, config in OPTIMIZER_CASES:
         arrays = _trajectory(name, lambda: getattr(keras.optimizers.legacy, cls)(**config))
         cases.add(name, {"class": cls, "config": config}, **arrays)
+    for name, cls, config in HALF_OPTIMIZER_CASES:
+        make = lambda: getattr(keras.optimizers.legacy, cls)(**config)  # noqa: E731
+        arrays = _trajectory(name, make, np.float16)
+        cases.add(name, {"class": cls, "config": config, "dtype": "float16"}, **arrays)
     for name, cls, config in NEW_OPTIMIZER_CASES:
         arrays = _trajectory(name, lambda: getattr(keras.optimizers, cls)(**config))
         cases.add(name, {"class": cls, "config": config, "new": True}, **arrays)

@@ -54,19 +54,22 @@ def _optimizer(case: parity.Case) -> keras.optimizers.Optimizer:
 def test_optimizer_trajectory_matches_tensorflow(case: parity.Case) -> None:
     a = case.arrays
     optimizer = _optimizer(case)
+    # float16 variables (one rounding per operation, as TensorFlow's half kernels): bit-exact.
+    bound = 0.0 if case.meta.get("dtype") == "float16" else TOLERANCE
     variables = [Variable(a[f"init{i}"].copy(), f"v{i}:0") for i in range(2)]
+    assert variables[0].value.dtype == a["values0"].dtype
     for step in range(a["grads0"].shape[0]):
         optimizer.apply_gradients((a[f"grads{i}"][step], v) for i, v in enumerate(variables))
         for i, v in enumerate(variables):
             error = parity.relative_error(v.numpy(), a[f"values{i}"][step])
-            assert error <= TOLERANCE, f"v{i} after update {step + 1}: relative error {error:.2e}"
+            assert error <= bound, f"v{i} after update {step + 1}: relative error {error:.2e}"
     if "weights" not in a:  # the new optimizers order their variables differently
         return
     # The optimizer's weights in Keras' order ([iterations, (momentum_cache), slots...]).
     weights = np.concatenate(
         [np.asarray(w, np.float64).reshape(-1) for w in optimizer.get_weights()]
     )
-    assert parity.relative_error(weights, a["weights"]) <= TOLERANCE
+    assert parity.relative_error(weights, a["weights"]) <= bound
 
 
 @pytest.mark.parametrize("case", SCHEDULES)

@@ -13,7 +13,9 @@ Nadam                         18     Nesterov-momentum Adam with the momentum sc
 Ftrl                          17     FTRL-proximal (19 with ``l2_shrinkage``)
 ============================  =====  ===================================================
 
-float16 variables are not supported by these four (the base class raises and names the fix).
+float16 variables: Adadelta and Adamax update them in half precision, one rounding per operation
+(:mod:`ipusim.kernels.half_optim_adaptive`); Nadam and Ftrl do not support them yet (the base
+class raises and names the fix).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ import numpy as np
 
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer
+from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
+from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim_adaptive as kernels
+
+_ONE = np.float16(1.0)
 
 #: Nadam's momentum-schedule base (Keras 2 ``nadam.py``: ``decay_base = 0.96``).
 _NADAM_DECAY_BASE = 0.96
@@ -73,6 +78,26 @@ class Adadelta(Optimizer):
             coefficients["lr"],
             coefficients["rho"],
             self.epsilon,
+        )
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
+        rho = np.float16(self._hyper_value("rho", step))
+        return {
+            "lr": half(lr),
+            "rho": np.float32(rho),
+            "one_minus_rho": np.float32(_ONE - rho),
+            "epsilon": half(self.epsilon),
+        }
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
+        update.run(
+            half_kernels.adadelta,
+            [var, grad, slots["accum_grad"], slots["accum_var"]],
+            c["lr"],
+            c["rho"],
+            c["one_minus_rho"],
+            c["epsilon"],
         )
 
     def get_config(self) -> dict[str, Any]:
@@ -147,6 +172,29 @@ class Adamax(Optimizer):
             coefficients["beta_1"],
             coefficients["beta_2"],
             self.epsilon,
+        )
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
+        # Keras' _prepare_local and the functor's scalar lr / (1 - beta1_power), in half.
+        beta_1 = np.float16(self._hyper_value("beta_1", step))
+        beta_1_power = beta_1 ** np.float16(step + 1)
+        step_size = np.float16(lr) / (_ONE - beta_1_power)
+        return {
+            "step_size": np.float32(step_size),
+            "one_minus_beta_1": np.float32(_ONE - beta_1),
+            "beta_2": half(self._hyper_value("beta_2", step)),
+            "epsilon": half(self.epsilon),
+        }
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
+        update.run(
+            half_kernels.adamax,
+            [var, grad, slots["m"], slots["v"]],
+            c["step_size"],
+            c["one_minus_beta_1"],
+            c["beta_2"],
+            c["epsilon"],
         )
 
     def get_config(self) -> dict[str, Any]:
