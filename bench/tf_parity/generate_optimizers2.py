@@ -87,6 +87,18 @@ NEW_OPTIMIZER_CASES = [
 HALF_OPTIMIZER_CASES = [
     ("adadelta_half", "Adadelta", {"learning_rate": 1.0}),
     ("adamax_half", "Adamax", {"learning_rate": 0.01}),
+    ("nadam_half", "Nadam", {"learning_rate": 0.01}),
+    ("ftrl_half", "Ftrl", {"learning_rate": 0.1, "l1_regularization_strength": 0.01}),
+    (
+        "ftrl_half_power_shrinkage",
+        "Ftrl",
+        {
+            "learning_rate": 0.1,
+            "learning_rate_power": -0.3,
+            "l2_shrinkage_regularization_strength": 0.05,
+            "beta": 0.5,
+        },
+    ),
 ]
 
 SCHEDULE_CASES = [

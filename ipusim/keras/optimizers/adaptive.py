@@ -13,9 +13,8 @@ Nadam                         18     Nesterov-momentum Adam with the momentum sc
 Ftrl                          17     FTRL-proximal (19 with ``l2_shrinkage``)
 ============================  =====  ===================================================
 
-float16 variables: Adadelta and Adamax update them in half precision, one rounding per operation
-(:mod:`ipusim.kernels.half_optim_adaptive`); Nadam and Ftrl do not support them yet (the base
-class raises and names the fix).
+float16 variables are updated in half precision, one rounding per operation
+(:mod:`ipusim.kernels.half_optim_adaptive`), bit for bit as TensorFlow's half kernels.
 """
 
 from __future__ import annotations
@@ -284,7 +283,7 @@ class Nadam(Optimizer):
         self._m_cache.value[...] = m_schedule_new
         m_schedule_next = m_schedule_new * m_t_1
         one = t(1)
-        return {
+        self._last = {
             "coefficients": (
                 t(self._hyper_value("learning_rate", step)),
                 beta_1,
@@ -299,11 +298,23 @@ class Nadam(Optimizer):
                 t(self.epsilon),
             )
         }
+        return self._last
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         t = var.dtype.type
         scalars = tuple(t(c) for c in coefficients["coefficients"])
         kernels.nadam_update(var, grad, slots["m"], slots["v"], scalars)
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
+        # _prepare already computed the scalars in the momentum cache's dtype: float16 (one
+        # rounding per numpy float16 operation, as TensorFlow's half ops) when the first
+        # variable is float16.
+        return {"coefficients": tuple(np.float32(c) for c in self._last["coefficients"])}
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        update.run(
+            half_kernels.nadam, [var, grad, slots["m"], slots["v"]], coefficients["coefficients"]
+        )
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -418,6 +429,33 @@ class Ftrl(Optimizer):
             c["l1"],
             adjusted_l2,
             self._l2_shrinkage_regularization_strength,
+            c["power"],
+        )
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
+        # Keras casts the hyperparameters to float16; adjusted l2 = l2 + beta / (2 lr) and the
+        # functor's 2 * l2 (and 2 * l2_shrinkage) are computed in half.
+        h = np.float16
+        c = self._prepare(lr, step)
+        lr16 = h(c["lr"])
+        adjusted = h(c["l2"]) + h(c["beta"]) / (h(2.0) * lr16)
+        return {
+            "lr": np.float32(lr16),
+            "l1": half(c["l1"]),
+            "two_l2": np.float32(h(2.0) * adjusted),
+            "two_l2_shrinkage": np.float32(h(2.0) * h(self._l2_shrinkage_regularization_strength)),
+            "power": half(c["power"]),
+        }
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
+        update.run(
+            half_kernels.ftrl,
+            [var, grad, slots["accumulator"], slots["linear"]],
+            c["lr"],
+            c["l1"],
+            c["two_l2"],
+            c["two_l2_shrinkage"],
             c["power"],
         )
 
