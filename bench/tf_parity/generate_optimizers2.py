@@ -101,6 +101,11 @@ HALF_OPTIMIZER_CASES = [
     ),
 ]
 
+NEW_HALF_OPTIMIZER_CASES = [
+    ("adamw_half", "AdamW", {"learning_rate": 0.01, "weight_decay": 0.1, "jit_compile": False}),
+    ("lion_half", "Lion", {"learning_rate": 0.001, "weight_decay": 0.05, "jit_compile": False}),
+]
+
 SCHEDULE_CASES = [
     (
         "exponential",
@@ -228,6 +233,11 @@ def main() -> None:
     for name, cls, config in NEW_OPTIMIZER_CASES:
         arrays = _trajectory(name, lambda: getattr(keras.optimizers, cls)(**config))
         cases.add(name, {"class": cls, "config": config, "new": True}, **arrays)
+    for name, cls, config in NEW_HALF_OPTIMIZER_CASES:
+        make = lambda: getattr(keras.optimizers, cls)(**config)  # noqa: E731
+        arrays = _trajectory(name, make, np.float16)
+        meta = {"class": cls, "config": config, "new": True, "dtype": "float16"}
+        cases.add(name, meta, **arrays)
     name, schedule_cls, schedule_config = SCHEDULED_SGD
     arrays = _trajectory(
         name,

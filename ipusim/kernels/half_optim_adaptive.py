@@ -93,3 +93,23 @@ def ftrl(var, grad, accum, linear, lr, l1, two_l2, two_l2_shrinkage, lr_power, c
         else:
             var[i] = np.float32(0)
         accum[i] = new_a
+
+
+@kernel
+def weight_decay(var, unused_grad, wd, lr, c):
+    # The new Keras optimizers' decoupled decay in half: var -= var * wd * lr.
+    for i in range(var.size):
+        var[i] = _h(var[i] - _h(_h(var[i] * wd, i, 0, c) * lr, i, 1, c), i, 2, c)
+
+
+@kernel
+def lion(var, grad, m, lr, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2, c):
+    # tf-keras Lion in half: var -= lr * sign(m*b1 + g*(1-b1)); m = m*b2 + g*(1-b2).
+    for i in range(var.size):
+        g = grad[i]
+        d = _h(_h(m[i] * beta_1, i, 0, c) + _h(g * one_minus_beta_1, i, 1, c), i, 2, c)
+        if d > 0:
+            var[i] = _h(var[i] - lr, i, 3, c)
+        elif d < 0:
+            var[i] = _h(var[i] + lr, i, 3, c)
+        m[i] = _h(_h(m[i] * beta_2, i, 4, c) + _h(g * one_minus_beta_2, i, 5, c), i, 6, c)

@@ -6,7 +6,8 @@ from the legacy one: ``weight_decay`` (decoupled: ``var -= var * weight_decay * 
 update, with the learning rate of the step), no ``decay`` argument, and the update rules of
 ``adamw.py``, ``lion.py`` and ``adafactor.py`` (kernels in :mod:`ipusim.kernels.optim_modern`;
 AdamW's Adam step is :func:`ipusim.kernels.optim.adam_update`). The exponential moving average
-of the weights (``use_ema=True``) is not simulated. float16 variables are not supported.
+of the weights (``use_ema=True``) is not simulated. float16 variables: AdamW and Lion update them
+in half precision (one rounding per operation); Adafactor does not support them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ipusim.errors import UnsupportedError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
-from ipusim.keras.optimizers.optimizer import Hyper, Optimizer
+from ipusim.keras.optimizers.optimizer import Hyper, Optimizer, half
+from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_modern as kernels
 
@@ -53,6 +55,10 @@ class _WeightDecay:
 
     def _decay_flops(self) -> int:
         return WEIGHT_DECAY_FLOPS if self.weight_decay else 0
+
+    def _decay_half(self, update: Any, var: np.ndarray, lr: float) -> None:
+        if self.weight_decay:
+            update.run(half_kernels.weight_decay, [var, None], half(self.weight_decay), half(lr))
 
 
 class AdamW(_WeightDecay, Adam):
@@ -102,6 +108,19 @@ class AdamW(_WeightDecay, Adam):
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         self._decay(var, coefficients["lr"])
         super()._apply_dense(grad, var, slots, coefficients)
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
+        coefficients = dict(super()._prepare_half(lr, step))
+        # The new optimizer's update multiplies by the Python float ``1 - self.beta_1``, which
+        # becomes a float16 constant (the legacy Adam computes 1 - beta_1 in half).
+        for name in ("beta_1", "beta_2"):
+            coefficients[f"one_minus_{name}"] = half(1.0 - self._hyper_value(name, step))
+        coefficients["decay_lr"] = lr
+        return coefficients
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        self._decay_half(update, var, coefficients["decay_lr"])
+        super()._apply_half(update, grad, var, slots, coefficients)
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -177,6 +196,31 @@ class Lion(_WeightDecay, Optimizer):
         c = coefficients
         self._decay(var, c["lr"])
         kernels.lion_update(var, grad, slots["m"], c["lr"], c["beta_1"], c["beta_2"])
+
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
+        one = np.float16(1.0)
+        beta_1 = np.float16(self._hyper_value("beta_1", step))
+        beta_2 = np.float16(self._hyper_value("beta_2", step))
+        return {
+            "lr": lr,
+            "beta_1": np.float32(beta_1),
+            "one_minus_beta_1": np.float32(one - beta_1),
+            "beta_2": np.float32(beta_2),
+            "one_minus_beta_2": np.float32(one - beta_2),
+        }
+
+    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
+        self._decay_half(update, var, c["lr"])
+        update.run(
+            half_kernels.lion,
+            [var, grad, slots["m"]],
+            half(c["lr"]),
+            c["beta_1"],
+            c["one_minus_beta_1"],
+            c["beta_2"],
+            c["one_minus_beta_2"],
+        )
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
