@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.compat.ipu import ipu_strategy  # is ipusim.strategy (no package-level cycle)
 from ipusim.compat.ipu.ipu_run_config import RunConfig
 from ipusim.compat.runtime import context, loops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
@@ -39,7 +40,6 @@ from ipusim.compat.tf.estimator import EstimatorSpec, ModeKeys
 from ipusim.data import Dataset
 from ipusim.errors import ConfigurationError, IncompatibleStateError, UnsupportedError
 from ipusim.keras import backend as keras_backend
-from ipusim.strategy import IPUStrategy
 
 __all__ = ["IPUEstimator", "IPUEstimatorSpec"]
 
@@ -226,7 +226,7 @@ class IPUEstimator:
         self._state: list[np.ndarray] | None = None
         self._names: list[str] = []
         self._global_step = 0
-        self._strategy: IPUStrategy | None = None
+        self._strategy: Any = None
         self.last_simulation: Any = None
 
     # ------------------------------------------------------------------ properties
@@ -405,7 +405,7 @@ class IPUEstimator:
             options = self._config.ipu_run_config.ipu_options
             if options is not None and hasattr(options, "configure_ipu_system"):
                 options.configure_ipu_system()
-            self._strategy = IPUStrategy()
+            self._strategy = ipu_strategy.IPUStrategy()
         available = {"params": self._params, "mode": mode, "config": self._config}
         dataset = _call_with(input_fn, available)
         if not isinstance(dataset, Dataset):
