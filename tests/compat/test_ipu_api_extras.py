@@ -217,3 +217,26 @@ def test_tf25_automatic_loss_scaling_in_a_traced_loop() -> None:
         expected = expected - 0.1 * 2 * expected * x[0]
     np.testing.assert_allclose(w, expected, rtol=1e-6)  # the scale cancels out
     assert float(opt.loss_scaling_factor.numpy()) == 8  # 1 -> 2 -> 4 -> 8 (no float16 grads)
+
+
+def test_ipu_nn_ops_and_embedding_lookup() -> None:
+    import math
+
+    x = np.linspace(-3, 3, 7).astype(np.float32)
+    tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(np.asarray(ipu.nn_ops.gelu(x)), tanh_form, rtol=1e-5, atol=1e-6)
+    erf_form = 0.5 * x * (1 + np.array([math.erf(v / math.sqrt(2)) for v in x]))
+    got = ipu.ops.nn_ops.gelu(x, approximate=False)
+    np.testing.assert_allclose(np.asarray(got), erf_form, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(ipu.nn_ops.swish(x)), x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        np.asarray(ipu.nn_ops.hard_sigmoid(x)), np.clip(0.2 * x + 0.5, 0, 1), rtol=1e-6
+    )
+    table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    ids = np.array([[5, 0], [2, 2]], np.int32)
+    got = ipu.embedding_ops.embedding_lookup(table, ids, serialization_factor=3)
+    np.testing.assert_array_equal(np.asarray(got), table[ids])
+    with pytest.raises(ValueError, match="serialization_factor"):
+        ipu.ops.embedding_ops.embedding_lookup(table, ids, serialization_factor=4)
