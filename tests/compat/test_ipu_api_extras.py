@@ -240,3 +240,32 @@ def test_ipu_nn_ops_and_embedding_lookup() -> None:
     np.testing.assert_array_equal(np.asarray(got), table[ids])
     with pytest.raises(ValueError, match="serialization_factor"):
         ipu.ops.embedding_ops.embedding_lookup(table, ids, serialization_factor=4)
+
+
+def test_ipu_rand_ops_dropout_drops_and_scales_in_a_training_step() -> None:
+    def run(seed):
+        sgd = optimizers.SGD(1.0)
+        x = np.ones((1, 1000), np.float32)
+
+        def step(loss, v, tape):
+            return sgd.apply_gradients(zip(tape.gradient(loss, [v]), [v]))
+
+        w = ops.Variable(np.ones(1000, np.float32))
+        infeed = IPUInfeedQueue(Dataset.from_tensor_slices(x))
+
+        def body(xb):
+            with GradientTape() as tape:
+                loss = ops.reduce_sum(ipu.rand_ops.dropout(w * xb, rate=0.25, seed=seed))
+            return step(loss, w, tape)
+
+        IPUStrategy().run(function(lambda: loops.repeat(1, body, [], infeed)))
+        return w.numpy()
+
+    first = run([1, 2])
+    # d loss / d w = mask / (1 - rate): kept elements move by -4/3, dropped ones stay at 1.
+    assert set(np.round(first.astype(np.float64), 5).tolist()) <= {1.0, round(1 - 1 / 0.75, 5)}
+    assert 0.2 < np.mean(first == 1.0) < 0.3
+    with pytest.raises(ValueError, match=r"range \[0, 1\)"):
+        ipu.rand_ops.dropout(np.ones(3, np.float32), rate=1.0)
+    with pytest.raises(ValueError, match="shape \\[2\\]"):
+        ipu.rand_ops.dropout(np.ones(3, np.float32), seed=[1, 2, 3])

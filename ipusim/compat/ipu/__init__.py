@@ -58,6 +58,7 @@ _LAZY_SUBMODULES = (
     "cross_replica_optimizer",
     "embedding_ops",
     "nn_ops",
+    "rand_ops",
     "gradient_accumulation_optimizer",
     "ipu_estimator",
     "ipu_pipeline_estimator",
@@ -69,7 +70,7 @@ def __getattr__(name: str) -> object:
     if name in _LAZY_SUBMODULES:
         import importlib
 
-        if name in ("embedding_ops", "nn_ops"):  # ipu.nn_ops is ipu.ops.nn_ops
+        if name in ("embedding_ops", "nn_ops", "rand_ops"):  # ipu.nn_ops is ipu.ops.nn_ops
             return importlib.import_module(f"{__name__}.ops.{name}")
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
