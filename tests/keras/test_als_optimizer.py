@@ -191,3 +191,21 @@ def test_ipu_optimizers_deserialize_by_class_name() -> None:
         clone = keras.optimizers.deserialize(keras.optimizers.serialize(opt))
         assert type(clone) is type(opt)
         assert clone.get_config() == opt.get_config()
+
+
+@pytest.mark.parametrize("accumulate, expected", [(True, 2), (False, 8)])
+def test_statistics_outside_the_update_call_count_only_when_accumulated(accumulate, expected):
+    opt = ALSOptimizer(
+        keras.optimizers.SGD(0.0),
+        initial_loss_scaling_factor=4,
+        update_frequency=2,
+        max_loss_scaling_factor=64,
+        accumulate_statistics_over_update_period=accumulate,
+        ratio_threshold=0.1,
+    )
+    var = Variable(np.zeros(4, np.float16), "w:0")
+    for grad in (_overflowing(4), _fine(), _fine()):  # the update is due on the third call
+        opt.apply_gradients([(grad, var)])
+    # Accumulated: 4 of 12 values overflowed -> 4 / 2. Not accumulated: only the third call's
+    # (fine) gradients are seen -> 4 * 2.
+    assert opt.loss_scaling_factor == expected
