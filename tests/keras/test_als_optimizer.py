@@ -209,3 +209,27 @@ def test_statistics_outside_the_update_call_count_only_when_accumulated(accumula
     # Accumulated: 4 of 12 values overflowed -> 4 / 2. Not accumulated: only the third call's
     # (fine) gradients are seen -> 4 * 2.
     assert opt.loss_scaling_factor == expected
+
+
+def test_tf25_keras_automatic_loss_scaling_optimizer() -> None:
+    from ipusim.compat.ipu.keras.optimizers import AutomaticLossScalingOptimizer
+
+    opt = AutomaticLossScalingOptimizer(
+        keras.optimizers.SGD(0.0),
+        initial_loss_scaling_factor=6.0,  # 2.5 does not require powers of two
+        update_frequency=2,
+        increase_factor=2.0,
+        decrease_factor=0.25,
+        max_loss_scaling_factor=100,
+        ratio_threshold=0.1,
+    )
+    var = Variable(np.zeros(4, np.float16), "w:0")
+    seen = []
+    for grad in [_fine(), _overflowing(2)] + [_fine()] * 6:
+        opt.apply_gradients([(grad, var)])
+        seen.append(opt.loss_scaling_factor)
+    # Counter from 1: updates on calls 2, 4, 6, 8. Call 2: 2 of 8 values overflowed (0.25 >
+    # 0.1) -> x0.25; then no overflow: x2 per update.
+    assert seen == [6, 1.5, 1.5, 3, 3, 6, 6, 12]
+    with pytest.raises(ValueError, match="decrease_factor must be less than increase_factor"):
+        AutomaticLossScalingOptimizer(keras.optimizers.SGD(0.1), decrease_factor=2.0)
