@@ -100,13 +100,7 @@ class StepProgram:
                 with graph.phase("loss"):
                     scale = graph.read_variable(scaler)
                     target = m.multiply(self.loss, m.cast(scale, self.loss.dtype))
-            # Tensors whose gradients a capturing layer asked for (keras.ipu.layers).
-            self.captured = [(t, s) for t, s in captured(graph) if s.dtype.startswith("float")]
-            grads = gradients(target, sources + [s for _, s in self.captured])
-            grads, captured_grads = grads[: len(sources)], grads[len(sources) :]
-            self.captured = [
-                (t, g) for (t, _), g in zip(self.captured, captured_grads) if g is not None
-            ]
+            grads = self._differentiate(graph, target, sources)
             for variable, grad in zip(self.trainable, grads):
                 if grad is None:
                     raise ValueError(
@@ -125,6 +119,15 @@ class StepProgram:
             fetches += [g for _, g in self.captured]
         self.feeds = feeds
         self.executor = Executor(graph, fetches, feeds)
+
+    def _differentiate(self, graph: Any, target: Symbol, sources: list[Symbol]) -> list[Any]:
+        """Gradients of ``target`` w.r.t. ``sources``; also sets :attr:`captured` to the
+        gradients of the tensors capturing layers registered (``keras.ipu.layers``)."""
+        tensors = [(t, s) for t, s in captured(graph) if s.dtype.startswith("float")]
+        grads = gradients(target, sources + [s for _, s in tensors])
+        extra = grads[len(sources) :]
+        self.captured = [(t, g) for (t, _), g in zip(tensors, extra) if g is not None]
+        return grads[: len(sources)]
 
     def run(self, arrays: list[np.ndarray], ctx: ExecContext) -> StepResult:
         """Execute once on flat input arrays (x, then y, then sample weights)."""
