@@ -241,6 +241,8 @@ class TrainingMixin:
             runs.append((program, result, y, sample_weight, arrays))
         program = runs[0][0]
         grads = _replica_mean([r[1].gradients for r in runs])
+        # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
+        self._captured_grads = runs[0][1].captured
         self._apply_or_accumulate(grads, program.trainable)
         updates = _replica_mean([r[1].updates for r in runs])
         for (variable, _), value in zip(program.updates, updates):
@@ -260,7 +262,11 @@ class TrainingMixin:
         if n == 1:
             if observe is not None:
                 observe(grads, variables, "apply")
-            self.optimizer.apply_gradients(zip(grads, variables))
+            captured = getattr(self, "_captured_grads", None)
+            if captured and getattr(self.optimizer, "supports_captured_grads", False):
+                self.optimizer.apply_gradients(zip(grads, variables), captured_grads=captured)
+            else:
+                self.optimizer.apply_gradients(zip(grads, variables))
             return
         numerics = current_numerics()
         if self._accumulators is None or len(self._accumulators) != len(grads):
