@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ipusim.cost import amp, vector
+from ipusim.cost import amp, rnn, vector
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
 
@@ -343,6 +343,9 @@ def vector_work(
     big = max((s for s in in_specs), key=lambda s: s.size, default=out)
     if op == "weight_update":
         return vector.weight_update(out.size, cost.flops // max(out.size, 1), tiles)
+    if op in rnn.CELL_OPS:
+        state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
+        return rnn.cell_work(op, state.shape[0], state.shape[-1], ebytes, tiles)
     if op in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
         x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
         axis = attrs.get("axis", -1)

@@ -8,6 +8,7 @@ from ipusim.graph.ops import (  # noqa: F401
     nn,
     norm,
     random,
+    rnn,
     shape,
     sources,
 )

@@ -41,6 +41,7 @@ from ipusim.keras.layers.pooling import (
     MaxPooling2D,
 )
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
+from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 
 __all__ = [
@@ -58,12 +59,14 @@ __all__ = [
     "Dropout",
     "Embedding",
     "Flatten",
+    "GRU",
     "GlobalAveragePooling2D",
     "GlobalAvgPool2D",
     "GlobalMaxPool2D",
     "GlobalMaxPooling2D",
     "Input",
     "InputLayer",
+    "LSTM",
     "Layer",
     "LayerNormalization",
     "MaxPool2D",
@@ -79,6 +82,7 @@ __all__ = [
     "Reshape",
     "SeparableConv2D",
     "SeparableConvolution2D",
+    "SimpleRNN",
     "Softmax",
     "Subtract",
     "ZeroPadding2D",

@@ -1,0 +1,353 @@
+"""Recurrent layers: SimpleRNN, LSTM and GRU (Keras 2 arguments, gate order and equations).
+
+Each layer is written as PopLibs runs it (``lib/popnn/Lstm.cpp``, ``Gru.cpp``, ``Rnn.cpp``): the
+input projection of every time step is one matrix product before the loop, then a loop of T
+dependent steps, each the recurrent product and the gates; the output sequence is written step
+by step. So the step graph has one node per op per time step, the backward pass runs the steps
+in reverse, and the trace shows the serialisation over time. The gates of LSTM and GRU
+(``reset_after=True``) are the fused ops of :mod:`ipusim.graph.ops.rnn`; SimpleRNN and GRU with
+``reset_after=False`` are built from element-wise ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.ops import math as m
+from ipusim.graph.ops import nn, shape
+from ipusim.graph.ops import rnn as rnn_ops
+from ipusim.keras import activations, initializers
+from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import _positive_int
+
+
+def _rate(layer: str, arg: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ConfigurationError(f"{layer}: `{arg}` must be a float in [0, 1), received {value!r}")
+    return float(value)
+
+
+def _fused_name(layer: str, arg: str, fn: Any) -> str:
+    """The Keras name of an activation the fused gate kernels compute."""
+    try:
+        name = activations.serialize(fn)
+    except ValueError:
+        name = None
+    if name not in rnn_ops.CELL_ACTIVATIONS:
+        raise UnsupportedError(
+            f"{layer}: `{arg}` {name or fn!r} is not simulated for recurrent gates; use one of "
+            f"{', '.join(rnn_ops.CELL_ACTIVATIONS)}"
+        )
+    return str(name)
+
+
+class _Recurrent(Layer):
+    """What SimpleRNN, LSTM and GRU share: arguments, weights, the loop over time."""
+
+    #: Gates per unit (columns of the kernels are ``gates × units``).
+    _gates = 1
+    #: Keras' default recurrent activation for the subclass (None: it has none).
+    _default_recurrent_activation: str | None = None
+
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = None,
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        time_major: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        kind = type(self).__name__
+        for arg, value in (
+            ("kernel_regularizer", kernel_regularizer),
+            ("recurrent_regularizer", recurrent_regularizer),
+            ("bias_regularizer", bias_regularizer),
+            ("kernel_constraint", kernel_constraint),
+            ("recurrent_constraint", recurrent_constraint),
+            ("bias_constraint", bias_constraint),
+        ):
+            if value is not None:
+                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
+        kwargs.pop("implementation", None)  # Keras' implementation choice changes no numbers
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        self.units = _positive_int(kind, "units", units)
+        self.activation = activations.get(activation)
+        rec = recurrent_activation or self._default_recurrent_activation
+        self.recurrent_activation = activations.get(rec) if rec else None
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.dropout = _rate(kind, "dropout", dropout)
+        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
+        if self.dropout or self.recurrent_dropout:
+            raise UnsupportedError(
+                f"{kind}: `dropout` and `recurrent_dropout` are not simulated yet; put a "
+                "Dropout layer before the recurrent layer instead"
+            )
+        if stateful:
+            raise UnsupportedError(
+                f"{kind}: `stateful=True` is not simulated yet (the state would have to carry "
+                "over between batches); pass the state with `initial_state` instead"
+            )
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.go_backwards = bool(go_backwards)
+        self.stateful = False
+        self.unroll = bool(unroll)  # the loop is unrolled in the step graph either way
+        self.time_major = bool(time_major)
+
+    # ------------------------------------------------------------------ weights
+    def _bias_shape(self) -> tuple[int, ...]:
+        return (self._gates * self.units,)
+
+    def _bias_init(self) -> Any:
+        return self.bias_initializer
+
+    def build(self, input_shape: Any) -> None:
+        if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} {self.name!r} needs inputs of shape (batch, timesteps, "
+                f"features) with known features, received input shape {input_shape}"
+            )
+        width = self._gates * self.units
+        self.kernel = self.add_weight(
+            "kernel", (input_shape[-1], width), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
+        )
+        self.bias = (
+            self.add_weight("bias", self._bias_shape(), initializer=self._bias_init())
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    # ------------------------------------------------------------------ the loop
+    @property
+    def _time_axis(self) -> int:
+        return 0 if self.time_major else 1
+
+    def _input_bias(self) -> Any:
+        return self.bias
+
+    def _project(self, inputs: Any) -> Any:
+        """``inputs · kernel + bias`` for every time step at once (popnn ``preCalcWeights``)."""
+        features = inputs.shape[-1]
+        flat = nn.matmul(shape.reshape(inputs, (-1, features)), self.kernel)
+        bias = self._input_bias()
+        if bias is not None:
+            flat = nn.bias_add(flat, bias)
+        width = self._gates * self.units
+        lead = (inputs.shape[0], -1) if self.time_major else (-1, inputs.shape[1])
+        return shape.reshape(flat, (*lead, width))
+
+    def _zero_states(self, like: Any) -> list[Any]:
+        return [rnn_ops.zero_state(like, self.units) for _ in range(self._num_states)]
+
+    _num_states = 1
+
+    def call(
+        self, inputs: Any, mask: Any = None, training: bool | None = None, initial_state: Any = None
+    ) -> Any:
+        if mask is not None:
+            raise UnsupportedError(f"{self.name}: masking is not simulated by ipusim yet")
+        if inputs.ndim != 3:
+            raise ConfigurationError(
+                f"{self.name}: inputs must be 3-D (batch, timesteps, features), received shape "
+                f"{inputs.shape}"
+            )
+        steps = rnn_ops.unstack_time(self._project(inputs), self._time_axis)
+        if self.go_backwards:
+            steps = steps[::-1]
+        states = self._initial_states(initial_state, steps[0])
+        weights = self._step_weights()
+        outputs = []
+        for x_t in steps:
+            output, states = self._step(x_t, states, weights)
+            outputs.append(output)
+        result = (
+            rnn_ops.stack_time(outputs, self._time_axis) if self.return_sequences else outputs[-1]
+        )
+        return [result, *states] if self.return_state else result
+
+    def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
+        if initial_state is None:
+            return self._zero_states(like)
+        states = list(initial_state) if isinstance(initial_state, list | tuple) else [initial_state]
+        if len(states) != self._num_states:
+            raise ConfigurationError(
+                f"{self.name}: `initial_state` must hold {self._num_states} tensor(s) of shape "
+                f"(batch, {self.units}), received {len(states)}"
+            )
+        return states
+
+    def _step_weights(self) -> dict[str, Any]:
+        """The weights every step reads, sliced once before the loop."""
+        return {"recurrent_kernel": self.recurrent_kernel}
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        raise NotImplementedError
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        batch, steps = (input_shape[1], input_shape[0]) if self.time_major else input_shape[:2]
+        seq = (steps, batch) if self.time_major else (batch, steps)
+        out = (*seq, self.units) if self.return_sequences else (batch, self.units)
+        if self.return_state:
+            return [out] + [(batch, self.units)] * self._num_states
+        return out
+
+    def get_config(self) -> dict[str, Any]:
+        config = {
+            **super().get_config(),
+            "units": self.units,
+            "activation": activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            "return_sequences": self.return_sequences,
+            "return_state": self.return_state,
+            "go_backwards": self.go_backwards,
+            "stateful": self.stateful,
+            "unroll": self.unroll,
+            "time_major": self.time_major,
+        }
+        if self.recurrent_activation is not None:
+            config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
+        return config
+
+
+class SimpleRNN(_Recurrent):
+    """Fully connected recurrence ``h = activation(x·W + b + h_prev·U)``."""
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        (h_prev,) = states
+        h = self.activation(m.add(x_t, nn.matmul(h_prev, w["recurrent_kernel"])))
+        return h, [h]
+
+
+class LSTM(_Recurrent):
+    """Long short-term memory (Keras 2 ``LSTM``: gates ``i, f, c, o``; ``unit_forget_bias``
+    starts the forget gate's bias at 1). Returns ``[output, h, c]`` with ``return_state``."""
+
+    _gates = 4
+    _num_states = 2
+    _default_recurrent_activation = "sigmoid"
+
+    def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
+        super().__init__(units, *args, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self._act_name = _fused_name("LSTM", "activation", self.activation)
+        self._rec_name = _fused_name("LSTM", "recurrent_activation", self.recurrent_activation)
+
+    def _bias_init(self) -> Any:
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        base, units = self.bias_initializer, self.units
+
+        def forget_one(shape: tuple, dtype: Any = None) -> Any:
+            import numpy as np
+
+            values = np.asarray(base((self._gates * units,), dtype=dtype))
+            values[units : 2 * units] = 1.0
+            return values
+
+        return forget_one
+
+    def _input_bias(self) -> Any:
+        return None  # added per step after the products, as Keras and popnn (AddBias) do
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        h_prev, c_prev = states
+        z = m.add(x_t, nn.matmul(h_prev, w["recurrent_kernel"]))
+        if self.bias is not None:
+            z = nn.bias_add(z, self.bias)
+        h, c = rnn_ops.lstm_cell(
+            z, c_prev, activation=self._act_name, recurrent_activation=self._rec_name
+        )
+        return h, [h, c]
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
+
+
+class GRU(_Recurrent):
+    """Gated recurrent unit (Keras 2 ``GRU``: gates ``z, r, h``). ``reset_after=True`` (the TF2
+    default) applies the reset gate after the recurrent product and keeps two bias vectors."""
+
+    _gates = 3
+    _default_recurrent_activation = "sigmoid"
+
+    def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
+        super().__init__(units, *args, **kwargs)
+        self.reset_after = bool(reset_after)
+        if self.reset_after:
+            self._act_name = _fused_name("GRU", "activation", self.activation)
+            self._rec_name = _fused_name("GRU", "recurrent_activation", self.recurrent_activation)
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        width = self._gates * self.units
+        return (2, width) if self.reset_after else (width,)
+
+    def _input_bias(self) -> Any:
+        if self.bias is None or not self.reset_after:
+            return self.bias
+        return shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
+
+    def _step_weights(self) -> dict[str, Any]:
+        units, kernel = self.units, self.recurrent_kernel
+        if self.reset_after:
+            bias = None
+            if self.bias is not None:
+                bias = shape.reshape(shape.slice_axis(self.bias, 1, 1, 0), (-1,))
+            return {"recurrent_kernel": kernel, "recurrent_bias": bias}
+        return {
+            "u_zr": shape.slice_axis(kernel, 0, 2 * units, 1),
+            "u_h": shape.slice_axis(kernel, 2 * units, units, 1),
+        }
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        (h_prev,) = states
+        if self.reset_after:
+            hg = nn.matmul(h_prev, w["recurrent_kernel"])
+            if w["recurrent_bias"] is not None:
+                hg = nn.bias_add(hg, w["recurrent_bias"])
+            h = rnn_ops.gru_cell(
+                x_t, hg, h_prev, activation=self._act_name, recurrent_activation=self._rec_name
+            )
+            return h, [h]
+        units, u_zr, u_h = self.units, w["u_zr"], w["u_h"]
+        x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
+        x_h = shape.slice_axis(x_t, 2 * units, units, 1)
+        zr = self.recurrent_activation(m.add(x_zr, nn.matmul(h_prev, u_zr)))
+        z = shape.slice_axis(zr, 0, units, 1)
+        r = shape.slice_axis(zr, units, units, 1)
+        cand = self.activation(m.add(x_h, nn.matmul(m.multiply(r, h_prev), u_h)))
+        h = m.add(cand, m.multiply(z, m.subtract(h_prev, cand)))
+        return h, [h]
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "reset_after": self.reset_after}
