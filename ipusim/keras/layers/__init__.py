@@ -2,6 +2,7 @@
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.bidirectional import Bidirectional
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv_depthwise import (
     DepthwiseConv2D,
@@ -51,6 +52,7 @@ __all__ = [
     "AveragePooling2D",
     "AvgPool2D",
     "BatchNormalization",
+    "Bidirectional",
     "Concatenate",
     "Conv2D",
     "Convolution2D",
