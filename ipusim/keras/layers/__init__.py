@@ -41,6 +41,7 @@ from ipusim.keras.layers.pooling import (
     MaxPool2D,
     MaxPooling2D,
 )
+from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
 from ipusim.keras.layers.reshaping import ZeroPadding2D
@@ -78,6 +79,8 @@ __all__ = [
     "Multiply",
     "Normalization",
     "OpLambda",
+    "PopnnGRU",
+    "PopnnLSTM",
     "RecomputationCheckpoint",
     "ReLU",
     "Rescaling",

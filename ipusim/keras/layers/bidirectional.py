@@ -47,8 +47,7 @@ class Bidirectional(Layer):
             )
         if merge_mode not in MERGE_MODES:
             raise ConfigurationError(
-                f"Bidirectional: invalid `merge_mode` {merge_mode!r}; expected one of "
-                f"{MERGE_MODES}"
+                f"Bidirectional: invalid `merge_mode` {merge_mode!r}; expected one of {MERGE_MODES}"
             )
         if weights is not None:
             raise ConfigurationError(

@@ -99,11 +99,7 @@ class _Recurrent(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.dropout = _rate(kind, "dropout", dropout)
         self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
-        if self.dropout or self.recurrent_dropout:
-            raise UnsupportedError(
-                f"{kind}: `dropout` and `recurrent_dropout` are not simulated yet; put a "
-                "Dropout layer before the recurrent layer instead"
-            )
+        self._check_dropout()
         if stateful:
             raise UnsupportedError(
                 f"{kind}: `stateful=True` is not simulated yet (the state would have to carry "
@@ -116,7 +112,17 @@ class _Recurrent(Layer):
         self.unroll = bool(unroll)  # the loop is unrolled in the step graph either way
         self.time_major = bool(time_major)
 
+    def _check_dropout(self) -> None:
+        if self.dropout or self.recurrent_dropout:
+            raise UnsupportedError(
+                f"{type(self).__name__}: `dropout` and `recurrent_dropout` are not simulated "
+                "yet; put a Dropout layer before the recurrent layer instead"
+            )
+
     # ------------------------------------------------------------------ weights
+    #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
+    _bias_name = "bias"
+
     def _bias_shape(self) -> tuple[int, ...]:
         return (self._gates * self.units,)
 
@@ -137,7 +143,7 @@ class _Recurrent(Layer):
             "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
         )
         self.bias = (
-            self.add_weight("bias", self._bias_shape(), initializer=self._bias_init())
+            self.add_weight(self._bias_name, self._bias_shape(), initializer=self._bias_init())
             if self.use_bias
             else None
         )
@@ -177,6 +183,7 @@ class _Recurrent(Layer):
                 f"{self.name}: inputs must be 3-D (batch, timesteps, features), received shape "
                 f"{inputs.shape}"
             )
+        inputs = self._input_dropout(inputs, training)
         steps = rnn_ops.unstack_time(self._project(inputs), self._time_axis)
         if self.go_backwards:
             steps = steps[::-1]
@@ -190,6 +197,9 @@ class _Recurrent(Layer):
             rnn_ops.stack_time(outputs, self._time_axis) if self.return_sequences else outputs[-1]
         )
         return [result, *states] if self.return_state else result
+
+    def _input_dropout(self, inputs: Any, training: bool | None) -> Any:
+        return inputs
 
     def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
         if initial_state is None:

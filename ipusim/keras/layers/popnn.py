@@ -1,0 +1,154 @@
+"""The IPU's recurrent layers ``PopnnLSTM`` and ``PopnnGRU`` (``ipu_tensorflow_addons.keras.layers``,
+where they are also named ``LSTM`` and ``GRU``).
+
+They run PopLibs' ``popnn::lstm`` / ``popnn::gru`` in IPU TensorFlow (graphcore/ipu_tensorflow_addons
+``ipu_tensorflow_addons/keras/layers/rnn.py``). Their numbers are those of the Keras layers with the
+same weights (gate order ``i, f, c, o`` and ``z, r, h``; PopnnGRU's biases are ``(2, 3·units)``
+with ``reset_after``, as Keras'), so they are the Keras layers with the Popnn arguments, checks
+and names: the bias weight is ``biases``; ``dropout`` drops input features with one mask for the
+whole sequence (``_apply_dropout``: noise shape 1 over time); ``use_bias=False``,
+``recurrent_dropout``, ``go_backwards``, ``unroll``, regularizers and constraints raise
+ValueError, as there.
+
+``available_memory_proportion_fwd`` / ``_bwd`` and ``partials_dtype`` are kept in the config; the
+cost model plans every matmul with ``IPUConfig.matmuls.poplar_options``, so other values only
+warn. ``stateful=True`` is not simulated yet.
+"""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+from typing import Any
+
+from ipusim.errors import ConfigurationError
+from ipusim.graph.ops import random as random_ops
+from ipusim.graph.spec import canonical_dtype
+from ipusim.keras import backend
+from ipusim.keras.layers.recurrent import GRU, LSTM
+
+#: Activations PopnnLSTM / PopnnGRU accept (ipu_tensorflow_addons ``ACCEPTED_ACTIVATIONS``).
+ACCEPTED_ACTIVATIONS = ("tanh", "relu", "softmax", "sigmoid", "hard_sigmoid")
+ACCEPTED_RECURRENT_ACTIVATIONS = ("tanh", "softmax", "sigmoid", "hard_sigmoid")
+
+#: Arguments the Popnn layers reject, with the value they require.
+_REJECTED = {
+    "use_bias": True,
+    "kernel_regularizer": None,
+    "recurrent_regularizer": None,
+    "bias_regularizer": None,
+    "activity_regularizer": None,
+    "kernel_constraint": None,
+    "recurrent_constraint": None,
+    "bias_constraint": None,
+    "recurrent_dropout": 0.0,
+    "go_backwards": False,
+    "unroll": False,
+}
+
+
+def _popnn_checks(kind: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Validate and remove the Popnn-only arguments; return them."""
+    for arg, required in _REJECTED.items():
+        if arg in kwargs and kwargs[arg] != required:
+            raise ConfigurationError(
+                f"IPU custom {kind} layer does not support {arg}={kwargs[arg]!r}; it needs "
+                f"{required!r}"
+            )
+        kwargs.pop(arg, None)
+    if kwargs.pop("implementation", 2) not in (1, 2):
+        raise ConfigurationError(f"IPU custom {kind} layer does not support implementation != 1")
+    for arg, accepted in (
+        ("activation", ACCEPTED_ACTIVATIONS),
+        ("recurrent_activation", ACCEPTED_RECURRENT_ACTIVATIONS),
+    ):
+        value = kwargs.get(arg, "tanh" if arg == "activation" else "sigmoid")
+        name = value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+        if name not in accepted:
+            raise ConfigurationError(
+                f"IPU custom RNN layer does not support {name!r} as {arg}; accepted: "
+                f"{', '.join(accepted)}"
+            )
+    extras = {
+        "partials_dtype": canonical_dtype(kwargs.pop("partials_dtype", "float32")),
+        "seed": kwargs.pop("seed", None),
+        "dropout_seed": kwargs.pop("dropout_seed", None),
+        "available_memory_proportion_fwd": kwargs.pop("available_memory_proportion_fwd", None),
+        "available_memory_proportion_bwd": kwargs.pop("available_memory_proportion_bwd", None),
+    }
+    if extras["partials_dtype"] not in ("float16", "float32"):
+        raise ConfigurationError(
+            f"{kind}: partials_dtype must be float16 or float32, received "
+            f"{extras['partials_dtype']}"
+        )
+    for arg in ("available_memory_proportion_fwd", "available_memory_proportion_bwd"):
+        value = extras[arg]
+        if value is not None and value != -1 and not 0 < float(value) <= 1:
+            raise ConfigurationError(f"{kind}: {arg} must be in (0, 1], received {value!r}")
+    if extras["partials_dtype"] != "float32" or any(
+        extras[a] not in (None, -1)
+        for a in ("available_memory_proportion_fwd", "available_memory_proportion_bwd")
+    ):
+        warnings.warn(
+            f"{kind}: per-layer partials_dtype / available_memory_proportion are not used by "
+            "ipusim's cost model; set IPUConfig.matmuls.poplar_options instead",
+            stacklevel=3,
+        )
+    return extras
+
+
+def _dropout_seed(seed: Any) -> int:
+    if seed is None:
+        return backend.next_seed()
+    values = [int(v) for v in (seed if isinstance(seed, list | tuple) else [seed])]
+    return zlib.crc32(",".join(map(str, values)).encode())
+
+
+class _Popnn:
+    """What PopnnLSTM and PopnnGRU add to the Keras layers."""
+
+    _bias_name = "biases"
+    _extras: dict[str, Any]
+    dropout: float
+    time_major: bool
+
+    def _check_dropout(self) -> None:  # input dropout is simulated; recurrent was rejected
+        self._dropout_op_seed = _dropout_seed(self._extras["dropout_seed"])
+
+    def _input_dropout(self, inputs: Any, training: bool | None) -> Any:
+        if not training or not self.dropout:
+            return inputs
+        features = inputs.shape[-1]
+        noise = (1, None, features) if self.time_major else (None, 1, features)
+        return random_ops.dropout(inputs, self.dropout, self._dropout_op_seed, noise)
+
+    @property
+    def num_units(self) -> int:
+        return self.units  # type: ignore[attr-defined]
+
+    def _popnn_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        for arg in ("use_bias", "recurrent_dropout", "go_backwards", "unroll"):
+            config.pop(arg, None)
+        return {**config, **self._extras}
+
+
+class PopnnLSTM(_Popnn, LSTM):
+    """PopLibs' LSTM (``ipu_tensorflow_addons.keras.layers.PopnnLSTM``, alias ``LSTM``)."""
+
+    def __init__(self, units: int, **kwargs: Any) -> None:
+        self._extras = _popnn_checks("LSTM", kwargs)
+        super().__init__(units, **kwargs)
+
+    def get_config(self) -> dict[str, Any]:
+        return self._popnn_config(super().get_config())
+
+
+class PopnnGRU(_Popnn, GRU):
+    """PopLibs' GRU (``ipu_tensorflow_addons.keras.layers.PopnnGRU``, alias ``GRU``)."""
+
+    def __init__(self, units: int, **kwargs: Any) -> None:
+        self._extras = _popnn_checks("GRU", kwargs)
+        super().__init__(units, **kwargs)
+
+    def get_config(self) -> dict[str, Any]:
+        return self._popnn_config(super().get_config())
