@@ -1,0 +1,237 @@
+"""Recurrent layers and their ops against slow float64 references (tests/naive_rnn.py) and finite
+differences (tests/gradcheck.py); arguments, errors and config round trips."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ipusim import keras
+from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.ops import rnn as rnn_ops
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import gradcheck  # noqa: E402
+import naive_rnn  # noqa: E402
+
+BATCH, STEPS, FEATURES, UNITS = 3, 5, 4, 3
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((BATCH, STEPS, FEATURES)).astype(np.float32)
+
+
+def _weights(layer) -> list[np.ndarray]:
+    rng = np.random.default_rng(11)
+    weights = [rng.uniform(-0.6, 0.6, w.shape).astype(np.float32) for w in layer.weights]
+    layer.set_weights(weights)
+    return weights
+
+
+ACTS = [("tanh", "sigmoid"), ("relu", "hard_sigmoid"), ("sigmoid", "tanh"), ("linear", "sigmoid")]
+
+
+@pytest.mark.parametrize("activation, recurrent_activation", ACTS)
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_lstm_matches_the_reference(activation, recurrent_activation, go_backwards):
+    layer = keras.layers.LSTM(
+        UNITS,
+        activation=activation,
+        recurrent_activation=recurrent_activation,
+        return_sequences=True,
+        return_state=True,
+        go_backwards=go_backwards,
+    )
+    layer(X)
+    w = _weights(layer)
+    seq, h, c = layer(X)
+    want = naive_rnn.lstm(X, *w, activation, recurrent_activation, go_backwards=go_backwards)
+    for got, ref in zip((seq, h, c), want, strict=True):
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("activation, recurrent_activation", ACTS)
+@pytest.mark.parametrize("reset_after", [True, False])
+def test_gru_matches_the_reference(activation, recurrent_activation, reset_after):
+    layer = keras.layers.GRU(
+        UNITS,
+        activation=activation,
+        recurrent_activation=recurrent_activation,
+        reset_after=reset_after,
+        return_sequences=True,
+    )
+    layer(X)
+    w = _weights(layer)
+    want, _ = naive_rnn.gru(X, *w, activation, recurrent_activation, reset_after)
+    np.testing.assert_allclose(layer(X), want, rtol=2e-5, atol=2e-6)
+
+
+def test_simple_rnn_with_initial_state_matches_the_reference():
+    layer = keras.layers.SimpleRNN(UNITS, activation="relu", return_sequences=True)
+    h0 = RNG.standard_normal((BATCH, UNITS)).astype(np.float32)
+    graph_h0 = keras.Input((UNITS,), batch_size=BATCH)
+    inputs = keras.Input((STEPS, FEATURES), batch_size=BATCH)
+    model = keras.Model([inputs, graph_h0], layer(inputs, initial_state=[graph_h0]))
+    w = _weights(layer)
+    want, _ = naive_rnn.simple_rnn(X, *w, "relu", h0=h0)
+    np.testing.assert_allclose(model.predict([X, h0], verbose=0), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu", "hard_sigmoid"])
+def test_lstm_cell_gradients_match_finite_differences(activation):
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((2, 4 * UNITS))
+    c_prev = rng.standard_normal((2, UNITS))
+    for output in (0, 1):
+        gradcheck.check_gradients(
+            lambda a, b: rnn_ops.lstm_cell(
+                a, b, activation=activation, recurrent_activation="sigmoid"
+            ),
+            z,
+            c_prev,
+            output_index=output,
+        )
+
+
+@pytest.mark.parametrize("recurrent_activation", ["sigmoid", "hard_sigmoid", "tanh"])
+def test_gru_cell_gradients_match_finite_differences(recurrent_activation):
+    rng = np.random.default_rng(4)
+    xg, hg = rng.standard_normal((2, 3 * UNITS)), rng.standard_normal((2, 3 * UNITS))
+    h_prev = rng.standard_normal((2, UNITS))
+    gradcheck.check_gradients(
+        lambda a, b, c: rnn_ops.gru_cell(
+            a, b, c, activation="tanh", recurrent_activation=recurrent_activation
+        ),
+        xg,
+        hg,
+        h_prev,
+    )
+
+
+def test_unstack_and_stack_over_time_and_their_gradients():
+    x = np.random.default_rng(5).standard_normal((2, 4, 3))
+    steps = gradcheck.run_op(lambda a: rnn_ops.unstack_time(a, 1), x)
+    assert len(steps) == 4 and all(np.array_equal(s, x[:, t]) for t, s in enumerate(steps))
+    reversed_ = gradcheck.run_op(
+        lambda a: rnn_ops.stack_time(rnn_ops.unstack_time(a, 1)[::-1], 1), x
+    )
+    np.testing.assert_array_equal(reversed_, x[:, ::-1])
+    gradcheck.check_gradients(lambda a: rnn_ops.stack_time(rnn_ops.unstack_time(a, 1)[::-1], 0), x)
+    # Steps nobody reads get a zero gradient.
+    gradcheck.check_gradients(lambda a: rnn_ops.unstack_time(a, 0)[1], x)
+
+
+def test_time_major_equals_batch_major():
+    kwargs = {"return_sequences": True}
+    batch_major = keras.layers.GRU(UNITS, **kwargs)
+    time_major = keras.layers.GRU(UNITS, time_major=True, **kwargs)
+    batch_major(X)
+    time_major(np.swapaxes(X, 0, 1))
+    time_major.set_weights(_weights(batch_major))
+    np.testing.assert_allclose(
+        time_major(np.swapaxes(X, 0, 1)), np.swapaxes(batch_major(X), 0, 1), rtol=1e-6
+    )
+
+
+def test_lstm_defaults_are_keras():
+    layer = keras.layers.LSTM(UNITS)
+    layer(X)
+    kernel, recurrent, bias = layer.get_weights()
+    assert kernel.shape == (FEATURES, 4 * UNITS) and recurrent.shape == (UNITS, 4 * UNITS)
+    np.testing.assert_array_equal(bias, np.r_[np.zeros(UNITS), np.ones(UNITS), np.zeros(2 * UNITS)])
+    # Orthogonal recurrent initialiser: U·Uᵀ = I for a wide (units, 4·units) matrix.
+    np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(UNITS), atol=1e-5)
+    gru = keras.layers.GRU(UNITS)
+    gru(X)
+    assert gru.bias.shape == (2, 3 * UNITS) and gru.reset_after
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: keras.layers.SimpleRNN(UNITS, return_state=True, go_backwards=True),
+        lambda: keras.layers.LSTM(
+            UNITS, recurrent_activation="hard_sigmoid", unit_forget_bias=False
+        ),
+        lambda: keras.layers.GRU(UNITS, reset_after=False, time_major=True),
+        lambda: keras.layers.Bidirectional(keras.layers.LSTM(UNITS), merge_mode="sum"),
+        lambda: keras.layers.Bidirectional(
+            keras.layers.LSTM(UNITS, return_sequences=True),
+            backward_layer=keras.layers.GRU(2, return_sequences=True, go_backwards=True),
+        ),
+        lambda: keras.layers.PopnnLSTM(UNITS, dropout=0.25, dropout_seed=[1, 2]),
+        lambda: keras.layers.PopnnGRU(UNITS, reset_after=False),
+    ],
+)
+def test_config_round_trip(make):
+    layer = make()
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+
+
+def test_saved_model_with_recurrent_layers_predicts_the_same(tmp_path):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential(
+        [
+            keras.Input((STEPS, FEATURES)),
+            keras.layers.Bidirectional(keras.layers.GRU(UNITS, return_sequences=True)),
+            keras.layers.PopnnLSTM(UNITS),
+            keras.layers.Dense(2),
+        ]
+    )
+    path = tmp_path / "rnn.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(X, verbose=0), model.predict(X, verbose=0))
+
+
+def test_unsupported_arguments_raise_ipusims_errors():
+    with pytest.raises(UnsupportedError, match="stateful"):
+        keras.layers.LSTM(UNITS, stateful=True)
+    with pytest.raises(UnsupportedError, match="dropout"):
+        keras.layers.GRU(UNITS, recurrent_dropout=0.1)
+    with pytest.raises(UnsupportedError, match="softmax"):
+        keras.layers.LSTM(UNITS, activation="softmax")
+    with pytest.raises(ConfigurationError, match="3-D|shape"):
+        keras.layers.LSTM(UNITS)(np.zeros((2, 4), np.float32))
+    with pytest.raises(ConfigurationError, match="merge_mode"):
+        keras.layers.Bidirectional(keras.layers.LSTM(UNITS), merge_mode="max")
+    with pytest.raises(ConfigurationError, match="go_backwards"):
+        keras.layers.Bidirectional(keras.layers.LSTM(UNITS), backward_layer=keras.layers.LSTM(2))
+
+
+def test_popnn_layers_check_their_arguments_as_ipu_tensorflow_does():
+    for kwargs in ({"use_bias": False}, {"go_backwards": True}, {"recurrent_dropout": 0.2}):
+        with pytest.raises(ValueError, match="IPU custom"):
+            keras.layers.PopnnLSTM(UNITS, **kwargs)
+    with pytest.raises(ValueError, match="relu"):
+        keras.layers.PopnnGRU(UNITS, recurrent_activation="relu")
+    with pytest.warns(UserWarning, match="available_memory_proportion"):
+        keras.layers.PopnnLSTM(UNITS, available_memory_proportion_fwd=0.3)
+
+
+def test_popnn_lstm_is_keras_lstm_with_the_same_weights():
+    popnn, plain = keras.layers.PopnnLSTM(UNITS), keras.layers.LSTM(UNITS)
+    popnn(X), plain(X)
+    plain.set_weights(_weights(popnn))
+    assert [w.name.split("/")[-1] for w in popnn.weights] == [
+        "kernel:0",
+        "recurrent_kernel:0",
+        "biases:0",
+    ]
+    np.testing.assert_array_equal(popnn(X), plain(X))
+
+
+def test_popnn_dropout_drops_input_features_with_one_mask_for_the_sequence():
+    layer = keras.layers.PopnnGRU(UNITS, dropout=0.5, return_sequences=True)
+    ones = np.ones((BATCH, STEPS, FEATURES), np.float32)
+    layer(ones)
+    dropped = layer._input_dropout(keras.Input((STEPS, FEATURES)), True)
+    assert dropped is not None
+    graph_out = gradcheck.run_op(lambda a: layer._input_dropout(a, True), ones, training=True)
+    kept = graph_out != 0
+    assert kept.any() and not kept.all()
+    assert (kept == kept[:, :1]).all()  # the same features dropped at every time step
+    np.testing.assert_allclose(graph_out[kept], 2.0)
