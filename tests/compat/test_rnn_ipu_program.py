@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent(
     strategy = ipu.ipu_strategy.IPUStrategy()
     with strategy.scope():
         inputs = tf.keras.Input(({STEPS}, 4), batch_size=16)
-        h = tf.keras.layers.LSTM(8, return_sequences=True)(inputs)
+        h = tf.keras.layers.LSTM(8, return_sequences=True, name="keras")(inputs)
         h = ipu_layers.LSTM(8, name="popnn")(h)
         outputs = tf.keras.layers.Dense(2)(h)
         model = tf.keras.Model(inputs, outputs)
@@ -87,7 +87,7 @@ def test_recurrent_ipu_program_trains_and_traces_every_time_step(tmp_path, capsy
     assert losses[-1] < 0.7 * losses[0]  # it learns
     trace = json.loads((Path(result.reports[0]) / "trace.json").read_text())
     names = _first_step_cells(trace)
-    for layer in ("lstm", "popnn"):
+    for layer in ("keras", "popnn"):
         fwd = [n for n in names if re.fullmatch(rf"{layer}/lstm_cell_\d+", n)]
         bwd = [n for n in names if re.fullmatch(rf"{layer}/lstm_cell_grad_\d+", n)]
         assert len(fwd) == STEPS and len(bwd) == STEPS
@@ -95,10 +95,10 @@ def test_recurrent_ipu_program_trains_and_traces_every_time_step(tmp_path, capsy
         assert ids == sorted(ids)  # forwards in time order
     # The first layer's forward loop ends before the second's begins; backwards the second
     # layer's loop runs before the first's.
-    assert _where(names, r"lstm/lstm_cell_\d+")[-1] < _where(names, r"popnn/lstm_cell_\d+")[0]
+    assert _where(names, r"keras/lstm_cell_\d+")[-1] < _where(names, r"popnn/lstm_cell_\d+")[0]
     assert (
         _where(names, r"popnn/lstm_cell_grad_\d+")[-1]
-        < _where(names, r"lstm/lstm_cell_grad_\d+")[0]
+        < _where(names, r"keras/lstm_cell_grad_\d+")[0]
     )
 
 

@@ -135,6 +135,38 @@ class RnnZeros(Op):
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
+@register
+class RnnCarry(Op):
+    """A loop-invariant value (a weight) handed from one time step to the next.
+
+    The value is unchanged (a view, no work); what it changes is the gradient: each step's
+    contribution is added to the running sum as the backward loop passes that step, as popnn
+    accumulates its weight gradients step by step (``Lstm.cpp`` ``basicLstmParamUpdate``:
+    ``matMulAcc`` into the accumulated gradients), instead of every step's contribution being
+    kept until the end of the backward pass and summed there.
+    """
+
+    name = "rnn_carry"
+    kind = "data_movement"
+
+    def infer(self, x: TensorSpec) -> TensorSpec:
+        return x
+
+    def forward(self, ctx: Any, x):
+        return x
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        return [dy]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return OpCost(0, 0, 0, "data_movement")
+
+
+def carry(x: Any) -> Symbol:
+    """``x`` handed to the next time step (see :class:`RnnCarry`)."""
+    return apply("rnn_carry", x)
+
+
 def unstack_time(x: Any, axis: int) -> tuple[Symbol, ...]:
     """The time steps of ``x`` along ``axis``."""
     return tuple(apply("unstack_time", x, axis=int(axis)))

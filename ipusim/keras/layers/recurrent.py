@@ -191,6 +191,9 @@ class _Recurrent(Layer):
         weights = self._step_weights()
         outputs = []
         for x_t in steps:
+            # Each step reads the weights through a carry, so that the backward loop adds each
+            # step's weight gradient as it goes (see rnn_ops.RnnCarry).
+            weights = {k: None if w is None else rnn_ops.carry(w) for k, w in weights.items()}
             output, states = self._step(x_t, states, weights)
             outputs.append(output)
         result = (
@@ -290,11 +293,14 @@ class LSTM(_Recurrent):
     def _input_bias(self) -> Any:
         return None  # added per step after the products, as Keras and popnn (AddBias) do
 
+    def _step_weights(self) -> dict[str, Any]:
+        return {"recurrent_kernel": self.recurrent_kernel, "bias": self.bias}
+
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         h_prev, c_prev = states
         z = m.add(x_t, nn.matmul(h_prev, w["recurrent_kernel"]))
-        if self.bias is not None:
-            z = nn.bias_add(z, self.bias)
+        if w["bias"] is not None:
+            z = nn.bias_add(z, w["bias"])
         h, c = rnn_ops.lstm_cell(
             z, c_prev, activation=self._act_name, recurrent_activation=self._rec_name
         )
