@@ -119,11 +119,23 @@ LAYER_CASES = [
 ]
 
 
+#: RNN(cell) cases: (case, cell class, cell config, RNN config).
+CELL_CASES = [
+    ("rnn/simple_rnn_cell", "SimpleRNNCell", {}, {"return_sequences": True}),
+    ("rnn/lstm_cell", "LSTMCell", {}, {"return_state": True}),
+    ("rnn/gru_cell", "GRUCell", {}, {"return_sequences": True, "go_backwards": True}),
+    ("rnn/gru_cell_reset_before", "GRUCell", {"reset_after": False}, {}),
+]
+
+
 def _rng(name: str) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(name.encode()))
 
 
 def _layer(cls: str, config: dict, wrapper: dict | None) -> keras.layers.Layer:
+    if wrapper is not None and "cell" in wrapper:
+        cell = getattr(keras.layers, cls)(UNITS, **config)
+        return keras.layers.RNN(cell, **wrapper["rnn"])
     layer = getattr(keras.layers, cls)(UNITS, **config)
     if wrapper is None:
         return layer
@@ -234,6 +246,8 @@ def main() -> None:
     cases: dict[str, np.ndarray] = {}
     for case in LAYER_CASES:
         _layer_case(cases, *case)
+    for name, cell, config, rnn in CELL_CASES:
+        _layer_case(cases, name, cell, config, {"cell": True, "rnn": rnn}, False, 0)
     for case in OPTIMIZERS:
         _training(cases, *case)
     OUT.parent.mkdir(parents=True, exist_ok=True)

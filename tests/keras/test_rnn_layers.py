@@ -162,6 +162,8 @@ def test_lstm_defaults_are_keras():
         ),
         lambda: keras.layers.PopnnLSTM(UNITS, dropout=0.25, dropout_seed=[1, 2]),
         lambda: keras.layers.PopnnGRU(UNITS, reset_after=False),
+        lambda: keras.layers.RNN(keras.layers.LSTMCell(UNITS), return_state=True),
+        lambda: keras.layers.RNN(keras.layers.GRUCell(UNITS, reset_after=False), time_major=True),
     ],
 )
 def test_config_round_trip(make):
@@ -235,3 +237,34 @@ def test_popnn_dropout_drops_input_features_with_one_mask_for_the_sequence():
     assert kept.any() and not kept.all()
     assert (kept == kept[:, :1]).all()  # the same features dropped at every time step
     np.testing.assert_allclose(graph_out[kept], 2.0)
+
+
+class MinimalRNNCell(keras.layers.Layer):
+    """The user-defined cell of the Keras RNN guide: ``h = x·K + h_prev·U``."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight("kernel", (input_shape[-1], self.units))
+        self.recurrent_kernel = self.add_weight("recurrent_kernel", (self.units, self.units))
+        self.built = True
+
+    def call(self, inputs, states):
+        from ipusim.graph.ops import math as m
+        from ipusim.graph.ops import nn
+
+        h = m.add(nn.matmul(inputs, self.kernel), nn.matmul(states[0], self.recurrent_kernel))
+        return h, [h]
+
+
+def test_rnn_loops_a_user_defined_cell():
+    layer = keras.layers.RNN(MinimalRNNCell(UNITS), return_sequences=True)
+    layer(X)
+    kernel, recurrent = _weights(layer)
+    want, _ = naive_rnn.simple_rnn(X, kernel, recurrent, None, "linear")
+    np.testing.assert_allclose(layer(X), want, rtol=2e-5, atol=2e-6)
+    with pytest.raises(UnsupportedError, match="list of cells"):
+        keras.layers.RNN([keras.layers.LSTMCell(2), keras.layers.LSTMCell(2)])

@@ -50,6 +50,8 @@ def _layer(meta: dict):
     config = dict(meta["config"])
     layer = getattr(keras.layers, meta["class"])(**config)
     wrapper = meta["wrapper"]
+    if wrapper is not None and "cell" in wrapper:
+        return keras.layers.RNN(layer, **wrapper["rnn"])
     if wrapper is None:
         return layer
     options = dict(wrapper)
@@ -104,8 +106,8 @@ def test_recurrent_layer_matches_tensorflow(name: str) -> None:
 
 def test_fixture_covers_every_layer_kind() -> None:
     kinds = {CASES[n][0]["class"] for n in LAYER_CASES}
-    wrapped = [n for n in LAYER_CASES if CASES[n][0]["wrapper"]]
-    assert kinds == {"SimpleRNN", "LSTM", "GRU"}
+    wrapped = [n for n in LAYER_CASES if n.startswith("layer/bidirectional/")]
+    assert kinds == {"SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell"}
     assert len(wrapped) >= 5
 
 

@@ -44,6 +44,7 @@ from ipusim.keras.layers.pooling import (
 from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
+from ipusim.keras.layers.recurrent_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GRU",
+    "GRUCell",
     "GlobalAveragePooling2D",
     "GlobalAvgPool2D",
     "GlobalMaxPool2D",
@@ -70,6 +72,7 @@ __all__ = [
     "Input",
     "InputLayer",
     "LSTM",
+    "LSTMCell",
     "Layer",
     "LayerNormalization",
     "MaxPool2D",
@@ -83,11 +86,13 @@ __all__ = [
     "PopnnLSTM",
     "RecomputationCheckpoint",
     "ReLU",
+    "RNN",
     "Rescaling",
     "Reshape",
     "SeparableConv2D",
     "SeparableConvolution2D",
     "SimpleRNN",
+    "SimpleRNNCell",
     "Softmax",
     "Subtract",
     "ZeroPadding2D",

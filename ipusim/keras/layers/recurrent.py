@@ -279,16 +279,7 @@ class LSTM(_Recurrent):
     def _bias_init(self) -> Any:
         if not self.unit_forget_bias:
             return self.bias_initializer
-        base, units = self.bias_initializer, self.units
-
-        def forget_one(shape: tuple, dtype: Any = None) -> Any:
-            import numpy as np
-
-            values = np.asarray(base((self._gates * units,), dtype=dtype))
-            values[units : 2 * units] = 1.0
-            return values
-
-        return forget_one
+        return forget_bias_initializer(self.bias_initializer, self.units)
 
     def _input_bias(self) -> Any:
         return None  # added per step after the products, as Keras and popnn (AddBias) do
@@ -334,36 +325,57 @@ class GRU(_Recurrent):
         return shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
 
     def _step_weights(self) -> dict[str, Any]:
-        units, kernel = self.units, self.recurrent_kernel
-        if self.reset_after:
-            bias = None
-            if self.bias is not None:
-                bias = shape.reshape(shape.slice_axis(self.bias, 1, 1, 0), (-1,))
-            return {"recurrent_kernel": kernel, "recurrent_bias": bias}
-        return {
-            "u_zr": shape.slice_axis(kernel, 0, 2 * units, 1),
-            "u_h": shape.slice_axis(kernel, 2 * units, units, 1),
-        }
+        return gru_step_weights(self)
 
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
-        (h_prev,) = states
-        if self.reset_after:
-            hg = nn.matmul(h_prev, w["recurrent_kernel"])
-            if w["recurrent_bias"] is not None:
-                hg = nn.bias_add(hg, w["recurrent_bias"])
-            h = rnn_ops.gru_cell(
-                x_t, hg, h_prev, activation=self._act_name, recurrent_activation=self._rec_name
-            )
-            return h, [h]
-        units, u_zr, u_h = self.units, w["u_zr"], w["u_h"]
-        x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
-        x_h = shape.slice_axis(x_t, 2 * units, units, 1)
-        zr = self.recurrent_activation(m.add(x_zr, nn.matmul(h_prev, u_zr)))
-        z = shape.slice_axis(zr, 0, units, 1)
-        r = shape.slice_axis(zr, units, units, 1)
-        cand = self.activation(m.add(x_h, nn.matmul(m.multiply(r, h_prev), u_h)))
-        h = m.add(cand, m.multiply(z, m.subtract(h_prev, cand)))
+        h = gru_step(self, x_t, states[0], w)
         return h, [h]
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "reset_after": self.reset_after}
+
+
+def forget_bias_initializer(base: Any, units: int) -> Any:
+    """Keras' ``unit_forget_bias``: ``base``'s values with the forget gate's (the second
+    quarter) set to 1."""
+
+    def forget_one(shape: tuple, dtype: Any = None) -> Any:
+        import numpy as np
+
+        values = np.asarray(base((4 * units,), dtype=dtype))
+        values[units : 2 * units] = 1.0
+        return values
+
+    return forget_one
+
+
+def gru_step_weights(layer: Any) -> dict[str, Any]:
+    """The recurrent weights a GRU step reads (``layer``: a GRU or GRUCell)."""
+    units, kernel, bias = layer.units, layer.recurrent_kernel, layer.bias
+    if layer.reset_after:
+        if bias is not None:
+            bias = shape.reshape(shape.slice_axis(bias, 1, 1, 0), (-1,))
+        return {"recurrent_kernel": kernel, "recurrent_bias": bias}
+    return {
+        "u_zr": shape.slice_axis(kernel, 0, 2 * units, 1),
+        "u_h": shape.slice_axis(kernel, 2 * units, units, 1),
+    }
+
+
+def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
+    """One GRU step from ``x_t = x·W + b_input`` (``layer``: a GRU or GRUCell)."""
+    if layer.reset_after:
+        hg = nn.matmul(h_prev, w["recurrent_kernel"])
+        if w["recurrent_bias"] is not None:
+            hg = nn.bias_add(hg, w["recurrent_bias"])
+        return rnn_ops.gru_cell(
+            x_t, hg, h_prev, activation=layer._act_name, recurrent_activation=layer._rec_name
+        )
+    units, u_zr, u_h = layer.units, w["u_zr"], w["u_h"]
+    x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
+    x_h = shape.slice_axis(x_t, 2 * units, units, 1)
+    zr = layer.recurrent_activation(m.add(x_zr, nn.matmul(h_prev, u_zr)))
+    z = shape.slice_axis(zr, 0, units, 1)
+    r = shape.slice_axis(zr, units, units, 1)
+    cand = layer.activation(m.add(x_h, nn.matmul(m.multiply(r, h_prev), u_h)))
+    return m.add(cand, m.multiply(z, m.subtract(h_prev, cand)))

@@ -1,0 +1,296 @@
+"""Recurrent cells (SimpleRNNCell, LSTMCell, GRUCell) and the ``RNN`` layer that loops a cell over
+time, as tf-keras 2's ``RNN(cell)``: each step is ``cell(x_t, states)``, so the input product is
+done per step (the LSTM / GRU / SimpleRNN layers do it once for the sequence). Any layer with a
+``state_size`` and ``call(inputs, states)`` returning ``(output, new_states)`` works as a cell.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.ops import math as m
+from ipusim.graph.ops import nn, shape
+from ipusim.graph.ops import rnn as rnn_ops
+from ipusim.keras import activations, initializers
+from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import _positive_int
+from ipusim.keras.layers.recurrent import (
+    _fused_name,
+    _rate,
+    forget_bias_initializer,
+    gru_step,
+    gru_step_weights,
+)
+
+
+class _Cell(Layer):
+    """What the three cells share: arguments and weights."""
+
+    _gates = 1
+
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = None,
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        kind = type(self).__name__
+        for arg in [a for a in kwargs if a.endswith(("_regularizer", "_constraint"))]:
+            if kwargs.pop(arg) is not None:
+                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
+        kwargs.pop("implementation", None)
+        super().__init__(**kwargs)
+        self.units = _positive_int(kind, "units", units)
+        self.activation = activations.get(activation)
+        self.recurrent_activation = (
+            activations.get(recurrent_activation or "sigmoid") if self._gates > 1 else None
+        )
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        if _rate(kind, "dropout", dropout) or _rate(kind, "recurrent_dropout", recurrent_dropout):
+            raise UnsupportedError(
+                f"{kind}: `dropout` and `recurrent_dropout` are not simulated yet"
+            )
+        self.dropout = self.recurrent_dropout = 0.0
+
+    @property
+    def state_size(self) -> Any:
+        return self.units
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        return (self._gates * self.units,)
+
+    def _bias_init(self) -> Any:
+        return self.bias_initializer
+
+    def build(self, input_shape: Any) -> None:
+        features = input_shape[-1]
+        width = self._gates * self.units
+        self.kernel = self.add_weight(
+            "kernel", (features, width), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
+        )
+        self.bias = (
+            self.add_weight("bias", self._bias_shape(), initializer=self._bias_init())
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def get_config(self) -> dict[str, Any]:
+        config = {
+            **super().get_config(),
+            "units": self.units,
+            "activation": activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+        }
+        if self.recurrent_activation is not None:
+            config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
+        return config
+
+
+def _states(states: Any) -> list[Any]:
+    return list(states) if isinstance(states, list | tuple) else [states]
+
+
+class SimpleRNNCell(_Cell):
+    """One step of SimpleRNN: ``h = activation(x·W + b + h_prev·U)``."""
+
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
+        (h_prev,) = _states(states)
+        h = nn.matmul(inputs, self.kernel)
+        if self.bias is not None:
+            h = nn.bias_add(h, self.bias)
+        h = self.activation(m.add(h, nn.matmul(h_prev, self.recurrent_kernel)))
+        return h, [h]
+
+
+class LSTMCell(_Cell):
+    """One step of LSTM (gates ``i, f, c, o``); states ``[h, c]``."""
+
+    _gates = 4
+
+    def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
+        super().__init__(units, *args, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
+        self._act_name = _fused_name("LSTMCell", "activation", self.activation)
+        self._rec_name = _fused_name("LSTMCell", "recurrent_activation", self.recurrent_activation)
+
+    @property
+    def state_size(self) -> Any:
+        return [self.units, self.units]
+
+    def _bias_init(self) -> Any:
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        return forget_bias_initializer(self.bias_initializer, self.units)
+
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
+        h_prev, c_prev = _states(states)
+        z = m.add(nn.matmul(inputs, self.kernel), nn.matmul(h_prev, self.recurrent_kernel))
+        if self.bias is not None:
+            z = nn.bias_add(z, self.bias)
+        h, c = rnn_ops.lstm_cell(
+            z, c_prev, activation=self._act_name, recurrent_activation=self._rec_name
+        )
+        return h, [h, c]
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
+
+
+class GRUCell(_Cell):
+    """One step of GRU (gates ``z, r, h``); ``reset_after`` as the GRU layer."""
+
+    _gates = 3
+
+    def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
+        super().__init__(units, *args, **kwargs)
+        self.reset_after = bool(reset_after)
+        if self.reset_after:
+            self._act_name = _fused_name("GRUCell", "activation", self.activation)
+            self._rec_name = _fused_name(
+                "GRUCell", "recurrent_activation", self.recurrent_activation
+            )
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        width = self._gates * self.units
+        return (2, width) if self.reset_after else (width,)
+
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
+        (h_prev,) = _states(states)
+        bias = self.bias
+        if bias is not None and self.reset_after:
+            bias = shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
+        xg = nn.matmul(inputs, self.kernel)
+        if bias is not None:
+            xg = nn.bias_add(xg, bias)
+        h = gru_step(self, xg, h_prev, gru_step_weights(self))
+        return h, [h]
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "reset_after": self.reset_after}
+
+
+class RNN(Layer):
+    """Loops ``cell`` over the time axis (Keras ``RNN``).
+
+    Args:
+        cell: a cell (SimpleRNNCell, LSTMCell, GRUCell, or a layer with ``state_size`` and
+            ``call(inputs, states)``). A list of cells (stacked cells) is not simulated yet.
+        return_sequences, return_state, go_backwards, time_major: as the recurrent layers.
+        stateful: not simulated yet. unroll: accepted (the loop is unrolled in the step graph).
+    """
+
+    def __init__(
+        self,
+        cell: Any,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        time_major: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(cell, list | tuple):
+            raise UnsupportedError("RNN: a list of cells (StackedRNNCells) is not simulated yet")
+        if not hasattr(cell, "state_size") or not callable(getattr(cell, "call", None)):
+            raise ConfigurationError(
+                f"RNN: `cell` must have a `state_size` attribute and a `call(inputs, states)` "
+                f"method, received {cell!r}"
+            )
+        if stateful:
+            raise UnsupportedError("RNN: `stateful=True` is not simulated yet")
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.go_backwards = bool(go_backwards)
+        self.stateful = False
+        self.unroll = bool(unroll)
+        self.time_major = bool(time_major)
+
+    def _sizes(self) -> list[int]:
+        size = self.cell.state_size
+        return [int(s) for s in size] if isinstance(size, list | tuple) else [int(size)]
+
+    def build(self, input_shape: Any) -> None:
+        if not isinstance(input_shape, tuple) or len(input_shape) != 3:
+            raise ConfigurationError(
+                f"RNN {self.name!r} needs inputs of shape (batch, timesteps, features), "
+                f"received {input_shape}"
+            )
+        step = (
+            (input_shape[1], input_shape[2])
+            if self.time_major
+            else (input_shape[0], input_shape[2])
+        )
+        if not self.cell.built:
+            self.cell.build(step)
+            self.cell.built = True
+        self.built = True
+
+    def call(
+        self, inputs: Any, mask: Any = None, training: bool | None = None, initial_state: Any = None
+    ) -> Any:
+        if mask is not None:
+            raise UnsupportedError(f"{self.name}: masking is not simulated by ipusim yet")
+        axis = 0 if self.time_major else 1
+        steps = rnn_ops.unstack_time(inputs, axis)
+        if self.go_backwards:
+            steps = steps[::-1]
+        if initial_state is None:
+            states = [rnn_ops.zero_state(steps[0], size) for size in self._sizes()]
+        else:
+            states = _states(initial_state)
+        # As tf-keras: the cell gets `training` only when its call() takes it.
+        extra = {"training": training} if getattr(self.cell, "_call_accepts_training", 0) else {}
+        outputs = []
+        for x_t in steps:
+            output, states = self.cell.call(x_t, states, **extra)
+            states = _states(states)
+            outputs.append(output)
+        result = rnn_ops.stack_time(outputs, axis) if self.return_sequences else outputs[-1]
+        return [result, *states] if self.return_state else result
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "cell": {"class_name": type(self.cell).__name__, "config": self.cell.get_config()},
+            "return_sequences": self.return_sequences,
+            "return_state": self.return_state,
+            "go_backwards": self.go_backwards,
+            "stateful": self.stateful,
+            "unroll": self.unroll,
+            "time_major": self.time_major,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+        from ipusim.keras.engine.saving import _deserialize_layer
+
+        config = dict(config)
+        config["cell"] = _deserialize_layer(config["cell"], custom_objects)
+        return super().from_config(config)
