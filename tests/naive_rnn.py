@@ -50,16 +50,30 @@ def lstm(
     h0=None,
     c0=None,
     go_backwards=False,
+    x_masks=None,
+    h_masks=None,
 ):
-    """Keras LSTM; returns (outputs over time, final h, final c)."""
+    """Keras LSTM; returns (outputs over time, final h, final c). ``x_masks`` / ``h_masks``:
+    dropout masks per gate (4 arrays shaped like ``x`` / like the state), as Keras'
+    ``implementation=1`` applies them."""
     x, kernel, recurrent, bias, h0, c0 = _f64(x, kernel, recurrent, bias, h0, c0)
     act, rec = ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
     units = recurrent.shape[0]
     h = np.zeros((x.shape[0], units)) if h0 is None else h0
     c = np.zeros((x.shape[0], units)) if c0 is None else c0
     outs = []
-    for x_t in _steps(x, go_backwards):
-        z = x_t @ kernel + h @ recurrent + (0 if bias is None else bias)
+    for t, x_t in enumerate(_steps(x, go_backwards)):
+        if x_masks is None and h_masks is None:
+            z = x_t @ kernel + h @ recurrent + (0 if bias is None else bias)
+        else:
+            xm = x_masks or [np.ones_like(x)] * 4
+            hm = h_masks or [np.ones_like(h)] * 4
+            cols = [slice(g * units, (g + 1) * units) for g in range(4)]
+            z = np.concatenate(
+                [(x_t * xm[g][:, t]) @ kernel[:, cols[g]] + (h * hm[g]) @ recurrent[:, cols[g]]
+                 for g in range(4)],
+                axis=1,
+            ) + (0 if bias is None else bias)  # fmt: skip
         i = rec(z[:, :units])
         f = rec(z[:, units : 2 * units])
         g = act(z[:, 2 * units : 3 * units])

@@ -193,7 +193,7 @@ def test_unsupported_arguments_raise_ipusims_errors():
     with pytest.raises(UnsupportedError, match="stateful"):
         keras.layers.LSTM(UNITS, stateful=True)
     with pytest.raises(UnsupportedError, match="dropout"):
-        keras.layers.GRU(UNITS, recurrent_dropout=0.1)
+        keras.layers.GRUCell(UNITS, recurrent_dropout=0.1)
     with pytest.raises(UnsupportedError, match="softmax"):
         keras.layers.LSTM(UNITS, activation="softmax")
     with pytest.raises(ConfigurationError, match="3-D|shape"):
@@ -268,3 +268,46 @@ def test_rnn_loops_a_user_defined_cell():
     np.testing.assert_allclose(layer(X), want, rtol=2e-5, atol=2e-6)
     with pytest.raises(UnsupportedError, match="list of cells"):
         keras.layers.RNN([keras.layers.LSTMCell(2), keras.layers.LSTMCell(2)])
+
+
+def _masks(rate: float, seed: int, like: np.ndarray, noise) -> np.ndarray:
+    """The dropout mask ipusim's dropout op draws for (seed, execution step 0), with its scale."""
+    from ipusim.graph.ops import random as random_ops
+
+    ones = np.ones_like(like)
+    return gradcheck.run_op(
+        lambda a: random_ops.dropout(a, rate, seed, noise), ones, training=True, step=0
+    )
+
+
+def test_lstm_dropout_masks_are_keras_per_gate_masks_shared_over_time():
+    layer = keras.layers.LSTM(UNITS, dropout=0.4, recurrent_dropout=0.3, return_sequences=True)
+    layer.build((BATCH, STEPS, FEATURES))
+    w = _weights(layer)
+    y = layer(X, training=True)  # the layer's first execution: step 0
+    seed = layer._mask_seed
+    x_masks = [_masks(0.4, seed + g, X, (None, 1, FEATURES)) for g in range(4)]
+    h_masks = [
+        _masks(0.3, seed + 16 + g, np.zeros((BATCH, UNITS), np.float32), None) for g in range(4)
+    ]
+    assert all((m[:, :1] == m).all() for m in x_masks)  # one mask for the whole sequence
+    assert not np.array_equal(x_masks[0], x_masks[1])  # a different mask per gate
+    want, _, _ = naive_rnn.lstm(X, *w, x_masks=x_masks, h_masks=h_masks)
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)
+    # Inference ignores dropout.
+    want, _, _ = naive_rnn.lstm(X, *w)
+    np.testing.assert_allclose(layer(X, training=False), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("layer_cls", ["SimpleRNN", "GRU"])
+@pytest.mark.parametrize("reset_after", [True, False])
+def test_dropout_trains_and_is_off_in_inference(layer_cls, reset_after):
+    kwargs = {"reset_after": reset_after} if layer_cls == "GRU" else {}
+    layer = getattr(keras.layers, layer_cls)(
+        UNITS, dropout=0.3, recurrent_dropout=0.3, return_sequences=True, **kwargs
+    )
+    plain = getattr(keras.layers, layer_cls)(UNITS, return_sequences=True, **kwargs)
+    layer(X), plain(X)
+    plain.set_weights(_weights(layer))
+    np.testing.assert_array_equal(layer(X, training=False), plain(X))
+    assert not np.allclose(layer(X, training=True), plain(X))

@@ -22,7 +22,6 @@ import zlib
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.ops import random as random_ops
 from ipusim.graph.spec import canonical_dtype
 from ipusim.keras import backend
 from ipusim.keras.layers.recurrent import GRU, LSTM
@@ -113,14 +112,7 @@ class _Popnn:
     time_major: bool
 
     def _check_dropout(self) -> None:  # input dropout is simulated; recurrent was rejected
-        self._dropout_op_seed = _dropout_seed(self._extras["dropout_seed"])
-
-    def _input_dropout(self, inputs: Any, training: bool | None) -> Any:
-        if not training or not self.dropout:
-            return inputs
-        features = inputs.shape[-1]
-        noise = (1, None, features) if self.time_major else (None, 1, features)
-        return random_ops.dropout(inputs, self.dropout, self._dropout_op_seed, noise)
+        self._mask_seed = _dropout_seed(self._extras["dropout_seed"])
 
     @property
     def num_units(self) -> int:

@@ -16,8 +16,9 @@ from typing import Any
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
+from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
-from ipusim.keras import activations, initializers
+from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.core import _positive_int
 
@@ -114,10 +115,18 @@ class _Recurrent(Layer):
 
     def _check_dropout(self) -> None:
         if self.dropout or self.recurrent_dropout:
-            raise UnsupportedError(
-                f"{type(self).__name__}: `dropout` and `recurrent_dropout` are not simulated "
-                "yet; put a Dropout layer before the recurrent layer instead"
-            )
+            self._mask_seed = backend.next_seed()
+
+    @property
+    def _per_gate(self) -> bool:
+        """Keras switches LSTM and GRU to ``implementation=1`` under recurrent dropout: one mask
+        per gate for the inputs and for the state (tf_keras ``lstm.py`` / ``gru.py``)."""
+        return bool(self.recurrent_dropout) and self._gates > 1
+
+    def _sequence_noise(self, inputs: Any) -> tuple:
+        """One mask per sample for the whole sequence (Keras makes the masks once per call)."""
+        features = inputs.shape[-1]
+        return (1, None, features) if self.time_major else (None, 1, features)
 
     # ------------------------------------------------------------------ weights
     #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
@@ -157,10 +166,27 @@ class _Recurrent(Layer):
     def _input_bias(self) -> Any:
         return self.bias
 
-    def _project(self, inputs: Any) -> Any:
-        """``inputs · kernel + bias`` for every time step at once (popnn ``preCalcWeights``)."""
+    def _project(self, inputs: Any, training: bool | None) -> Any:
+        """``inputs · kernel + bias`` for every time step at once (popnn ``preCalcWeights``);
+        with per-gate input masks, one product per gate."""
         features = inputs.shape[-1]
-        flat = nn.matmul(shape.reshape(inputs, (-1, features)), self.kernel)
+        if training and self.dropout and self._per_gate:
+            units, noise = self.units, self._sequence_noise(inputs)
+            flat = shape.concat(
+                [
+                    nn.matmul(
+                        shape.reshape(
+                            random_ops.dropout(inputs, self.dropout, self._mask_seed + g, noise),
+                            (-1, features),
+                        ),
+                        shape.slice_axis(self.kernel, g * units, units, 1),
+                    )
+                    for g in range(self._gates)
+                ],
+                axis=-1,
+            )
+        else:
+            flat = nn.matmul(shape.reshape(inputs, (-1, features)), self.kernel)
         bias = self._input_bias()
         if bias is not None:
             flat = nn.bias_add(flat, bias)
@@ -184,7 +210,7 @@ class _Recurrent(Layer):
                 f"{inputs.shape}"
             )
         inputs = self._input_dropout(inputs, training)
-        steps = rnn_ops.unstack_time(self._project(inputs), self._time_axis)
+        steps = rnn_ops.unstack_time(self._project(inputs, training), self._time_axis)
         if self.go_backwards:
             steps = steps[::-1]
         states = self._initial_states(initial_state, steps[0])
@@ -194,7 +220,8 @@ class _Recurrent(Layer):
             # Each step reads the weights through a carry, so that the backward loop adds each
             # step's weight gradient as it goes (see rnn_ops.RnnCarry).
             weights = {k: None if w is None else rnn_ops.carry(w) for k, w in weights.items()}
-            output, states = self._step(x_t, states, weights)
+            step_weights = dict(weights, h_in=self._recurrent_inputs(states[0], training))
+            output, states = self._step(x_t, states, step_weights)
             outputs.append(output)
         result = (
             rnn_ops.stack_time(outputs, self._time_axis) if self.return_sequences else outputs[-1]
@@ -202,7 +229,22 @@ class _Recurrent(Layer):
         return [result, *states] if self.return_state else result
 
     def _input_dropout(self, inputs: Any, training: bool | None) -> Any:
-        return inputs
+        if not training or not self.dropout or self._per_gate:
+            return inputs
+        return random_ops.dropout(
+            inputs, self.dropout, self._mask_seed, self._sequence_noise(inputs)
+        )
+
+    def _recurrent_inputs(self, h_prev: Any, training: bool | None) -> list[Any] | None:
+        """The state as each gate's product reads it: masked under recurrent dropout (the same
+        masks at every step: same seed, same shape), else None (the state itself)."""
+        if not training or not self.recurrent_dropout:
+            return None
+        count = self._gates if self._per_gate else 1
+        return [
+            random_ops.dropout(h_prev, self.recurrent_dropout, self._mask_seed + 16 + g)
+            for g in range(count)
+        ]
 
     def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
         if initial_state is None:
@@ -258,7 +300,8 @@ class SimpleRNN(_Recurrent):
 
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         (h_prev,) = states
-        h = self.activation(m.add(x_t, nn.matmul(h_prev, w["recurrent_kernel"])))
+        product = recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units)
+        h = self.activation(m.add(x_t, product))
         return h, [h]
 
 
@@ -289,7 +332,7 @@ class LSTM(_Recurrent):
 
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         h_prev, c_prev = states
-        z = m.add(x_t, nn.matmul(h_prev, w["recurrent_kernel"]))
+        z = m.add(x_t, recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units))
         if w["bias"] is not None:
             z = nn.bias_add(z, w["bias"])
         h, c = rnn_ops.lstm_cell(
@@ -364,18 +407,34 @@ def gru_step_weights(layer: Any) -> dict[str, Any]:
 
 def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
     """One GRU step from ``x_t = x·W + b_input`` (``layer``: a GRU or GRUCell)."""
+    h_in, units = w.get("h_in"), layer.units
     if layer.reset_after:
-        hg = nn.matmul(h_prev, w["recurrent_kernel"])
+        hg = recurrent_product(h_prev, w["recurrent_kernel"], h_in, units)
         if w["recurrent_bias"] is not None:
             hg = nn.bias_add(hg, w["recurrent_bias"])
         return rnn_ops.gru_cell(
             x_t, hg, h_prev, activation=layer._act_name, recurrent_activation=layer._rec_name
         )
-    units, u_zr, u_h = layer.units, w["u_zr"], w["u_h"]
+    u_zr, u_h = w["u_zr"], w["u_h"]
     x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
     x_h = shape.slice_axis(x_t, 2 * units, units, 1)
-    zr = layer.recurrent_activation(m.add(x_zr, nn.matmul(h_prev, u_zr)))
+    zr = layer.recurrent_activation(m.add(x_zr, recurrent_product(h_prev, u_zr, h_in, units)))
     z = shape.slice_axis(zr, 0, units, 1)
     r = shape.slice_axis(zr, units, units, 1)
-    cand = layer.activation(m.add(x_h, nn.matmul(m.multiply(r, h_prev), u_h)))
+    h_h = h_prev if h_in is None else h_in[-1]
+    cand = layer.activation(m.add(x_h, nn.matmul(m.multiply(r, h_h), u_h)))
     return m.add(cand, m.multiply(z, m.subtract(h_prev, cand)))
+
+
+def recurrent_product(h_prev: Any, kernel: Any, h_in: list[Any] | None, units: int) -> Any:
+    """``h_prev · kernel``, or with per-gate masked states ``h_in``, each gate's columns of the
+    kernel times that gate's state (Keras ``implementation=1``), joined."""
+    if h_in is None:
+        return nn.matmul(h_prev, kernel)
+    if len(h_in) == 1:
+        return nn.matmul(h_in[0], kernel)
+    gates = kernel.shape[-1] // units
+    return shape.concat(
+        [nn.matmul(h_in[g], shape.slice_axis(kernel, g * units, units, 1)) for g in range(gates)],
+        axis=-1,
+    )
