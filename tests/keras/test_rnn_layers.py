@@ -311,3 +311,15 @@ def test_dropout_trains_and_is_off_in_inference(layer_cls, reset_after):
     plain.set_weights(_weights(layer))
     np.testing.assert_array_equal(layer(X, training=False), plain(X))
     assert not np.allclose(layer(X, training=True), plain(X))
+
+
+def test_mixed_float16_computes_in_half_close_to_float32():
+    plain = keras.layers.LSTM(UNITS, return_sequences=True)
+    plain(X)
+    weights = _weights(plain)
+    half = keras.layers.LSTM(UNITS, return_sequences=True, dtype="mixed_float16")
+    half(X)
+    half.set_weights(weights)
+    y = half(X)
+    assert y.dtype == np.float16 and half.kernel.dtype == "float32"
+    np.testing.assert_allclose(y.astype(np.float32), plain(X), atol=3e-3)
