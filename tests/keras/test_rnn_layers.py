@@ -323,3 +323,27 @@ def test_mixed_float16_computes_in_half_close_to_float32():
     y = half(X)
     assert y.dtype == np.float16 and half.kernel.dtype == "float32"
     np.testing.assert_allclose(y.astype(np.float32), plain(X), atol=3e-3)
+
+
+def test_functional_initial_state_from_other_layers_saves_and_loads(tmp_path):
+    """The state tensors reach the layer only by keyword (``initial_state``): the model must
+    still find the layers that make them, replay them, and save them."""
+    keras.utils.set_random_seed(2)
+    inputs = keras.Input((STEPS, FEATURES))
+    context = keras.Input((2,))
+    h0 = keras.layers.Dense(UNITS, name="h0")(context)
+    c0 = keras.layers.Dense(UNITS, name="c0")(context)
+    h0, c0 = keras.layers.RecomputationCheckpoint()([h0, c0])
+    out = keras.layers.LSTM(UNITS)(inputs, initial_state=[h0, c0])
+    model = keras.Model([inputs, context], out)
+    assert {layer.name for layer in model.layers} >= {"h0", "c0"}
+    ctx = RNG.standard_normal((BATCH, 2)).astype(np.float32)
+    lstm = next(layer for layer in model.layers if isinstance(layer, keras.layers.LSTM))
+    h_init = ctx @ model.get_layer("h0").kernel.value + model.get_layer("h0").bias.value
+    c_init = ctx @ model.get_layer("c0").kernel.value + model.get_layer("c0").bias.value
+    _, want, _ = naive_rnn.lstm(X, *lstm.get_weights(), h0=h_init, c0=c_init)
+    got = model.predict([X, ctx], verbose=0)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    path = tmp_path / "state.keras"
+    model.save(path)
+    np.testing.assert_array_equal(keras.models.load_model(path).predict([X, ctx], verbose=0), got)
