@@ -195,6 +195,35 @@ def _add(cases: dict, name: str, meta: dict, arrays: dict) -> None:
         cases[f"{name}/{key}"] = np.asarray(value)
 
 
+#: Stateful layers: (case, class, config); two consecutive batches, then after reset_states.
+STATEFUL_CASES = [
+    ("stateful/lstm", "LSTM", {"return_sequences": True}),
+    ("stateful/gru", "GRU", {}),
+    ("stateful/simple_rnn_time_major", "SimpleRNN", {"time_major": True}),
+]
+
+
+def _stateful_case(cases: dict, name: str, cls: str, config: dict) -> None:
+    rng = _rng(name)
+    time_major = config.get("time_major", False)
+    shape = (STEPS, BATCH, FEATURES) if time_major else (BATCH, STEPS, FEATURES)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
+    layer = getattr(keras.layers, cls)(UNITS, stateful=True, **config)
+    layer(tf.constant(xs[0]))  # build
+    weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32) for w in layer.weights]
+    layer.set_weights(weights)
+    layer.reset_states()
+    arrays = {"x0": xs[0], "x1": xs[1]}
+    arrays["y0"] = layer(tf.constant(xs[0])).numpy()
+    arrays["y1"] = layer(tf.constant(xs[1])).numpy()  # starts from the state x0 left
+    layer.reset_states()
+    arrays["y2"] = layer(tf.constant(xs[1])).numpy()  # from zero states again
+    arrays.update({f"w{i}": w for i, w in enumerate(weights)})
+    _add(
+        cases, name, {"class": cls, "config": {"units": UNITS, "stateful": True, **config}}, arrays
+    )
+
+
 #: The training check: an LSTM classifier, 64 steps of batches of 8 sequences.
 TRAIN = {"steps": 64, "batch": 8, "timesteps": 6, "features": 4, "units": 8, "classes": 3}
 
@@ -248,6 +277,8 @@ def main() -> None:
         _layer_case(cases, *case)
     for name, cell, config, rnn in CELL_CASES:
         _layer_case(cases, name, cell, config, {"cell": True, "rnn": rnn}, False, 0)
+    for case in STATEFUL_CASES:
+        _stateful_case(cases, *case)
     for case in OPTIMIZERS:
         _training(cases, *case)
     OUT.parent.mkdir(parents=True, exist_ok=True)

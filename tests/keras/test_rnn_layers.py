@@ -161,7 +161,7 @@ def test_lstm_defaults_are_keras():
             backward_layer=keras.layers.GRU(2, return_sequences=True, go_backwards=True),
         ),
         lambda: keras.layers.PopnnLSTM(UNITS, dropout=0.25, dropout_seed=[1, 2]),
-        lambda: keras.layers.PopnnGRU(UNITS, reset_after=False),
+        lambda: keras.layers.PopnnGRU(UNITS, reset_after=False, stateful=True),
         lambda: keras.layers.RNN(keras.layers.LSTMCell(UNITS), return_state=True),
         lambda: keras.layers.RNN(keras.layers.GRUCell(UNITS, reset_after=False), time_major=True),
     ],
@@ -191,7 +191,11 @@ def test_saved_model_with_recurrent_layers_predicts_the_same(tmp_path):
 
 def test_unsupported_arguments_raise_ipusims_errors():
     with pytest.raises(UnsupportedError, match="stateful"):
-        keras.layers.LSTM(UNITS, stateful=True)
+        keras.layers.RNN(keras.layers.LSTMCell(UNITS), stateful=True)
+    with pytest.raises(ConfigurationError, match="batch size"):
+        keras.Sequential([keras.Input((STEPS, FEATURES)), keras.layers.LSTM(UNITS, stateful=True)])
+    with pytest.raises(AttributeError, match="stateful"):
+        keras.layers.GRU(UNITS).reset_states()
     with pytest.raises(UnsupportedError, match="dropout"):
         keras.layers.GRUCell(UNITS, recurrent_dropout=0.1)
     with pytest.raises(UnsupportedError, match="softmax"):

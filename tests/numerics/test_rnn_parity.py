@@ -104,6 +104,38 @@ def test_recurrent_layer_matches_tensorflow(name: str) -> None:
     assert errors[worst] <= TOLERANCE, f"{name}/{worst}: relative error {errors[worst]:.2e}"
 
 
+STATEFUL_CASES = [name for name in CASES if name.startswith("stateful/")]
+
+
+@pytest.mark.parametrize("name", STATEFUL_CASES)
+def test_stateful_layer_carries_its_state_as_tensorflow(name: str) -> None:
+    meta, a = CASES[name]
+    layer = getattr(keras.layers, meta["class"])(**meta["config"])
+    layer(a["x0"])
+    layer.set_weights([a[f"w{i}"] for i in range(len(layer.weights))])
+    layer.reset_states()
+    got = [layer(a["x0"]), layer(a["x1"])]
+    layer.reset_states()
+    got.append(layer(a["x1"]))
+    for i, y in enumerate(got):
+        assert parity.relative_error(y, a[f"y{i}"]) <= TOLERANCE, f"y{i}"
+    assert not np.allclose(a["y1"], a["y2"])  # the carried state matters: not vacuous
+
+
+def test_stateful_lstm_model_carries_state_across_predict_calls() -> None:
+    meta, a = CASES["stateful/lstm"]
+    x0, x1 = a["x0"], a["x1"]
+    model = keras.Sequential(
+        [keras.Input(x0.shape[1:], batch_size=x0.shape[0]), keras.layers.LSTM(**meta["config"])]
+    )
+    model.set_weights([a[f"w{i}"] for i in range(3)])
+    got = [model.predict(x0, verbose=0), model.predict_on_batch(x1)]
+    model.layers[0].reset_states()
+    got.append(model.predict(x1, verbose=0))
+    for i, y in enumerate(got):
+        assert parity.relative_error(y, a[f"y{i}"]) <= TOLERANCE, f"y{i}"
+
+
 def test_fixture_covers_every_layer_kind() -> None:
     kinds = {CASES[n][0]["class"] for n in LAYER_CASES}
     wrapped = [n for n in LAYER_CASES if n.startswith("layer/bidirectional/")]

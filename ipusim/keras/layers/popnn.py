@@ -12,7 +12,7 @@ ValueError, as there.
 
 ``available_memory_proportion_fwd`` / ``_bwd`` and ``partials_dtype`` are kept in the config; the
 cost model plans every matmul with ``IPUConfig.matmuls.poplar_options``, so other values only
-warn. ``stateful=True`` is not simulated yet.
+warn. ``stateful=True`` carries the states from batch to batch, as there.
 """
 
 from __future__ import annotations

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
+from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.core import _positive_int
@@ -101,15 +104,11 @@ class _Recurrent(Layer):
         self.dropout = _rate(kind, "dropout", dropout)
         self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
         self._check_dropout()
-        if stateful:
-            raise UnsupportedError(
-                f"{kind}: `stateful=True` is not simulated yet (the state would have to carry "
-                "over between batches); pass the state with `initial_state` instead"
-            )
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful = False
+        self.stateful = bool(stateful)
+        self._state_variables: list[Variable] = []
         self.unroll = bool(unroll)  # the loop is unrolled in the step graph either way
         self.time_major = bool(time_major)
 
@@ -156,7 +155,37 @@ class _Recurrent(Layer):
             if self.use_bias
             else None
         )
+        if self.stateful:
+            self._make_states(input_shape[1] if self.time_major else input_shape[0])
         self.built = True
+
+    # ------------------------------------------------------------------ stateful
+    def _make_states(self, batch: int | None) -> None:
+        """The states a stateful layer carries from batch to batch: variables, not weights
+        (Keras keeps them out of ``weights`` too), zero at first and after ``reset_states``."""
+        if batch is None:
+            raise ConfigurationError(
+                f"{self.name}: a stateful RNN needs to know its batch size; give the first "
+                "layer `batch_input_shape=(batch, timesteps, features)` (or `keras.Input(..., "
+                "batch_size=...)`) and pass batches of that size"
+            )
+        self._state_variables = [
+            Variable(np.zeros((batch, self.units), self.dtype), f"{self.name}/state_{i}:0", False)
+            for i in range(self._num_states)
+        ]
+
+    @property
+    def states(self) -> list[Any]:
+        """The carried states (stateful layers), else ``[None] * number of states``."""
+        return list(self._state_variables) or [None] * self._num_states
+
+    def reset_states(self, states: Any = None) -> None:
+        """Zero the carried states, or set them to ``states`` (arrays of shape (batch, units))."""
+        if not self.stateful:
+            raise AttributeError("Layer must be stateful.")
+        values = [None] * self._num_states if states is None else _states_list(states)
+        for variable, value in zip(self._state_variables, values, strict=True):
+            variable.assign(np.zeros(variable.shape) if value is None else np.asarray(value))
 
     # ------------------------------------------------------------------ the loop
     @property
@@ -213,7 +242,9 @@ class _Recurrent(Layer):
         steps = rnn_ops.unstack_time(self._project(inputs, training), self._time_axis)
         if self.go_backwards:
             steps = steps[::-1]
-        states = self._initial_states(initial_state, steps[0])
+        carried = self.stateful and initial_state is None
+        states = list(self._state_variables) if carried else None
+        states = states or self._initial_states(initial_state, steps[0])
         weights = self._step_weights()
         outputs = []
         for x_t in steps:
@@ -223,6 +254,9 @@ class _Recurrent(Layer):
             step_weights = dict(weights, h_in=self._recurrent_inputs(states[0], training))
             output, states = self._step(x_t, states, step_weights)
             outputs.append(output)
+        if carried:
+            for variable, state in zip(self._state_variables, states, strict=True):
+                inputs.graph.add_update(variable, state)
         result = (
             rnn_ops.stack_time(outputs, self._time_axis) if self.return_sequences else outputs[-1]
         )
@@ -249,7 +283,7 @@ class _Recurrent(Layer):
     def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
         if initial_state is None:
             return self._zero_states(like)
-        states = list(initial_state) if isinstance(initial_state, list | tuple) else [initial_state]
+        states = _states_list(initial_state)
         if len(states) != self._num_states:
             raise ConfigurationError(
                 f"{self.name}: `initial_state` must hold {self._num_states} tensor(s) of shape "
@@ -438,3 +472,7 @@ def recurrent_product(h_prev: Any, kernel: Any, h_in: list[Any] | None, units: i
         [nn.matmul(h_in[g], shape.slice_axis(kernel, g * units, units, 1)) for g in range(gates)],
         axis=-1,
     )
+
+
+def _states_list(states: Any) -> list[Any]:
+    return list(states) if isinstance(states, list | tuple) else [states]
