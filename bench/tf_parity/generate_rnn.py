@@ -125,6 +125,7 @@ CELL_CASES = [
     ("rnn/lstm_cell", "LSTMCell", {}, {"return_state": True}),
     ("rnn/gru_cell", "GRUCell", {}, {"return_sequences": True, "go_backwards": True}),
     ("rnn/gru_cell_reset_before", "GRUCell", {"reset_after": False}, {}),
+    ("rnn/stacked_cells", "LSTMCell,GRUCell", {}, {"return_sequences": True, "return_state": True}),
 ]
 
 
@@ -134,8 +135,8 @@ def _rng(name: str) -> np.random.Generator:
 
 def _layer(cls: str, config: dict, wrapper: dict | None) -> keras.layers.Layer:
     if wrapper is not None and "cell" in wrapper:
-        cell = getattr(keras.layers, cls)(UNITS, **config)
-        return keras.layers.RNN(cell, **wrapper["rnn"])
+        cells = [getattr(keras.layers, c)(UNITS, **config) for c in cls.split(",")]
+        return keras.layers.RNN(cells if len(cells) > 1 else cells[0], **wrapper["rnn"])
     layer = getattr(keras.layers, cls)(UNITS, **config)
     if wrapper is None:
         return layer
@@ -166,7 +167,7 @@ def _layer_case(cases: dict, name, cls, config, wrapper, time_major, states) -> 
         for t in tensors:
             tape.watch(t)
         ys = call()
-        ys = ys if isinstance(ys, list | tuple) else [ys]
+        ys = tf.nest.flatten(ys)  # stacked cells return their states nested per cell
         dys = [rng.standard_normal(y.shape).astype(np.float32) for y in ys]
         objective = tf.add_n([tf.reduce_sum(y * dy) for y, dy in zip(ys, dys)])
     arrays = {}

@@ -163,6 +163,7 @@ def test_lstm_defaults_are_keras():
         lambda: keras.layers.PopnnLSTM(UNITS, dropout=0.25, dropout_seed=[1, 2]),
         lambda: keras.layers.PopnnGRU(UNITS, reset_after=False, stateful=True),
         lambda: keras.layers.RNN(keras.layers.LSTMCell(UNITS), return_state=True),
+        lambda: keras.layers.RNN([keras.layers.LSTMCell(UNITS), keras.layers.SimpleRNNCell(2)]),
         lambda: keras.layers.RNN(keras.layers.GRUCell(UNITS, reset_after=False), time_major=True),
     ],
 )
@@ -270,8 +271,6 @@ def test_rnn_loops_a_user_defined_cell():
     kernel, recurrent = _weights(layer)
     want, _ = naive_rnn.simple_rnn(X, kernel, recurrent, None, "linear")
     np.testing.assert_allclose(layer(X), want, rtol=2e-5, atol=2e-6)
-    with pytest.raises(UnsupportedError, match="list of cells"):
-        keras.layers.RNN([keras.layers.LSTMCell(2), keras.layers.LSTMCell(2)])
 
 
 def _masks(rate: float, seed: int, like: np.ndarray, noise) -> np.ndarray:

@@ -20,6 +20,7 @@ from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph
 from ipusim.graph.ops import math as m
 from ipusim.graph.spec import TensorSpec
+from ipusim.keras.engine.nest import flatten
 
 FIXTURE = Path(__file__).resolve().parents[2] / "bench" / "tf_parity" / "fixtures" / "rnn.npz"
 #: The issue's bound: forward values and gradients within 1e-5 relative.
@@ -48,10 +49,11 @@ CASES = _load()
 
 def _layer(meta: dict):
     config = dict(meta["config"])
-    layer = getattr(keras.layers, meta["class"])(**config)
     wrapper = meta["wrapper"]
     if wrapper is not None and "cell" in wrapper:
-        return keras.layers.RNN(layer, **wrapper["rnn"])
+        cells = [getattr(keras.layers, c)(**config) for c in meta["class"].split(",")]
+        return keras.layers.RNN(cells if len(cells) > 1 else cells[0], **wrapper["rnn"])
+    layer = getattr(keras.layers, meta["class"])(**config)
     if wrapper is None:
         return layer
     options = dict(wrapper)
@@ -72,7 +74,7 @@ def run_layer(meta: dict, a: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarra
         ys = layer(inputs[0], initial_state=inputs[1:], training=True)
     else:
         ys = layer(inputs[0], training=True)
-    ys = ys if isinstance(ys, list | tuple) else [ys]
+    ys = flatten(ys)  # stacked cells return their states nested per cell
     layer.set_weights([a[f"w{i}"] for i in range(len(layer.weights))])
     dys = [graph.placeholder(TensorSpec(a[f"dy{i}"].shape, "float32")) for i in range(len(ys))]
     objective = m.reduce_sum(m.multiply(ys[0], dys[0]))
@@ -139,7 +141,15 @@ def test_stateful_lstm_model_carries_state_across_predict_calls() -> None:
 def test_fixture_covers_every_layer_kind() -> None:
     kinds = {CASES[n][0]["class"] for n in LAYER_CASES}
     wrapped = [n for n in LAYER_CASES if n.startswith("layer/bidirectional/")]
-    assert kinds == {"SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell"}
+    assert kinds == {
+        "SimpleRNN",
+        "LSTM",
+        "GRU",
+        "SimpleRNNCell",
+        "LSTMCell",
+        "GRUCell",
+        "LSTMCell,GRUCell",
+    }
     assert len(wrapped) >= 5
 
 

@@ -44,7 +44,13 @@ from ipusim.keras.layers.pooling import (
 from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
-from ipusim.keras.layers.recurrent_cells import RNN, GRUCell, LSTMCell, SimpleRNNCell
+from ipusim.keras.layers.recurrent_cells import (
+    RNN,
+    GRUCell,
+    LSTMCell,
+    SimpleRNNCell,
+    StackedRNNCells,
+)
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 
 __all__ = [
@@ -93,6 +99,7 @@ __all__ = [
     "SeparableConvolution2D",
     "SimpleRNN",
     "SimpleRNNCell",
+    "StackedRNNCells",
     "Softmax",
     "Subtract",
     "ZeroPadding2D",

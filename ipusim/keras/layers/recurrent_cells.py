@@ -14,6 +14,7 @@ from ipusim.graph.ops import nn, shape
 from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.core import _positive_int
 from ipusim.keras.layers.recurrent import (
     _fused_name,
@@ -193,12 +194,71 @@ class GRUCell(_Cell):
         return {**super().get_config(), "reset_after": self.reset_after}
 
 
+class StackedRNNCells(Layer):
+    """Cells run one after the other within each time step (Keras ``StackedRNNCells``; what
+    ``RNN([cell, cell, ...])`` builds): the output of one is the input of the next; the states
+    are every cell's, in order."""
+
+    def __init__(self, cells: list[Any], **kwargs: Any) -> None:
+        for cell in cells:
+            if not hasattr(cell, "state_size") or not callable(getattr(cell, "call", None)):
+                raise ConfigurationError(
+                    f"StackedRNNCells: every cell needs `state_size` and `call(inputs, states)`, "
+                    f"received {cell!r}"
+                )
+        super().__init__(**kwargs)
+        self.cells = list(cells)
+
+    @property
+    def state_size(self) -> list[int]:
+        return [size for cell in self.cells for size in _sizes(cell)]
+
+    @property
+    def output_size(self) -> int:
+        return int(getattr(self.cells[-1], "output_size", _sizes(self.cells[-1])[0]))
+
+    def build(self, input_shape: Any) -> None:
+        for cell in self.cells:
+            if not cell.built:
+                cell.build(input_shape)
+                cell.built = True
+            input_shape = (input_shape[0], int(getattr(cell, "output_size", _sizes(cell)[0])))
+        self.built = True
+
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
+        states, new_states = _states(states), []
+        for cell in self.cells:
+            count = len(_sizes(cell))
+            own, states = states[:count], states[count:]
+            extra = {"training": training} if getattr(cell, "_call_accepts_training", 0) else {}
+            inputs, own = cell.call(inputs, own if count > 1 else own[0], **extra)
+            new_states += _states(own)
+        return inputs, new_states
+
+    def get_config(self) -> dict[str, Any]:
+        cells = [{"class_name": type(c).__name__, "config": c.get_config()} for c in self.cells]
+        return {**super().get_config(), "cells": cells}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+        from ipusim.keras.engine.saving import _deserialize_layer
+
+        config = dict(config)
+        config["cells"] = [_deserialize_layer(c, custom_objects) for c in config["cells"]]
+        return super().from_config(config)
+
+
+def _sizes(cell: Any) -> list[int]:
+    size = cell.state_size
+    return [int(s) for s in size] if isinstance(size, list | tuple) else [int(size)]
+
+
 class RNN(Layer):
     """Loops ``cell`` over the time axis (Keras ``RNN``).
 
     Args:
         cell: a cell (SimpleRNNCell, LSTMCell, GRUCell, or a layer with ``state_size`` and
-            ``call(inputs, states)``). A list of cells (stacked cells) is not simulated yet.
+            ``call(inputs, states)``), or a list of them (run as StackedRNNCells).
         return_sequences, return_state, go_backwards, time_major: as the recurrent layers.
         stateful: not simulated yet. unroll: accepted (the loop is unrolled in the step graph).
     """
@@ -215,7 +275,7 @@ class RNN(Layer):
         **kwargs: Any,
     ) -> None:
         if isinstance(cell, list | tuple):
-            raise UnsupportedError("RNN: a list of cells (StackedRNNCells) is not simulated yet")
+            cell = StackedRNNCells(list(cell))
         if not hasattr(cell, "state_size") or not callable(getattr(cell, "call", None)):
             raise ConfigurationError(
                 f"RNN: `cell` must have a `state_size` attribute and a `call(inputs, states)` "
@@ -231,10 +291,6 @@ class RNN(Layer):
         self.stateful = False
         self.unroll = bool(unroll)
         self.time_major = bool(time_major)
-
-    def _sizes(self) -> list[int]:
-        size = self.cell.state_size
-        return [int(s) for s in size] if isinstance(size, list | tuple) else [int(size)]
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, tuple) or len(input_shape) != 3:
@@ -262,9 +318,9 @@ class RNN(Layer):
         if self.go_backwards:
             steps = steps[::-1]
         if initial_state is None:
-            states = [rnn_ops.zero_state(steps[0], size) for size in self._sizes()]
+            states = [rnn_ops.zero_state(steps[0], size) for size in _sizes(self.cell)]
         else:
-            states = _states(initial_state)
+            states = flatten(initial_state)
         # As tf-keras: the cell gets `training` only when its call() takes it.
         extra = {"training": training} if getattr(self.cell, "_call_accepts_training", 0) else {}
         outputs = []
@@ -273,7 +329,16 @@ class RNN(Layer):
             states = _states(states)
             outputs.append(output)
         result = rnn_ops.stack_time(outputs, axis) if self.return_sequences else outputs[-1]
-        return [result, *states] if self.return_state else result
+        if not self.return_state:
+            return result
+        if isinstance(self.cell, StackedRNNCells):  # as Keras: the states nested per cell
+            nested = []
+            for cell in self.cell.cells:
+                count = len(_sizes(cell))
+                nested.append(states[:count] if count > 1 else states[0])
+                states = states[count:]
+            states = nested
+        return [result, *states]
 
     def get_config(self) -> dict[str, Any]:
         return {
