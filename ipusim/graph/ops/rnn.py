@@ -46,9 +46,9 @@ def _check_state(op: str, arg: str, spec: TensorSpec, like: TensorSpec) -> None:
 def _check_gates(op: str, arg: str, spec: TensorSpec, state: TensorSpec, gates: int) -> None:
     require_float(op, arg, spec)
     units = state.shape[-1]
-    if spec.rank != 2 or state.rank != 2 or spec.shape[-1] != gates * units:
+    if units is None or spec.rank != 2 or state.rank != 2 or spec.shape[-1] != gates * units:
         raise ValueError(
-            f"{op}: {arg} must be (batch, {gates}·units) = (batch, {gates * units}) for a state "
+            f"{op}: {arg} must be (batch, {gates}·units) with known units for a state "
             f"of shape {state.shape}, received {spec.shape}"
         )
 
@@ -73,7 +73,7 @@ class UnstackTime(Op):
                 "non-zero size (the number of time steps)"
             )
         step = x.with_shape(x.shape[:axis] + x.shape[axis + 1 :])
-        return tuple(step for _ in range(x.shape[axis]))
+        return tuple(step for _ in range(int(x.shape[axis] or 0)))
 
     def forward(self, ctx: Any, x, *, axis: int):
         return k.unstack(x, axis)

@@ -54,28 +54,31 @@ class Bidirectional(Layer):
                 "Bidirectional: `weights` is not supported; call set_weights() after building"
             )
         super().__init__(**kwargs)
-        self._layer_config = _serialize(layer)
-        config = dict(layer.get_config(), name=f"forward_{layer.name}")
-        self.forward_layer = type(layer).from_config(config)
+        rnn: Any = layer  # a recurrent layer (checked above)
+        self.forward_layer: Any
+        self.backward_layer: Any
+        self._layer_config = _serialize(rnn)
+        config = dict(rnn.get_config(), name=f"forward_{rnn.name}")
+        self.forward_layer = type(rnn).from_config(config)
         if backward_layer is None:
-            config = dict(layer.get_config(), name=f"backward_{layer.name}")
-            config["go_backwards"] = not layer.go_backwards
-            self.backward_layer = type(layer).from_config(config)
+            config = dict(rnn.get_config(), name=f"backward_{rnn.name}")
+            config["go_backwards"] = not rnn.go_backwards
+            self.backward_layer = type(rnn).from_config(config)
             self._backward_given = False
         else:
-            _check_backward(layer, backward_layer)
+            _check_backward(rnn, backward_layer)
             self.backward_layer = backward_layer
             self._backward_given = True
         self.merge_mode = merge_mode
-        self.return_sequences = layer.return_sequences
-        self.return_state = layer.return_state
+        self.return_sequences = rnn.return_sequences
+        self.return_state = rnn.return_state
 
     def call(self, inputs: Any, training: bool | None = None, initial_state: Any = None) -> Any:
         fwd_state = bwd_state = None
         if initial_state is not None:
-            states = list(initial_state)
-            half = len(states) // 2
-            fwd_state, bwd_state = states[:half], states[half:]
+            given = list(initial_state)
+            half = len(given) // 2
+            fwd_state, bwd_state = given[:half], given[half:]
         y = self.forward_layer(inputs, training=training, initial_state=fwd_state)
         y_rev = self.backward_layer(inputs, training=training, initial_state=bwd_state)
         states: list[Any] = []
@@ -118,7 +121,7 @@ def _check_backward(layer: Any, backward: Any) -> None:
         raise ConfigurationError(
             f"Bidirectional: `backward_layer` must be a recurrent layer, received {backward!r}"
         )
-    if backward.go_backwards == layer.go_backwards:
+    if getattr(backward, "go_backwards", None) == layer.go_backwards:
         raise ConfigurationError(
             "Bidirectional: `backward_layer.go_backwards` must be the opposite of "
             f"`layer.go_backwards` ({layer.go_backwards})"

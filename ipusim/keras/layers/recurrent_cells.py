@@ -181,9 +181,9 @@ class GRUCell(_Cell):
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         (h_prev,) = _states(states)
-        bias = self.bias
+        bias: Any = self.bias
         if bias is not None and self.reset_after:
-            bias = shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
+            bias = shape.reshape(shape.slice_axis(bias, 0, 1, 0), (-1,))
         xg = nn.matmul(inputs, self.kernel)
         if bias is not None:
             xg = nn.bias_add(xg, bias)
@@ -332,12 +332,12 @@ class RNN(Layer):
         if not self.return_state:
             return result
         if isinstance(self.cell, StackedRNNCells):  # as Keras: the states nested per cell
-            nested = []
+            nested: list[Any] = []
             for cell in self.cell.cells:
                 count = len(_sizes(cell))
                 nested.append(states[:count] if count > 1 else states[0])
                 states = states[count:]
-            states = nested
+            return [result, *nested]
         return [result, *states]
 
     def get_config(self) -> dict[str, Any]:
