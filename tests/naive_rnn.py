@@ -16,6 +16,8 @@ ACTIVATIONS = {
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
     "hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0.0, 1.0),
     "relu": lambda x: np.maximum(x, 0.0),
+    "softplus": lambda x: np.log1p(np.exp(x)),
+    "swish": lambda x: x / (1.0 + np.exp(-x)),
 }
 
 

@@ -51,6 +51,24 @@ def test_lstm_matches_the_reference(activation, recurrent_activation, go_backwar
         np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-6)
 
 
+ACTS_COMPOSED = [("swish", "sigmoid"), ("tanh", "softplus")]
+
+
+@pytest.mark.parametrize("activation, recurrent_activation", ACTS_COMPOSED)
+def test_activations_outside_the_fused_kernels_build_the_gates_from_ops(
+    activation, recurrent_activation
+):
+    kwargs = {"activation": activation, "recurrent_activation": recurrent_activation}
+    lstm = keras.layers.LSTM(UNITS, return_sequences=True, **kwargs)
+    gru = keras.layers.GRU(UNITS, return_sequences=True, **kwargs)
+    lstm(X), gru(X)
+    assert lstm._act_name is None and gru._act_name is None  # not the fused kernels
+    want, _, _ = naive_rnn.lstm(X, *_weights(lstm), activation, recurrent_activation)
+    np.testing.assert_allclose(lstm(X), want, rtol=2e-5, atol=2e-6)
+    want, _ = naive_rnn.gru(X, *_weights(gru), activation, recurrent_activation)
+    np.testing.assert_allclose(gru(X), want, rtol=2e-5, atol=2e-6)
+
+
 @pytest.mark.parametrize("activation, recurrent_activation", ACTS)
 @pytest.mark.parametrize("reset_after", [True, False])
 def test_gru_matches_the_reference(activation, recurrent_activation, reset_after):
@@ -199,8 +217,6 @@ def test_unsupported_arguments_raise_ipusims_errors():
         keras.layers.GRU(UNITS).reset_states()
     with pytest.raises(UnsupportedError, match="dropout"):
         keras.layers.GRUCell(UNITS, recurrent_dropout=0.1)
-    with pytest.raises(UnsupportedError, match="softmax"):
-        keras.layers.LSTM(UNITS, activation="softmax")
     with pytest.raises(ConfigurationError, match="3-D|shape"):
         keras.layers.LSTM(UNITS)(np.zeros((2, 4), np.float32))
     with pytest.raises(ConfigurationError, match="merge_mode"):

@@ -5,8 +5,9 @@ input projection of every time step is one matrix product before the loop, then 
 dependent steps, each the recurrent product and the gates; the output sequence is written step
 by step. So the step graph has one node per op per time step, the backward pass runs the steps
 in reverse, and the trace shows the serialisation over time. The gates of LSTM and GRU
-(``reset_after=True``) are the fused ops of :mod:`ipusim.graph.ops.rnn`; SimpleRNN and GRU with
-``reset_after=False`` are built from element-wise ops.
+(``reset_after=True``) are the fused ops of :mod:`ipusim.graph.ops.rnn` when the kernels compute
+both activations; SimpleRNN, GRU with ``reset_after=False`` and gates with other activations are
+built from element-wise ops.
 """
 
 from __future__ import annotations
@@ -32,18 +33,31 @@ def _rate(layer: str, arg: str, value: Any) -> float:
     return float(value)
 
 
-def _fused_name(layer: str, arg: str, fn: Any) -> str:
-    """The Keras name of an activation the fused gate kernels compute."""
-    try:
-        name = activations.serialize(fn)
-    except ValueError:
-        name = None
-    if name not in rnn_ops.CELL_ACTIVATIONS:
-        raise UnsupportedError(
-            f"{layer}: `{arg}` {name or fn!r} is not simulated for recurrent gates; use one of "
-            f"{', '.join(rnn_ops.CELL_ACTIVATIONS)}"
+def fused_names(layer: Any) -> tuple[str | None, str | None]:
+    """The Keras names of ``layer``'s activation and recurrent activation when the fused gate
+    kernels compute both (tanh, sigmoid, hard_sigmoid, relu, linear), else (None, None): the
+    gates are then built from element-wise ops (any activation, a user's function too)."""
+    names = []
+    for fn in (layer.activation, layer.recurrent_activation):
+        try:
+            name = activations.serialize(fn)
+        except ValueError:
+            name = None
+        names.append(name if name in rnn_ops.CELL_ACTIVATIONS else None)
+    return (names[0], names[1]) if None not in names else (None, None)
+
+
+def lstm_gates(layer: Any, z: Any, c_prev: Any) -> tuple[Any, Any]:
+    """``(h, c)`` of an LSTM step from the pre-activations ``z`` (``layer``: LSTM or LSTMCell)."""
+    if layer._act_name is not None:
+        return rnn_ops.lstm_cell(
+            z, c_prev, activation=layer._act_name, recurrent_activation=layer._rec_name
         )
-    return str(name)
+    units = layer.units
+    i, f, g, o = (shape.slice_axis(z, k * units, units, 1) for k in range(4))
+    rec, act = layer.recurrent_activation, layer.activation
+    c = m.add(m.multiply(rec(f), c_prev), m.multiply(rec(i), act(g)))
+    return m.multiply(rec(o), act(c)), c
 
 
 class _Recurrent(Layer):
@@ -350,8 +364,7 @@ class LSTM(_Recurrent):
     def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
         super().__init__(units, *args, **kwargs)
         self.unit_forget_bias = bool(unit_forget_bias)
-        self._act_name = _fused_name("LSTM", "activation", self.activation)
-        self._rec_name = _fused_name("LSTM", "recurrent_activation", self.recurrent_activation)
+        self._act_name, self._rec_name = fused_names(self)
 
     def _bias_init(self) -> Any:
         if not self.unit_forget_bias:
@@ -369,9 +382,7 @@ class LSTM(_Recurrent):
         z = m.add(x_t, recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units))
         if w["bias"] is not None:
             z = nn.bias_add(z, w["bias"])
-        h, c = rnn_ops.lstm_cell(
-            z, c_prev, activation=self._act_name, recurrent_activation=self._rec_name
-        )
+        h, c = lstm_gates(self, z, c_prev)
         return h, [h, c]
 
     def get_config(self) -> dict[str, Any]:
@@ -388,9 +399,7 @@ class GRU(_Recurrent):
     def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
         super().__init__(units, *args, **kwargs)
         self.reset_after = bool(reset_after)
-        if self.reset_after:
-            self._act_name = _fused_name("GRU", "activation", self.activation)
-            self._rec_name = _fused_name("GRU", "recurrent_activation", self.recurrent_activation)
+        self._act_name, self._rec_name = fused_names(self)
 
     def _bias_shape(self) -> tuple[int, ...]:
         width = self._gates * self.units
@@ -446,9 +455,17 @@ def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
         hg = recurrent_product(h_prev, w["recurrent_kernel"], h_in, units)
         if w["recurrent_bias"] is not None:
             hg = nn.bias_add(hg, w["recurrent_bias"])
-        return rnn_ops.gru_cell(
-            x_t, hg, h_prev, activation=layer._act_name, recurrent_activation=layer._rec_name
-        )
+        if layer._act_name is not None:
+            return rnn_ops.gru_cell(
+                x_t, hg, h_prev, activation=layer._act_name, recurrent_activation=layer._rec_name
+            )
+        units = layer.units
+        x_z, x_r, x_h = (shape.slice_axis(x_t, k * units, units, 1) for k in range(3))
+        h_z, h_r, h_h = (shape.slice_axis(hg, k * units, units, 1) for k in range(3))
+        z = layer.recurrent_activation(m.add(x_z, h_z))
+        r = layer.recurrent_activation(m.add(x_r, h_r))
+        cand = layer.activation(m.add(x_h, m.multiply(r, h_h)))
+        return m.add(m.multiply(z, h_prev), m.multiply(m.subtract(1.0, z), cand))
     u_zr, u_h = w["u_zr"], w["u_h"]
     x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
     x_h = shape.slice_axis(x_t, 2 * units, units, 1)

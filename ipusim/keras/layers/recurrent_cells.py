@@ -17,11 +17,12 @@ from ipusim.keras.engine.layer import Layer
 from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.core import _positive_int
 from ipusim.keras.layers.recurrent import (
-    _fused_name,
     _rate,
     forget_bias_initializer,
+    fused_names,
     gru_step,
     gru_step_weights,
+    lstm_gates,
 )
 
 
@@ -135,8 +136,7 @@ class LSTMCell(_Cell):
     def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
         super().__init__(units, *args, **kwargs)
         self.unit_forget_bias = bool(unit_forget_bias)
-        self._act_name = _fused_name("LSTMCell", "activation", self.activation)
-        self._rec_name = _fused_name("LSTMCell", "recurrent_activation", self.recurrent_activation)
+        self._act_name, self._rec_name = fused_names(self)
 
     @property
     def state_size(self) -> Any:
@@ -152,9 +152,7 @@ class LSTMCell(_Cell):
         z = m.add(nn.matmul(inputs, self.kernel), nn.matmul(h_prev, self.recurrent_kernel))
         if self.bias is not None:
             z = nn.bias_add(z, self.bias)
-        h, c = rnn_ops.lstm_cell(
-            z, c_prev, activation=self._act_name, recurrent_activation=self._rec_name
-        )
+        h, c = lstm_gates(self, z, c_prev)
         return h, [h, c]
 
     def get_config(self) -> dict[str, Any]:
@@ -169,11 +167,7 @@ class GRUCell(_Cell):
     def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
         super().__init__(units, *args, **kwargs)
         self.reset_after = bool(reset_after)
-        if self.reset_after:
-            self._act_name = _fused_name("GRUCell", "activation", self.activation)
-            self._rec_name = _fused_name(
-                "GRUCell", "recurrent_activation", self.recurrent_activation
-            )
+        self._act_name, self._rec_name = fused_names(self)
 
     def _bias_shape(self) -> tuple[int, ...]:
         width = self._gates * self.units
