@@ -215,8 +215,6 @@ def test_unsupported_arguments_raise_ipusims_errors():
         keras.Sequential([keras.Input((STEPS, FEATURES)), keras.layers.LSTM(UNITS, stateful=True)])
     with pytest.raises(AttributeError, match="stateful"):
         keras.layers.GRU(UNITS).reset_states()
-    with pytest.raises(UnsupportedError, match="dropout"):
-        keras.layers.GRUCell(UNITS, recurrent_dropout=0.1)
     with pytest.raises(ConfigurationError, match="3-D|shape"):
         keras.layers.LSTM(UNITS)(np.zeros((2, 4), np.float32))
     with pytest.raises(ConfigurationError, match="merge_mode"):
@@ -366,3 +364,22 @@ def test_functional_initial_state_from_other_layers_saves_and_loads(tmp_path):
     path = tmp_path / "state.keras"
     model.save(path)
     np.testing.assert_array_equal(keras.models.load_model(path).predict([X, ctx], verbose=0), got)
+
+
+def test_lstm_cell_dropout_in_rnn_matches_the_reference_with_the_same_masks():
+    cell = keras.layers.LSTMCell(UNITS, dropout=0.4, recurrent_dropout=0.3)
+    layer = keras.layers.RNN(cell, return_sequences=True)
+    layer.build((BATCH, STEPS, FEATURES))
+    w = _weights(layer)
+    y = layer(X, training=True)  # the layer's first execution: step 0
+    seed, step_x = cell._mask_seed, X[:, 0]
+    x_masks = [
+        np.repeat(_masks(0.4, seed + g, step_x, None)[:, None], STEPS, axis=1) for g in range(4)
+    ]
+    h_masks = [
+        _masks(0.3, seed + 16 + g, np.zeros((BATCH, UNITS), np.float32), None) for g in range(4)
+    ]
+    want, _, _ = naive_rnn.lstm(X, *w, x_masks=x_masks, h_masks=h_masks)
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)
+    want, _, _ = naive_rnn.lstm(X, *w)
+    np.testing.assert_allclose(layer(X, training=False), want, rtol=2e-5, atol=2e-6)

@@ -11,8 +11,9 @@ from typing import Any
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
+from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
-from ipusim.keras import activations, initializers
+from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.core import _positive_int
@@ -23,6 +24,7 @@ from ipusim.keras.layers.recurrent import (
     gru_step,
     gru_step_weights,
     lstm_gates,
+    recurrent_product,
 )
 
 
@@ -59,11 +61,25 @@ class _Cell(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        if _rate(kind, "dropout", dropout) or _rate(kind, "recurrent_dropout", recurrent_dropout):
-            raise UnsupportedError(
-                f"{kind}: `dropout` and `recurrent_dropout` are not simulated yet"
-            )
-        self.dropout = self.recurrent_dropout = 0.0
+        self.dropout = _rate(kind, "dropout", dropout)
+        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
+        if self.dropout or self.recurrent_dropout:
+            self._mask_seed = backend.next_seed()
+
+    def _masked(self, x: Any, h_prev: Any, training: bool | None) -> tuple[Any, Any]:
+        """The step's input and state as the gates' products read them: under dropout one mask
+        each, the same at every step (same seed, same shape); per gate under recurrent dropout
+        (Keras ``implementation=1``). None where nothing is dropped."""
+        if not training:
+            return None, None
+        count = self._gates if self.recurrent_dropout else 1
+        x_in = h_in = None
+        if self.dropout:
+            x_in = [random_ops.dropout(x, self.dropout, self._mask_seed + g) for g in range(count)]
+        if self.recurrent_dropout:
+            rate, seed = self.recurrent_dropout, self._mask_seed + 16
+            h_in = [random_ops.dropout(h_prev, rate, seed + g) for g in range(count)]
+        return x_in, h_in
 
     @property
     def state_size(self) -> Any:
@@ -121,10 +137,13 @@ class SimpleRNNCell(_Cell):
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         (h_prev,) = _states(states)
-        h = nn.matmul(inputs, self.kernel)
+        x_in, h_in = self._masked(inputs, h_prev, training)
+        h = recurrent_product(inputs, self.kernel, x_in, self.units)
         if self.bias is not None:
             h = nn.bias_add(h, self.bias)
-        h = self.activation(m.add(h, nn.matmul(h_prev, self.recurrent_kernel)))
+        h = self.activation(
+            m.add(h, recurrent_product(h_prev, self.recurrent_kernel, h_in, self.units))
+        )
         return h, [h]
 
 
@@ -149,7 +168,11 @@ class LSTMCell(_Cell):
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         h_prev, c_prev = _states(states)
-        z = m.add(nn.matmul(inputs, self.kernel), nn.matmul(h_prev, self.recurrent_kernel))
+        x_in, h_in = self._masked(inputs, h_prev, training)
+        z = m.add(
+            recurrent_product(inputs, self.kernel, x_in, self.units),
+            recurrent_product(h_prev, self.recurrent_kernel, h_in, self.units),
+        )
         if self.bias is not None:
             z = nn.bias_add(z, self.bias)
         h, c = lstm_gates(self, z, c_prev)
@@ -175,13 +198,14 @@ class GRUCell(_Cell):
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         (h_prev,) = _states(states)
+        x_in, h_in = self._masked(inputs, h_prev, training)
         bias: Any = self.bias
         if bias is not None and self.reset_after:
             bias = shape.reshape(shape.slice_axis(bias, 0, 1, 0), (-1,))
-        xg = nn.matmul(inputs, self.kernel)
+        xg = recurrent_product(inputs, self.kernel, x_in, self.units)
         if bias is not None:
             xg = nn.bias_add(xg, bias)
-        h = gru_step(self, xg, h_prev, gru_step_weights(self))
+        h = gru_step(self, xg, h_prev, dict(gru_step_weights(self), h_in=h_in))
         return h, [h]
 
     def get_config(self) -> dict[str, Any]:
