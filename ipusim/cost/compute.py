@@ -409,6 +409,8 @@ def op_plan(
     if op not in _AMP_OPS and op not in _GROUPED_CONVS:
         return None
     amp_precision, proportion = (planner or PlannerOptions()).for_op(op, precision)
+    # A product may carry its own availableMemoryProportion (PopnnLSTM's per-layer option).
+    proportion = float(attrs.get("available_memory_proportion", proportion))
     target = amp.AmpTarget.for_chip(ipu, amp_precision)
     return amp_plan(op, in_specs, out_specs, attrs, target, proportion)
 

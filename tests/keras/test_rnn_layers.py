@@ -229,8 +229,10 @@ def test_popnn_layers_check_their_arguments_as_ipu_tensorflow_does():
             keras.layers.PopnnLSTM(UNITS, **kwargs)
     with pytest.raises(ValueError, match="relu"):
         keras.layers.PopnnGRU(UNITS, recurrent_activation="relu")
-    with pytest.warns(UserWarning, match="available_memory_proportion"):
-        keras.layers.PopnnLSTM(UNITS, available_memory_proportion_fwd=0.3)
+    with pytest.warns(UserWarning, match="partials_dtype"):
+        keras.layers.PopnnLSTM(UNITS, partials_dtype="float16")
+    with pytest.raises(ValueError, match="available_memory_proportion_fwd"):
+        keras.layers.PopnnLSTM(UNITS, available_memory_proportion_fwd=1.5)
 
 
 def test_popnn_lstm_is_keras_lstm_with_the_same_weights():

@@ -98,3 +98,30 @@ def test_the_stash_of_per_step_values_grows_with_the_sequence():
     # Per step the backward pass reads that step's pre-activations (4 units wide), cell states
     # and hidden state: at batch 4, 8 units, float32 at least 4·(4·8 + 8 + 8)·4 bytes per step.
     assert long - short >= 18 * 4 * (4 * UNITS + 2 * UNITS) * 4
+
+
+def test_popnn_available_memory_proportion_plans_the_layers_matmuls():
+    from ipusim.cost.compute import op_plan
+    from ipusim.graph.autodiff import gradients
+    from ipusim.graph.graph import Graph
+    from ipusim.graph.ops import math as m
+    from ipusim.graph.spec import TensorSpec
+    from ipusim.hardware import get_chip
+
+    layer = keras.layers.PopnnLSTM(
+        UNITS, available_memory_proportion_fwd=0.2, available_memory_proportion_bwd=0.3
+    )
+    graph = Graph("amp")
+    x = graph.placeholder(TensorSpec((4, 6, FEATURES), "float32"))
+    loss = m.reduce_sum(layer(x, training=True))
+    gradients(loss, [graph.read_variable(v) for v in layer.trainable_weights])
+    matmuls = [n for n in graph.nodes if n.op.name == "matmul"]
+    fwd = {n.attrs.get("available_memory_proportion") for n in matmuls if n.phase == "fwd"}
+    bwd = {n.attrs.get("available_memory_proportion") for n in matmuls if n.phase == "bwd"}
+    assert fwd == {0.2} and bwd == {0.3}
+    # The planner takes a product's own proportion: a tighter bound, less temporary memory.
+    chip = get_chip("GC200")
+    specs = [TensorSpec((1024, 1024)), TensorSpec((1024, 4096))], [TensorSpec((1024, 4096))]
+    default = op_plan("matmul", *specs, {}, chip, "fp32")
+    tight = op_plan("matmul", *specs, {"available_memory_proportion": 0.05}, chip, "fp32")
+    assert tight.temp_bytes < default.temp_bytes and tight.cycles > default.cycles

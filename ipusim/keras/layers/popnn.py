@@ -10,9 +10,9 @@ whole sequence (``_apply_dropout``: noise shape 1 over time); ``use_bias=False``
 ``recurrent_dropout``, ``go_backwards``, ``unroll``, regularizers and constraints raise
 ValueError, as there.
 
-``available_memory_proportion_fwd`` / ``_bwd`` and ``partials_dtype`` are kept in the config; the
-cost model plans every matmul with ``IPUConfig.matmuls.poplar_options``, so other values only
-warn. ``stateful=True`` carries the states from batch to batch, as there.
+``available_memory_proportion_fwd`` / ``_bwd`` plan the layer's matmuls (forward, and their
+gradients) with that ``availableMemoryProportion``; ``partials_dtype`` is kept in the config but
+the partials follow ``IPUConfig.matmuls.poplar_options`` (another value warns). ``stateful=True`` carries the states from batch to batch, as there.
 """
 
 from __future__ import annotations
@@ -84,16 +84,27 @@ def _popnn_checks(kind: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         value = extras[arg]
         if value is not None and value != -1 and not 0 < float(value) <= 1:
             raise ConfigurationError(f"{kind}: {arg} must be in (0, 1], received {value!r}")
-    if extras["partials_dtype"] != "float32" or any(
-        extras[a] not in (None, -1)
-        for a in ("available_memory_proportion_fwd", "available_memory_proportion_bwd")
-    ):
+    if extras["partials_dtype"] != "float32":
         warnings.warn(
-            f"{kind}: per-layer partials_dtype / available_memory_proportion are not used by "
-            "ipusim's cost model; set IPUConfig.matmuls.poplar_options instead",
+            f"{kind}: a per-layer partials_dtype is not used by ipusim; set "
+            "IPUConfig.matmuls.poplar_options['partialsType'] instead",
             stacklevel=3,
         )
     return extras
+
+
+def _amp(extras: dict[str, Any]) -> dict[str, float]:
+    """The matmul attributes of the layer's availableMemoryProportion: forwards, and backwards
+    (the forward value when not given, as ipu_tensorflow_addons does; -1 or None: PopLibs')."""
+    fwd, bwd = (extras[f"available_memory_proportion_{d}"] for d in ("fwd", "bwd"))
+    fwd = None if fwd in (None, -1) else float(fwd)
+    bwd = fwd if bwd is None else (None if bwd == -1 else float(bwd))
+    out = {}
+    if fwd is not None:
+        out["available_memory_proportion"] = fwd
+    if bwd is not None:
+        out["available_memory_proportion_bwd"] = bwd
+    return out
 
 
 def _dropout_seed(seed: Any) -> int:
@@ -129,6 +140,7 @@ class PopnnLSTM(_Popnn, LSTM):
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         self._extras = _popnn_checks("LSTM", kwargs)
+        self._amp = _amp(self._extras)
         super().__init__(units, **kwargs)
 
     def get_config(self) -> dict[str, Any]:
@@ -140,6 +152,7 @@ class PopnnGRU(_Popnn, GRU):
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         self._extras = _popnn_checks("GRU", kwargs)
+        self._amp = _amp(self._extras)
         super().__init__(units, **kwargs)
 
     def get_config(self) -> dict[str, Any]:

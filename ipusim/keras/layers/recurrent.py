@@ -144,6 +144,8 @@ class _Recurrent(Layer):
     # ------------------------------------------------------------------ weights
     #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
     _bias_name = "bias"
+    #: The matmuls' own availableMemoryProportion, forwards and backwards (PopnnLSTM / PopnnGRU).
+    _amp: dict[str, float] = {}
 
     def _bias_shape(self) -> tuple[int, ...]:
         return (self._gates * self.units,)
@@ -229,7 +231,7 @@ class _Recurrent(Layer):
                 axis=-1,
             )
         else:
-            flat = nn.matmul(shape.reshape(inputs, (-1, features)), self.kernel)
+            flat = nn.matmul(shape.reshape(inputs, (-1, features)), self.kernel, **self._amp)
         bias = self._input_bias()
         if bias is not None:
             flat = nn.bias_add(flat, bias)
@@ -348,7 +350,7 @@ class SimpleRNN(_Recurrent):
 
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         (h_prev,) = states
-        product = recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units)
+        product = recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units, self._amp)
         h = self.activation(m.add(x_t, product))
         return h, [h]
 
@@ -379,7 +381,8 @@ class LSTM(_Recurrent):
 
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         h_prev, c_prev = states
-        z = m.add(x_t, recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units))
+        product = recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units, self._amp)
+        z = m.add(x_t, product)
         if w["bias"] is not None:
             z = nn.bias_add(z, w["bias"])
         h, c = lstm_gates(self, z, c_prev)
@@ -450,9 +453,9 @@ def gru_step_weights(layer: Any) -> dict[str, Any]:
 
 def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
     """One GRU step from ``x_t = x·W + b_input`` (``layer``: a GRU or GRUCell)."""
-    h_in, units = w.get("h_in"), layer.units
+    h_in, units, amp = w.get("h_in"), layer.units, getattr(layer, "_amp", {})
     if layer.reset_after:
-        hg = recurrent_product(h_prev, w["recurrent_kernel"], h_in, units)
+        hg = recurrent_product(h_prev, w["recurrent_kernel"], h_in, units, amp)
         if w["recurrent_bias"] is not None:
             hg = nn.bias_add(hg, w["recurrent_bias"])
         if layer._act_name is not None:
@@ -469,24 +472,30 @@ def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
     u_zr, u_h = w["u_zr"], w["u_h"]
     x_zr = shape.slice_axis(x_t, 0, 2 * units, 1)
     x_h = shape.slice_axis(x_t, 2 * units, units, 1)
-    zr = layer.recurrent_activation(m.add(x_zr, recurrent_product(h_prev, u_zr, h_in, units)))
+    zr = layer.recurrent_activation(m.add(x_zr, recurrent_product(h_prev, u_zr, h_in, units, amp)))
     z = shape.slice_axis(zr, 0, units, 1)
     r = shape.slice_axis(zr, units, units, 1)
     h_h = h_prev if h_in is None else h_in[-1]
-    cand = layer.activation(m.add(x_h, nn.matmul(m.multiply(r, h_h), u_h)))
+    cand = layer.activation(m.add(x_h, nn.matmul(m.multiply(r, h_h), u_h, **amp)))
     return m.add(cand, m.multiply(z, m.subtract(h_prev, cand)))
 
 
-def recurrent_product(h_prev: Any, kernel: Any, h_in: list[Any] | None, units: int) -> Any:
+def recurrent_product(
+    h_prev: Any, kernel: Any, h_in: list[Any] | None, units: int, amp: dict | None = None
+) -> Any:
     """``h_prev · kernel``, or with per-gate masked states ``h_in``, each gate's columns of the
     kernel times that gate's state (Keras ``implementation=1``), joined."""
+    amp = amp or {}  # the products' own availableMemoryProportion (PopnnLSTM / PopnnGRU)
     if h_in is None:
-        return nn.matmul(h_prev, kernel)
+        return nn.matmul(h_prev, kernel, **amp)
     if len(h_in) == 1:
-        return nn.matmul(h_in[0], kernel)
+        return nn.matmul(h_in[0], kernel, **amp)
     gates = kernel.shape[-1] // units
     return shape.concat(
-        [nn.matmul(h_in[g], shape.slice_axis(kernel, g * units, units, 1)) for g in range(gates)],
+        [
+            nn.matmul(h_in[g], shape.slice_axis(kernel, g * units, units, 1), **amp)
+            for g in range(gates)
+        ],
         axis=-1,
     )
 
