@@ -104,3 +104,17 @@ def test_recurrent_ipu_program_trains_and_traces_every_time_step(tmp_path, capsy
 
 def _where(names: list[str], pattern: str) -> list[int]:
     return [i for i, n in enumerate(names) if re.fullmatch(pattern, n)]
+
+
+def test_ipu_layer_modules_name_the_popnn_layers_lstm_and_gru():
+    """SDK 2.x ``ipu.keras.layers`` and SDK 3.x ``ipu_tensorflow_addons.keras.layers`` both call
+    PopnnLSTM / PopnnGRU ``LSTM`` / ``GRU``; ``tf.keras.layers.LSTM`` stays Keras'."""
+    from ipusim.compat import ipu_addons_layers
+    from ipusim.compat.ipu.keras import layers as ipu_keras_layers
+    from ipusim.compat.runner import resolve
+
+    for module in (ipu_addons_layers, ipu_keras_layers):
+        assert module.LSTM is keras.layers.PopnnLSTM and module.GRU is keras.layers.PopnnGRU
+        assert module.Dense is keras.layers.Dense  # the rest are the Keras layers
+    assert keras.layers.LSTM is not keras.layers.PopnnLSTM
+    assert resolve("ipu_tensorflow_addons.keras.layers") == "ipusim.compat.ipu_addons_layers"
