@@ -17,8 +17,8 @@ from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.core import _positive_int
-from ipusim.keras.layers.recurrent import (
-    _rate,
+from ipusim.keras.layers.recurrent import _rate
+from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
     gru_step,
