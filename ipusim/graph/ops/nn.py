@@ -100,10 +100,10 @@ class MatMul(Op):
         a, b = node.inputs
         ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
         bwd = node.attrs.get("available_memory_proportion_bwd")
-        extra = {} if bwd is None else {"available_memory_proportion": bwd}
+        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
 
-        def matmul(x: Any, y: Any, **kwargs: bool) -> Symbol:
-            return apply("matmul", x, y, **kwargs, **extra)
+        def matmul(x: Any, y: Any, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
+            return apply("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
         # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
         if not ta and not tb:
@@ -136,10 +136,20 @@ class MatMul(Op):
 
 
 def matmul(
-    a: Any, b: Any, *, transpose_a: bool = False, transpose_b: bool = False, **proportions: Any
+    a: Any,
+    b: Any,
+    *,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    available_memory_proportion: float | None = None,
+    available_memory_proportion_bwd: float | None = None,
 ) -> Symbol:
-    """Matrix product of two 2-D tensors (``proportions``: see :class:`MatMul`)."""
-    extra = {k: float(v) for k, v in proportions.items() if v is not None}
+    """Matrix product of two 2-D tensors (the proportions: see :class:`MatMul`)."""
+    extra: dict[str, Any] = {}
+    if available_memory_proportion is not None:
+        extra["available_memory_proportion"] = float(available_memory_proportion)
+    if available_memory_proportion_bwd is not None:
+        extra["available_memory_proportion_bwd"] = float(available_memory_proportion_bwd)
     return apply("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
 

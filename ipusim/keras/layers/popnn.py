@@ -93,13 +93,13 @@ def _popnn_checks(kind: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def _amp(extras: dict[str, Any]) -> dict[str, float]:
+def _amp(extras: dict[str, Any]) -> dict[str, Any]:
     """The matmul attributes of the layer's availableMemoryProportion: forwards, and backwards
     (the forward value when not given, as ipu_tensorflow_addons does; -1 or None: PopLibs')."""
     fwd, bwd = (extras[f"available_memory_proportion_{d}"] for d in ("fwd", "bwd"))
     fwd = None if fwd in (None, -1) else float(fwd)
     bwd = fwd if bwd is None else (None if bwd == -1 else float(bwd))
-    out = {}
+    out: dict[str, Any] = {}
     if fwd is not None:
         out["available_memory_proportion"] = fwd
     if bwd is not None:

@@ -126,7 +126,7 @@ class _Recurrent(Layer):
     #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
     _bias_name = "bias"
     #: The matmuls' own availableMemoryProportion, forwards and backwards (PopnnLSTM / PopnnGRU).
-    _amp: dict[str, float] = {}
+    _amp: dict[str, Any] = {}
 
     def _bias_shape(self) -> tuple[int, ...]:
         return (self._gates * self.units,)
