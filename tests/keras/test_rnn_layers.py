@@ -385,3 +385,27 @@ def test_lstm_cell_dropout_in_rnn_matches_the_reference_with_the_same_masks():
     np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)
     want, _, _ = naive_rnn.lstm(X, *w)
     np.testing.assert_allclose(layer(X, training=False), want, rtol=2e-5, atol=2e-6)
+
+
+def test_recurrent_model_exports_for_serving_and_serves_as_it_predicts(tmp_path):
+    import ipusim
+    from ipusim import serving
+
+    ipusim.config.reset_ipu_configuration()
+    cfg = ipusim.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    keras.utils.set_random_seed(0)
+    with ipusim.IPUStrategy().scope():
+        inputs = keras.Input((STEPS, FEATURES))
+        x = keras.layers.Bidirectional(keras.layers.GRU(UNITS, return_sequences=True))(inputs)
+        x = keras.layers.PopnnLSTM(UNITS)(x)
+        model = keras.Model(inputs, keras.layers.Dense(2)(x))
+        model.compile(steps_per_execution=2)
+    data = np.concatenate([X, X[::-1]])
+    expected = model.predict(data, batch_size=BATCH)
+    model.export_for_ipu_serving(str(tmp_path / "rnn"), batch_size=BATCH)
+    loaded = serving.load(tmp_path / "rnn")
+    got = np.concatenate([loaded(data[i : i + BATCH]) for i in range(0, len(data), BATCH)])
+    np.testing.assert_array_equal(got, expected)
+    ipusim.config.reset_ipu_configuration()
