@@ -125,3 +125,43 @@ def test_popnn_available_memory_proportion_plans_the_layers_matmuls():
     default = op_plan("matmul", *specs, {}, chip, "fp32")
     tight = op_plan("matmul", *specs, {"available_memory_proportion": 0.05}, chip, "fp32")
     assert tight.temp_bytes < default.temp_bytes and tight.cycles > default.cycles
+
+
+def test_a_long_sequence_lowers_with_recomputation_in_a_pipeline():
+    """graphcore's recompute_lstm example: an LSTM over thousands of steps, recomputed on demand
+    (RecomputeAndBackpropagateInterleaved); the dependency chain is longer than Python's
+    recursion limit."""
+    from ipusim.pipelining import PipelineSchedule, RecomputationMode
+
+    steps = 1200
+    keras.backend.clear_session()
+    ipusim.config.reset_ipu_configuration()
+    cfg = ipusim.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.allow_recompute = True
+    cfg.ipusim.numerics = False
+    cfg.configure_ipu_system()
+    with ipusim.IPUStrategy().scope():
+        inputs = keras.Input((steps, FEATURES))
+        with keras.ipu.PipelineStage(0):
+            x = keras.layers.PopnnLSTM(UNITS)(inputs)
+        with keras.ipu.PipelineStage(1):
+            out = keras.layers.Dense(1)(x)
+        model = keras.Model(inputs, out)
+        model.compile(optimizer="sgd", loss="mse", steps_per_execution=4)
+        model.set_pipelining_options(
+            gradient_accumulation_steps_per_replica=4,
+            pipeline_schedule=PipelineSchedule.Sequential,
+            recomputation_mode=RecomputationMode.RecomputeAndBackpropagateInterleaved,
+            device_mapping=[0, 0],
+        )
+        x = np.zeros((16, steps, FEATURES), np.float32)
+        model.fit(x, np.zeros((16, 1), np.float32), batch_size=4, verbose=0)
+    cells = [
+        s
+        for stage in model.last_program.pipeline.stages
+        for block in (stage.forward, stage.backward)
+        for s in block.supersteps
+        if s.op == "lstm_cell"
+    ]
+    assert len(cells) >= steps  # the forward loop (and what the backward pass recomputes)
