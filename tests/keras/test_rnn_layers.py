@@ -260,13 +260,20 @@ def test_popnn_dropout_drops_input_features_with_one_mask_for_the_sequence():
     np.testing.assert_allclose(graph_out[kept], 2.0)
 
 
-class MinimalRNNCell(keras.layers.Layer):
+class MinimalRNNCell(keras.layers.AbstractRNNCell):
     """The user-defined cell of the Keras RNN guide: ``h = x·K + h_prev·U``."""
 
     def __init__(self, units, **kwargs):
         super().__init__(**kwargs)
         self.units = units
-        self.state_size = units
+
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self):
+        return self.units
 
     def build(self, input_shape):
         self.kernel = self.add_weight("kernel", (input_shape[-1], self.units))

@@ -46,6 +46,7 @@ from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
 from ipusim.keras.layers.recurrent_cells import (
     RNN,
+    AbstractRNNCell,
     GRUCell,
     LSTMCell,
     SimpleRNNCell,
@@ -54,6 +55,7 @@ from ipusim.keras.layers.recurrent_cells import (
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 
 __all__ = [
+    "AbstractRNNCell",
     "Activation",
     "Add",
     "Average",

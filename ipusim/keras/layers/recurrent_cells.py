@@ -212,6 +212,20 @@ class GRUCell(_Cell):
         return {**super().get_config(), "reset_after": self.reset_after}
 
 
+class AbstractRNNCell(Layer):
+    """Base class of a user's cell for ``RNN`` (Keras ``AbstractRNNCell``): a subclass defines
+    ``state_size``, ``output_size`` and ``call(inputs, states)`` returning ``(output,
+    new_states)``."""
+
+    @property
+    def state_size(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define `state_size`")
+
+    @property
+    def output_size(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define `output_size`")
+
+
 class StackedRNNCells(Layer):
     """Cells run one after the other within each time step (Keras ``StackedRNNCells``; what
     ``RNN([cell, cell, ...])`` builds): the output of one is the input of the next; the states
