@@ -132,7 +132,7 @@ def test_stateful_lstm_model_carries_state_across_predict_calls() -> None:
     )
     model.set_weights([a[f"w{i}"] for i in range(3)])
     got = [model.predict(x0, verbose=0), model.predict_on_batch(x1)]
-    model.layers[0].reset_states()
+    model.reset_states()
     got.append(model.predict(x1, verbose=0))
     for i, y in enumerate(got):
         assert parity.relative_error(y, a[f"y{i}"]) <= TOLERANCE, f"y{i}"
