@@ -416,3 +416,10 @@ def test_recurrent_model_exports_for_serving_and_serves_as_it_predicts(tmp_path)
     got = np.concatenate([loaded(data[i : i + BATCH]) for i in range(0, len(data), BATCH)])
     np.testing.assert_array_equal(got, expected)
     ipusim.config.reset_ipu_configuration()
+
+
+def test_positional_arguments_follow_keras_order():
+    simple = keras.layers.SimpleRNN(UNITS, "relu", False)
+    assert simple.use_bias is False and simple.activation is keras.activations.relu
+    lstm = keras.layers.LSTM(UNITS, "tanh", "hard_sigmoid", True, "zeros", "zeros", "zeros", False)
+    assert lstm.unit_forget_bias is False and lstm._rec_name == "hard_sigmoid"

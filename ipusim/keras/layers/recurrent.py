@@ -329,6 +329,26 @@ class _Recurrent(Layer):
 class SimpleRNN(_Recurrent):
     """Fully connected recurrence ``h = activation(x·W + b + h_prev·U)``."""
 
+    def __init__(  # Keras' positional order: no recurrent activation
+        self,
+        units: int,
+        activation: Any = "tanh",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            **kwargs,
+        )
+
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         (h_prev,) = states
         product = recurrent_product(h_prev, w["recurrent_kernel"], w["h_in"], self.units, self._amp)
@@ -344,8 +364,28 @@ class LSTM(_Recurrent):
     _num_states = 2
     _default_recurrent_activation = "sigmoid"
 
-    def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
-        super().__init__(units, *args, **kwargs)
+    def __init__(  # Keras' positional order: unit_forget_bias after the initializers
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = "sigmoid",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        unit_forget_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            **kwargs,
+        )
         self.unit_forget_bias = bool(unit_forget_bias)
         self._act_name, self._rec_name = fused_names(self)
 
