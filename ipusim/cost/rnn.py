@@ -49,6 +49,10 @@ def _passes(op: str, half: bool) -> list[float]:
     mul, add, copy = _per("multiply", half), _per("add", half), _per("copy", half)
     sig, tanh = _per("sigmoid", half), _per("tanh", half)
     grad = _per("sigmoid_grad", half)
+    # The passes and their element counts per unit are read off the PopLibs functions named in
+    # the module docstring (S); the cycles per element are vector.ELEMENTWISE_CYCLES' (S). The
+    # activations are costed as sigmoid / tanh whatever the layer's (E: relu and hard sigmoid
+    # are cheaper, so this errs slow), and a 3-operation mapInPlace as 3 adds (E).
     if op == "lstm_cell":
         return [3 * sig + tanh, 2 * mul, add, tanh, mul, 6 * copy, 2 * copy]
     if op == "lstm_cell_grad":
