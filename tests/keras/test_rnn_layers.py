@@ -244,7 +244,13 @@ def test_popnn_lstm_is_keras_lstm_with_the_same_weights():
         "recurrent_kernel:0",
         "biases:0",
     ]
-    np.testing.assert_array_equal(popnn(X), plain(X))
+    # Popnn multiplies [x_t, h] by the stacked kernels at each step: the same sums, in
+    # another order.
+    np.testing.assert_allclose(popnn(X), plain(X), rtol=1e-6, atol=1e-7)
+    gru_popnn, gru_plain = keras.layers.PopnnGRU(UNITS), keras.layers.GRU(UNITS)
+    gru_popnn(X), gru_plain(X)
+    gru_plain.set_weights(_weights(gru_popnn))
+    np.testing.assert_allclose(gru_popnn(X), gru_plain(X), rtol=1e-6, atol=1e-7)
 
 
 def test_popnn_dropout_drops_input_features_with_one_mask_for_the_sequence():

@@ -165,3 +165,13 @@ def test_a_long_sequence_lowers_with_recomputation_in_a_pipeline():
         if s.op == "lstm_cell"
     ]
     assert len(cells) >= steps  # the forward loop (and what the backward pass recomputes)
+
+
+def test_popnn_lstm_multiplies_each_steps_input_with_its_state():
+    """IPU TensorFlow leaves popnn's preCalcWeights off: per step one product of [x_t, h] with
+    the stacked kernels, (batch, features + units) x (features + units, 4 units)."""
+    steps, batch = 6, 4
+    supersteps = _supersteps(_program("PopnnLSTM", steps, batch))
+    fwd = [s for s in supersteps if s.op == "matmul" and s.phase == "fwd" and "popnn" in s.layer]
+    assert len(fwd) == steps
+    assert {s.flops for s in fwd} == {2 * batch * (FEATURES + UNITS) * 4 * UNITS}

@@ -3,7 +3,8 @@ LSTM / GRU step with their gradients.
 
 A recurrent layer is built, as PopLibs runs it, as a loop of T dependent steps: the input
 projection of every step is one matrix product before the loop (popnn's ``preCalcWeights``,
-``lib/popnn/Lstm.cpp`` ``calcSequenceWeightedInputs``), then each step is the recurrent product
+``lib/popnn/Lstm.cpp`` ``calcSequenceWeightedInputs``; the Popnn layers multiply each step's input
+in the step instead, as IPU TensorFlow runs popnn), then each step is the recurrent product
 (a ``matmul`` node) and the gates (``lstm_cell`` / ``gru_cell``), so the program has one
 superstep per op per step and the backward pass is a loop of the steps' gradients in reverse.
 ``unstack_time`` hands out the steps of a sequence (one node, whatever T: the gradients of all

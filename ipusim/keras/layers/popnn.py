@@ -1,18 +1,21 @@
 """The IPU's recurrent layers ``PopnnLSTM`` and ``PopnnGRU`` (``ipu_tensorflow_addons.keras.layers``,
 where they are also named ``LSTM`` and ``GRU``).
 
-They run PopLibs' ``popnn::lstm`` / ``popnn::gru`` in IPU TensorFlow (graphcore/ipu_tensorflow_addons
-``ipu_tensorflow_addons/keras/layers/rnn.py``). Their numbers are those of the Keras layers with the
-same weights (gate order ``i, f, c, o`` and ``z, r, h``; PopnnGRU's biases are ``(2, 3·units)``
-with ``reset_after``, as Keras'), so they are the Keras layers with the Popnn arguments, checks
-and names: the bias weight is ``biases``; ``dropout`` drops input features with one mask for the
-whole sequence (``_apply_dropout``: noise shape 1 over time); ``use_bias=False``,
+They run PopLibs' ``popnn::lstm`` / ``popnn::gru`` in IPU TensorFlow
+(graphcore/ipu_tensorflow_addons ``ipu_tensorflow_addons/keras/layers/rnn.py``). Their numbers
+are those of the Keras layers with the same weights: IPU TensorFlow sets popnn's ``cellOrder``
+to Keras' gate order ``i, f, c, o`` and ``z, r, h`` (graphcore/tensorflow
+``compiler/plugin/poplar/driver/tools/rnn_util.cc``), and PopnnGRU's biases are ``(2, 3·units)``
+with ``reset_after``, as Keras'. So they are the Keras layers with the Popnn arguments, checks,
+names and program: the bias weight is ``biases``; ``dropout`` drops input features with one mask
+for the whole sequence (``_apply_dropout``: noise shape 1 over time); ``use_bias=False``,
 ``recurrent_dropout``, ``go_backwards``, ``unroll``, regularizers and constraints raise
-ValueError, as there.
+ValueError, as there; each step multiplies its own input (popnn's ``preCalcWeights`` is off).
 
 ``available_memory_proportion_fwd`` / ``_bwd`` plan the layer's matmuls (forward, and their
 gradients) with that ``availableMemoryProportion``; ``partials_dtype`` is kept in the config but
-the partials follow ``IPUConfig.matmuls.poplar_options`` (another value warns). ``stateful=True`` carries the states from batch to batch, as there.
+the partials follow ``IPUConfig.matmuls.poplar_options`` (another value warns).
+``stateful=True`` carries the states from batch to batch, as there.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ import zlib
 from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.ops import nn, shape
 from ipusim.graph.spec import canonical_dtype
 from ipusim.keras import backend
 from ipusim.keras.layers.recurrent import GRU, LSTM
+from ipusim.keras.layers.recurrent_steps import gru_step, gru_step_weights, lstm_gates
 
 #: Activations PopnnLSTM / PopnnGRU accept (ipu_tensorflow_addons ``ACCEPTED_ACTIVATIONS``).
 ACCEPTED_ACTIVATIONS = ("tanh", "relu", "softmax", "sigmoid", "hard_sigmoid")
@@ -125,6 +130,12 @@ class _Popnn:
     def _check_dropout(self) -> None:  # input dropout is simulated; recurrent was rejected
         self._mask_seed = _dropout_seed(self._extras["dropout_seed"])
 
+    def _project(self, inputs: Any, training: bool | None) -> Any:
+        # IPU TensorFlow does not set popnn's preCalcWeights (graphcore/tensorflow
+        # compiler/plugin/poplar/driver/tools/rnn_util.cc), so every step multiplies its own
+        # input: the steps are the raw inputs.
+        return inputs
+
     @property
     def num_units(self) -> int:
         return self.units  # type: ignore[attr-defined]
@@ -136,7 +147,22 @@ class _Popnn:
 
 
 class PopnnLSTM(_Popnn, LSTM):
-    """PopLibs' LSTM (``ipu_tensorflow_addons.keras.layers.PopnnLSTM``, alias ``LSTM``)."""
+    """PopLibs' LSTM (``ipu_tensorflow_addons.keras.layers.PopnnLSTM``, alias ``LSTM``).
+
+    Each step is one product of ``[x_t, h_prev]`` with the kernels stacked (popnn
+    ``basicLstmUnitsNlInput``: ``matMul(concat(prevAct, prevOutput), weights)``; the layer hands
+    popnn ``concat([kernel, recurrent_kernel], 0)``), then the bias and the gates.
+    """
+
+    def _step_weights(self) -> dict[str, Any]:
+        combined = shape.concat([self.kernel, self.recurrent_kernel], axis=0)
+        return {"combined": combined, "bias": self.bias}
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        h_prev, c_prev = states
+        z = nn.matmul(shape.concat([x_t, h_prev], axis=-1), w["combined"], **self._amp)
+        h, c = lstm_gates(self, nn.bias_add(z, w["bias"]), c_prev)
+        return h, [h, c]
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         self._extras = _popnn_checks("LSTM", kwargs)
@@ -148,7 +174,20 @@ class PopnnLSTM(_Popnn, LSTM):
 
 
 class PopnnGRU(_Popnn, GRU):
-    """PopLibs' GRU (``ipu_tensorflow_addons.keras.layers.PopnnGRU``, alias ``GRU``)."""
+    """PopLibs' GRU (``ipu_tensorflow_addons.keras.layers.PopnnGRU``, alias ``GRU``).
+
+    Each step multiplies its input and its state by their kernels (popnn
+    ``gruCellForwardPassCalcUnits*``: ``matMul(in, weightsInput)`` and ``matMul(prevOutput,
+    weightsOutput)``), then the gates.
+    """
+
+    def _step_weights(self) -> dict[str, Any]:
+        return {**gru_step_weights(self), "kernel": self.kernel, "input_bias": self._input_bias()}
+
+    def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
+        xg = nn.bias_add(nn.matmul(x_t, w["kernel"], **self._amp), w["input_bias"])
+        h = gru_step(self, xg, states[0], w)
+        return h, [h]
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         self._extras = _popnn_checks("GRU", kwargs)
