@@ -7,8 +7,8 @@ import pytest
 
 from ipusim.cost import rnn
 from ipusim.cost.compute import superstep_cycles
-from ipusim.graph.ops import rnn as rnn_ops  # noqa: F401 - registers the ops
 from ipusim.graph.op import get_op
+from ipusim.graph.ops import rnn as rnn_ops  # noqa: F401 - registers the ops
 from ipusim.graph.spec import TensorSpec
 from ipusim.hardware import get_chip
 
