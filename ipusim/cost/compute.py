@@ -343,6 +343,8 @@ def vector_work(
     big = max((s for s in in_specs), key=lambda s: s.size, default=out)
     if op == "weight_update":
         return vector.weight_update(out.size, cost.flops // max(out.size, 1), tiles)
+    if op == "rnn_zeros":  # a zero state or gradient: popops Fill
+        return vector.elementwise("fill", out.size, ebytes, tiles)
     if op in rnn.CELL_OPS:
         state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
         return rnn.cell_work(op, state.shape[0], state.shape[-1], ebytes, tiles)
