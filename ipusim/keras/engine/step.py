@@ -117,6 +117,9 @@ class StepProgram:
             self.updates = list(graph.updates)
             fetches += self.gradients + [value for _, value in self.updates]
             fetches += [g for _, g in self.captured]
+        else:  # inference steps carry the states their layers update (a stateful RNN's)
+            self.updates = list(graph.updates)
+            fetches += [value for _, value in self.updates]
         self.feeds = feeds
         self.executor = Executor(graph, fetches, feeds)
 
@@ -132,13 +135,13 @@ class StepProgram:
     def run(self, arrays: list[np.ndarray], ctx: ExecContext) -> StepResult:
         """Execute once on flat input arrays (x, then y, then sample weights)."""
         values = self.executor.run(arrays, ctx)
-        if self.kind == "predict":
-            return StepResult(None, values)
-        loss = float(values[0])
         n_out = len(self.outputs)
+        if self.kind == "predict":
+            return StepResult(None, values[:n_out], updates=values[n_out:])
+        loss = float(values[0])
         predictions = values[1 : 1 + n_out]
         if self.kind == "test":
-            return StepResult(loss, predictions)
+            return StepResult(loss, predictions, updates=values[1 + n_out :])
         n_grad = len(self.gradients)
         grads = values[1 + n_out : 1 + n_out + n_grad]
         start = 1 + n_out + n_grad

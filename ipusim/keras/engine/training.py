@@ -513,9 +513,8 @@ class TrainingMixin:
         for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
             cb.on_test_batch_begin(step)
             arrays, x_spec, y_spec, sw_spec = self._prepare(bx, by, bsw)
-            result = self._program("test", x_spec, y_spec, sw_spec).run(
-                arrays, self._next_ctx(False)
-            )
+            program = self._program("test", x_spec, y_spec, sw_spec)
+            result = self._run_inference(program, arrays)
             self._update_metrics(result, by, bsw, arrays)
             self._step_executed("test")
             logs = self._logs()
@@ -555,7 +554,7 @@ class TrainingMixin:
             program = self._program("predict", x_spec, None, None)
             self._last_programs["predict"] = program
             structure = program.trace.outputs
-            outputs = program.run(arrays, self._next_ctx(False)).predictions
+            outputs = self._run_inference(program, arrays).predictions
             chunks.append(outputs)
             self._step_executed("predict")
             cb.on_predict_batch_end(step, {"outputs": outputs})
@@ -597,15 +596,23 @@ class TrainingMixin:
         if reset_metrics:
             self.reset_metrics()
         arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
-        result = self._program("test", x_spec, y_spec, sw_spec).run(arrays, self._next_ctx(False))
+        result = self._run_inference(self._program("test", x_spec, y_spec, sw_spec), arrays)
         self._update_metrics(result, y, sample_weight, arrays)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
         arrays, x_spec, _, _ = self._prepare(x, None, None)
         program = self._program("predict", x_spec, None, None)
-        outputs = program.run(arrays, self._next_ctx(False)).predictions
+        outputs = self._run_inference(program, arrays).predictions
         return pack_sequence_as(program.trace.outputs, outputs)
+
+    def _run_inference(self, program: Any, arrays: list[np.ndarray]) -> Any:
+        """Run an evaluate / predict step and keep the states its layers carry to the next
+        batch (a stateful RNN's)."""
+        result = program.run(arrays, self._next_ctx(False))
+        for (variable, _), value in zip(program.updates, result.updates, strict=True):
+            variable.assign(value)
+        return result
 
     def _batch_result(self, return_dict: bool) -> Any:
         logs = self._logs()

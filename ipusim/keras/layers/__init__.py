@@ -2,6 +2,7 @@
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.bidirectional import Bidirectional
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv1d import (
     Conv1D,
@@ -78,7 +79,17 @@ from ipusim.keras.layers.pooling_nd import (
     MaxPooling1D,
     MaxPooling3D,
 )
+from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
+from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
+from ipusim.keras.layers.recurrent_cells import (
+    RNN,
+    AbstractRNNCell,
+    GRUCell,
+    LSTMCell,
+    SimpleRNNCell,
+    StackedRNNCells,
+)
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 from ipusim.keras.layers.reshaping_nd import (
     Cropping1D,
@@ -94,6 +105,7 @@ from ipusim.keras.layers.reshaping_nd import (
 )
 
 __all__ = [
+    "AbstractRNNCell",
     "Activation",
     "Add",
     "Average",
@@ -104,6 +116,7 @@ __all__ = [
     "AvgPool2D",
     "AvgPool3D",
     "BatchNormalization",
+    "Bidirectional",
     "Concatenate",
     "Conv1D",
     "Conv1DTranspose",
@@ -127,6 +140,8 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GlobalAveragePooling1D",
+    "GRU",
+    "GRUCell",
     "GlobalAveragePooling2D",
     "GlobalAveragePooling3D",
     "GlobalAvgPool1D",
@@ -140,6 +155,8 @@ __all__ = [
     "GlobalMaxPooling3D",
     "Input",
     "InputLayer",
+    "LSTM",
+    "LSTMCell",
     "Layer",
     "LayerNormalization",
     "LocallyConnected1D",
@@ -158,6 +175,11 @@ __all__ = [
     "Permute",
     "ReLU",
     "RecomputationCheckpoint",
+    "PopnnGRU",
+    "PopnnLSTM",
+    "RecomputationCheckpoint",
+    "ReLU",
+    "RNN",
     "Rescaling",
     "RepeatVector",
     "Reshape",
@@ -165,6 +187,9 @@ __all__ = [
     "SeparableConv2D",
     "SeparableConvolution1D",
     "SeparableConvolution2D",
+    "SimpleRNN",
+    "SimpleRNNCell",
+    "StackedRNNCells",
     "Softmax",
     "Subtract",
     "UpSampling1D",
