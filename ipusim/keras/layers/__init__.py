@@ -177,8 +177,6 @@ __all__ = [
     "RecomputationCheckpoint",
     "PopnnGRU",
     "PopnnLSTM",
-    "RecomputationCheckpoint",
-    "ReLU",
     "RNN",
     "Rescaling",
     "RepeatVector",
