@@ -85,6 +85,38 @@ class TensorOperators:
 
         return m.negative(self)
 
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        from ipusim.graph.ops import math as m
+
+        return m.abs(self)
+
+    def __pow__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import power
+
+        return power(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import power
+
+        return power(other, self)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
+        from ipusim.graph.ops.operators import getitem
+
+        return getitem(self, key)
+
+    # A symbolic tensor has __getitem__ but no __len__ or __iter__ with a meaning here, so Python
+    # would iterate it by indexing 0, 1, 2, ... forever; TensorFlow refuses the same way.
+    def __iter__(self) -> Any:
+        raise TypeError(
+            "a symbolic tensor cannot be iterated over (its values are not known while the "
+            "model is built); index it (x[0], x[:, 1]) or use tf.unstack"
+        )
+
     # Ordering comparisons build elementwise bool nodes (``x > 0``), as TensorFlow's tensors do;
     # ``==`` and ``!=`` keep Python's identity meaning (the IR looks symbols up in containers),
     # so elementwise equality is ``tf.equal`` / ``tf.not_equal``. Python reflects ``0 < x`` to

@@ -7,6 +7,7 @@ from ipusim.graph.ops import (  # noqa: F401
     math,
     nn,
     norm,
+    operators,
     random,
     shape,
     sources,

@@ -20,6 +20,7 @@ from ipusim.keras.layers.core import (
     Reshape,
     Softmax,
 )
+from ipusim.keras.layers.lambda_layer import Lambda
 from ipusim.keras.layers.merge import (
     Add,
     Average,
@@ -64,6 +65,7 @@ __all__ = [
     "GlobalMaxPooling2D",
     "Input",
     "InputLayer",
+    "Lambda",
     "Layer",
     "LayerNormalization",
     "MaxPool2D",

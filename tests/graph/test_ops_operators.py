@@ -1,0 +1,144 @@
+"""``x[key]`` and ``x ** y`` on graph Symbols: values against NumPy, gradients against finite
+differences, and the index errors TensorFlow raises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gradcheck import check_gradients, run_op
+
+from ipusim.errors import IPUSimError
+from ipusim.graph.graph import Graph
+from ipusim.graph.op import get_op
+from ipusim.graph.ops.operators import IndexKeyError, canonical_index
+from ipusim.graph.spec import TensorSpec
+
+X = np.arange(2 * 5 * 4, dtype=np.float32).reshape(2, 5, 4) - 17.0
+
+# Keys as scripts write them; NumPy's basic indexing is the expectation (TensorFlow's
+# Tensor.__getitem__ follows it for these keys).
+KEYS = [
+    0,
+    -1,
+    (slice(None), 0),
+    (slice(None), -1, slice(1, 3)),
+    (Ellipsis, 1),
+    (Ellipsis, None),
+    (None, slice(None), 2),
+    (slice(None), slice(None, None, 2)),
+    (slice(None), slice(None, None, -1)),
+    (slice(None), slice(4, 0, -2), slice(-3, None)),
+    (1, Ellipsis, slice(1, 2)),
+    (slice(None), slice(10, 20)),  # out-of-range slices are empty or clipped, as in NumPy / TF
+    (slice(None), slice(-100, 2)),
+    (0, 4, 3),
+    (slice(None), None, 1, None),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_getitem_matches_numpy(key):
+    out = run_op(lambda x: x[key], X)
+    expected = X[key]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize(
+    ("key", "shape"),
+    [
+        ((slice(None), 0), (None, 4)),
+        ((slice(None), slice(None, None, 2)), (None, 3, 4)),
+        ((Ellipsis, None), (None, 5, 4, 1)),
+        ((None, Ellipsis, slice(1, -1)), (1, None, 5, 2)),
+        ((slice(1, None), 2), (None, 4)),  # a slice of the unknown batch axis stays unknown
+        (0, (5, 4)),
+    ],
+    ids=repr,
+)
+def test_getitem_spec_with_unknown_batch(key, shape):
+    graph = Graph("spec")
+    x = graph.placeholder(TensorSpec((None, 5, 4), "float32"))
+    assert x[key].shape == shape
+
+
+@pytest.mark.parametrize("key", [(slice(None), slice(1, 4, 2), 2), (Ellipsis, None, -1), 1])
+def test_getitem_gradient_matches_finite_differences(key):
+    x = np.random.default_rng(1).standard_normal((3, 5, 4))
+    check_gradients(lambda t: t[key] * t[key], x)
+
+
+def test_getitem_gradient_scatters_into_zeros():
+    """d sum(x[:, 1]) / dx is 1 on column 1 and 0 elsewhere (hand-derived)."""
+    from ipusim.graph.autodiff import gradients
+    from ipusim.graph.execute import Executor
+    from ipusim.graph.ops.reduce import reduce_sum
+
+    graph = Graph("g")
+    x = graph.placeholder(TensorSpec((2, 3), "float32"))
+    (dx,) = gradients(reduce_sum(x[:, 1]), [x])
+    value = Executor(graph, [dx], [x]).run([np.ones((2, 3), np.float32)])[0]
+    np.testing.assert_array_equal(value, [[0, 1, 0], [0, 1, 0]])
+
+
+@pytest.mark.parametrize(
+    ("key", "error"),
+    [
+        ([0, 1], IndexKeyError),  # TF: TypeError, only integers, slices, ellipsis, newaxis
+        (0.5, IndexKeyError),
+        ((slice(None), slice(0.5, 2)), IndexKeyError),
+        ((Ellipsis, Ellipsis), ValueError),
+        ((0, 0, 0, 0), ValueError),  # more indices than axes
+        ((slice(None), 5), ValueError),  # static out of bounds: TF raises ValueError too
+        ((slice(None), -6), ValueError),
+        ((slice(None, None, 0),), ValueError),
+    ],
+    ids=repr,
+)
+def test_bad_keys_raise_tensorflow_types_as_ipusim_errors(key, error):
+    graph = Graph("e")
+    x = graph.placeholder(TensorSpec((None, 5, 4), "float32"))
+    with pytest.raises(error) as info:
+        x[key]
+    assert isinstance(info.value, IPUSimError)
+
+
+def test_canonical_index_fills_ellipsis_and_missing_axes():
+    full = (None, None, None)
+    assert canonical_index((Ellipsis, 1), 3) == (full, full, 1)
+    assert canonical_index(1, 3) == (1, full, full)
+    assert canonical_index((None, Ellipsis), 2) == (None, full, full)
+
+
+def test_strided_slice_costs_only_the_bytes_it_moves():
+    op = get_op("strided_slice")
+    index = canonical_index((slice(None), 0), 2)
+    cost = op.cost((TensorSpec((8, 100), "float32"),), (TensorSpec((8,), "float32"),), index=index)
+    assert cost.flops == 0
+    assert cost.bytes_read == 8 * 4 and cost.bytes_written == 8 * 4
+
+
+def test_symbolic_tensor_refuses_iteration():
+    graph = Graph("i")
+    x = graph.placeholder(TensorSpec((2, 3), "float32"))
+    with pytest.raises(TypeError, match="cannot be iterated"):
+        list(x)
+
+
+@pytest.mark.parametrize("power", [2, 3, 0.5, 1, 1.7, -1.0])
+def test_pow_matches_numpy_and_its_gradient(power):
+    x = np.random.default_rng(2).uniform(0.5, 2.0, (3, 4))
+    np.testing.assert_allclose(run_op(lambda t: t**power, x), x**power, rtol=1e-12)
+    check_gradients(lambda t: t**power, x)
+
+
+def test_rpow_and_tensor_exponent():
+    x = np.random.default_rng(3).uniform(0.5, 2.0, (3, 4))
+    np.testing.assert_allclose(run_op(lambda t: 2.0**t, x), 2.0**x, rtol=1e-12)
+    np.testing.assert_allclose(run_op(lambda a, b: a**b, x, x + 1), x ** (x + 1), rtol=1e-12)
+    np.testing.assert_array_equal(run_op(lambda t: abs(t), x - 1), np.abs(x - 1))
+
+
+def test_pow_of_negative_base_with_integer_exponent_is_defined():
+    x = np.array([-2.0, -0.5, 3.0])
+    np.testing.assert_allclose(run_op(lambda t: t**3, x), x**3)
