@@ -380,6 +380,10 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Any:  # no
 def one_hot(
     indices: Any, depth: int, dtype: Any = "float32", name: str | None = None, **kwargs: Any
 ) -> Any:
+    # TensorFlow's OneHot takes uint8 and int8 indices too (labels often come as uint8):
+    # widen them, as their values are the same class ids.
+    if str(getattr(indices, "dtype", "")) in ("uint8", "int8"):
+        indices = cast(indices, "int32")
     return _op(gnn.one_hot, indices, depth=int(depth), dtype=canonical_dtype(dtype))
 
 

@@ -133,7 +133,7 @@ class DataHandler:
 
     Args:
         x, y, sample_weight: numpy arrays (or structures of them), or x a Dataset.
-        batch_size: batch size for arrays (default 32); must be None for a Dataset.
+        batch_size: batch size for arrays (default 32); ignored for a Dataset, as in tf.keras.
         steps_per_epoch: steps per epoch; default: one pass over the data.
         shuffle: shuffle arrays each epoch (ignored for Datasets).
     """
@@ -156,11 +156,8 @@ class DataHandler:
                     f"{what}: `y` must not be given when `x` is a Dataset (the "
                     "dataset yields (x, y) pairs)"
                 )
-            if batch_size is not None:
-                raise InputDataError(
-                    f"{what}: do not pass `batch_size` with a Dataset; batch the "
-                    "dataset with .batch() instead"
-                )
+            # tf.keras ignores `batch_size` with a Dataset (its DatasetAdapter takes it among
+            # **kwargs and never reads it), silently: the dataset's own batches are used.
             self.dataset = x
             check_dataset_not_empty(x, what)
             cardinality = int(x.cardinality())
