@@ -30,6 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from ipusim.data.datasets import reset_provenance
+
 __all__ = [
     "REDIRECTS",
     "CompatFinder",
@@ -192,7 +194,8 @@ class ReportCollector:
         if self.stream is not None:
             print(
                 f"[ipusim] {kind}: {report.simulated_seconds:.6g} simulated s, "
-                f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}",
+                f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}"
+                + (f" [data: {report.extra['data']}]" if report.extra.get("data") else ""),
                 file=self.stream,
             )
 
@@ -350,6 +353,7 @@ def run_script(
     folder.mkdir(parents=True, exist_ok=True)
     collector = ReportCollector(folder, stream)
     code = 0
+    reset_provenance()  # the reports of this run say "synthetic" only for data it synthesised
     try:
         with (
             redirect_imports(),
