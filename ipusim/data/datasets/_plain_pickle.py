@@ -3,8 +3,9 @@
 The CIFAR batches are pickled dicts and the IMDB / Reuters ``.npz`` files hold object arrays
 (pickled lists of word ids). ipusim never unpickles files a user brings (pickle can call any
 importable function), so these are read by :class:`PlainUnpickler`, a ``pickle.Unpickler`` whose
-``find_class`` resolves only the two callables NumPy needs to rebuild an array (its
-``_reconstruct`` and the ``ndarray`` / ``dtype`` classes); everything else a pickle may hold
+``find_class`` resolves only what NumPy needs to rebuild an array (its ``_reconstruct`` and the
+``ndarray`` / ``dtype`` classes) and a latin-1-only stand-in for ``_codecs.encode`` (how Python
+3's protocol-2 pickles store bytes); everything else a pickle may hold
 without a global (dicts, lists, tuples, ints, floats, bytes, str) is built by the opcodes
 themselves. Any other global named by the file raises :class:`DatasetFileError`, so a crafted
 file cannot run code; the result is checked to be plain data afterwards.
@@ -31,7 +32,22 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     (module, "_reconstruct"): _RECONSTRUCT
     for module in ("numpy.core.multiarray", "numpy._core.multiarray")
 }
-_ALLOWED.update({("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype})
+
+
+def _latin1_encode(value: Any, encoding: str = "latin1") -> bytes:
+    """Python 3's protocol-2 pickles store bytes as ``_codecs.encode(text, "latin1")``."""
+    if not isinstance(value, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed only to rebuild latin-1 bytes")
+    return value.encode("latin1")
+
+
+_ALLOWED.update(
+    {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("_codecs", "encode"): _latin1_encode,
+    }
+)
 
 
 class DatasetFileError(IPUSimError, ValueError):
