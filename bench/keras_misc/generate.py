@@ -231,6 +231,31 @@ def devices(out: dict) -> None:
     out["devices"] = _json(results)
 
 
+#: tf.experimental.numpy calls: name -> (function name, args) on concrete values.
+TNP_CASES = {
+    "asarray_float": ("asarray", ([1.0, 2.0],)),
+    "array_int": ("array", ([1, 2],)),
+    "ones": ("ones", (3,)),
+    "mean_int": ("mean", ([1, 2],)),
+    "arange": ("arange", (5,)),
+    "linspace": ("linspace", (0.0, 1.0, 5)),
+    "cumsum": ("cumsum", ([[1, 2], [3, 4]],)),
+    "where": ("where", ([True, False, True], [1.0, 2.0, 3.0], [9.0, 9.0, 9.0])),
+    "tensordot": ("tensordot", ([[1.0, 2.0]], [[3.0], [4.0]], 1)),
+    "around": ("around", ([1.256, -2.5],)),
+    "float32_exp": ("exp", (np.array([0.5, 1.0], np.float32),)),
+}
+
+
+def tf_numpy(out: dict) -> None:
+    import tensorflow.experimental.numpy as tnp
+
+    # TensorFlow's tnp functions that call NumPy-style methods (around's astype) need this.
+    tnp.experimental_enable_numpy_behavior()
+    for key, (name, args) in TNP_CASES.items():
+        out[f"tnp/{key}"] = np.asarray(getattr(tnp, name)(*args))
+
+
 def main() -> None:
     write_inputs()
     out: dict = {}
@@ -239,6 +264,7 @@ def main() -> None:
     tf1_optimizers(out)
     losses(out)
     devices(out)
+    tf_numpy(out)
     np.savez_compressed(HERE / "reference.npz", **out)
     print(f"wrote {len(out)} arrays to {HERE / 'reference.npz'}")
 

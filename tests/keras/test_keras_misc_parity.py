@@ -255,3 +255,45 @@ def test_tf_device_accepts_and_parses_what_tensorflow_does(ref):
         got = [parsed.job, parsed.replica, parsed.task, parsed.device_type, parsed.device_index]
         assert got == expected, spec
     assert current_device() == ""
+
+
+# ----------------------------------------------------------------- tf.experimental.numpy
+TNP_CASES = {
+    "asarray_float": ("asarray", ([1.0, 2.0],)),
+    "array_int": ("array", ([1, 2],)),
+    "ones": ("ones", (3,)),
+    "mean_int": ("mean", ([1, 2],)),
+    "arange": ("arange", (5,)),
+    "linspace": ("linspace", (0.0, 1.0, 5)),
+    "cumsum": ("cumsum", ([[1, 2], [3, 4]],)),
+    "where": ("where", ([True, False, True], [1.0, 2.0, 3.0], [9.0, 9.0, 9.0])),
+    "tensordot": ("tensordot", ([[1.0, 2.0]], [[3.0], [4.0]], 1)),
+    "around": ("around", ([1.256, -2.5],)),
+    "float32_exp": ("exp", (np.array([0.5, 1.0], np.float32),)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(TNP_CASES))
+def test_tf_experimental_numpy_matches_tensorflow_on_concrete_values(ref, key):
+    from ipusim.compat.tf.experimental import numpy as tnp
+
+    name, args = TNP_CASES[key]
+    got = getattr(tnp, name)(*args)
+    expected = ref[f"tnp/{key}"]
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+
+
+def test_tf_experimental_numpy_builds_ops_on_symbolic_tensors_and_refuses_others():
+    from ipusim.compat.tf.experimental import numpy as tnp
+    from ipusim.errors import UnsupportedError
+    from ipusim.graph.graph import Graph
+    from ipusim.graph.spec import TensorSpec
+
+    x = Graph("g").placeholder(TensorSpec((2, 3), "float32"))
+    y = tnp.mean(tnp.square(x), axis=-1, keepdims=True)
+    assert y.shape == (2, 1) and y.node.op.name == "reduce_mean"
+    with pytest.raises(UnsupportedError, match="sort"):
+        tnp.sort(x)
+    with pytest.raises(AttributeError):
+        tnp.not_a_numpy_function  # noqa: B018

@@ -27,7 +27,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import compat, data, math, nn, python, random
+from ipusim.compat.tf import compat, data, experimental, math, nn, python, random
 from ipusim.compat.tf.device import DeviceSpec, device
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
@@ -72,6 +72,7 @@ __all__ = [
     "data",
     "device",
     "errors",
+    "experimental",
     "float16",
     "float32",
     "float64",
