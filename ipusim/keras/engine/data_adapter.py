@@ -280,3 +280,56 @@ def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tupl
         None if a is None else map_structure(lambda v: np.asarray(v)[split:], a) for a in arrays
     )
     return head, tail
+
+
+def _class_weights(class_weight: dict, y: Any, sample_weight: Any) -> np.ndarray:
+    """Keras' per-sample weights from ``class_weight`` for labels ``y`` (class ids, or one-hot
+    / probabilities on the last axis), multiplied into ``sample_weight`` when given."""
+    table = np.asarray([class_weight[c] for c in range(len(class_weight))], dtype=np.float32)
+    labels = np.asarray(y)
+    if labels.ndim >= 2:
+        labels = labels.argmax(-1) if labels.shape[-1] > 1 else np.round(labels[..., 0])
+    else:
+        labels = np.round(labels)
+    labels = labels.astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= len(table)):
+        raise InputDataError(
+            f"fit: `class_weight` has weights for classes 0..{len(table) - 1} but the labels "
+            f"hold class {int(labels.max() if labels.max() >= len(table) else labels.min())}"
+        )
+    weights = table[labels]
+    if sample_weight is None:
+        return weights
+    sw = np.asarray(sample_weight)
+    return sw.reshape(sw.shape + (1,) * (weights.ndim - sw.ndim)) * weights.astype(sw.dtype)
+
+
+def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) -> tuple:
+    """``fit(class_weight=...)`` as tf.keras: the weights become sample weights.
+
+    Returns:
+        ``(x, y, sample_weight)``; for a Dataset ``x``, a Dataset yielding ``(x, y, weights)``.
+
+    Raises:
+        InputDataError: the keys are not exactly ``0 .. n-1`` (Keras' rule), the model has
+            several outputs, or a label has no weight.
+    """
+    if not isinstance(class_weight, dict) or sorted(class_weight) != list(range(len(class_weight))):
+        raise InputDataError(
+            "Expected `class_weight` to be a dict with keys from 0 to one less than the number "
+            f"of classes, found {class_weight}"
+        )
+    if isinstance(x, Dataset):
+
+        def weigh(*element: Any) -> tuple:
+            ex, ey, esw = unpack_x_y_sample_weight(element)
+            if isinstance(ey, list | tuple | dict):
+                raise InputDataError(
+                    "`class_weight` is only supported for Models with a single output."
+                )  # noqa: E501
+            return ex, ey, _class_weights(class_weight, ey, esw)
+
+        return x.map(weigh), None, None
+    if isinstance(y, list | tuple | dict):
+        raise InputDataError("`class_weight` is only supported for Models with a single output.")
+    return x, y, _class_weights(class_weight, y, sample_weight)
