@@ -13,6 +13,7 @@ from ipusim.data.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from ipusim.errors import InputDataError
 from ipusim.keras import backend
 from ipusim.keras.engine.nest import flatten, map_structure
+from ipusim.keras.utils_data import Sequence
 
 Batch = tuple[Any, Any, Any]  # (x, y, sample_weight), each a structure of arrays or None
 
@@ -51,7 +52,7 @@ def is_list_of_scalars(value: Any) -> bool:
 def as_arrays(data: Any) -> Any:
     """The arrays of ``x`` / ``y`` / ``sample_weight`` as Keras reads them: a (nested) list of
     numbers is one array; any other structure is kept and each of its leaves made an array."""
-    if data is None or isinstance(data, Dataset) or _is_iterator(data):
+    if data is None or isinstance(data, Dataset | Sequence) or _is_iterator(data):
         return data
     if isinstance(data, list | tuple) and is_list_of_scalars(data):
         return np.asarray(data)
@@ -149,6 +150,8 @@ class DataHandler:
         what: str = "fit",
     ) -> None:
         self._iterator: Iterator[Any] | None = None
+        if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
+            x = sequence_dataset(x)
         self.user_steps = check_steps(steps_per_epoch, what)
         if isinstance(x, Dataset):
             if y is not None:
@@ -333,3 +336,23 @@ def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) ->
     if isinstance(y, list | tuple | dict):
         raise InputDataError("`class_weight` is only supported for Models with a single output.")
     return x, y, _class_weights(class_weight, y, sample_weight)
+
+
+def sequence_dataset(sequence: Any) -> Dataset:
+    """A ``keras.utils.Sequence`` as a Dataset of its ``len(sequence)`` batches (one pass per
+    epoch; ``on_epoch_end`` runs after the last batch of each pass).
+
+    Batches must keep the first batch's shapes: the IPU runs one compiled program, so a smaller
+    last batch is refused, as IPU Keras refuses partial batches.
+    """
+    count = len(sequence)
+    if count == 0:
+        raise InputDataError("the Sequence has no batches (len(sequence) == 0)")
+
+    def batch(index: Any) -> Any:
+        item = sequence[int(index)]
+        if int(index) == count - 1:
+            sequence.on_epoch_end()
+        return tuple(item) if isinstance(item, list) else item
+
+    return Dataset.range(count).map(batch)
