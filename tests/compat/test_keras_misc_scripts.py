@@ -189,3 +189,20 @@ def test_tf1_optimizer_in_compile_and_tf_device_scopes(tmp_path):
     # One step of gradient descent from w = 0 on mean((w x - 3 x)^2): w = 0.5 * 2 * 3 * mean(x^2).
     np.testing.assert_allclose(values["kernel"][0, 0], 0.5 * 6 * np.mean(x**2), rtol=1e-5)
     assert "Unknown attribute 'IPU'" in str(values["rejected"])
+
+
+def test_tf_variable_indexing_and_power_eager_and_traced():
+    from ipusim.compat import tf
+
+    w = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    v = tf.Variable(w)
+    np.testing.assert_array_equal(v[:, 1], w[:, 1])
+    np.testing.assert_array_equal(v[1] ** 2, w[1] ** 2)
+    np.testing.assert_array_equal(abs(-v)[0], w[0])
+
+    @tf.function
+    def step(x):
+        return v[0, 1:] * x[:, 0]
+
+    x = np.full((2, 2), 3.0, np.float32)
+    np.testing.assert_array_equal(step(x), w[0, 1:] * x[:, 0])

@@ -48,6 +48,7 @@ from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import shape as gs
+from ipusim.graph.ops.operators import getitem, power
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable as _GraphVariable
 
@@ -174,6 +175,19 @@ class TFVariable(_GraphVariable):
 
     def __neg__(self) -> Any:
         return negative(self)
+
+    def __abs__(self) -> Any:
+        return abs(self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _op(power, self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _op(power, other, self)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``v[key]``: TensorFlow's basic indexing, traced or at once."""
+        return _op(lambda v: getitem(v, key), self)
 
 
 def Variable(  # noqa: N802 - TensorFlow's name
