@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim.data.datasets._ragged import Ragged
+
 __all__ = [
     "IMDB",
     "REUTERS",
@@ -71,7 +73,7 @@ def images(name: str, count: int, shape: tuple[int, ...], classes: int) -> tuple
     return pixels, labels
 
 
-def text(spec: TextSpec) -> tuple[list[list[int]], np.ndarray]:
+def text(spec: TextSpec) -> tuple[Ragged, np.ndarray]:
     """Raw sequences of word ranks (1 = most frequent, as in Keras' files) and int64 labels.
 
     Ranks follow Zipf's law (probability ~ 1/rank), as word frequencies in text do.
@@ -82,12 +84,8 @@ def text(spec: TextSpec) -> tuple[list[list[int]], np.ndarray]:
     ).astype(np.int64)
     total = int(lengths.sum())
     ranks = np.floor(np.exp(rng.uniform(0.0, np.log(spec.words + 1), total))).astype(np.int64)
-    ranks = np.clip(ranks, 1, spec.words)
-    bounds = np.concatenate([[0], np.cumsum(lengths)])
-    flat = ranks.tolist()
-    sequences = [flat[bounds[i] : bounds[i + 1]] for i in range(spec.samples)]
     labels = rng.integers(0, spec.classes, spec.samples).astype(np.int64)
-    return sequences, labels
+    return Ragged(np.clip(ranks, 1, spec.words), lengths), labels
 
 
 def word_index(spec: TextSpec) -> dict[str, int]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ipusim.data.datasets import synthetic
 from ipusim.data.datasets._plain_pickle import DatasetFileError, read_npz
+from ipusim.data.datasets._ragged import Ragged
 from ipusim.data.datasets._store import find, record_synthetic
 from ipusim.errors import ConfigurationError
 
@@ -41,53 +42,57 @@ REUTERS_LABEL_NAMES = (
 )  # fmt: skip
 
 
-def _remove_long_seq(maxlen: int, seqs: list, labels: Any) -> tuple[list, list]:
-    """Keep the sequences shorter than ``maxlen`` (Keras keeps ``len < maxlen``)."""
-    kept = [(x, y) for x, y in zip(seqs, labels, strict=True) if len(x) < maxlen]
-    return [x for x, _ in kept], [y for _, y in kept]
-
-
-def _offset(seqs: Any, start_char: int | None, index_from: int) -> list[list[int]]:
-    if start_char is not None:
-        return [[start_char] + [w + index_from for w in x] for x in seqs]
-    if index_from:
-        return [[w + index_from for w in x] for x in seqs]
-    return [list(x) for x in seqs]
-
-
-def _limit_words(xs: list, num_words: int | None, skip_top: int, oov_char: int | None) -> list:
-    if not num_words:
-        num_words = max(max(x) for x in xs if x)
-    if oov_char is not None:
-        return [[w if skip_top <= w < num_words else oov_char for w in x] for x in xs]
-    return [[w for w in x if skip_top <= w < num_words] for x in xs]
-
-
-def _as_object_array(seqs: list) -> np.ndarray:
-    out = np.empty(len(seqs), dtype=object)
-    out[:] = seqs
+def _keras_steps(
+    parts: list[tuple[Ragged, np.ndarray]],
+    seed: int,
+    start_char: int | None,
+    index_from: int,
+    maxlen: int | None,
+) -> list[tuple[Ragged, np.ndarray]]:
+    """Keras' per-split steps in Keras' order: the shuffle (one generator over the splits), the
+    start character and index offset, and the ``len < maxlen`` filter."""
+    rng = np.random.RandomState(seed)
+    out = []
+    for seqs, labels in parts:
+        indices = np.arange(len(seqs))
+        rng.shuffle(indices)
+        seqs, labels = seqs.take(indices).offset(start_char, index_from), labels[indices]
+        if maxlen:
+            kept = np.nonzero(seqs.lengths < maxlen)[0]
+            seqs, labels = seqs.take(kept), labels[kept]
+        out.append((seqs, labels))
     return out
 
 
-def _check_sequences(arrays: dict[str, np.ndarray], file: Any) -> None:
-    for key, array in arrays.items():
-        if key.startswith("x") and array.dtype != object:
-            raise DatasetFileError(f"{file}[{key}] is {array.dtype}, not an array of word lists")
+def _limit(xs: Ragged, num_words: int | None, skip_top: int, oov_char: int | None) -> Ragged:
+    if not num_words:
+        num_words = int(xs.flat.max())  # Keras: the largest id of all sequences
+    return xs.limit_words(num_words, skip_top, oov_char)
 
 
-def _imdb_raw(path: str, cache_dir: str | None) -> tuple:
+def _sequences(array: np.ndarray, where: str) -> Ragged:
+    """An object array of word-id lists (as Keras' files hold) as flat sequences."""
+    if array.dtype != object:
+        raise DatasetFileError(f"{where} is {array.dtype}, not an array of word lists")
+    try:
+        return Ragged.from_lists(array)
+    except (TypeError, ValueError) as exc:
+        raise DatasetFileError(f"{where} holds something other than lists of word ids") from exc
+
+
+def _imdb_raw(path: str, cache_dir: str | None) -> list[tuple[Ragged, np.ndarray]]:
     file = find(path, cache_dir)
     if file is None:
         record_synthetic("imdb", repr(path), cache_dir)
         seqs, labels = synthetic.text(synthetic.IMDB)
         half = len(seqs) // 2
-        return (
-            _as_object_array(seqs[:half]), labels[:half],
-            _as_object_array(seqs[half:]), labels[half:],
-        )  # fmt: skip
+        train, test = seqs.split(half)
+        return [(train, labels[:half]), (test, labels[half:])]
     arrays = read_npz(file, ("x_train", "y_train", "x_test", "y_test"))
-    _check_sequences(arrays, file)
-    return arrays["x_train"], arrays["y_train"], arrays["x_test"], arrays["y_test"]
+    return [
+        (_sequences(arrays["x_train"], f"{file}[x_train]"), arrays["y_train"]),
+        (_sequences(arrays["x_test"], f"{file}[x_test]"), arrays["y_test"]),
+    ]
 
 
 def load_imdb(
@@ -116,41 +121,30 @@ def load_imdb(
         num_words = kwargs.pop("nb_words")
     if kwargs:
         raise TypeError(f"Unrecognized keyword arguments: {kwargs}.")
-    x_train, labels_train, x_test, labels_test = _imdb_raw(path, cache_dir)
-    rng = np.random.RandomState(seed)
-    indices = np.arange(len(x_train))
-    rng.shuffle(indices)
-    x_train, labels_train = x_train[indices], labels_train[indices]
-    indices = np.arange(len(x_test))
-    rng.shuffle(indices)
-    x_test, labels_test = x_test[indices], labels_test[indices]
-    train, test = _offset(x_train, start_char, index_from), _offset(x_test, start_char, index_from)
-    if maxlen:
-        train, labels_train = _remove_long_seq(maxlen, train, labels_train)
-        test, labels_test = _remove_long_seq(maxlen, test, labels_test)
-        if not train or not test:
-            raise ConfigurationError(
-                f"After filtering for sequences shorter than maxlen={maxlen}, no sequence was "
-                "kept. Increase maxlen."
-            )
+    parts = _keras_steps(_imdb_raw(path, cache_dir), seed, start_char, index_from, maxlen)
+    (train, labels_train), (test, labels_test) = parts
+    if maxlen and (not len(train) or not len(test)):
+        raise ConfigurationError(
+            f"After filtering for sequences shorter than maxlen={maxlen}, no sequence was "
+            "kept. Increase maxlen."
+        )
     labels = np.concatenate([labels_train, labels_test])
-    xs = _limit_words(train + test, num_words, skip_top, oov_char)
+    xs = _limit(train.concat(test), num_words, skip_top, oov_char)
+    x_train, x_test = xs.split(len(train))
     idx = len(train)
     return (
-        (_as_object_array(xs[:idx]), labels[:idx]),
-        (_as_object_array(xs[idx:]), labels[idx:]),
+        (x_train.to_object_array(), labels[:idx]),
+        (x_test.to_object_array(), labels[idx:]),
     )
 
 
-def _reuters_raw(path: str, cache_dir: str | None) -> tuple[np.ndarray, np.ndarray]:
+def _reuters_raw(path: str, cache_dir: str | None) -> tuple[Ragged, np.ndarray]:
     file = find(path, cache_dir)
     if file is None:
         record_synthetic("reuters", repr(path), cache_dir)
-        seqs, labels = synthetic.text(synthetic.REUTERS)
-        return _as_object_array(seqs), labels
+        return synthetic.text(synthetic.REUTERS)
     arrays = read_npz(file, ("x", "y"))
-    _check_sequences(arrays, file)
-    return arrays["x"], arrays["y"]
+    return _sequences(arrays["x"], f"{file}[x]"), arrays["y"]
 
 
 def load_reuters(
@@ -176,19 +170,15 @@ def load_reuters(
         num_words = kwargs.pop("nb_words")
     if kwargs:
         raise TypeError(f"Unrecognized keyword arguments: {kwargs}")
-    xs, labels = _reuters_raw(path, cache_dir)
-    rng = np.random.RandomState(seed)
-    indices = np.arange(len(xs))
-    rng.shuffle(indices)
-    xs, labels = xs[indices], labels[indices]
-    seqs = _offset(xs, start_char, index_from)
-    if maxlen:
-        seqs, labels = _remove_long_seq(maxlen, seqs, labels)
-    seqs = _limit_words(seqs, num_words, skip_top, oov_char)
-    idx = int(len(seqs) * (1 - test_split))
+    ((xs, labels),) = _keras_steps(
+        [_reuters_raw(path, cache_dir)], seed, start_char, index_from, maxlen
+    )
+    xs = _limit(xs, num_words, skip_top, oov_char)
+    idx = int(len(xs) * (1 - test_split))
+    x_train, x_test = xs.split(idx)
     return (
-        (_as_object_array(seqs[:idx]), np.array(labels[:idx])),
-        (_as_object_array(seqs[idx:]), np.array(labels[idx:])),
+        (x_train.to_object_array(), np.array(labels[:idx])),
+        (x_test.to_object_array(), np.array(labels[idx:])),
     )
 
 
