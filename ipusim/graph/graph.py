@@ -32,6 +32,9 @@ class TensorOperators:
 
     __slots__ = ()
     spec: TensorSpec
+    # NumPy defers to these operators (``array + x`` calls ``x.__radd__``) instead of building an
+    # object array of symbolic elements; TensorFlow's tensors get the same from __array_priority__.
+    __array_ufunc__ = None
 
     @property
     def shape(self) -> tuple[int | None, ...]:
@@ -79,6 +82,11 @@ class TensorOperators:
         from ipusim.graph.ops import nn
 
         return nn.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        from ipusim.graph.ops import nn
+
+        return nn.matmul(other, self)
 
     def __neg__(self) -> Any:
         from ipusim.graph.ops import math as m

@@ -142,3 +142,19 @@ def test_rpow_and_tensor_exponent():
 def test_pow_of_negative_base_with_integer_exponent_is_defined():
     x = np.array([-2.0, -0.5, 3.0])
     np.testing.assert_allclose(run_op(lambda t: t**3, x), x**3)
+
+
+def test_numpy_operands_on_the_left_defer_to_the_symbol():
+    """``array + x`` is a graph node (TensorFlow's tensors win over NumPy arrays too), not an
+    object array of per-element nodes."""
+    a = np.arange(4.0).reshape(2, 2)
+    out = run_op(lambda x: (a + x, a * x, 2.0 - x, np.float64(3) / x, a @ x), np.ones((2, 2)) * 2)
+    expected = (
+        a + 2,
+        a * 2,
+        2.0 - np.full((2, 2), 2.0),
+        3 / np.full((2, 2), 2.0),
+        a @ (np.ones((2, 2)) * 2),
+    )
+    for got, exp in zip(out, expected, strict=True):
+        np.testing.assert_allclose(got, exp)
