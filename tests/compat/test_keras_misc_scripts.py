@@ -206,3 +206,34 @@ def test_tf_variable_indexing_and_power_eager_and_traced():
 
     x = np.full((2, 2), 3.0, np.float32)
     np.testing.assert_array_equal(step(x), w[0, 1:] * x[:, 0])
+
+
+def test_tf_numpy_sequence_and_class_weight_in_a_script(tmp_path):
+    values, reports = _run(
+        tmp_path,
+        """
+        import tensorflow.experimental.numpy as tnp
+        from tensorflow.keras.utils import Sequence
+
+        x = tnp.linspace(-1.0, 1.0, 32).reshape(32, 1).astype(tnp.float32)
+        labels = (tnp.asarray(x)[:, 0] > 0).astype(tnp.int32)
+
+        class Batches(Sequence):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return x[i * 8:(i + 1) * 8], labels[i * 8:(i + 1) * 8]
+
+        with strategy.scope():
+            model = keras.Sequential([keras.layers.Dense(2)])
+            model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            model.fit(Batches(), epochs=2, verbose=0)
+            model.fit(x, labels, batch_size=8, class_weight={0: 1.0, 1: 2.0}, verbose=0)
+        np.savez(out, x=np.asarray(x), labels=np.asarray(labels))
+        """,
+    )
+    np.testing.assert_allclose(values["x"][:, 0], np.linspace(-1.0, 1.0, 32), rtol=1e-6)
+    assert values["x"].dtype == np.float32
+    np.testing.assert_array_equal(values["labels"], (np.linspace(-1, 1, 32) > 0).astype(np.int32))
+    assert [r.name.split("-")[1] for r in reports] == ["fit", "fit"]
