@@ -117,13 +117,15 @@ class TensorOperators:
 
         return getitem(self, key)
 
-    # A symbolic tensor has __getitem__ but no __len__ or __iter__ with a meaning here, so Python
-    # would iterate it by indexing 0, 1, 2, ... forever; TensorFlow refuses the same way.
     def __iter__(self) -> Any:
-        raise TypeError(
-            "a symbolic tensor cannot be iterated over (its values are not known while the "
-            "model is built); index it (x[0], x[:, 1]) or use tf.unstack"
-        )
+        """``for row in x`` / ``a, b = x``: the slices along the first axis, as TensorFlow
+        unstacks a tensor whose first dimension is known; otherwise TensorFlow's TypeError."""
+        if not self.shape or self.shape[0] is None:
+            raise TypeError(
+                "Cannot iterate over a symbolic tensor with unknown first dimension (shape "
+                f"{self.shape}); index it (x[0], x[:, 1]) instead"
+            )
+        return iter([self[i] for i in range(self.shape[0])])
 
     # Ordering comparisons build elementwise bool nodes (``x > 0``), as TensorFlow's tensors do;
     # ``==`` and ``!=`` keep Python's identity meaning (the IR looks symbols up in containers),

@@ -118,11 +118,15 @@ def test_strided_slice_costs_only_the_bytes_it_moves():
     assert cost.bytes_read == 8 * 4 and cost.bytes_written == 8 * 4
 
 
-def test_symbolic_tensor_refuses_iteration():
+def test_symbolic_tensor_iterates_over_a_known_first_axis_only():
     graph = Graph("i")
-    x = graph.placeholder(TensorSpec((2, 3), "float32"))
-    with pytest.raises(TypeError, match="cannot be iterated"):
-        list(x)
+    with pytest.raises(TypeError, match="unknown first dimension"):
+        list(graph.placeholder(TensorSpec((None, 3), "float32")))
+    with pytest.raises(TypeError, match="unknown first dimension"):
+        list(graph.placeholder(TensorSpec((), "float32")))
+    a, b = run_op(lambda x: tuple(x), X[:2])
+    np.testing.assert_array_equal(a, X[0])
+    np.testing.assert_array_equal(b, X[1])
 
 
 @pytest.mark.parametrize("power", [2, 3, 0.5, 1, 1.7, -1.0])
