@@ -94,7 +94,7 @@ def pad_sequences(
 
 def make_sampling_table(size: int, sampling_factor: float = 1e-5) -> np.ndarray:
     """Word-rank sampling probabilities for skip-grams (Zipf-based, as Keras / word2vec)."""
-    gamma = 0.577
+    gamma = 0.577  # S: Euler-Mascheroni, rounded as keras.preprocessing.sequence uses it
     rank = np.arange(size)
     rank[0] = 1
     inv_fq = rank * (np.log(rank) + gamma) + 0.5 - 1.0 / (12.0 * rank)
