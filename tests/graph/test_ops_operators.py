@@ -103,6 +103,15 @@ def test_bad_keys_raise_tensorflow_types_as_ipusim_errors(key, error):
     assert isinstance(info.value, IPUSimError)
 
 
+def test_tensor_indices_concrete_scalars_work_symbolic_ones_are_not_simulated():
+    np.testing.assert_array_equal(run_op(lambda x: x[np.array(1)], X), X[1])
+    graph = Graph("t")
+    x = graph.placeholder(TensorSpec((4, 3), "float32"))
+    i = graph.placeholder(TensorSpec((), "int32"))
+    with pytest.raises(NotImplementedError, match="not simulated"):
+        x[i]
+
+
 def test_canonical_index_fills_ellipsis_and_missing_axes():
     full = (None, None, None)
     assert canonical_index((Ellipsis, 1), 3) == (full, full, 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError, IPUSimError
+from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
@@ -32,11 +32,18 @@ def _entry(item: Any) -> Any:
     """One key item as an index entry (an int, a (start, stop, step) triple or None)."""
     if item is None:
         return None
+    if isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype.kind in "iu":
+        item = int(item)  # a concrete scalar tensor, as TensorFlow accepts
+    if isinstance(item, Symbol) or getattr(item, "_is_deferred_tensor", False):
+        raise UnsupportedError(
+            f"symbolic tensor index: indexing by a symbolic tensor ({item!r}) is not simulated "
+            "by ipusim; use a Python int or slice"
+        )
     if isinstance(item, bool) or not isinstance(item, int | np.integer | slice):
         raise IndexKeyError(
             f"symbolic tensor index: only integers, slices (`:`), ellipsis (`...`) and "
             f"tf.newaxis (`None`) are valid indices, received {item!r} "
-            f"({type(item).__name__}); use tf.gather for a list of indices"
+            f"({type(item).__name__})"
         )
     if isinstance(item, slice):
         parts = (item.start, item.stop, item.step)
