@@ -237,3 +237,31 @@ def test_tf_numpy_sequence_and_class_weight_in_a_script(tmp_path):
     assert values["x"].dtype == np.float32
     np.testing.assert_array_equal(values["labels"], (np.linspace(-1, 1, 32) > 0).astype(np.int32))
     assert [r.name.split("-")[1] for r in reports] == ["fit", "fit"]
+
+
+def test_datasets_load_from_the_keras_cache_in_home(tmp_path):
+    """A script's boston_housing.load_data() reads ~/.keras/datasets/boston_housing.npz (the file
+    Keras downloads); the split matches tf.keras' on the same file, and no report says synthetic."""
+    import shutil
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[2] / "bench" / "keras_misc" / "fixtures"
+    cache = tmp_path / "home" / ".keras" / "datasets"
+    cache.mkdir(parents=True)
+    shutil.copy(fixtures / "inputs" / "boston_housing.npz", cache)
+    values, reports = _run(
+        tmp_path,
+        """
+        (x, y), (xt, yt) = keras.datasets.boston_housing.load_data()
+        with strategy.scope():
+            model = keras.Sequential([keras.layers.Dense(1)])
+            model.compile("sgd", "mse")
+            model.fit(x[:16], y[:16], batch_size=4, verbose=0)
+        np.savez(out, x=x, y=y, xt=xt, yt=yt)
+        """,
+    )
+    with np.load(fixtures / "reference.npz") as ref:
+        for key, name in (("x", "x_train"), ("y", "y_train"), ("xt", "x_test"), ("yt", "y_test")):
+            np.testing.assert_array_equal(values[key], ref[f"boston/default/{name}"])
+    figures = json.loads((reports[0] / "report.json").read_text())
+    assert "data" not in figures["extra"]
