@@ -206,6 +206,8 @@ def losses(out: dict) -> None:
         true[:, None], tf.tile(pred, (1, 3))
     ).numpy()
     out["one_hot_uint8"] = tf.one_hot(np.array([3, 0, 2], np.uint8), 4).numpy()
+    out["one_hot_on_off"] = tf.one_hot([2, 0], 3, 5.0, -1.0).numpy()
+    out["one_hot_int_values"] = tf.one_hot(np.array([2, 0]), 3, on_value=7, off_value=1).numpy()
 
 
 DEVICE_STRINGS = [

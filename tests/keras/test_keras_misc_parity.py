@@ -297,3 +297,17 @@ def test_tf_experimental_numpy_builds_ops_on_symbolic_tensors_and_refuses_others
         tnp.sort(x)
     with pytest.raises(AttributeError):
         tnp.not_a_numpy_function  # noqa: B018
+
+
+def test_tf_one_hot_matches_tensorflow(ref):
+    from ipusim.compat import tf
+
+    cases = {
+        "one_hot_uint8": lambda: tf.one_hot(np.array([3, 0, 2], np.uint8), 4),
+        "one_hot_on_off": lambda: tf.one_hot([2, 0], 3, 5.0, -1.0),
+        "one_hot_int_values": lambda: tf.one_hot(np.array([2, 0]), 3, on_value=7, off_value=1),
+    }
+    for key, make in cases.items():
+        got, expected = np.asarray(make()), ref[key]
+        assert got.dtype == expected.dtype, key
+        np.testing.assert_array_equal(got, expected)
