@@ -151,6 +151,19 @@ class TensorOperators:
     def __ge__(self, other: Any) -> Any:
         return self._compare("greater_equal", other)
 
+    # ``a & b`` / ``a | b`` of bool tensors (masks built from comparisons), as TensorFlow's.
+    def __and__(self, other: Any) -> Any:
+        return self._compare("logical_and", other)
+
+    def __rand__(self, other: Any) -> Any:
+        return self._compare("logical_and", other)
+
+    def __or__(self, other: Any) -> Any:
+        return self._compare("logical_or", other)
+
+    def __ror__(self, other: Any) -> Any:
+        return self._compare("logical_or", other)
+
     __hash__ = object.__hash__
 
 

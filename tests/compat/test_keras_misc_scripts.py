@@ -265,3 +265,14 @@ def test_datasets_load_from_the_keras_cache_in_home(tmp_path):
             np.testing.assert_array_equal(values[key], ref[f"boston/default/{name}"])
     figures = json.loads((reports[0] / "report.json").read_text())
     assert "data" not in figures["extra"]
+
+
+def test_comparisons_and_logical_operators_on_functional_tensors():
+    from ipusim.compat import tf
+
+    inp = keras.Input((4,))
+    mask = (inp > 0) & (inp < 2) | (inp >= 3)
+    model = keras.Model(inp, tf.cast(mask, tf.float32))
+    x = np.array([[-1.0, 1.0, 2.5, 4.0], [0.5, 3.0, 0.0, 1.9]], np.float32)
+    expected = ((x > 0) & (x < 2)) | (x >= 3)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), expected.astype(np.float32))

@@ -91,6 +91,10 @@ __all__ = [
 
 globals()["bool"] = bool_  # ``tf.bool``, without shadowing the builtin in this module's code
 
+# Symbolic tensors' `<`, `>`, `&`, `|` (Keras functional tensors too) build the runtime's
+# comparison op, registered when its module loads: load it now, not on the first tf.function.
+optional_module("ipusim.compat.runtime.ops_control")
+
 
 def _runtime_op(name: str) -> Any:
     """The runtime's op ``name`` (``ipusim.compat.runtime.ops``), or None when not installed."""
