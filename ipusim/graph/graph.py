@@ -111,6 +111,26 @@ class TensorOperators:
 
         return power(other, self)
 
+    def __floordiv__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import floordiv
+
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import floordiv
+
+        return floordiv(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import mod
+
+        return mod(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import mod
+
+        return mod(other, self)
+
     def __getitem__(self, key: Any) -> Any:
         """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
         from ipusim.graph.ops.operators import getitem

@@ -171,3 +171,24 @@ def test_numpy_operands_on_the_left_defer_to_the_symbol():
     )
     for got, exp in zip(out, expected, strict=True):
         np.testing.assert_allclose(got, exp)
+
+
+@pytest.mark.parametrize("divisor", [2.0, -1.5, 0.75])
+def test_floordiv_and_mod_match_python_floor_semantics(divisor):
+    x = np.array([-3.5, -2.0, -0.25, 0.0, 0.5, 2.0, 7.3])
+    np.testing.assert_allclose(run_op(lambda t: t // divisor, x), np.floor_divide(x, divisor))
+    np.testing.assert_allclose(run_op(lambda t: t % divisor, x), np.mod(x, divisor), atol=1e-12)
+    np.testing.assert_allclose(run_op(lambda t: 10.0 // (t + 8), x), 10.0 // (x + 8))
+    np.testing.assert_allclose(run_op(lambda t: 10.0 % (t + 8), x), np.mod(10.0, x + 8))
+
+
+def test_mod_gradient_is_one_where_floor_is_flat():
+    """d(x % 2)/dx = 1 away from the jumps (floor contributes no gradient, as in TensorFlow)."""
+    x = np.array([0.3, 1.1, 2.7, -0.6])
+    check_gradients(lambda t: t % 2.0, x)
+
+
+def test_floordiv_of_integer_tensors_is_refused_with_the_cast_to_make():
+    graph = Graph("f")
+    with pytest.raises(TypeError, match="float"):
+        graph.placeholder(TensorSpec((2,), "int32")) // 2

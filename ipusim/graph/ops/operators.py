@@ -1,4 +1,5 @@
-"""Python operators of symbolic tensors beyond the one-op ones: ``x[key]`` and ``x ** y``.
+"""Python operators of symbolic tensors beyond the one-op ones: ``x[key]``, ``x ** y``, ``x // y``
+and ``x % y`` (with the ``floor`` op they need).
 
 ``x[key]`` is TensorFlow's basic indexing (``tf.strided_slice``).
 A key holds ints (pick one element and drop the axis), slices with any start / stop / step,
@@ -20,8 +21,9 @@ from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import layout as k
+from ipusim.kernels import rounding
 
-__all__ = ["IndexKeyError", "canonical_index", "getitem", "power"]
+__all__ = ["IndexKeyError", "canonical_index", "floor", "floordiv", "getitem", "mod", "power"]
 
 
 class IndexKeyError(IPUSimError, TypeError):
@@ -185,3 +187,46 @@ def power(x: Any, y: Any) -> Symbol:
     if isinstance(x, int | float | np.ndarray | np.generic):  # a constant base: log it here
         return m.exp(m.multiply(y, np.log(np.asarray(x, dtype=np.float64)).astype(y.dtype)))
     return m.exp(m.multiply(y, m.log(x)))
+
+
+@register
+class Floor(Op):
+    """``floor(x)`` elementwise (float inputs). No gradient, as TensorFlow's Floor: the result
+    is piecewise constant."""
+
+    name = "floor"
+    kind = "elementwise"
+
+    def infer(self, x: TensorSpec) -> TensorSpec:
+        if not x.dtype.startswith("float"):
+            raise ConfigurationError(f"floor: x must be a float tensor, received {x.dtype}")
+        return TensorSpec(x.shape, x.dtype)
+
+    def forward(self, ctx: Any, x):
+        return rounding.floor(x)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
+        return [None]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
+
+
+def floor(x: Any) -> Symbol:
+    """``tf.floor``."""
+    return apply("floor", x)
+
+
+def floordiv(x: Any, y: Any) -> Symbol:
+    """``x // y`` (``tf.math.floordiv`` of floats): ``floor(x / y)``."""
+    from ipusim.graph.ops import math as m
+
+    return floor(m.divide(x, y))
+
+
+def mod(x: Any, y: Any) -> Symbol:
+    """``x % y`` (``tf.math.floormod`` of floats): ``x - floor(x / y) * y``, the sign of ``y``."""
+    from ipusim.graph.ops import math as m
+
+    return m.subtract(x, m.multiply(floordiv(x, y), y))
