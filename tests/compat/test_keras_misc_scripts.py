@@ -276,3 +276,21 @@ def test_comparisons_and_logical_operators_on_functional_tensors():
     x = np.array([[-1.0, 1.0, 2.5, 4.0], [0.5, 3.0, 0.0, 1.9]], np.float32)
     expected = ((x > 0) & (x < 2)) | (x >= 3)
     np.testing.assert_array_equal(model.predict(x, verbose=0), expected.astype(np.float32))
+
+
+def test_tf1_optimizer_minimize_in_a_traced_step():
+    """Two TF1 momentum steps on loss = sum(v * x): accum = g then 1.9 g, so
+    v = 1 - 0.1 g - 0.1 * 1.9 g = 1 - 0.29 g (hand-derived from TF1's update)."""
+    from ipusim.compat import tf
+
+    v = tf.Variable(np.ones(3, np.float32))
+    opt = tf.compat.v1.train.MomentumOptimizer(0.1, 0.9)
+
+    @tf.function
+    def step(x):
+        return opt.minimize(tf.reduce_sum(v * x), var_list=[v])
+
+    g = np.array([1.0, 2.0, 3.0], np.float32)
+    step(g)
+    step(g)
+    np.testing.assert_allclose(v.numpy(), 1 - 0.29 * g, rtol=1e-6)

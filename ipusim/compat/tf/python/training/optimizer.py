@@ -66,6 +66,30 @@ class Optimizer:
         """The optimizer's name (TF1's ``get_name``)."""
         return self.name
 
+    # ------------------------------------------------------------------ TF1 surface
+    def compute_gradients(self, loss: Any, var_list: Any = None, **kwargs: Any) -> list:
+        """``(gradient, variable)`` pairs of a traced ``loss`` (TF1's ``compute_gradients``)."""
+        from ipusim.compat.runtime.optimizers import _trainable_in, compute_gradients_symbolic
+
+        variables = list(var_list) if var_list is not None else _trainable_in(loss)
+        return list(zip(compute_gradients_symbolic(loss, variables), variables, strict=True))
+
+    def apply_gradients(  # type: ignore[override]
+        self, grads_and_vars: Any, global_step: Any = None, name: str | None = None, **kwargs: Any
+    ) -> Any:
+        """TF1's ``apply_gradients(grads_and_vars, global_step=None, name=None)``; a
+        ``global_step`` variable is incremented as TF1 does."""
+        result = super().apply_gradients(grads_and_vars)
+        if global_step is not None:
+            global_step.assign_add(1)
+        return result
+
+    def minimize(
+        self, loss: Any, global_step: Any = None, var_list: Any = None, **kwargs: Any
+    ) -> Any:
+        """TF1's ``minimize``: ``compute_gradients`` then ``apply_gradients``."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
+
 
 class GradientDescentOptimizer(Optimizer, SGD):
     """``tf.compat.v1.train.GradientDescentOptimizer(learning_rate)``."""
