@@ -37,6 +37,7 @@ from ipusim._files import write_bytes_atomic
 from ipusim.compat._missing import guard
 from ipusim.compat.internal_paths import internal_module
 from ipusim.compat.not_simulated import message
+from ipusim.data.datasets import reset_provenance
 from ipusim.errors import NotSimulatedModuleError
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
@@ -265,7 +266,8 @@ class ReportCollector:
                 times = f" ({len(calls):,} calls)" if len(calls) > 1 else ""
                 print(
                     f"[ipusim] {name}{times}: {report.simulated_seconds:.6g} simulated s, "
-                    f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}",
+                    f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}"
+                    + (f" [data: {report.extra['data']}]" if report.extra.get("data") else ""),
                     file=self.stream,
                 )
         return list(self.saved)
@@ -460,6 +462,7 @@ def run_script(
     folder.mkdir(parents=True, exist_ok=True)
     collector = ReportCollector(folder, stream)
     code = 0
+    reset_provenance()  # the reports of this run say "synthetic" only for data it synthesised
     try:
         with (
             redirect_imports(),

@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import InputDataError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
@@ -53,6 +53,32 @@ def _sparse_labels(y_true: Symbol, y_pred: Symbol, loss_name: str) -> Symbol:
     if y_true.dtype not in ("int32", "int64"):
         y_true = m.cast(y_true, "int32")
     return y_true
+
+
+def squeeze_or_expand_dimensions(y_pred: Symbol, y_true: Symbol) -> tuple[Symbol, Symbol]:
+    """Keras' rank reconciliation of labels and predictions (``losses_utils``).
+
+    When the ranks differ by one, the trailing axis of the higher-rank one is squeezed if it is 1
+    (or unknown), so ``(N,)`` labels meet ``(N, 1)`` predictions; except that predictions of
+    rank one more than the labels whose last axis is not 1 are sparse-label scores and are kept.
+    """
+    diff = y_pred.ndim - y_true.ndim
+    if diff == 1 and y_pred.shape[-1] in (1, None):
+        y_pred = shape.squeeze(y_pred, axis=-1)
+    elif diff == -1 and y_true.shape[-1] in (1, None):
+        y_true = shape.squeeze(y_true, axis=-1)
+    return y_pred, y_true
+
+
+def _check_broadcastable(y_true: Symbol, y_pred: Symbol, loss_name: str) -> None:
+    """As TensorFlow's elementwise difference: the shapes must broadcast (after the squeeze)."""
+    for a, b in zip(reversed(y_true.shape), reversed(y_pred.shape)):
+        if a is not None and b is not None and a != b and 1 not in (a, b):
+            raise InputDataError(
+                f"{loss_name}: labels of shape {y_true.shape} and predictions of shape "
+                f"{y_pred.shape} are incompatible (they do not broadcast); give labels of the "
+                "predictions' shape"
+            )
 
 
 # ---------------------------------------------------------------------- loss functions
@@ -121,14 +147,14 @@ def binary_crossentropy(
 @eager_capable
 def mean_squared_error(y_true: Any, y_pred: Any) -> Symbol:
     """Mean of squared differences over the last axis."""
-    check_same_shape(y_true, y_pred, "MeanSquaredError")
+    _check_broadcastable(y_true, y_pred, "MeanSquaredError")
     return m.reduce_mean(m.square(m.subtract(y_pred, as_float(y_true, y_pred))), axis=-1)
 
 
 @eager_capable
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Symbol:
     """Mean of absolute differences over the last axis."""
-    check_same_shape(y_true, y_pred, "MeanAbsoluteError")
+    _check_broadcastable(y_true, y_pred, "MeanAbsoluteError")
     return m.reduce_mean(m.abs(m.subtract(y_pred, as_float(y_true, y_pred))), axis=-1)
 
 
@@ -197,6 +223,8 @@ class LossFunctionWrapper(Loss):
         self._fn_kwargs = kwargs
 
     def call(self, y_true: Any, y_pred: Any) -> Symbol:
+        if isinstance(y_true, Symbol) and isinstance(y_pred, Symbol):
+            y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ipusim.data.datasets import data_note
 from ipusim.engine import HostLink, HostOptions, RunPlan
 from ipusim.engine import simulate as run_engine
 from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescription
@@ -184,6 +185,13 @@ def publish(report: Report) -> None:
         hook(report)
 
 
+def _data_provenance() -> dict[str, str]:
+    """``{"data": ...}`` when a Keras data set was synthesised in this process (timing valid,
+    accuracy not), so the report says so; empty otherwise."""
+    note = data_note()
+    return {"data": note} if note else {}
+
+
 def make_report(
     program: Program,
     result: Any,
@@ -222,6 +230,7 @@ def make_report(
             "gradient_accumulation": program.gradient_accumulation,
             "replicas": program.replicas,
             "pipelined": program.pipelined,
+            **_data_provenance(),
             **extra,
         },
     )

@@ -8,6 +8,7 @@ from ipusim.graph.ops import (  # noqa: F401
     math,
     nn,
     norm,
+    operators,
     pool3d,
     random,
     resize,

@@ -18,7 +18,12 @@ from ipusim.keras.engine.compile_utils import (
     MetricsContainer,
     check_duplicated_metrics,
 )
-from ipusim.keras.engine.data_adapter import DataHandler, as_arrays, train_validation_split
+from ipusim.keras.engine.data_adapter import (
+    DataHandler,
+    apply_class_weight,
+    as_arrays,
+    train_validation_split,
+)
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
 from ipusim.keras.engine.step import StepProgram
@@ -371,11 +376,11 @@ class TrainingMixin:
     ) -> Any:
         """Train for ``epochs`` epochs; returns a ``History``."""
         self._assert_compiled("training/testing")
-        if class_weight is not None:
-            raise NotImplementedError("fit(): `class_weight` is not supported yet")
         epochs = _positive_int(epochs, "epochs")
         verbose = 1 if verbose == "auto" else int(verbose)
         x, y = as_arrays(x), as_arrays(y)
+        if class_weight is not None:  # as tf.keras: per-class weights become sample weights
+            x, y, sample_weight = apply_class_weight(class_weight, x, y, sample_weight)
         if validation_split and validation_data is None:
             if not isinstance(x, np.ndarray | list | tuple | dict):
                 raise ValueError(

@@ -523,9 +523,17 @@ def _data_arguments(what: str, x: Any, y: Any, batch_size: Any, steps: Any) -> t
         InputDataError: a batch size or step count that is not a positive integer.
     """
     from ipusim.data import Dataset
-    from ipusim.keras.engine.data_adapter import as_arrays, check_batch_size, check_steps
+    from ipusim.keras.engine.data_adapter import (
+        as_arrays,
+        check_batch_size,
+        check_steps,
+        sequence_dataset,
+    )
+    from ipusim.keras.utils_data import Sequence
 
     check_steps(steps, what)
+    if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
+        x = sequence_dataset(x)
     if not isinstance(x, Dataset):
         check_batch_size(batch_size, what)
     return as_arrays(x), as_arrays(y)

@@ -40,6 +40,7 @@ from ipusim.keras.layers.core import (
     Reshape,
     Softmax,
 )
+from ipusim.keras.layers.lambda_layer import Lambda
 from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
 from ipusim.keras.layers.merge import (
     Add,
@@ -157,6 +158,7 @@ __all__ = [
     "InputLayer",
     "LSTM",
     "LSTMCell",
+    "Lambda",
     "Layer",
     "LayerNormalization",
     "LocallyConnected1D",
