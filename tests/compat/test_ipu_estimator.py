@@ -7,6 +7,7 @@ import json
 import textwrap
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ipusim.compat import ipu
@@ -107,8 +108,10 @@ def test_estimator_train_evaluate_predict_matches_numpy(tmp_path, capsys) -> Non
     result = run_script(script, output=tmp_path / "reports", quiet=True)
     assert result.exit_code == 0
     # One device execution per iterations_per_loop steps: 2 + 1 (train), 2 (evaluate), 2
-    # (predict, 8 batches), each simulated.
-    assert len(result.reports) == 7
+    # (predict, 8 batches), each simulated; ipusim run keeps one report per program (train,
+    # evaluate, predict) with a row per execution.
+    calls = [len(pd.read_csv(folder / "calls.csv")) for folder in result.reports]
+    assert calls == [3, 2, 2]
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("RESULT"))
     got = json.loads(line.removeprefix("RESULT "))
     want = _reference()
@@ -207,7 +210,9 @@ def test_pipeline_estimator_matches_numpy_accumulated_sgd(tmp_path, capsys) -> N
     script.write_text(PIPELINE_SCRIPT)
     result = run_script(script, output=tmp_path / "reports", quiet=True)
     assert result.exit_code == 0
-    assert len(result.reports) == 3  # two training executions (2 steps each), one evaluation
+    # Two training executions (2 steps each) of one program, one evaluation.
+    calls = [len(pd.read_csv(folder / "calls.csv")) for folder in result.reports]
+    assert calls == [2, 1]
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("RESULT"))
     got = json.loads(line.removeprefix("RESULT "))
     rng = np.random.default_rng(1)

@@ -50,6 +50,8 @@ class Optimizer:
     """
 
     _tf1_builtin = False
+    #: Marks TF1 optimizers (OptimizerV1) apart from the Keras optimizers they are built on.
+    is_tf1 = True
 
     def __init__(self, use_locking: bool = False, name: str = "Optimizer", **kwargs: Any) -> None:
         if not type(self)._tf1_builtin:
