@@ -51,3 +51,8 @@ def broadcast_to(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 def tile(x: np.ndarray, multiples: Sequence[int]) -> np.ndarray:
     """``x`` repeated ``multiples[i]`` times along axis ``i``."""
     return np.tile(x, tuple(multiples))
+
+
+def reverse(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``x`` with the order of its elements along each of ``axes`` reversed (a copy)."""
+    return np.array(np.flip(x, tuple(axes)), order="C")

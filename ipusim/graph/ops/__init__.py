@@ -6,6 +6,7 @@ from ipusim.graph.ops import (  # noqa: F401
     linalg,
     math,
     nn,
+    noise,
     norm,
     random,
     shape,
