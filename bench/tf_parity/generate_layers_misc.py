@@ -25,7 +25,6 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras as keras  # noqa: E402
 from generate import Cases, _random_weights, _rng  # noqa: E402
-
 from layers_misc_cases import CASES  # noqa: E402
 
 
@@ -92,8 +91,9 @@ def run_case(case: dict) -> dict[str, np.ndarray]:
     arrays: dict[str, object] = {"y": y.numpy(), "dy": dy}
     for i, (x, t) in enumerate(zip(xs, tensors)):
         arrays[f"x{i}"] = x
-        if t.dtype.is_floating:
-            arrays[f"dx{i}"] = tape.gradient(objective, t).numpy()
+        grad = tape.gradient(objective, t) if t.dtype.is_floating else None
+        if grad is not None:  # None: no gradient path (bucketized inputs)
+            arrays[f"dx{i}"] = grad.numpy()
     for name, values in bools.items():
         for i, value in enumerate(values):
             arrays[f"b_{name}_{i}"] = value

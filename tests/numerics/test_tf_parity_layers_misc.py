@@ -59,8 +59,9 @@ def run_case(case: parity.Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     y = _call(layer, meta, inputs, bools)
     layer.set_weights([a[f"w{i}"] for i in range(sum(1 for k in a if k.startswith("w")))])
     dy = graph.placeholder(TensorSpec(a["dy"].shape, "float32"))
-    objective = m.reduce_sum(m.multiply(y, dy))
-    float_inputs = [p for p in inputs if p.dtype == "float32"]
+    objective = m.reduce_sum(m.multiply(m.cast(y, "float32"), dy))
+    graded = [i for i in range(len(inputs)) if f"dx{i}" in a]  # TensorFlow found a gradient
+    float_inputs = [inputs[i] for i in graded]
     sources = float_inputs + [graph.read_variable(v) for v in layer.trainable_weights]
     grads = gradients(objective, sources)
     values = Executor(graph, [y, *grads], [*inputs, *bool_feeds, dy]).run(
@@ -68,7 +69,7 @@ def run_case(case: parity.Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         ExecContext(training=meta.get("training", True)),
     )
     out = {"y": (values[0], a["y"])}
-    for i, g in enumerate(values[1 : 1 + len(float_inputs)]):
+    for i, g in zip(graded, values[1 : 1 + len(float_inputs)], strict=True):
         out[f"dx{i}"] = (g, a[f"dx{i}"])
     for i, g in enumerate(values[1 + len(float_inputs) :]):
         out[f"dw{i}"] = (g, a[f"dw{i}"])

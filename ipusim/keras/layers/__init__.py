@@ -4,6 +4,7 @@ from ipusim.keras.engine.input_layer import Input, InputLayer
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
 from ipusim.keras.layers.attention import AdditiveAttention, Attention
+from ipusim.keras.layers.categorical import CategoryEncoding, Discretization, IntegerLookup
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv_depthwise import (
     DepthwiseConv2D,
@@ -33,6 +34,19 @@ from ipusim.keras.layers.core_extra import (
 from ipusim.keras.layers.dot import Dot
 from ipusim.keras.layers.einsum_dense import EinsumDense
 from ipusim.keras.layers.group_normalization import GroupNormalization
+from ipusim.keras.layers.image_preprocessing import (
+    CenterCrop,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomHeight,
+    RandomRotation,
+    RandomTranslation,
+    RandomWidth,
+    RandomZoom,
+    Resizing,
+)
 from ipusim.keras.layers.merge import (
     Add,
     Average,
@@ -64,6 +78,17 @@ from ipusim.keras.layers.pooling import (
 )
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.reshaping import ZeroPadding2D
+from ipusim.keras.layers.unsupported import (
+    ConvLSTM1D,
+    ConvLSTM2D,
+    ConvLSTM3D,
+    DenseFeatures,
+    HashedCrossing,
+    Hashing,
+    SpectralNormalization,
+    StringLookup,
+    TextVectorization,
+)
 from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 
 __all__ = [
@@ -77,11 +102,18 @@ __all__ = [
     "AveragePooling2D",
     "AvgPool2D",
     "BatchNormalization",
+    "CategoryEncoding",
+    "CenterCrop",
     "Concatenate",
     "Conv2D",
+    "ConvLSTM1D",
+    "ConvLSTM2D",
+    "ConvLSTM3D",
     "Convolution2D",
     "Dense",
+    "DenseFeatures",
     "DepthwiseConv2D",
+    "Discretization",
     "Dot",
     "Dropout",
     "ELU",
@@ -95,9 +127,12 @@ __all__ = [
     "GlobalMaxPool2D",
     "GlobalMaxPooling2D",
     "GroupNormalization",
+    "HashedCrossing",
+    "Hashing",
     "Identity",
     "Input",
     "InputLayer",
+    "IntegerLookup",
     "Layer",
     "LayerNormalization",
     "LeakyReLU",
@@ -112,18 +147,31 @@ __all__ = [
     "OpLambda",
     "PReLU",
     "Permute",
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomHeight",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomWidth",
+    "RandomZoom",
     "ReLU",
     "RecomputationCheckpoint",
     "RepeatVector",
     "Rescaling",
     "Reshape",
+    "Resizing",
     "SeparableConv2D",
     "SeparableConvolution2D",
     "Softmax",
     "SpatialDropout1D",
     "SpatialDropout2D",
     "SpatialDropout3D",
+    "SpectralNormalization",
+    "StringLookup",
     "Subtract",
+    "TextVectorization",
     "ThresholdedReLU",
     "TimeDistributed",
     "UnitNormalization",

@@ -1,0 +1,87 @@
+"""Integer lookups used by the preprocessing layers: ``bucketize`` (Discretization) and
+``table_lookup`` (IntegerLookup). Their outputs are indices, so no gradient flows through them.
+
+Composition could express a lookup only as one comparison op per table entry; these are one op
+each, a binary search per element (:mod:`ipusim.kernels.lookup`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.spec import TensorSpec
+from ipusim.kernels import lookup as k
+
+
+def _search_cost(in_specs, out_specs, table: int) -> OpCost:
+    # One compare and branch per step of the binary search: ceil(log2(table + 1)) steps. D
+    read, written = io_bytes(in_specs, out_specs)
+    steps = max(1, math.ceil(math.log2(table + 1)))
+    return OpCost(steps * out_specs[0].size, read, written, "elementwise")
+
+
+@register
+class Bucketize(Op):
+    """How many of ``boundaries`` (sorted ascending) are <= each element; int64."""
+
+    name = "bucketize"
+    kind = "elementwise"
+
+    def infer(self, x: TensorSpec, *, boundaries: tuple) -> TensorSpec:
+        if list(boundaries) != sorted(boundaries):
+            raise ValueError(f"bucketize: boundaries must be sorted, received {boundaries}")
+        return TensorSpec(x.shape, "int64")
+
+    def forward(self, ctx: Any, x, *, boundaries: tuple):
+        return k.bucketize(x, boundaries)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[None]:
+        return [None]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return _search_cost(in_specs, out_specs, len(attrs["boundaries"]))
+
+
+@register
+class TableLookup(Op):
+    """``values[i]`` where an element equals ``keys[i]`` (keys sorted ascending), else
+    ``default``; int64."""
+
+    name = "table_lookup"
+    kind = "elementwise"
+
+    def infer(self, x: TensorSpec, *, keys: tuple, values: tuple, default: int) -> TensorSpec:
+        if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+            raise TypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")
+        if len(keys) != len(values) or list(keys) != sorted(set(keys)):
+            raise ValueError("table_lookup: keys must be unique, sorted and as many as values")
+        return TensorSpec(x.shape, "int64")
+
+    def forward(self, ctx: Any, x, *, keys: tuple, values: tuple, default: int):
+        return k.lookup(x, keys, values, default)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[None]:
+        return [None]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return _search_cost(in_specs, out_specs, len(attrs["keys"]))
+
+
+def bucketize(x: Any, boundaries: Any) -> Symbol:
+    """Bucket index of each element for sorted ``boundaries`` (``tf.raw_ops.Bucketize``)."""
+    return apply("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
+
+
+def table_lookup(x: Any, keys: Any, values: Any, default: int) -> Symbol:
+    """Map integer keys to integer values; keys not in the table map to ``default``."""
+    pairs = sorted(zip((int(k) for k in keys), (int(v) for v in values), strict=True))
+    return apply(
+        "table_lookup",
+        x,
+        keys=tuple(p[0] for p in pairs),
+        values=tuple(p[1] for p in pairs),
+        default=int(default),
+    )

@@ -1,0 +1,67 @@
+"""tf.keras layers ipusim does not simulate. Each is a class of the Keras name, so scripts import
+it and ``isinstance`` checks work, but constructing one raises :class:`UnsupportedError` saying
+why and what to use instead (never a silent stand-in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import UnsupportedError
+from ipusim.keras.engine.layer import Layer
+
+_STRINGS = (
+    "it works on strings, which are not IPU tensors (IPU programs take numeric tensors; "
+    "IPU TensorFlow runs string preprocessing on the host)"
+)
+_HASH = (
+    "it hashes the decimal text of each value with FarmHash (or SipHash with a salt), which "
+    "ipusim does not implement"
+)
+_REASONS: dict[str, tuple[str, str]] = {
+    "StringLookup": (
+        _STRINGS,
+        "map strings to integer ids in the input pipeline (NumPy) and "
+        "use IntegerLookup or Embedding",
+    ),
+    "TextVectorization": (_STRINGS, "tokenise in the input pipeline and feed integer ids"),
+    "Hashing": (_HASH, "hash ids in the input pipeline, or use IntegerLookup"),
+    "HashedCrossing": (_HASH, "cross and hash features in the input pipeline"),
+    "DenseFeatures": (
+        "it consumes tf.feature_column definitions, which ipusim does not have",
+        "build the feature vector with Keras layers (Normalization, CategoryEncoding, "
+        "Embedding, Concatenate)",
+    ),
+    "SpectralNormalization": (
+        "it rewrites the wrapped layer's kernel with a power-iteration estimate at every "
+        "training step, a weight update ipusim's graph does not express yet",
+        "train without it",
+    ),
+    "ConvLSTM1D": ("convolutional recurrent layers are not simulated yet", "use Conv1D + LSTM"),
+    "ConvLSTM2D": ("convolutional recurrent layers are not simulated yet", "use Conv2D + LSTM"),
+    "ConvLSTM3D": ("convolutional recurrent layers are not simulated yet", "use Conv3D + LSTM"),
+}
+
+
+class _Unsupported(Layer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        name = type(self).__name__
+        why, instead = _REASONS[name]
+        raise UnsupportedError(
+            f"keras.layers.{name} is not simulated by ipusim: {why}; instead, {instead}. "
+            "See docs/api.md"
+        )
+
+
+def _make(name: str) -> type[Layer]:
+    return type(name, (_Unsupported,), {"__doc__": f"Not simulated: {_REASONS[name][0]}."})
+
+
+StringLookup = _make("StringLookup")
+TextVectorization = _make("TextVectorization")
+Hashing = _make("Hashing")
+HashedCrossing = _make("HashedCrossing")
+DenseFeatures = _make("DenseFeatures")
+SpectralNormalization = _make("SpectralNormalization")
+ConvLSTM1D = _make("ConvLSTM1D")
+ConvLSTM2D = _make("ConvLSTM2D")
+ConvLSTM3D = _make("ConvLSTM3D")
