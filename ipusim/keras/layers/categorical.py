@@ -260,6 +260,18 @@ class IntegerLookup(Layer):
         ids = table_lookup(inputs, keys, values, default=oov)
         return encode(ids, self.output_mode, self.vocabulary_size(), self.compute_dtype)
 
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        if self.output_mode == "int":
+            return tuple(input_shape)
+        rank = len(input_shape)
+        last = input_shape[-1] if rank else None
+        lead = (
+            tuple(input_shape)
+            if self.output_mode == "one_hot" and last != 1
+            else tuple(input_shape[:-1])
+        )
+        return (*lead, self.vocabulary_size())
+
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),

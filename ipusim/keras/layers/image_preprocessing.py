@@ -20,12 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.augment import random_crop
 from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras import backend
+from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
+from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 
 #: Offset between the seeds of a layer's independent draws.
@@ -122,7 +125,10 @@ class _RandomLayer(Layer):
         return (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("training") is None and current_training() is None:
+        # Keras uses the call signature's default (training=True) when nothing sets the mode:
+        # an eager call outside any model. Symbolic calls take the model's mode later.
+        symbolic = any(isinstance(t, Symbol | KerasTensor) for t in flatten(list(args)))
+        if kwargs.get("training") is None and current_training() is None and not symbolic:
             kwargs["training"] = True
         return super().__call__(*args, **kwargs)
 
