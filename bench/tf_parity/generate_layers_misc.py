@@ -104,6 +104,63 @@ def run_case(case: dict) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _rotation(angle: float, h: int, w: int) -> list[float]:
+    cos, sin = np.cos(angle), np.sin(angle)
+    x_offset = ((w - 1) - (cos * (w - 1) - sin * (h - 1))) / 2.0
+    y_offset = ((h - 1) - (sin * (w - 1) + cos * (h - 1))) / 2.0
+    return [cos, -sin, x_offset, sin, cos, y_offset, 0.0, 0.0]
+
+
+def transform_case(case: dict) -> dict[str, np.ndarray]:
+    """ImageProjectiveTransformV3 (what RandomRotation / Translation / Zoom call) on fixed maps."""
+    rng = _rng("layers_misc/" + case["name"])
+    x = rng.standard_normal(case["inputs"][0]).astype(np.float32)
+    h, w = x.shape[1:3]
+    maps = np.array([_rotation(a, h, w) for a in case["angles"]], np.float32)
+    maps[:, 6:] = case.get("perspective", [0.0, 0.0])
+    images = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(images)
+        y = tf.raw_ops.ImageProjectiveTransformV3(
+            images=images,
+            transforms=tf.constant(maps),
+            output_shape=tf.constant([h, w], tf.int32),
+            fill_value=tf.constant(case["fill_value"], tf.float32),
+            interpolation=case["interpolation"].upper(),
+            fill_mode=case["fill_mode"].upper(),
+        )
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        objective = tf.reduce_sum(y * dy)
+    dx = tape.gradient(objective, images).numpy()
+    return {"x0": x, "maps": maps, "y": y.numpy(), "dy": dy, "dx0": dx}
+
+
+TRANSFORMS = [
+    {
+        "name": f"transform/{fill}/{interp}",
+        "kind": "transform",
+        "fill_mode": fill,
+        "interpolation": interp,
+        "fill_value": 0.5,
+        "inputs": [(2, 6, 7, 2)],
+        "angles": [0.4, -2.2],
+    }
+    for fill in ("reflect", "wrap", "constant", "nearest")
+    for interp in ("bilinear", "nearest")
+] + [
+    {
+        "name": "transform/perspective",
+        "kind": "transform",
+        "fill_mode": "constant",
+        "interpolation": "bilinear",
+        "fill_value": 0.0,
+        "inputs": [(1, 5, 5, 1)],
+        "angles": [0.3],
+        "perspective": [0.01, -0.02],
+    },
+]
+
+
 def main() -> None:
     tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(0)
@@ -111,6 +168,9 @@ def main() -> None:
     for case in CASES:
         meta = {k: v for k, v in case.items() if k != "name"}
         cases.add(case["name"], meta, **run_case(case))
+    for case in TRANSFORMS:
+        meta = {k: v for k, v in case.items() if k != "name"}
+        cases.add(case["name"], meta, **transform_case(case))
     cases.write("layers_misc.npz")
     print(f"TensorFlow {tf.__version__}, tf-keras {keras.__version__}")
 

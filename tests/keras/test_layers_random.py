@@ -186,17 +186,31 @@ def test_random_brightness_clips_to_the_value_range():
     np.testing.assert_array_equal(y, 1.0)
 
 
-@pytest.mark.parametrize(
-    "layer",
-    [
-        lambda: L.RandomRotation(0.1),
-        lambda: L.RandomTranslation(0.1, 0.1),
-        lambda: L.RandomZoom(0.1),
-        lambda: L.RandomHeight(0.1),
-        lambda: L.RandomWidth(0.1),
-    ],
-)
-def test_unsimulated_augmentations_are_identity_at_inference_and_refuse_training(layer):
+def test_random_rotation_by_a_quarter_turn_is_numpys_rot90():
+    x = np.random.default_rng(8).uniform(0, 1, (3, 5, 5, 2)).astype(np.float32)
+    y = L.RandomRotation((0.25, 0.25), seed=1)(x)  # exactly 2 pi / 4, counter-clockwise
+    np.testing.assert_allclose(y, np.rot90(x, k=1, axes=(1, 2)), atol=1e-5)
+
+
+def test_random_translation_by_one_row_shifts_and_fills():
+    x = np.random.default_rng(9).uniform(0, 1, (2, 5, 4, 1)).astype(np.float32)
+    layer = L.RandomTranslation((0.2, 0.2), (0.0, 0.0), fill_mode="constant", fill_value=-1.0)
+    y = layer(x)  # down by 0.2 x 5 = 1 row
+    np.testing.assert_allclose(y[:, 1:], x[:, :-1], atol=1e-6)
+    np.testing.assert_array_equal(y[:, 0], -1.0)
+
+
+def test_random_zoom_draws_factors_in_range_and_changes_each_step():
+    x = np.random.default_rng(10).uniform(0, 1, (4, 8, 8, 1)).astype(np.float32)
+    layer = L.RandomZoom((0.0, 0.0), seed=2)  # zoom factor exactly 1: the identity map
+    np.testing.assert_allclose(layer(x), x, atol=1e-6)
+    zoom = L.RandomZoom(0.5, seed=2)
+    first, second = zoom(x), zoom(x)
+    assert not np.allclose(first, second)
+
+
+@pytest.mark.parametrize("layer", [lambda: L.RandomHeight(0.1), lambda: L.RandomWidth(0.1)])
+def test_size_changing_augmentations_are_identity_at_inference_and_refuse_training(layer):
     x = _images(2)
     instance = layer()
     np.testing.assert_array_equal(instance(x, training=False), x)

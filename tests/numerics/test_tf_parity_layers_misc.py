@@ -18,12 +18,16 @@ from ipusim.graph.autodiff import gradients
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph
 from ipusim.graph.ops import math as m
+from ipusim.graph.ops.image_transform import image_transform
 from ipusim.graph.spec import TensorSpec
 
 #: As the other layer fixtures: float32 results of different summation orders.
 TOLERANCE = 1e-5
 
-CASES = parity.load("layers_misc")
+ALL = parity.load("layers_misc")
+CASES = [c for c in ALL if c.meta.get("kind") != "transform"]
+#: ImageProjectiveTransformV3 on fixed maps (what RandomRotation / Translation / Zoom run).
+TRANSFORMS = [c for c in ALL if c.meta.get("kind") == "transform"]
 
 
 def _layer(meta: dict) -> keras.layers.Layer:
@@ -74,6 +78,27 @@ def run_case(case: parity.Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     for i, g in enumerate(values[1 + len(float_inputs) :]):
         out[f"dw{i}"] = (g, a[f"dw{i}"])
     return out
+
+
+def run_transform(case: parity.Case) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    a, meta = case.arrays, case.meta
+    graph = Graph("parity_transform")
+    images = graph.placeholder(TensorSpec(a["x0"].shape, "float32"))
+    maps = graph.placeholder(TensorSpec(a["maps"].shape, "float32"))
+    dy = graph.placeholder(TensorSpec(a["dy"].shape, "float32"))
+    y = image_transform(images, maps, meta["interpolation"], meta["fill_mode"], meta["fill_value"])
+    (dx,) = gradients(m.reduce_sum(m.multiply(y, dy)), [images])
+    got = Executor(graph, [y, dx], [images, maps, dy]).run(
+        [a["x0"], a["maps"], a["dy"]], ExecContext(training=True)
+    )
+    return {"y": (got[0], a["y"]), "dx0": (got[1], a["dx0"])}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in TRANSFORMS])
+def test_image_transform_and_its_gradient_match_tensorflow(case: parity.Case) -> None:
+    for key, (got, want) in run_transform(case).items():
+        error = parity.relative_error(got, want)
+        assert error <= TOLERANCE, f"{case.name}/{key}: relative error {error:.2e}"
 
 
 def test_the_fixture_covers_every_layer_family() -> None:

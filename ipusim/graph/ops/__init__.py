@@ -4,6 +4,7 @@ from ipusim.graph.ops import (  # noqa: F401
     augment,
     conv,
     conv_grouped,
+    image_transform,
     linalg,
     lookup,
     math,
