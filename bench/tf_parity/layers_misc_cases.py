@@ -477,3 +477,27 @@ CASES += [
         "int_inputs": [0, 11],
     },
 ]
+
+CASES += [
+    {
+        "name": "hashing",
+        "class": "Hashing",
+        "config": {"num_bins": 7},
+        "inputs": [(4, 5)],
+        "int_inputs": [-1000, 100000],
+    },
+    {
+        "name": "hashing_mask",
+        "class": "Hashing",
+        "config": {"num_bins": 5, "mask_value": 0},
+        "inputs": [(4, 5)],
+        "int_inputs": [0, 4],
+    },
+    {
+        "name": "hashing_multi_hot",
+        "class": "Hashing",
+        "config": {"num_bins": 6, "output_mode": "multi_hot"},
+        "inputs": [(3, 4)],
+        "int_inputs": [0, 1000],
+    },
+]

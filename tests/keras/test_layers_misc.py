@@ -58,6 +58,7 @@ SHAPES = [
     (lambda: L.CategoryEncoding(6, output_mode="count"), (2, 3), (2, 6)),
     (lambda: L.Discretization(bin_boundaries=[0.0, 1.0], output_mode="one_hot"), (4,), (4, 3)),
     (lambda: L.IntegerLookup(vocabulary=[5, 3, 8], mask_token=0), (2, 3), (2, 3)),
+    (lambda: L.Hashing(5, mask_value=0, output_mode="multi_hot"), (2, 3), (2, 5)),
 ]
 
 
@@ -183,7 +184,6 @@ def test_masking_zeroes_only_steps_whose_features_all_equal_the_mask_value():
     [
         "StringLookup",
         "TextVectorization",
-        "Hashing",
         "HashedCrossing",
         "DenseFeatures",
         "SpectralNormalization",
@@ -212,6 +212,7 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
         (lambda: L.MultiHeadAttention(2, 4, attention_axes=(1, 2)), UnsupportedError),
         (lambda: L.IntegerLookup(num_oov_indices=2), UnsupportedError),
         (lambda: L.CategoryEncoding(4, sparse=True), UnsupportedError),
+        (lambda: L.Hashing(4, salt=7), UnsupportedError),
         (lambda: L.EinsumDense("ab...,bc->ac...", 4).build((2, 3, 5)), UnsupportedError),
         (lambda: L.GroupNormalization(groups=3).build((2, 4, 5)), ConfigurationError),
     ],

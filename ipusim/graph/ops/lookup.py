@@ -1,5 +1,6 @@
-"""Integer lookups used by the preprocessing layers: ``bucketize`` (Discretization) and
-``table_lookup`` (IntegerLookup). Their outputs are indices, so no gradient flows through them.
+"""Integer lookups used by the preprocessing layers: ``bucketize`` (Discretization),
+``table_lookup`` (IntegerLookup) and ``hash_bucket`` (Hashing). Their outputs are indices, so no
+gradient flows through them.
 
 Composition could express a lookup only as one comparison op per table entry; these are one op
 each, a binary search per element (:mod:`ipusim.kernels.lookup`).
@@ -13,6 +14,7 @@ from typing import Any
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
+from ipusim.kernels import hashing
 from ipusim.kernels import lookup as k
 
 
@@ -68,6 +70,42 @@ class TableLookup(Op):
 
     def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["keys"]))
+
+
+#: FLOPs per element of ``hash_bucket``: the decimal conversion (up to 20 divisions by 10) and
+#: FarmHash's short-input mix (about 20 64-bit multiplies, shifts and xors) and one modulo. E
+HASH_FLOPS_PER_ELEMENT = 48
+
+
+@register
+class HashBucket(Op):
+    """``Fingerprint64(str(x)) % num_bins`` per integer element (``to_hash_bucket_fast`` of
+    ``as_string``, what Keras' Hashing computes for integers); int64."""
+
+    name = "hash_bucket"
+    kind = "elementwise"
+
+    def infer(self, x: TensorSpec, *, num_bins: int) -> TensorSpec:
+        if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+            raise TypeError(f"hash_bucket: x must be an integer tensor, received {x.dtype}")
+        if num_bins < 1:
+            raise ValueError(f"hash_bucket: num_bins must be >= 1, received {num_bins}")
+        return TensorSpec(x.shape, "int64")
+
+    def forward(self, ctx: Any, x, *, num_bins: int):
+        return hashing.hash_ints(x, num_bins)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[None]:
+        return [None]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(HASH_FLOPS_PER_ELEMENT * out_specs[0].size, read, written, "elementwise")
+
+
+def hash_bucket(x: Any, num_bins: int) -> Symbol:
+    """Bucket of each integer by TensorFlow's fast string hash of its decimal text."""
+    return apply("hash_bucket", x, num_bins=int(num_bins))
 
 
 def bucketize(x: Any, boundaries: Any) -> Symbol:

@@ -4,7 +4,12 @@ from ipusim.keras.engine.input_layer import Input, InputLayer
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
 from ipusim.keras.layers.attention import AdditiveAttention, Attention
-from ipusim.keras.layers.categorical import CategoryEncoding, Discretization, IntegerLookup
+from ipusim.keras.layers.categorical import (
+    CategoryEncoding,
+    Discretization,
+    Hashing,
+    IntegerLookup,
+)
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv_depthwise import (
     DepthwiseConv2D,
@@ -84,7 +89,6 @@ from ipusim.keras.layers.unsupported import (
     ConvLSTM3D,
     DenseFeatures,
     HashedCrossing,
-    Hashing,
     SpectralNormalization,
     StringLookup,
     TextVectorization,

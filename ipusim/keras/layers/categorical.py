@@ -1,5 +1,5 @@
-"""Numeric categorical preprocessing layers of tf.keras 2: CategoryEncoding, Discretization and
-IntegerLookup (vocabulary given or learned with ``adapt``).
+"""Numeric categorical preprocessing layers of tf.keras 2: CategoryEncoding, Discretization,
+Hashing (integer inputs) and IntegerLookup (vocabulary given or learned with ``adapt``).
 
 Lookups and bucketing are graph ops (binary searches, :mod:`ipusim.graph.ops.lookup`); the
 encodings are one-hot ops and reductions. Inputs out of range are not checked at run time (Keras
@@ -16,7 +16,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
-from ipusim.graph.ops.lookup import bucketize, table_lookup
+from ipusim.graph.ops.lookup import bucketize, hash_bucket, table_lookup
 from ipusim.keras.engine.layer import Layer
 
 ENCODINGS = ("one_hot", "multi_hot", "count")
@@ -282,6 +282,64 @@ class IntegerLookup(Layer):
             "vocabulary": list(self._vocabulary),
             "vocabulary_dtype": self.vocabulary_dtype,
             "invert": self.invert,
+            "output_mode": self.output_mode,
+            "sparse": self.sparse,
+        }
+
+
+class Hashing(Layer):
+    """Hashes integer inputs into ``num_bins`` buckets with TensorFlow's fast string hash of
+    their decimal text (FarmHash, bit-exact with ``tf.strings.to_hash_bucket_fast``).
+    ``mask_value`` maps to bucket 0 and the rest to 1..num_bins-1, as Keras."""
+
+    def __init__(
+        self,
+        num_bins: int,
+        mask_value: int | None = None,
+        salt: Any = None,
+        output_mode: str = "int",
+        sparse: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
+            raise ConfigurationError(
+                f"Hashing: `num_bins` must be a positive int, received {num_bins!r}"
+            )
+        if salt is not None:
+            raise UnsupportedError(
+                "Hashing: a `salt` selects SipHash (to_hash_bucket_strong), which ipusim does "
+                "not implement; use salt=None"
+            )
+        _dense_only("Hashing", sparse)
+        self.num_bins, self.mask_value, self.salt = num_bins, mask_value, None
+        self.output_mode, self.sparse = _mode("Hashing", output_mode, ("int", *ENCODINGS)), False
+
+    def call(self, inputs: Any) -> Any:
+        if inputs.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+            raise UnsupportedError(
+                f"Hashing: ipusim hashes integer inputs; received dtype {inputs.dtype} "
+                "(strings are not IPU tensors)"
+            )
+        if self.mask_value is None or self.num_bins == 1:
+            buckets = hash_bucket(inputs, self.num_bins)
+        else:
+            hashed = m.add(hash_bucket(inputs, self.num_bins - 1), 1)
+            keep = m.subtract(1, m.cast(m.equal(inputs, self.mask_value), "int64"))
+            buckets = m.multiply(hashed, keep)
+        return encode(buckets, self.output_mode, self.num_bins, self.compute_dtype)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        if self.output_mode == "int":
+            return tuple(input_shape)
+        return (*tuple(input_shape)[:-1], self.num_bins)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "num_bins": self.num_bins,
+            "mask_value": self.mask_value,
+            "salt": self.salt,
             "output_mode": self.output_mode,
             "sparse": self.sparse,
         }

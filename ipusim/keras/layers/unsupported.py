@@ -14,8 +14,8 @@ _STRINGS = (
     "IPU TensorFlow runs string preprocessing on the host)"
 )
 _HASH = (
-    "it hashes the decimal text of each value with FarmHash (or SipHash with a salt), which "
-    "ipusim does not implement"
+    "it hashes strings (the crossed features' text), which are not IPU tensors; ipusim's "
+    "Hashing covers integer inputs"
 )
 _REASONS: dict[str, tuple[str, str]] = {
     "StringLookup": (
@@ -24,7 +24,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "use IntegerLookup or Embedding",
     ),
     "TextVectorization": (_STRINGS, "tokenise in the input pipeline and feed integer ids"),
-    "Hashing": (_HASH, "hash ids in the input pipeline, or use IntegerLookup"),
     "HashedCrossing": (_HASH, "cross and hash features in the input pipeline"),
     "DenseFeatures": (
         "it consumes tf.feature_column definitions, which ipusim does not have",
@@ -58,7 +57,6 @@ def _make(name: str) -> type[Layer]:
 
 StringLookup = _make("StringLookup")
 TextVectorization = _make("TextVectorization")
-Hashing = _make("Hashing")
 HashedCrossing = _make("HashedCrossing")
 DenseFeatures = _make("DenseFeatures")
 SpectralNormalization = _make("SpectralNormalization")
