@@ -220,3 +220,13 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
 def test_bad_arguments_raise_ipusims_errors(make, error):
     with pytest.raises(error):
         make()
+
+
+def test_tensorflow_2_6_experimental_paths_hold_the_same_classes():
+    from ipusim.keras.layers.experimental import preprocessing
+
+    assert L.experimental.EinsumDense is L.EinsumDense
+    for name in ("RandomFlip", "RandomRotation", "Resizing", "Rescaling", "IntegerLookup"):
+        assert getattr(preprocessing, name) is getattr(L, name)
+    with pytest.raises(NotImplementedError, match="must implement adapt"):
+        preprocessing.PreprocessingLayer().adapt(np.zeros(3))

@@ -2,6 +2,7 @@
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
 from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
 from ipusim.keras.layers.attention import AdditiveAttention, Attention
 from ipusim.keras.layers.categorical import (
