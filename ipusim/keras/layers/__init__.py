@@ -40,6 +40,7 @@ from ipusim.keras.layers.core_extra import (
 from ipusim.keras.layers.dot import Dot
 from ipusim.keras.layers.einsum_dense import EinsumDense
 from ipusim.keras.layers.group_normalization import GroupNormalization
+from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
 from ipusim.keras.layers.image_preprocessing import (
     CenterCrop,
     RandomBrightness,
@@ -47,10 +48,7 @@ from ipusim.keras.layers.image_preprocessing import (
     RandomCrop,
     RandomFlip,
     RandomHeight,
-    RandomRotation,
-    RandomTranslation,
     RandomWidth,
-    RandomZoom,
     Resizing,
 )
 from ipusim.keras.layers.merge import (

@@ -12,16 +12,14 @@ from ipusim.keras.layers.categorical import (
     Hashing,
     IntegerLookup,
 )
+from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
 from ipusim.keras.layers.image_preprocessing import (
     CenterCrop,
     RandomContrast,
     RandomCrop,
     RandomFlip,
     RandomHeight,
-    RandomRotation,
-    RandomTranslation,
     RandomWidth,
-    RandomZoom,
     Resizing,
 )
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
