@@ -80,6 +80,7 @@ def test_multi_head_attention_config_round_trip_and_output_shape():
     layer = L.MultiHeadAttention(3, 4, value_dim=5, output_shape=7, use_bias=False)
     x = np.zeros((2, 6, 8), np.float32)
     assert layer(x, x).shape == (2, 6, 7)
+    assert layer.compute_output_shape((None, 6, 8), (None, 9, 8)) == (None, 6, 7)
     clone = L.MultiHeadAttention.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
     y, scores = clone(x, x, return_attention_scores=True)

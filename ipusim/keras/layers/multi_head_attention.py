@@ -172,6 +172,15 @@ class MultiHeadAttention(Layer):
         output = self.output_dense(s.transpose(context, (0, 2, 1, 3)))
         return (output, probs) if return_attention_scores else output
 
+    def compute_output_shape(
+        self, query_shape: Any, value_shape: Any = None, key_shape: Any = None
+    ) -> Any:
+        """``(batch, target_length, output size)``: the output size is ``output_shape`` or the
+        query's last size."""
+        out = self.output_shape_arg
+        size = query_shape[-1] if out is None else (out if isinstance(out, int) else out[-1])
+        return (*tuple(query_shape)[:-1], size)
+
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
