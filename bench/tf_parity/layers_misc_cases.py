@@ -501,3 +501,30 @@ CASES += [
         "int_inputs": [0, 1000],
     },
 ]
+
+CASES += [
+    {
+        "name": "locally_connected1d",
+        "class": "LocallyConnected1D",
+        "config": {"filters": 3, "kernel_size": 3},
+        "inputs": [(2, 7, 4)],
+    },
+    {
+        "name": "locally_connected1d_stride",
+        "class": "LocallyConnected1D",
+        "config": {"filters": 2, "kernel_size": 2, "strides": 3, "activation": "relu"},
+        "inputs": [(2, 9, 3)],
+    },
+    {
+        "name": "locally_connected2d",
+        "class": "LocallyConnected2D",
+        "config": {"filters": 3, "kernel_size": (2, 3)},
+        "inputs": [(2, 5, 6, 2)],
+    },
+    {
+        "name": "locally_connected2d_stride",
+        "class": "LocallyConnected2D",
+        "config": {"filters": 2, "kernel_size": 3, "strides": (2, 3), "use_bias": False},
+        "inputs": [(2, 8, 9, 3)],
+    },
+]

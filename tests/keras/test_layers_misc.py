@@ -59,6 +59,8 @@ SHAPES = [
     (lambda: L.Discretization(bin_boundaries=[0.0, 1.0], output_mode="one_hot"), (4,), (4, 3)),
     (lambda: L.IntegerLookup(vocabulary=[5, 3, 8], mask_token=0), (2, 3), (2, 3)),
     (lambda: L.Hashing(5, mask_value=0, output_mode="multi_hot"), (2, 3), (2, 5)),
+    (lambda: L.LocallyConnected1D(4, 3, strides=2), (2, 9, 3), (2, 4, 4)),
+    (lambda: L.LocallyConnected2D(4, (2, 3), activation="relu"), (2, 5, 6, 3), (2, 4, 4, 4)),
 ]
 
 
@@ -214,6 +216,8 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
         (lambda: L.IntegerLookup(num_oov_indices=2), UnsupportedError),
         (lambda: L.CategoryEncoding(4, sparse=True), UnsupportedError),
         (lambda: L.Hashing(4, salt=7), UnsupportedError),
+        (lambda: L.LocallyConnected2D(4, 3, implementation=2), UnsupportedError),
+        (lambda: L.LocallyConnected1D(4, 3, padding="same"), ConfigurationError),
         (lambda: L.EinsumDense("ab...,bc->ac...", 4).build((2, 3, 5)), UnsupportedError),
         (lambda: L.GroupNormalization(groups=3).build((2, 4, 5)), ConfigurationError),
     ],

@@ -51,6 +51,7 @@ from ipusim.keras.layers.image_preprocessing import (
     RandomWidth,
     Resizing,
 )
+from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
 from ipusim.keras.layers.merge import (
     Add,
     Average,
@@ -139,6 +140,8 @@ __all__ = [
     "Layer",
     "LayerNormalization",
     "LeakyReLU",
+    "LocallyConnected1D",
+    "LocallyConnected2D",
     "Masking",
     "MaxPool2D",
     "MaxPooling2D",
