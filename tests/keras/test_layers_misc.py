@@ -235,3 +235,25 @@ def test_tensorflow_2_6_experimental_paths_hold_the_same_classes():
         assert getattr(preprocessing, name) is getattr(L, name)
     with pytest.raises(NotImplementedError, match="must implement adapt"):
         preprocessing.PreprocessingLayer().adapt(np.zeros(3))
+
+
+class _Square(L.Layer):
+    """A user layer that declares its input: rank 3, last axis 4."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.input_spec = L.InputSpec(ndim=3, axes={-1: 4})
+
+    def call(self, inputs):
+        return inputs * inputs
+
+
+def test_input_spec_is_checked_when_the_layer_is_called():
+    layer = _Square()
+    np.testing.assert_array_equal(layer(np.full((2, 3, 4), 3.0, np.float32)), 9.0)
+    with pytest.raises(ValueError, match="expected ndim=3, found ndim=2"):
+        layer(np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 4"):
+        _Square()(keras.Input((3, 5)))
+    spec = L.InputSpec(min_ndim=2, dtype="float32")
+    assert L.InputSpec.from_config(spec.get_config()).get_config() == spec.get_config()

@@ -1,6 +1,7 @@
 """Keras layers."""
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
+from ipusim.keras.engine.input_spec import InputSpec
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
 from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
@@ -136,6 +137,7 @@ __all__ = [
     "Identity",
     "Input",
     "InputLayer",
+    "InputSpec",
     "IntegerLookup",
     "Layer",
     "LayerNormalization",
