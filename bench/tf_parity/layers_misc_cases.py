@@ -528,3 +528,31 @@ CASES += [
         "inputs": [(2, 8, 9, 3)],
     },
 ]
+
+# Exact zeros in the input: the gradients at 0 follow TensorFlow's kernels' conventions.
+CASES += [
+    {"name": "leaky_relu_zeros", "class": "LeakyReLU", "inputs": [B3], "zero_steps": [1]},
+    {
+        "name": "leaky_relu_alpha_above_1",
+        "class": "LeakyReLU",
+        "config": {"alpha": 1.5},
+        "inputs": [B3],
+        "zero_steps": [2],
+    },
+    {"name": "elu_zeros", "class": "ELU", "inputs": [B3], "zero_steps": [1]},
+    {
+        "name": "elu_0.5_zeros",
+        "class": "ELU",
+        "config": {"alpha": 0.5},
+        "inputs": [B3],
+        "zero_steps": [1],
+    },
+    {"name": "prelu_zeros", "class": "PReLU", "inputs": [B3], "zero_steps": [0]},
+    {
+        "name": "thresholded_relu_zero_theta",
+        "class": "ThresholdedReLU",
+        "config": {"theta": 0.0},
+        "inputs": [B3],
+        "zero_steps": [3],
+    },
+]

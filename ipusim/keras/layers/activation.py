@@ -1,7 +1,7 @@
 """Activation layers with parameters: LeakyReLU, PReLU, ELU, ThresholdedReLU (tf.keras 2).
 
-Each is composed of elementwise graph ops (relu, exp, minimum, multiply), so forward, gradient and
-cost come from those ops: a leaky ReLU costs the four elementwise passes it is written as.
+Each is composed of elementwise graph ops (relu, exp, maximum, multiply), so forward, gradient
+and cost come from those ops: a leaky ReLU costs the two elementwise passes it is written as.
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ def _number(layer: str, arg: str, value: Any, minimum: float | None = None) -> f
 
 
 def leaky(x: Any, alpha: float) -> Any:
-    """``x`` where x > 0, else ``alpha * x``: relu(x) - alpha * relu(-x) (exact in floats)."""
-    return m.subtract(m.relu(x), m.multiply(m.relu(m.negative(x)), alpha))
+    """``x`` where x > 0, else ``alpha * x``, as the larger (alpha <= 1) or smaller (alpha > 1)
+    of ``alpha * x`` and ``x``: exact, and at x = 0 the tie sends ``alpha * dy`` back, as
+    TensorFlow's LeakyReluGrad does."""
+    scaled = m.multiply(x, alpha)
+    return m.maximum(scaled, x) if alpha <= 1 else m.minimum(scaled, x)
 
 
 def step_mask(x: Any, threshold: float, mode: str) -> Any:
