@@ -257,3 +257,29 @@ def test_input_spec_is_checked_when_the_layer_is_called():
         _Square()(keras.Input((3, 5)))
     spec = L.InputSpec(min_ndim=2, dtype="float32")
     assert L.InputSpec.from_config(spec.get_config()).get_config() == spec.get_config()
+
+
+def test_masks_passed_as_model_inputs_reach_the_attention_layers_and_survive_saving(tmp_path):
+    q, v = keras.Input((4, 6)), keras.Input((5, 6))
+    mq, mv = keras.Input((4,), dtype="bool"), keras.Input((5,), dtype="bool")
+    am = keras.Input((4, 5), dtype="bool")
+    a = L.Attention()([q, v], mask=[mq, mv])
+    b = L.MultiHeadAttention(2, 3)(q, v, attention_mask=am)
+    model = keras.Model([q, v, mq, mv, am], L.Concatenate()([a, b]))
+    rng = np.random.default_rng(0)
+    xq, xv = rng.standard_normal((2, 4, 6)), rng.standard_normal((2, 5, 6))
+    masks = [rng.uniform(size=s) < 0.7 for s in ((2, 4), (2, 5), (2, 4, 5))]
+    for m in masks:
+        m[..., 0] = True
+    got = model.predict([xq.astype(np.float32), xv.astype(np.float32), *masks], verbose=0)
+    # The Attention half by hand: masked keys get -1e9 before the softmax, masked queries 0.
+    scores = xq @ xv.transpose(0, 2, 1) - 1e9 * ~masks[1][:, None, :]
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    expected = (weights @ xv) * masks[0][..., None]
+    np.testing.assert_allclose(got[..., :6], expected, rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "attention.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    again = loaded.predict([xq.astype(np.float32), xv.astype(np.float32), *masks], verbose=0)
+    np.testing.assert_array_equal(again, got)

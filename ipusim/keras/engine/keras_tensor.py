@@ -45,7 +45,9 @@ class LayerCall:
     def inbound(self) -> list[KerasTensor]:
         from ipusim.keras.engine.nest import flatten
 
-        return [t for t in flatten(list(self.args)) if isinstance(t, KerasTensor)]
+        # Tensors passed by keyword (an attention layer's masks) are inputs of the call too.
+        values = [*self.args, *self.kwargs.values()]
+        return [t for t in flatten(values) if isinstance(t, KerasTensor)]
 
 
 class KerasTensor(TensorOperators):
