@@ -274,62 +274,36 @@ class RandomBrightness(_RandomLayer):
         return {**super().get_config(), "factor": factor, "value_range": list(self.value_range)}
 
 
-_REQUIRED = object()
+class _SizeChanging(_RandomLayer):
+    """RandomHeight / RandomWidth: the identity at inference; in training UnsupportedError,
+    because the output size changes from step to step and an IPU program is compiled for fixed
+    tensor shapes."""
 
-
-class _NotInTraining(_RandomLayer):
-    """Identity at inference; in training, UnsupportedError with the reason (``_why``).
-
-    ``_signature`` lists Keras' arguments in order with their defaults (``_REQUIRED`` for none).
-    """
-
-    _why = ""
-    _signature: tuple[tuple[str, Any], ...] = ()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        names = [name for name, _ in self._signature]
-        if len(args) > len(names):
-            raise TypeError(f"{type(self).__name__} takes at most {len(names)} arguments")
-        values = dict(self._signature)
-        values.update(zip(names, args, strict=False))
-        for name in names:
-            if name in kwargs:
-                values[name] = kwargs.pop(name)
-        missing = [name for name, value in values.items() if value is _REQUIRED]
-        if missing:
-            raise TypeError(f"{type(self).__name__} is missing argument(s) {missing}")
-        super().__init__(seed=values.pop("seed"), **kwargs)
-        self._config = values
+    def __init__(
+        self, factor: Any, interpolation: str = "bilinear", seed: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(seed=seed, **kwargs)
+        self.factor = factor
+        self.interpolation = check_method(type(self).__name__, interpolation)
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
         if training:
             raise UnsupportedError(
-                f"{type(self).__name__} in training is not simulated by ipusim: {self._why}. "
-                "At inference it is the identity, as in Keras; augment in the input pipeline "
-                "with NumPy, or use RandomFlip / RandomCrop / RandomContrast / RandomBrightness"
+                f"{type(self).__name__} in training is not simulated by ipusim: its output size "
+                "changes from step to step, and an IPU program is compiled for fixed tensor "
+                "shapes. At inference it is the identity, as in Keras; resize to a fixed size "
+                "with Resizing or RandomCrop instead"
             )
         return m.identity(_as_float(self, inputs))
 
     def get_config(self) -> dict[str, Any]:
-        config = {k: list(v) if isinstance(v, tuple) else v for k, v in self._config.items()}
-        return {**super().get_config(), **config}
+        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
+        return {**super().get_config(), "factor": factor, "interpolation": self.interpolation}
 
 
-_RESHAPE = (
-    "its output size changes from step to step, and an IPU program is compiled for fixed "
-    "tensor shapes"
-)
-
-
-class RandomHeight(_NotInTraining):
+class RandomHeight(_SizeChanging):
     """Random height change by up to ``factor`` (identity at inference)."""
 
-    _why = _RESHAPE
-    _signature = (("factor", _REQUIRED), ("interpolation", "bilinear"), ("seed", None))
 
-
-class RandomWidth(_NotInTraining):
+class RandomWidth(_SizeChanging):
     """Random width change by up to ``factor`` (identity at inference)."""
-
-    _why = _RESHAPE
-    _signature = (("factor", _REQUIRED), ("interpolation", "bilinear"), ("seed", None))

@@ -182,3 +182,6 @@ class LocallyConnected2D(_LocallyConnected):
     """Unshared 2-D convolution over ``(batch, rows, cols, channels)``."""
 
     _rank = 2
+
+    def __init__(self, filters: int, kernel_size: Any, strides: Any = (1, 1), **kwargs: Any):
+        super().__init__(filters, kernel_size, strides, **kwargs)

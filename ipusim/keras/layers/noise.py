@@ -154,6 +154,9 @@ class SpatialDropout1D(_SpatialDropout):
 
     _rank = 3
 
+    def __init__(self, rate: float, **kwargs: Any) -> None:
+        super().__init__(rate, **kwargs)
+
 
 class SpatialDropout2D(_SpatialDropout):
     """Drops whole feature maps of ``(batch, rows, cols, channels)`` (or channels_first)."""
