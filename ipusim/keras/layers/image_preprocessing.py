@@ -12,8 +12,9 @@ so the values differ from TensorFlow's while their distributions match.
 Cost: inside a model these are graph ops on the IPU (resizes as two interpolation matmuls, flips
 as reverses, crops as slices, rotations / translations / zooms as one projective-transform op,
 contrast and brightness as elementwise ops) and are costed as such.
-Used in a ``Dataset.map`` they run on the host, as part of the input pipeline, whose cost
-ipusim's host model charges per element.
+Used in a ``Dataset.map`` they run on the host, in the input pipeline: the host model
+(:mod:`ipusim.data.host_cost`) charges a map per call and per sample at rates measured for light
+maps, not the augmentation's own arithmetic.
 """
 
 from __future__ import annotations
