@@ -556,3 +556,27 @@ CASES += [
         "zero_steps": [3],
     },
 ]
+
+CASES += [
+    {
+        "name": "integer_lookup_3_oov",
+        "class": "IntegerLookup",
+        "config": {"vocabulary": [3, 7, 1, 9, 4], "num_oov_indices": 3},
+        "inputs": [(3, 5)],
+        "int_inputs": [-6, 13],
+    },
+    {
+        "name": "integer_lookup_no_oov",
+        "class": "IntegerLookup",
+        "config": {"vocabulary": [3, 7, 1, 9, 4], "num_oov_indices": 0},
+        "inputs": [(3, 4)],
+        "int_inputs": [3, 5],
+    },
+    {
+        "name": "integer_lookup_mask_count",
+        "class": "IntegerLookup",
+        "config": {"vocabulary": [3, 7, 1], "mask_token": 0, "output_mode": "count"},
+        "inputs": [(3, 6)],
+        "int_inputs": [0, 9],
+    },
+]

@@ -29,10 +29,15 @@ def _bucketize(x, boundaries, out):
 
 
 @kernel
-def _lookup(x, keys, values, default, out):
+def _lookup(x, keys, values, default, buckets, out):
     for i in range(x.size):
         j = _upper_bound(keys, x[i]) - 1
-        out[i] = values[j] if j >= 0 and keys[j] == x[i] else default
+        if j >= 0 and keys[j] == x[i]:
+            out[i] = values[j]
+        elif buckets > 1:  # spread misses over buckets: default + floormod(x, buckets)
+            out[i] = default + ((x[i] % buckets) + buckets) % buckets
+        else:
+            out[i] = default
 
 
 def bucketize(x: np.ndarray, boundaries: np.ndarray) -> np.ndarray:
@@ -44,10 +49,14 @@ def bucketize(x: np.ndarray, boundaries: np.ndarray) -> np.ndarray:
     return out
 
 
-def lookup(x: np.ndarray, keys: np.ndarray, values: np.ndarray, default: int) -> np.ndarray:
-    """``values[k]`` where element == ``keys[k]`` (keys sorted ascending), else ``default``."""
+def lookup(
+    x: np.ndarray, keys: np.ndarray, values: np.ndarray, default: int, buckets: int = 0
+) -> np.ndarray:
+    """``values[k]`` where element == ``keys[k]`` (keys sorted ascending), else ``default``
+    (plus ``floormod(element, buckets)`` when ``buckets`` > 1)."""
     x = np.ascontiguousarray(x, dtype=np.int64)
     out = np.empty(x.shape, dtype=np.int64)
     keys = np.asarray(keys, np.int64)
-    _lookup(x.reshape(-1), keys, np.asarray(values, np.int64), int(default), out.reshape(-1))
+    values = np.asarray(values, np.int64)
+    _lookup(x.reshape(-1), keys, values, int(default), int(buckets), out.reshape(-1))
     return out

@@ -166,6 +166,13 @@ def test_integer_lookup_adapt_orders_by_count_then_larger_token_and_round_trips(
     np.testing.assert_array_equal(clone(np.array([[9, 5, 1]])), [[2, 0, 4]])
 
 
+def test_integer_lookup_without_oov_indices_rejects_unknown_tokens_at_run_time():
+    layer = L.IntegerLookup(vocabulary=[4, 8], num_oov_indices=0)
+    np.testing.assert_array_equal(layer(np.array([[8, 4]])), [[1, 0]])
+    with pytest.raises(ValueError, match=r"found OOV values \[5\]"):
+        layer(np.array([[8, 5]]))
+
+
 def test_discretization_adapt_takes_quantile_boundaries():
     layer = L.Discretization(num_bins=4)
     layer.adapt(np.arange(100, dtype=np.float32))
@@ -213,7 +220,7 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
         (lambda: L.Resizing(3, 3, "bicubic"), UnsupportedError),
         (lambda: L.ActivityRegularization(l1=0.01), UnsupportedError),
         (lambda: L.MultiHeadAttention(2, 4, attention_axes=(1, 2)), UnsupportedError),
-        (lambda: L.IntegerLookup(num_oov_indices=2), UnsupportedError),
+        (lambda: L.IntegerLookup(num_oov_indices=-1), ConfigurationError),
         (lambda: L.CategoryEncoding(4, sparse=True), UnsupportedError),
         (lambda: L.Hashing(4, salt=7), UnsupportedError),
         (lambda: L.LocallyConnected2D(4, 3, implementation=2), UnsupportedError),

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from ipusim.errors import InputDataError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
@@ -50,20 +53,39 @@ class Bucketize(Op):
 @register
 class TableLookup(Op):
     """``values[i]`` where an element equals ``keys[i]`` (keys sorted ascending), else
-    ``default``; int64."""
+    ``default`` (plus ``floormod(element, oov_buckets)`` when ``oov_buckets`` > 1); int64.
+    With ``strict``, an element not in the table is an InputDataError (Keras' run-time check
+    of IntegerLookup with no OOV index)."""
 
     name = "table_lookup"
     kind = "elementwise"
 
-    def infer(self, x: TensorSpec, *, keys: tuple, values: tuple, default: int) -> TensorSpec:
+    def infer(
+        self,
+        x: TensorSpec,
+        *,
+        keys: tuple,
+        values: tuple,
+        default: int,
+        oov_buckets: int = 0,
+        strict: bool = False,
+    ) -> TensorSpec:
         if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
             raise TypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")
         if len(keys) != len(values) or list(keys) != sorted(set(keys)):
             raise ValueError("table_lookup: keys must be unique, sorted and as many as values")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, keys: tuple, values: tuple, default: int):
-        return k.lookup(x, keys, values, default)
+    def forward(self, ctx: Any, x, *, keys, values, default, oov_buckets=0, strict=False):
+        out = k.lookup(x, keys, values, default, oov_buckets)
+        absent = ~np.isin(x, np.asarray(keys, dtype=np.int64)) if strict else None
+        if absent is not None and absent.any():
+            missing = sorted({int(v) for v in np.asarray(x)[absent]})[:10]
+            raise InputDataError(
+                f"When `num_oov_indices=0` all inputs should be in vocabulary, found OOV values "
+                f"{missing}; consider setting `num_oov_indices=1`"
+            )
+        return out
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
@@ -113,8 +135,11 @@ def bucketize(x: Any, boundaries: Any) -> Symbol:
     return apply("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
 
 
-def table_lookup(x: Any, keys: Any, values: Any, default: int) -> Symbol:
-    """Map integer keys to integer values; keys not in the table map to ``default``."""
+def table_lookup(
+    x: Any, keys: Any, values: Any, default: int, oov_buckets: int = 0, strict: bool = False
+) -> Symbol:
+    """Map integer keys to integer values; keys not in the table map to ``default`` (spread over
+    ``oov_buckets`` buckets by ``floormod`` when more than 1; an error with ``strict``)."""
     pairs = sorted(zip((int(k) for k in keys), (int(v) for v in values), strict=True))
     return apply(
         "table_lookup",
@@ -122,4 +147,6 @@ def table_lookup(x: Any, keys: Any, values: Any, default: int) -> Symbol:
         keys=tuple(p[0] for p in pairs),
         values=tuple(p[1] for p in pairs),
         default=int(default),
+        oov_buckets=int(oov_buckets),
+        strict=bool(strict),
     )

@@ -165,8 +165,10 @@ class IntegerLookup(Layer):
     :meth:`adapt`: most frequent first, ties by the larger token, as Keras); ``invert`` maps
     indices back to tokens.
 
-    Index layout (as Keras): the mask token (if ``mask_token`` is set) at 0, then the OOV index,
-    then the vocabulary. ipusim supports ``num_oov_indices=1`` (the default).
+    Index layout (as Keras): the mask token (if ``mask_token`` is set) at 0, then the
+    ``num_oov_indices`` OOV indices (a token not in the vocabulary takes OOV index
+    ``floormod(token, num_oov_indices)``; with none, it is an error), then the vocabulary. In the
+    encoding output modes the mask token has no index and is dropped.
     """
 
     def __init__(
@@ -185,10 +187,15 @@ class IntegerLookup(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if num_oov_indices != 1:
-            raise UnsupportedError(
-                f"IntegerLookup: num_oov_indices={num_oov_indices} is not simulated by ipusim "
-                "(it needs Keras' run-time OOV check or OOV hashing); use num_oov_indices=1"
+        if isinstance(num_oov_indices, bool) or not isinstance(num_oov_indices, int):
+            raise ConfigurationError(
+                f"IntegerLookup: `num_oov_indices` must be an int >= 0, received "
+                f"{num_oov_indices!r}"
+            )
+        if num_oov_indices < 0:
+            raise ConfigurationError(
+                "`num_oov_indices` must be greater than or equal to 0. Received: "
+                f"num_oov_indices={num_oov_indices}"
             )
         if idf_weights is not None or pad_to_max_tokens:
             raise UnsupportedError(
@@ -205,8 +212,12 @@ class IntegerLookup(Layer):
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)
 
+    def _oov_start(self) -> int:
+        # The mask has an index of its own only in "int" mode, as in Keras.
+        return 1 if self.mask_token is not None and self.output_mode == "int" else 0
+
     def _token_start(self) -> int:
-        return self.num_oov_indices + (0 if self.mask_token is None else 1)
+        return self._oov_start() + self.num_oov_indices
 
     def set_vocabulary(self, vocabulary: Any, idf_weights: Any = None) -> None:
         """Use ``vocabulary`` (unique integers, without the mask and OOV tokens)."""
@@ -239,7 +250,8 @@ class IntegerLookup(Layer):
         self._vocabulary = [int(t) for t in tokens[order]]
 
     def get_vocabulary(self, include_special_tokens: bool = True) -> list[int]:
-        special = ([] if self.mask_token is None else [self.mask_token]) + [self.oov_token]
+        special = [self.mask_token] if self._oov_start() else []
+        special += [self.oov_token] * self.num_oov_indices
         return (special if include_special_tokens else []) + list(self._vocabulary)
 
     def vocabulary_size(self) -> int:
@@ -254,10 +266,20 @@ class IntegerLookup(Layer):
                 keys, values = [0, *keys], [self.mask_token, *values]
             return table_lookup(inputs, keys, values, default=self.oov_token)
         keys, values = list(self._vocabulary), list(indices)
-        if self.mask_token is not None:
-            keys, values = [self.mask_token, *keys], [0, *values]
-        oov = 0 if self.mask_token is None else 1
-        ids = table_lookup(inputs, keys, values, default=oov)
+        if self.mask_token is not None:  # 0 in "int" mode, dropped (-1) by the encodings
+            keys, values = (
+                [self.mask_token, *keys],
+                [0 if self.output_mode == "int" else -1, *values],
+            )
+        oov = self._oov_start()
+        ids = table_lookup(
+            inputs,
+            keys,
+            values,
+            default=oov if self.num_oov_indices else -1,
+            oov_buckets=self.num_oov_indices,
+            strict=self.num_oov_indices == 0,
+        )
         return encode(ids, self.output_mode, self.vocabulary_size(), self.compute_dtype)
 
     def compute_output_shape(self, input_shape: Any) -> Any:
