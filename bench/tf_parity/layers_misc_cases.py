@@ -580,3 +580,47 @@ CASES += [
         "int_inputs": [0, 9],
     },
 ]
+
+CASES += [
+    {
+        "name": "conv_lstm2d",
+        "class": "ConvLSTM2D",
+        "config": {"filters": 2, "kernel_size": 3},
+        "inputs": [(2, 3, 5, 6, 2)],
+        "scale": 0.5,
+    },
+    {
+        "name": "conv_lstm2d_same_seq_back",
+        "class": "ConvLSTM2D",
+        "config": {
+            "filters": 3,
+            "kernel_size": (2, 3),
+            "padding": "same",
+            "return_sequences": True,
+            "go_backwards": True,
+            "activation": "relu",
+        },
+        "inputs": [(2, 4, 4, 5, 2)],
+        "scale": 0.5,
+    },
+    {
+        "name": "conv_lstm2d_stride",
+        "class": "ConvLSTM2D",
+        "config": {
+            "filters": 2,
+            "kernel_size": 3,
+            "strides": 2,
+            "recurrent_activation": "sigmoid",
+            "use_bias": False,
+        },
+        "inputs": [(2, 3, 7, 7, 1)],
+        "scale": 0.5,
+    },
+    {
+        "name": "conv_lstm1d",
+        "class": "ConvLSTM1D",
+        "config": {"filters": 3, "kernel_size": 2, "return_sequences": True},
+        "inputs": [(2, 4, 6, 2)],
+        "scale": 0.5,
+    },
+]

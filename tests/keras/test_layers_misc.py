@@ -60,6 +60,8 @@ SHAPES = [
     (lambda: L.IntegerLookup(vocabulary=[5, 3, 8], mask_token=0), (2, 3), (2, 3)),
     (lambda: L.Hashing(5, mask_value=0, output_mode="multi_hot"), (2, 3), (2, 5)),
     (lambda: L.LocallyConnected1D(4, 3, strides=2), (2, 9, 3), (2, 4, 4)),
+    (lambda: L.ConvLSTM2D(4, 3, padding="same"), (2, 3, 5, 6, 2), (2, 5, 6, 4)),
+    (lambda: L.ConvLSTM1D(4, 2, return_sequences=True), (2, 3, 5, 2), (2, 3, 4, 4)),
     (lambda: L.LocallyConnected2D(4, (2, 3), activation="relu"), (2, 5, 6, 3), (2, 4, 4, 4)),
 ]
 
@@ -197,8 +199,6 @@ def test_masking_zeroes_only_steps_whose_features_all_equal_the_mask_value():
         "HashedCrossing",
         "DenseFeatures",
         "SpectralNormalization",
-        "ConvLSTM1D",
-        "ConvLSTM2D",
         "ConvLSTM3D",
     ],
 )
@@ -224,6 +224,8 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
         (lambda: L.CategoryEncoding(4, sparse=True), UnsupportedError),
         (lambda: L.Hashing(4, salt=7), UnsupportedError),
         (lambda: L.LocallyConnected2D(4, 3, implementation=2), UnsupportedError),
+        (lambda: L.ConvLSTM2D(4, 3, stateful=True), UnsupportedError),
+        (lambda: L.ConvLSTM2D(4, 3, dropout=0.1), UnsupportedError),
         (lambda: L.LocallyConnected1D(4, 3, padding="same"), ConfigurationError),
         (lambda: L.EinsumDense("ab...,bc->ac...", 4).build((2, 3, 5)), UnsupportedError),
         (lambda: L.GroupNormalization(groups=3).build((2, 4, 5)), ConfigurationError),
@@ -290,3 +292,15 @@ def test_masks_passed_as_model_inputs_reach_the_attention_layers_and_survive_sav
     loaded = keras.models.load_model(path)
     again = loaded.predict([xq.astype(np.float32), xv.astype(np.float32), *masks], verbose=0)
     np.testing.assert_array_equal(again, got)
+
+
+def test_conv_lstm_return_state_gives_the_last_output_and_both_states():
+    layer = L.ConvLSTM2D(3, 3, padding="same", return_state=True, return_sequences=True)
+    x = np.random.default_rng(0).standard_normal((2, 4, 5, 5, 2)).astype(np.float32)
+    seq, h, c = layer(x)
+    assert seq.shape == (2, 4, 5, 5, 3) and h.shape == c.shape == (2, 5, 5, 3)
+    np.testing.assert_array_equal(seq[:, -1], h)
+    # h = o * tanh(c) with o in [0, 1] (hard sigmoid): |h| <= |tanh(c)|
+    assert np.all(np.abs(h) <= np.abs(np.tanh(c)) + 1e-6)
+    bias = layer.get_weights()[2]
+    np.testing.assert_array_equal(bias, [0] * 3 + [1] * 3 + [0] * 6)  # unit_forget_bias

@@ -18,6 +18,7 @@ from ipusim.keras.layers.conv_depthwise import (
     SeparableConv2D,
     SeparableConvolution2D,
 )
+from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D
 from ipusim.keras.layers.core import (
     Activation,
     Dense,
@@ -85,8 +86,6 @@ from ipusim.keras.layers.pooling import (
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 from ipusim.keras.layers.unsupported import (
-    ConvLSTM1D,
-    ConvLSTM2D,
     ConvLSTM3D,
     DenseFeatures,
     HashedCrossing,

@@ -35,9 +35,10 @@ _REASONS: dict[str, tuple[str, str]] = {
         "training step, a weight update ipusim's graph does not express yet",
         "train without it",
     ),
-    "ConvLSTM1D": ("convolutional recurrent layers are not simulated yet", "use Conv1D + LSTM"),
-    "ConvLSTM2D": ("convolutional recurrent layers are not simulated yet", "use Conv2D + LSTM"),
-    "ConvLSTM3D": ("convolutional recurrent layers are not simulated yet", "use Conv3D + LSTM"),
+    "ConvLSTM3D": (
+        "ipusim's ConvLSTM is built on its 2-D convolution op and has no 3-D form yet",
+        "use ConvLSTM2D on the frames",
+    ),
 }
 
 
@@ -60,6 +61,4 @@ TextVectorization = _make("TextVectorization")
 HashedCrossing = _make("HashedCrossing")
 DenseFeatures = _make("DenseFeatures")
 SpectralNormalization = _make("SpectralNormalization")
-ConvLSTM1D = _make("ConvLSTM1D")
-ConvLSTM2D = _make("ConvLSTM2D")
 ConvLSTM3D = _make("ConvLSTM3D")
