@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ipusim.cost import amp, vector
+from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
 
@@ -76,9 +77,24 @@ _SOFTMAX_BWD = frozenset(
         "softmax_cross_entropy_grad",
     }
 )
-_POOLS = frozenset({"max_pool2d", "avg_pool2d", "max_pool2d_grad", "avg_pool2d_grad"})
-_AMP_OPS = frozenset(
-    {"matmul", "batch_matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}
+_POOLS = frozenset(
+    {
+        "max_pool2d",
+        "avg_pool2d",
+        "max_pool2d_grad",
+        "avg_pool2d_grad",
+        "max_pool3d",
+        "avg_pool3d",
+        "max_pool3d_grad",
+        "avg_pool3d_grad",
+    }
+)
+_AMP_OPS = (
+    frozenset(
+        {"matmul", "batch_matmul", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}
+    )
+    | CONV3D
+    | RESIZES
 )
 #: Convolutions whose channels split into groups (``Conv2D(groups=)``, depthwise), planned as
 #: poplin plans them: one conv group per group, channels per group as the filters say.
@@ -171,7 +187,7 @@ class PlannerOptions:
 
     def for_op(self, op: str, precision: str) -> tuple[str, float]:
         """(precision the AMP runs at, memory proportion) of a matmul-like ``op``."""
-        conv = op.startswith("conv") or op in _GROUPED_CONVS
+        conv = op.startswith("conv") or op in _GROUPED_CONVS or op in RESIZES
         partials = self.conv_partials if conv else self.matmul_partials
         proportion = self.conv_memory_proportion if conv else self.matmul_memory_proportion
         if precision != "fp32" and partials is not None:
@@ -295,6 +311,21 @@ def amp_plan(
         return amp.plan_matmul(
             int(out[-2]), int(out[-1]), int(k), target, groups, memory_proportion
         )
+    if op == "conv3d_backprop_filter":  # as the 2-D one: [kd·kh·kw·cin, N·Do·Ho·Wo] @ [., cout]
+        kd, kh, kw, cin, cout = out_specs[0].shape
+        n, do, ho, wo, _ = in_specs[1].shape
+        rearranged = in_specs[0].size + in_specs[1].size
+        return amp.plan_matmul(
+            kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
+        )
+    if op in CONV3D:
+        return amp.plan_conv(
+            conv3d_problem(op, in_specs, out_specs, attrs), target, memory_proportion
+        )
+    if op in RESIZES:
+        return amp.plan_conv(
+            resize_problem(op, in_specs, out_specs, attrs), target, memory_proportion
+        )
     if op == "conv2d_backprop_filter":
         # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],
         # after rearranging the activations and the gradients.
@@ -364,11 +395,13 @@ def vector_work(
     if op in _REDUCTIONS:
         return vector.reduction(big.size, out.size, big.itemsize, tiles)
     if op in _POOLS:
-        pool = _pair(attrs.get("pool_size", 2))
+        size = attrs.get("pool_size", 2)
+        window = size * size if isinstance(size, int) else math.prod(int(v) for v in size)
         pooled = min((s for s in (*in_specs, *out_specs)), key=lambda s: s.size)
-        rows = pooled.shape[0] * pooled.shape[1] if len(pooled.shape) == 4 else pooled.size
+        # Rows of the pooled field (batch and every spatial axis but the innermost).
+        rows = math.prod(pooled.shape[:-2]) if len(pooled.shape) >= 4 else pooled.size
         return vector.pooling(
-            pooled.size, pool[0] * pool[1], rows, ebytes, tiles, backward=op.endswith("_grad")
+            pooled.size, window, rows, ebytes, tiles, backward=op.endswith("_grad")
         )
     if op == "embedding_lookup":
         return vector.gather(out.size, ebytes, tiles, scatter=False)

@@ -213,7 +213,7 @@ def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
         (lambda: L.LeakyReLU(None), ConfigurationError),
         (lambda: L.ThresholdedReLU(-1.0), ConfigurationError),
         (lambda: L.Permute((1, 3)), ConfigurationError),
-        (lambda: L.RepeatVector(0), ConfigurationError),
+        (lambda: L.RepeatVector(-1), ConfigurationError),
         (lambda: L.GaussianDropout(1.5), ConfigurationError),
         (lambda: L.RandomFlip("sideways"), ConfigurationError),
         (lambda: L.Attention(score_mode="bilinear"), ConfigurationError),

@@ -3,6 +3,7 @@
 from ipusim.graph.ops import (  # noqa: F401
     augment,
     conv,
+    conv3d,
     conv_grouped,
     image_transform,
     linalg,
@@ -11,7 +12,9 @@ from ipusim.graph.ops import (  # noqa: F401
     nn,
     noise,
     norm,
+    pool3d,
     random,
+    resize,
     shape,
     sources,
 )

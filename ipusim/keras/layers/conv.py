@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped, nn
 from ipusim.keras import activations, initializers
@@ -26,6 +27,15 @@ def normalize_padding(value: Any, layer: str) -> str:
     if not isinstance(value, str) or value.lower() not in ("valid", "same"):
         raise ValueError(f"{layer}: `padding` must be 'valid' or 'same', received {value!r}")
     return value.lower()
+
+
+def check_strides_dilation(strides: tuple, dilation: tuple, layer: str) -> None:
+    """Keras' rule for every convolution: a stride above 1 excludes a dilation above 1."""
+    if max(strides) > 1 and max(dilation) > 1:
+        raise ConfigurationError(
+            f"{layer}: `strides > 1` not supported in conjunction with `dilation_rate > 1`. "
+            f"Received: strides={strides} and dilation_rate={dilation}"
+        )
 
 
 def check_data_format(value: Any, layer: str) -> None:
@@ -89,6 +99,7 @@ class Conv2D(Layer):
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", "Conv2D")
         self.strides = normalize_pair(strides, "strides", "Conv2D")
         self.padding = normalize_padding(padding, "Conv2D")
+        check_strides_dilation(self.strides, self.dilation_rate, type(self).__name__)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)

@@ -14,7 +14,12 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped, nn
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_pair
+from ipusim.keras.layers.conv import (
+    check_data_format,
+    check_strides_dilation,
+    normalize_padding,
+    normalize_pair,
+)
 
 
 def _no_regularizers(layer: str, **options: Any) -> None:
@@ -78,6 +83,7 @@ class DepthwiseConv2D(Layer):
         self.padding = normalize_padding(padding, name)
         self.depth_multiplier = _positive_int(depth_multiplier, "depth_multiplier", name)
         self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", name)
+        check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.depthwise_initializer = initializers.get(depthwise_initializer)

@@ -1,5 +1,5 @@
-"""Small core layers: Identity, Permute, RepeatVector, Masking, ActivityRegularization, and the
-l2 normalisation UnitNormalization and the Dot merge layer use.
+"""Small core layers: Identity, Masking, ActivityRegularization, UnitNormalization, and the l2
+normalisation UnitNormalization and the Dot merge layer use.
 
 Masks: ipusim has no Keras mask propagation (``compute_mask`` / ``_keras_mask``). ``Masking``
 computes what tf.keras computes for its own output (time steps whose features all equal
@@ -15,7 +15,6 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
-from ipusim.graph.ops import shape as s
 from ipusim.keras.engine.layer import Layer
 
 log = logging.getLogger("ipusim")
@@ -38,56 +37,6 @@ class Identity(Layer):
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return tuple(input_shape)
-
-
-class Permute(Layer):
-    """Permutes the non-batch axes: ``dims`` is a permutation of 1..rank-1 (1-based)."""
-
-    def __init__(self, dims: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.dims = tuple(int(d) for d in dims)
-        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
-            raise ConfigurationError(
-                f"Permute: `dims` must be a permutation of 1..{len(self.dims)} (1-based, the batch "
-                f"axis excluded), received {dims!r}"
-            )
-
-    def call(self, inputs: Any) -> Any:
-        if inputs.ndim != len(self.dims) + 1:
-            raise ConfigurationError(
-                f"Permute(dims={self.dims}) expects inputs of rank {len(self.dims) + 1}, "
-                f"received shape {inputs.shape}"
-            )
-        return s.transpose(inputs, (0, *self.dims))
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return (input_shape[0], *(input_shape[d] for d in self.dims))
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "dims": list(self.dims)}
-
-
-class RepeatVector(Layer):
-    """Repeats a ``(batch, features)`` input ``n`` times: ``(batch, n, features)``."""
-
-    def __init__(self, n: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigurationError(f"RepeatVector: `n` must be a positive int, received {n!r}")
-        self.n = n
-
-    def call(self, inputs: Any) -> Any:
-        if inputs.ndim != 2:
-            raise ConfigurationError(
-                f"RepeatVector expects inputs of shape (batch, features), received {inputs.shape}"
-            )
-        return s.tile(s.expand_dims(inputs, 1), (1, self.n, 1))
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return (input_shape[0], self.n, input_shape[1])
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "n": self.n}
 
 
 class Masking(Layer):

@@ -1,0 +1,339 @@
+"""3-D convolution ops on NDHWC activations with DHWIO filters, as TensorFlow lays them out.
+
+``conv3d`` and its two backward ops ``conv3d_backprop_input`` (also ``Conv3DTranspose``'s
+forward) and ``conv3d_backprop_filter``, adjoints of one another as the 2-D ops in
+:mod:`ipusim.graph.ops.conv`. Padding follows TensorFlow along each of the three axes
+(:func:`ipusim.graph.ops._window.window_geometry`). poplin plans them as one convolution with
+three field dimensions (``poplin::ConvParams`` takes any number); see
+:func:`ipusim.cost.compute.conv3d_problem` for how ipusim's planner sees them.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Any
+
+from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.op import OpCost, io_bytes, register
+from ipusim.graph.ops._window import check_same_dtype, known_eq, normalize_padding, window_geometry
+from ipusim.graph.ops.conv import _ConvBase
+from ipusim.graph.spec import TensorSpec
+from ipusim.kernels import conv3d as k3
+
+Triple = tuple[int, int, int]
+_AXES = ("depth", "height", "width")
+
+
+def normalize_triple(op: str, arg: str, value: Any) -> Triple:
+    """``value`` (an int or 3 ints, each ≥ 1) as a ``(depth, height, width)`` tuple."""
+    items = (value,) * 3 if isinstance(value, Integral) else value
+    try:
+        triple = tuple(items)
+    except TypeError:
+        triple = ()
+    if (
+        len(triple) != 3
+        or any(isinstance(v, bool) or not isinstance(v, Integral) for v in triple)
+        or min(triple) < 1
+    ):
+        raise ValueError(
+            f"{op}: {arg} must be a positive int or 3 of them (depth, height, width), "
+            f"received {value!r}"
+        )
+    return (int(triple[0]), int(triple[1]), int(triple[2]))
+
+
+def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Triple, str, Triple]:
+    return (
+        normalize_triple(op, "strides", strides),
+        normalize_padding(op, padding),
+        normalize_triple(op, "dilation_rate", dilation_rate),
+    )
+
+
+def volume_geometry(
+    op: str, dhw: tuple, kernel: tuple, strides: Triple, padding: str, dilation: Triple
+) -> tuple[tuple, Triple]:
+    """``((Do, Ho, Wo), (pad_front, pad_top, pad_left))`` for an input volume ``dhw``."""
+    outs, pads = [], []
+    for size, k, s, d, axis in zip(dhw, kernel, strides, dilation, _AXES, strict=True):
+        out, pad = window_geometry(op, size, (k - 1) * d + 1, s, padding, axis)
+        outs.append(out)
+        pads.append(pad)
+    return tuple(outs), (pads[0], pads[1], pads[2])
+
+
+def _check_5d(op: str, arg: str, spec: TensorSpec, layout: str) -> None:
+    if spec.rank != 5:
+        raise ValueError(f"{op}: {arg} must be a 5-D tensor {layout}, received shape {spec.shape}")
+    if spec.dtype not in ("float16", "float32", "float64"):
+        raise TypeError(f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}")
+
+
+_ACTS = "(batch, depth, height, width, channels)"
+_FILTERS = "(depth, height, width, in_channels, out_channels)"
+
+
+def _check_channels(op: str, what: str, got: int | None, filter_shape: tuple, axis: int) -> None:
+    if not known_eq(got, filter_shape[axis]):
+        raise ValueError(
+            f"{op}: {what} has {got} channels but the filters {tuple(filter_shape)} expect "
+            f"{filter_shape[axis]}; make them agree"
+        )
+
+
+def _check_dy(op: str, dy: TensorSpec, out_dhw: tuple) -> None:
+    if not all(known_eq(a, b) for a, b in zip(out_dhw, dy.shape[1:4], strict=True)):
+        raise ValueError(
+            f"{op}: dy has spatial size {dy.shape[1:4]} but the forward convolution gives {out_dhw}"
+        )
+
+
+class _Conv3DBase(_ConvBase):
+    @staticmethod
+    def _flops(out: TensorSpec, filter_shape: tuple) -> int:
+        n, do, ho, wo, _ = out.shape
+        kd, kh, kw, cin, cout = filter_shape
+        return 2 * n * do * ho * wo * cout * kd * kh * kw * cin
+
+
+@register
+class Conv3D(_Conv3DBase):
+    """3-D convolution (cross-correlation) of NDHWC ``x`` with DHWIO filters."""
+
+    name = "conv3d"
+
+    def infer(
+        self,
+        x: TensorSpec,
+        filters: TensorSpec,
+        *,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> TensorSpec:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        _check_5d(self.name, "x", x, _ACTS)
+        _check_5d(self.name, "filters", filters, _FILTERS)
+        check_same_dtype(self.name, x, filters)
+        _check_channels(self.name, "x", x.shape[4], filters.shape, 3)
+        out, _ = volume_geometry(
+            self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
+        )
+        return TensorSpec((x.shape[0], *out, filters.shape[4]), x.dtype)
+
+    def forward(
+        self,
+        ctx: Any,
+        x: Any,
+        filters: Any,
+        *,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        out, pads = volume_geometry(
+            self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
+        )
+        return self._half_run(
+            ctx, lambda product: k3.conv3d(x, filters, out, strides, dilation, pads, product)
+        )
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        x, filters = node.inputs
+        return [
+            conv3d_backprop_input(dy, filters, x.shape, **node.attrs),
+            conv3d_backprop_filter(x, dy, filters.shape, **node.attrs),
+        ]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(self._flops(out_specs[0], in_specs[1].shape), read, written, "conv")
+
+
+def conv3d(
+    x: Any, filters: Any, strides: Any = 1, padding: str = "VALID", dilation_rate: Any = 1
+) -> Symbol:
+    """3-D convolution, ``tf.nn.conv3d`` semantics.
+
+    Args:
+        x: input ``(batch, depth, height, width, in_channels)``.
+        filters: ``(kernel_depth, kernel_height, kernel_width, in_channels, out_channels)``.
+        strides, dilation_rate: int or ``(d, h, w)``, in voxels.
+        padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
+    """
+    strides, padding, dilation = _attrs("conv3d", strides, padding, dilation_rate)
+    return apply("conv3d", x, filters, strides=strides, padding=padding, dilation_rate=dilation)
+
+
+@register
+class Conv3DBackpropInput(_Conv3DBase):
+    """Gradient of conv3d w.r.t. its input (a transposed 3-D convolution)."""
+
+    name = "conv3d_backprop_input"
+
+    def infer(
+        self,
+        dy: TensorSpec,
+        filters: TensorSpec,
+        *,
+        input_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> TensorSpec:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        _check_5d(self.name, "dy", dy, _ACTS)
+        _check_5d(self.name, "filters", filters, _FILTERS)
+        check_same_dtype(self.name, dy, filters)
+        if len(input_shape) != 5:
+            raise ValueError(
+                f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
+            )
+        _check_channels(self.name, "input_shape", input_shape[4], filters.shape, 3)
+        _check_channels(self.name, "dy", dy.shape[4], filters.shape, 4)
+        out, _ = volume_geometry(
+            self.name, input_shape[1:4], filters.shape[:3], strides, padding, dilation
+        )
+        _check_dy(self.name, dy, out)
+        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
+
+    def forward(
+        self,
+        ctx: Any,
+        dy: Any,
+        filters: Any,
+        *,
+        input_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        _, pads = volume_geometry(
+            self.name, input_shape[1:4], filters.shape[:3], strides, padding, dilation
+        )
+        return self._half_run(
+            ctx,
+            lambda product: k3.conv3d_backprop_input(
+                dy, filters, tuple(input_shape[1:]), strides, dilation, pads, product
+            ),
+            round_output=True,
+        )
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        dy, filters = node.inputs
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
+        return [conv3d(g, filters, **attrs), conv3d_backprop_filter(g, dy, filters.shape, **attrs)]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(self._flops(in_specs[0], in_specs[1].shape), read, written, "conv")
+
+
+def conv3d_backprop_input(
+    dy: Any,
+    filters: Any,
+    input_shape: tuple,
+    strides: Any = 1,
+    padding: str = "VALID",
+    dilation_rate: Any = 1,
+) -> Symbol:
+    """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
+    strides, padding, dilation = _attrs("conv3d_backprop_input", strides, padding, dilation_rate)
+    return apply(
+        "conv3d_backprop_input",
+        dy,
+        filters,
+        input_shape=tuple(input_shape),
+        strides=strides,
+        padding=padding,
+        dilation_rate=dilation,
+    )
+
+
+@register
+class Conv3DBackpropFilter(_Conv3DBase):
+    """Gradient of conv3d w.r.t. its filters."""
+
+    name = "conv3d_backprop_filter"
+
+    def infer(
+        self,
+        x: TensorSpec,
+        dy: TensorSpec,
+        *,
+        filter_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> TensorSpec:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        _check_5d(self.name, "x", x, _ACTS)
+        _check_5d(self.name, "dy", dy, _ACTS)
+        check_same_dtype(self.name, x, dy)
+        if len(filter_shape) != 5 or any(d is None for d in filter_shape):
+            raise ValueError(
+                f"{self.name}: filter_shape must be 5 known sizes {_FILTERS}, "
+                f"received {filter_shape!r}"
+            )
+        _check_channels(self.name, "x", x.shape[4], filter_shape, 3)
+        _check_channels(self.name, "dy", dy.shape[4], filter_shape, 4)
+        out, _ = volume_geometry(
+            self.name, x.shape[1:4], filter_shape[:3], strides, padding, dilation
+        )
+        _check_dy(self.name, dy, out)
+        return TensorSpec(tuple(filter_shape), x.dtype)
+
+    def forward(
+        self,
+        ctx: Any,
+        x: Any,
+        dy: Any,
+        *,
+        filter_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ) -> Any:
+        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        _, pads = volume_geometry(
+            self.name, x.shape[1:4], filter_shape[:3], strides, padding, dilation
+        )
+        return self._half_run(
+            ctx,
+            lambda product: k3.conv3d_backprop_filter(
+                x, dy, tuple(filter_shape[:3]), strides, dilation, pads, product
+            ),
+        )
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        x, dy = node.inputs
+        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
+        return [conv3d_backprop_input(dy, g, x.shape, **attrs), conv3d(x, g, **attrs)]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(self._flops(in_specs[1], out_specs[0].shape), read, written, "conv")
+
+
+def conv3d_backprop_filter(
+    x: Any,
+    dy: Any,
+    filter_shape: tuple,
+    strides: Any = 1,
+    padding: str = "VALID",
+    dilation_rate: Any = 1,
+) -> Symbol:
+    """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
+    strides, padding, dilation = _attrs("conv3d_backprop_filter", strides, padding, dilation_rate)
+    return apply(
+        "conv3d_backprop_filter",
+        x,
+        dy,
+        filter_shape=tuple(filter_shape),
+        strides=strides,
+        padding=padding,
+        dilation_rate=dilation,
+    )

@@ -1,0 +1,166 @@
+"""3-D pooling ops on NDHWC volumes: ``max_pool3d`` and ``avg_pool3d`` with their gradient ops.
+
+Windows follow TensorFlow's padding rules per axis; padding never contributes (see
+:mod:`ipusim.kernels.pool3d`). ``max_pool3d_grad`` takes the forward input and output, as
+TensorFlow's ``MaxPool3DGrad`` does, and gives every tie of a window's maximum the window's
+gradient (TensorFlow's and popnn's rule for 3-D windows). popnn pools any number of field
+dimensions in one pass, so each op is one pooling pass (cost: one step per window tap per
+output, as the 2-D ops).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.ops._window import check_same_dtype, normalize_padding
+from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
+from ipusim.graph.spec import TensorSpec
+from ipusim.kernels import pool3d as kp3
+
+_ACTS = "(batch, depth, height, width, channels)"
+
+
+def _pool_attrs(op: str, pool_size: Any, strides: Any, padding: Any) -> dict[str, Any]:
+    pool = normalize_triple(op, "pool_size", pool_size)
+    return {
+        "pool_size": pool,
+        "strides": pool if strides is None else normalize_triple(op, "strides", strides),
+        "padding": normalize_padding(op, padding),
+    }
+
+
+class _Pool3DBase(Op):
+    kind = "reduction"
+
+    def _geometry(self, dhw: tuple, attrs: dict[str, Any]) -> tuple[tuple, Triple, Triple, Triple]:
+        a = _pool_attrs(self.name, attrs["pool_size"], attrs.get("strides"), attrs["padding"])
+        out, pads = volume_geometry(
+            self.name, dhw, a["pool_size"], a["strides"], a["padding"], (1, 1, 1)
+        )
+        return out, a["pool_size"], a["strides"], pads
+
+    def _out_spec(self, x: TensorSpec, attrs: dict[str, Any]) -> TensorSpec:
+        _check_5d(self.name, "x", x, _ACTS)
+        out, _, _, _ = self._geometry(x.shape[1:4], attrs)
+        return TensorSpec((x.shape[0], *out, x.shape[4]), x.dtype)
+
+    def _check_dy(self, dy: TensorSpec, expected: TensorSpec) -> None:
+        if not dy.is_compatible_with(expected):
+            raise ValueError(
+                f"{self.name}: dy must have the pooled shape {expected.shape}, received {dy.shape}"
+            )
+
+    def _window_cost(self, in_specs, out_specs, per: TensorSpec, pool_size: Any) -> OpCost:
+        pool = normalize_triple(self.name, "pool_size", pool_size)
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(per.size * pool[0] * pool[1] * pool[2], read, written, self.kind)
+
+
+@register
+class MaxPool3D(_Pool3DBase):
+    """Max over each window of an NDHWC tensor; padding never wins the max."""
+
+    name = "max_pool3d"
+
+    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
+        return self._out_spec(x, attrs)
+
+    def forward(self, ctx: Any, x: Any, **attrs: Any) -> Any:
+        out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
+        return kp3.max_pool3d(x, out, pool, strides, pads)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        return [apply("max_pool3d_grad", node.inputs[0], node.outputs[0], dy, **node.attrs)]
+
+    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+        return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
+
+
+@register
+class MaxPool3DGrad(_Pool3DBase):
+    """Gradient of max_pool3d: each ``dy`` goes to every voxel equal to its window's maximum."""
+
+    name = "max_pool3d_grad"
+
+    def infer(self, x: TensorSpec, y: TensorSpec, dy: TensorSpec, **attrs: Any) -> TensorSpec:
+        expected = self._out_spec(x, attrs)
+        check_same_dtype(self.name, x, dy)
+        check_same_dtype(self.name, x, y)
+        self._check_dy(y, expected)
+        self._check_dy(dy, expected)
+        return x
+
+    def forward(self, ctx: Any, x: Any, y: Any, dy: Any, **attrs: Any) -> Any:
+        _, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
+        return kp3.max_pool3d_grad(x, y, dy, pool, strides, pads)
+
+    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+        return self._window_cost(in_specs, out_specs, in_specs[2], pool_size)
+
+
+@register
+class AvgPool3D(_Pool3DBase):
+    """Mean over each window of an NDHWC tensor, counting only real (unpadded) voxels."""
+
+    name = "avg_pool3d"
+
+    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
+        return self._out_spec(x, attrs)
+
+    def forward(self, ctx: Any, x: Any, **attrs: Any) -> Any:
+        out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
+        return kp3.avg_pool3d(x, out, pool, strides, pads)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        return [apply("avg_pool3d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
+
+    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+        return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
+
+
+@register
+class AvgPool3DGrad(_Pool3DBase):
+    """Gradient of avg_pool3d: each ``dy / count`` spread over the real voxels of its window."""
+
+    name = "avg_pool3d_grad"
+    kind = "data_movement"
+
+    def infer(self, dy: TensorSpec, *, input_shape: tuple, **attrs: Any) -> TensorSpec:
+        if len(input_shape) != 5:
+            raise ValueError(
+                f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
+            )
+        x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
+        self._check_dy(dy, self._out_spec(x, attrs))
+        return x
+
+    def forward(self, ctx: Any, dy: Any, *, input_shape: tuple, **attrs: Any) -> Any:
+        _, pool, strides, pads = self._geometry(tuple(input_shape[1:4]), attrs)
+        return kp3.avg_pool3d_grad(dy, tuple(input_shape[1:4]), pool, strides, pads)
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
+        return [apply("avg_pool3d", g, **attrs)]
+
+    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+        return self._window_cost(in_specs, out_specs, in_specs[0], pool_size)
+
+
+def max_pool3d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+    """Max pooling of NDHWC ``x`` (``tf.nn.max_pool3d``).
+
+    Args:
+        x: ``(batch, depth, height, width, channels)``.
+        pool_size: int or ``(pd, ph, pw)`` window, in voxels.
+        strides: int or ``(sd, sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling3D).
+        padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
+    """
+    return apply("max_pool3d", x, **_pool_attrs("max_pool3d", pool_size, strides, padding))
+
+
+def avg_pool3d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+    """Average pooling of NDHWC ``x`` over the real voxels of each window (args as
+    :func:`max_pool3d`)."""
+    return apply("avg_pool3d", x, **_pool_attrs("avg_pool3d", pool_size, strides, padding))

@@ -1,0 +1,108 @@
+"""Up-sampling of NHWC images by integer factors as ``tf.image.resize`` does it (half-pixel
+centres; ``method`` ``"bilinear"`` or ``"nearest"``), and its gradient: ``UpSampling2D``.
+
+Numerics: :mod:`ipusim.kernels.resize`. Cost: tf2xla lowers ``ResizeBilinear`` and
+``ResizeNearestNeighbor`` one axis at a time (``GeneralCompile``), each a depthwise convolution
+of the input dilated by the scale with a small interpolation kernel (S: graphcore/tensorflow
+tensorflow/compiler/tf2xla/kernels/image_resize_ops.cc, ``ResizeUsingDilationAndConvolution``),
+so ``UpSampling2D`` applies this op per axis and the planner sees one conv group per channel
+and, per resized axis, the source pixels each output reads (bilinear two, nearest one;
+:func:`ipusim.cost.conv_nd.resize_problem`); the gradient is the matching strided depthwise
+convolution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.ops._window import check_nhwc, normalize_pair
+from ipusim.graph.spec import TensorSpec
+from ipusim.kernels import resize as kr
+
+#: Source pixels an output pixel reads along each resized axis, per method.
+TAPS = {"bilinear": 2, "nearest": 1}
+
+
+def _attrs(op: str, scale: Any, method: Any) -> tuple[tuple[int, int], str]:
+    if method not in TAPS:
+        raise ValueError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
+    return normalize_pair(op, "scale", scale), method
+
+
+def _flops(out: TensorSpec, scale: Any, method: str) -> int:
+    """A multiply-add per output pixel for each source pixel it reads."""
+    taps = 1
+    for s in normalize_pair("resize", "scale", scale):
+        taps *= TAPS[method] if s > 1 else 1
+    return 2 * out.size * taps
+
+
+@register
+class Resize(Op):
+    """``(N, H, W, C) -> (N, H·sh, W·sw, C)`` by ``method`` (half-pixel centres)."""
+
+    name = "resize"
+    kind = "conv"
+
+    def infer(self, x: TensorSpec, *, scale: Any, method: Any = "bilinear") -> TensorSpec:
+        check_nhwc(self.name, "x", x)
+        (sh, sw), _ = _attrs(self.name, scale, method)
+        h, w = x.shape[1:3]
+        return TensorSpec(
+            (x.shape[0], None if h is None else h * sh, None if w is None else w * sw, x.shape[3]),
+            x.dtype,
+        )
+
+    def forward(self, ctx: Any, x: Any, *, scale: Any, method: Any = "bilinear") -> Any:
+        return kr.resize(x, *_attrs(self.name, scale, method))
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        x = node.inputs[0]
+        return [apply("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
+
+    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear") -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
+
+
+@register
+class ResizeGrad(Op):
+    """Gradient of resize w.r.t. its input of spatial size ``input_hw``."""
+
+    name = "resize_grad"
+    kind = "conv"
+
+    def infer(
+        self, dy: TensorSpec, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+    ) -> TensorSpec:
+        check_nhwc(self.name, "dy", dy)
+        (sh, sw), _ = _attrs(self.name, scale, method)
+        h, w = input_hw
+        if dy.shape[1] not in (None, h * sh) or dy.shape[2] not in (None, w * sw):
+            raise ValueError(
+                f"{self.name}: dy has spatial size {dy.shape[1:3]} but an input of "
+                f"{tuple(input_hw)} resized by {(sh, sw)} gives {(h * sh, w * sw)}"
+            )
+        return TensorSpec((dy.shape[0], h, w, dy.shape[3]), dy.dtype)
+
+    def forward(
+        self, ctx: Any, dy: Any, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+    ) -> Any:
+        return kr.resize_grad(dy, tuple(input_hw), *_attrs(self.name, scale, method))
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
+        return [apply("resize", g, **attrs)]
+
+    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear", **attrs: Any):
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
+
+
+def resize(x: Any, scale: Any, method: str = "bilinear") -> Symbol:
+    """Up-sample NHWC ``x`` by integer factors ``scale`` (int or ``(sh, sw)``) with ``method``
+    (``"bilinear"`` or ``"nearest"``)."""
+    scale, method = _attrs("resize", scale, method)
+    return apply("resize", x, scale=scale, method=method)

@@ -1,0 +1,294 @@
+"""1-D convolution layers (``(batch, steps, channels)`` activations, as TensorFlow).
+
+A 1-D convolution is the 2-D one with a unit height: ``tf.nn.conv1d`` inserts the axis (input
+``(N, 1, L, C)``, filters ``(1, K, Cin, Cout)``), and poplin's planner itself gives any
+convolution with fewer than two field dimensions leading size-1 ones before planning (S:
+graphcore/poplibs lib/poplin/ConvPlan.cpp, ``addExtraDims`` when ``numFieldDims < 2``). ipusim
+composes the same way: ``expand_dims`` + the 2-D op + ``squeeze``, so the numerics and the conv
+planner's plan are exactly those of the 2-D pass.
+``padding="causal"`` pads ``(K − 1)·dilation`` steps before the sequence and runs ``"valid"``,
+as Keras does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import ConfigurationError
+from ipusim.graph.ops import conv as conv_ops
+from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import shape as shape_ops
+from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
+
+
+def normalize_single(value: Any, name: str, layer: str) -> int:
+    """An int or a 1-tuple of ints as a positive int (Keras' 1-D spellings)."""
+    items = (value,) if isinstance(value, int) else tuple(value)
+    if len(items) != 1 or isinstance(items[0], bool) or not isinstance(items[0], int):
+        raise ConfigurationError(
+            f"{layer}: `{name}` must be a positive int or a 1-tuple of one, received {value!r}"
+        )
+    if items[0] < 1:
+        raise ConfigurationError(f"{layer}: `{name}` must be positive, received {value!r}")
+    return items[0]
+
+
+def padding_1d(padding: Any, layer: str, causal: bool = True) -> str:
+    """``padding`` lower-cased; ``"causal"`` is accepted when the layer has it."""
+    allowed = ("valid", "same", "causal") if causal else ("valid", "same")
+    if not isinstance(padding, str) or padding.lower() not in allowed:
+        raise ConfigurationError(
+            f"{layer}: `padding` must be one of {', '.join(map(repr, allowed))}, "
+            f"received {padding!r}"
+        )
+    return padding.lower()
+
+
+def check_steps_input(layer: Any, input_shape: Any) -> int:
+    """Channels of a ``(batch, steps, channels)`` input (raise on anything else)."""
+    if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
+        raise ConfigurationError(
+            f"{type(layer).__name__} {layer.name!r} expects inputs of shape (batch, steps, "
+            f"channels), received input shape {input_shape}"
+        )
+    return int(input_shape[-1])
+
+
+def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
+    """``(N, L, C)`` as ``(N, 1, L + causal_pad, C)``, the padding before the first step."""
+    x = shape_ops.expand_dims(inputs, 1)
+    if causal_pad:
+        x = shape_ops.pad(x, ((0, 0), (0, 0), (causal_pad, 0), (0, 0)))
+    return x
+
+
+def _one_d(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``config`` with each ``(1, k)`` pair of ``keys`` written as Keras' 1-D ``[k]``."""
+    return {**config, **{k: [config[k][1]] for k in keys}}
+
+
+class Conv1D(Conv2D):
+    """1-D convolution (kernel ``(K, Cin / groups, filters)``).
+
+    Args:
+        filters: number of output channels.
+        kernel_size: an int or a 1-tuple, in steps.
+        strides: an int or a 1-tuple; default 1.
+        padding: ``"valid"``, ``"same"`` or ``"causal"`` (output step t sees inputs ≤ t).
+        dilation_rate: an int or a 1-tuple; default 1.
+        groups, activation, use_bias, initializers: as :class:`Conv2D`.
+    """
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        data_format: str | None = "channels_last",
+        dilation_rate: Any = 1,
+        groups: int = 1,
+        activation: Any = None,
+        use_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        name = type(self).__name__
+        k = normalize_single(kernel_size, "kernel_size", name)
+        s = normalize_single(strides, "strides", name)
+        d = normalize_single(dilation_rate, "dilation_rate", name)
+        pad = padding_1d(padding, name)
+        super().__init__(
+            filters,
+            (1, k),
+            strides=(1, s),
+            padding="valid" if pad == "causal" else pad,
+            data_format=data_format,
+            dilation_rate=(1, d),
+            groups=groups,
+            activation=activation,
+            use_bias=use_bias,
+            **kwargs,
+        )
+        self.padding = pad
+
+    def build(self, input_shape: Any) -> None:
+        channels = check_steps_input(self, input_shape)
+        if channels % self.groups:
+            raise ConfigurationError(
+                f"Conv1D {self.name!r}: the input's {channels} channels must be divisible by "
+                f"`groups` ({self.groups})"
+            )
+        self.kernel = self.add_weight(
+            "kernel",
+            (self.kernel_size[1], channels // self.groups, self.filters),
+            initializer=self.kernel_initializer,
+        )
+        self.bias = (
+            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def call(self, inputs: Any) -> Any:
+        causal = (
+            (self.kernel_size[1] - 1) * self.dilation_rate[1] if self.padding == "causal" else 0
+        )
+        x = to_2d(inputs, causal)
+        kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
+        padding = "VALID" if causal or self.padding == "valid" else "SAME"
+        if self.groups > 1:
+            y = conv_grouped.grouped_conv2d(
+                x, kernel, self.groups, self.strides, padding, self.dilation_rate
+            )
+        else:
+            y = conv_ops.conv2d(x, kernel, self.strides, padding, self.dilation_rate)
+        y = shape_ops.squeeze(y, 1)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def get_config(self) -> dict[str, Any]:
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+
+
+class _Depthwise1D(Layer):
+    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input and the
+    depthwise step on a unit height (``causal`` padded before the sequence)."""
+
+    kernel_size: tuple[int, int]
+    dilation_rate: tuple[int, int]
+    strides: tuple[int, int]
+    padding: str
+    use_bias: bool
+    bias_initializer: Any
+    depthwise_kernel: Any
+
+    def _check_input(self, input_shape: Any) -> int:
+        return check_steps_input(self, input_shape)
+
+    def _add_bias(self, units: int) -> None:
+        self.bias = (
+            self.add_weight("bias", (units,), initializer=self.bias_initializer)
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def _causal_pad(self) -> int:
+        if self.padding != "causal":
+            return 0
+        return (self.kernel_size[1] - 1) * self.dilation_rate[1]
+
+    def _depthwise(self, inputs: Any) -> Any:
+        causal = self._causal_pad()
+        x = to_2d(inputs, causal)
+        kernel = shape_ops.reshape(self.depthwise_kernel, (1, *self.depthwise_kernel.shape))
+        y = conv_grouped.depthwise_conv2d(
+            x,
+            kernel,
+            strides=self.strides,
+            padding="VALID" if causal or self.padding == "valid" else "SAME",
+            dilation_rate=self.dilation_rate,
+        )
+        return shape_ops.squeeze(y, 1)
+
+
+class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
+    """Depthwise 1-D convolution (``depthwise_kernel`` of shape ``(K, C, depth_multiplier)``)."""
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        depth_multiplier: int = 1,
+        data_format: str | None = None,
+        dilation_rate: Any = 1,
+        **kwargs: Any,
+    ) -> None:
+        name = type(self).__name__
+        pad = padding_1d(padding, name, causal=False)
+        super().__init__(
+            (1, normalize_single(kernel_size, "kernel_size", name)),
+            strides=(1, normalize_single(strides, "strides", name)),
+            padding="valid" if pad == "causal" else pad,
+            depth_multiplier=depth_multiplier,
+            data_format=data_format,
+            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
+            **kwargs,
+        )
+        self.padding = pad
+
+    def build(self, input_shape: Any) -> None:
+        channels = self._check_input(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel",
+            (self.kernel_size[1], channels, self.depth_multiplier),
+            initializer=self.depthwise_initializer,
+        )
+        self._add_bias(channels * self.depth_multiplier)
+
+    def get_config(self) -> dict[str, Any]:
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+
+
+class SeparableConv1D(_Depthwise1D, SeparableConv2D):
+    """Depthwise-separable 1-D convolution: a depthwise 1-D convolution, then a pointwise one
+    (``pointwise_kernel`` of shape ``(1, C·depth_multiplier, filters)``)."""
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        data_format: str | None = None,
+        dilation_rate: Any = 1,
+        depth_multiplier: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        name = type(self).__name__
+        pad = padding_1d(padding, name)
+        super().__init__(
+            filters,
+            (1, normalize_single(kernel_size, "kernel_size", name)),
+            strides=(1, normalize_single(strides, "strides", name)),
+            padding="valid" if pad == "causal" else pad,
+            data_format=data_format,
+            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
+            depth_multiplier=depth_multiplier,
+            **kwargs,
+        )
+        self.padding = pad
+
+    def build(self, input_shape: Any) -> None:
+        channels = self._check_input(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel",
+            (self.kernel_size[1], channels, self.depth_multiplier),
+            initializer=self.depthwise_initializer,
+        )
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel",
+            (1, channels * self.depth_multiplier, self.filters),
+            initializer=self.pointwise_initializer,
+        )
+        self._add_bias(self.filters)
+
+    def call(self, inputs: Any) -> Any:
+        pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))
+        y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
+        y = shape_ops.squeeze(y, 1)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def get_config(self) -> dict[str, Any]:
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+
+
+Convolution1D = Conv1D
+SeparableConvolution1D = SeparableConv1D

@@ -1,0 +1,203 @@
+"""3-D convolution layers (``Conv3D``, ``Conv3DTranspose``) on NDHWC volumes, as TensorFlow.
+
+Kernels are ``(Kd, Kh, Kw, Cin, filters)`` for ``Conv3D`` and ``(Kd, Kh, Kw, filters, Cin)``
+for ``Conv3DTranspose``, whose output is the input gradient of the convolution it transposes
+(``tf.nn.conv3d_transpose`` is ``Conv3DBackpropInputV2``), sized by Keras' rule
+(:func:`ipusim.keras.layers.conv_transpose.deconv_length`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.ops import conv3d as conv3d_ops
+from ipusim.graph.ops import nn
+from ipusim.keras import activations, initializers
+from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.conv import (
+    check_data_format,
+    check_strides_dilation,
+    normalize_padding,
+)
+from ipusim.keras.layers.conv_transpose import deconv_length, normalize_output_padding
+from ipusim.keras.layers.pooling_nd import normalize_triple
+
+
+class Conv3D(Layer):
+    """3-D convolution.
+
+    Args:
+        filters: number of output channels.
+        kernel_size, strides, dilation_rate: an int or (depth, height, width).
+        padding: ``"valid"`` or ``"same"``.
+        groups: 1 (TensorFlow runs grouped 3-D convolutions on GPUs only).
+        activation: name or function; None = linear.
+    """
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = (1, 1, 1),
+        padding: str = "valid",
+        data_format: str | None = None,
+        dilation_rate: Any = (1, 1, 1),
+        groups: int = 1,
+        activation: Any = None,
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        name = type(self).__name__
+        if any(
+            x is not None
+            for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
+        ):
+            raise UnsupportedError(f"{name}: regularizers and constraints are not supported yet")
+        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
+            raise ConfigurationError(
+                f"{name}: `filters` must be a positive integer, received {filters!r}"
+            )
+        if groups != 1:
+            raise UnsupportedError(
+                f"{name}: groups={groups!r} is not simulated (TensorFlow runs grouped 3-D "
+                "convolutions on GPUs only); use groups=1"
+            )
+        check_data_format(data_format, name)
+        self.filters = filters
+        self.kernel_size = normalize_triple(kernel_size, "kernel_size", name)
+        self.strides = normalize_triple(strides, "strides", name)
+        self.padding = normalize_padding(padding, name)
+        self.dilation_rate = normalize_triple(dilation_rate, "dilation_rate", name)
+        check_strides_dilation(self.strides, self.dilation_rate, name)
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+
+    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
+        return (*self.kernel_size, channels, self.filters)
+
+    def build(self, input_shape: Any) -> None:
+        if not isinstance(input_shape, tuple) or len(input_shape) != 5 or input_shape[-1] is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, depth, "
+                f"height, width, channels), received input shape {input_shape}"
+            )
+        self.kernel = self.add_weight(
+            "kernel", self._kernel_shape(input_shape[-1]), initializer=self.kernel_initializer
+        )
+        self.bias = (
+            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def _convolve(self, inputs: Any) -> Any:
+        return conv3d_ops.conv3d(
+            inputs,
+            self.kernel,
+            strides=self.strides,
+            padding=self.padding.upper(),
+            dilation_rate=self.dilation_rate,
+        )
+
+    def call(self, inputs: Any) -> Any:
+        y = self._convolve(inputs)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "filters": self.filters,
+            "kernel_size": list(self.kernel_size),
+            "strides": list(self.strides),
+            "padding": self.padding,
+            "dilation_rate": list(self.dilation_rate),
+            "activation": activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+        }
+
+
+class Conv3DTranspose(Conv3D):
+    """Transposed 3-D convolution (kernel ``(Kd, Kh, Kw, filters, Cin)``).
+
+    Args:
+        output_padding: None (Keras' rule) or extra planes / rows / columns per axis, each
+            smaller than its stride.
+        Others: as :class:`Conv3D`.
+    """
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = (1, 1, 1),
+        padding: str = "valid",
+        output_padding: Any = None,
+        data_format: str | None = None,
+        dilation_rate: Any = (1, 1, 1),
+        activation: Any = None,
+        use_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            dilation_rate=dilation_rate,
+            activation=activation,
+            use_bias=use_bias,
+            **kwargs,
+        )
+        self.output_padding = normalize_output_padding(
+            output_padding, self.strides, type(self).__name__
+        )
+
+    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
+        return (*self.kernel_size, self.filters, channels)
+
+    def _convolve(self, inputs: Any) -> Any:
+        pads = self.output_padding or (None, None, None)
+        out = tuple(
+            deconv_length(size, k, self.padding, p, s, d)
+            for size, k, p, s, d in zip(
+                inputs.shape[1:4],
+                self.kernel_size,
+                pads,
+                self.strides,
+                self.dilation_rate,
+                strict=True,
+            )
+        )
+        return conv3d_ops.conv3d_backprop_input(
+            inputs,
+            self.kernel,
+            (inputs.shape[0], *out, self.filters),
+            strides=self.strides,
+            padding=self.padding.upper(),
+            dilation_rate=self.dilation_rate,
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        padding = None if self.output_padding is None else list(self.output_padding)
+        return {**super().get_config(), "output_padding": padding}
+
+
+Convolution3D = Conv3D
+Convolution3DTranspose = Conv3DTranspose

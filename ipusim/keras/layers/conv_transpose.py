@@ -1,0 +1,225 @@
+"""Transposed convolution layers (``Conv1DTranspose``, ``Conv2DTranspose``), as TensorFlow.
+
+``tf.nn.conv2d_transpose`` is the input gradient of a convolution: TensorFlow's op is
+``Conv2DBackpropInput`` and XLA gives poplin the same input-dilated convolution it plans for a
+backward pass, so the layer calls :func:`ipusim.graph.ops.conv.conv2d_backprop_input` with the
+output size Keras computes (:func:`deconv_length`). The kernel is ``(Kh, Kw, filters, Cin)``
+(Keras' layout: the forward convolution's output channels are this layer's inputs).
+A 1-D layer is the 2-D one with a unit height, as for :mod:`ipusim.keras.layers.conv1d`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import ConfigurationError
+from ipusim.graph.ops import conv as conv_ops
+from ipusim.graph.ops import nn
+from ipusim.graph.ops import shape as shape_ops
+from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv1d import check_steps_input, normalize_single, padding_1d
+
+
+def deconv_length(
+    size: int | None,
+    kernel: int,
+    padding: str,
+    output_padding: int | None,
+    stride: int,
+    dilation: int,
+) -> int | None:
+    """Output length of a transposed convolution along one axis (Keras' ``deconv_output_length``).
+
+    Args:
+        size: input length in pixels (None when unknown).
+        kernel: kernel taps; ``dilation`` spreads them to ``(kernel − 1)·dilation + 1``.
+        padding: ``"valid"`` or ``"same"``.
+        output_padding: extra pixels after the last one (None: Keras' default rule).
+        stride: step of the forward convolution.
+    """
+    if size is None:
+        return None
+    span = kernel + (kernel - 1) * (dilation - 1)
+    if output_padding is None:
+        if padding == "valid":
+            return size * stride + max(span - stride, 0)
+        return size * stride
+    pad = span // 2 if padding == "same" else 0
+    return (size - 1) * stride + span - 2 * pad + output_padding
+
+
+def normalize_output_padding(value: Any, strides: tuple, layer: str) -> tuple | None:
+    """``output_padding`` as a tuple (one per spatial axis), each smaller than its stride."""
+    if value is None:
+        return None
+    items = (value,) * len(strides) if isinstance(value, int) else tuple(value)
+    if len(items) != len(strides) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in items
+    ):
+        raise ConfigurationError(
+            f"{layer}: `output_padding` must be a non-negative int or {len(strides)} of them, "
+            f"received {value!r}"
+        )
+    for pad, stride in zip(items, strides, strict=True):
+        if pad >= stride:
+            raise ConfigurationError(
+                f"{layer}: strides {strides} must be greater than output padding {items}"
+            )
+    return items
+
+
+class Conv2DTranspose(Conv2D):
+    """Transposed 2-D convolution (kernel ``(Kh, Kw, filters, Cin)``).
+
+    Args:
+        filters: output channels.
+        kernel_size, strides, padding, dilation_rate: of the convolution this one transposes.
+        output_padding: None (Keras' rule) or extra rows / columns per axis, each < its stride.
+        activation, use_bias, initializers: as :class:`Conv2D`.
+    """
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = (1, 1),
+        padding: str = "valid",
+        output_padding: Any = None,
+        data_format: str | None = None,
+        dilation_rate: Any = (1, 1),
+        activation: Any = None,
+        use_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            dilation_rate=dilation_rate,
+            activation=activation,
+            use_bias=use_bias,
+            **kwargs,
+        )
+        self.output_padding = normalize_output_padding(
+            output_padding, self.strides, type(self).__name__
+        )
+
+    def _out_hw(self, hw: tuple) -> tuple:
+        pads = self.output_padding or (None, None)
+        return tuple(
+            deconv_length(size, k, self.padding, p, s, d)
+            for size, k, p, s, d in zip(
+                hw, self.kernel_size, pads, self.strides, self.dilation_rate, strict=True
+            )
+        )
+
+    def build(self, input_shape: Any) -> None:
+        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, height, "
+                f"width, channels), received input shape {input_shape}"
+            )
+        self.kernel = self.add_weight(
+            "kernel",
+            (*self.kernel_size, self.filters, input_shape[-1]),
+            initializer=self.kernel_initializer,
+        )
+        self.bias = (
+            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def _transpose(self, x: Any, kernel: Any) -> Any:
+        out_hw = self._out_hw(tuple(x.shape[1:3]))
+        return conv_ops.conv2d_backprop_input(
+            x,
+            kernel,
+            (x.shape[0], *out_hw, self.filters),
+            strides=self.strides,
+            padding=self.padding.upper(),
+            dilation_rate=self.dilation_rate,
+        )
+
+    def call(self, inputs: Any) -> Any:
+        y = self._transpose(inputs, self.kernel)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def get_config(self) -> dict[str, Any]:
+        config = {**super().get_config(), "output_padding": None}
+        config.pop("groups", None)
+        if self.output_padding is not None:
+            config["output_padding"] = list(self.output_padding)
+        return config
+
+
+class Conv1DTranspose(Conv2DTranspose):
+    """Transposed 1-D convolution (kernel ``(K, filters, Cin)``)."""
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        output_padding: Any = None,
+        data_format: str | None = None,
+        dilation_rate: Any = 1,
+        activation: Any = None,
+        use_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        name = type(self).__name__
+        if output_padding is not None:  # a 1-tuple or an int; the unit height has none
+            items = (output_padding,) if isinstance(output_padding, int) else tuple(output_padding)
+            output_padding = (0, *items)
+        super().__init__(
+            filters,
+            (1, normalize_single(kernel_size, "kernel_size", name)),
+            strides=(1, normalize_single(strides, "strides", name)),
+            padding=padding_1d(padding, name, causal=False),
+            output_padding=output_padding,
+            data_format=data_format,
+            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
+            activation=activation,
+            use_bias=use_bias,
+            **kwargs,
+        )
+
+    def build(self, input_shape: Any) -> None:
+        channels = check_steps_input(self, input_shape)
+        self.kernel = self.add_weight(
+            "kernel",
+            (self.kernel_size[1], self.filters, channels),
+            initializer=self.kernel_initializer,
+        )
+        self.bias = (
+            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+            if self.use_bias
+            else None
+        )
+        self.built = True
+
+    def call(self, inputs: Any) -> Any:
+        kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
+        y = shape_ops.squeeze(self._transpose(shape_ops.expand_dims(inputs, 1), kernel), 1)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        for key in ("kernel_size", "strides", "dilation_rate"):
+            config[key] = [config[key][1]]
+        if self.output_padding is not None:
+            config["output_padding"] = [self.output_padding[1]]
+        return config
+
+
+Convolution2DTranspose = Conv2DTranspose
+Convolution1DTranspose = Conv1DTranspose
