@@ -418,6 +418,10 @@ def vector_work(
     if op == "image_transform":  # a gather of 4 taps per element (1 for nearest), then blends
         taps = 4 if attrs.get("interpolation") == "bilinear" else 1
         return vector.gather(out.size * taps, ebytes, tiles, scatter=False)
+    if op in ("image_resize", "image_resize_grad"):  # gathers of the taps; the grad scatters
+        taps = 4 if attrs.get("method") == "bilinear" else 1
+        grad = op.endswith("_grad")
+        return vector.gather(big.size * taps if grad else out.size * taps, ebytes, tiles, grad)
     if op == "transpose":
         return vector.transpose(out.size, ebytes, tiles)
     if op in _COPIES or op in _BROADCASTS:

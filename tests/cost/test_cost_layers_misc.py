@@ -45,3 +45,11 @@ def test_random_draws_cost_as_dropout_and_hashing_more_than_a_lookup():
     keys = tuple(range(100))
     lookup = _cycles("table_lookup", [ids], keys=keys, values=keys, default=0)
     assert _cycles("hash_bucket", [ids], num_bins=10) > lookup
+
+
+def test_image_resize_is_a_gather_of_its_taps_and_its_gradient_a_scatter():
+    small = TensorSpec((32, 40, 40, 3), "float32")
+    fwd = _cycles("image_resize", [IMAGES], size=(40, 40), method="bilinear")
+    assert fwd == vector.gather(small.size * 4, 4, IPU.tiles, scatter=False).compute
+    grad = _cycles("image_resize_grad", [small], input_hw=(64, 64), method="nearest")
+    assert grad == vector.gather(small.size, 4, IPU.tiles, scatter=True).compute

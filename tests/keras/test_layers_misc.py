@@ -304,3 +304,14 @@ def test_conv_lstm_return_state_gives_the_last_output_and_both_states():
     assert np.all(np.abs(h) <= np.abs(np.tanh(c)) + 1e-6)
     bias = layer.get_weights()[2]
     np.testing.assert_array_equal(bias, [0] * 3 + [1] * 3 + [0] * 6)  # unit_forget_bias
+
+
+@pytest.mark.parametrize("interpolation", ["bilinear", "nearest"])
+def test_resizing_keeps_a_non_finite_pixel_in_the_outputs_that_read_it(interpolation):
+    x = np.random.default_rng(5).uniform(0, 1, (1, 8, 8, 1)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    y = L.Resizing(5, 5, interpolation)(x)
+    # Only outputs near the top-left corner read source pixel (0, 0): rows/cols with a source
+    # coordinate below 1 (bilinear: (o + 0.5) * 8/5 - 0.5 < 1, i.e. o = 0; nearest: o = 0).
+    assert np.isnan(y[0, 0, 0, 0])
+    assert np.isfinite(y[0, 1:, :, 0]).all() and np.isfinite(y[0, :, 1:, 0]).all()

@@ -5,6 +5,7 @@ from ipusim.graph.ops import (  # noqa: F401
     conv,
     conv3d,
     conv_grouped,
+    image_resize,
     image_transform,
     linalg,
     lookup,

@@ -9,7 +9,7 @@ the process stream's next seed), keyed by the training step, so runs repeat bit 
 step draws anew. The draws are ipusim's own counter-based stream, not TensorFlow's stateless RNG,
 so the values differ from TensorFlow's while their distributions match.
 
-Cost: inside a model these are graph ops on the IPU (resizes as two interpolation matmuls, flips
+Cost: inside a model these are graph ops on the IPU (resizes as gathers of their taps, flips
 as reverses, crops as slices, rotations / translations / zooms as one projective-transform op,
 contrast and brightness as elementwise ops) and are costed as such.
 Used in a ``Dataset.map`` they run on the host, in the input pipeline: the host model
