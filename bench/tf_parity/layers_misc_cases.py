@@ -624,3 +624,20 @@ CASES += [
         "scale": 0.5,
     },
 ]
+
+CASES += [
+    {
+        "name": "conv_lstm3d",
+        "class": "ConvLSTM3D",
+        "config": {"filters": 2, "kernel_size": 2, "padding": "same", "return_sequences": True},
+        "inputs": [(1, 3, 3, 4, 4, 2)],
+        "scale": 0.5,
+    },
+    {
+        "name": "conv_lstm3d_valid",
+        "class": "ConvLSTM3D",
+        "config": {"filters": 2, "kernel_size": (2, 2, 3)},
+        "inputs": [(2, 2, 3, 3, 4, 1)],
+        "scale": 0.5,
+    },
+]

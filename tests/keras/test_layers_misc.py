@@ -62,6 +62,7 @@ SHAPES = [
     (lambda: L.LocallyConnected1D(4, 3, strides=2), (2, 9, 3), (2, 4, 4)),
     (lambda: L.ConvLSTM2D(4, 3, padding="same"), (2, 3, 5, 6, 2), (2, 5, 6, 4)),
     (lambda: L.ConvLSTM1D(4, 2, return_sequences=True), (2, 3, 5, 2), (2, 3, 4, 4)),
+    (lambda: L.ConvLSTM3D(2, 2), (2, 3, 3, 4, 5, 1), (2, 2, 3, 4, 2)),
     (lambda: L.LocallyConnected2D(4, (2, 3), activation="relu"), (2, 5, 6, 3), (2, 4, 4, 4)),
 ]
 
@@ -199,7 +200,6 @@ def test_masking_zeroes_only_steps_whose_features_all_equal_the_mask_value():
         "HashedCrossing",
         "DenseFeatures",
         "SpectralNormalization",
-        "ConvLSTM3D",
     ],
 )
 def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):

@@ -31,7 +31,7 @@ from ipusim.keras.layers.conv_depthwise import (
     SeparableConv2D,
     SeparableConvolution2D,
 )
-from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D
+from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from ipusim.keras.layers.conv_transpose import (
     Conv1DTranspose,
     Conv2DTranspose,
@@ -133,7 +133,6 @@ from ipusim.keras.layers.reshaping_nd import (
     ZeroPadding3D,
 )
 from ipusim.keras.layers.unsupported import (
-    ConvLSTM3D,
     DenseFeatures,
     HashedCrossing,
     SpectralNormalization,

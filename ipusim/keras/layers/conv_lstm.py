@@ -1,9 +1,10 @@
-"""ConvLSTM1D / ConvLSTM2D (tf.keras 2): an LSTM whose gates are convolutions.
+"""ConvLSTM1D / ConvLSTM2D / ConvLSTM3D (tf.keras 2): an LSTM whose gates are convolutions.
 
 Unrolled over the (known) time steps in the graph, as the IPU compiles a recurrent loop: the input
 convolution of every step is one conv over ``(batch * time, ...)`` (it does not depend on the
 state), the recurrent convolution one conv per step (stride 1, "same" padding, as Keras), the
-gates elementwise ops. ConvLSTM1D runs as ConvLSTM2D on images of height 1. Gate order i, f, c, o
+gates elementwise ops. ConvLSTM1D runs as ConvLSTM2D on images of height 1; ConvLSTM3D uses the
+3-D convolution op. Gate order i, f, c, o
 along the kernels' last axis, as Keras stores them.
 """
 
@@ -15,8 +16,8 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import conv as conv_ops
+from ipusim.graph.ops import conv3d as conv3d_ops
 from ipusim.graph.ops import math as m
-from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
@@ -168,6 +169,12 @@ class _ConvLSTM(Layer):
     def _as_2d(self, kernel: Any) -> Any:
         return s.expand_dims(kernel, 0) if self._rank == 1 else kernel
 
+    def _conv(self, x: Any, kernel: Any, **geometry: Any) -> Any:
+        """The convolution of the layer's rank (ConvLSTM1D's as a 2-D one of height 1)."""
+        if self._rank == 3:
+            return conv3d_ops.conv3d(x, kernel, **geometry)
+        return conv_ops.conv2d(x, self._as_2d(kernel), **geometry)
+
     def _geometry(self) -> tuple[tuple, tuple]:
         if self._rank == 1:
             return (1, *self.strides), (1, *self.dilation_rate)
@@ -182,18 +189,18 @@ class _ConvLSTM(Layer):
                 f"{type(self).__name__} needs the time and spatial sizes known, received "
                 f"{inputs.shape}"
             )
-        frames = inputs if self._rank == 2 else s.expand_dims(inputs, 2)  # (B, T, 1, L, C)
+        frames = s.expand_dims(inputs, 2) if self._rank == 1 else inputs  # 1-D: (B, T, 1, L, C)
         spatial = frames.shape[2:]
         strides, dilation = self._geometry()
-        x = conv_ops.conv2d(
+        x = self._conv(
             s.reshape(frames, (-1, *spatial)),
-            self._as_2d(self.kernel),
+            self.kernel,
             strides=strides,
             padding=self.padding.upper(),
             dilation_rate=dilation,
         )
         if self.bias is not None:
-            x = nn.bias_add(x, self.bias)
+            x = m.add(x, self.bias)
         x = s.reshape(x, (-1, steps, *x.shape[1:]))  # (B, T, h, w, 4F)
         h, c, outputs = self._unroll(x, steps)
         out = s.concat([s.expand_dims(o, 1) for o in outputs], 1) if self.return_sequences else h
@@ -206,13 +213,12 @@ class _ConvLSTM(Layer):
         f = self.filters
         first = s.slice_axis(x, 0, 1, 1)
         h = c = s.broadcast_like(0.0, s.squeeze(s.slice_axis(first, 0, f, -1), 1))
-        recurrent = self._as_2d(self.recurrent_kernel)
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs = []
         for t in order:
             z = m.add(
                 s.squeeze(s.slice_axis(x, t, 1, 1), 1),
-                conv_ops.conv2d(h, recurrent, padding="SAME"),
+                self._conv(h, self.recurrent_kernel, padding="SAME"),
             )
             gate = [s.slice_axis(z, g * f, f, -1) for g in range(4)]
             i, fg = self.recurrent_activation(gate[0]), self.recurrent_activation(gate[1])
@@ -264,6 +270,26 @@ class ConvLSTM2D(_ConvLSTM):
         padding: str = "valid",
         data_format: str | None = None,
         dilation_rate: Any = (1, 1),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            filters, kernel_size, strides, padding, data_format, dilation_rate, **kwargs
+        )
+
+
+class ConvLSTM3D(_ConvLSTM):
+    """ConvLSTM over sequences of volumes ``(batch, time, depth, rows, cols, channels)``."""
+
+    _rank = 3
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = (1, 1, 1),
+        padding: str = "valid",
+        data_format: str | None = None,
+        dilation_rate: Any = (1, 1, 1),
         **kwargs: Any,
     ) -> None:
         super().__init__(

@@ -35,10 +35,6 @@ _REASONS: dict[str, tuple[str, str]] = {
         "training step, a weight update ipusim's graph does not express yet",
         "train without it",
     ),
-    "ConvLSTM3D": (
-        "ipusim's ConvLSTM is built on its 2-D convolution op and has no 3-D form yet",
-        "use ConvLSTM2D on the frames",
-    ),
 }
 
 
@@ -61,4 +57,3 @@ TextVectorization = _make("TextVectorization")
 HashedCrossing = _make("HashedCrossing")
 DenseFeatures = _make("DenseFeatures")
 SpectralNormalization = _make("SpectralNormalization")
-ConvLSTM3D = _make("ConvLSTM3D")
