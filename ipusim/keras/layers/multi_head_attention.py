@@ -114,6 +114,10 @@ class MultiHeadAttention(Layer):
         out_shape = (
             [None, query_dim] if out is None else [None, *([out] if isinstance(out, int) else out)]
         )
+        if len(out_shape) != 2:
+            raise UnsupportedError(
+                f"MultiHeadAttention: ipusim supports an int output_shape, received {out!r}"
+            )
         heads, k, v = self.num_heads, self.key_dim, self.value_dim
         layers = {
             "query": self._dense("query", "abc,cde->abde", [None, heads, k], "de"),
@@ -121,10 +125,6 @@ class MultiHeadAttention(Layer):
             "value": self._dense("value", "abc,cde->abde", [None, heads, v], "de"),
             "attention_output": self._dense("attention_output", "abcd,cde->abe", out_shape, "e"),
         }
-        if len(out_shape) != 2:
-            raise UnsupportedError(
-                f"MultiHeadAttention: output_shape {out!r} must be an int for ipusim"
-            )
         # Public attributes, so the sublayers and their weights are tracked in Keras' order.
         self.query_dense, self.key_dense = layers["query"], layers["key"]
         self.value_dense, self.output_dense = layers["value"], layers["attention_output"]
