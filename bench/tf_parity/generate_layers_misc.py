@@ -161,6 +161,70 @@ TRANSFORMS = [
 ]
 
 
+TEXTS = np.array(
+    [
+        "The cat sat on the mat.",
+        "The DOG ate my homework!",
+        "a cat, a dog; and a bird?",
+        "Dogs don't like cats",
+        "  spaces   everywhere   ",
+        "unicode café CAFÉ",
+    ]
+)
+
+#: String layers (host-side in IPU programs): (name, class, config, adapt, inputs).
+STRING_CASES = [
+    ("text_int", "TextVectorization", {"max_tokens": 12}, True, TEXTS[:4]),
+    ("text_int_length", "TextVectorization", {"output_sequence_length": 6}, True, TEXTS),
+    ("text_multi_hot", "TextVectorization", {"output_mode": "multi_hot"}, True, TEXTS),
+    ("text_count_bigrams", "TextVectorization", {"output_mode": "count", "ngrams": 2}, True, TEXTS),
+    (
+        "text_lower_chars",
+        "TextVectorization",
+        {"standardize": "lower", "split": "character", "output_sequence_length": 10},
+        True,
+        TEXTS,
+    ),
+    (
+        "text_no_standardize",
+        "TextVectorization",
+        {"standardize": None, "max_tokens": 9, "output_mode": "count"},
+        True,
+        TEXTS[:1],
+    ),
+    (
+        "string_lookup",
+        "StringLookup",
+        {"vocabulary": ["b", "a", "c"]},
+        False,
+        np.array([["a", "z", "c"], ["b", "b", "q"]]),
+    ),
+    (
+        "string_lookup_mask_adapt",
+        "StringLookup",
+        {"mask_token": "", "max_tokens": 5},
+        True,
+        np.array([["x", "", "y", "x"], ["z", "x", "w", "y"]]),
+    ),
+    (
+        "string_lookup_multi_hot",
+        "StringLookup",
+        {"vocabulary": ["b", "a", "c"], "output_mode": "multi_hot"},
+        False,
+        np.array([["a", "z"], ["c", "c"]]),
+    ),
+]
+
+
+def string_case(cls: str, config: dict, adapt: bool, inputs: np.ndarray) -> dict:
+    layer = getattr(keras.layers, cls)(**config)
+    if adapt:
+        layer.adapt(inputs)
+    y = layer(tf.constant(inputs)).numpy()
+    vocabulary = np.array([str(v) for v in layer.get_vocabulary()])
+    return {"inputs": inputs.astype(str), "y": y, "vocabulary": vocabulary}
+
+
 def main() -> None:
     tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(0)
@@ -171,6 +235,9 @@ def main() -> None:
     for case in TRANSFORMS:
         meta = {k: v for k, v in case.items() if k != "name"}
         cases.add(case["name"], meta, **transform_case(case))
+    for name, cls, config, adapt, inputs in STRING_CASES:
+        meta = {"kind": "strings", "class": cls, "config": config, "adapt": adapt}
+        cases.add(f"strings/{name}", meta, **string_case(cls, config, adapt, inputs))
     cases.write("layers_misc.npz")
     print(f"TensorFlow {tf.__version__}, tf-keras {keras.__version__}")
 

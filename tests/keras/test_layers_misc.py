@@ -195,8 +195,6 @@ def test_masking_zeroes_only_steps_whose_features_all_equal_the_mask_value():
 @pytest.mark.parametrize(
     "name",
     [
-        "StringLookup",
-        "TextVectorization",
         "HashedCrossing",
         "DenseFeatures",
         "SpectralNormalization",
@@ -315,3 +313,16 @@ def test_resizing_keeps_a_non_finite_pixel_in_the_outputs_that_read_it(interpola
     # coordinate below 1 (bilinear: (o + 0.5) * 8/5 - 0.5 < 1, i.e. o = 0; nearest: o = 0).
     assert np.isnan(y[0, 0, 0, 0])
     assert np.isfinite(y[0, 1:, :, 0]).all() and np.isfinite(y[0, :, 1:, 0]).all()
+
+
+def test_string_layers_run_on_the_host_and_refuse_symbolic_tensors():
+    texts = np.array(["The cat sat", "a dog", "the dog and the cat"])
+    layer = L.TextVectorization(output_sequence_length=4)
+    layer.adapt(texts)
+    # counts: the 3, dog 2, cat 2 (ties: larger token first), then and, a, sat (count 1)
+    assert layer.get_vocabulary() == ["", "[UNK]", "the", "dog", "cat", "sat", "and", "a"]
+    np.testing.assert_array_equal(layer(texts), [[2, 4, 5, 0], [7, 3, 0, 0], [2, 3, 6, 2]])
+    with pytest.raises(UnsupportedError, match="strings, which are not IPU tensors"):
+        layer(keras.Input((), dtype="float32"))
+    clone = L.TextVectorization.from_config(layer.get_config())
+    np.testing.assert_array_equal(clone(texts[:1]), [[2, 4, 5, 0]])

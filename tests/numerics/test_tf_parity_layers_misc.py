@@ -25,7 +25,9 @@ from ipusim.graph.spec import TensorSpec
 TOLERANCE = 1e-5
 
 ALL = parity.load("layers_misc")
-CASES = [c for c in ALL if c.meta.get("kind") != "transform"]
+CASES = [c for c in ALL if c.meta.get("kind") not in ("transform", "strings")]
+#: StringLookup / TextVectorization (host-side preprocessing) on fixed texts.
+STRINGS = [c for c in ALL if c.meta.get("kind") == "strings"]
 #: ImageProjectiveTransformV3 on fixed maps (what RandomRotation / Translation / Zoom run).
 TRANSFORMS = [c for c in ALL if c.meta.get("kind") == "transform"]
 
@@ -99,6 +101,18 @@ def test_image_transform_and_its_gradient_match_tensorflow(case: parity.Case) ->
     for key, (got, want) in run_transform(case).items():
         error = parity.relative_error(got, want)
         assert error <= TOLERANCE, f"{case.name}/{key}: relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in STRINGS])
+def test_string_layers_match_tensorflow_exactly(case: parity.Case) -> None:
+    a, meta = case.arrays, case.meta
+    layer = getattr(keras.layers, meta["class"])(**meta["config"])
+    if meta["adapt"]:
+        layer.adapt(a["inputs"])
+    assert [str(v) for v in layer.get_vocabulary()] == [str(v) for v in a["vocabulary"]]
+    got = layer(a["inputs"])
+    np.testing.assert_array_equal(got, a["y"])
+    assert got.dtype == a["y"].dtype
 
 
 def test_the_fixture_covers_every_layer_family() -> None:

@@ -132,12 +132,11 @@ from ipusim.keras.layers.reshaping_nd import (
     ZeroPadding1D,
     ZeroPadding3D,
 )
+from ipusim.keras.layers.text import StringLookup, TextVectorization
 from ipusim.keras.layers.unsupported import (
     DenseFeatures,
     HashedCrossing,
     SpectralNormalization,
-    StringLookup,
-    TextVectorization,
 )
 from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 

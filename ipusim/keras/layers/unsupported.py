@@ -9,21 +9,11 @@ from typing import Any
 from ipusim.errors import UnsupportedError
 from ipusim.keras.engine.layer import Layer
 
-_STRINGS = (
-    "it works on strings, which are not IPU tensors (IPU programs take numeric tensors; "
-    "IPU TensorFlow runs string preprocessing on the host)"
-)
 _HASH = (
-    "it hashes strings (the crossed features' text), which are not IPU tensors; ipusim's "
-    "Hashing covers integer inputs"
+    "it crosses features into strings and hashes them with FarmHash of any length, which ipusim "
+    "does not implement (its Hashing covers integer inputs)"
 )
 _REASONS: dict[str, tuple[str, str]] = {
-    "StringLookup": (
-        _STRINGS,
-        "map strings to integer ids in the input pipeline (NumPy) and "
-        "use IntegerLookup or Embedding",
-    ),
-    "TextVectorization": (_STRINGS, "tokenise in the input pipeline and feed integer ids"),
     "HashedCrossing": (_HASH, "cross and hash features in the input pipeline"),
     "DenseFeatures": (
         "it consumes tf.feature_column definitions, which ipusim does not have",
@@ -52,8 +42,6 @@ def _make(name: str) -> type[Layer]:
     return type(name, (_Unsupported,), {"__doc__": f"Not simulated: {_REASONS[name][0]}."})
 
 
-StringLookup = _make("StringLookup")
-TextVectorization = _make("TextVectorization")
 HashedCrossing = _make("HashedCrossing")
 DenseFeatures = _make("DenseFeatures")
 SpectralNormalization = _make("SpectralNormalization")

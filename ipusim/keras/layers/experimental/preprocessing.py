@@ -23,7 +23,8 @@ from ipusim.keras.layers.image_preprocessing import (
     Resizing,
 )
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
-from ipusim.keras.layers.unsupported import HashedCrossing, StringLookup, TextVectorization
+from ipusim.keras.layers.text import StringLookup, TextVectorization
+from ipusim.keras.layers.unsupported import HashedCrossing
 
 
 class PreprocessingLayer(Layer):
