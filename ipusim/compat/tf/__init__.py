@@ -25,7 +25,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, math, nn, python, random
+from ipusim.compat.tf import data, math, nn, python, random, summary
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -79,6 +79,7 @@ __all__ = [
     "nn",
     "python",
     "random",
+    "summary",
     "uint8",
 ]
 

@@ -13,7 +13,11 @@ from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras import metrics as metrics_module
 from ipusim.keras import optimizers as optimizers_module
-from ipusim.keras.engine.compile_utils import LossesContainer, MetricsContainer
+from ipusim.keras.engine.compile_utils import (
+    LossesContainer,
+    MetricsContainer,
+    check_duplicated_metrics,
+)
 from ipusim.keras.engine.data_adapter import DataHandler, as_arrays, train_validation_split
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
@@ -38,6 +42,7 @@ class TrainingMixin:
         self._loss_spec: Any = None
         self._loss_weights: Any = None
         self._metrics_spec: Any = None
+        self._weighted_metrics_spec: Any = None
         self._losses_container: LossesContainer | None = None
         self.compiled_metrics: MetricsContainer | None = None
         self._loss_tracker = metrics_module.Mean(name="loss")
@@ -84,7 +89,9 @@ class TrainingMixin:
         Args:
             optimizer: name (``'sgd'``, ``'rmsprop'``, ``'adam'``) or optimizer instance.
             loss: loss name, instance or function; a list/dict for several outputs.
-            metrics: list of metric names/instances (``'accuracy'`` resolves by the loss).
+            metrics: list of metric names/instances (``'accuracy'`` resolves by the shapes);
+                updated without sample weights, as in Keras.
+            weighted_metrics: metrics updated with the sample weights.
             loss_weights: per-output loss weights.
             steps_per_execution: batches run per execution; callbacks see one batch-end per
                 execution (default 1).
@@ -92,8 +99,6 @@ class TrainingMixin:
         unknown = set(kwargs) - _COMPILE_KWARGS
         if unknown:
             raise TypeError(f"compile(): unexpected keyword argument(s) {sorted(unknown)}")
-        if weighted_metrics:
-            raise NotImplementedError("compile(): `weighted_metrics` is not supported yet")
         if run_eagerly:
             raise ValueError(
                 "run_eagerly=True is not supported: ipusim always executes the "
@@ -104,6 +109,7 @@ class TrainingMixin:
             if steps_per_execution is None
             else _positive_int(steps_per_execution, "steps_per_execution")
         )
+        check_duplicated_metrics(metrics, weighted_metrics)
         new_optimizer = optimizers_module.get(optimizer)
         if loss is not None:  # validate names now, before anything changes
             for item in flatten(loss if isinstance(loss, list | tuple | dict) else [loss]):
@@ -113,6 +119,7 @@ class TrainingMixin:
                     losses_module.get(item)
         self.optimizer = new_optimizer
         self._loss_spec, self._loss_weights, self._metrics_spec = loss, loss_weights, metrics
+        self._weighted_metrics_spec = weighted_metrics
         self._losses_container = None
         self.compiled_metrics = None
         self._steps_per_execution = spe
@@ -144,7 +151,12 @@ class TrainingMixin:
     def _metrics_container(self) -> MetricsContainer:
         if self.compiled_metrics is None:
             losses = self._losses_container.losses if self._losses_container else []
-            self.compiled_metrics = MetricsContainer(self._metrics_spec, losses, self.output_names)
+            self.compiled_metrics = MetricsContainer(
+                self._metrics_spec,
+                losses,
+                self.output_names,
+                self._weighted_metrics_spec,
+            )
         return self.compiled_metrics
 
     @property
@@ -323,7 +335,10 @@ class TrainingMixin:
         )
 
     def _logs(self) -> dict[str, float]:
-        return {metric.name: float(metric.result()) for metric in self.metrics}
+        # Scalars as floats; metrics with one value per class or threshold (F1Score(),
+        # Precision(thresholds=[...])) stay arrays, as Keras' logs hold them.
+        results = {metric.name: metric.result() for metric in self.metrics}
+        return {k: float(v) if np.ndim(v) == 0 else np.asarray(v) for k, v in results.items()}
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -380,6 +395,8 @@ class TrainingMixin:
         self.stop_training = False
         self._execution_log = []
         cb.on_train_begin()
+        # BackupAndRestore found a backup: continue after its epoch (as Keras' saved counter).
+        initial_epoch = max(initial_epoch, self.__dict__.pop("_backup_initial_epoch", 0))
         epoch_logs: dict[str, float] = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -419,6 +436,7 @@ class TrainingMixin:
                 if self._per_step_callbacks:
                     cb.on_train_batch_begin(step + offset)
                 self._train_step(batches, f"at epoch {epoch + 1}, step {step + offset + 1}")
+                self._step_executed("train")
                 if self._per_step_callbacks:
                     logs = self._logs()
                     cb.on_train_batch_end(step + offset, logs)
@@ -429,6 +447,10 @@ class TrainingMixin:
             if self.stop_training:
                 break
         return logs
+
+    def _step_executed(self, kind: str) -> None:
+        """A step of a ``kind`` (train / test / predict) run has run (a hook: the IPU
+        extensions move the simulated clock here)."""
 
     def _validation_handler(
         self, validation_data: Any, batch_size: int | None, steps: int | None
@@ -489,6 +511,7 @@ class TrainingMixin:
                 arrays, self._next_ctx(False)
             )
             self._update_metrics(result, by, bsw, arrays)
+            self._step_executed("test")
             logs = self._logs()
             cb.on_test_batch_end(step, logs)
         cb.on_test_end(logs)
@@ -528,6 +551,7 @@ class TrainingMixin:
             structure = program.trace.outputs
             outputs = program.run(arrays, self._next_ctx(False)).predictions
             chunks.append(outputs)
+            self._step_executed("predict")
             cb.on_predict_batch_end(step, {"outputs": outputs})
         cb.on_predict_end()
         if not chunks:

@@ -1,0 +1,1 @@
+"""``tensorflow.python.training``: TensorFlow's internal training package (``optimizer``)."""
