@@ -192,17 +192,13 @@ def test_masking_zeroes_only_steps_whose_features_all_equal_the_mask_value():
     np.testing.assert_array_equal(L.Masking(5.0)(x2), [[[0, 0], [5, 1]]])
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "HashedCrossing",
-        "DenseFeatures",
-        "SpectralNormalization",
-    ],
-)
-def test_unsimulated_layers_raise_unsupported_naming_the_layer(name):
-    with pytest.raises(UnsupportedError, match=f"keras.layers.{name} is not simulated"):
-        getattr(L, name)(10)
+@pytest.mark.parametrize("name", ["HashedCrossing", "DenseFeatures", "SpectralNormalization"])
+def test_unsimulated_layers_are_named_with_their_reason(name):
+    from ipusim.compat import tf
+    from ipusim.errors import NotSimulatedError
+
+    with pytest.raises(NotSimulatedError, match=f"tf.keras.layers.{name}` is not simulated"):
+        getattr(tf.keras.layers, name)
 
 
 @pytest.mark.parametrize(
@@ -326,3 +322,17 @@ def test_string_layers_run_on_the_host_and_refuse_symbolic_tensors():
         layer(keras.Input((), dtype="float32"))
     clone = L.TextVectorization.from_config(layer.get_config())
     np.testing.assert_array_equal(clone(texts[:1]), [[2, 4, 5, 0]])
+
+
+def test_functional_merge_forms_and_layer_serialization():
+    a, b = keras.Input((3,)), keras.Input((3,))
+    out = L.concatenate(
+        [L.add([a, b]), L.dot([a, b], axes=1), L.subtract([a, b]), L.average([a, b])], axis=-1
+    )
+    model = keras.Model([a, b], out)
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    y = np.array([[4.0, 5.0, 7.0]], np.float32)
+    got = model.predict([x, y], verbose=0)
+    np.testing.assert_allclose(got, [[5, 7, 10, 35, -3, -3, -4, 2.5, 3.5, 5]])
+    layer = L.deserialize(L.serialize(L.GroupNormalization(groups=4, epsilon=0.01)))
+    assert isinstance(layer, L.GroupNormalization) and layer.groups == 4

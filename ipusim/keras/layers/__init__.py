@@ -56,8 +56,19 @@ from ipusim.keras.layers.core_extra import (
     Masking,
     UnitNormalization,
 )
-from ipusim.keras.layers.dot import Dot
 from ipusim.keras.layers.einsum_dense import EinsumDense
+from ipusim.keras.layers.functions import (
+    add,
+    average,
+    concatenate,
+    deserialize,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    serialize,
+    subtract,
+)
 from ipusim.keras.layers.group_normalization import GroupNormalization
 from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
 from ipusim.keras.layers.image_preprocessing import (
@@ -80,6 +91,7 @@ from ipusim.keras.layers.merge import (
     Multiply,
     Subtract,
 )
+from ipusim.keras.layers.merge_dot import Dot
 from ipusim.keras.layers.multi_head_attention import MultiHeadAttention
 from ipusim.keras.layers.noise import (
     AlphaDropout,
@@ -133,11 +145,6 @@ from ipusim.keras.layers.reshaping_nd import (
     ZeroPadding3D,
 )
 from ipusim.keras.layers.text import StringLookup, TextVectorization
-from ipusim.keras.layers.unsupported import (
-    DenseFeatures,
-    HashedCrossing,
-    SpectralNormalization,
-)
 from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 
 __all__ = [
@@ -177,7 +184,6 @@ __all__ = [
     "Cropping2D",
     "Cropping3D",
     "Dense",
-    "DenseFeatures",
     "DepthwiseConv1D",
     "DepthwiseConv2D",
     "Discretization",
@@ -202,7 +208,6 @@ __all__ = [
     "GlobalMaxPooling2D",
     "GlobalMaxPooling3D",
     "GroupNormalization",
-    "HashedCrossing",
     "Hashing",
     "Identity",
     "Input",
@@ -252,7 +257,6 @@ __all__ = [
     "SpatialDropout1D",
     "SpatialDropout2D",
     "SpatialDropout3D",
-    "SpectralNormalization",
     "StringLookup",
     "Subtract",
     "TextVectorization",
@@ -266,4 +270,14 @@ __all__ = [
     "ZeroPadding1D",
     "ZeroPadding2D",
     "ZeroPadding3D",
+    "add",
+    "average",
+    "concatenate",
+    "deserialize",
+    "dot",
+    "maximum",
+    "minimum",
+    "multiply",
+    "serialize",
+    "subtract",
 ]

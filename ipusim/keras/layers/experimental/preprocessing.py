@@ -24,7 +24,6 @@ from ipusim.keras.layers.image_preprocessing import (
 )
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
 from ipusim.keras.layers.text import StringLookup, TextVectorization
-from ipusim.keras.layers.unsupported import HashedCrossing
 
 
 class PreprocessingLayer(Layer):
@@ -41,7 +40,6 @@ __all__ = [
     "CategoryEncoding",
     "CenterCrop",
     "Discretization",
-    "HashedCrossing",
     "Hashing",
     "IntegerLookup",
     "Normalization",
