@@ -341,3 +341,21 @@ PREPROCESSING += [
         "scale": 0.5,
     },
 ]
+
+PREPROCESSING += [
+    {
+        "name": "mha_rank4",
+        "class": "MultiHeadAttention",
+        "config": {"num_heads": 2, "key_dim": 3},
+        "inputs": [(2, 3, 4, 6), (2, 2, 5, 6)],
+        "call": "args",
+    },
+    {
+        "name": "mha_rank4_axes_mask",
+        "class": "MultiHeadAttention",
+        "config": {"num_heads": 2, "key_dim": 2, "attention_axes": [1, 2]},
+        "inputs": [(2, 2, 3, 4), (2, 3, 2, 4)],
+        "call": "args",
+        "bool_kwargs": {"attention_mask": [(2, 2, 3, 3, 2)]},
+    },
+]

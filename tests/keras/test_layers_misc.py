@@ -213,7 +213,12 @@ def test_unsimulated_layers_are_named_with_their_reason(name):
         (lambda: L.Attention(score_mode="bilinear"), ConfigurationError),
         (lambda: L.Resizing(3, 3, "bicubic"), UnsupportedError),
         (lambda: L.ActivityRegularization(l1=0.01), UnsupportedError),
-        (lambda: L.MultiHeadAttention(2, 4, attention_axes=(1, 2)), UnsupportedError),
+        (
+            lambda: L.MultiHeadAttention(2, 4, attention_axes=(2,))(
+                np.zeros((1, 2, 3, 4), np.float32), np.zeros((1, 2, 3, 4), np.float32)
+            ),
+            UnsupportedError,
+        ),
         (lambda: L.IntegerLookup(num_oov_indices=-1), ConfigurationError),
         (lambda: L.CategoryEncoding(4, sparse=True), UnsupportedError),
         (lambda: L.Hashing(4, salt=7), UnsupportedError),

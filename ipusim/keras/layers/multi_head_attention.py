@@ -1,9 +1,10 @@
 """MultiHeadAttention (tf.keras 2): projections by EinsumDense sublayers named query, key, value
 and attention_output, scaled dot-product attention per head, optional masks and dropout.
 
-ipusim supports the default ``attention_axes`` (the sequence axis of rank-3 inputs
-``(batch, length, features)``), which is what transformer models use; the attention itself is two
-batched matmuls per head group, the projections one matmul each.
+ipusim supports the default ``attention_axes``: every axis between the batch and the features
+(rank-3 ``(batch, length, features)`` as transformers use, or higher ranks, whose middle axes are
+flattened into one). The attention itself is two batched matmuls per head group, the projections
+one matmul each.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class MultiHeadAttention(Layer):
         dropout: dropout rate on the attention probabilities (training only).
         use_bias: projections have biases.
         output_shape: the output's last size (default: the query's last size).
-        attention_axes: None or (1,) (the sequence axis of rank-3 inputs).
+        attention_axes: None, or every axis between the batch and the features (the default).
 
     Call: ``layer(query, value, key=None, attention_mask=None, return_attention_scores=False,
     training=None, use_causal_mask=False)``; ``attention_mask`` is a boolean
@@ -79,12 +80,9 @@ class MultiHeadAttention(Layer):
             raise UnsupportedError(
                 "MultiHeadAttention: softmax_robust_masking=True is not simulated by ipusim"
             )
-        if attention_axes is not None and tuple(
-            [attention_axes] if isinstance(attention_axes, int) else attention_axes
-        ) not in ((1,), (-2,)):
-            raise UnsupportedError(
-                f"MultiHeadAttention: ipusim supports attention over the sequence axis of "
-                f"rank-3 inputs (attention_axes=None), received attention_axes={attention_axes!r}"
+        if attention_axes is not None:
+            attention_axes = (
+                [attention_axes] if isinstance(attention_axes, int) else list(attention_axes)
             )
         self.num_heads = _positive("num_heads", num_heads)
         self.key_dim = _positive("key_dim", key_dim)
@@ -146,12 +144,29 @@ class MultiHeadAttention(Layer):
         use_causal_mask: bool = False,
     ) -> Any:
         key = value if key is None else key
-        for name, t in (("query", query), ("value", value), ("key", key)):
-            if t.ndim != 3:
-                raise UnsupportedError(
-                    f"MultiHeadAttention: ipusim supports rank-3 inputs (batch, length, features); "
-                    f"{name} has shape {t.shape}"
-                )
+        ranks = {query.ndim, value.ndim, key.ndim}
+        if len(ranks) != 1 or query.ndim < 3:
+            raise UnsupportedError(
+                "MultiHeadAttention: ipusim needs query, value and key of the same rank >= 3, "
+                f"received shapes {query.shape}, {value.shape} and {key.shape}"
+            )
+        self._check_axes(query.ndim)
+        if query.ndim > 3:  # attention over every axis between batch and features: flatten them
+            return self._flattened(
+                query,
+                value,
+                key,
+                attention_mask,
+                return_attention_scores,
+                training,
+                use_causal_mask,
+            )
+        return self._attend(
+            query, value, key, attention_mask, return_attention_scores, training, use_causal_mask
+        )
+
+    def _attend(self, query, value, key, attention_mask, scores_out, training, causal) -> Any:
+        """Scaled dot-product attention of rank-3 query, value and key."""
         if self._sublayers is None:
             self._sublayers = self._make_sublayers(query.shape[-1])
         q = self.query_dense(query)  # (B, T, N, H)
@@ -162,7 +177,7 @@ class MultiHeadAttention(Layer):
             s.transpose(q, (0, 2, 1, 3)), s.transpose(k, (0, 2, 1, 3)), transpose_b=True
         )  # (B, N, T, S)
         mask = None if attention_mask is None else s.expand_dims(attention_mask, 1)
-        if use_causal_mask:
+        if causal:
             mask = merge_masks(mask, causal_mask(query.shape[1], value.shape[1]))
         probs = masked_softmax(scores, mask)
         dropped = probs
@@ -170,7 +185,40 @@ class MultiHeadAttention(Layer):
             dropped = nn.dropout(probs, rate=self.dropout, seed=self._op_seed)
         context = batch_matmul(dropped, s.transpose(v, (0, 2, 1, 3)))  # (B, N, T, Hv)
         output = self.output_dense(s.transpose(context, (0, 2, 1, 3)))
-        return (output, probs) if return_attention_scores else output
+        return (output, probs) if scores_out else output
+
+    def _check_axes(self, rank: int) -> None:
+        """ipusim attends over all the axes between the batch and the features (the default)."""
+        if self.attention_axes is None:
+            return
+        axes = sorted(a % rank for a in self.attention_axes)
+        if axes != list(range(1, rank - 1)):
+            raise UnsupportedError(
+                f"MultiHeadAttention: ipusim attends over every axis between the batch and the "
+                f"features (attention_axes=None, i.e. {tuple(range(1, rank - 1))} here); "
+                f"received attention_axes={self.attention_axes}"
+            )
+
+    def _flattened(self, query, value, key, attention_mask, scores, training, causal) -> Any:
+        """Rank > 3: the projections act on the last axis only, so attending over all the
+        middle axes is attending over them flattened into one (Keras' default axes)."""
+        if causal:
+            raise UnsupportedError("MultiHeadAttention: use_causal_mask needs rank-3 inputs")
+
+        def flat(t: Any) -> Any:
+            return s.reshape(t, (-1, math.prod(t.shape[1:-1]), t.shape[-1]))
+
+        mask = attention_mask
+        if mask is not None:
+            target = math.prod(query.shape[1:-1])
+            mask = s.reshape(mask, (-1, target, math.prod(value.shape[1:-1])))
+        out = self._attend(flat(query), flat(value), flat(key), mask, scores, training, False)
+        output, probs = out if scores else (out, None)
+        output = s.reshape(output, (-1, *query.shape[1:-1], output.shape[-1]))
+        if not scores:
+            return output
+        shape = (-1, self.num_heads, *query.shape[1:-1], *value.shape[1:-1])
+        return output, s.reshape(probs, shape)
 
     def compute_output_shape(
         self, query_shape: Any, value_shape: Any = None, key_shape: Any = None
