@@ -58,7 +58,7 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("tensorflow.keras", "ipusim.compat.keras"),
     ("tensorflow", "ipusim.compat.tf"),
     ("keras", "ipusim.compat.keras"),
-    ("ipu_tensorflow_addons.keras.layers", "ipusim.keras.layers"),
+    ("ipu_tensorflow_addons.keras.layers", "ipusim.compat.ipu_addons_layers"),
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.graph.op import Op, OpCost, get_op
+from ipusim.graph.op import VARIADIC, Op, OpCost, get_op
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
 
 #: Phases a node can belong to.
@@ -244,7 +244,7 @@ class Graph:
         """Infer the output specs of ``op`` on ``inputs`` and append the node."""
         specs = op.infer(*(s.spec for s in inputs), **attrs)
         out_specs = (specs,) if isinstance(specs, TensorSpec) else tuple(specs)
-        if len(out_specs) != op.num_outputs:
+        if op.num_outputs != VARIADIC and len(out_specs) != op.num_outputs:
             raise RuntimeError(
                 f"op {op.name!r} inferred {len(out_specs)} outputs but declares {op.num_outputs}"
             )

@@ -109,7 +109,7 @@ def test_resolve_maps_each_root_to_its_compat_module():
     assert resolve("keras.datasets.mnist") == "ipusim.compat.keras.datasets.mnist"
     assert resolve("keras.engine") == "ipusim.keras.engine"  # falls back to ipusim.keras
     assert resolve("ipu_tensorflow_addons") is None  # an empty package
-    assert resolve("ipu_tensorflow_addons.keras.layers") == "ipusim.keras.layers"
+    assert resolve("ipu_tensorflow_addons.keras.layers") == "ipusim.compat.ipu_addons_layers"
     assert resolve("popdist") == "ipusim.compat.popdist"
     assert resolve("popdist.tensorflow") == "ipusim.compat.popdist.tensorflow"
     assert all(prefix.split(".")[0] in ("tensorflow", "keras", "ipu_tensorflow_addons", "popdist")

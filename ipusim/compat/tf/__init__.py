@@ -25,7 +25,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, math, nn, python, random, summary
+from ipusim.compat.tf import data, estimator, math, nn, python, random, summary
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -63,9 +63,11 @@ __all__ = [
     "as_dtype",
     "bool",
     "cast",
+    "compat",
     "constant",
     "data",
     "errors",
+    "estimator",
     "float16",
     "float32",
     "float64",
@@ -82,6 +84,8 @@ __all__ = [
     "summary",
     "uint8",
 ]
+
+from ipusim.compat.tf import compat  # noqa: E402 - tf.compat.v2 is this module
 
 globals()["bool"] = bool_  # ``tf.bool``, without shadowing the builtin in this module's code
 

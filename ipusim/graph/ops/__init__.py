@@ -16,6 +16,7 @@ from ipusim.graph.ops import (  # noqa: F401
     pool3d,
     random,
     resize,
+    rnn,
     shape,
     sources,
 )

@@ -148,7 +148,8 @@ class Functional(Model):
                 return values[id(t)] if isinstance(t, KerasTensor) else t
 
             args = map_structure(value_of, call.args)
-            kwargs = {key: map_structure(value_of, v) for key, v in call.kwargs.items()}
+            # Tensors passed by keyword (an RNN's initial_state) are model values too.
+            kwargs = {k: map_structure(value_of, v) for k, v in call.kwargs.items()}
             if training is not None and "training" not in kwargs:
                 kwargs["training"] = training
             out = call.layer(*args, **kwargs)

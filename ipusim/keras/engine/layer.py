@@ -445,7 +445,8 @@ class Layer:
             out = self._symbolic_call(graph, (placeholders, *rest), dict(kwargs, training=training))
             # A training call also runs the state updates its layers asked for (a batch norm's
             # moving statistics), as a tf.keras layer called eagerly with training=True does.
-            updates = list(graph.updates) if training else []
+            # (An inference call's only updates are the states a stateful RNN carries.)
+            updates = list(graph.updates)
             fetches = flatten(out) + [value for _, value in updates]
             executor = Executor(graph, fetches, flatten(placeholders))
             entry = (executor, out, [variable for variable, _ in updates])

@@ -241,6 +241,8 @@ class TrainingMixin:
             runs.append((program, result, y, sample_weight, arrays))
         program = runs[0][0]
         grads = _replica_mean([r[1].gradients for r in runs])
+        # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
+        self._captured_grads = runs[0][1].captured
         self._apply_or_accumulate(grads, program.trainable)
         updates = _replica_mean([r[1].updates for r in runs])
         for (variable, _), value in zip(program.updates, updates):
@@ -260,7 +262,11 @@ class TrainingMixin:
         if n == 1:
             if observe is not None:
                 observe(grads, variables, "apply")
-            self.optimizer.apply_gradients(zip(grads, variables))
+            captured = getattr(self, "_captured_grads", None)
+            if captured and getattr(self.optimizer, "supports_captured_grads", False):
+                self.optimizer.apply_gradients(zip(grads, variables), captured_grads=captured)
+            else:
+                self.optimizer.apply_gradients(zip(grads, variables))
             return
         numerics = current_numerics()
         if self._accumulators is None or len(self._accumulators) != len(grads):
@@ -507,9 +513,8 @@ class TrainingMixin:
         for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
             cb.on_test_batch_begin(step)
             arrays, x_spec, y_spec, sw_spec = self._prepare(bx, by, bsw)
-            result = self._program("test", x_spec, y_spec, sw_spec).run(
-                arrays, self._next_ctx(False)
-            )
+            program = self._program("test", x_spec, y_spec, sw_spec)
+            result = self._run_inference(program, arrays)
             self._update_metrics(result, by, bsw, arrays)
             self._step_executed("test")
             logs = self._logs()
@@ -549,7 +554,7 @@ class TrainingMixin:
             program = self._program("predict", x_spec, None, None)
             self._last_programs["predict"] = program
             structure = program.trace.outputs
-            outputs = program.run(arrays, self._next_ctx(False)).predictions
+            outputs = self._run_inference(program, arrays).predictions
             chunks.append(outputs)
             self._step_executed("predict")
             cb.on_predict_batch_end(step, {"outputs": outputs})
@@ -591,15 +596,23 @@ class TrainingMixin:
         if reset_metrics:
             self.reset_metrics()
         arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
-        result = self._program("test", x_spec, y_spec, sw_spec).run(arrays, self._next_ctx(False))
+        result = self._run_inference(self._program("test", x_spec, y_spec, sw_spec), arrays)
         self._update_metrics(result, y, sample_weight, arrays)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
         arrays, x_spec, _, _ = self._prepare(x, None, None)
         program = self._program("predict", x_spec, None, None)
-        outputs = program.run(arrays, self._next_ctx(False)).predictions
+        outputs = self._run_inference(program, arrays).predictions
         return pack_sequence_as(program.trace.outputs, outputs)
+
+    def _run_inference(self, program: Any, arrays: list[np.ndarray]) -> Any:
+        """Run an evaluate / predict step and keep the states its layers carry to the next
+        batch (a stateful RNN's)."""
+        result = program.run(arrays, self._next_ctx(False))
+        for (variable, _), value in zip(program.updates, result.updates, strict=True):
+            variable.assign(value)
+        return result
 
     def _batch_result(self, return_dict: bool) -> Any:
         logs = self._logs()

@@ -6,6 +6,7 @@ from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
 from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
 from ipusim.keras.layers.attention import AdditiveAttention, Attention
+from ipusim.keras.layers.bidirectional import Bidirectional
 from ipusim.keras.layers.categorical import (
     CategoryEncoding,
     Discretization,
@@ -130,7 +131,17 @@ from ipusim.keras.layers.pooling_nd import (
     MaxPooling1D,
     MaxPooling3D,
 )
+from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
+from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
+from ipusim.keras.layers.recurrent_cells import (
+    RNN,
+    AbstractRNNCell,
+    GRUCell,
+    LSTMCell,
+    SimpleRNNCell,
+    StackedRNNCells,
+)
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 from ipusim.keras.layers.reshaping_nd import (
     Cropping1D,
@@ -148,6 +159,7 @@ from ipusim.keras.layers.text import StringLookup, TextVectorization
 from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 
 __all__ = [
+    "AbstractRNNCell",
     "Activation",
     "ActivityRegularization",
     "Add",
@@ -162,6 +174,7 @@ __all__ = [
     "AvgPool2D",
     "AvgPool3D",
     "BatchNormalization",
+    "Bidirectional",
     "CategoryEncoding",
     "CenterCrop",
     "Concatenate",
@@ -193,6 +206,8 @@ __all__ = [
     "EinsumDense",
     "Embedding",
     "Flatten",
+    "GRU",
+    "GRUCell",
     "GaussianDropout",
     "GaussianNoise",
     "GlobalAveragePooling1D",
@@ -214,6 +229,8 @@ __all__ = [
     "InputLayer",
     "InputSpec",
     "IntegerLookup",
+    "LSTM",
+    "LSTMCell",
     "Layer",
     "LayerNormalization",
     "LeakyReLU",
@@ -234,6 +251,9 @@ __all__ = [
     "OpLambda",
     "PReLU",
     "Permute",
+    "PopnnGRU",
+    "PopnnLSTM",
+    "RNN",
     "RandomBrightness",
     "RandomContrast",
     "RandomCrop",
@@ -253,10 +273,13 @@ __all__ = [
     "SeparableConv2D",
     "SeparableConvolution1D",
     "SeparableConvolution2D",
+    "SimpleRNN",
+    "SimpleRNNCell",
     "Softmax",
     "SpatialDropout1D",
     "SpatialDropout2D",
     "SpatialDropout3D",
+    "StackedRNNCells",
     "StringLookup",
     "Subtract",
     "TextVectorization",
