@@ -3,9 +3,9 @@
 Unrolled over the (known) time steps in the graph, as the IPU compiles a recurrent loop: the input
 convolution of every step is one conv over ``(batch * time, ...)`` (it does not depend on the
 state), the recurrent convolution one conv per step (stride 1, "same" padding, as Keras), the
-gates elementwise ops. ConvLSTM1D runs as ConvLSTM2D on images of height 1; ConvLSTM3D uses the
-3-D convolution op. Gate order i, f, c, o
-along the kernels' last axis, as Keras stores them.
+gates elementwise ops (Keras 2's ``hard_sigmoid`` recurrent activation by default). ConvLSTM1D
+runs as ConvLSTM2D on images of height 1; ConvLSTM3D uses the 3-D convolution op. Gate order
+i, f, c, o along the kernels' last axis, as Keras stores them.
 """
 
 from __future__ import annotations
@@ -21,44 +21,6 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-
-
-def hard_sigmoid(x: Any) -> Any:
-    """tf.keras 2's ``hard_sigmoid``: ``clip(0.2 x + 0.5, 0, 1)``."""
-    return m.clip(m.add(m.multiply(x, 0.2), 0.5), 0.0, 1.0)
-
-
-def _activation(name: Any) -> Any:
-    return hard_sigmoid if name == "hard_sigmoid" else activations.get(name)
-
-
-def _serialize_activation(fn: Any) -> str:
-    return "hard_sigmoid" if fn is hard_sigmoid else activations.serialize(fn)
-
-
-class _Orthogonal:
-    """Keras' Orthogonal initializer (gain 1): the Q factor of a normal matrix of the flattened
-    shape, signs fixed by R's diagonal. Used when ``keras.initializers`` has none."""
-
-    def __call__(self, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
-        from ipusim.keras import backend
-
-        rows, cols = int(np.prod(shape[:-1])), shape[-1]
-        rng = np.random.default_rng(backend.next_seed())
-        a = rng.standard_normal((max(rows, cols), min(rows, cols)))
-        q, r = np.linalg.qr(a)
-        q *= np.sign(np.diag(r))
-        q = q.T if rows < cols else q
-        return q.reshape(shape).astype(dtype or "float32")
-
-
-def _initializer(identifier: Any) -> Any:
-    try:
-        return initializers.get(identifier)
-    except ValueError:
-        if identifier == "orthogonal":
-            return _Orthogonal()
-        raise
 
 
 def _pair(layer: str, arg: str, value: Any, rank: int) -> tuple[int, ...]:
@@ -123,12 +85,11 @@ class _ConvLSTM(Layer):
         self.strides = _pair(name, "strides", strides, self._rank)
         self.dilation_rate = _pair(name, "dilation_rate", dilation_rate, self._rank)
         self.padding, self.data_format = str(padding).lower(), "channels_last"
-        self.activation = _activation(activation)
-        self.recurrent_activation = _activation(recurrent_activation)
+        self.activation = activations.get(activation)
+        self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias, self.unit_forget_bias = bool(use_bias), bool(unit_forget_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = _initializer(recurrent_initializer)
-        self._recurrent_initializer_name = recurrent_initializer
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards = bool(go_backwards)
@@ -236,13 +197,11 @@ class _ConvLSTM(Layer):
             "padding": self.padding,
             "data_format": self.data_format,
             "dilation_rate": list(self.dilation_rate),
-            "activation": _serialize_activation(self.activation),
-            "recurrent_activation": _serialize_activation(self.recurrent_activation),
+            "activation": activations.serialize(self.activation),
+            "recurrent_activation": activations.serialize(self.recurrent_activation),
             "use_bias": self.use_bias,
             "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": self._recurrent_initializer_name
-            if isinstance(self.recurrent_initializer, _Orthogonal)
-            else initializers.serialize(self.recurrent_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "unit_forget_bias": self.unit_forget_bias,
             "return_sequences": self.return_sequences,
