@@ -91,7 +91,18 @@ def test_names_ipu_tensorflow_lacks_are_told_apart_from_gaps():
     for name in ("tf.math.cos", "tf.broadcast_to", "tf.keras.layers.LSTM", "tf.losses"):
         assert name in in_ipu_tf, name
     statuses = {s.name: s for s in api_status.tf_api_statuses()}
-    assert statuses["tf.keras.optimizers.AdamW"].note == api_status.LATER
+    # A later name ipusim has anyway (AdamW) counts as covered; a later one it lacks gets the
+    # reason; a 2.6 name never does.
+    assert statuses["tf.keras.optimizers.AdamW"].status == api_status.COVERED
+    later_gaps = [
+        s
+        for s in statuses.values()
+        if s.name not in in_ipu_tf
+        and s.status != api_status.COVERED
+        and s.module not in api_status.UNCHECKED
+    ]
+    assert later_gaps
+    assert all(s.note for s in later_gaps)
     assert statuses["tf.keras.layers.LSTM"].note != api_status.LATER
 
 
