@@ -125,6 +125,25 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         "fault tolerance for multi-worker GPU training",
         "ModelCheckpoint",
     ),
+    "tf.keras.layers.DenseFeatures": (
+        "it consumes tf.feature_column definitions, which ipusim does not have",
+        "build the feature vector with Keras layers (Normalization, CategoryEncoding, "
+        "Embedding, Concatenate)",
+    ),
+    "tf.keras.layers.HashedCrossing": (
+        "it crosses features into strings hashed with TensorFlow's FingerprintCat64, which "
+        "ipusim does not implement (its Hashing covers integer inputs)",
+        "cross and hash the features in the input pipeline with NumPy",
+    ),
+    "tf.keras.layers.experimental.preprocessing.HashedCrossing": (
+        "as tf.keras.layers.HashedCrossing",
+        "cross and hash the features in the input pipeline with NumPy",
+    ),
+    "tf.keras.layers.SpectralNormalization": (
+        "it overwrites the wrapped layer's kernel with a power-iteration estimate before each "
+        "training step's update, an assignment ipusim's step does not express",
+        "train without it",
+    ),
 }
 
 

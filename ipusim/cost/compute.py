@@ -47,7 +47,9 @@ _BROADCASTS = frozenset(
         "global_avg_pool2d_grad",
     }
 )
-_COPIES = frozenset({"concat", "pad", "unpad", "one_hot"})
+_COPIES = frozenset(
+    {"concat", "pad", "unpad", "one_hot", "reverse", "random_crop", "random_crop_grad"}
+)
 _REDUCTIONS = frozenset(
     {
         "reduce_sum",
@@ -418,6 +420,13 @@ def vector_work(
             2,
             max(scatter.tiles, zero.tiles),
         )
+    if op == "image_transform":  # a gather of 4 taps per element (1 for nearest), then blends
+        taps = 4 if attrs.get("interpolation") == "bilinear" else 1
+        return vector.gather(out.size * taps, ebytes, tiles, scatter=False)
+    if op in ("image_resize", "image_resize_grad"):  # gathers of the taps; the grad scatters
+        taps = 4 if attrs.get("method") == "bilinear" else 1
+        grad = op.endswith("_grad")
+        return vector.gather(big.size * taps if grad else out.size * taps, ebytes, tiles, grad)
     if op == "transpose":
         return vector.transpose(out.size, ebytes, tiles)
     if op in _COPIES or op in _BROADCASTS:

@@ -73,3 +73,8 @@ def strided_slice_grad(dy: np.ndarray, shape: Sequence[int], index: Sequence) ->
     new_axes = tuple(i for i, k in enumerate(produced) if k is None)
     out[tuple(k for k in key if k is not None)] = np.squeeze(dy, axis=new_axes)
     return out
+
+
+def reverse(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``x`` with the order of its elements along each of ``axes`` reversed (a copy)."""
+    return np.array(np.flip(x, tuple(axes)), order="C")

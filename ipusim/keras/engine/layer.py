@@ -374,6 +374,10 @@ class Layer:
             kwargs["training"] = training
         inputs = args[0] if args else kwargs.pop("inputs")
         rest = args[1:]
+        if self.__dict__.get("input_spec") is not None:  # a layer that declares its inputs
+            from ipusim.keras.engine.input_spec import assert_input_compatibility
+
+            assert_input_compatibility(self.input_spec, flatten(inputs), self.name)
         self._maybe_build(inputs)
         flat_in = [s for s in flatten([inputs, list(rest)]) if isinstance(s, Symbol)]
         mixed = self._autocast_variables and self._dtype_policy.is_mixed

@@ -1,8 +1,18 @@
 """Keras layers."""
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
+from ipusim.keras.engine.input_spec import InputSpec
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
+from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
+from ipusim.keras.layers.attention import AdditiveAttention, Attention
 from ipusim.keras.layers.bidirectional import Bidirectional
+from ipusim.keras.layers.categorical import (
+    CategoryEncoding,
+    Discretization,
+    Hashing,
+    IntegerLookup,
+)
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv1d import (
     Conv1D,
@@ -22,6 +32,7 @@ from ipusim.keras.layers.conv_depthwise import (
     SeparableConv2D,
     SeparableConvolution2D,
 )
+from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from ipusim.keras.layers.conv_transpose import (
     Conv1DTranspose,
     Conv2DTranspose,
@@ -40,6 +51,37 @@ from ipusim.keras.layers.core import (
     Reshape,
     Softmax,
 )
+from ipusim.keras.layers.core_extra import (
+    ActivityRegularization,
+    Identity,
+    Masking,
+    UnitNormalization,
+)
+from ipusim.keras.layers.einsum_dense import EinsumDense
+from ipusim.keras.layers.functions import (
+    add,
+    average,
+    concatenate,
+    deserialize,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    serialize,
+    subtract,
+)
+from ipusim.keras.layers.group_normalization import GroupNormalization
+from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
+from ipusim.keras.layers.image_preprocessing import (
+    CenterCrop,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomHeight,
+    RandomWidth,
+    Resizing,
+)
 from ipusim.keras.layers.lambda_layer import Lambda
 from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
 from ipusim.keras.layers.merge import (
@@ -50,6 +92,16 @@ from ipusim.keras.layers.merge import (
     Minimum,
     Multiply,
     Subtract,
+)
+from ipusim.keras.layers.merge_dot import Dot
+from ipusim.keras.layers.multi_head_attention import MultiHeadAttention
+from ipusim.keras.layers.noise import (
+    AlphaDropout,
+    GaussianDropout,
+    GaussianNoise,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
 )
 from ipusim.keras.layers.normalization import BatchNormalization, LayerNormalization
 from ipusim.keras.layers.pooling import (
@@ -104,11 +156,17 @@ from ipusim.keras.layers.reshaping_nd import (
     ZeroPadding1D,
     ZeroPadding3D,
 )
+from ipusim.keras.layers.text import StringLookup, TextVectorization
+from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 
 __all__ = [
     "AbstractRNNCell",
     "Activation",
+    "ActivityRegularization",
     "Add",
+    "AdditiveAttention",
+    "AlphaDropout",
+    "Attention",
     "Average",
     "AveragePooling1D",
     "AveragePooling2D",
@@ -118,6 +176,8 @@ __all__ = [
     "AvgPool3D",
     "BatchNormalization",
     "Bidirectional",
+    "CategoryEncoding",
+    "CenterCrop",
     "Concatenate",
     "Conv1D",
     "Conv1DTranspose",
@@ -125,6 +185,9 @@ __all__ = [
     "Conv2DTranspose",
     "Conv3D",
     "Conv3DTranspose",
+    "ConvLSTM1D",
+    "ConvLSTM2D",
+    "ConvLSTM3D",
     "Convolution1D",
     "Convolution1DTranspose",
     "Convolution2D",
@@ -137,12 +200,18 @@ __all__ = [
     "Dense",
     "DepthwiseConv1D",
     "DepthwiseConv2D",
+    "Discretization",
+    "Dot",
     "Dropout",
+    "ELU",
+    "EinsumDense",
     "Embedding",
     "Flatten",
-    "GlobalAveragePooling1D",
     "GRU",
     "GRUCell",
+    "GaussianDropout",
+    "GaussianNoise",
+    "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
     "GlobalAveragePooling3D",
     "GlobalAvgPool1D",
@@ -154,15 +223,22 @@ __all__ = [
     "GlobalMaxPooling1D",
     "GlobalMaxPooling2D",
     "GlobalMaxPooling3D",
+    "GroupNormalization",
+    "Hashing",
+    "Identity",
     "Input",
     "InputLayer",
+    "InputSpec",
+    "IntegerLookup",
     "LSTM",
     "LSTMCell",
     "Lambda",
     "Layer",
     "LayerNormalization",
+    "LeakyReLU",
     "LocallyConnected1D",
     "LocallyConnected2D",
+    "Masking",
     "MaxPool1D",
     "MaxPool2D",
     "MaxPool3D",
@@ -171,31 +247,62 @@ __all__ = [
     "MaxPooling3D",
     "Maximum",
     "Minimum",
+    "MultiHeadAttention",
     "Multiply",
     "Normalization",
     "OpLambda",
+    "PReLU",
     "Permute",
-    "ReLU",
-    "RecomputationCheckpoint",
     "PopnnGRU",
     "PopnnLSTM",
     "RNN",
-    "Rescaling",
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomHeight",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomWidth",
+    "RandomZoom",
+    "ReLU",
+    "RecomputationCheckpoint",
     "RepeatVector",
+    "Rescaling",
     "Reshape",
+    "Resizing",
     "SeparableConv1D",
     "SeparableConv2D",
     "SeparableConvolution1D",
     "SeparableConvolution2D",
     "SimpleRNN",
     "SimpleRNNCell",
-    "StackedRNNCells",
     "Softmax",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+    "StackedRNNCells",
+    "StringLookup",
     "Subtract",
+    "TextVectorization",
+    "ThresholdedReLU",
+    "TimeDistributed",
+    "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
     "UpSampling3D",
+    "Wrapper",
     "ZeroPadding1D",
     "ZeroPadding2D",
     "ZeroPadding3D",
+    "add",
+    "average",
+    "concatenate",
+    "deserialize",
+    "dot",
+    "maximum",
+    "minimum",
+    "multiply",
+    "serialize",
+    "subtract",
 ]
