@@ -105,7 +105,14 @@ def _systems(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- run
-_RUN_OPTIONS_WITH_VALUE = ("-o", "--output", "--system")
+_RUN_OPTIONS_WITH_VALUE = (
+    "-o",
+    "--output",
+    "--system",
+    "--instances",
+    "--replicas",
+    "--ipus-per-replica",
+)
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,6 +120,32 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     parser.add_argument("-o", "--output", default=None, help="report folder (./ipusim_run/<stem>)")
     parser.add_argument("--system", default=None, help="system preset every IPUConfig starts with")
+    parser.add_argument(
+        "--instances",
+        type=positive_int,
+        default=None,
+        help="run SCRIPT as the N instances (processes) of a PopDist job, as poprun "
+        "--num-instances does; their reports are combined",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=positive_int,
+        default=None,
+        help="replicas of the PopDist job, over all instances (poprun --num-replicas)",
+    )
+    parser.add_argument(
+        "--ipus-per-replica",
+        type=positive_int,
+        default=None,
+        help="IPUs of each replica of the PopDist job (poprun --ipus-per-replica, default 1)",
+    )
+    parser.add_argument(
+        "--wall-time",
+        action="store_true",
+        help="the script's time.time() / perf_counter() / monotonic() / datetime.now() and the "
+        "Keras progress bar read the CPU's clock (default: the simulated clock; see "
+        "docs/simulated_time.md)",
+    )
     parser.add_argument(
         "--timing-only",
         action="store_true",
@@ -149,10 +182,19 @@ def _run(args: argparse.Namespace) -> int:
         )
     tail = _script_tail(args.argv) if args.argv is not None else list(args.args)
     try:
-        return run_main(args.script, tail, output=args.output, system=args.system)
-    except _user_errors():
-        raise
+        return run_main(
+            args.script,
+            tail,
+            output=args.output,
+            system=args.system,
+            wall_time=args.wall_time,
+            instances=args.instances,
+            replicas=args.replicas,
+            ipus=args.ipus_per_replica,
+        )
     except Exception as error:
+        if isinstance(error, _user_errors()) and _api_gap(error) is None:
+            raise
         return _script_failed(script, error)
 
 
@@ -167,14 +209,39 @@ def _script_failed(script: Path, error: Exception) -> int:
     traceback.print_exception(type(error), error, tb or error.__traceback__)
     package = str(Path(__file__).resolve().parent)
     inside_ipusim = bool(frames) and frames[-1].filename.startswith(package)
-    where = (
-        "inside ipusim. If the script is right, this is a bug in ipusim "
-        f"{_version()}: please report it with the traceback above"
-        if inside_ipusim
-        else "in the script's own code (traceback above)"
-    )
+    gap = _api_gap(error)
+    if gap is not None:
+        where = (
+            f"at a gap in ipusim, not in the script: {gap}. It is a TensorFlow / Keras name "
+            "ipusim does not simulate yet; docs/api.md lists what it simulates and what to use "
+            "instead"
+        )
+    elif inside_ipusim:
+        where = (
+            "inside ipusim. If the script is right, this is a bug in ipusim "
+            f"{_version()}: please report it with the traceback above"
+        )
+    else:
+        where = "in the script's own code (traceback above)"
     print(f"ipusim run: {script} stopped with {type(error).__name__} {where}.", file=sys.stderr)
     return INTERNAL_ERROR
+
+
+def _api_gap(error: BaseException) -> str | None:
+    """What ipusim lacks when ``error`` (or an error it came from) is a missing TF / Keras name:
+    ipusim's NotSimulated errors, or Python's "cannot import name" from an ipusim module."""
+    from ipusim.errors import NotSimulatedError, NotSimulatedModuleError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, NotSimulatedError | NotSimulatedModuleError):
+            return str(current).split(";")[0].split(":")[0]
+        if isinstance(current, ImportError) and (current.name or "").startswith("ipusim."):
+            return str(current).split(" (")[0]
+        current = current.__cause__ or current.__context__
+    return None
 
 
 # ---------------------------------------------------------------------- report

@@ -30,6 +30,8 @@ status 2; any other exception is a bug in ipusim and is shown with its traceback
 | :class:`HardwareSpecError` | a hardware preset, file or override holds an unusable figure |
 | :class:`DatasetNotFoundError` | a data set is not on disk and cannot be downloaded |
 | :class:`RemovedAPIError` | a class IPU TensorFlow removed (SDK 2.1's ``ipu.keras.Sequential`` ...) is used |
+| :class:`NotSimulatedError` | a TensorFlow / Keras name ipusim does not simulate (yet) is used (an ``AttributeError``) |
+| :class:`NotSimulatedModuleError` | a TensorFlow / Keras module path ipusim does not provide is imported |
 
 ``ipusim.config.ConfigAttributeError`` (an unknown ``IPUConfig`` attribute) is an
 :class:`IPUSimError` too.
@@ -46,6 +48,8 @@ __all__ = [
     "InputDataError",
     "ModelFileError",
     "NonFiniteLossError",
+    "NotSimulatedError",
+    "NotSimulatedModuleError",
     "OutOfMemoryError",
     "OutOfMemoryWarning",
     "PipelineConfigurationError",
@@ -130,6 +134,19 @@ class DatasetNotFoundError(IPUSimError, FileNotFoundError):
 
 class RemovedAPIError(IPUSimError, RuntimeError):
     """A class or function IPU TensorFlow removed was used; the message names its replacement."""
+
+
+class NotSimulatedError(IPUSimError, AttributeError):
+    """A TensorFlow / Keras name ipusim does not simulate (yet) was used.
+
+    An ``AttributeError``, so ``hasattr`` and ``getattr(module, name, default)`` behave as
+    with any missing attribute; docs/api.md lists every name and its status.
+    """
+
+
+class NotSimulatedModuleError(IPUSimError, ModuleNotFoundError):
+    """A TensorFlow / Keras module path (or a name imported with ``from M import N``) that
+    ipusim does not provide; a ``ModuleNotFoundError``, so ``except ImportError`` still works."""
 
 
 #: What a run (compile / fit / evaluate / predict of any model on any configuration) may raise

@@ -16,8 +16,10 @@ from ipusim._scope import current_strategy, scope_stack
 from ipusim.errors import ConfigurationError, RemovedAPIError, UnsupportedError
 
 __all__ = [
+    "IPUMultiReplicaStrategy",
     "IPUMultiWorkerStrategy",
     "IPUMultiWorkerStrategyV1",
+    "PopDistStrategy",
     "IPUStrategy",
     "IPUStrategyV1",
     "current_strategy",
@@ -173,6 +175,84 @@ class IPUMultiWorkerStrategy(IPUStrategy):
 
 
 IPUMultiWorkerStrategyV1 = IPUMultiWorkerStrategy
+
+
+class PopDistStrategy(IPUStrategy):
+    """Synchronous data-parallel training over the instances of a PopDist job: IPU TensorFlow's
+    ``tensorflow.python.ipu.distributed.popdist_strategy.PopDistStrategy`` (SDK 3.x; older SDKs:
+    ``ipu.horovod.popdist_strategy`` and ``ipu.horovod.ipu_multi_replica_strategy``'s
+    ``IPUMultiReplicaStrategy``).
+
+    Each instance (one process of ``ipusim run --instances``, as ``poprun`` starts them, see
+    :mod:`ipusim.compat.poprun`) runs its local replicas; the strategy makes the simulation see
+    every instance (as ``process_count``), so the report times the whole job: gradients reduced
+    over all replicas across the IPU-Links and GW-Links, each instance feeding its replicas from
+    its share of the host. Each instance computes its own numbers: a step's gradients are averaged
+    over the instance's local replicas, not over every instance's (the instances' weights drift
+    apart as they train on different shards; host-side Horovod collectives are not simulated).
+
+    Args:
+        ipu_device: the instance's IPU device (only ``/device:IPU:0`` is simulated).
+        add_ipu_cross_replica_reductions: reduce over the replicas on the IPUs (the default;
+            False is not simulated).
+        enable_dataset_iterators / enable_keras_extensions: as :class:`IPUStrategy`.
+
+    Raises:
+        UnsupportedError: ``add_ipu_cross_replica_reductions=False``.
+    """
+
+    def __init__(
+        self,
+        ipu_device: str = "/device:IPU:0",
+        add_ipu_cross_replica_reductions: bool = True,
+        enable_dataset_iterators: bool = True,
+        enable_keras_extensions: bool = True,
+    ) -> None:
+        if not add_ipu_cross_replica_reductions:
+            raise UnsupportedError(
+                "PopDistStrategy(add_ipu_cross_replica_reductions=False): reductions on the "
+                "hosts are not simulated; keep the default True."
+            )
+        from ipusim.compat import popdist
+
+        popdist.init()
+        super().__init__(
+            ipu_device=ipu_device,
+            enable_dataset_iterators=enable_dataset_iterators,
+            enable_keras_extensions=enable_keras_extensions,
+        )
+        #: Host processes of the job; the session reads it (``process_count``).
+        self.worker_count = popdist.getNumInstances()
+
+    def update_ipu_config(self, config: Any) -> Any:
+        """Set the multi-replica distribution options of ``config`` (instances, this instance)
+        and return it."""
+        from ipusim.compat import popdist
+
+        distribution = config.experimental.multi_replica_distribution
+        distribution.process_count = popdist.getNumInstances()
+        distribution.process_index = popdist.getInstanceIndex()
+        return config
+
+    def run(
+        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
+    ) -> Any:
+        """As :meth:`IPUStrategy.run`, with the instances visible to the simulation."""
+        with self.scope():
+            return super().run(fn, args, kwargs, options)
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """The instances (one in-sync replica per instance, as TensorFlow's collective
+        strategies count them)."""
+        return self.worker_count
+
+    def __repr__(self) -> str:
+        return f"PopDistStrategy(instances={self.worker_count}, ipu_device={self.ipu_device!r})"
+
+
+#: SDK 2.x's name (``tensorflow.python.ipu.horovod.ipu_multi_replica_strategy``).
+IPUMultiReplicaStrategy = PopDistStrategy
 
 
 def _cluster_spec(resolver: Any) -> tuple[dict[str, Any], int]:

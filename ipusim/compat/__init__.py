@@ -15,5 +15,9 @@ named ``tensorflow`` or ``keras`` anywhere else.
 from ipusim.compat import keras  # noqa: I001  (keras before ipu and tf, which use it)
 from ipusim.compat import ipu
 from ipusim.compat import tf
+from ipusim.compat._missing import guard_loaded
+
+# A name these namespaces lack raises ipusim's NotSimulatedError naming it (see docs/api.md).
+guard_loaded("ipusim.compat")
 
 __all__ = ["ipu", "keras", "tf"]

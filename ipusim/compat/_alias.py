@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["become", "optional_module", "runtime_getattr"]
+from ipusim.compat.not_simulated import public_module
+
+__all__ = ["become", "forward_getattr", "optional_module", "runtime_getattr"]
 
 
 def become(name: str, target: str) -> ModuleType:
@@ -35,6 +37,9 @@ def become(name: str, target: str) -> ModuleType:
     """
     module = importlib.import_module(target)
     sys.modules[name] = module
+    from ipusim.compat._missing import guard  # late: _missing imports ipusim.errors
+
+    guard(module, public_module(name))
     return module
 
 
@@ -91,6 +96,40 @@ def runtime_getattr(
                 "which is not installed in this ipusim. The Keras API (fit / evaluate / "
                 "predict inside an IPUStrategy) works without it."
             )
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def forward_getattr(
+    module_name: str, target: str, renames: dict[str, str] | None = None
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` reading names from another module, for internal module paths.
+
+    ``keras.optimizer_v2.adam`` and the like hold names ipusim keeps elsewhere; the forward
+    reads them when asked for, so names added to the target later are found too.
+
+    Args:
+        module_name: the forwarding module's ``__name__`` (for error messages).
+        target: ``"pkg.module"`` or ``"pkg.module:attr.path"`` (read attribute by attribute).
+        renames: this module's name -> the target's name (``OptimizerV2`` -> ``Optimizer``).
+
+    Returns:
+        The ``__getattr__`` function to assign at module level; a name the target lacks raises
+        ``AttributeError`` (ipusim's NotSimulatedError once the module is guarded).
+    """
+    module_path, _, attributes = target.partition(":")
+    aliases = dict(renames or {})
+
+    def __getattr__(name: str) -> Any:
+        if not name.startswith("_"):
+            holder: Any = importlib.import_module(module_path)
+            try:
+                for attribute in attributes.split(".") if attributes else ():
+                    holder = getattr(holder, attribute)
+                return getattr(holder, aliases.get(name, name))
+            except AttributeError:
+                pass
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__

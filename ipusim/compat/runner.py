@@ -6,10 +6,13 @@ For the time of the run, and in this process only, imports of ``tensorflow``, ``
 finder placed first on ``sys.meta_path`` (:func:`redirect_imports`). A real TensorFlow installed
 beside ipusim is never imported: a name under those roots that ipusim does not provide fails with
 ``ModuleNotFoundError`` saying so. The script runs as ``__main__`` with ``sys.argv`` set, as
-``python SCRIPT.py`` would run it, and every fit / evaluate / predict it makes is simulated; each
-one's report (trace.json for Perfetto, summary, utilisation and memory tables) is saved under the
-output folder as ``NN-fit``, ``NN-evaluate``, ``NN-predict`` and its place printed. Afterwards
-``sys.modules``, ``sys.meta_path``, ``sys.argv`` and ``sys.path`` are as they were.
+``python SCRIPT.py`` would run it, and every fit / evaluate / predict / device function it runs
+is simulated. Each compiled program gets one report (trace.json for Perfetto, summary,
+utilisation and memory tables, ``calls.csv`` with one row per call): every call of the same step
+function, or every ``fit`` of the same model, joins one timeline (:class:`ReportCollector`). The
+reports are written once, when the script ends (or fails), under the output folder as
+``NN-fit``, ``NN-evaluate``, ``NN-predict``, ``NN-function`` ... and their places printed.
+Afterwards ``sys.modules``, ``sys.meta_path``, ``sys.argv`` and ``sys.path`` are as they were.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from ipusim._files import write_bytes_atomic
+from ipusim.compat._missing import guard
+from ipusim.compat.internal_paths import internal_module
+from ipusim.compat.not_simulated import message
+from ipusim.data.datasets import reset_provenance
+from ipusim.errors import NotSimulatedModuleError
+from ipusim.session.clock import simulated_time
+from ipusim.trace.calls import CallSeries
+
 __all__ = [
     "REDIRECTS",
     "CompatFinder",
@@ -47,17 +59,28 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("tensorflow.keras", "ipusim.compat.keras"),
     ("tensorflow", "ipusim.compat.tf"),
     ("keras", "ipusim.compat.keras"),
-    ("ipu_tensorflow_addons.keras.layers", "ipusim.keras.layers"),
+    ("ipu_tensorflow_addons.keras.layers", "ipusim.compat.ipu_addons_layers"),
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),
+    ("popdist", "ipusim.compat.popdist"),
 )
 
 #: Where to look next when a compat package lacks a submodule (``keras.engine`` and the like).
 FALLBACKS: tuple[tuple[str, str], ...] = (("ipusim.compat.keras", "ipusim.keras"),)
 
 #: Top-level names the finder owns while it is installed.
-ROOTS = ("tensorflow", "keras", "ipu_tensorflow_addons")
+ROOTS = ("tensorflow", "keras", "ipu_tensorflow_addons", "popdist")
+
+#: ``ipusim run`` options of a PopDist job (:mod:`ipusim.compat.poprun`), as ``poprun`` names them.
+JOB_OPTIONS = {
+    "--instances": "instances",
+    "--replicas": "replicas",
+    "--ipus-per-replica": "ipus_per_replica",
+}
+
+#: ``ipusim run`` options without a value, as they may also follow SCRIPT.
+FLAGS = {"--wall-time": "wall_time"}
 
 #: Report kinds as Keras names them.
 KIND_NAMES = {"train": "fit", "test": "evaluate", "predict": "predict"}
@@ -82,8 +105,8 @@ def resolve(fullname: str) -> str | None:
     """The ipusim module standing for ``fullname`` (None for an empty package).
 
     Raises:
-        ModuleNotFoundError: ``fullname`` is under a redirected root but ipusim provides no such
-            module.
+        NotSimulatedModuleError: ``fullname`` is under a redirected root but ipusim provides no
+            such module (a ``ModuleNotFoundError``).
         KeyError: ``fullname`` is not under a redirected root.
     """
     if not _owned(fullname):
@@ -105,10 +128,14 @@ def resolve(fullname: str) -> str | None:
                 if _exists(other):
                     return other
         break
-    raise ModuleNotFoundError(
-        f"No module named {fullname!r} in ipusim's TensorFlow compatibility layer (looked for "
+    internal = internal_module(fullname)  # tensorflow.python.ops.math_ops and the like
+    if internal is not None:
+        return internal
+    raise NotSimulatedModuleError(
+        f"{message(fullname)} (no module named {fullname!r} in ipusim's TensorFlow "
+        f"compatibility layer; looked for "
         f"{' or '.join(repr(t) for t in tried) or 'nothing: no redirect covers it'}). ipusim run "
-        "never imports a real TensorFlow; port that part of the script to ipusim's API.",
+        "never imports a real TensorFlow.",
         name=fullname,
     )
 
@@ -128,7 +155,9 @@ class _AliasLoader(importlib.abc.Loader):
             return
         # The import system returns whatever sys.modules holds once exec_module is done, so
         # the name becomes the very ipusim module (identity kept: tf.keras is keras).
-        sys.modules[module.__name__] = importlib.import_module(self.target)
+        target = importlib.import_module(self.target)
+        guard(target)  # names it lacks raise ipusim's NotSimulatedError
+        sys.modules[module.__name__] = target
 
 
 class CompatFinder(importlib.abc.MetaPathFinder):
@@ -166,39 +195,86 @@ def redirect_imports() -> Iterator[CompatFinder]:
         sys.modules.update(hidden)
 
 
+#: Records the joined trace of a program's repeated calls keeps at most at the ``auto`` trace
+#: detail (a lower bound of ``IPUConfig.ipusim.trace_records``): about 2 MB of trace.json, so a
+#: program calling its step function 10,000 times leaves a report folder of a few MB (D).
+CALL_RECORD_BUDGET = 10_000
+
+
+def _call_budget() -> int:
+    """Records the joined trace of repeated calls keeps, from the active ``trace_detail``:
+    every record at ``full`` / ``blocks``, none at ``summary``, else at most
+    :data:`CALL_RECORD_BUDGET` (or ``trace_records`` when smaller)."""
+    from ipusim import config as config_module
+    from ipusim.session import engine_settings
+
+    settings = engine_settings(config_module.active_config())
+    if settings.detail in ("full", "blocks"):
+        return sys.maxsize
+    if settings.detail == "summary":
+        return 0
+    return min(settings.record_budget, CALL_RECORD_BUDGET)
+
+
+def _report_name(report: Any) -> str:
+    segment = report.extra.get("segment") if isinstance(report.extra, dict) else None
+    if segment:  # a custom training loop's run: name it after its segment
+        return re.sub(r"[^a-z0-9]+", "_", str(segment).lower()).strip("_") or "run"
+    return KIND_NAMES.get(report.kind, report.kind)
+
+
 @dataclass
 class ReportCollector:
-    """Saves each simulation's report as ``<output>/NN-<kind>`` while installed.
+    """Keeps one report per compiled program while installed; :meth:`save` writes them.
+
+    Every call of the same program (the same step function called again by ``strategy.run``,
+    ``fit`` called again on the same model) joins that program's :class:`CallSeries`, in call
+    order; a report that no series of its name accepts starts a new one. Nothing is written
+    until :meth:`save`, which writes each program's report as ``<output>/NN-<name>`` (NN in the
+    order the programs first ran), with ``calls.csv`` (one row per call), each folder written
+    aside and renamed into place.
 
     Attributes:
         output: the folder the report folders go into.
         stream: where the saved folders are announced (None: silent).
         saved: the folders written, in order.
+        series: (name, calls) of each program, in the order they first ran.
     """
 
     output: Path
     stream: TextIO | None = None
     saved: list[Path] = field(default_factory=list)
+    series: list[tuple[str, CallSeries]] = field(default_factory=list)
 
     def __call__(self, report: Any) -> None:
-        segment = report.extra.get("segment") if isinstance(report.extra, dict) else None
-        if segment:  # a custom training loop's run: name it after its segment
-            kind = re.sub(r"[^a-z0-9]+", "_", str(segment).lower()).strip("_") or "run"
-        else:
-            kind = KIND_NAMES.get(report.kind, report.kind)
-        folder = self.output / f"{len(self.saved) + 1:02d}-{kind}"
-        report.save(folder)
-        self.saved.append(folder)
-        if self.stream is not None:
-            print(
-                f"[ipusim] {kind}: {report.simulated_seconds:.6g} simulated s, "
-                f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}",
-                file=self.stream,
-            )
+        name = _report_name(report)
+        for other_name, calls in reversed(self.series):
+            if other_name == name and calls.accepts(report):
+                calls.add(report)
+                return
+        self.series.append((name, CallSeries(report, _call_budget())))
+
+    def save(self) -> list[Path]:
+        """Write every program's report not yet written (see the class docstring)."""
+        for number in range(len(self.saved), len(self.series)):
+            name, calls = self.series[number]
+            folder = self.output / f"{number + 1:02d}-{name}"
+            report = calls.report()
+            _save_folder(report, calls, folder)
+            self.saved.append(folder)
+            if self.stream is not None:
+                times = f" ({len(calls):,} calls)" if len(calls) > 1 else ""
+                print(
+                    f"[ipusim] {name}{times}: {report.simulated_seconds:.6g} simulated s, "
+                    f"{report.throughput_samples_per_s:,.0f} samples/s -> {folder / 'trace.json'}"
+                    + (f" [data: {report.extra['data']}]" if report.extra.get("data") else ""),
+                    file=self.stream,
+                )
+        return list(self.saved)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[ReportCollector]:
-        """Receive every report simulated within the block."""
+        """Receive every report simulated within the block; save them when it ends."""
         from ipusim.keras.extensions.simulation import ON_REPORT
 
         ON_REPORT.append(self)
@@ -207,6 +283,26 @@ class ReportCollector:
         finally:
             with contextlib.suppress(ValueError):
                 ON_REPORT.remove(self)
+            self.save()
+
+
+def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:
+    """Write ``report`` and its calls table into a sibling folder, then rename it to ``folder``
+    (replacing a folder of that name)."""
+    aside = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    if aside.exists():
+        shutil.rmtree(aside)
+    try:
+        report.save(aside)
+        write_bytes_atomic(aside / "calls.csv", calls.table().to_csv(index=False).encode("utf-8"))
+        old = folder.with_name(f".{folder.name}.{os.getpid()}.old")
+        if folder.exists():  # a folder of that name: moved away first, removed once replaced
+            os.replace(folder, old)
+        os.replace(aside, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if aside.exists():
+            shutil.rmtree(aside)
 
 
 @dataclass(frozen=True)
@@ -233,13 +329,22 @@ def _exit_code(code: Any) -> int:
     return 1
 
 
-def _clear_old_reports(output: Path) -> None:
-    """Remove report folders a previous run left (``NN-kind`` folders holding report.json)."""
+def report_folders(output: Path) -> list[Path]:
+    """The report folders of a run in ``output`` (``NN-kind`` folders holding report.json), in
+    order."""
     if not output.is_dir():
-        return
-    for child in output.iterdir():
-        if child.is_dir() and _REPORT_DIR.match(child.name) and (child / "report.json").is_file():
-            shutil.rmtree(child)
+        return []
+    return sorted(
+        child
+        for child in output.iterdir()
+        if child.is_dir() and _REPORT_DIR.match(child.name) and (child / "report.json").is_file()
+    )
+
+
+def clear_old_reports(output: Path) -> None:
+    """Remove report folders a previous run left (:func:`report_folders`)."""
+    for child in report_folders(output):
+        shutil.rmtree(child)
 
 
 @contextlib.contextmanager
@@ -319,6 +424,8 @@ def run_script(
     system: str | None = None,
     stream: TextIO | None = None,
     quiet: bool = False,
+    reports: bool = True,
+    wall_time: bool = False,
 ) -> RunResult:
     """Run an IPU TensorFlow 2 script on ipusim and save every simulation's report.
 
@@ -331,6 +438,11 @@ def run_script(
             (``config.ipusim.system``); None keeps ipusim's choice by IPU count.
         stream: where the progress lines go (default: ``sys.stderr`` at the time of the call).
         quiet: print no progress lines.
+        reports: collect and write the reports (False: simulate only, write nothing; for
+            measuring what the reports cost).
+        wall_time: let the script's ``time`` / ``datetime`` readings and the Keras progress
+            bar show the CPU's clock (``--wall-time``); by default they show the simulated
+            clock (:func:`ipusim.session.simulated_time`, see docs/simulated_time.md).
 
     Returns:
         The output folder, the report folders and the script's exit code.
@@ -346,16 +458,18 @@ def run_script(
     elif stream is None:
         stream = sys.stderr
     folder = Path(output) if output is not None else Path("ipusim_run") / path.stem
-    _clear_old_reports(folder)
+    clear_old_reports(folder)
     folder.mkdir(parents=True, exist_ok=True)
     collector = ReportCollector(folder, stream)
     code = 0
+    reset_provenance()  # the reports of this run say "synthetic" only for data it synthesised
     try:
         with (
             redirect_imports(),
             _script_process(path, args),
-            collector.installed(),
+            collector.installed() if reports else contextlib.nullcontext(),
             _default_system(system),
+            contextlib.nullcontext() if wall_time else simulated_time(),
         ):
             try:
                 runpy.run_path(str(path), run_name="__main__")
@@ -371,28 +485,77 @@ def run_script(
 
 
 def main(
-    script: str, args: Sequence[str], output: str | None = None, system: str | None = None
+    script: str,
+    args: Sequence[str],
+    output: str | None = None,
+    system: str | None = None,
+    wall_time: bool = False,
+    instances: int | None = None,
+    replicas: int | None = None,
+    ipus: int | None = None,
 ) -> int:
     """The ``ipusim run`` command: split the arguments, run the script, return its exit code.
 
-    ``-o/--output`` and ``--system`` are ipusim's wherever they stand before a ``--``;
-    everything after ``--`` (and every other argument) goes to the script.
+    ``-o/--output``, ``--system``, ``--wall-time``, ``--instances``, ``--replicas`` and
+    ``--ipus-per-replica`` are ipusim's wherever they stand before a ``--``; everything after
+    ``--`` (and every other argument) goes to the script. With ``--instances`` (or
+    ``--replicas``) the script runs as a PopDist job (:mod:`ipusim.compat.poprun`).
     """
     own, rest = _split_options(list(args))
     output = own.get("output", output)
     system = own.get("system", system)
+    wall_time = wall_time or "wall_time" in own
+    job = {name: own[name] for name in JOB_OPTIONS.values() if name in own}
     try:
         _check_arguments(script, system)
     except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    return run_script(script, rest, output=output, system=system).exit_code
+    if job or instances is not None or replicas is not None:
+        return _run_job(script, rest, output, system, wall_time, job, instances, replicas, ipus)
+    return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
+
+
+def _run_job(
+    script: str,
+    rest: list[str],
+    output: str | None,
+    system: str | None,
+    wall_time: bool,
+    job: dict[str, str],
+    instances: int | None,
+    replicas: int | None,
+    ipus: int | None,
+) -> int:
+    """``ipusim run --instances N --replicas R``: the instances of a PopDist job
+    (:mod:`ipusim.compat.poprun`)."""
+    from ipusim.compat.poprun import run_instances
+
+    try:
+        count = int(job.get("instances", instances or 1))
+        total = int(job.get("replicas", replicas or count))
+        per_replica = int(job.get("ipus_per_replica", ipus or 1))
+    except ValueError as exc:
+        print(
+            f"ipusim run: --instances, --replicas and --ipus-per-replica take numbers ({exc})",
+            file=sys.stderr,
+        )
+        return 2
+    folder = Path(output) if output is not None else Path("ipusim_run") / Path(script).stem
+    options = (["--system", system] if system else []) + (["--wall-time"] if wall_time else [])
+    result = run_instances(script, rest, folder, count, total, per_replica, options)
+    print(
+        f"[ipusim] {count} instance(s), {total} replica(s): {len(result.reports)} combined "
+        f"report(s) in {folder}",
+        file=sys.stderr,
+    )
+    return result.exit_code
 
 
 def _split_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
     options: dict[str, str] = {}
     rest: list[str] = []
-    names = {"-o": "output", "--output": "output", "--system": "system"}
+    names = {"-o": "output", "--output": "output", "--system": "system", **JOB_OPTIONS}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -400,7 +563,9 @@ def _split_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
             rest.extend(args[i + 1 :])
             break
         key, eq, value = arg.partition("=")
-        if key in names and eq:
+        if arg in FLAGS:
+            options[FLAGS[arg]] = "1"
+        elif key in names and eq:
             options[names[key]] = value
         elif arg in names:
             if i + 1 >= len(args):

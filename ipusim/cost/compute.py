@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ipusim.cost import amp, vector
+from ipusim.cost import amp, rnn, vector
 from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
@@ -47,7 +47,9 @@ _BROADCASTS = frozenset(
         "global_avg_pool2d_grad",
     }
 )
-_COPIES = frozenset({"concat", "pad", "unpad", "one_hot"})
+_COPIES = frozenset(
+    {"concat", "pad", "unpad", "one_hot", "reverse", "random_crop", "random_crop_grad"}
+)
 _REDUCTIONS = frozenset(
     {
         "reduce_sum",
@@ -374,6 +376,11 @@ def vector_work(
     big = max((s for s in in_specs), key=lambda s: s.size, default=out)
     if op == "weight_update":
         return vector.weight_update(out.size, cost.flops // max(out.size, 1), tiles)
+    if op == "rnn_zeros":  # a zero state or gradient: popops Fill
+        return vector.elementwise("fill", out.size, ebytes, tiles)
+    if op in rnn.CELL_OPS:
+        state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
+        return rnn.cell_work(op, state.shape[0], state.shape[-1], ebytes, tiles)
     if op in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
         x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
         axis = attrs.get("axis", -1)
@@ -413,6 +420,13 @@ def vector_work(
             2,
             max(scatter.tiles, zero.tiles),
         )
+    if op == "image_transform":  # a gather of 4 taps per element (1 for nearest), then blends
+        taps = 4 if attrs.get("interpolation") == "bilinear" else 1
+        return vector.gather(out.size * taps, ebytes, tiles, scatter=False)
+    if op in ("image_resize", "image_resize_grad"):  # gathers of the taps; the grad scatters
+        taps = 4 if attrs.get("method") == "bilinear" else 1
+        grad = op.endswith("_grad")
+        return vector.gather(big.size * taps if grad else out.size * taps, ebytes, tiles, grad)
     if op == "transpose":
         return vector.transpose(out.size, ebytes, tiles)
     if op in _COPIES or op in _BROADCASTS:
@@ -439,6 +453,8 @@ def op_plan(
     if op not in _AMP_OPS and op not in _GROUPED_CONVS:
         return None
     amp_precision, proportion = (planner or PlannerOptions()).for_op(op, precision)
+    # A product may carry its own availableMemoryProportion (PopnnLSTM's per-layer option).
+    proportion = float(attrs.get("available_memory_proportion", proportion))
     target = amp.AmpTarget.for_chip(ipu, amp_precision)
     return amp_plan(op, in_specs, out_specs, attrs, target, proportion)
 

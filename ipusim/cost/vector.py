@@ -58,6 +58,13 @@ ELEMENTWISE_CYCLES: dict[str, tuple[float, float]] = {
     "clip": (2.0, 3.0),  # max then min
     "cast": (0.5, 0.5),
     "dropout": (1.5, 2.5),  # E: a random mask and a multiply
+    # E: as dropout: the hardware generator gives uniform and Gaussian draws (f32v2grand), then
+    # a scale and an offset
+    "random_draw": (1.5, 2.5),
+    "bucketize": (4.0, 4.0),  # E: a binary search of a few compares per element
+    "table_lookup": (6.0, 6.0),  # E: a binary search and a select per element
+    # E: decimal conversion and FarmHash's 64-bit mixing, emulated with 32-bit integer ops
+    "hash_bucket": (40.0, 40.0),
     "relu_grad": (0.75, 1.5),
     "sigmoid_grad": (0.75, 1.5),
     "tanh_grad": (0.75, 1.5),

@@ -193,6 +193,40 @@ class Skip(Node):
         return itertools.islice(elements, self.count, None)
 
 
+class Shard(Node):
+    """Every ``num_shards``-th element, starting at element ``index`` (``tf.data`` shard)."""
+
+    kind = "ShardDataset"
+
+    def __init__(self, input_: Node, num_shards: int, index: int, **params: Any) -> None:
+        super().__init__(input_, num_shards=num_shards, index=index, **params)
+        self.num_shards = num_shards
+        self.index = index
+
+    def cardinality(self) -> int:
+        n = self.input.cardinality()
+        if n < 0:
+            return n
+        return n // self.num_shards + (1 if self.index < n % self.num_shards else 0)
+
+    def index_source(self) -> IndexSource | None:
+        return self.input.index_source()
+
+    def indices(self) -> Iterator[np.ndarray]:
+        position = 0  # of the chunk's first element in the input
+        for chunk in self.input.indices():
+            first = (self.index - position) % self.num_shards
+            picked = chunk[first :: self.num_shards]
+            position += chunk.size
+            if picked.size:
+                yield picked
+
+    def iterate(self) -> Iterator[Any]:
+        if self.index_source() is not None:
+            return super().iterate()
+        return itertools.islice(self.input.iterate(), self.index, None, self.num_shards)
+
+
 def _drain(elements: Iterator[Any]) -> Iterator[Any]:
     for _ in elements:
         pass

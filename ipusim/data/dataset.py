@@ -23,6 +23,7 @@ from typing import Any
 
 from ipusim.data import _nest, _order, _sources, _transforms
 from ipusim.data._node import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Node
+from ipusim.errors import InputDataError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
 __all__ = [
@@ -305,6 +306,24 @@ class Dataset:
         """All but the first ``count`` elements (-1: skip everything)."""
         _require_int("count", count, minimum=-1, hint="-1 skips everything")
         return Dataset(_order.Skip(self._node, int(count)))
+
+    def shard(self, num_shards: int, index: int, name: str | None = None) -> Dataset:
+        """Every ``num_shards``-th element starting at element ``index``: the part of the data
+        one of ``num_shards`` workers reads (``dataset.shard(popdist.getNumInstances(),
+        popdist.getInstanceIndex())``).
+
+        Raises:
+            ValueError: ``num_shards`` below 1 or ``index`` below 0 (TypeError: not integers).
+            InputDataError: ``index`` not below ``num_shards``.
+        """
+        _require_int("num_shards", num_shards, minimum=1, hint="the number of workers")
+        _require_int("index", index, minimum=0, hint="this worker's index")
+        if index >= num_shards:
+            raise InputDataError(
+                f"Dataset.shard: index ({index}) must be smaller than num_shards ({num_shards}); "
+                "give this worker's index in [0, num_shards)."
+            )
+        return Dataset(_order.Shard(self._node, int(num_shards), int(index)))
 
     def prefetch(self, buffer_size: int, name: str | None = None) -> Dataset:
         """Pass-through that records ``buffer_size`` (``AUTOTUNE`` allowed) for timing models.

@@ -130,6 +130,15 @@ def _walk(node: Any, threads: _Threads, cpu: HostCPU) -> int:
         samples = _walk(node.input, threads, cpu)
         threads.split()  # the transformations above run on a thread of their own
         return samples
+    if isinstance(node, _order.Shard):
+        # tf.data's shard reads every input element and keeps one in num_shards: each sample it
+        # hands on costs its input num_shards samples' work (D).
+        before = list(threads.busy)
+        samples = _walk(node.input, threads, cpu)
+        for i, busy in enumerate(threads.busy):
+            start = before[i] if i < len(before) else 0.0
+            threads.busy[i] = start + (busy - start) * node.num_shards
+        return samples
     samples = _walk(node.input, threads, cpu) if node.inputs else 1
     per = 1.0 / samples  # this node's per-element cost, per sample
     if isinstance(node, _transforms.Batch):

@@ -95,7 +95,7 @@ class HalfPlan:
                     fn=fn,
                     ins=tuple(slot_of[(s.node.id, s.index)] for s in node.inputs),
                     outs=outs,
-                    multi=node.op.num_outputs > 1,
+                    multi=node.op.num_outputs != 1,
                     widen=tuple(i for i, s in enumerate(node.inputs) if s.spec.dtype == "float16"),
                     rounds=rounds,
                     half=half,

@@ -103,7 +103,7 @@ class Executor:
             else:
                 ins = tuple(slot_of[(s.node.id, s.index)] for s in node.inputs)
                 fn = partial(node.op.forward, **node.attrs) if node.attrs else node.op.forward
-                multi = node.op.num_outputs > 1
+                multi = node.op.num_outputs != 1
                 self._plan.append((fn, ins, outs if multi else outs[0]))
                 self._plan_ops.append(node.op.name)
         self._fetch_slots = [slot_of[(s.node.id, s.index)] for s in self.fetches]

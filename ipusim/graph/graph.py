@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.graph.op import Op, OpCost, get_op
+from ipusim.graph.op import VARIADIC, Op, OpCost, get_op
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
 
 #: Phases a node can belong to.
@@ -32,6 +32,9 @@ class TensorOperators:
 
     __slots__ = ()
     spec: TensorSpec
+    # NumPy defers to these operators (``array + x`` calls ``x.__radd__``) instead of building an
+    # object array of symbolic elements; TensorFlow's tensors get the same from __array_priority__.
+    __array_ufunc__ = None
 
     @property
     def shape(self) -> tuple[int | None, ...]:
@@ -80,10 +83,69 @@ class TensorOperators:
 
         return nn.matmul(self, other)
 
+    def __rmatmul__(self, other: Any) -> Any:
+        from ipusim.graph.ops import nn
+
+        return nn.matmul(other, self)
+
     def __neg__(self) -> Any:
         from ipusim.graph.ops import math as m
 
         return m.negative(self)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        from ipusim.graph.ops import math as m
+
+        return m.abs(self)
+
+    def __pow__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import power
+
+        return power(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import power
+
+        return power(other, self)
+
+    def __floordiv__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import floordiv
+
+        return floordiv(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import floordiv
+
+        return floordiv(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import mod
+
+        return mod(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        from ipusim.graph.ops.operators import mod
+
+        return mod(other, self)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
+        from ipusim.graph.ops.operators import getitem
+
+        return getitem(self, key)
+
+    def __iter__(self) -> Any:
+        """``for row in x`` / ``a, b = x``: the slices along the first axis, as TensorFlow
+        unstacks a tensor whose first dimension is known; otherwise TensorFlow's TypeError."""
+        if not self.shape or self.shape[0] is None:
+            raise TypeError(
+                "Cannot iterate over a symbolic tensor with unknown first dimension (shape "
+                f"{self.shape}); index it (x[0], x[:, 1]) instead"
+            )
+        return iter([self[i] for i in range(self.shape[0])])
 
     # Ordering comparisons build elementwise bool nodes (``x > 0``), as TensorFlow's tensors do;
     # ``==`` and ``!=`` keep Python's identity meaning (the IR looks symbols up in containers),
@@ -108,6 +170,19 @@ class TensorOperators:
 
     def __ge__(self, other: Any) -> Any:
         return self._compare("greater_equal", other)
+
+    # ``a & b`` / ``a | b`` of bool tensors (masks built from comparisons), as TensorFlow's.
+    def __and__(self, other: Any) -> Any:
+        return self._compare("logical_and", other)
+
+    def __rand__(self, other: Any) -> Any:
+        return self._compare("logical_and", other)
+
+    def __or__(self, other: Any) -> Any:
+        return self._compare("logical_or", other)
+
+    def __ror__(self, other: Any) -> Any:
+        return self._compare("logical_or", other)
 
     __hash__ = object.__hash__
 
@@ -244,7 +319,7 @@ class Graph:
         """Infer the output specs of ``op`` on ``inputs`` and append the node."""
         specs = op.infer(*(s.spec for s in inputs), **attrs)
         out_specs = (specs,) if isinstance(specs, TensorSpec) else tuple(specs)
-        if len(out_specs) != op.num_outputs:
+        if op.num_outputs != VARIADIC and len(out_specs) != op.num_outputs:
             raise RuntimeError(
                 f"op {op.name!r} inferred {len(out_specs)} outputs but declares {op.num_outputs}"
             )

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
     from ipusim.graph.graph import Node, Symbol
 
+#: ``Op.num_outputs`` of an op whose output count depends on its inputs (``unstack_time``).
+VARIADIC = -1
+
 #: The kinds of work the cost model distinguishes.
 WORK_KINDS = ("matmul", "conv", "elementwise", "reduction", "data_movement")
 
@@ -71,6 +74,7 @@ class Op:
     name: ClassVar[str] = ""
     kind: ClassVar[str] = "elementwise"
     #: Number of outputs; ops with more than one return tuples from infer/forward.
+    #: :data:`VARIADIC`: as many as ``infer`` returns (a tuple, even of one).
     num_outputs: ClassVar[int] = 1
 
     def infer(self, *specs: TensorSpec, **attrs: Any) -> TensorSpec | tuple[TensorSpec, ...]:

@@ -17,6 +17,7 @@ from ipusim.keras import (
     mixed_precision,
     models,
     optimizers,
+    preprocessing,
     utils,
 )
 from ipusim.keras.engine.input_layer import Input
@@ -40,5 +41,6 @@ __all__ = [
     "mixed_precision",
     "models",
     "optimizers",
+    "preprocessing",
     "utils",
 ]

@@ -30,6 +30,12 @@ def gelu(x: Any, approximate: bool = False) -> Any:
     return m.gelu(x, approximate=approximate)
 
 
+def hard_sigmoid(x: Any) -> Any:
+    """Keras 2's piecewise-linear sigmoid ``clip(0.2·x + 0.5, 0, 1)`` (tf_keras
+    ``backend.hard_sigmoid``)."""
+    return m.clip(m.add(m.multiply(x, 0.2), 0.5), 0.0, 1.0)
+
+
 def softplus(x: Any) -> Any:
     return m.softplus(x)
 
@@ -57,6 +63,7 @@ _ACTIVATIONS: dict[str, Callable[..., Any]] = {
     "relu": relu,
     "sigmoid": sigmoid,
     "tanh": tanh,
+    "hard_sigmoid": hard_sigmoid,
     "gelu": gelu,
     "softplus": softplus,
     "softmax": softmax,

@@ -92,3 +92,8 @@ def clear_session() -> None:
         _seed_state["seed"] = 0
         _seed_state["counter"] = 0
     set_rounding_seed(0)
+
+
+# The tensor functions of keras.backend (K.mean, K.square, K.expand_dims...) for Lambda layers
+# and custom losses; they shadow builtins (abs, sum, max, pow) in this namespace, as in Keras'.
+from ipusim.keras.backend_ops import *  # noqa: E402, F403, A004

@@ -178,6 +178,32 @@ class VarianceScaling(_Random):
         }
 
 
+class Orthogonal(_Random):
+    """Keras ``Orthogonal``: a random orthogonal matrix (the Q of a normal matrix's QR, signs
+    fixed by R's diagonal) over ``(prod(shape[:-1]), shape[-1])``, times ``gain``."""
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.gain = float(gain)
+
+    def __call__(self, shape, dtype=None):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError(
+                f"Orthogonal: the shape must have at least 2 dimensions, received {shape}"
+            )
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        flat = (max(rows, cols), min(rows, cols))
+        q, r = np.linalg.qr(self._rng().normal(0.0, 1.0, size=flat))
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        return (self.gain * q.reshape(shape)).astype(dtype or backend.floatx())
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
 def _preset(name: str, scale: float, mode: str, distribution: str) -> type[VarianceScaling]:
     def __init__(self, seed: int | None = None) -> None:
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
@@ -203,6 +229,7 @@ _BY_NAME: dict[str, type[Initializer]] = {
     "random_normal": RandomNormal,
     "truncated_normal": TruncatedNormal,
     "variance_scaling": VarianceScaling,
+    "orthogonal": Orthogonal,
     "glorot_uniform": GlorotUniform,
     "glorot_normal": GlorotNormal,
     "he_uniform": HeUniform,

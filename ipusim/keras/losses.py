@@ -11,20 +11,32 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import InputDataError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.keras import backend
+from ipusim.keras.loss_functions import (
+    binary_crossentropy_elementwise,
+    binary_focal_crossentropy,
+    categorical_focal_crossentropy,
+    categorical_hinge,
+    cosine_similarity,
+    hinge,
+    huber,
+    kl_divergence,
+    kld,
+    log_cosh,
+    mape,
+    mean_absolute_percentage_error,
+    mean_squared_logarithmic_error,
+    msle,
+    poisson,
+    squared_hinge,
+)
+from ipusim.keras.loss_utils import as_float, check_same_shape, eager_capable, softmax_logits
 
 REDUCTIONS = ("auto", "sum_over_batch_size", "sum", "none")
-
-
-def _softmax_logits(y_pred: Symbol) -> Symbol | None:
-    """The logits of ``y_pred`` when it is the output of a softmax over the last axis."""
-    node = y_pred.node
-    if node.op.name == "softmax" and node.attrs.get("axis", -1) in (-1, y_pred.ndim - 1):
-        return node.inputs[0]
-    return None
 
 
 def _sparse_labels(y_true: Symbol, y_pred: Symbol, loss_name: str) -> Symbol:
@@ -43,21 +55,34 @@ def _sparse_labels(y_true: Symbol, y_pred: Symbol, loss_name: str) -> Symbol:
     return y_true
 
 
-def _check_same_shape(y_true: Symbol, y_pred: Symbol, loss_name: str, hint: str = "") -> None:
-    if y_true.ndim != y_pred.ndim or any(
-        a is not None and b is not None and a != b for a, b in zip(y_true.shape, y_pred.shape)
-    ):
-        raise ValueError(
-            f"{loss_name} expects labels of the same shape as the predictions "
-            f"{y_pred.shape}; received labels of shape {y_true.shape}.{hint}"
-        )
+def squeeze_or_expand_dimensions(y_pred: Symbol, y_true: Symbol) -> tuple[Symbol, Symbol]:
+    """Keras' rank reconciliation of labels and predictions (``losses_utils``).
+
+    When the ranks differ by one, the trailing axis of the higher-rank one is squeezed if it is 1
+    (or unknown), so ``(N,)`` labels meet ``(N, 1)`` predictions; except that predictions of
+    rank one more than the labels whose last axis is not 1 are sparse-label scores and are kept.
+    """
+    diff = y_pred.ndim - y_true.ndim
+    if diff == 1 and y_pred.shape[-1] in (1, None):
+        y_pred = shape.squeeze(y_pred, axis=-1)
+    elif diff == -1 and y_true.shape[-1] in (1, None):
+        y_true = shape.squeeze(y_true, axis=-1)
+    return y_pred, y_true
 
 
-def _as_float(y_true: Symbol, like: Symbol) -> Symbol:
-    return y_true if y_true.dtype == like.dtype else m.cast(y_true, like.dtype)
+def _check_broadcastable(y_true: Symbol, y_pred: Symbol, loss_name: str) -> None:
+    """As TensorFlow's elementwise difference: the shapes must broadcast (after the squeeze)."""
+    for a, b in zip(reversed(y_true.shape), reversed(y_pred.shape)):
+        if a is not None and b is not None and a != b and 1 not in (a, b):
+            raise InputDataError(
+                f"{loss_name}: labels of shape {y_true.shape} and predictions of shape "
+                f"{y_pred.shape} are incompatible (they do not broadcast); give labels of the "
+                "predictions' shape"
+            )
 
 
 # ---------------------------------------------------------------------- loss functions
+@eager_capable
 def sparse_categorical_crossentropy(
     y_true: Any, y_pred: Any, from_logits: bool = False, axis: int = -1
 ) -> Symbol:
@@ -65,13 +90,14 @@ def sparse_categorical_crossentropy(
     if axis not in (-1, y_pred.ndim - 1):
         raise NotImplementedError("sparse_categorical_crossentropy: only axis=-1 is supported")
     labels = _sparse_labels(y_true, y_pred, "SparseCategoricalCrossentropy")
-    logits = y_pred if from_logits else _softmax_logits(y_pred)
+    logits = y_pred if from_logits else softmax_logits(y_pred)
     if logits is None:
         eps = backend.epsilon()
         logits = m.log(m.clip(y_pred, eps, 1.0 - eps))
     return nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
 
 
+@eager_capable
 def categorical_crossentropy(
     y_true: Any,
     y_pred: Any,
@@ -82,17 +108,17 @@ def categorical_crossentropy(
     """Per-example cross-entropy of one-hot (or soft) labels against class scores."""
     if axis not in (-1, y_pred.ndim - 1):
         raise NotImplementedError("categorical_crossentropy: only axis=-1 is supported")
-    _check_same_shape(
+    check_same_shape(
         y_true,
         y_pred,
         "CategoricalCrossentropy",
         " For integer labels use SparseCategoricalCrossentropy instead.",
     )
-    y_true = _as_float(y_true, y_pred)
+    y_true = as_float(y_true, y_pred)
     if label_smoothing:
         classes = y_pred.shape[-1]
         y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / classes)
-    logits = y_pred if from_logits else _softmax_logits(y_pred)
+    logits = y_pred if from_logits else softmax_logits(y_pred)
     if logits is not None:
         return nn.softmax_cross_entropy_with_logits(y_true, logits)
     eps = backend.epsilon()
@@ -101,6 +127,7 @@ def categorical_crossentropy(
     return m.negative(m.reduce_sum(m.multiply(y_true, m.log(probs)), axis=-1))
 
 
+@eager_capable
 def binary_crossentropy(
     y_true: Any,
     y_pred: Any,
@@ -109,39 +136,30 @@ def binary_crossentropy(
     axis: int = -1,
 ) -> Symbol:
     """Binary cross-entropy, averaged over the last axis."""
-    _check_same_shape(y_true, y_pred, "BinaryCrossentropy")
-    y_true = _as_float(y_true, y_pred)
+    check_same_shape(y_true, y_pred, "BinaryCrossentropy")
+    y_true = as_float(y_true, y_pred)
     if label_smoothing:
         y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
-    if not from_logits and y_pred.node.op.name == "sigmoid":
-        # As tf.keras in a traced function: probabilities straight from a sigmoid are scored
-        # from its logits, with the stable form (no clipping).
-        y_pred, from_logits = y_pred.node.inputs[0], True
-    if from_logits:
-        per = nn.sigmoid_cross_entropy_with_logits(y_true, y_pred)
-    else:
-        eps = backend.epsilon()
-        p = m.clip(y_pred, eps, 1.0 - eps)
-        pos = m.multiply(y_true, m.log(m.add(p, eps)))
-        neg = m.multiply(m.subtract(1.0, y_true), m.log(m.add(m.subtract(1.0, p), eps)))
-        per = m.negative(m.add(pos, neg))
-    return m.reduce_mean(per, axis=-1)
+    per = binary_crossentropy_elementwise(y_true, y_pred, from_logits)
+    return m.reduce_mean(per, axis=axis)
 
 
+@eager_capable
 def mean_squared_error(y_true: Any, y_pred: Any) -> Symbol:
     """Mean of squared differences over the last axis."""
-    _check_same_shape(y_true, y_pred, "MeanSquaredError")
-    return m.reduce_mean(m.square(m.subtract(y_pred, _as_float(y_true, y_pred))), axis=-1)
+    _check_broadcastable(y_true, y_pred, "MeanSquaredError")
+    return m.reduce_mean(m.square(m.subtract(y_pred, as_float(y_true, y_pred))), axis=-1)
 
 
+@eager_capable
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Symbol:
     """Mean of absolute differences over the last axis."""
-    _check_same_shape(y_true, y_pred, "MeanAbsoluteError")
-    return m.reduce_mean(m.abs(m.subtract(y_pred, _as_float(y_true, y_pred))), axis=-1)
+    _check_broadcastable(y_true, y_pred, "MeanAbsoluteError")
+    return m.reduce_mean(m.abs(m.subtract(y_pred, as_float(y_true, y_pred))), axis=-1)
 
 
-mse = MSE = mean_squared_error
-mae = MAE = mean_absolute_error
+mse = mean_squared_error
+mae = mean_absolute_error
 
 
 # ---------------------------------------------------------------------- loss classes
@@ -205,6 +223,8 @@ class LossFunctionWrapper(Loss):
         self._fn_kwargs = kwargs
 
     def call(self, y_true: Any, y_pred: Any) -> Symbol:
+        if isinstance(y_true, Symbol) and isinstance(y_pred, Symbol):
+            y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self) -> dict[str, Any]:
@@ -215,9 +235,15 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
     def __init__(
         self,
         from_logits: bool = False,
+        ignore_class: int | None = None,
         reduction: str = "auto",
         name: str = "sparse_categorical_crossentropy",
     ) -> None:
+        if ignore_class is not None:
+            raise UnsupportedError(
+                f"SparseCategoricalCrossentropy(ignore_class={ignore_class!r}) is not simulated "
+                "by ipusim; pass ignore_class=None and give those labels a sample_weight of 0"
+            )
         super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits)
         self.from_logits = from_logits
 
@@ -262,14 +288,122 @@ class BinaryCrossentropy(LossFunctionWrapper):
         self.from_logits = from_logits
 
 
-class MeanSquaredError(LossFunctionWrapper):
-    def __init__(self, reduction: str = "auto", name: str = "mean_squared_error") -> None:
-        super().__init__(mean_squared_error, reduction, name)
+class BinaryFocalCrossentropy(LossFunctionWrapper):
+    """Binary cross-entropy down-weighting easy examples by ``(1 - p_t) ** gamma``."""
+
+    def __init__(
+        self,
+        apply_class_balancing: bool = False,
+        alpha: float = 0.25,
+        gamma: float = 2.0,
+        from_logits: bool = False,
+        label_smoothing: float = 0.0,
+        axis: int = -1,
+        reduction: str = "auto",
+        name: str = "binary_focal_crossentropy",
+    ) -> None:
+        super().__init__(
+            binary_focal_crossentropy,
+            reduction,
+            name,
+            apply_class_balancing=apply_class_balancing,
+            alpha=alpha,
+            gamma=gamma,
+            from_logits=from_logits,
+            label_smoothing=label_smoothing,
+            axis=axis,
+        )
+        self.from_logits = from_logits
 
 
-class MeanAbsoluteError(LossFunctionWrapper):
-    def __init__(self, reduction: str = "auto", name: str = "mean_absolute_error") -> None:
-        super().__init__(mean_absolute_error, reduction, name)
+class CategoricalFocalCrossentropy(LossFunctionWrapper):
+    """Categorical cross-entropy weighted by ``alpha (1 - p) ** gamma`` per class."""
+
+    def __init__(
+        self,
+        alpha: float = 0.25,
+        gamma: float = 2.0,
+        from_logits: bool = False,
+        label_smoothing: float = 0.0,
+        axis: int = -1,
+        reduction: str = "auto",
+        name: str = "categorical_focal_crossentropy",
+    ) -> None:
+        super().__init__(
+            categorical_focal_crossentropy,
+            reduction,
+            name,
+            alpha=alpha,
+            gamma=gamma,
+            from_logits=from_logits,
+            label_smoothing=label_smoothing,
+            axis=axis,
+        )
+        self.from_logits = from_logits
+
+
+class Huber(LossFunctionWrapper):
+    """Quadratic for errors up to ``delta``, linear beyond."""
+
+    def __init__(self, delta: float = 1.0, reduction: str = "auto", name: str = "huber_loss"):
+        super().__init__(huber, reduction, name, delta=delta)
+
+
+class CosineSimilarity(LossFunctionWrapper):
+    """Negative cosine similarity along ``axis`` (-1 is a perfect match)."""
+
+    def __init__(
+        self, axis: int = -1, reduction: str = "auto", name: str = "cosine_similarity"
+    ) -> None:
+        super().__init__(cosine_similarity, reduction, name, axis=axis)
+
+
+def _simple(fn: Callable[..., Symbol], cls_name: str, default_name: str) -> type[Loss]:
+    """A loss class with no options of its own around ``fn`` (as Keras' one-liners)."""
+
+    def __init__(self: Any, reduction: str = "auto", name: str = default_name) -> None:
+        LossFunctionWrapper.__init__(self, fn, reduction, name)
+
+    doc = f"``{fn.__name__}`` as a loss class (``reduction`` and ``name`` only)."
+    return type(cls_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc})
+
+
+MeanSquaredError = _simple(mean_squared_error, "MeanSquaredError", "mean_squared_error")
+MeanAbsoluteError = _simple(mean_absolute_error, "MeanAbsoluteError", "mean_absolute_error")
+MeanAbsolutePercentageError = _simple(
+    mean_absolute_percentage_error,
+    "MeanAbsolutePercentageError",
+    "mean_absolute_percentage_error",
+)
+MeanSquaredLogarithmicError = _simple(
+    mean_squared_logarithmic_error,
+    "MeanSquaredLogarithmicError",
+    "mean_squared_logarithmic_error",
+)
+Hinge = _simple(hinge, "Hinge", "hinge")
+SquaredHinge = _simple(squared_hinge, "SquaredHinge", "squared_hinge")
+CategoricalHinge = _simple(categorical_hinge, "CategoricalHinge", "categorical_hinge")
+LogCosh = _simple(log_cosh, "LogCosh", "log_cosh")
+KLDivergence = _simple(kl_divergence, "KLDivergence", "kl_divergence")
+Poisson = _simple(poisson, "Poisson", "poisson")
+
+
+class Reduction:
+    """The reduction names of ``tf.keras.losses.Reduction``."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f'Invalid Reduction Key: {key}. Expected keys are "{cls.all()}"')
 
 
 _CLASSES: dict[str, type[Loss]] = {
@@ -278,21 +412,61 @@ _CLASSES: dict[str, type[Loss]] = {
         SparseCategoricalCrossentropy,
         CategoricalCrossentropy,
         BinaryCrossentropy,
+        BinaryFocalCrossentropy,
+        CategoricalFocalCrossentropy,
         MeanSquaredError,
         MeanAbsoluteError,
+        MeanAbsolutePercentageError,
+        MeanSquaredLogarithmicError,
+        Hinge,
+        SquaredHinge,
+        CategoricalHinge,
+        Huber,
+        LogCosh,
+        KLDivergence,
+        Poisson,
+        CosineSimilarity,
     )
 }
+MSE, MAE, MAPE, MSLE, KLD = mse, mae, mape, msle, kld
+kullback_leibler_divergence, logcosh = kl_divergence, log_cosh
 _FUNCTIONS: dict[str, Callable[..., Symbol]] = {
-    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
-    "categorical_crossentropy": categorical_crossentropy,
-    "binary_crossentropy": binary_crossentropy,
-    "mean_squared_error": mean_squared_error,
-    "mse": mean_squared_error,
-    "MSE": mean_squared_error,
-    "mean_absolute_error": mean_absolute_error,
-    "mae": mean_absolute_error,
-    "MAE": mean_absolute_error,
+    fn.__name__: fn
+    for fn in (
+        sparse_categorical_crossentropy,
+        categorical_crossentropy,
+        binary_crossentropy,
+        binary_focal_crossentropy,
+        categorical_focal_crossentropy,
+        mean_squared_error,
+        mean_absolute_error,
+        mean_absolute_percentage_error,
+        mean_squared_logarithmic_error,
+        hinge,
+        squared_hinge,
+        categorical_hinge,
+        huber,
+        log_cosh,
+        kl_divergence,
+        poisson,
+        cosine_similarity,
+    )
 }
+_FUNCTIONS.update(
+    mse=mse,
+    MSE=mse,
+    mae=mae,
+    MAE=mae,
+    mape=mape,
+    MAPE=mape,
+    msle=msle,
+    MSLE=msle,
+    kld=kld,
+    KLD=kld,
+    kullback_leibler_divergence=kl_divergence,
+    logcosh=log_cosh,
+    huber_loss=huber,
+)
 
 
 def get(identifier: Any) -> Loss | Callable[..., Any]:
@@ -357,3 +531,10 @@ def _eager_loss(loss: Loss, y_true: Any, y_pred: Any, sample_weight: Any) -> Any
         inputs.append(w)
     out = loss(t, p, w)
     return Executor(graph, [out], inputs).run(feeds)[0]
+
+
+def deserialize(config: dict[str, Any] | str) -> Loss | Callable[..., Any]:
+    """A loss from ``serialize``'s output or a name (as ``tf.keras.losses.deserialize``)."""
+    if isinstance(config, dict) and "function" in config:
+        return get(config["function"])
+    return get(config)

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
+import numpy as np
+
 
 def _is_interactive(stream: TextIO) -> bool:
     isatty = getattr(stream, "isatty", None)
@@ -106,7 +108,9 @@ class Progbar:
         for name, value in values or ():
             if name not in self._values_order:
                 self._values_order.append(name)
-            value = float(value)
+            # Array results (F1Score per class, several thresholds) are averaged elementwise
+            # and shown as their mean, as Keras' Progbar does.
+            value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=np.float64)
             if name in self.stateful_metrics:
                 self._values[name] = [value, 1]
             else:
@@ -159,7 +163,8 @@ class Progbar:
         text = ""
         for name in self._values_order:
             total, count = self._values[name]
-            text += f" - {name}:" + _format_value(total / max(1, count), self.verbose)
+            average = float(np.mean(total / max(1, count)))
+            text += f" - {name}:" + _format_value(average, self.verbose)
         return text
 
     def _draw(self, current: int, now: float, finalize: bool, time_per_unit: float) -> None:

@@ -1,10 +1,13 @@
-"""``keras.utils``: seeding and small array helpers."""
+"""``keras.utils``: seeding, labels, padding, batch sequences, normalisation, cached files."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ipusim.keras.backend import set_random_seed
+from ipusim.keras.preprocessing.image import array_to_img, img_to_array, load_img, save_img
+from ipusim.keras.preprocessing.sequence import pad_sequences
+from ipusim.keras.utils_data import Sequence, get_file, normalize
 
 
 def to_categorical(y: object, num_classes: int | None = None, dtype: str = "float32") -> np.ndarray:
@@ -26,4 +29,15 @@ def to_categorical(y: object, num_classes: int | None = None, dtype: str = "floa
     return out
 
 
-__all__ = ["set_random_seed", "to_categorical"]
+__all__ = [
+    "Sequence",
+    "array_to_img",
+    "img_to_array",
+    "load_img",
+    "save_img",
+    "get_file",
+    "normalize",
+    "pad_sequences",
+    "set_random_seed",
+    "to_categorical",
+]

@@ -17,6 +17,8 @@ the stream ``key``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ipusim.kernels._jit import kernel
@@ -155,7 +157,7 @@ class HalfUpdate:
     def _context(self) -> tuple:
         return (self.key, self.stochastic, self.nan, self._scratch, self._bits, self._count)
 
-    def run(self, kernel_name: str, arrays: list[np.ndarray], *scalars: object) -> None:
+    def run(self, kernel_name: Any, arrays: list[np.ndarray], *scalars: object) -> None:
         """Apply kernel ``kernel_name`` to float16 ``arrays`` (updated in place) and scalars.
 
         ``arrays`` is ``[var, grad, *slots]`` in the kernel's order; None slots are passed as
@@ -166,7 +168,9 @@ class HalfUpdate:
             for a in arrays
         ]
         self._count[0] = 0
-        _KERNELS[kernel_name](*wide, *scalars, self._context())
+        # A name of this module's kernels, or a kernel of another module built on ``_h``.
+        fn = _KERNELS[kernel_name] if isinstance(kernel_name, str) else kernel_name
+        fn(*wide, *scalars, self._context())
         self.overflows += int(self._count[0])
         for original, updated in zip(arrays, wide):
             if original is not None and original is not arrays[1]:

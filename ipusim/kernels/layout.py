@@ -51,3 +51,30 @@ def broadcast_to(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 def tile(x: np.ndarray, multiples: Sequence[int]) -> np.ndarray:
     """``x`` repeated ``multiples[i]`` times along axis ``i``."""
     return np.tile(x, tuple(multiples))
+
+
+def _index_tuple(index: Sequence) -> tuple:
+    """A strided-slice index (ints, ``(start, stop, step)`` triples, None) as NumPy's key."""
+    return tuple(slice(*item) if isinstance(item, tuple | list) else item for item in index)
+
+
+def strided_slice(x: np.ndarray, index: Sequence) -> np.ndarray:
+    """``x[index]`` for a basic index: ints drop an axis, triples slice one, None adds one."""
+    return np.array(x[_index_tuple(index)], order="C")
+
+
+def strided_slice_grad(dy: np.ndarray, shape: Sequence[int], index: Sequence) -> np.ndarray:
+    """Zeros of ``shape`` with ``dy`` written where :func:`strided_slice` read (its gradient)."""
+    out = np.zeros(tuple(shape), dtype=dy.dtype)
+    key = _index_tuple(index)
+    # The output axes of x[key] are its slices and new axes, in order; new axes (size 1) are
+    # dropped from dy so it lines up with the region of x the slices select.
+    produced = [k for k in key if not isinstance(k, int | np.integer)]
+    new_axes = tuple(i for i, k in enumerate(produced) if k is None)
+    out[tuple(k for k in key if k is not None)] = np.squeeze(dy, axis=new_axes)
+    return out
+
+
+def reverse(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``x`` with the order of its elements along each of ``axes`` reversed (a copy)."""
+    return np.array(np.flip(x, tuple(axes)), order="C")

@@ -77,3 +77,51 @@ def dropout(x: np.ndarray, seed: int, step: int, rate: float) -> np.ndarray:
         x.reshape(-1), _u64(seed), _u64(step), float(rate), 1.0 / (1.0 - rate), out.reshape(-1)
     )
     return out
+
+
+@kernel
+def _fill_uniform(seed, step, low, high, out):
+    key = _stream_key(seed, step)
+    for i in range(out.size):
+        out[i] = low + (high - low) * _uniform(key, i)
+
+
+@kernel
+def _fill_normal(seed, step, mean, stddev, out):
+    # Box-Muller on two draws per element (elements 2i and 2i+1 of the stream); 1 - u keeps the
+    # logarithm's argument in (0, 1].
+    key = _stream_key(seed, step)
+    for i in range(out.size):
+        u1 = 1.0 - _uniform(key, 2 * i)
+        u2 = _uniform(key, 2 * i + 1)
+        out[i] = mean + stddev * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+def draw(
+    distribution: str,
+    shape: tuple[int, ...],
+    seed: int,
+    step: int,
+    a: float,
+    b: float,
+    dtype: object = np.float32,
+) -> np.ndarray:
+    """Random numbers for ``(seed, step)``, a pure function of them like the dropout masks.
+
+    Args:
+        distribution: ``"uniform"`` (in [a, b)), ``"normal"`` (mean a, standard deviation b) or
+            ``"bernoulli"`` (1 with probability a, else 0; b unused).
+        shape: output shape.
+        seed / step: the stream's key.
+    """
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)
+    if distribution == "uniform":
+        _fill_uniform(_u64(seed), _u64(step), float(a), float(b), flat)
+    elif distribution == "normal":
+        _fill_normal(_u64(seed), _u64(step), float(a), float(b), flat)
+    elif distribution == "bernoulli":
+        _keep_mask(_u64(seed), _u64(step), 1.0 - float(a), 1.0, flat)
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}")
+    return out

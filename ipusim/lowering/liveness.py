@@ -44,12 +44,19 @@ VIEW_OPS = frozenset(
         "stop_gradient",
         "slice",
         "transpose",
+        "unstack_time",  # popnn slices the sequence in place (RnnSlice)
+        "rnn_carry",
     }
 )
 
 #: Inputs ops read only for their shape (gradients of views and reductions): reading them
 #: does not keep their data alive.
-SHAPE_ONLY_INPUTS = {"reshape_like": (1,), "broadcast_like": (1,), "reduce_mean_grad": (1,)}
+SHAPE_ONLY_INPUTS = {
+    "reshape_like": (1,),
+    "broadcast_like": (1,),
+    "reduce_mean_grad": (1,),
+    "rnn_zeros": (0,),
+}
 
 _NO_BUFFER = ("variable", "constant")
 

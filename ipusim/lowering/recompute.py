@@ -138,12 +138,20 @@ def on_demand_order(recomputed: Sequence[Node], backward: Sequence[Node]) -> lis
     pending = {n.id: n for n in recomputed}
     order: list[Node] = []
 
-    def emit(node: Node) -> None:
-        for sym in node.inputs:
-            producer = pending.pop(sym.node.id, None)
-            if producer is not None:
-                emit(producer)
-        order.append(node)
+    def emit(root: Node) -> None:
+        # Depth first, inputs in order, without recursion: a recurrent layer's loop makes
+        # dependency chains thousands of nodes long.
+        stack = [(root, iter(root.inputs))]
+        while stack:
+            node, inputs = stack[-1]
+            for sym in inputs:
+                producer = pending.pop(sym.node.id, None)
+                if producer is not None:
+                    stack.append((producer, iter(producer.inputs)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
 
     for node in backward:
         emit(node)

@@ -15,6 +15,7 @@ from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescriptio
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.lowering.schedules import depth_multiple as pipeline_depth_multiple
 from ipusim.lowering.shards import ipus_per_replica, shard_count
+from ipusim.session.clock import active_clock, simulated_time
 from ipusim.session.options import (
     EngineSettings,
     FeedOptions,
@@ -22,6 +23,7 @@ from ipusim.session.options import (
     environment,
     host_link,
     host_options,
+    local_replicas,
     pipeline_distribution,
     planner_options,
     precision,
@@ -36,6 +38,7 @@ from ipusim.session.run import (
     SimulatedRun,
     lower,
     make_report,
+    publish,
     simulate,
 )
 
@@ -56,8 +59,12 @@ __all__ = [
     "host_link",
     "host_options",
     "ipus_per_replica",
+    "local_replicas",
     "lower",
     "make_report",
+    "publish",
+    "active_clock",
+    "simulated_time",
     "pipeline_depth_multiple",
     "pipeline_distribution",
     "planner_options",

@@ -122,6 +122,33 @@ def replication_factor(
     return shards.replication_factor(num_ipus, device_mapping, what) * processes
 
 
+#: Set in each instance process ``ipusim run --instances`` starts (as ``poprun`` sets it).
+INSTANCE_ENVIRONMENT = "POPDIST_NUM_LOCAL_REPLICAS"
+
+
+def local_replicas(replicas: int, config: Any = None) -> int:
+    """The replicas whose data and numbers this host process runs, of ``replicas`` (global).
+
+    One process simulates the whole job (``IPUMultiWorkerStrategy``, or ``process_count`` set in
+    a plain script): it runs every replica. A process started by ``ipusim run --instances`` (as
+    ``poprun`` starts them: :data:`INSTANCE_ENVIRONMENT` is set) is one of
+    :func:`process_count` instances and runs its share; the simulation still times the whole
+    job's ``replicas``.
+    """
+    import os
+
+    processes = process_count(config if config is not None else _active_config())
+    if INSTANCE_ENVIRONMENT not in os.environ or processes <= 1:
+        return replicas
+    return max(replicas // processes, 1)
+
+
+def _active_config() -> Any:
+    from ipusim import config as config_module
+
+    return config_module.active_config()
+
+
 def host_cpu_per_process(system: Any, processes: int) -> Any:
     """The host CPU one process's input pipeline gets when ``processes`` processes share the
     system's host server: an equal share of its cores; past one core each, the processes

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ipusim.data.datasets import data_note
 from ipusim.engine import HostLink, HostOptions, RunPlan
 from ipusim.engine import simulate as run_engine
 from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescription
@@ -129,6 +130,7 @@ def simulate(
     *,
     progress: Callable[[], None] | None = None,
     extra: Mapping[str, Any] | None = None,
+    publish: bool = True,
 ) -> SimulatedRun:
     """Simulate ``executions`` ((epoch, steps) pairs) of a lowered step and make its Report
     (passed to every :data:`ON_REPORT` hook).
@@ -138,6 +140,8 @@ def simulate(
         executions: the executions that ran, in order.
         progress: called once per execution simulated.
         extra: further scalar figures for the report.
+        publish: pass the report to the hooks (False: a preview of executions about to run;
+            :func:`publish` it later if they ran as planned).
     """
     plan = RunPlan(tuple(n for _, n in executions), tuple(e for e, _ in executions))
     settings = engine_settings(lowered.config)
@@ -163,7 +167,7 @@ def simulate(
         figures["segment"] = lowered.description.label
     figures.update(extra or {})
     report = make_report(
-        lowered.program, result, lowered.system, precision(lowered.config), figures
+        lowered.program, result, lowered.system, precision(lowered.config), figures, publish
     )
     epoch_end: dict[int, int] = {}
     for epoch, end in zip(plan.epochs, result.execution_end_ps):
@@ -175,12 +179,30 @@ def simulate(
     return SimulatedRun(report, tuple(seconds), result.engine)
 
 
+def publish(report: Report) -> None:
+    """Pass ``report`` to every :data:`ON_REPORT` hook, in order."""
+    for hook in tuple(ON_REPORT):
+        hook(report)
+
+
+def _data_provenance() -> dict[str, str]:
+    """``{"data": ...}`` when a Keras data set was synthesised in this process (timing valid,
+    accuracy not), so the report says so; empty otherwise."""
+    note = data_note()
+    return {"data": note} if note else {}
+
+
 def make_report(
-    program: Program, result: Any, system: Any, precision_name: str, extra: Mapping[str, Any]
+    program: Program,
+    result: Any,
+    system: Any,
+    precision_name: str,
+    extra: Mapping[str, Any],
+    publish_report: bool = True,
 ) -> Report:
     """The Report of a simulation of ``program``: replica 0's trace with the replica layout,
     replica 0's memory plans, peaks per IPU, the common figures plus ``extra``; passed to the
-    :data:`ON_REPORT` hooks."""
+    :data:`ON_REPORT` hooks (unless ``publish_report`` is False)."""
     per_replica = max(program.ipus_per_replica, 1)
     # An IPU of the replica that runs no stage (device_mapping [1, 1], or the 4th IPU of a
     # 3-stage pipeline) holds nothing; it still gets its (empty) row in the memory report.
@@ -208,9 +230,10 @@ def make_report(
             "gradient_accumulation": program.gradient_accumulation,
             "replicas": program.replicas,
             "pipelined": program.pipelined,
+            **_data_provenance(),
             **extra,
         },
     )
-    for hook in tuple(ON_REPORT):
-        hook(report)
+    if publish_report:
+        publish(report)
     return report

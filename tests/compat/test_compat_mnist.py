@@ -74,6 +74,13 @@ def test_both_splits_on_disk_load_without_a_warning(data_dir):
     np.testing.assert_array_equal(y_test, y_te)
 
 
-def test_nothing_on_disk_tries_the_download_like_keras(data_dir):
-    with pytest.raises(mnist.DatasetNotFoundError, match="no network"):
-        mnist.load_data()
+def test_nothing_on_disk_gives_synthetic_data_and_never_downloads(data_dir):
+    from ipusim.data.datasets import SyntheticDataWarning, data_note, reset_provenance
+
+    reset_provenance()
+    with pytest.warns(SyntheticDataWarning, match="SYNTHETIC"):
+        (x_train, y_train), (x_test, y_test) = mnist.load_data()
+    assert x_train.shape == (60_000, 28, 28) and x_test.shape == (10_000, 28, 28)
+    assert y_train.dtype == np.uint8 and int(y_train.max()) == 9
+    assert "mnist" in data_note()
+    reset_provenance()

@@ -48,6 +48,17 @@ def test_stages_add_up_and_parallel_maps_divide_over_cores() -> None:
     assert dataset_seconds_per_sample(auto, cpu) - base == pytest.approx(MAP_CALL_US * 1e-6 / 8)
 
 
+def test_a_shard_costs_its_input_every_element_it_skips() -> None:
+    x = np.zeros((1000, 4), np.float32)
+    cpu = HostCPU(cores=8)
+    upstream = Dataset.from_tensor_slices(x).map(lambda v: v)
+    per_input_sample = dataset_seconds_per_sample(upstream, cpu)
+    batch = dataset_seconds_per_sample(upstream.batch(10), cpu) - per_input_sample
+    # one kept sample of shard(4, i) is four slices and maps; the batch after it costs the same
+    sharded = dataset_seconds_per_sample(upstream.shard(4, 1).batch(10), cpu)
+    assert sharded == pytest.approx(4 * per_input_sample + batch)
+
+
 def test_prefetch_puts_the_stages_above_it_on_their_own_thread() -> None:
     x = np.zeros((1000, 4), np.float32)
     cpu = HostCPU()

@@ -372,7 +372,8 @@ def test_get():
     got = optimizers.get({"class_name": "SGD", "config": {"learning_rate": 0.3, "momentum": 0.2}})
     assert (got.learning_rate, got.momentum) == (0.3, 0.2)
     with pytest.raises(
-        ValueError, match=r"'adma'.*adagrad, adam, rmsprop, sgd.*Did you mean 'adam'"
+        ValueError,
+        match=r"'adma'.*adadelta, adafactor, adagrad, adam, adamax, adamw, ftrl, lion, nadam, rmsprop, sgd.*Did you mean 'adam(ax)?'",
     ):
         optimizers.get("adma")
     with pytest.raises(ValueError, match="Could not interpret optimizer identifier"):

@@ -14,6 +14,7 @@ configuration functions), ``ipu.ipu_strategy`` (``IPUStrategy``),
 from ipusim.compat.ipu import (
     config,
     dataset_benchmark,
+    functional_ops,
     gradient_accumulation,
     ipu_compiler,
     ipu_infeed_queue,
@@ -29,10 +30,12 @@ from ipusim.compat.ipu import (
     serving,
     utils,
 )
+from ipusim.compat.ipu.functional_ops import outlined_function
 
 __all__ = [
     "config",
     "dataset_benchmark",
+    "functional_ops",
     "gradient_accumulation",
     "ipu_compiler",
     "ipu_infeed_queue",
@@ -43,8 +46,31 @@ __all__ = [
     "loops",
     "ops",
     "optimizers",
+    "outlined_function",
     "pipelining_ops",
     "scopes",
     "serving",
     "utils",
 ]
+
+#: Submodules that load ipusim's custom-training-loop runtime: imported on first use.
+_LAZY_SUBMODULES = (
+    "cross_replica_optimizer",
+    "embedding_ops",
+    "nn_ops",
+    "rand_ops",
+    "gradient_accumulation_optimizer",
+    "ipu_estimator",
+    "ipu_pipeline_estimator",
+    "ipu_run_config",
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        if name in ("embedding_ops", "nn_ops", "rand_ops"):  # ipu.nn_ops is ipu.ops.nn_ops
+            return importlib.import_module(f"{__name__}.ops.{name}")
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

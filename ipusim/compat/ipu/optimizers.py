@@ -3,7 +3,8 @@
 ``GradientAccumulationReductionMethod`` is ipusim's own. The wrappers
 (``GradientAccumulationOptimizerV2``, ``CrossReplicaOptimizer``,
 ``CrossReplicaGradientAccumulationOptimizerV2``, ...) come from
-``ipusim.compat.runtime.optimizers`` (the custom-training-loop runtime) on first use. Keras models
+``ipusim.compat.runtime.optimizers`` (``AutomaticLossScalingOptimizer`` from
+``ipusim.compat.runtime.als``) (the custom-training-loop runtime) on first use. Keras models
 never need them: ``set_gradient_accumulation_options`` wraps the compiled optimizer itself.
 """
 
@@ -11,6 +12,7 @@ from ipusim.compat._alias import runtime_getattr
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 
 _RUNTIME_NAMES = (
+    "AutomaticLossScalingOptimizer",
     "CrossReplicaGradientAccumulationOptimizer",
     "CrossReplicaGradientAccumulationOptimizerV2",
     "CrossReplicaOptimizer",
@@ -20,6 +22,8 @@ _RUNTIME_NAMES = (
     "MapGradientOptimizer",
 )
 
-__getattr__ = runtime_getattr(__name__, "ipusim.compat.runtime.optimizers", _RUNTIME_NAMES)
+__getattr__ = runtime_getattr(
+    __name__, ("ipusim.compat.runtime.optimizers", "ipusim.compat.runtime.als"), _RUNTIME_NAMES
+)
 
 __all__ = ["GradientAccumulationReductionMethod", *_RUNTIME_NAMES]

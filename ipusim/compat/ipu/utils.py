@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
 from ipusim.config import (
     DeviceConnectionType,
     ExecutionProfileType,
@@ -15,6 +20,8 @@ from ipusim.config import (
     reset_ipu_configuration,
     running_on_ipu_model,
 )
+from ipusim.config._env import using_synthetic_data
+from ipusim.errors import UnsupportedError
 from ipusim.keras.backend import set_random_seed
 
 __all__ = [
@@ -24,12 +31,21 @@ __all__ = [
     "MergeRemoteBuffersBehaviour",
     "SchedulingAlgorithm",
     "SelectionOrder",
+    "SyntheticDataCategory",
     "configure_ipu_system",
+    "export_dataset_to_file",
+    "export_inputs_to_file",
+    "export_variables_from_live_model",
+    "export_variables_from_live_session",
     "get_ipu_config",
     "get_num_of_ipus_in_device",
+    "import_data_in_live_model",
+    "import_data_in_live_session",
+    "move_variable_initialization_to_cpu",
     "reset_ipu_configuration",
     "reset_ipu_seed",
     "running_on_ipu_model",
+    "use_synthetic_data_for",
 ]
 
 
@@ -83,3 +99,73 @@ def reset_ipu_seed(
         raise ValueError(f"reset_ipu_seed: `seed` must be a non-negative int, received {seed!r}")
     active_device_ipus(_device_index(device, "device"))
     set_random_seed(seed)
+
+
+def move_variable_initialization_to_cpu(graph: Any = None) -> None:
+    """Place the variables' initialisers on the host (IPU TensorFlow's TF1-style helper).
+
+    ipusim always initialises variables on the host (NumPy, from the seed stream) and copies
+    the values to the device, so the device program never contains initialisers: this is
+    already the behaviour the function asks for, and calling it changes nothing.
+
+    Args:
+        graph: the TF1 graph to rearrange; accepted for compatibility (ipusim has no TF1 graph).
+    """
+    del graph
+
+
+class SyntheticDataCategory(Enum):
+    """The data whose host transfer ``--synthetic_data_categories`` can replace."""
+
+    Seed = 0
+    Infeed = 1
+    Outfeed = 2
+    HostEmbedding = 3
+    Parameters = 4
+
+
+def use_synthetic_data_for(synthetic_data_category: SyntheticDataCategory) -> bool:
+    """Whether synthetic data replaces the host transfers of ``synthetic_data_category``.
+
+    As the Poplar flags do: ``TF_POPLAR_FLAGS=--use_synthetic_data`` covers every category;
+    ``--synthetic_data_categories=infeed,outfeed`` (comma-separated names, any case) only
+    those named (E: the flag's value format as Graphcore's documentation writes it).
+
+    Raises:
+        TypeError: the category is not a :class:`SyntheticDataCategory`.
+    """
+    if not isinstance(synthetic_data_category, SyntheticDataCategory):
+        raise TypeError(
+            "use_synthetic_data_for expects a utils.SyntheticDataCategory (e.g. "
+            f"SyntheticDataCategory.Infeed), received {synthetic_data_category!r}"
+        )
+    if using_synthetic_data():
+        return True
+    for flag in os.environ.get("TF_POPLAR_FLAGS", "").split():
+        name, _, value = flag.partition("=")
+        if name == "--synthetic_data_categories":
+            chosen = {c.strip().strip("'\"").lower() for c in value.split(",")}
+            return synthetic_data_category.name.lower() in chosen
+    return False
+
+
+def _not_simulated(name: str, reason: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(f"ipu.utils.{name} is not simulated by ipusim: {reason}")
+
+    refuse.__name__ = name
+    refuse.__doc__ = f"Not simulated: raises UnsupportedError ({reason})."
+    return refuse
+
+
+_BINARY = (
+    "it writes Poplar's binary feed files for standalone executables, which ipusim does not "
+    "produce; save the arrays with numpy.save instead"
+)
+_SESSION = "it works on TF1 sessions, which ipusim does not have; use model.save_weights instead"
+export_dataset_to_file = _not_simulated("export_dataset_to_file", _BINARY)
+export_inputs_to_file = _not_simulated("export_inputs_to_file", _BINARY)
+export_variables_from_live_session = _not_simulated("export_variables_from_live_session", _SESSION)
+export_variables_from_live_model = _not_simulated("export_variables_from_live_model", _SESSION)
+import_data_in_live_session = _not_simulated("import_data_in_live_session", _SESSION)
+import_data_in_live_model = _not_simulated("import_data_in_live_model", _SESSION)

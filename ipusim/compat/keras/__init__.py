@@ -27,6 +27,7 @@ from ipusim.compat.keras import (
     optimizers,
     utils,
 )
+from ipusim.keras import preprocessing
 from ipusim.keras.engine.input_layer import Input
 from ipusim.keras.engine.model import Model
 from ipusim.keras.engine.sequential import Sequential
@@ -52,5 +53,6 @@ __all__ = [
     "mixed_precision",
     "models",
     "optimizers",
+    "preprocessing",
     "utils",
 ]

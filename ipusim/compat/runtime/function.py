@@ -208,6 +208,7 @@ def execute(
     """Trace (or reuse the trace of) ``fn`` for these arguments, lower and run it, simulate it
     when it runs on the device, and return its outputs as EagerTensors."""
     from ipusim.compat.runtime import simulation
+    from ipusim.session import local_replicas
 
     kwargs = dict(kwargs or {})
     flat = flatten([list(args), kwargs])
@@ -223,7 +224,8 @@ def execute(
         return _simulate_only(traced, strategy)
     arrays = [np.asarray(flat[i]) for i in positions]
     session = simulation.prepare(traced) if device else None
-    replicas = session.replicas if session is not None else 1
+    # The replicas whose numbers this process computes (its share under ipusim run --instances).
+    replicas = local_replicas(session.replicas) if session is not None else 1
     with context.device_replicas(replicas):
         outputs = traced.compiled.run(arrays)
     if session is not None:

@@ -48,6 +48,7 @@ from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import shape as gs
+from ipusim.graph.ops.operators import getitem, power
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable as _GraphVariable
 
@@ -174,6 +175,19 @@ class TFVariable(_GraphVariable):
 
     def __neg__(self) -> Any:
         return negative(self)
+
+    def __abs__(self) -> Any:
+        return abs(self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _op(power, self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _op(power, other, self)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``v[key]``: TensorFlow's basic indexing, traced or at once."""
+        return _op(lambda v: getitem(v, key), self)
 
 
 def Variable(  # noqa: N802 - TensorFlow's name
@@ -383,9 +397,35 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Any:  # no
 
 
 def one_hot(
-    indices: Any, depth: int, dtype: Any = "float32", name: str | None = None, **kwargs: Any
+    indices: Any,
+    depth: int,
+    on_value: Any = None,
+    off_value: Any = None,
+    axis: int | None = None,
+    dtype: Any = None,
+    name: str | None = None,
 ) -> Any:
-    return _op(gnn.one_hot, indices, depth=int(depth), dtype=canonical_dtype(dtype))
+    """``tf.one_hot`` (TensorFlow's argument order): ``on_value`` where the class is,
+    ``off_value`` elsewhere (1 / 0 by default), on a new last axis."""
+    if axis not in (None, -1):
+        from ipusim.errors import UnsupportedError
+
+        raise UnsupportedError(f"tf.one_hot(axis={axis}) is not simulated; only the last axis")
+    if dtype is None:  # TensorFlow: the values' dtype, else float32
+        given = next((v for v in (on_value, off_value) if v is not None), None)
+        dtype = "float32" if given is None else default_array(given).dtype.name
+    dtype = canonical_dtype(dtype)
+    # TensorFlow's OneHot takes uint8 and int8 indices too (labels often come as uint8):
+    # widen them, as their values are the same class ids.
+    if str(getattr(indices, "dtype", "")) in ("uint8", "int8"):
+        indices = cast(indices, "int32")
+    hot = _op(gnn.one_hot, indices, depth=int(depth), dtype=dtype)
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    if (on, off) == (1, 0):
+        return hot
+    scale = np.asarray(on, dtype=dtype) - np.asarray(off, dtype=dtype)
+    return add(multiply(hot, scale), np.asarray(off, dtype=dtype))
 
 
 #: ``tf.math``.

@@ -66,8 +66,9 @@ class OptimizerFunctionOutput:
 
     @property
     def is_v2(self) -> bool:
-        """Whether ``opt`` is a Keras optimizer (TensorFlow's OptimizerV2)."""
-        return isinstance(self._opt, Optimizer)
+        """Whether ``opt`` is a Keras optimizer (TensorFlow's OptimizerV2); the TF1 optimizers
+        (``tf.compat.v1.train``), Keras optimizers inside ipusim, count as TF1 ones."""
+        return isinstance(self._opt, Optimizer) and not getattr(self._opt, "is_tf1", False)
 
     @property
     def opt(self) -> Any:

@@ -5,7 +5,9 @@ A traced device function is simulated segment by segment:
 - a **loop** (``loops.repeat`` / ``while_loop``) is its body graph lowered as one step; the
   iterations it ran are the steps of one execution. The step reads one element of each dequeue
   per iteration (infeed bytes from the dataset's element spec, samples per step from the first
-  dimension of the first element of each dequeue) and writes what its outfeed enqueues send
+  dimension of the first element of each dequeue; a function fed by its arguments instead, as
+  ``strategy.run(step, args=(x, y))`` is, takes its samples from the first dimension of its first
+  array argument) and writes what its outfeed enqueues send
   (outfeed bytes from the enqueued values' specs). It is a training step when the body updates
   variables with an optimizer: lowering then adds the weight update of the updated variables (and
   gradient accumulation when the optimizer is a gradient-accumulation wrapper, with its
@@ -131,8 +133,22 @@ def optimizer_settings(handles: list[Any]) -> tuple[int, OptimizerCost, dict[str
     return ga, cost, options
 
 
-def describe_graph(compiled: CompiledGraph) -> tuple[StepDescription, Any, list[Any]]:
-    """A step description of one execution of ``compiled`` (a loop body or a function)."""
+def argument_batch(compiled: CompiledGraph) -> int:
+    """Samples one execution of a function fed by its arguments processes: the first dimension
+    of its first array argument of rank >= 1 (the batch, as ``model(x)`` in the step reads it);
+    1 when it has no such argument."""
+    for placeholder in compiled.arg_placeholders:
+        spec = placeholder.spec
+        if spec.rank >= 1:
+            return int(spec.shape[0])
+    return 1
+
+
+def describe_graph(
+    compiled: CompiledGraph, fed_by_arguments: bool = False
+) -> tuple[StepDescription, Any, list[Any]]:
+    """A step description of one execution of ``compiled`` (a loop body, or a function:
+    ``fed_by_arguments``, whose arguments are its batch when it dequeues nothing)."""
     ctx = compiled.ctx
     graph = ctx.graph
     fetches = tuple(compiled.fetches)
@@ -142,6 +158,10 @@ def describe_graph(compiled: CompiledGraph) -> tuple[StepDescription, Any, list[
     for dequeue in ctx.dequeues:
         first = dequeue.placeholders[0].spec if dequeue.placeholders else None
         samples += int(first.shape[0]) if first is not None and first.rank >= 1 else 1
+    if (
+        fed_by_arguments and not ctx.dequeues
+    ):  # fed by its arguments (strategy.run(step, args=(x, y))): their batch
+        samples = argument_batch(compiled)
     outfeed_bytes, outfeed = graph_outfeeds(graph, nodes)
     handles = list(ctx.applies)
     trainable: dict[int, Any] = {}
@@ -169,9 +189,11 @@ def lower_graph(
     prefetch_depth: int,
     steps: Callable[[], int],
     label: str,
+    fed_by_arguments: bool = False,
 ) -> SegmentTiming:
-    """Lower ``compiled`` as the step of a loop (or of a one-step function)."""
-    step, outfeed, handles = describe_graph(compiled)
+    """Lower ``compiled`` as the step of a loop (or of a one-step function: ``fed_by_arguments``
+    as :func:`describe_graph` reads it)."""
+    step, outfeed, handles = describe_graph(compiled, fed_by_arguments)
     ga, cost, offload = optimizer_settings(handles)
     distribution = DistributionSpec(
         replicas=replicas, remote_buffers=session.remote_buffers(config), **offload
@@ -227,7 +249,14 @@ class DeviceRunTiming:
                 compiled = traced.compiled
                 cached.append(
                     lower_graph(
-                        compiled, self.config, self.system, self.replicas, 1, lambda: 1, "function"
+                        compiled,
+                        self.config,
+                        self.system,
+                        self.replicas,
+                        1,
+                        lambda: 1,
+                        "function",
+                        fed_by_arguments=True,
                     )
                 )
             traced.plans[key] = cached

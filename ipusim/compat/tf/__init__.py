@@ -8,6 +8,8 @@ The names the documented IPU TensorFlow 2 scripts use, backed by ipusim:
 * ``tf.data`` (``Dataset``, ``AUTOTUNE``, ``experimental``), ``tf.cast``, ``tf.newaxis``, the
   dtypes ``float16 float32 float64 int32 int64 uint8 bool``, ``tf.TensorSpec``;
 * ``tf.constant`` and ``tf.random`` (seeded);
+* ``tf.device`` / ``tf.DeviceSpec`` (parsed as TensorFlow does; placement does not change the
+  simulated IPU program, see :mod:`ipusim.compat.tf.device`);
 * ``tf.function``, ``tf.GradientTape``, ``tf.nn``, ``tf.math`` and any other name come from
   ipusim's custom-training-loop runtime (``ipusim.compat.runtime``) on first use.
 
@@ -25,7 +27,19 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, image, linalg, math, nn, python, random
+from ipusim.compat.tf import (
+    data,
+    estimator,
+    experimental,
+    image,
+    linalg,
+    math,
+    nn,
+    python,
+    random,
+    summary,
+)
+from ipusim.compat.tf.device import DeviceSpec, device
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -59,6 +73,7 @@ errors = SimpleNamespace(OutOfRangeError=OutOfRangeError)
 
 __all__ = [
     "DType",
+    "DeviceSpec",
     "GradientTape",
     "TensorSpec",
     "Variable",
@@ -66,9 +81,13 @@ __all__ = [
     "as_dtype",
     "bool",
     "cast",
+    "compat",
     "constant",
     "data",
+    "device",
     "errors",
+    "estimator",
+    "experimental",
     "float16",
     "float32",
     "float64",
@@ -84,10 +103,17 @@ __all__ = [
     "nn",
     "python",
     "random",
+    "summary",
     "uint8",
 ]
 
+from ipusim.compat.tf import compat  # noqa: E402 - tf.compat.v2 is this module
+
 globals()["bool"] = bool_  # ``tf.bool``, without shadowing the builtin in this module's code
+
+# Symbolic tensors' `<`, `>`, `&`, `|` (Keras functional tensors too) build the runtime's
+# comparison op, registered when its module loads: load it now, not on the first tf.function.
+optional_module("ipusim.compat.runtime.ops_control")
 
 
 def _runtime_op(name: str) -> Any:

@@ -51,6 +51,11 @@ class MatMul(Op):
     """2-D matrix product ``op(a) @ op(b)``; ``op`` transposes when ``transpose_a/b`` is set.
 
     In half precision the partial sums follow the AMP unit (:mod:`ipusim.kernels.amp`).
+
+    ``available_memory_proportion`` (optional) plans this product with its own PopLibs
+    ``availableMemoryProportion`` instead of ``IPUConfig.matmuls``' (as PopnnLSTM's
+    ``available_memory_proportion_fwd`` does); ``available_memory_proportion_bwd`` is the one its
+    gradient products get (``_bwd``). Neither changes the numbers.
     """
 
     name = "matmul"
@@ -58,8 +63,15 @@ class MatMul(Op):
     rounds_half_outputs = True
 
     def infer(
-        self, a: TensorSpec, b: TensorSpec, *, transpose_a: bool = False, transpose_b: bool = False
+        self,
+        a: TensorSpec,
+        b: TensorSpec,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **proportions: float,
     ) -> TensorSpec:
+        _check_proportions(proportions)
         if a.rank != 2 or b.rank != 2:
             raise ValueError(
                 f"matmul expects 2-D operands, received shapes {a.shape} and {b.shape}"
@@ -74,7 +86,9 @@ class MatMul(Op):
             )
         return TensorSpec((m, n), a.dtype)
 
-    def forward(self, ctx: Any, a, b, *, transpose_a: bool = False, transpose_b: bool = False):
+    def forward(
+        self, ctx: Any, a, b, *, transpose_a: bool = False, transpose_b: bool = False, **_: float
+    ):
         if computes_half(ctx):
             products = amp_products(ctx, "matmul")
             out = amp.matmul(a, b, transpose_a, transpose_b, products)
@@ -85,6 +99,12 @@ class MatMul(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         a, b = node.inputs
         ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
+        bwd = node.attrs.get("available_memory_proportion_bwd")
+        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
+
+        def matmul(x: Any, y: Any, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
+            return apply("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+
         # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
         if not ta and not tb:
             da, db = matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)
@@ -100,7 +120,13 @@ class MatMul(Op):
         return [da, db]
 
     def cost(
-        self, in_specs, out_specs, *, transpose_a: bool = False, transpose_b: bool = False
+        self,
+        in_specs,
+        out_specs,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
     ) -> OpCost:
         a = in_specs[0]
         k_dim = a.shape[0] if transpose_a else a.shape[1]
@@ -109,9 +135,33 @@ class MatMul(Op):
         return OpCost(2 * m * n * k_dim, read, written, "matmul")
 
 
-def matmul(a: Any, b: Any, *, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
-    """Matrix product of two 2-D tensors."""
-    return apply("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+def matmul(
+    a: Any,
+    b: Any,
+    *,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    available_memory_proportion: float | None = None,
+    available_memory_proportion_bwd: float | None = None,
+) -> Symbol:
+    """Matrix product of two 2-D tensors (the proportions: see :class:`MatMul`)."""
+    extra: dict[str, Any] = {}
+    if available_memory_proportion is not None:
+        extra["available_memory_proportion"] = float(available_memory_proportion)
+    if available_memory_proportion_bwd is not None:
+        extra["available_memory_proportion_bwd"] = float(available_memory_proportion_bwd)
+    return apply("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+
+
+_PROPORTIONS = ("available_memory_proportion", "available_memory_proportion_bwd")
+
+
+def _check_proportions(proportions: dict[str, Any]) -> None:
+    for key, value in proportions.items():
+        if key not in _PROPORTIONS:
+            raise TypeError(f"matmul got an unexpected attribute {key!r}")
+        if not 0 < float(value) <= 1:
+            raise ValueError(f"matmul: {key} must be in (0, 1], received {value!r}")
 
 
 @register

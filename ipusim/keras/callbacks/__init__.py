@@ -12,6 +12,7 @@ shown as given instead of averaged). :class:`LearningRateScheduler` reads and se
 ``predict`` hooks the same way.
 """
 
+from ipusim.keras.callbacks import experimental
 from ipusim.keras.callbacks.builtin import (
     EarlyStopping,
     History,
@@ -21,15 +22,33 @@ from ipusim.keras.callbacks.builtin import (
 )
 from ipusim.keras.callbacks.callback import Callback
 from ipusim.keras.callbacks.callback_list import CallbackList
+from ipusim.keras.callbacks.checkpoint import BackupAndRestore, ModelCheckpoint
+from ipusim.keras.callbacks.loggers import (
+    BaseLogger,
+    CSVLogger,
+    RemoteMonitor,
+    SidecarEvaluatorModelExport,
+)
+from ipusim.keras.callbacks.plateau import ReduceLROnPlateau
 from ipusim.keras.callbacks.progbar_logger import ProgbarLogger
+from ipusim.keras.callbacks.tensorboard import TensorBoard
 
 __all__ = [
+    "experimental",
+    "BackupAndRestore",
+    "BaseLogger",
+    "CSVLogger",
     "Callback",
     "CallbackList",
     "EarlyStopping",
     "History",
     "LambdaCallback",
     "LearningRateScheduler",
+    "ModelCheckpoint",
     "ProgbarLogger",
+    "ReduceLROnPlateau",
+    "RemoteMonitor",
+    "SidecarEvaluatorModelExport",
+    "TensorBoard",
     "TerminateOnNaN",
 ]

@@ -81,55 +81,129 @@ class LossesContainer:
         return total
 
 
+def _identifier_list(ids: Any) -> list[Any]:
+    return list(ids) if isinstance(ids, list | tuple) else ([] if ids is None else [ids])
+
+
+def check_duplicated_metrics(metrics: Any, weighted_metrics: Any) -> None:
+    """Keras' rule: one metric object may not be in both lists (it would be updated twice)."""
+    seen: list[Any] = []
+    for item in flatten([metrics, weighted_metrics]):
+        if isinstance(item, metrics_module.Metric):
+            if any(item is other for other in seen):
+                raise ValueError(
+                    "Found duplicated metrics object in the user provided metrics and weighted "
+                    "metrics. This will cause the same metric object to be updated multiple "
+                    f"times, and report wrong results. Duplicated items: [{item!r}]; pass a "
+                    "separate instance to each"
+                )
+            seen.append(item)
+
+
 class MetricsContainer:
     """Host-side metrics updated from each step's targets and predictions.
+
+    As Keras: ``metrics`` are updated without the sample weights, ``weighted_metrics`` with
+    them (``sample_weight``; ``class_weight`` would join them, but fit() does not take it yet).
 
     Args:
         metrics: None, a list (applied to every output) or a dict keyed by output name.
         losses: the per-output loss objects (to resolve 'accuracy').
         output_names: names of the model outputs.
+        weighted_metrics: like ``metrics``, for the weighted ones.
     """
 
-    def __init__(self, metrics: Any, losses: list[Any], output_names: list[str]) -> None:
+    def __init__(
+        self,
+        metrics: Any,
+        losses: list[Any],
+        output_names: list[str],
+        weighted_metrics: Any = None,
+    ) -> None:
         self.output_names = list(output_names)
+        check_duplicated_metrics(metrics, weighted_metrics)
         self._identifiers = _per_output(metrics or [], self.output_names, "metrics")
+        self._weighted_identifiers = _per_output(
+            weighted_metrics or [], self.output_names, "weighted_metrics"
+        )
         self._losses = losses
         self.built = False
         self.per_output: list[list[Any]] = []
+        self.weighted_per_output: list[list[Any]] = []
 
     @property
     def count(self) -> int:
         """How many metrics there are (known before they are built)."""
         return sum(
-            len(ids) if isinstance(ids, list | tuple) else int(ids is not None)
-            for ids in self._identifiers
+            len(_identifier_list(ids)) for ids in (*self._identifiers, *self._weighted_identifiers)
         )
 
+    def _metric(self, identifier: Any, i: int, y_true: Any, y_pred: Any) -> Any:
+        if identifier in ("accuracy", "acc"):
+            metric = metrics_module.resolve_accuracy(
+                self._losses[i] if i < len(self._losses) else None,
+                np.shape(y_true[i]),
+                np.shape(y_pred[i]),
+            )
+            metric.name = "accuracy" if identifier == "accuracy" else "acc"
+            return metric
+        if identifier in ("crossentropy", "ce"):
+            metric = metrics_module.resolve_crossentropy(np.shape(y_true[i]), np.shape(y_pred[i]))
+            metric.name = identifier
+            return metric
+        return metrics_module.to_metric(identifier)
+
     def build(self, y_true: list[np.ndarray], y_pred: list[np.ndarray]) -> None:
-        multi = len(self.output_names) > 1
-        self.per_output = []
-        for i, ids in enumerate(self._identifiers):
-            ids = ids if isinstance(ids, list | tuple) else ([] if ids is None else [ids])
-            built = []
-            for identifier in ids:
-                if identifier in ("accuracy", "acc"):
-                    metric = metrics_module.resolve_accuracy(
-                        self._losses[i] if i < len(self._losses) else None,
-                        np.shape(y_true[i]),
-                        np.shape(y_pred[i]),
-                    )
-                    metric.name = "accuracy" if identifier == "accuracy" else "acc"
-                else:
-                    metric = metrics_module.to_metric(identifier)
-                if multi:
-                    metric.name = f"{self.output_names[i]}_{metric.name}"
-                built.append(metric)
-            self.per_output.append(built)
+        self.per_output, self.weighted_per_output = [], []
+        for i, (ids, weighted_ids) in enumerate(
+            zip(self._identifiers, self._weighted_identifiers, strict=True)
+        ):
+            self.per_output.append(
+                [self._metric(m, i, y_true, y_pred) for m in _identifier_list(ids)]
+            )
+            self.weighted_per_output.append(
+                [self._metric(m, i, y_true, y_pred) for m in _identifier_list(weighted_ids)]
+            )
+        self._set_names()
         self.built = True
+
+    def _set_names(self) -> None:
+        """Keras' naming: output-name prefixes on multi-output models, ``weighted_`` for a
+        weighted metric whose name is taken; two metrics of one name are an error."""
+        multi = len(self.output_names) > 1
+        names: set[str] = set()
+
+        def claim(name: str) -> None:
+            if name in names:
+                raise ValueError(
+                    f"Found two metrics with the same name: {name}. All the metrics added to "
+                    "the model need to have unique names; pass name=... to one of them"
+                )
+            names.add(name)
+
+        for output, plain, weighted in zip(
+            self.output_names, self.per_output, self.weighted_per_output, strict=True
+        ):
+            for metric in plain:
+                if multi:
+                    metric.name = f"{output}_{metric.name}"
+                claim(metric.name)
+            for metric in weighted:
+                if multi:
+                    taken = f"{output}_{metric.name}" in names
+                    metric.name = f"{output}_{'weighted_' if taken else ''}{metric.name}"
+                elif metric.name in names:
+                    metric.name = f"weighted_{metric.name}"
+                claim(metric.name)
 
     @property
     def metrics(self) -> list[Any]:
-        return [metric for group in self.per_output for metric in group]
+        """Per output: the metrics, then the weighted metrics (Keras' order)."""
+        return [
+            metric
+            for plain, weighted in zip(self.per_output, self.weighted_per_output, strict=True)
+            for metric in (*plain, *weighted)
+        ]
 
     def update_state(
         self,
@@ -139,11 +213,14 @@ class MetricsContainer:
     ) -> None:
         if not self.built:
             self.build(y_true, y_pred)
-        for group, t, p in zip(self.per_output, y_true, y_pred):
-            if not group:
+        groups = zip(self.per_output, self.weighted_per_output, y_true, y_pred, strict=False)
+        for plain, weighted, t, p in groups:
+            if not plain and not weighted:
                 continue
             t, p, w = metrics_module.match_dtype_and_rank(t, p, sample_weight)
-            for metric in group:
+            for metric in plain:
+                metric.update_state(t, p, None)
+            for metric in weighted:
                 metric.update_state(t, p, w)
 
     def reset_state(self) -> None:

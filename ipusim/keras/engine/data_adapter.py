@@ -13,6 +13,7 @@ from ipusim.data.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from ipusim.errors import InputDataError
 from ipusim.keras import backend
 from ipusim.keras.engine.nest import flatten, map_structure
+from ipusim.keras.utils_data import Sequence
 
 Batch = tuple[Any, Any, Any]  # (x, y, sample_weight), each a structure of arrays or None
 
@@ -51,7 +52,7 @@ def is_list_of_scalars(value: Any) -> bool:
 def as_arrays(data: Any) -> Any:
     """The arrays of ``x`` / ``y`` / ``sample_weight`` as Keras reads them: a (nested) list of
     numbers is one array; any other structure is kept and each of its leaves made an array."""
-    if data is None or isinstance(data, Dataset) or _is_iterator(data):
+    if data is None or isinstance(data, Dataset | Sequence) or _is_iterator(data):
         return data
     if isinstance(data, list | tuple) and is_list_of_scalars(data):
         return np.asarray(data)
@@ -133,7 +134,7 @@ class DataHandler:
 
     Args:
         x, y, sample_weight: numpy arrays (or structures of them), or x a Dataset.
-        batch_size: batch size for arrays (default 32); must be None for a Dataset.
+        batch_size: batch size for arrays (default 32); ignored for a Dataset, as in tf.keras.
         steps_per_epoch: steps per epoch; default: one pass over the data.
         shuffle: shuffle arrays each epoch (ignored for Datasets).
     """
@@ -149,6 +150,8 @@ class DataHandler:
         what: str = "fit",
     ) -> None:
         self._iterator: Iterator[Any] | None = None
+        if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
+            x = sequence_dataset(x)
         self.user_steps = check_steps(steps_per_epoch, what)
         if isinstance(x, Dataset):
             if y is not None:
@@ -156,11 +159,8 @@ class DataHandler:
                     f"{what}: `y` must not be given when `x` is a Dataset (the "
                     "dataset yields (x, y) pairs)"
                 )
-            if batch_size is not None:
-                raise InputDataError(
-                    f"{what}: do not pass `batch_size` with a Dataset; batch the "
-                    "dataset with .batch() instead"
-                )
+            # tf.keras ignores `batch_size` with a Dataset (its DatasetAdapter takes it among
+            # **kwargs and never reads it), silently: the dataset's own batches are used.
             self.dataset = x
             check_dataset_not_empty(x, what)
             cardinality = int(x.cardinality())
@@ -283,3 +283,76 @@ def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tupl
         None if a is None else map_structure(lambda v: np.asarray(v)[split:], a) for a in arrays
     )
     return head, tail
+
+
+def _class_weights(class_weight: dict, y: Any, sample_weight: Any) -> np.ndarray:
+    """Keras' per-sample weights from ``class_weight`` for labels ``y`` (class ids, or one-hot
+    / probabilities on the last axis), multiplied into ``sample_weight`` when given."""
+    table = np.asarray([class_weight[c] for c in range(len(class_weight))], dtype=np.float32)
+    labels = np.asarray(y)
+    if labels.ndim >= 2:
+        labels = labels.argmax(-1) if labels.shape[-1] > 1 else np.round(labels[..., 0])
+    else:
+        labels = np.round(labels)
+    labels = labels.astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= len(table)):
+        raise InputDataError(
+            f"fit: `class_weight` has weights for classes 0..{len(table) - 1} but the labels "
+            f"hold class {int(labels.max() if labels.max() >= len(table) else labels.min())}"
+        )
+    weights = table[labels]
+    if sample_weight is None:
+        return weights
+    sw = np.asarray(sample_weight)
+    return sw.reshape(sw.shape + (1,) * (weights.ndim - sw.ndim)) * weights.astype(sw.dtype)
+
+
+def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) -> tuple:
+    """``fit(class_weight=...)`` as tf.keras: the weights become sample weights.
+
+    Returns:
+        ``(x, y, sample_weight)``; for a Dataset ``x``, a Dataset yielding ``(x, y, weights)``.
+
+    Raises:
+        InputDataError: the keys are not exactly ``0 .. n-1`` (Keras' rule), the model has
+            several outputs, or a label has no weight.
+    """
+    if not isinstance(class_weight, dict) or sorted(class_weight) != list(range(len(class_weight))):
+        raise InputDataError(
+            "Expected `class_weight` to be a dict with keys from 0 to one less than the number "
+            f"of classes, found {class_weight}"
+        )
+    if isinstance(x, Dataset):
+
+        def weigh(*element: Any) -> tuple:
+            ex, ey, esw = unpack_x_y_sample_weight(element)
+            if isinstance(ey, list | tuple | dict):
+                raise InputDataError(
+                    "`class_weight` is only supported for Models with a single output."
+                )  # noqa: E501
+            return ex, ey, _class_weights(class_weight, ey, esw)
+
+        return x.map(weigh), None, None
+    if isinstance(y, list | tuple | dict):
+        raise InputDataError("`class_weight` is only supported for Models with a single output.")
+    return x, y, _class_weights(class_weight, y, sample_weight)
+
+
+def sequence_dataset(sequence: Any) -> Dataset:
+    """A ``keras.utils.Sequence`` as a Dataset of its ``len(sequence)`` batches (one pass per
+    epoch; ``on_epoch_end`` runs after the last batch of each pass).
+
+    Batches must keep the first batch's shapes: the IPU runs one compiled program, so a smaller
+    last batch is refused, as IPU Keras refuses partial batches.
+    """
+    count = len(sequence)
+    if count == 0:
+        raise InputDataError("the Sequence has no batches (len(sequence) == 0)")
+
+    def batch(index: Any) -> Any:
+        item = sequence[int(index)]
+        if int(index) == count - 1:
+            sequence.on_epoch_end()
+        return tuple(item) if isinstance(item, list) else item
+
+    return Dataset.range(count).map(batch)

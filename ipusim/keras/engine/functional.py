@@ -143,10 +143,13 @@ class Functional(Model):
         for call in self._calls:
             if isinstance(call.layer, InputLayer):
                 continue
-            args = map_structure(
-                lambda t: values[id(t)] if isinstance(t, KerasTensor) else t, call.args
-            )
-            kwargs = dict(call.kwargs)
+
+            def value_of(t: Any) -> Any:
+                return values[id(t)] if isinstance(t, KerasTensor) else t
+
+            args = map_structure(value_of, call.args)
+            # Tensors passed by keyword (an RNN's initial_state) are model values too.
+            kwargs = {k: map_structure(value_of, v) for k, v in call.kwargs.items()}
             if training is not None and "training" not in kwargs:
                 kwargs["training"] = training
             out = call.layer(*args, **kwargs)

@@ -27,7 +27,7 @@ class LayerCall:
     Attributes:
         layer: the layer called.
         args: the positional arguments, KerasTensors included, as passed.
-        kwargs: the keyword arguments (no tensors).
+        kwargs: the keyword arguments (tensors among them too: an RNN's ``initial_state``).
         outputs: the KerasTensors produced, flattened.
         structure: the outputs as returned (nested), for repacking.
         pipeline_stage: the stage of the ``PipelineStage`` scope the call was made in, or None.
@@ -45,7 +45,8 @@ class LayerCall:
     def inbound(self) -> list[KerasTensor]:
         from ipusim.keras.engine.nest import flatten
 
-        return [t for t in flatten(list(self.args)) if isinstance(t, KerasTensor)]
+        flat = flatten([list(self.args), list(self.kwargs.values())])
+        return [t for t in flat if isinstance(t, KerasTensor)]
 
 
 class KerasTensor(TensorOperators):

@@ -374,6 +374,10 @@ class Layer:
             kwargs["training"] = training
         inputs = args[0] if args else kwargs.pop("inputs")
         rest = args[1:]
+        if self.__dict__.get("input_spec") is not None:  # a layer that declares its inputs
+            from ipusim.keras.engine.input_spec import assert_input_compatibility
+
+            assert_input_compatibility(self.input_spec, flatten(inputs), self.name)
         self._maybe_build(inputs)
         flat_in = [s for s in flatten([inputs, list(rest)]) if isinstance(s, Symbol)]
         mixed = self._autocast_variables and self._dtype_policy.is_mixed
@@ -441,7 +445,8 @@ class Layer:
             out = self._symbolic_call(graph, (placeholders, *rest), dict(kwargs, training=training))
             # A training call also runs the state updates its layers asked for (a batch norm's
             # moving statistics), as a tf.keras layer called eagerly with training=True does.
-            updates = list(graph.updates) if training else []
+            # (An inference call's only updates are the states a stateful RNN carries.)
+            updates = list(graph.updates)
             fetches = flatten(out) + [value for _, value in updates]
             executor = Executor(graph, fetches, flatten(placeholders))
             entry = (executor, out, [variable for variable, _ in updates])

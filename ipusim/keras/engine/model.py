@@ -77,6 +77,12 @@ class Model(TrainingMixin, Layer):
             f"No such layer: {name}. Existing layers are: {[layer.name for layer in self.layers]}."
         )
 
+    def reset_states(self) -> None:
+        """Zero the carried states of the model's stateful layers (stateful RNNs), as Keras."""
+        for layer in self._flat_layers():
+            if getattr(layer, "stateful", False):
+                layer.reset_states()  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------------ building & tracing
     def _input_specs_for(self, input_shape: Any, dtype: str | None = None) -> Any:
         """Specs (batch included) for an input shape structure, as build() receives it."""

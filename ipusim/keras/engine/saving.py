@@ -427,3 +427,26 @@ def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict | None) -> 
     elif hasattr(model, "_ensure_built"):
         model._ensure_built()
     return model
+
+
+def restore_training_state(model: Any, filepath: str) -> None:
+    """Load a ``model.save`` file's weights and optimizer state (step count and slots) into
+    ``model`` itself, which must have the saved architecture and be compiled (BackupAndRestore).
+    """
+    data = _read_npz(filepath)
+    header = _header(data, filepath, FORMAT)
+    arrays = _weight_arrays(data, header, filepath)
+    try:
+        model.set_weights(arrays)
+    except ValueError as exc:
+        raise ModelFileError(
+            f"{filepath!r} does not match model {model.name!r}: {exc}; delete the backup folder "
+            "if the model changed"
+        ) from None
+    state = header.get("optimizer_state")
+    if state is not None and getattr(model, "optimizer", None):
+        # Layer names differ between sessions (dense_1 vs dense_7): match the saved slots to
+        # this model's variables by position, as Keras' object-based checkpoints do.
+        renamed = dict(zip(header["weight_names"], (w.name for w in model.weights), strict=True))
+        slots = [[renamed.get(var, var), slot] for var, slot in state["slots"]]
+        _restore_optimizer(model, {**state, "slots": slots}, data, os.fspath(filepath))

@@ -77,6 +77,7 @@ def compile_config(model: Any) -> dict[str, Any]:
         "loss": _walk(model._loss_spec, _encode_loss),
         "loss_weights": model._loss_weights,
         "metrics": _walk(model._metrics_spec, _encode_metric),
+        "weighted_metrics": _walk(getattr(model, "_weighted_metrics_spec", None), _encode_metric),
         "steps_per_execution": model.steps_per_execution,
     }
 
@@ -149,6 +150,9 @@ def compile_from_config(
         optimizer = optimizers.deserialize(config["optimizer"], custom_objects=custom)
         loss = _walk(config.get("loss"), lambda v: _decode_loss(v, custom), _LOSS)
         metrics = _walk(config.get("metrics"), lambda v: _decode_metric(v, custom), _METRIC)
+        weighted = _walk(
+            config.get("weighted_metrics"), lambda v: _decode_metric(v, custom), _METRIC
+        )
         steps = config.get("steps_per_execution")
     except (KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(
@@ -165,5 +169,6 @@ def compile_from_config(
         loss=loss,
         loss_weights=config.get("loss_weights"),
         metrics=metrics,
+        weighted_metrics=weighted,
         steps_per_execution=steps,
     )

@@ -18,6 +18,7 @@ from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
+from ipusim.keras.engine.captures import captured
 from ipusim.keras.engine.nest import flatten, map_structure
 
 KINDS = ("train", "test", "predict")
@@ -31,6 +32,8 @@ class StepResult:
     predictions: list[np.ndarray]
     gradients: list[np.ndarray] = field(default_factory=list)
     updates: list[np.ndarray] = field(default_factory=list)
+    #: Gradients captured by keras.ipu.layers, by tag (train steps only).
+    captured: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class StepProgram:
@@ -63,6 +66,7 @@ class StepProgram:
         self.loss: Symbol | None = None
         self.trainable: list[Variable] = []
         self.gradients: list[Symbol] = []
+        self.captured: list[tuple[str, Symbol]] = []
         self.updates: list[tuple[Variable, Symbol]] = []
         fetches = list(self.outputs)
         if kind in ("train", "test"):
@@ -96,34 +100,52 @@ class StepProgram:
                 with graph.phase("loss"):
                     scale = graph.read_variable(scaler)
                     target = m.multiply(self.loss, m.cast(scale, self.loss.dtype))
-            grads = gradients(target, sources)
+            grads = self._differentiate(graph, target, sources)
             for variable, grad in zip(self.trainable, grads):
                 if grad is None:
                     raise ValueError(
                         f"No gradient exists for variable {variable.name!r}: the loss does not "
                         "depend on it. Freeze it (trainable=False) or use it in the model."
                     )
-            if scaler is not None:  # ... then multiply each gradient by 1 / scale
+            # ... then multiply each gradient by 1 / scale, unless the optimizer unscales them
+            # itself (automatic loss scaling keeps statistics of the scaled gradients first).
+            if scaler is not None and not getattr(model.optimizer, "unscales_own_gradients", False):
                 with graph.phase("bwd"):
                     inverse = m.divide(1.0, scale)
                     grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
             self.gradients = list(grads)
             self.updates = list(graph.updates)
             fetches += self.gradients + [value for _, value in self.updates]
+            fetches += [g for _, g in self.captured]
+        else:  # inference steps carry the states their layers update (a stateful RNN's)
+            self.updates = list(graph.updates)
+            fetches += [value for _, value in self.updates]
         self.feeds = feeds
         self.executor = Executor(graph, fetches, feeds)
+
+    def _differentiate(self, graph: Any, target: Symbol, sources: list[Symbol]) -> list[Any]:
+        """Gradients of ``target`` w.r.t. ``sources``; also sets :attr:`captured` to the
+        gradients of the tensors capturing layers registered (``keras.ipu.layers``)."""
+        tensors = [(t, s) for t, s in captured(graph) if s.dtype.startswith("float")]
+        grads = gradients(target, sources + [s for _, s in tensors])
+        extra = grads[len(sources) :]
+        self.captured = [(t, g) for (t, _), g in zip(tensors, extra) if g is not None]
+        return grads[: len(sources)]
 
     def run(self, arrays: list[np.ndarray], ctx: ExecContext) -> StepResult:
         """Execute once on flat input arrays (x, then y, then sample weights)."""
         values = self.executor.run(arrays, ctx)
-        if self.kind == "predict":
-            return StepResult(None, values)
-        loss = float(values[0])
         n_out = len(self.outputs)
+        if self.kind == "predict":
+            return StepResult(None, values[:n_out], updates=values[n_out:])
+        loss = float(values[0])
         predictions = values[1 : 1 + n_out]
         if self.kind == "test":
-            return StepResult(loss, predictions)
+            return StepResult(loss, predictions, updates=values[1 + n_out :])
         n_grad = len(self.gradients)
         grads = values[1 + n_out : 1 + n_out + n_grad]
-        updates = values[1 + n_out + n_grad :]
-        return StepResult(loss, predictions, grads, updates)
+        start = 1 + n_out + n_grad
+        updates = values[start : start + len(self.updates)]
+        captured = values[start + len(self.updates) :]
+        grabbed = {tag: value for (tag, _), value in zip(self.captured, captured, strict=True)}
+        return StepResult(loss, predictions, grads, updates, grabbed)

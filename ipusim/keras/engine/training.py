@@ -13,8 +13,17 @@ from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras import metrics as metrics_module
 from ipusim.keras import optimizers as optimizers_module
-from ipusim.keras.engine.compile_utils import LossesContainer, MetricsContainer
-from ipusim.keras.engine.data_adapter import DataHandler, as_arrays, train_validation_split
+from ipusim.keras.engine.compile_utils import (
+    LossesContainer,
+    MetricsContainer,
+    check_duplicated_metrics,
+)
+from ipusim.keras.engine.data_adapter import (
+    DataHandler,
+    apply_class_weight,
+    as_arrays,
+    train_validation_split,
+)
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
 from ipusim.keras.engine.step import StepProgram
@@ -38,6 +47,7 @@ class TrainingMixin:
         self._loss_spec: Any = None
         self._loss_weights: Any = None
         self._metrics_spec: Any = None
+        self._weighted_metrics_spec: Any = None
         self._losses_container: LossesContainer | None = None
         self.compiled_metrics: MetricsContainer | None = None
         self._loss_tracker = metrics_module.Mean(name="loss")
@@ -84,7 +94,9 @@ class TrainingMixin:
         Args:
             optimizer: name (``'sgd'``, ``'rmsprop'``, ``'adam'``) or optimizer instance.
             loss: loss name, instance or function; a list/dict for several outputs.
-            metrics: list of metric names/instances (``'accuracy'`` resolves by the loss).
+            metrics: list of metric names/instances (``'accuracy'`` resolves by the shapes);
+                updated without sample weights, as in Keras.
+            weighted_metrics: metrics updated with the sample weights.
             loss_weights: per-output loss weights.
             steps_per_execution: batches run per execution; callbacks see one batch-end per
                 execution (default 1).
@@ -92,8 +104,6 @@ class TrainingMixin:
         unknown = set(kwargs) - _COMPILE_KWARGS
         if unknown:
             raise TypeError(f"compile(): unexpected keyword argument(s) {sorted(unknown)}")
-        if weighted_metrics:
-            raise NotImplementedError("compile(): `weighted_metrics` is not supported yet")
         if run_eagerly:
             raise ValueError(
                 "run_eagerly=True is not supported: ipusim always executes the "
@@ -104,6 +114,7 @@ class TrainingMixin:
             if steps_per_execution is None
             else _positive_int(steps_per_execution, "steps_per_execution")
         )
+        check_duplicated_metrics(metrics, weighted_metrics)
         new_optimizer = optimizers_module.get(optimizer)
         if loss is not None:  # validate names now, before anything changes
             for item in flatten(loss if isinstance(loss, list | tuple | dict) else [loss]):
@@ -113,6 +124,7 @@ class TrainingMixin:
                     losses_module.get(item)
         self.optimizer = new_optimizer
         self._loss_spec, self._loss_weights, self._metrics_spec = loss, loss_weights, metrics
+        self._weighted_metrics_spec = weighted_metrics
         self._losses_container = None
         self.compiled_metrics = None
         self._steps_per_execution = spe
@@ -144,7 +156,12 @@ class TrainingMixin:
     def _metrics_container(self) -> MetricsContainer:
         if self.compiled_metrics is None:
             losses = self._losses_container.losses if self._losses_container else []
-            self.compiled_metrics = MetricsContainer(self._metrics_spec, losses, self.output_names)
+            self.compiled_metrics = MetricsContainer(
+                self._metrics_spec,
+                losses,
+                self.output_names,
+                self._weighted_metrics_spec,
+            )
         return self.compiled_metrics
 
     @property
@@ -229,6 +246,8 @@ class TrainingMixin:
             runs.append((program, result, y, sample_weight, arrays))
         program = runs[0][0]
         grads = _replica_mean([r[1].gradients for r in runs])
+        # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
+        self._captured_grads = runs[0][1].captured
         self._apply_or_accumulate(grads, program.trainable)
         updates = _replica_mean([r[1].updates for r in runs])
         for (variable, _), value in zip(program.updates, updates):
@@ -248,7 +267,11 @@ class TrainingMixin:
         if n == 1:
             if observe is not None:
                 observe(grads, variables, "apply")
-            self.optimizer.apply_gradients(zip(grads, variables))
+            captured = getattr(self, "_captured_grads", None)
+            if captured and getattr(self.optimizer, "supports_captured_grads", False):
+                self.optimizer.apply_gradients(zip(grads, variables), captured_grads=captured)
+            else:
+                self.optimizer.apply_gradients(zip(grads, variables))
             return
         numerics = current_numerics()
         if self._accumulators is None or len(self._accumulators) != len(grads):
@@ -323,7 +346,10 @@ class TrainingMixin:
         )
 
     def _logs(self) -> dict[str, float]:
-        return {metric.name: float(metric.result()) for metric in self.metrics}
+        # Scalars as floats; metrics with one value per class or threshold (F1Score(),
+        # Precision(thresholds=[...])) stay arrays, as Keras' logs hold them.
+        results = {metric.name: metric.result() for metric in self.metrics}
+        return {k: float(v) if np.ndim(v) == 0 else np.asarray(v) for k, v in results.items()}
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -350,11 +376,11 @@ class TrainingMixin:
     ) -> Any:
         """Train for ``epochs`` epochs; returns a ``History``."""
         self._assert_compiled("training/testing")
-        if class_weight is not None:
-            raise NotImplementedError("fit(): `class_weight` is not supported yet")
         epochs = _positive_int(epochs, "epochs")
         verbose = 1 if verbose == "auto" else int(verbose)
         x, y = as_arrays(x), as_arrays(y)
+        if class_weight is not None:  # as tf.keras: per-class weights become sample weights
+            x, y, sample_weight = apply_class_weight(class_weight, x, y, sample_weight)
         if validation_split and validation_data is None:
             if not isinstance(x, np.ndarray | list | tuple | dict):
                 raise ValueError(
@@ -380,6 +406,8 @@ class TrainingMixin:
         self.stop_training = False
         self._execution_log = []
         cb.on_train_begin()
+        # BackupAndRestore found a backup: continue after its epoch (as Keras' saved counter).
+        initial_epoch = max(initial_epoch, self.__dict__.pop("_backup_initial_epoch", 0))
         epoch_logs: dict[str, float] = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -419,6 +447,7 @@ class TrainingMixin:
                 if self._per_step_callbacks:
                     cb.on_train_batch_begin(step + offset)
                 self._train_step(batches, f"at epoch {epoch + 1}, step {step + offset + 1}")
+                self._step_executed("train")
                 if self._per_step_callbacks:
                     logs = self._logs()
                     cb.on_train_batch_end(step + offset, logs)
@@ -429,6 +458,10 @@ class TrainingMixin:
             if self.stop_training:
                 break
         return logs
+
+    def _step_executed(self, kind: str) -> None:
+        """A step of a ``kind`` (train / test / predict) run has run (a hook: the IPU
+        extensions move the simulated clock here)."""
 
     def _validation_handler(
         self, validation_data: Any, batch_size: int | None, steps: int | None
@@ -485,10 +518,10 @@ class TrainingMixin:
         for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
             cb.on_test_batch_begin(step)
             arrays, x_spec, y_spec, sw_spec = self._prepare(bx, by, bsw)
-            result = self._program("test", x_spec, y_spec, sw_spec).run(
-                arrays, self._next_ctx(False)
-            )
+            program = self._program("test", x_spec, y_spec, sw_spec)
+            result = self._run_inference(program, arrays)
             self._update_metrics(result, by, bsw, arrays)
+            self._step_executed("test")
             logs = self._logs()
             cb.on_test_batch_end(step, logs)
         cb.on_test_end(logs)
@@ -526,8 +559,9 @@ class TrainingMixin:
             program = self._program("predict", x_spec, None, None)
             self._last_programs["predict"] = program
             structure = program.trace.outputs
-            outputs = program.run(arrays, self._next_ctx(False)).predictions
+            outputs = self._run_inference(program, arrays).predictions
             chunks.append(outputs)
+            self._step_executed("predict")
             cb.on_predict_batch_end(step, {"outputs": outputs})
         cb.on_predict_end()
         if not chunks:
@@ -567,15 +601,23 @@ class TrainingMixin:
         if reset_metrics:
             self.reset_metrics()
         arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
-        result = self._program("test", x_spec, y_spec, sw_spec).run(arrays, self._next_ctx(False))
+        result = self._run_inference(self._program("test", x_spec, y_spec, sw_spec), arrays)
         self._update_metrics(result, y, sample_weight, arrays)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
         arrays, x_spec, _, _ = self._prepare(x, None, None)
         program = self._program("predict", x_spec, None, None)
-        outputs = program.run(arrays, self._next_ctx(False)).predictions
+        outputs = self._run_inference(program, arrays).predictions
         return pack_sequence_as(program.trace.outputs, outputs)
+
+    def _run_inference(self, program: Any, arrays: list[np.ndarray]) -> Any:
+        """Run an evaluate / predict step and keep the states its layers carry to the next
+        batch (a stateful RNN's)."""
+        result = program.run(arrays, self._next_ctx(False))
+        for (variable, _), value in zip(program.updates, result.updates, strict=True):
+            variable.assign(value)
+        return result
 
     def _batch_result(self, return_dict: bool) -> Any:
         logs = self._logs()

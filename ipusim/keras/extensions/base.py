@@ -180,6 +180,14 @@ class KerasExtensionBase:
             f"Model {self.name}",  # type: ignore[attr-defined]
         )
 
+    def _local_replicas(self) -> int:
+        """The replicas whose data and numbers this host process runs: all of them, unless the
+        process is one instance of ``ipusim run --instances`` (see
+        :func:`ipusim.session.local_replicas`)."""
+        from ipusim.session import local_replicas
+
+        return local_replicas(self._replication_factor())
+
     def _check_overrides(self) -> None:
         for name in (
             "train_step",
@@ -262,6 +270,7 @@ class KerasExtensionBase:
             raise ConfigurationError("timing-only mode needs config.ipusim.timing = True")
         self._check_pipelined_fit(x, batch_size)  # a pipelined model accumulates N micro-batches
         replicas = self._replication_factor()
+        local = self._local_replicas()  # the replicas whose data and numbers this process runs
         plan = check_data(
             self,
             "fit",
@@ -271,46 +280,30 @@ class KerasExtensionBase:
             self._steps_per_execution,
             self._gradient_accumulation,
             self._is_pipelined(),
-            replicas,
+            local,
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
-        ga = self._gradient_accumulation
-        self.effective_batch_size = plan.batch_size * ga * replicas
-        if ga > 1 or replicas > 1:
-            log.info(
-                "Training is%s%s, your effective batch size is %d.",
-                f" distributed across {replicas} replicas" if replicas > 1 else "",
-                f" accumulating {ga} batches per optimizer step" if ga > 1 else "",
-                self.effective_batch_size,
-            )
+        self._set_effective_batch_size(plan.batch_size, replicas)
         timing = config is None or config.ipusim.timing
         lowered = (
             self._ipu_program("train", x, y, sample_weight, batch_size, config, system)
             if timing
             else None
         )
+        from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
+
+        epochs_run = range(kwargs.get("initial_epoch", 0), epochs)
+        planned = planned_fit_executions(
+            plan.steps_per_epoch, plan.steps_per_execution, epochs_run.start, epochs
+        )
         if timing_only():
-            epochs_run = range(kwargs.get("initial_epoch", 0), epochs)
-            executions = [
-                (epoch, plan.steps_per_execution)
-                for epoch in epochs_run
-                for _ in range(plan.steps_per_epoch // plan.steps_per_execution)
-            ]
-            history = callbacks_module.History()
-            history.set_model(self)
-            history.on_train_begin()
-            self.history = history
-            history.epoch = list(epochs_run)
-            # No Keras progress bar runs without numerics: the simulation shows its own, so a
-            # long timing-only run (BERT-Large) is never silent.
             verbose = kwargs.get("verbose", args[0] if args else "auto")
-            progress = verbose != 0
-            _attach(history, *self._simulate(lowered, executions, config, system, progress))
-            return history
+            return self._fit_timing_only(lowered, planned, epochs_run, config, system, verbose)
         saved_spe = self._steps_per_execution
         self._steps_per_execution = plan.steps_per_execution
-        self._replicas = replicas
+        self._replicas = local
         self._norm_group = _norm_group(config, replicas)
+        self._run_clocks["train"] = preview_fit(lowered, planned)
         try:
             history = super().fit(
                 x,
@@ -326,9 +319,83 @@ class KerasExtensionBase:
             self._steps_per_execution = saved_spe
             self._replicas = 1
             self._norm_group = 1
+            fit_clock = self._run_clocks.pop("train", None)
         if lowered is not None:
-            _attach(history, *self._simulate(lowered, self._execution_log, config, system))
+            _attach(
+                history,
+                *self._simulate_previewed(lowered, self._execution_log, fit_clock, config, system),
+            )
         return history
+
+    def _set_effective_batch_size(self, batch_size: int, replicas: int) -> None:
+        """Samples per weight update over every replica, logged as IPU TensorFlow logs it."""
+        ga = self._gradient_accumulation
+        self.effective_batch_size = batch_size * ga * replicas
+        if ga > 1 or replicas > 1:
+            log.info(
+                "Training is%s%s, your effective batch size is %d.",
+                f" distributed across {replicas} replicas" if replicas > 1 else "",
+                f" accumulating {ga} batches per optimizer step" if ga > 1 else "",
+                self.effective_batch_size,
+            )
+
+    def _fit_timing_only(
+        self,
+        lowered: Any,
+        executions: list[tuple[int, int]],
+        epochs_run: range,
+        config: Any,
+        system: Any,
+        verbose: Any,
+    ) -> Any:
+        """``fit`` without numerics: the History of the simulated epochs."""
+        history = callbacks_module.History()
+        history.set_model(self)
+        history.on_train_begin()
+        self.history = history
+        history.epoch = list(epochs_run)
+        # No Keras progress bar runs without numerics: the simulation shows its own, so a long
+        # timing-only run (BERT-Large) is never silent.
+        _attach(history, *self._simulate(lowered, executions, config, system, verbose != 0))
+        return history
+
+    @property
+    def _run_clocks(self) -> dict[str, Any]:
+        """The previewed run of each kind in progress (see :meth:`_step_executed`)."""
+        clocks = self.__dict__.get("_ipusim_run_clocks")
+        if clocks is None:
+            clocks = self.__dict__["_ipusim_run_clocks"] = {}
+        return clocks
+
+    def _step_executed(self, kind: str) -> None:
+        """A step of a ``kind`` run ran: move the simulated clock (see
+        :mod:`ipusim.keras.extensions.simulated_time`)."""
+        clock = self._run_clocks.get(kind)
+        if clock is not None:
+            clock.step_done()
+
+    def _simulate_previewed(
+        self,
+        lowered: Any,
+        executions: list[tuple[int, int]],
+        preview: Any,
+        config: Any,
+        system: Any,
+        progress: bool | None = None,
+    ) -> Any:
+        """The report of ``executions`` and its epoch seconds: the preview's when they are the
+        previewed ones, else a new simulation."""
+        if preview is None:
+            return self._simulate(lowered, executions, config, system, progress)
+        preview.settle()
+        if not preview.ran_as_planned(executions):
+            return self._simulate(lowered, executions, config, system, progress)
+        from ipusim import session
+
+        session.publish(preview.run.report)
+        self.last_simulation = preview.run.report
+        self.last_program = lowered.program
+        return preview.run.report, list(preview.run.epoch_seconds)
 
     def evaluate(
         self,
@@ -351,7 +418,7 @@ class KerasExtensionBase:
             batch_size,
             steps,
             self._steps_per_execution,
-            replicas=self._replication_factor(),
+            replicas=self._local_replicas(),
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
         timing = config is None or config.ipusim.timing
@@ -362,18 +429,29 @@ class KerasExtensionBase:
             if timing
             else None
         )
-        if timing_only():  # no numbers to report: NaN for the loss and every metric
-            result = [float("nan")] * max(1, len(self.metrics_names))
-            result = result[0] if len(result) == 1 else result
-        else:
-            result = super().evaluate(
-                x, y, batch_size, *args, steps=steps, sample_weight=sample_weight, **kwargs
-            )
+        from ipusim.keras.extensions.simulated_time import preview_fit
+
+        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
+        preview = (
+            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
+        )
+        self._run_clocks["test"] = preview
+        try:
+            if timing_only():  # no numbers to report: NaN for the loss and every metric
+                result = [float("nan")] * max(1, len(self.metrics_names))
+                result = result[0] if len(result) == 1 else result
+            else:
+                result = super().evaluate(
+                    x, y, batch_size, *args, steps=steps, sample_weight=sample_weight, **kwargs
+                )
+        finally:
+            self._run_clocks.pop("test", None)
         if lowered is not None:
             verbose = kwargs.get("verbose", args[0] if args else "auto")
-            self._simulate(
+            self._simulate_previewed(
                 lowered,
-                _executions(plan.steps_per_epoch, plan.steps_per_execution),
+                executions,
+                preview,
                 config,
                 system,
                 progress=True if timing_only() and verbose != 0 else None,
@@ -398,7 +476,7 @@ class KerasExtensionBase:
             batch_size,
             steps,
             self._steps_per_execution,
-            replicas=self._replication_factor(),
+            replicas=self._local_replicas(),
         )
         self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
         timing = config is None or config.ipusim.timing
@@ -409,15 +487,27 @@ class KerasExtensionBase:
             if timing
             else None
         )
-        # Timing-only runs compute no outputs: predict returns None.
-        result = (
-            None if timing_only() else super().predict(x, batch_size, *args, steps=steps, **kwargs)
+        from ipusim.keras.extensions.simulated_time import preview_fit
+
+        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
+        preview = (
+            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
         )
+        self._run_clocks["predict"] = preview
+        try:  # timing-only runs compute no outputs: predict returns None
+            result = (
+                None
+                if timing_only()
+                else super().predict(x, batch_size, *args, steps=steps, **kwargs)
+            )
+        finally:
+            self._run_clocks.pop("predict", None)
         if lowered is not None:
             verbose = kwargs.get("verbose", args[0] if args else 0)
-            self._simulate(
+            self._simulate_previewed(
                 lowered,
-                _executions(plan.steps_per_epoch, plan.steps_per_execution),
+                executions,
+                preview,
                 config,
                 system,
                 progress=True if timing_only() and verbose != 0 else None,
@@ -433,9 +523,17 @@ def _data_arguments(what: str, x: Any, y: Any, batch_size: Any, steps: Any) -> t
         InputDataError: a batch size or step count that is not a positive integer.
     """
     from ipusim.data import Dataset
-    from ipusim.keras.engine.data_adapter import as_arrays, check_batch_size, check_steps
+    from ipusim.keras.engine.data_adapter import (
+        as_arrays,
+        check_batch_size,
+        check_steps,
+        sequence_dataset,
+    )
+    from ipusim.keras.utils_data import Sequence
 
     check_steps(steps, what)
+    if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
+        x = sequence_dataset(x)
     if not isinstance(x, Dataset):
         check_batch_size(batch_size, what)
     return as_arrays(x), as_arrays(y)

@@ -1,7 +1,18 @@
 """Keras layers."""
 
 from ipusim.keras.engine.input_layer import Input, InputLayer
+from ipusim.keras.engine.input_spec import InputSpec
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
+from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
+from ipusim.keras.layers.attention import AdditiveAttention, Attention
+from ipusim.keras.layers.bidirectional import Bidirectional
+from ipusim.keras.layers.categorical import (
+    CategoryEncoding,
+    Discretization,
+    Hashing,
+    IntegerLookup,
+)
 from ipusim.keras.layers.conv import Conv2D, Convolution2D
 from ipusim.keras.layers.conv1d import (
     Conv1D,
@@ -21,6 +32,7 @@ from ipusim.keras.layers.conv_depthwise import (
     SeparableConv2D,
     SeparableConvolution2D,
 )
+from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
 from ipusim.keras.layers.conv_transpose import (
     Conv1DTranspose,
     Conv2DTranspose,
@@ -39,6 +51,38 @@ from ipusim.keras.layers.core import (
     Reshape,
     Softmax,
 )
+from ipusim.keras.layers.core_extra import (
+    ActivityRegularization,
+    Identity,
+    Masking,
+    UnitNormalization,
+)
+from ipusim.keras.layers.einsum_dense import EinsumDense
+from ipusim.keras.layers.functions import (
+    add,
+    average,
+    concatenate,
+    deserialize,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    serialize,
+    subtract,
+)
+from ipusim.keras.layers.group_normalization import GroupNormalization
+from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
+from ipusim.keras.layers.image_preprocessing import (
+    CenterCrop,
+    RandomBrightness,
+    RandomContrast,
+    RandomCrop,
+    RandomFlip,
+    RandomHeight,
+    RandomWidth,
+    Resizing,
+)
+from ipusim.keras.layers.lambda_layer import Lambda
 from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
 from ipusim.keras.layers.merge import (
     Add,
@@ -48,6 +92,16 @@ from ipusim.keras.layers.merge import (
     Minimum,
     Multiply,
     Subtract,
+)
+from ipusim.keras.layers.merge_dot import Dot
+from ipusim.keras.layers.multi_head_attention import MultiHeadAttention
+from ipusim.keras.layers.noise import (
+    AlphaDropout,
+    GaussianDropout,
+    GaussianNoise,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
 )
 from ipusim.keras.layers.normalization import BatchNormalization, LayerNormalization
 from ipusim.keras.layers.pooling import (
@@ -78,7 +132,17 @@ from ipusim.keras.layers.pooling_nd import (
     MaxPooling1D,
     MaxPooling3D,
 )
+from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
 from ipusim.keras.layers.preprocessing import Normalization, Rescaling
+from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
+from ipusim.keras.layers.recurrent_cells import (
+    RNN,
+    AbstractRNNCell,
+    GRUCell,
+    LSTMCell,
+    SimpleRNNCell,
+    StackedRNNCells,
+)
 from ipusim.keras.layers.reshaping import ZeroPadding2D
 from ipusim.keras.layers.reshaping_nd import (
     Cropping1D,
@@ -92,10 +156,17 @@ from ipusim.keras.layers.reshaping_nd import (
     ZeroPadding1D,
     ZeroPadding3D,
 )
+from ipusim.keras.layers.text import StringLookup, TextVectorization
+from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
 
 __all__ = [
+    "AbstractRNNCell",
     "Activation",
+    "ActivityRegularization",
     "Add",
+    "AdditiveAttention",
+    "AlphaDropout",
+    "Attention",
     "Average",
     "AveragePooling1D",
     "AveragePooling2D",
@@ -104,6 +175,9 @@ __all__ = [
     "AvgPool2D",
     "AvgPool3D",
     "BatchNormalization",
+    "Bidirectional",
+    "CategoryEncoding",
+    "CenterCrop",
     "Concatenate",
     "Conv1D",
     "Conv1DTranspose",
@@ -111,6 +185,9 @@ __all__ = [
     "Conv2DTranspose",
     "Conv3D",
     "Conv3DTranspose",
+    "ConvLSTM1D",
+    "ConvLSTM2D",
+    "ConvLSTM3D",
     "Convolution1D",
     "Convolution1DTranspose",
     "Convolution2D",
@@ -123,9 +200,17 @@ __all__ = [
     "Dense",
     "DepthwiseConv1D",
     "DepthwiseConv2D",
+    "Discretization",
+    "Dot",
     "Dropout",
+    "ELU",
+    "EinsumDense",
     "Embedding",
     "Flatten",
+    "GRU",
+    "GRUCell",
+    "GaussianDropout",
+    "GaussianNoise",
     "GlobalAveragePooling1D",
     "GlobalAveragePooling2D",
     "GlobalAveragePooling3D",
@@ -138,12 +223,22 @@ __all__ = [
     "GlobalMaxPooling1D",
     "GlobalMaxPooling2D",
     "GlobalMaxPooling3D",
+    "GroupNormalization",
+    "Hashing",
+    "Identity",
     "Input",
     "InputLayer",
+    "InputSpec",
+    "IntegerLookup",
+    "LSTM",
+    "LSTMCell",
+    "Lambda",
     "Layer",
     "LayerNormalization",
+    "LeakyReLU",
     "LocallyConnected1D",
     "LocallyConnected2D",
+    "Masking",
     "MaxPool1D",
     "MaxPool2D",
     "MaxPool3D",
@@ -152,25 +247,62 @@ __all__ = [
     "MaxPooling3D",
     "Maximum",
     "Minimum",
+    "MultiHeadAttention",
     "Multiply",
     "Normalization",
     "OpLambda",
+    "PReLU",
     "Permute",
+    "PopnnGRU",
+    "PopnnLSTM",
+    "RNN",
+    "RandomBrightness",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomHeight",
+    "RandomRotation",
+    "RandomTranslation",
+    "RandomWidth",
+    "RandomZoom",
     "ReLU",
     "RecomputationCheckpoint",
-    "Rescaling",
     "RepeatVector",
+    "Rescaling",
     "Reshape",
+    "Resizing",
     "SeparableConv1D",
     "SeparableConv2D",
     "SeparableConvolution1D",
     "SeparableConvolution2D",
+    "SimpleRNN",
+    "SimpleRNNCell",
     "Softmax",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+    "StackedRNNCells",
+    "StringLookup",
     "Subtract",
+    "TextVectorization",
+    "ThresholdedReLU",
+    "TimeDistributed",
+    "UnitNormalization",
     "UpSampling1D",
     "UpSampling2D",
     "UpSampling3D",
+    "Wrapper",
     "ZeroPadding1D",
     "ZeroPadding2D",
     "ZeroPadding3D",
+    "add",
+    "average",
+    "concatenate",
+    "deserialize",
+    "dot",
+    "maximum",
+    "minimum",
+    "multiply",
+    "serialize",
+    "subtract",
 ]

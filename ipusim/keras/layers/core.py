@@ -292,7 +292,8 @@ class RecomputationCheckpoint(Layer):
     """
 
     def call(self, inputs: Any) -> Any:
-        from ipusim.data._nest import map_structure
+        # Keras' nesting (a list is a structure), not tf.data's (where a list is one value).
+        from ipusim.keras.engine.nest import map_structure
 
         return map_structure(lambda t: apply("recomputation_checkpoint", t), inputs)
 

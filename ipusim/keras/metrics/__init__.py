@@ -10,6 +10,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.keras.losses import (  # the loss functions tf.keras.metrics also exports
+    KLD,
+    MAPE,
+    MSLE,
+    binary_crossentropy,
+    binary_focal_crossentropy,
+    categorical_crossentropy,
+    categorical_focal_crossentropy,
+    hinge,
+    kl_divergence,
+    kld,
+    kullback_leibler_divergence,
+    log_cosh,
+    logcosh,
+    mape,
+    mean_absolute_percentage_error,
+    mean_squared_logarithmic_error,
+    msle,
+    poisson,
+    sparse_categorical_crossentropy,
+    squared_hinge,
+)
+from ipusim.keras.metrics import experimental
+from ipusim.keras.metrics.auc import AUC
 from ipusim.keras.metrics.base import (
     Mean,
     MeanMetricWrapper,
@@ -28,6 +52,20 @@ from ipusim.keras.metrics.classes import (
     SparseTopKCategoricalAccuracy,
     TopKCategoricalAccuracy,
 )
+from ipusim.keras.metrics.confusion import (
+    FalseNegatives,
+    FalsePositives,
+    Precision,
+    PrecisionAtRecall,
+    Recall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SensitivitySpecificityBase,
+    SpecificityAtSensitivity,
+    TrueNegatives,
+    TruePositives,
+)
+from ipusim.keras.metrics.fscore import F1Score, FBetaScore
 from ipusim.keras.metrics.functions import (
     ACC,
     FUNCTIONS,
@@ -47,8 +85,89 @@ from ipusim.keras.metrics.functions import (
     squeeze_or_expand_dimensions,
     top_k_categorical_accuracy,
 )
+from ipusim.keras.metrics.iou import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
+from ipusim.keras.metrics.loss_metrics import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    CosineSimilarity,
+    Hinge,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanSquaredLogarithmicError,
+    Poisson,
+    SparseCategoricalCrossentropy,
+    SquaredHinge,
+)
+from ipusim.keras.metrics.regression import (
+    MeanRelativeError,
+    MeanTensor,
+    R2Score,
+    RootMeanSquaredError,
+)
+
+_NEW_CLASSES = (
+    AUC,
+    BinaryCrossentropy,
+    BinaryIoU,
+    CategoricalCrossentropy,
+    CategoricalHinge,
+    CosineSimilarity,
+    F1Score,
+    FBetaScore,
+    FalseNegatives,
+    FalsePositives,
+    Hinge,
+    IoU,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanIoU,
+    MeanRelativeError,
+    MeanSquaredLogarithmicError,
+    MeanTensor,
+    OneHotIoU,
+    OneHotMeanIoU,
+    Poisson,
+    Precision,
+    PrecisionAtRecall,
+    R2Score,
+    Recall,
+    RecallAtPrecision,
+    RootMeanSquaredError,
+    SensitivityAtSpecificity,
+    SparseCategoricalCrossentropy,
+    SpecificityAtSensitivity,
+    SquaredHinge,
+    TrueNegatives,
+    TruePositives,
+)
 
 __all__ = [
+    "experimental",
+    *(cls.__name__ for cls in _NEW_CLASSES),
+    "KLD",
+    "MAPE",
+    "MSLE",
+    "binary_crossentropy",
+    "binary_focal_crossentropy",
+    "categorical_crossentropy",
+    "categorical_focal_crossentropy",
+    "hinge",
+    "kl_divergence",
+    "kld",
+    "kullback_leibler_divergence",
+    "log_cosh",
+    "logcosh",
+    "mape",
+    "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error",
+    "msle",
+    "poisson",
+    "sparse_categorical_crossentropy",
+    "squared_hinge",
+    "SensitivitySpecificityBase",
     "ACC",
     "MAE",
     "MSE",
@@ -77,6 +196,7 @@ __all__ = [
     "mean_squared_error",
     "mse",
     "resolve_accuracy",
+    "resolve_crossentropy",
     "serialize",
     "sparse_categorical_accuracy",
     "sparse_top_k_categorical_accuracy",
@@ -99,6 +219,7 @@ _CLASSES: dict[str, type[Metric]] = {
         SparseTopKCategoricalAccuracy,
         MeanSquaredError,
         MeanAbsoluteError,
+        *_NEW_CLASSES,
     )
 }
 
@@ -148,6 +269,19 @@ def get(identifier: Any) -> Metric | Callable:
     raise ValueError(f"Could not interpret metric function identifier: {identifier!r}")
 
 
+def _output_kind(y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int | None, ...]) -> str:
+    """``"binary"``, ``"sparse"`` or ``"categorical"``: Keras' ``compile_utils`` shape rule."""
+    y_true_shape, y_pred_shape = tuple(y_true_shape), tuple(y_pred_shape)
+    y_t_last = y_true_shape[-1] if y_true_shape else None
+    y_p_last = y_pred_shape[-1] if y_pred_shape else None
+    if y_p_last == 1:
+        return "binary"
+    sparse = len(y_true_shape) < len(y_pred_shape) or (
+        y_t_last == 1 and y_p_last is not None and y_p_last > 1
+    )
+    return "sparse" if sparse else "categorical"
+
+
 def resolve_accuracy(
     loss: Any, y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int | None, ...]
 ) -> MeanMetricWrapper:
@@ -164,15 +298,27 @@ def resolve_accuracy(
         ``"sparse_categorical_accuracy"``); callers rename it to the user's spelling.
     """
     del loss
-    y_true_shape, y_pred_shape = tuple(y_true_shape), tuple(y_pred_shape)
-    y_t_last = y_true_shape[-1] if y_true_shape else None
-    y_p_last = y_pred_shape[-1] if y_pred_shape else None
-    if y_p_last == 1:
-        return MeanMetricWrapper(binary_accuracy)
-    sparse = len(y_true_shape) < len(y_pred_shape) or (
-        y_t_last == 1 and y_p_last is not None and y_p_last > 1
-    )
-    return MeanMetricWrapper(sparse_categorical_accuracy if sparse else categorical_accuracy)
+    kind = _output_kind(y_true_shape, y_pred_shape)
+    fn = {
+        "binary": binary_accuracy,
+        "sparse": sparse_categorical_accuracy,
+        "categorical": categorical_accuracy,
+    }[kind]
+    return MeanMetricWrapper(fn)
+
+
+def resolve_crossentropy(
+    y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int | None, ...]
+) -> MeanMetricWrapper:
+    """The cross-entropy ``compile(metrics=["crossentropy"])`` (or ``"ce"``) means for these
+    shapes, by the same rule as :func:`resolve_accuracy` (Keras' ``compile_utils``)."""
+    kind = _output_kind(y_true_shape, y_pred_shape)
+    fn = {
+        "binary": binary_crossentropy,
+        "sparse": sparse_categorical_crossentropy,
+        "categorical": categorical_crossentropy,
+    }[kind]
+    return MeanMetricWrapper(fn)
 
 
 def to_metric(
@@ -190,13 +336,21 @@ def to_metric(
     """
     if isinstance(identifier, Metric):
         return identifier
-    if isinstance(identifier, str) and identifier.lower() in ("accuracy", "acc"):
+    if isinstance(identifier, str) and identifier.lower() in (
+        "accuracy",
+        "acc",
+        "crossentropy",
+        "ce",
+    ):
         if y_true_shape is None or y_pred_shape is None:
             raise ValueError(
                 f"to_metric({identifier!r}) needs y_true_shape and y_pred_shape to pick between "
-                "binary, categorical and sparse categorical accuracy"
+                "the binary, categorical and sparse categorical variants"
             )
-        metric = resolve_accuracy(loss, y_true_shape, y_pred_shape)
+        if identifier.lower() in ("accuracy", "acc"):
+            metric = resolve_accuracy(loss, y_true_shape, y_pred_shape)
+        else:
+            metric = resolve_crossentropy(y_true_shape, y_pred_shape)
         metric.name = identifier
         return metric
     metric = get(identifier)

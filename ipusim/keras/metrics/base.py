@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.keras import backend
 from ipusim.keras.metrics.functions import FUNCTIONS, squeeze_or_expand_dimensions
+from ipusim.keras.metrics.variables import MetricVariable
 from ipusim.kernels import metrics as mk
 
 #: dtypes a metric's state may have.
@@ -43,20 +45,69 @@ class Metric:
     """Base class: stateful, accumulated over batches.
 
     Args:
-        name: display name (the key in ``fit`` logs). Defaults to the snake-case class name.
+        name: display name (the key in ``fit`` logs). Defaults to the snake-case class name,
+            made unique in the session (``auc``, ``auc_1``, ...) as Keras does.
         dtype: dtype of the accumulated state. Defaults to ``"float32"``.
     """
 
     def __init__(self, name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
-        self.name = name if name is not None else _snake_case(type(self).__name__)
+        # As Keras: a metric left unnamed takes its class's snake-case name, made unique in the
+        # session ("auc", then "auc_1", ...).
+        self.name = (
+            name if name is not None else backend.unique_name(_snake_case(type(self).__name__))
+        )
         self.dtype = np.dtype(dtype if dtype is not None else "float32").name
         if self.dtype not in _STATE_DTYPES:
             raise ValueError(
                 f"{type(self).__name__}: dtype must be 'float32' or 'float64', got {self.dtype!r}"
             )
-        self.reset_state()
+        self._metric_variables: list[MetricVariable] = []
+        # ipusim's metrics create their state in reset_state. A user's metric creates it with
+        # add_weight after this __init__ (as in Keras, whose base __init__ resets nothing), so
+        # its own reset_state, which may use those variables, is not called here.
+        ours = ("reset_state", "reset_states")
+        if all(getattr(type(self), n).__module__.startswith("ipusim.") for n in ours):
+            self.reset_state()
+
+    def add_weight(
+        self,
+        name: str,
+        shape: Any = (),
+        aggregation: Any = None,
+        synchronization: Any = None,
+        initializer: Any = None,
+        dtype: Any = None,
+    ) -> MetricVariable:
+        """A state variable for a user-written metric (Keras' ``Metric.add_weight``).
+
+        Args:
+            name: the weight's name.
+            shape: its shape (a scalar by default).
+            aggregation, synchronization: accepted for compatibility (one replica's host state).
+            initializer: ``"zeros"`` (default), ``"ones"`` or any Keras initializer.
+            dtype: defaults to the metric's dtype.
+        """
+        del aggregation, synchronization
+        shape = tuple(shape) if shape is not None else ()
+        dtype = np.dtype(dtype if dtype is not None else self.dtype).name
+        if initializer is None or initializer == "zeros":
+            value = np.zeros(shape, dtype=dtype)
+        else:
+            from ipusim.keras import initializers
+
+            value = np.asarray(initializers.get(initializer)(shape, dtype=dtype), dtype=dtype)
+        variable = MetricVariable(f"{self.name}/{name}:0", value)
+        self._metric_variables.append(variable)
+        return variable
+
+    @property
+    def variables(self) -> list[MetricVariable]:
+        """The variables made with :meth:`add_weight`."""
+        return list(getattr(self, "_metric_variables", []))
+
+    weights = variables
 
     def update_state(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement update_state")
@@ -65,7 +116,12 @@ class Metric:
         raise NotImplementedError(f"{type(self).__name__} must implement result")
 
     def reset_state(self) -> None:
-        """Forget everything accumulated so far."""
+        """Forget everything accumulated so far (a user metric's variables go back to 0)."""
+        if type(self).reset_states is not Metric.reset_states:
+            self.reset_states()  # a metric written for Keras < 2.5 overrides the old name
+            return
+        for variable in getattr(self, "_metric_variables", []):
+            variable.reset()
 
     def reset_states(self) -> None:
         """Alias of :meth:`reset_state` (Keras < 2.5 name)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.keras import losses
 from ipusim.kernels import metrics as mk
 
 _FLOATS = ("float32", "float64")
@@ -157,6 +158,11 @@ def mean_absolute_error(y_true: Any, y_pred: Any) -> np.ndarray:
     return mk.mean_abs_diff(y_true, y_pred)
 
 
+def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> np.ndarray:
+    """Cosine similarity along ``axis`` (1 is a perfect match): the negated loss."""
+    return -np.asarray(losses.cosine_similarity(y_true, y_pred, axis=axis))
+
+
 acc = ACC = accuracy
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
@@ -179,3 +185,29 @@ FUNCTIONS: dict[str, Callable] = {
     "mae": mean_absolute_error,
     "MAE": mean_absolute_error,
 }
+
+#: The loss functions ``tf.keras.metrics`` also exports, under every name it exports them by.
+FUNCTIONS.update(
+    binary_crossentropy=losses.binary_crossentropy,
+    binary_focal_crossentropy=losses.binary_focal_crossentropy,
+    categorical_crossentropy=losses.categorical_crossentropy,
+    categorical_focal_crossentropy=losses.categorical_focal_crossentropy,
+    sparse_categorical_crossentropy=losses.sparse_categorical_crossentropy,
+    hinge=losses.hinge,
+    squared_hinge=losses.squared_hinge,
+    categorical_hinge=losses.categorical_hinge,
+    kl_divergence=losses.kl_divergence,
+    kld=losses.kl_divergence,
+    KLD=losses.kl_divergence,
+    kullback_leibler_divergence=losses.kl_divergence,
+    log_cosh=losses.log_cosh,
+    logcosh=losses.log_cosh,
+    poisson=losses.poisson,
+    mean_absolute_percentage_error=losses.mean_absolute_percentage_error,
+    mape=losses.mean_absolute_percentage_error,
+    MAPE=losses.mean_absolute_percentage_error,
+    mean_squared_logarithmic_error=losses.mean_squared_logarithmic_error,
+    msle=losses.mean_squared_logarithmic_error,
+    MSLE=losses.mean_squared_logarithmic_error,
+    cosine_similarity=cosine_similarity,
+)

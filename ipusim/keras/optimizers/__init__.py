@@ -1,5 +1,8 @@
 """Optimizers, as ``tf.keras.optimizers`` in TensorFlow 2.4–2.6 (Keras 2 ``optimizer_v2``).
 
+Also the tf-keras 2.11+ ``AdamW``, ``Lion`` and ``Adafactor``, ``legacy`` (the same classes), and
+the IPU Addons optimizers (``ipu_tensorflow_addons.keras.optimizers`` resolves here).
+
 ``get(identifier)`` resolves what ``model.compile(optimizer=...)`` receives: a name
 (``"adam"``, case-insensitive), an optimizer instance (returned as is) or a
 ``{"class_name": ..., "config": ...}`` dict.
@@ -10,18 +13,38 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ipusim.keras.optimizers import schedules
+from ipusim.keras.optimizers import legacy, schedules
+from ipusim.keras.optimizers.adaptive import Adadelta, Adamax, Ftrl, Nadam
 from ipusim.keras.optimizers.algorithms import SGD, Adagrad, Adam, RMSprop
+from ipusim.keras.optimizers.ipu_addons import (
+    AdamIpuOptimizer,
+    IpuOptimizerBase,
+    LAMBIpuOptimizer,
+    SGDIpuOptimizer,
+)
+from ipusim.keras.optimizers.modern import Adafactor, AdamW, Lion
 from ipusim.keras.optimizers.optimizer import Optimizer
 
 __all__ = [
     "SGD",
+    "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
+    "AdamW",
+    "AdamIpuOptimizer",
+    "Adamax",
+    "Ftrl",
+    "IpuOptimizerBase",
+    "LAMBIpuOptimizer",
+    "Lion",
+    "Nadam",
     "Optimizer",
     "RMSprop",
+    "SGDIpuOptimizer",
     "deserialize",
     "get",
+    "legacy",
     "schedules",
     "serialize",
 ]
@@ -32,7 +55,31 @@ _BUILTINS: dict[str, type[Optimizer]] = {
     "rmsprop": RMSprop,
     "adam": Adam,
     "adagrad": Adagrad,
+    "adadelta": Adadelta,
+    "adamax": Adamax,
+    "nadam": Nadam,
+    "ftrl": Ftrl,
+    "adamw": AdamW,
+    "lion": Lion,
+    "adafactor": Adafactor,
 }
+
+
+def _ipu_optimizers() -> dict[str, Any]:
+    """Graphcore's optimizers and wrappers (ipu_tensorflow_addons, keras.ipu.optimizers) by
+    their exact class names (imported here: the wrappers import the Keras extensions)."""
+    from ipusim.keras.optimizers.accumulation import GradientAccumulationOptimizer
+    from ipusim.keras.optimizers.als import ALSGradientAccumulationOptimizer, ALSOptimizer
+
+    classes = (
+        AdamIpuOptimizer,
+        LAMBIpuOptimizer,
+        SGDIpuOptimizer,
+        ALSOptimizer,
+        ALSGradientAccumulationOptimizer,
+        GradientAccumulationOptimizer,
+    )
+    return {cls.__name__: cls for cls in classes}
 
 
 def serialize(optimizer: Optimizer) -> dict[str, Any]:
@@ -72,6 +119,9 @@ def deserialize(config: dict[str, Any], custom_objects: dict[str, Any] | None = 
         from ipusim.keras.mixed_precision import LossScaleOptimizer
 
         return LossScaleOptimizer.from_config(dict(config.get("config") or {}), custom_objects)
+    elif isinstance(class_name, str) and class_name in _ipu_optimizers():
+        cls = _ipu_optimizers()[class_name]
+        return cls.from_config(dict(config.get("config") or {}), custom_objects)
     else:
         raise _unknown(class_name, sorted(_BUILTINS) + sorted(custom))
     return cls.from_config(dict(config.get("config") or {}))

@@ -183,7 +183,13 @@ class PolynomialDecay(LearningRateSchedule):
 
 
 class CosineDecay(LearningRateSchedule):
-    """``initial * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha)``."""
+    """Cosine decay from ``initial_learning_rate`` (or from ``warmup_target`` after a warmup).
+
+    Without warmup: ``initial * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
+    decay_steps)) + alpha)``. With ``warmup_target`` (tf-keras 2.12+): a linear ramp from
+    ``initial_learning_rate`` to ``warmup_target`` over ``warmup_steps``, then the cosine decay
+    from ``warmup_target`` over the next ``decay_steps``.
+    """
 
     def __init__(
         self,
@@ -191,22 +197,90 @@ class CosineDecay(LearningRateSchedule):
         decay_steps: int,
         alpha: float = 0.0,
         name: str | None = None,
+        warmup_target: float | None = None,
+        warmup_steps: int = 0,
     ) -> None:
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = _check_positive("CosineDecay", "decay_steps", decay_steps)
         self.alpha = alpha
         self.name = name
+        self.warmup_target = warmup_target
+        self.warmup_steps = warmup_steps
+
+    def _decay(self, step: float, start: float) -> float:
+        cosine = 0.5 * (1.0 + math.cos(math.pi * step / float(self.decay_steps)))
+        alpha = float(self.alpha)
+        return start * ((1.0 - alpha) * cosine + alpha)
 
     def __call__(self, step: int) -> float:
-        fraction = min(float(step), float(self.decay_steps)) / float(self.decay_steps)
-        cosine = 0.5 * (1.0 + math.cos(math.pi * fraction))
+        initial = float(self.initial_learning_rate)
+        if self.warmup_target is None:
+            return self._decay(min(float(step), float(self.decay_steps)), initial)
+        warmup = float(self.warmup_steps)
+        step_ = min(float(step), float(self.decay_steps) + warmup)
+        target = float(self.warmup_target)
+        if step_ < warmup:
+            return (target - initial) * (step_ / warmup) + initial
+        return self._decay(step_ - warmup, target)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "alpha": self.alpha,
+            "name": self.name,
+            "warmup_target": self.warmup_target,
+            "warmup_steps": self.warmup_steps,
+        }
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR, Loshchilov & Hutter 2017).
+
+    The first period lasts ``first_decay_steps``; period ``i`` lasts ``t_mul**i`` times as long
+    and starts from ``m_mul**i`` times the initial rate. Within a period the rate follows
+    :class:`CosineDecay` with the same ``alpha`` (the floor is ``alpha * initial``).
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        first_decay_steps: int,
+        t_mul: float = 2.0,
+        m_mul: float = 1.0,
+        alpha: float = 0.0,
+        name: str | None = None,
+    ) -> None:
+        self.initial_learning_rate = initial_learning_rate
+        self.first_decay_steps = _check_positive(
+            "CosineDecayRestarts", "first_decay_steps", first_decay_steps
+        )
+        self._t_mul = t_mul
+        self._m_mul = m_mul
+        self.alpha = alpha
+        self.name = name
+
+    def __call__(self, step: int) -> float:
+        fraction = float(step) / float(self.first_decay_steps)
+        t_mul = float(self._t_mul)
+        if t_mul == 1.0:
+            restart = math.floor(fraction)
+            fraction -= restart
+        else:
+            # Periods grow geometrically: restart i starts at (1 - t_mul**i) / (1 - t_mul).
+            restart = math.floor(math.log(1.0 - fraction * (1.0 - t_mul)) / math.log(t_mul))
+            start = (1.0 - t_mul**restart) / (1.0 - t_mul)
+            fraction = (fraction - start) / t_mul**restart
+        cosine = 0.5 * float(self._m_mul) ** restart * (1.0 + math.cos(math.pi * fraction))
         alpha = float(self.alpha)
         return float(self.initial_learning_rate) * ((1.0 - alpha) * cosine + alpha)
 
     def get_config(self) -> dict[str, Any]:
         return {
             "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
+            "first_decay_steps": self.first_decay_steps,
+            "t_mul": self._t_mul,
+            "m_mul": self._m_mul,
             "alpha": self.alpha,
             "name": self.name,
         }
@@ -220,6 +294,7 @@ _SCHEDULES: dict[str, type[LearningRateSchedule]] = {
         InverseTimeDecay,
         PolynomialDecay,
         CosineDecay,
+        CosineDecayRestarts,
     )
 }
 

@@ -8,7 +8,7 @@ losses). The SDK 2.1 model classes (``ipu.keras.Sequential``, ``Model``, ``Pipel
 (:mod:`.legacy`).
 """
 
-from ipusim.compat.ipu.keras import extensions, layers, losses
+from ipusim.compat.ipu.keras import extensions, layers, losses, optimizers
 from ipusim.compat.ipu.keras.legacy import (
     IPUModel,
     IPUSequential,
@@ -46,4 +46,5 @@ __all__ = [
     "extensions",
     "layers",
     "losses",
+    "optimizers",
 ]

@@ -6,7 +6,9 @@ one addition for machines that hold only the official 10k **test** split (the tw
 files): instead of trying to download the missing training split, it returns the test split as
 *both* the training and the test split and says so in a warning. Scripts written for the full
 data set then run unchanged, on 10 000 training images instead of 60 000 (and their "test"
-figures are measured on the training data, which the warning makes plain).
+figures are measured on the training data, which the warning makes plain). With neither split on
+disk it returns synthetic MNIST-shaped data, announced and recorded as such (nothing is
+downloaded; see :mod:`ipusim.data.datasets`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import warnings
 from typing import Any
 
 from ipusim.data import mnist as _mnist
+from ipusim.data.datasets.images import load_mnist
 from ipusim.data.mnist import DatasetNotFoundError
 
 __all__ = ["TEST_SPLIT_ONLY_WARNING", "DatasetNotFoundError", "TestSplitOnlyWarning", "load_data"]
@@ -45,8 +48,7 @@ def load_data(path: str = "mnist.npz") -> tuple[tuple[Any, Any], tuple[Any, Any]
         labels of shape (N,). When only the test split is on disk, both pairs hold (separate
         copies of) the 10 000 test images and a :class:`TestSplitOnlyWarning` is issued.
 
-    Raises:
-        DatasetNotFoundError: neither split is on disk and the download failed.
+    With neither split on disk: synthetic data of the real shapes (a SyntheticDataWarning).
     """
     try:
         return _mnist.load_data(path, download=False)
@@ -56,7 +58,7 @@ def load_data(path: str = "mnist.npz") -> tuple[tuple[Any, Any], tuple[Any, Any]
         x, y = _mnist.load_data(path, split="test", download=False)
     except DatasetNotFoundError:
         x = y = None
-    if x is None:  # nothing on disk: Keras' behaviour (download); outside the except, so an
-        return _mnist.load_data(path)  # error is reported alone, not chained to the first
+    if x is None:  # nothing on disk: synthetic data, announced (outside the except: no chain)
+        return load_mnist(path)
     warnings.warn(TEST_SPLIT_ONLY_WARNING, TestSplitOnlyWarning, stacklevel=2)
     return (x, y), (x.copy(), y.copy())

@@ -10,6 +10,7 @@ from ipusim.keras.extensions import (
     SequentialLayerPipelineStageAssignment,
 )
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+from ipusim.keras.ipu import layers, optimizers
 from ipusim.pipelining import PipelineSchedule, PipelineStageOptions, RecomputationMode
 
 __all__ = [
@@ -24,4 +25,6 @@ __all__ = [
     "RecomputationMode",
     "SequentialExtension",
     "SequentialLayerPipelineStageAssignment",
+    "layers",
+    "optimizers",
 ]

@@ -1,0 +1,143 @@
+"""``ipu.optimizers.AutomaticLossScalingOptimizer``: IPU TensorFlow 2.5's TF1-style automatic
+loss scaling wrapper (S: graphcore/tensorflow ``tensorflow/python/ipu/optimizers/
+automatic_loss_scaling_optimizer.py``, r2.5; "EXPERIMENTAL" there, replaced by Keras'
+``ALSOptimizer`` in SDK 3).
+
+``compute_gradients`` differentiates ``loss * LSF``; each executed update then adds the scaled
+float16 gradients to the two-bin overflow histogram (every call with
+``accumulate_statistics_over_update_period``, else only on update calls), divides them by the
+LSF and, when due, multiplies the LSF by ``decrease_factor`` (overflowed fraction above
+``ratio_threshold``) or ``increase_factor``, keeping it finite, below
+``max_loss_scaling_factor`` and at least 1, before the wrapped optimizer applies them. Its
+counter starts at 1 and an update is due when it is a multiple of ``update_frequency`` (then it
+restarts at 1), so the LSF changes every ``update_frequency`` calls. Overflowing steps are
+applied, as in the SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ipusim.compat.runtime.optimizers import IpuOptimizer, apply_arrays
+from ipusim.errors import ConfigurationError
+from ipusim.graph.variable import Variable
+from ipusim.kernels import loss_scaling
+
+__all__ = ["AutomaticLossScalingOptimizer"]
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigurationError(message)
+
+
+class AutomaticLossScalingOptimizer(IpuOptimizer):
+    """Automatic loss scaling around a TF1-style (or Keras) optimizer.
+
+    Args:
+        wrapped_optimizer: the optimizer that applies the unscaled gradients.
+        initial_loss_scaling_factor: starting LSF (> 0). Defaults to 1.
+        update_frequency: calls between LSF updates (> 0). Defaults to 8.
+        increase_factor: LSF multiplier when few gradients overflow. Defaults to 2.
+        decrease_factor: LSF multiplier when too many overflow. Defaults to 0.5.
+        max_loss_scaling_factor: the LSF stays below it (> 1). Defaults to 32768.
+        accumulate_statistics_over_update_period: collect statistics on every call.
+        ratio_threshold: overflowed fraction above which the LSF decreases, in (0, 1).
+        name: the wrapper's name.
+
+    Raises:
+        ConfigurationError: (a ValueError) an argument out of range (IPU TensorFlow's texts).
+    """
+
+    def __init__(
+        self,
+        wrapped_optimizer: Any,
+        initial_loss_scaling_factor: float = 1.0,
+        update_frequency: int = 8,
+        increase_factor: float = 2.0,
+        decrease_factor: float = 0.5,
+        max_loss_scaling_factor: float = 32768,
+        accumulate_statistics_over_update_period: bool = True,
+        ratio_threshold: float = 10e-6,
+        name: str = "AutomaticLossScalingOptimizer",
+    ) -> None:
+        super().__init__(wrapped_optimizer, name)
+        _check(update_frequency > 0, "update_frequency must be nonzero and positive")
+        _check(increase_factor > 0, "increase_factor must be nonzero and positive")
+        _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
+        _check(
+            decrease_factor < increase_factor, "decrease_factor must be less than increase_factor"
+        )
+        _check(max_loss_scaling_factor > 1, "max_loss_scaling_factor must be greater than one")
+        _check(
+            0.0 < ratio_threshold < 1.0,
+            "ratio_threshold must be greater than zero and less than one",
+        )
+        lsf = initial_loss_scaling_factor
+        _check(lsf > 0, "initial_loss_scaling_factor must be nonzero and positive")
+        _check(
+            lsf < max_loss_scaling_factor,
+            "initial_loss_scaling_factor must be less than max_loss_scaling_factor",
+        )
+        _check(
+            lsf * increase_factor < max_loss_scaling_factor,
+            "initial_loss_scaling_factor x increase_factor must be less than "
+            "max_loss_scaling_factor",
+        )
+        self.initial_loss_scaling_factor = float(lsf)
+        self.update_frequency = int(update_frequency)
+        self.increase_factor = float(increase_factor)
+        self.decrease_factor = float(decrease_factor)
+        self.max_loss_scaling_factor = float(max_loss_scaling_factor)
+        self.accumulate_statistics_over_update_period = bool(
+            accumulate_statistics_over_update_period
+        )
+        self.ratio_threshold = float(ratio_threshold)
+        self.histogram = Variable(np.zeros(2, np.float32), "gradient_histogram:0", False)
+        self._n = Variable(np.ones((), np.int32), "lsf_update_counter:0", False)
+        self.loss_scaling_factor = Variable(
+            np.array(lsf, np.float32), "loss_scaling_factor:0", False
+        )
+
+    @property
+    def update_flops_per_element(self) -> int:
+        return super().update_flops_per_element + loss_scaling.ALS_FLOPS_PER_ELEMENT
+
+    def compute_gradients(self, loss: Any, var_list: Any = None, tape: Any = None, **kwargs: Any):
+        """Gradients of ``loss * LSF`` (traced); they are unscaled when the update runs."""
+        from ipusim.graph.ops import math as m
+
+        scale = loss.graph.read_variable(self.loss_scaling_factor)
+        scaled = m.multiply(loss, m.cast(scale, loss.dtype))
+        return super().compute_gradients(scaled, var_list, tape, **kwargs)
+
+    def _due(self) -> bool:
+        return int(self._n.value) % self.update_frequency == 0
+
+    def _apply(self, grads: list[Any], variables: list[Any]) -> None:
+        lsf = np.float32(self.loss_scaling_factor.value)
+        hist = self.histogram.value
+        if self.accumulate_statistics_over_update_period or self._due():
+            for grad in grads:
+                if np.asarray(grad).dtype == np.float16:
+                    fine, over = loss_scaling.overflow_histogram(grad)
+                    hist += np.array([fine, over], np.float32)
+        unscaled = [loss_scaling.unscale(g, float(lsf)) for g in grads]
+        if self._due():
+            self.loss_scaling_factor.value[...] = self._next(hist, lsf)
+            hist[...] = 0
+            self._n.value[...] = 1
+        else:
+            self._n.value[...] += 1
+        apply_arrays(self._opt, unscaled, variables)
+
+    def _next(self, hist: np.ndarray, lsf: np.float32) -> np.float32:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = hist[1] / np.sum(hist)
+        factor = self.decrease_factor if ratio > self.ratio_threshold else self.increase_factor
+        new = lsf * np.float32(factor)
+        if not np.isfinite(new) or not new < self.max_loss_scaling_factor or new < 1.0:
+            return lsf
+        return new

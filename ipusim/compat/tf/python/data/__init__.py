@@ -1,0 +1,1 @@
+"""``tensorflow.python.data``: TensorFlow's internal data package (only ``ops.dataset_ops``)."""

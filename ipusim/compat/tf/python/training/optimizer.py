@@ -1,0 +1,191 @@
+"""``tf.compat.v1.train`` optimizers (``tensorflow.python.training.*``) for Keras ``compile``.
+
+tf.keras accepts a TF1 optimizer in ``compile`` and wraps it (its ``TFOptimizer``), so the TF1
+update rule trains the model. Here each TF1 optimizer *is* an ipusim Keras optimizer configured to
+do exactly TF1's update, with TF1's argument names, defaults and slots:
+
+=========================  =================================================================
+TF1 class                  update (TF1 kernels, ``training_ops``)
+=========================  =================================================================
+GradientDescentOptimizer   ``var -= lr * g``
+MomentumOptimizer          ``accum = m * accum + g; var -= lr * accum`` (Nesterov:
+                           ``var -= lr * (g + m * accum)``); held as Keras' velocity
+                           ``v = -lr * accum``, identical while ``lr`` is constant
+AdamOptimizer              Keras' Adam rule with TF1's ``epsilon=1e-8``
+RMSPropOptimizer           ``ms = decay * ms + (1 - decay) * g²`` (``ms`` starts at **1**);
+                           ``mom = m * mom + lr * g / sqrt(ms + eps)``; ``var -= mom``
+                           (always the momentum form, ``epsilon=1e-10``)
+AdagradOptimizer           ``acc += g²; var -= lr * g / sqrt(acc)`` (no epsilon; ``acc``
+                           starts at ``initial_accumulator_value=0.1``)
+=========================  =================================================================
+
+(S: tensorflow/python/training/{gradient_descent,momentum,adam,rmsprop,adagrad}.py and
+tensorflow/core/kernels/training_ops.cc.) Custom subclasses of the TF1 base class, which would
+implement ``_apply_dense`` with TF1 graph code, are not simulated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.errors import UnsupportedError
+from ipusim.keras.optimizers import SGD, Adagrad, Adam, RMSprop
+
+__all__ = [
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "Optimizer",
+    "RMSPropOptimizer",
+]
+
+
+class Optimizer:
+    """``tf.compat.v1.train.Optimizer``: the TF1 base class (marker of the classes below).
+
+    Raises:
+        UnsupportedError: when subclassed by a script (a custom TF1 optimizer's graph code is
+            not simulated); use one of the built-in TF1 optimizers or a Keras optimizer.
+    """
+
+    _tf1_builtin = False
+    #: Marks TF1 optimizers (OptimizerV1) apart from the Keras optimizers they are built on.
+    is_tf1 = True
+
+    def __init__(self, use_locking: bool = False, name: str = "Optimizer", **kwargs: Any) -> None:
+        if not type(self)._tf1_builtin:
+            raise UnsupportedError(
+                f"{type(self).__name__}: custom subclasses of tf.compat.v1.train.Optimizer are "
+                "not simulated by ipusim (their _apply_dense is TF1 graph code); use a built-in "
+                "TF1 optimizer (GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, "
+                "RMSPropOptimizer, AdagradOptimizer) or a Keras optimizer"
+            )
+        super().__init__(name=name, **kwargs)  # the Keras optimizer of the concrete class
+        self.use_locking = bool(use_locking)
+
+    def get_name(self) -> str:
+        """The optimizer's name (TF1's ``get_name``)."""
+        return self.name
+
+    # ------------------------------------------------------------------ TF1 surface
+    def compute_gradients(self, loss: Any, var_list: Any = None, **kwargs: Any) -> list:
+        """``(gradient, variable)`` pairs of a traced ``loss`` (TF1's ``compute_gradients``)."""
+        from ipusim.compat.runtime.optimizers import _trainable_in, compute_gradients_symbolic
+
+        variables = list(var_list) if var_list is not None else _trainable_in(loss)
+        return list(zip(compute_gradients_symbolic(loss, variables), variables, strict=True))
+
+    def apply_gradients(  # type: ignore[override]
+        self, grads_and_vars: Any, global_step: Any = None, name: str | None = None, **kwargs: Any
+    ) -> Any:
+        """TF1's ``apply_gradients(grads_and_vars, global_step=None, name=None)``; a
+        ``global_step`` variable is incremented as TF1 does when the update runs eagerly (a
+        traced update's step is counted by whoever executes it: the estimators do)."""
+        from ipusim.compat.runtime.optimizers import _is_symbolic
+
+        pairs = list(grads_and_vars)
+        result = super().apply_gradients(pairs)
+        if global_step is not None and not _is_symbolic([g for g, _ in pairs]):
+            global_step.assign_add(1)
+        return result
+
+    def minimize(
+        self, loss: Any, global_step: Any = None, var_list: Any = None, **kwargs: Any
+    ) -> Any:
+        """TF1's ``minimize``: ``compute_gradients`` then ``apply_gradients``."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
+
+
+class GradientDescentOptimizer(Optimizer, SGD):
+    """``tf.compat.v1.train.GradientDescentOptimizer(learning_rate)``."""
+
+    _tf1_builtin = True
+
+    def __init__(
+        self, learning_rate: Any, use_locking: bool = False, name: str = "GradientDescent"
+    ) -> None:
+        super().__init__(use_locking, name, learning_rate=learning_rate)
+
+
+class MomentumOptimizer(Optimizer, SGD):
+    """``tf.compat.v1.train.MomentumOptimizer(learning_rate, momentum, use_nesterov=False)``."""
+
+    _tf1_builtin = True
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        momentum: Any,
+        use_locking: bool = False,
+        name: str = "Momentum",
+        use_nesterov: bool = False,
+    ) -> None:
+        super().__init__(
+            use_locking, name, learning_rate=learning_rate, momentum=momentum,
+            nesterov=use_nesterov,
+        )  # fmt: skip
+
+
+class AdamOptimizer(Optimizer, Adam):
+    """``tf.compat.v1.train.AdamOptimizer`` (TF1 defaults: ``epsilon=1e-8``)."""
+
+    _tf1_builtin = True
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        beta1: Any = 0.9,
+        beta2: Any = 0.999,
+        epsilon: float = 1e-08,
+        use_locking: bool = False,
+        name: str = "Adam",
+    ) -> None:
+        super().__init__(
+            use_locking, name, learning_rate=learning_rate, beta_1=beta1, beta_2=beta2,
+            epsilon=epsilon,
+        )  # fmt: skip
+
+
+class RMSPropOptimizer(Optimizer, RMSprop):
+    """``tf.compat.v1.train.RMSPropOptimizer`` (``ms`` starts at one, epsilon inside the root)."""
+
+    _tf1_builtin = True
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        decay: Any = 0.9,
+        momentum: Any = 0.0,
+        epsilon: float = 1e-10,
+        use_locking: bool = False,
+        centered: bool = False,
+        name: str = "RMSProp",
+    ) -> None:
+        super().__init__(
+            use_locking, name, learning_rate=learning_rate, rho=decay, momentum=momentum,
+            epsilon=epsilon, centered=centered,
+        )  # fmt: skip
+        self._momentum = True  # TF1 always keeps the momentum slot and its update form
+
+    def _slot_specs(self) -> list[tuple[str, float]]:
+        return [(name, 1.0 if name == "rms" else init) for name, init in super()._slot_specs()]
+
+
+class AdagradOptimizer(Optimizer, Adagrad):
+    """``tf.compat.v1.train.AdagradOptimizer`` (no epsilon: ``var -= lr * g / sqrt(acc)``)."""
+
+    _tf1_builtin = True
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        initial_accumulator_value: float = 0.1,
+        use_locking: bool = False,
+        name: str = "Adagrad",
+    ) -> None:
+        super().__init__(
+            use_locking, name, learning_rate=learning_rate,
+            initial_accumulator_value=initial_accumulator_value,
+        )  # fmt: skip
+        self.epsilon = 0.0

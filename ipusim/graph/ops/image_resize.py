@@ -1,0 +1,87 @@
+"""``image_resize``: NHWC images to any size as ``tf.image.resize`` (Keras' Resizing, CenterCrop's
+and RandomCrop's smart resize), and its gradient. Numerics: :mod:`ipusim.kernels.image_resize`.
+
+Cost: each output element gathers its taps (bilinear 2 per axis, nearest 1) and blends them; the
+gradient scatters them back (:mod:`ipusim.cost.compute` costs both as gathers / scatters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.kernels import image_resize as k
+
+#: Source pixels each output pixel reads, per method (both axes).
+TAPS = {"bilinear": 4, "nearest": 1}
+
+
+def _check(op: str, x: TensorSpec, size: tuple, method: str) -> None:
+    if x.rank != 4 or x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"{op}: expects float (N, H, W, C) images, received {x.shape} {x.dtype}")
+    if method not in TAPS:
+        raise ValueError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
+    if len(size) != 2 or any(int(d) < 1 for d in size):
+        raise ValueError(f"{op}: size must be two positive ints, received {size}")
+
+
+@register
+class ImageResize(Op):
+    """``(N, H, W, C) -> (N, size[0], size[1], C)`` by ``method`` (half-pixel centres)."""
+
+    name = "image_resize"
+    kind = "data_movement"
+
+    def infer(self, x: TensorSpec, *, size: tuple, method: str) -> TensorSpec:
+        _check(self.name, x, size, method)
+        if x.shape[1] is None or x.shape[2] is None:
+            raise ValueError(f"{self.name}: the input's height and width must be known, {x.shape}")
+        return TensorSpec((x.shape[0], int(size[0]), int(size[1]), x.shape[3]), x.dtype)
+
+    def forward(self, ctx: Any, x: Any, *, size: tuple, method: str) -> Any:
+        return k.resize(x, tuple(size), method)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        hw = tuple(node.inputs[0].shape[1:3])
+        return [apply("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        flops = 2 * TAPS[attrs["method"]] * out_specs[0].size if attrs["method"] != "nearest" else 0
+        return OpCost(flops, read, written, "data_movement")
+
+
+@register
+class ImageResizeGrad(Op):
+    """Gradient of ``image_resize`` w.r.t. an input of spatial size ``input_hw``."""
+
+    name = "image_resize_grad"
+    kind = "data_movement"
+
+    def infer(self, dy: TensorSpec, *, input_hw: tuple, method: str) -> TensorSpec:
+        _check(self.name, dy, input_hw, method)
+        return TensorSpec((dy.shape[0], int(input_hw[0]), int(input_hw[1]), dy.shape[3]), dy.dtype)
+
+    def forward(self, ctx: Any, dy: Any, *, input_hw: tuple, method: str) -> Any:
+        return k.resize_grad(dy, tuple(input_hw), method)
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        return [
+            apply(
+                "image_resize",
+                g,
+                size=tuple(node.inputs[0].shape[1:3]),
+                method=node.attrs["method"],
+            )
+        ]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(2 * TAPS[attrs["method"]] * in_specs[0].size, read, written, "data_movement")
+
+
+def image_resize(x: Any, height: int, width: int, method: str = "bilinear") -> Symbol:
+    """``tf.image.resize(x, (height, width), method)`` for NHWC ``x`` (no antialiasing)."""
+    return apply("image_resize", x, size=(int(height), int(width)), method=str(method))

@@ -1,0 +1,223 @@
+"""Intersection-over-union metrics: IoU, MeanIoU, BinaryIoU, OneHotIoU, OneHotMeanIoU
+(``tf_keras`` 2.x ``iou_metrics``).
+
+State is a ``(num_classes, num_classes)`` confusion matrix (rows: true class, columns: predicted
+class) of weighted counts. The result is the mean of ``TP / (TP + FP + FN)`` over the target
+classes whose denominator is not zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ipusim.errors import InputDataError
+from ipusim.keras.metrics.base import Metric
+from ipusim.kernels import confusion as ck
+
+
+class _IoUBase(Metric):
+    def __init__(
+        self,
+        num_classes: int,
+        name: str | None = None,
+        dtype: Any = None,
+        ignore_class: int | None = None,
+        sparse_y_true: bool = True,
+        sparse_y_pred: bool = True,
+        axis: int = -1,
+    ) -> None:
+        self.num_classes = int(num_classes)
+        self.ignore_class = ignore_class
+        self.sparse_y_true = sparse_y_true
+        self.sparse_y_pred = sparse_y_pred
+        self.axis = axis
+        super().__init__(name=name, dtype=dtype)
+
+    def reset_state(self) -> None:
+        self.total_cm = np.zeros((self.num_classes, self.num_classes), dtype=self.dtype)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        """Add a batch of class labels and predictions (one-hot/probabilities if not sparse)."""
+        truth = self._classes(y_true, self.sparse_y_true)
+        pred = self._classes(y_pred, self.sparse_y_pred)
+        weights = None
+        if sample_weight is not None:
+            weights = np.asarray(sample_weight, dtype=self.dtype).reshape(-1)
+            weights = np.broadcast_to(weights, pred.shape)
+        if self.ignore_class is not None:
+            valid = truth != self.ignore_class
+            truth, pred = truth[valid], pred[valid]
+            weights = None if weights is None else weights[valid]
+        self._check_range(truth, "y_true")
+        self._check_range(pred, "y_pred")
+        cm = ck.confusion_matrix(truth, pred, weights, self.num_classes)
+        self.total_cm = (self.total_cm + cm.astype(self.dtype)).astype(self.dtype)
+
+    def _classes(self, values: Any, sparse: bool) -> np.ndarray:
+        """Class ids, flattened: cast to the state dtype then to integers (as
+        ``tf.math.confusion_matrix``), after an argmax over ``axis`` when not sparse."""
+        values = np.asarray(values)
+        if not sparse:
+            values = np.argmax(values, axis=self.axis)
+        return values.astype(self.dtype).reshape(-1).astype(np.int64)
+
+    def _check_range(self, classes: np.ndarray, what: str) -> None:
+        if classes.size and (classes.min() < 0 or classes.max() >= self.num_classes):
+            raise InputDataError(
+                f"{type(self).__name__}: {what} holds classes in [{int(classes.min())}, "
+                f"{int(classes.max())}], outside [0, {self.num_classes}); num_classes="
+                f"{self.num_classes} must cover every label and prediction"
+            )
+
+
+class IoU(_IoUBase):
+    """Mean IoU over ``target_class_ids``.
+
+    Args:
+        num_classes: number of classes (labels and predictions are in ``[0, num_classes)``).
+        target_class_ids: the classes averaged over.
+        name, dtype: as :class:`Metric`.
+        ignore_class: a label value whose examples are left out.
+        sparse_y_true, sparse_y_pred: False for one-hot / score vectors (argmax over ``axis``).
+        axis: the class axis of non-sparse inputs.
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        target_class_ids: list[int] | tuple[int, ...],
+        name: str | None = None,
+        dtype: Any = None,
+        ignore_class: int | None = None,
+        sparse_y_true: bool = True,
+        sparse_y_pred: bool = True,
+        axis: int = -1,
+    ) -> None:
+        if max(target_class_ids) >= num_classes:
+            raise ValueError(
+                f"Target class id {max(target_class_ids)} is out of range, which is "
+                f"[0, {num_classes})."
+            )
+        self.target_class_ids = list(target_class_ids)
+        super().__init__(num_classes, name, dtype, ignore_class, sparse_y_true, sparse_y_pred, axis)
+
+    def result(self) -> float:
+        cm = self.total_cm
+        tp = np.diagonal(cm)
+        denominator = cm.sum(axis=0) + cm.sum(axis=1) - tp
+        tp, denominator = tp[self.target_class_ids], denominator[self.target_class_ids]
+        valid = int(np.count_nonzero(denominator))
+        iou = np.where(denominator == 0, 0.0, tp / np.where(denominator == 0, 1, denominator))
+        return float(np.sum(iou, dtype=self.dtype) / valid) if valid else 0.0
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "target_class_ids": self.target_class_ids,
+            "ignore_class": self.ignore_class,
+            "sparse_y_true": self.sparse_y_true,
+            "sparse_y_pred": self.sparse_y_pred,
+            "axis": self.axis,
+        }
+
+
+class MeanIoU(IoU):
+    """Mean IoU over every class."""
+
+    def __init__(
+        self,
+        num_classes: int,
+        name: str | None = None,
+        dtype: Any = None,
+        ignore_class: int | None = None,
+        sparse_y_true: bool = True,
+        sparse_y_pred: bool = True,
+        axis: int = -1,
+    ) -> None:
+        super().__init__(
+            num_classes,
+            list(range(num_classes)),
+            name,
+            dtype,
+            ignore_class,
+            sparse_y_true,
+            sparse_y_pred,
+            axis,
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        del config["target_class_ids"]
+        return config
+
+
+class BinaryIoU(IoU):
+    """IoU of two classes, predictions ``>= threshold`` being class 1."""
+
+    def __init__(
+        self,
+        target_class_ids: list[int] | tuple[int, ...] = (0, 1),
+        threshold: float = 0.5,
+        name: str | None = None,
+        dtype: Any = None,
+    ) -> None:
+        self.threshold = threshold
+        super().__init__(2, target_class_ids, name, dtype)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        pred = (np.asarray(y_pred, dtype=self.dtype) >= self.threshold).astype(self.dtype)
+        super().update_state(y_true, pred, sample_weight)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "target_class_ids": self.target_class_ids,
+            "threshold": self.threshold,
+        }
+
+
+class OneHotIoU(IoU):
+    """IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken)."""
+
+    def __init__(
+        self,
+        num_classes: int,
+        target_class_ids: list[int] | tuple[int, ...],
+        name: str | None = None,
+        dtype: Any = None,
+        ignore_class: int | None = None,
+        sparse_y_pred: bool = False,
+        axis: int = -1,
+    ) -> None:
+        super().__init__(
+            num_classes, target_class_ids, name, dtype, ignore_class, False, sparse_y_pred, axis
+        )
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        del config["sparse_y_true"]
+        return config
+
+
+class OneHotMeanIoU(MeanIoU):
+    """Mean IoU over every class, of one-hot labels and score vectors (argmax taken)."""
+
+    def __init__(
+        self,
+        num_classes: int,
+        name: str | None = None,
+        dtype: Any = None,
+        ignore_class: int | None = None,
+        sparse_y_pred: bool = False,
+        axis: int = -1,
+    ) -> None:
+        super().__init__(num_classes, name, dtype, ignore_class, False, sparse_y_pred, axis)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        del config["sparse_y_true"]
+        return config

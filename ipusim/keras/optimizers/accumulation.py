@@ -1,0 +1,189 @@
+"""``keras.ipu.optimizers.GradientAccumulationOptimizer`` (Graphcore's Keras, SDK 3.x): apply the
+wrapped optimizer once every ``num_mini_batches`` calls, to the gradients accumulated in between.
+
+The accumulation itself (:class:`GradientAccumulator`) is shared with
+:class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`. SUM adds (the SDK's
+default: no division by the number of mini-batches), MEAN adds then divides once, RUNNING_MEAN
+keeps the running mean (:mod:`ipusim.kernels.accumulate`). float16 accumulators are kept in
+float32 storage (the kernels have no half path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ipusim.errors import ConfigurationError
+from ipusim.graph.spec import canonical_dtype
+from ipusim.graph.variable import Variable
+from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.kernels.accumulate import accumulate, finish
+
+__all__ = ["GradientAccumulationOptimizer", "GradientAccumulator"]
+
+
+def check_mini_batches(value: Any) -> int:
+    """``num_mini_batches`` as a positive int (the SDK's message otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ConfigurationError(f"num_mini_batches must be >= 1, received {value!r}")
+    return int(value)
+
+
+class GradientAccumulator:
+    """Accumulates gradients over ``num_mini_batches`` calls of :meth:`add`.
+
+    Args:
+        num_mini_batches: calls per window.
+        dtype: accumulator dtype: None (the variable's), a dtype, or ``callable(var) -> dtype``.
+        reduction_method: SUM, MEAN or RUNNING_MEAN (or their names).
+    """
+
+    def __init__(self, num_mini_batches: int, dtype: Any, reduction_method: Any) -> None:
+        self.num_mini_batches = check_mini_batches(num_mini_batches)
+        self.dtype = dtype
+        self.method = GradientAccumulationReductionMethod.parse(reduction_method)
+        self._accumulators: list[np.ndarray] | None = None
+        self._count = 0
+
+    def _storage(self, variable: Variable) -> np.ndarray:
+        dtype = self.dtype(variable) if callable(self.dtype) else self.dtype
+        name = canonical_dtype(dtype) if dtype is not None else variable.value.dtype.name
+        return np.zeros(variable.shape, np.float32 if name == "float16" else name)
+
+    def add(self, grads: list[Any], variables: list[Variable]) -> list[np.ndarray] | None:
+        """Fold one call's gradients in; the gradients to apply when the window is full."""
+        if self._accumulators is None:
+            self._accumulators = [self._storage(v) for v in variables]
+        kernel = self.method.kernel_name
+        for acc, grad in zip(self._accumulators, grads, strict=True):
+            accumulate(acc, np.asarray(grad), self._count, kernel)
+        self._count += 1
+        if self._count < self.num_mini_batches:
+            return None
+        applied = []
+        for acc, variable in zip(self._accumulators, variables, strict=True):
+            finish(acc, self.num_mini_batches, kernel)
+            applied.append(acc.astype(variable.value.dtype))
+            acc[...] = 0
+        self._count = 0
+        return applied
+
+
+class GradientAccumulationOptimizer(Optimizer):
+    """Applies ``opt`` once every ``num_mini_batches`` calls (``num_mini_batches=1``: ``opt``
+    itself is returned, as the SDK's ``__new__`` does).
+
+    Args:
+        opt: the Keras optimizer to wrap.
+        num_mini_batches: calls per update (≥ 1).
+        offload_weight_update_variables, replicated_optimizer_state_sharding: placement of the
+            optimizer state (kept for the timing model).
+        dtype: accumulator dtype (see :class:`GradientAccumulator`).
+        reduction_method: SUM (default), MEAN or RUNNING_MEAN.
+        name: the wrapper's name.
+    """
+
+    def __new__(cls, opt: Any, num_mini_batches: int, *args: Any, **kwargs: Any) -> Any:
+        if num_mini_batches == 1:
+            return opt
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        opt: Optimizer,
+        num_mini_batches: int,
+        offload_weight_update_variables: Any = None,
+        replicated_optimizer_state_sharding: Any = False,
+        dtype: Any = None,
+        reduction_method: Any = GradientAccumulationReductionMethod.SUM,
+        name: str = "GradientAccumulationOptimizer",
+    ) -> None:
+        if not isinstance(opt, Optimizer):
+            raise TypeError(
+                f"{type(self).__name__} wraps a Keras optimizer, received {type(opt).__name__}"
+            )
+        self.__dict__["_opt"] = opt
+        self._wrapper_name = name
+        self._accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        self.offload_weight_update_variables = offload_weight_update_variables
+        self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_opt":
+            raise AttributeError(name)
+        return getattr(self.__dict__["_opt"], name)
+
+    @property
+    def name(self) -> str:
+        return self._wrapper_name
+
+    @property
+    def num_mini_batches(self) -> int:
+        return self._accumulator.num_mini_batches
+
+    @property
+    def iterations(self) -> int:  # type: ignore[override]
+        return self._opt.iterations
+
+    @property
+    def weights(self) -> list[Variable]:  # type: ignore[override]
+        return self._opt.weights
+
+    def variables(self) -> list[Variable]:
+        return self._opt.variables()
+
+    @property
+    def slots_per_variable(self) -> int:  # type: ignore[override]
+        return self._opt.slots_per_variable
+
+    @property
+    def update_flops_per_element(self) -> int:  # type: ignore[override]
+        return self._opt.update_flops_per_element
+
+    def apply_gradients(
+        self,
+        grads_and_vars: Any,
+        name: str | None = None,
+        experimental_aggregate_gradients: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Accumulate; every ``num_mini_batches`` calls, apply with the wrapped optimizer."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if any(hasattr(g, "graph") for g, _ in pairs):
+            return Optimizer.apply_gradients(self, pairs)  # the traced-code path (compat)
+        variables = [v for _, v in pairs]
+        applied = self._accumulator.add([g for g, _ in pairs], variables)
+        if applied is None:
+            return None
+        return self._opt.apply_gradients(zip(applied, variables), **kwargs)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            "name": self._wrapper_name,
+            "inner_optimizer_type": type(self._opt).__name__,
+            "inner_optimizer_config": self._opt.get_config(),
+            "num_mini_batches": self.num_mini_batches,
+            "offload_weight_update_variables": self.offload_weight_update_variables,
+            "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
+            "dtype": self._accumulator.dtype,
+            "reduction_method": self._accumulator.method,
+        }
+
+    @classmethod
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Any:
+        """Rebuild from :meth:`get_config` (the wrapped optimizer by its class name)."""
+        from ipusim.keras import optimizers
+
+        config = dict(config)
+        inner = optimizers.deserialize(
+            {
+                "class_name": config.pop("inner_optimizer_type"),
+                "config": config.pop("inner_optimizer_config"),
+            },
+            custom_objects,
+        )
+        return cls(inner, **config)

@@ -1,0 +1,135 @@
+"""``ipu.keras.optimizers.AutomaticLossScalingOptimizer``: IPU TensorFlow 2.5's Keras automatic
+loss scaling (S: graphcore/tensorflow ``tensorflow/python/ipu/keras/optimizers/
+automatic_loss_scaling_optimizer.py``, "EXPERIMENTAL"; SDK 3 replaced it by ``ALSOptimizer``).
+
+The same histogram, unscale and LSF bounds as :class:`~ipusim.keras.optimizers.als.ALSOptimizer`
+with the 2.5 state machine: the counter starts at 1, an update is due when it is a multiple of
+``update_frequency`` (it then restarts at 1), a decrease multiplies by ``decrease_factor``, and
+the factors need not be powers of two. No low-pass filter and no captured gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ipusim.errors import ConfigurationError
+from ipusim.keras.optimizers.als import ALSOptimizer
+from ipusim.keras.optimizers.optimizer import Optimizer
+
+__all__ = ["AutomaticLossScalingOptimizer"]
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigurationError(message)
+
+
+class AutomaticLossScalingOptimizer(ALSOptimizer):
+    """Automatic loss scaling of IPU TensorFlow 2.5's Keras (see the module doc).
+
+    Args:
+        opt: the Keras optimizer that applies the unscaled gradients.
+        initial_loss_scaling_factor: starting LSF (> 0). Defaults to 1.
+        update_frequency: calls between LSF updates (> 0). Defaults to 8.
+        increase_factor: LSF multiplier when few gradients overflow. Defaults to 2.
+        decrease_factor: LSF multiplier when too many overflow (< increase_factor).
+        max_loss_scaling_factor: the LSF stays below it (> 1). Defaults to 32768.
+        accumulate_statistics_over_update_period: collect statistics on every call.
+        ratio_threshold: overflowed fraction above which the LSF decreases, in (0, 1).
+        name: the wrapper's name.
+
+    Raises:
+        ConfigurationError: (a ValueError) an argument out of range (IPU TensorFlow's texts).
+    """
+
+    def __init__(
+        self,
+        opt: Optimizer,
+        initial_loss_scaling_factor: float = 1.0,
+        update_frequency: int = 8,
+        increase_factor: float = 2.0,
+        decrease_factor: float = 0.5,
+        max_loss_scaling_factor: float = 32768,
+        accumulate_statistics_over_update_period: bool = True,
+        ratio_threshold: float = 10e-6,
+        name: str = "AutomaticLossScalingOptimizer",
+    ) -> None:
+        _check(increase_factor > 0, "increase_factor must be nonzero and positive")
+        _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
+        _check(
+            decrease_factor < increase_factor, "decrease_factor must be less than increase_factor"
+        )
+        _check(max_loss_scaling_factor > 1, "max_loss_scaling_factor must be greater than one")
+        _check(
+            initial_loss_scaling_factor > 0,
+            "initial_loss_scaling_factor must be nonzero and positive",
+        )
+        # The parent checks the rest; powers of two are not required here, so it gets 1s and
+        # 2s for the checks it would make on them and the real values are set after.
+        super().__init__(
+            opt,
+            1,
+            update_frequency,
+            2,
+            4,
+            accumulate_statistics_over_update_period,
+            ratio_threshold,
+            name=name,
+        )
+        lsf = float(initial_loss_scaling_factor)
+        _check(
+            lsf < max_loss_scaling_factor,
+            "initial_loss_scaling_factor must be less than max_loss_scaling_factor",
+        )
+        _check(
+            lsf * increase_factor < max_loss_scaling_factor,
+            "initial_loss_scaling_factor x increase_factor must be less than max_loss_scaling_factor",
+        )
+        self.initial_loss_scaling_factor = lsf
+        self.increase_factor = float(increase_factor)
+        self._decrease_factor = float(decrease_factor)
+        self.max_loss_scaling_factor = float(max_loss_scaling_factor)
+        self._lsf.value[...] = lsf
+        self._prev_lsf.value[...] = lsf
+        self._n.value[...] = 1
+
+    @property
+    def decrease_factor(self) -> float:  # type: ignore[override]
+        return self._decrease_factor
+
+    def _update_due(self) -> bool:
+        return int(self._n.value) % self.update_frequency == 0
+
+    def update_loss_scaling_factor(self, captured_grads: Any = None) -> None:
+        """The 2.5 LSF step: update when due, then restart the counter at 1."""
+        due = self._update_due()
+        old = np.float32(self._lsf.value)
+        if due:
+            self._lsf.value[...] = self._next_lsf(self._hist.value, old)
+            self._hist.value[...] = 0
+            self._n.value[...] = 1
+        else:
+            self._n.value[...] = int(self._n.value) + 1
+        if np.float32(self._lsf.value) != old:
+            self._prev_lsf.value[...] = old
+
+    def _next_lsf(self, hist: np.ndarray, old: np.float32) -> np.float32:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = hist[1] / np.sum(hist)
+        up = not ratio > np.float32(self.ratio_threshold)
+        lsf = old * np.float32(self.increase_factor if up else self._decrease_factor)
+        if not np.isfinite(lsf) or not lsf < np.float32(self.max_loss_scaling_factor):
+            return old
+        return lsf if lsf >= 1.0 else old
+
+    def reset(self) -> None:
+        super().reset()
+        self._n.value[...] = 1
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.pop("captured_grads_only", None)
+        config["decrease_factor"] = self._decrease_factor
+        return config
