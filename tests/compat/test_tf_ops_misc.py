@@ -148,7 +148,7 @@ def test_assertions_strided_slice_reverse_sequence_and_aliases():
 
 def test_not_simulated_table_lists_no_name_that_resolves():
     from ipusim.compat.keras import backend
-    from ipusim.compat.tf.not_simulated_ops import NOT_SIMULATED_OPS
+    from ipusim.compat.not_simulated_ops import NOT_SIMULATED_OPS
 
     holders = {"tf": tf, "tf.math": tf.math, "tf.nn": tf.nn, "tf.linalg": tf.linalg,
                "tf.random": tf.random, "tf.keras.backend": backend}  # fmt: skip

@@ -5,7 +5,7 @@ then one batched matmul (batch, free and contracted axes grouped by transposes a
 the output permutation, so its cost is a matmul's. ``diag`` / ``diag_part`` / ``trace`` /
 ``band_part`` multiply by constant masks. Factorizations and solvers (``inv``, ``solve``,
 ``cholesky``, ``det``, ``svd``, ``qr``, ``eig``...) are not simulated (see
-:mod:`ipusim.compat.tf.not_simulated_ops`).
+:mod:`ipusim.compat.not_simulated_ops`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Random tensors drawn on the device: ``random_draw`` (uniform, normal, truncated normal,
+"""Random tensors drawn on the device: ``random_tensor`` (uniform, normal, truncated normal,
 integers) and ``random_categorical``, with fresh values at every execution of a traced function
 (the executor's step is part of the stream key; see :mod:`ipusim.kernels.random_draws`).
 
@@ -24,7 +24,7 @@ DRAW_FLOPS: dict[str, int] = {"uniform": 12, "integers": 13, "normal": 36, "trun
 class RandomDraw(Op):
     """A tensor of ``shape`` drawn from ``dist`` (attrs ``a``, ``b``: bounds, or mean and stddev)."""
 
-    name = "random_draw"
+    name = "random_tensor"
     kind = "elementwise"
 
     def infer(
@@ -39,11 +39,11 @@ class RandomDraw(Op):
         stateless: bool = False,
     ) -> TensorSpec:
         if dist not in k.DIST_CODES:
-            raise ValueError(f"random_draw: unknown distribution {dist!r}")
+            raise ValueError(f"random_tensor: unknown distribution {dist!r}")
         if any(d is None or d < 0 for d in shape):
             raise ValueError(f"random: `shape` must be known non-negative sizes, received {shape}")
         if dist == "integers" and canonical_dtype(dtype) in FLOAT_DTYPES:
-            raise TypeError("random_draw: integer draws need an integer dtype")
+            raise TypeError("random_tensor: integer draws need an integer dtype")
         return TensorSpec(tuple(shape), canonical_dtype(dtype))
 
     def forward(self, ctx: Any, *, shape, dist, a, b, seed, dtype, stateless: bool = False):
@@ -99,7 +99,7 @@ def random_draw(
     execution step (``tf.random.stateless_*``)."""
     attrs = {"shape": tuple(int(d) for d in shape), "dist": dist, "a": float(a), "b": float(b)}
     dtype = canonical_dtype(dtype)
-    return apply("random_draw", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
+    return apply("random_tensor", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
 
 
 def random_categorical(logits: Any, num_samples: int, seed: int, dtype: object) -> Symbol:

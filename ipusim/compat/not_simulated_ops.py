@@ -1,7 +1,7 @@
 """TensorFlow op names ipusim deliberately does not simulate, with the reason and what to use
 instead, in the format of ``ipusim.compat.not_simulated.NOT_SIMULATED`` (public name ->
-``(reason, instead)``; a key ending in ``.*`` covers every name below it) so the two tables can
-be merged. Only names of ``tf``, ``tf.math``, ``tf.nn``, ``tf.linalg``, ``tf.random`` and
+``(reason, instead)``; a key ending in ``.*`` covers every name below it), which adds them.
+Only names of ``tf``, ``tf.math``, ``tf.nn``, ``tf.linalg``, ``tf.random`` and
 ``tf.keras.backend`` are here.
 """
 
@@ -90,7 +90,32 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
         ]
     },
     **{f"tf.{name}": _FACTOR for name in ("eig", "eigvals", "matrix_square_root")},
-    "tf.linalg.LinearOperator*": _OPERATOR,
+    **{
+        f"tf.linalg.{name}": _OPERATOR
+        for name in [
+            "LinearOperator",
+            "LinearOperatorAdjoint",
+            "LinearOperatorBlockDiag",
+            "LinearOperatorBlockLowerTriangular",
+            "LinearOperatorCirculant",
+            "LinearOperatorCirculant2D",
+            "LinearOperatorCirculant3D",
+            "LinearOperatorComposition",
+            "LinearOperatorDiag",
+            "LinearOperatorFullMatrix",
+            "LinearOperatorHouseholder",
+            "LinearOperatorIdentity",
+            "LinearOperatorInversion",
+            "LinearOperatorKronecker",
+            "LinearOperatorLowRankUpdate",
+            "LinearOperatorLowerTriangular",
+            "LinearOperatorPermutation",
+            "LinearOperatorScaledIdentity",
+            "LinearOperatorToeplitz",
+            "LinearOperatorTridiag",
+            "LinearOperatorZeros",
+        ]
+    },
     **{
         f"tf.math.{name}": _SPECIAL
         for name in [
