@@ -3,7 +3,10 @@
 (:mod:`ipusim.compat.runtime.ops_backend`: ``K.mean``, ``K.dot``, ``K.int_shape``...).
 
 Settings are read from and written to :mod:`ipusim.keras.backend` itself (this module only
-forwards), so ``K.set_floatx`` here is the one every ipusim layer sees.
+forwards), so ``K.set_floatx`` here is the one every ipusim layer sees. The runtime's tensor
+functions come first: they also run on ``tf.Variable`` objects inside a ``tf.function`` and
+return eager tensors, where :mod:`ipusim.keras.backend_ops` (the same names, for ipusim's own
+Keras code) computes with NumPy outside a model.
 """
 
 from ipusim.compat._alias import runtime_getattr
@@ -17,6 +20,6 @@ from ipusim.keras.backend import (  # noqa: F401 - re-exported
 
 __getattr__ = runtime_getattr(
     __name__,
-    ("ipusim.keras.backend", "ipusim.compat.runtime.ops_backend"),
+    ("ipusim.compat.runtime.ops_backend", "ipusim.keras.backend"),
     ("clear_session", "epsilon", "floatx", "set_epsilon", "set_floatx"),
 )

@@ -1,6 +1,5 @@
 """``tf.image`` basics for NHWC (or HWC) float images: flips, transposes, crops and pads,
-``resize`` (bilinear / nearest with TensorFlow 2's half-pixel centres, to any size: per axis a
-gather of the two source rows and a lerp), brightness / contrast, standardisation, grayscale and
+``resize`` (bilinear / nearest with TensorFlow 2's half-pixel centres, to any size), brightness / contrast, standardisation, grayscale and
 dtype conversion, and the random flips / brightness of augmentation pipelines.
 """
 
@@ -11,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_random
-from ipusim.compat.runtime.ops_array import _gather_axis
 from ipusim.compat.runtime.ops_math import _op, _t
 from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import reduce as gr
+from ipusim.graph.ops import shape as gs
+from ipusim.graph.ops.image_resize import image_resize
 from ipusim.graph.spec import canonical_dtype
 
 
@@ -120,46 +120,23 @@ def resize_with_crop_or_pad(image: Any, target_height: int, target_width: int) -
     return pad_to_bounding_box(cropped, pad_top, pad_left, target_height, target_width)
 
 
-def _axis_taps(n_in: int, n_out: int, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Source rows and weights along one axis (TensorFlow 2: half-pixel centres)."""
-    scale = n_in / n_out
-    centres = (np.arange(n_out) + 0.5) * scale
-    if method == "nearest":
-        near = np.minimum(np.floor(centres), n_in - 1).astype(np.int32)
-        return near, near, np.zeros(n_out, np.float32)
-    src = centres - 0.5
-    low = np.floor(src)
-    lerp = (src - low).astype(np.float32)
-    lo = np.clip(low, 0, n_in - 1).astype(np.int32)
-    hi = np.clip(np.ceil(src), 0, n_in - 1).astype(np.int32)
-    return lo, hi, lerp
-
-
 def resize(images: Any, size: Any, method: str = "bilinear", preserve_aspect_ratio: bool = False,
            antialias: bool = False, name: str | None = None) -> Any:  # fmt: skip
-    """``tf.image.resize`` to ``size`` = (height, width), ``"bilinear"`` or ``"nearest"``."""
+    """``tf.image.resize`` to ``size`` = (height, width), ``"bilinear"`` or ``"nearest"`` (the
+    ``image_resize`` graph op: TensorFlow 2's half-pixel centres)."""
     method = str(getattr(method, "value", method)).lower()
     if method not in ("bilinear", "nearest") or preserve_aspect_ratio or antialias:
         raise UnsupportedError(
             "tf.image.resize: only method 'bilinear' or 'nearest', without preserve_aspect_ratio "
             "or antialias, is simulated"
         )
-    target = [int(s) for s in size]
+    height, width = (int(s) for s in size)
 
     def compose(x: Any) -> Any:
         x = x if x.dtype in ("float16", "float32", "float64") else gm.cast(x, "float32")
-        for axis, n_out in zip(_hw_axes(x), target, strict=True):
-            lo, hi, lerp = _axis_taps(x.shape[axis], n_out, method)
-            low_rows = _gather_axis(x, lo, axis)
-            if method == "nearest":
-                x = low_rows
-                continue
-            shape = [1] * x.ndim
-            shape[axis] = n_out
-            weight = lerp.reshape(shape).astype(x.dtype)
-            x = gm.add(low_rows, gm.multiply(gm.subtract(_gather_axis(x, hi, axis), low_rows),
-                                             weight))  # fmt: skip
-        return x
+        batched = x if x.ndim == 4 else gs.expand_dims(x, 0)
+        out = image_resize(batched, height, width, method)
+        return out if x.ndim == 4 else gs.squeeze(out, axis=0)
 
     return _op(compose, _t(images))
 
