@@ -19,7 +19,8 @@ check ``tf.__version__[0] == '2'``), marked so it is never mistaken for a real T
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import sys
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -188,3 +189,17 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 
 __getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+
+
+class _Namespace(ModuleType):
+    """This package, keeping ``tf.device`` the function: importing the module path
+    ``tensorflow.device`` (``ipusim.compat.tf.device``) makes the import system set the submodule
+    as this package's attribute, which would replace the function scripts call."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "device" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Namespace
