@@ -9,7 +9,7 @@ The names the documented IPU TensorFlow 2 scripts use, backed by ipusim:
   dtypes ``float16 float32 float64 int32 int64 uint8 bool``, ``tf.TensorSpec``;
 * ``tf.constant`` and ``tf.random`` (seeded);
 * ``tf.device`` / ``tf.DeviceSpec`` (parsed as TensorFlow does; placement does not change the
-  simulated IPU program, see :mod:`ipusim.compat.tf.device`);
+  simulated IPU program, see :mod:`ipusim.compat.tf.device_scope`);
 * ``tf.function``, ``tf.GradientTape``, ``tf.nn``, ``tf.math`` and any other name come from
   ipusim's custom-training-loop runtime (``ipusim.compat.runtime``) on first use.
 
@@ -28,7 +28,7 @@ from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
 from ipusim.compat.tf import data, estimator, experimental, math, nn, python, random, summary
-from ipusim.compat.tf.device import DeviceSpec, device
+from ipusim.compat.tf.device_scope import DeviceSpec, device
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
