@@ -28,6 +28,8 @@ INSTANCES, REPLICAS = 2, 4
 
 SCRIPT = textwrap.dedent(
     f"""
+    import hashlib
+
     import numpy as np
     import popdist
     import popdist.tensorflow
@@ -61,6 +63,8 @@ SCRIPT = textwrap.dedent(
                       steps_per_execution={SPE})
         history = model.fit(dataset, epochs={EPOCHS}, verbose=0)
         print("REPLICAS_IN_SYNC", strategy.num_replicas_in_sync)
+        print("WEIGHTS", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights()))
+              .hexdigest())
     """
 )
 
@@ -110,6 +114,15 @@ def test_each_instance_sees_its_place_in_the_job(job):
         assert _tagged(done.stdout, k, "CONFIG") == [f"[{local}] {INSTANCES} {k}"]
         assert _tagged(done.stdout, k, "SHARD") == [str(SAMPLES // INSTANCES)]
         assert _tagged(done.stdout, k, "REPLICAS_IN_SYNC") == [str(INSTANCES)]
+
+
+def test_the_instances_reduce_over_every_replica_and_keep_identical_weights(job):
+    # Each instance trains on its own shard; only a reduction over the whole job's replicas
+    # (the other instance's included) leaves both with the same weights, bit for bit.
+    done, _ = job
+    weights = [_tagged(done.stdout, k, "WEIGHTS") for k in range(INSTANCES)]
+    assert len(weights[0]) == 1
+    assert weights[0] == weights[1]
 
 
 def test_one_combined_report_of_the_whole_job(job):
