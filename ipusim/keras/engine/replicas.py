@@ -9,7 +9,6 @@ import numpy as np
 from ipusim.graph.numerics import current_numerics
 from ipusim.kernels.accumulate import accumulate, finish
 from ipusim.kernels.half import round_to_half
-from ipusim.session.exchange import instance_exchange
 
 __all__ = ["job_replicas", "replica_mean"]
 
@@ -17,6 +16,8 @@ __all__ = ["job_replicas", "replica_mean"]
 def job_replicas(per_replica: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     """The arrays of every replica of the job: this process's ``per_replica`` (each replica's
     list of arrays), preceded and followed by the other instances' in instance order."""
+    from ipusim.session.exchange import instance_exchange  # on use: the session loads pandas
+
     exchange = instance_exchange()
     if exchange is None:
         return per_replica
