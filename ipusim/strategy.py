@@ -189,8 +189,9 @@ class PopDistStrategy(IPUStrategy):
     over all replicas across the IPU-Links and GW-Links, each instance feeding its replicas from
     its share of the host. Each instance computes its own replicas' numbers; a Keras training
     step's gradients are averaged over every replica of the job, the instances exchanging their
-    replicas' arrays (:mod:`ipusim.session.exchange`), so their weights stay identical. Custom
-    loops' reductions and host-side Horovod collectives stay within an instance.
+    replicas' arrays (:mod:`ipusim.session.exchange`), so their weights stay identical; custom
+    loops' ``CrossReplicaOptimizer`` updates likewise. Other in-graph collectives and host-side
+    Horovod collectives stay within an instance.
 
     Args:
         ipu_device: the instance's IPU device (only ``/device:IPU:0`` is simulated).

@@ -21,10 +21,10 @@ a report count every replica of the job (R per step), not one instance's.
 The numbers of the job's one cross-replica reduction: each Keras training step's gradients
 (and layers' state updates) are averaged over every replica of the job, the instances handing
 their replicas' arrays to each other through a folder the launcher shares with them
-(:mod:`ipusim.session.exchange`), so the instances' weights stay identical as on the IPUs. Not
-done across instances: the reductions of custom loops (``strategy.run`` and ``tf.function``
-with ``cross_replica_sum`` / ``CrossReplicaOptimizer``) and Horovod's host-side collectives;
-there each instance averages over its local replicas only (the timing is unaffected).
+(:mod:`ipusim.session.exchange`), so the instances' weights stay identical as on the IPUs; so
+do custom loops' updates through ``CrossReplicaOptimizer`` (and its accumulating variants).
+Not done across instances: other in-graph collectives (``cross_replica_sum`` of activations)
+and Horovod's host-side collectives, which stay within an instance (the timing is unaffected).
 """
 
 from __future__ import annotations

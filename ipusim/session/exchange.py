@@ -24,7 +24,7 @@ import numpy as np
 
 from ipusim.errors import IncompatibleStateError
 
-__all__ = ["EXCHANGE_ENVIRONMENT", "InstanceExchange", "instance_exchange"]
+__all__ = ["EXCHANGE_ENVIRONMENT", "InstanceExchange", "instance_exchange", "job_replicas"]
 
 #: The folder the launcher shares with its instances (unset: a process on its own).
 EXCHANGE_ENVIRONMENT = "IPUSIM_INSTANCE_EXCHANGE"
@@ -113,3 +113,18 @@ def instance_exchange() -> InstanceExchange | None:
             int(os.environ["POPDIST_NUM_TOTAL_REPLICAS"]) // local,
         )
     return _CURRENT[folder]
+
+
+def job_replicas(per_replica: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """The arrays of every replica of the job: this process's ``per_replica`` (each replica's
+    list of arrays) among the other instances', in instance order (this process's alone when it
+    is no instance of ``ipusim run --instances``)."""
+    exchange = instance_exchange()
+    if exchange is None:
+        return per_replica
+    width = len(per_replica[0])
+    flat = [array for replica in per_replica for array in replica]
+    out = []
+    for arrays in exchange.all_gather(flat):
+        out.extend(arrays[i : i + width] for i in range(0, len(arrays), width))
+    return out

@@ -14,19 +14,10 @@ __all__ = ["job_replicas", "replica_mean"]
 
 
 def job_replicas(per_replica: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-    """The arrays of every replica of the job: this process's ``per_replica`` (each replica's
-    list of arrays), preceded and followed by the other instances' in instance order."""
-    from ipusim.session.exchange import instance_exchange  # on use: the session loads pandas
+    """Every replica's arrays in the job (:func:`ipusim.session.exchange.job_replicas`)."""
+    from ipusim.session.exchange import job_replicas as gather  # on use: session loads pandas
 
-    exchange = instance_exchange()
-    if exchange is None:
-        return per_replica
-    width = len(per_replica[0])
-    flat = [array for replica in per_replica for array in replica]
-    out = []
-    for arrays in exchange.all_gather(flat):
-        out.extend(arrays[i : i + width] for i in range(0, len(arrays), width))
-    return out
+    return gather(per_replica)
 
 
 def replica_mean(per_replica: list[list[np.ndarray]]) -> list[np.ndarray]:
