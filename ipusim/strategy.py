@@ -187,9 +187,11 @@ class PopDistStrategy(IPUStrategy):
     :mod:`ipusim.compat.poprun`) runs its local replicas; the strategy makes the simulation see
     every instance (as ``process_count``), so the report times the whole job: gradients reduced
     over all replicas across the IPU-Links and GW-Links, each instance feeding its replicas from
-    its share of the host. Each instance computes its own numbers: a step's gradients are averaged
-    over the instance's local replicas, not over every instance's (the instances' weights drift
-    apart as they train on different shards; host-side Horovod collectives are not simulated).
+    its share of the host. Each instance computes its own replicas' numbers; a Keras training
+    step's gradients are averaged over every replica of the job, the instances exchanging their
+    replicas' arrays (:mod:`ipusim.session.exchange`), so their weights stay identical; custom
+    loops' ``CrossReplicaOptimizer`` updates likewise. Other in-graph collectives and host-side
+    Horovod collectives stay within an instance.
 
     Args:
         ipu_device: the instance's IPU device (only ``/device:IPU:0`` is simulated).

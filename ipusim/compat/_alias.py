@@ -16,6 +16,9 @@ Two kinds of compat module exist:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
@@ -26,17 +29,63 @@ from ipusim.compat.not_simulated import public_module
 __all__ = ["become", "forward_getattr", "optional_module", "runtime_getattr"]
 
 
+#: Alias module name -> the module it is (:func:`become`); their submodules are the target's.
+_ALIASES: dict[str, str] = {}
+
+
+class _SameModuleLoader(importlib.abc.Loader):
+    """Loads a name as an existing module (the import system returns what sys.modules holds)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        sys.modules[module.__name__] = importlib.import_module(self.target)
+
+
+class _AliasSubmoduleFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``<alias>.<sub>`` to ``<target>.<sub>`` itself.
+
+    Without it the import system would load the target package's file a second time under the
+    alias' name (the alias shares the target's ``__path__``), making a second copy of the module
+    with classes of its own (``isinstance`` checks then fail), and set it on the target package.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        parent, _, child = fullname.rpartition(".")
+        real_parent = _ALIASES.get(parent)
+        if real_parent is None:
+            return None
+        real = f"{real_parent}.{child}"
+        if importlib.util.find_spec(real) is None:
+            return None
+        _ALIASES[fullname] = real  # deeper submodules follow the same way
+        return importlib.machinery.ModuleSpec(fullname, _SameModuleLoader(real), is_package=True)
+
+
+_FINDER = _AliasSubmoduleFinder()
+
+
 def become(name: str, target: str) -> ModuleType:
     """Make the module being imported as ``name`` be the module ``target``.
 
     Call it at the top level of the alias file with ``__name__``. The import system returns
-    whatever ``sys.modules[name]`` holds once the file has run, so the caller gets ``target``.
+    whatever ``sys.modules[name]`` holds once the file has run, so the caller gets ``target``;
+    ``name``'s submodules are ``target``'s own (:class:`_AliasSubmoduleFinder`).
 
     Returns:
         The target module.
     """
     module = importlib.import_module(target)
     sys.modules[name] = module
+    _ALIASES[name] = target
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
     from ipusim.compat._missing import guard  # late: _missing imports ipusim.errors
 
     guard(module, public_module(name))

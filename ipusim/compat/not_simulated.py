@@ -38,6 +38,16 @@ _NOT_IN_SCOPE = (
     "the TensorFlow installation it belongs to, outside ipusim",
 )
 
+_TF1_SESSION = (
+    "a TF1 graph-and-session API; ipusim runs TF2 programs (eager code, tf.function, Keras)",
+    "a tf.function run with IPUStrategy.run, as IPU TensorFlow 2's guides write it",
+)
+_HOST_EMBEDDING = (
+    "host embeddings (a table in host memory looked up and updated over the host link, from "
+    "TF1 sessions) are not modelled",
+    "keras.layers.Embedding on the IPU, or ipu.embedding_ops.embedding_lookup",
+)
+
 #: public name (or ``prefix.*``) -> (reason it is not simulated, what to use instead).
 NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.audio.*": _NOT_IN_SCOPE,
@@ -138,6 +148,24 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.keras.layers.experimental.preprocessing.HashedCrossing": (
         "as tf.keras.layers.HashedCrossing",
         "cross and hash the features in the input pipeline with NumPy",
+    ),
+    **{
+        name: _TF1_SESSION
+        for name in (
+            "tf.Session",
+            "tf.compat.v1.Session",
+            "tf.compat.v1.ConfigProto",
+            "tf.global_variables_initializer",
+            "tf.compat.v1.global_variables_initializer",
+            "tf.compat.v1.get_default_graph",
+            "tf.layers.*",
+        )
+    },
+    "tf.python.ipu.embedding_ops.create_host_embedding": _HOST_EMBEDDING,
+    "tf.python.ipu.embedding_ops.HostEmbeddingOptimizerSpec": _HOST_EMBEDDING,
+    "tf.python.ipu.rnn_ops.*": (
+        "the TF1 Popnn layers (time-major, returning outputs and state, for graph-mode programs)",
+        "the Keras Popnn layers: ipu_tensorflow_addons.keras.layers.LSTM / GRU",
     ),
     "tf.keras.layers.SpectralNormalization": (
         "it overwrites the wrapped layer's kernel with a power-iteration estimate before each "

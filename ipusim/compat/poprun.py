@@ -18,9 +18,13 @@ on the IPUs, so the job's report is the slowest instance's: the combined report
 per instance: its simulated seconds, steps and samples) and ``extra.instances`` = N. Samples in
 a report count every replica of the job (R per step), not one instance's.
 
-Not simulated: host-side collectives between the instances (Horovod's broadcast and allreduce),
-so each instance's gradients are averaged over its local replicas only and the instances'
-weights drift apart as they train on different shards (the timing is unaffected).
+The numbers of the job's one cross-replica reduction: each Keras training step's gradients
+(and layers' state updates) are averaged over every replica of the job, the instances handing
+their replicas' arrays to each other through a folder the launcher shares with them
+(:mod:`ipusim.session.exchange`), so the instances' weights stay identical as on the IPUs; so
+do custom loops' updates through ``CrossReplicaOptimizer`` (and its accumulating variants).
+Not done across instances: other in-graph collectives (``cross_replica_sum`` of activations)
+and Horovod's host-side collectives, which stay within an instance (the timing is unaffected).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -39,6 +45,7 @@ import pandas as pd
 
 from ipusim._files import write_bytes_atomic
 from ipusim.errors import ConfigurationError
+from ipusim.session.exchange import ABORT_FILE, EXCHANGE_ENVIRONMENT
 
 __all__ = ["InstancesResult", "instance_environment", "run_instances"]
 
@@ -153,8 +160,10 @@ def run_instances(
             shutil.rmtree(old)
     lock = threading.Lock()
     processes, pumps = [], []
+    exchange = Path(tempfile.mkdtemp(prefix="ipusim-instances-"))
     for k in range(instances):
         environment = instance_environment(k, instances, replicas, ipus_per_replica)
+        environment[EXCHANGE_ENVIRONMENT] = str(exchange)
         process = _launch(
             Path(script), list(args), output / f"instance-{k}", environment, options or []
         )
@@ -166,12 +175,29 @@ def run_instances(
             pump = threading.Thread(target=_pump, args=(stream, f"[1,{k}]<{name}>:", out, lock))
             pump.start()
             pumps.append(pump)
-    codes = [process.wait() for process in processes]
+    try:
+        codes = _wait_all(processes, exchange)
+    finally:
+        shutil.rmtree(exchange, ignore_errors=True)
     for pump in pumps:
         pump.join()
     reports = combine_reports(output, instances)
     failed = [code for code in codes if code]
     return InstancesResult(output, tuple(reports), failed[0] if failed else 0)
+
+
+def _wait_all(processes: list[subprocess.Popen], exchange: Path) -> list[int]:
+    """Every process's exit code; once one fails, the others stop waiting for it at their next
+    cross-replica reduction."""
+    codes: list[int | None] = [None] * len(processes)
+    while any(code is None for code in codes):
+        for i, process in enumerate(processes):
+            if codes[i] is None:
+                codes[i] = process.poll()
+                if codes[i]:
+                    (exchange / ABORT_FILE).touch()
+        time.sleep(0.02)
+    return [int(code or 0) for code in codes]
 
 
 def combine_reports(output: Path, instances: int) -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from ipusim.errors import InputDataError, UnsupportedError
@@ -404,6 +405,11 @@ class Reduction:
     def validate(cls, key: str) -> None:
         if key not in cls.all():
             raise ValueError(f'Invalid Reduction Key: {key}. Expected keys are "{cls.all()}"')
+
+
+#: ``keras.losses.losses_utils`` (in Keras 2 the module ``keras.utils.losses_utils``, which
+#: ``keras/losses.py`` imports): its reduction enum, ``ReductionV2``.
+losses_utils = SimpleNamespace(ReductionV2=Reduction)
 
 
 _CLASSES: dict[str, type[Loss]] = {

@@ -28,6 +28,8 @@ INSTANCES, REPLICAS = 2, 4
 
 SCRIPT = textwrap.dedent(
     f"""
+    import hashlib
+
     import numpy as np
     import popdist
     import popdist.tensorflow
@@ -61,6 +63,8 @@ SCRIPT = textwrap.dedent(
                       steps_per_execution={SPE})
         history = model.fit(dataset, epochs={EPOCHS}, verbose=0)
         print("REPLICAS_IN_SYNC", strategy.num_replicas_in_sync)
+        print("WEIGHTS", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights()))
+              .hexdigest())
     """
 )
 
@@ -110,6 +114,15 @@ def test_each_instance_sees_its_place_in_the_job(job):
         assert _tagged(done.stdout, k, "CONFIG") == [f"[{local}] {INSTANCES} {k}"]
         assert _tagged(done.stdout, k, "SHARD") == [str(SAMPLES // INSTANCES)]
         assert _tagged(done.stdout, k, "REPLICAS_IN_SYNC") == [str(INSTANCES)]
+
+
+def test_the_instances_reduce_over_every_replica_and_keep_identical_weights(job):
+    # Each instance trains on its own shard; only a reduction over the whole job's replicas
+    # (the other instance's included) leaves both with the same weights, bit for bit.
+    done, _ = job
+    weights = [_tagged(done.stdout, k, "WEIGHTS") for k in range(INSTANCES)]
+    assert len(weights[0]) == 1
+    assert weights[0] == weights[1]
 
 
 def test_one_combined_report_of_the_whole_job(job):
@@ -182,3 +195,59 @@ def test_dataset_shard_keeps_every_nth_element_from_index():
         data.shard(2, 2)
     with pytest.raises(ValueError):
         data.shard(0, 0)
+
+
+LOOP_SCRIPT = textwrap.dedent(
+    """
+    import hashlib
+
+    import numpy as np
+    import popdist
+    import popdist.tensorflow
+    import tensorflow as tf
+    from tensorflow import keras
+    from tensorflow.python import ipu
+
+    config = ipu.config.IPUConfig()
+    popdist.tensorflow.set_ipu_config(config, ipus_per_replica=1)
+    config.configure_ipu_system()
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    rng = np.random.default_rng(popdist.getInstanceIndex())  # each instance its own data
+    x = rng.random((8, 6)).astype(np.float32)
+    y = rng.random((8, 1)).astype(np.float32)
+    with strategy.scope():
+        model = keras.Sequential([keras.layers.Dense(1, kernel_initializer="ones")])
+        model.build((None, 6))
+        optimizer = ipu.optimizers.CrossReplicaOptimizer(keras.optimizers.SGD(0.1))
+
+        @tf.function(experimental_compile=True)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        for _ in range(3):
+            strategy.run(step, args=(x, y))
+    print("WEIGHTS", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights()))
+          .hexdigest())
+    """
+)
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_custom_loop_instances_reduce_together(tmp_path, replicas):
+    # One and two local replicas per instance: CrossReplicaOptimizer's mean spans the job, so
+    # instances fed different data end with the same weights.
+    script = tmp_path / "loop_script.py"
+    script.write_text(LOOP_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-m", "ipusim", "run", "--instances", "2", "--replicas", str(replicas),
+         "-o", str(tmp_path / "out"), str(script)],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    weights = [_tagged(done.stdout, k, "WEIGHTS") for k in range(2)]
+    assert len(weights[0]) == 1
+    assert weights[0] == weights[1]

@@ -242,7 +242,7 @@ def test_losses_squeeze_a_trailing_axis_as_keras(ref):
 
 # ------------------------------------------------------------------------------- tf.device
 def test_tf_device_accepts_and_parses_what_tensorflow_does(ref):
-    from ipusim.compat.tf.device import DeviceSpec, current_device, device
+    from ipusim.compat.tf.device_scope import DeviceSpec, current_device, device
 
     for spec, expected in _json(ref["devices"]):
         if expected is None:

@@ -35,6 +35,7 @@ from ipusim.graph.graph import Symbol, to_symbol
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
 from ipusim.kernels.accumulate import accumulate, finish
+from ipusim.session.exchange import instance_exchange, job_replicas
 
 log = logging.getLogger("ipusim")
 
@@ -72,6 +73,10 @@ class ApplyHandle:
             staged = state.gradients.setdefault(self, [None] * state.replicas)
             staged[state.index] = [np.array(g, copy=True) for g in grads]
             return None
+        if has_cross_replica(self.optimizer) and instance_exchange() is not None:
+            # one local replica of a PopDist job: the reduction still spans every instance
+            self.apply_replicated([[np.asarray(g) for g in grads]])
+            return None
         apply_arrays(self.optimizer, grads, self.variables)
         return None
 
@@ -85,6 +90,7 @@ class ApplyHandle:
                 "the optimizer in ipu.optimizers.CrossReplicaOptimizer (or "
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
+        staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
         means = [np.mean(np.stack(parts), axis=0) for parts in zip(*staged)]
         apply_arrays(self.optimizer, means, self.variables)
 

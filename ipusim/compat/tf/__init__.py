@@ -9,7 +9,7 @@ The names the documented IPU TensorFlow 2 scripts use, backed by ipusim:
   dtypes ``float16 float32 float64 int32 int64 uint8 bool``, ``tf.TensorSpec``;
 * ``tf.constant`` and ``tf.random`` (seeded);
 * ``tf.device`` / ``tf.DeviceSpec`` (parsed as TensorFlow does; placement does not change the
-  simulated IPU program, see :mod:`ipusim.compat.tf.device`);
+  simulated IPU program, see :mod:`ipusim.compat.tf.device_scope`);
 * ``tf.function``, ``tf.GradientTape``, ``tf.nn``, ``tf.math`` and any other name come from
   ipusim's custom-training-loop runtime (``ipusim.compat.runtime``) on first use.
 
@@ -19,8 +19,7 @@ check ``tf.__version__[0] == '2'``), marked so it is never mistaken for a real T
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ from ipusim.compat.tf import (
     random,
     summary,
 )
-from ipusim.compat.tf.device import DeviceSpec, device
+from ipusim.compat.tf.device_scope import DeviceSpec, device
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -190,16 +189,3 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 __getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
 
-
-class _Namespace(ModuleType):
-    """This package, keeping ``tf.device`` the function: importing the module path
-    ``tensorflow.device`` (``ipusim.compat.tf.device``) makes the import system set the submodule
-    as this package's attribute, which would replace the function scripts call."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "device" and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Namespace

@@ -26,6 +26,7 @@ from ipusim.keras.engine.data_adapter import (
 )
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
+from ipusim.keras.engine.replicas import job_replicas, replica_mean
 from ipusim.keras.engine.step import StepProgram
 from ipusim.kernels.accumulate import accumulate, finish
 from ipusim.kernels.half import round_to_half, stream_key
@@ -245,11 +246,15 @@ class TrainingMixin:
                 )
             runs.append((program, result, y, sample_weight, arrays))
         program = runs[0][0]
-        grads = _replica_mean([r[1].gradients for r in runs])
+        # One reduction over every replica of the job (the other instances' too, under
+        # ipusim run --instances): the gradients, then the layers' state updates.
+        n_grads = len(runs[0][1].gradients)
+        job = job_replicas([list(r[1].gradients) + list(r[1].updates) for r in runs])
+        grads = replica_mean([replica[:n_grads] for replica in job])
         # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
         self._captured_grads = runs[0][1].captured
         self._apply_or_accumulate(grads, program.trainable)
-        updates = _replica_mean([r[1].updates for r in runs])
+        updates = replica_mean([replica[n_grads:] for replica in job])
         for (variable, _), value in zip(program.updates, updates):
             variable.assign(value)
         self._last_programs["train"] = program
@@ -646,28 +651,6 @@ def _end_to_end(batches: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
 
     xs, ys, weights = zip(*batches)
     return joined(xs), joined(ys), joined(weights)
-
-
-def _replica_mean(per_replica: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """Element-wise mean over replicas of matching arrays (one replica: returned as is).
-
-    Half-precision gradients (float16, or float32 under fp16.x precision) are summed in float32
-    and the mean rounded to half once.
-    """
-    if len(per_replica) == 1:
-        return per_replica[0]
-    numerics = current_numerics()
-    out = []
-    for arrays in zip(*per_replica):
-        dtype = arrays[0].dtype
-        acc = np.zeros(arrays[0].shape, dtype=np.float64 if dtype == np.float64 else np.float32)
-        for count, array in enumerate(arrays):
-            accumulate(acc, np.asarray(array, dtype=acc.dtype), count, "sum")
-        finish(acc, len(arrays), "mean")
-        if dtype == np.float16 or (dtype == np.float32 and numerics.emulate_half):
-            acc = round_to_half(acc, nan_on_overflow=numerics.nan_on_overflow)[0]
-        out.append(acc.astype(dtype, copy=False))
-    return out
 
 
 def _unpack_validation(data: Any) -> tuple[Any, Any, Any]:

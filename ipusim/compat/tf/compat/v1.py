@@ -58,7 +58,7 @@ logging = SimpleNamespace(
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__"):  # not tf's __path__: this module is no package (see find_spec)
+    if name.startswith("__"):  # not tf's __path__ and the like: this module is no package
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in _LAZY:
         return importlib.import_module(_LAZY[name])
