@@ -53,3 +53,47 @@ top = _namespace(
 top.half, top.double = DType("float16"), DType("float64")
 top.int8, top.int16 = DType("int8"), DType("int16")
 
+
+#: ``tf.math.X``.
+math = _namespace(
+    """accumulate_n acos acosh add_n argmin asin asinh atan atan2 atanh ceil cos cosh
+    count_nonzero cumprod cumsum divide_no_nan erf erfc expm1 floor floordiv floormod in_top_k
+    is_finite is_inf is_nan l2_normalize lgamma log1p log_sigmoid logical_not logical_xor mod
+    multiply_no_nan polyval pow reciprocal reciprocal_no_nan reduce_all reduce_any
+    reduce_euclidean_norm reduce_logsumexp reduce_prod reduce_std reduce_variance rint round
+    rsqrt scalar_mul segment_mean segment_sum sign sin sinh softplus softsign squared_difference
+    tan top_k unsorted_segment_mean unsorted_segment_sum xdivy xlog1py xlogy zero_fraction
+    bincount confusion_matrix cumulative_logsumexp invert_permutation is_non_decreasing
+    is_strictly_increasing unsorted_segment_sqrt_n segment_max segment_min segment_prod
+    unsorted_segment_max unsorted_segment_min unsorted_segment_prod"""
+)
+
+#: ``tf.nn.X``.
+nn = _namespace(
+    """avg_pool avg_pool2d batch_normalization compute_average_loss conv1d conv2d
+    conv2d_transpose crelu depthwise_conv2d dropout elu embedding_lookup gelu in_top_k l2_loss
+    l2_normalize leaky_relu log_poisson_loss max_pool max_pool2d moments relu6 selu silu softplus
+    softsign swish top_k weighted_cross_entropy_with_logits weighted_moments zero_fraction
+    atrous_conv2d avg_pool1d avg_pool3d conv1d_transpose conv3d depth_to_space
+    depthwise_conv2d_backprop_filter depthwise_conv2d_backprop_input
+    local_response_normalization lrn max_pool1d max_pool3d normalize_moments
+    scale_regularization_loss separable_conv2d space_to_depth sufficient_statistics
+    conv3d_transpose conv_transpose convolution pool"""
+)
+
+#: ``tf.linalg.X``.
+linalg = _namespace(
+    """adjoint band_part cross diag diag_part einsum eye global_norm l2_normalize matmul
+    matrix_transpose matvec norm set_diag tensordot trace normalize tensor_diag
+    tensor_diag_part"""
+)
+
+#: ``tf.random.X``.
+random = _namespace(
+    """Algorithm Generator categorical create_rng_state get_global_generator normal
+    set_global_generator shuffle stateless_categorical stateless_normal
+    stateless_truncated_normal stateless_uniform truncated_normal uniform""",
+    (ops_random,),
+)
+
+__all__ = ["linalg", "math", "nn", "random", "top"]
