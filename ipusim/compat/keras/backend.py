@@ -20,6 +20,10 @@ from ipusim.keras.backend import (  # noqa: F401 - re-exported
 
 __getattr__ = runtime_getattr(
     __name__,
-    ("ipusim.compat.runtime.ops_backend", "ipusim.keras.backend"),
+    (
+        "ipusim.compat.runtime.ops_backend",
+        "ipusim.compat.runtime.ops_backend_nn",
+        "ipusim.keras.backend",
+    ),
     ("clear_session", "epsilon", "floatx", "set_epsilon", "set_floatx"),
 )
