@@ -235,7 +235,9 @@ def test_convolution_and_pooling_wrappers():
         lambda a: tf.reduce_sum(tf.gather_nd(a, [[1, 2], [0, 0], [1, 2]])),
         lambda a: tf.reduce_sum(tf.einsum("ij,kj->ik", a, a * a)),
         lambda a: tf.reduce_sum(tf.linalg.trace(tf.einsum("ij,kj->ik", a, a))),
-        lambda a: tf.reduce_sum(tf.stack(tf.unstack(a, axis=1)[::-1], axis=0) * tf.gather_nd(a, [[0, 0]])),
+        lambda a: tf.reduce_sum(
+            tf.stack(tf.unstack(a, axis=1)[::-1], axis=0) * tf.gather_nd(a, [[0, 0]])
+        ),
         lambda a: tf.reduce_sum(tf.nn.moments(a, axes=[1])[1]),
         lambda a: tf.reduce_sum(
             tf.nn.elu(a) + tf.nn.selu(a) + tf.nn.leaky_relu(a) + tf.nn.swish(a)
