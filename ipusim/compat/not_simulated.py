@@ -174,6 +174,11 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     ),
 }
 
+# The op namespaces' entries (tf, tf.math, tf.nn, tf.linalg, tf.random, tf.keras.backend).
+from ipusim.compat.not_simulated_ops import NOT_SIMULATED_OPS  # noqa: E402
+
+NOT_SIMULATED.update(NOT_SIMULATED_OPS)
+
 
 def public_name(dotted: str) -> str:
     """``tensorflow.keras.layers.Dense`` / ``keras.layers.Dense`` -> ``tf.keras.layers.Dense``."""

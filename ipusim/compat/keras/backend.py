@@ -1,5 +1,29 @@
-"""``keras.backend``: this module *is* :mod:`ipusim.keras.backend` (see :func:`ipusim.compat._alias.become`)."""
+"""``keras.backend``: the settings of :mod:`ipusim.keras.backend` (``floatx``, ``epsilon``,
+``clear_session``, the seed stream...) and the tensor functions Keras code calls as ``K.*``
+(:mod:`ipusim.compat.runtime.ops_backend`: ``K.mean``, ``K.dot``, ``K.int_shape``...).
 
-from ipusim.compat._alias import become
+Settings are read from and written to :mod:`ipusim.keras.backend` itself (this module only
+forwards), so ``K.set_floatx`` here is the one every ipusim layer sees. The runtime's tensor
+functions come first: they also run on ``tf.Variable`` objects inside a ``tf.function`` and
+return eager tensors, where :mod:`ipusim.keras.backend_ops` (the same names, for ipusim's own
+Keras code) computes with NumPy outside a model.
+"""
 
-become(__name__, "ipusim.keras.backend")
+from ipusim.compat._alias import runtime_getattr
+from ipusim.keras.backend import (  # noqa: F401 - re-exported
+    clear_session,
+    epsilon,
+    floatx,
+    set_epsilon,
+    set_floatx,
+)
+
+__getattr__ = runtime_getattr(
+    __name__,
+    (
+        "ipusim.compat.runtime.ops_backend",
+        "ipusim.compat.runtime.ops_backend_nn",
+        "ipusim.keras.backend",
+    ),
+    ("clear_session", "epsilon", "floatx", "set_epsilon", "set_floatx"),
+)

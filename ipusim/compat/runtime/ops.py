@@ -330,6 +330,11 @@ def matmul(
     name: str | None = None,
     **kwargs: Any,
 ) -> Any:
+    if max(np.ndim(a) if not hasattr(a, "shape") else len(a.shape), np.ndim(b) if not
+           hasattr(b, "shape") else len(b.shape)) > 2:  # fmt: skip
+        from ipusim.compat.runtime.ops_linalg import batched_matmul  # it imports this module
+
+        return batched_matmul(a, b, bool(transpose_a), bool(transpose_b))
     return _op(gnn.matmul, a, b, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
 
 

@@ -27,7 +27,18 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.tf import data, estimator, experimental, math, nn, python, random, summary
+from ipusim.compat.tf import (
+    data,
+    estimator,
+    experimental,
+    image,
+    linalg,
+    math,
+    nn,
+    python,
+    random,
+    summary,
+)
 from ipusim.compat.tf.device_scope import DeviceSpec, device
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
@@ -47,10 +58,13 @@ from ipusim.graph.spec import TensorSpec
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
 
+# ``ops`` before ``tape``: the tape module imports the graph's ``reduce_sum``, which must not
+# shadow the runtime's (eager-capable) ``tf.reduce_sum``.
 _RUNTIME = (
     "ipusim.compat.runtime.function",
-    "ipusim.compat.runtime.tape",
     "ipusim.compat.runtime.ops",
+    "ipusim.compat.runtime.tape",
+    "ipusim.compat.runtime.namespaces:top",
 )
 _RUNTIME_NAMES = ("GradientTape", "Variable", "function")
 
@@ -78,10 +92,12 @@ __all__ = [
     "float32",
     "float64",
     "function",
+    "image",
     "int32",
     "int64",
     "ipu",
     "keras",
+    "linalg",
     "math",
     "newaxis",
     "nn",
@@ -172,3 +188,4 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 
 __getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+

@@ -24,5 +24,11 @@ _DOCUMENTED = (
 )
 
 __getattr__ = runtime_getattr(
-    __name__, ("ipusim.compat.runtime.ops:math", "ipusim.compat.runtime.ops"), _DOCUMENTED
+    __name__,
+    (
+        "ipusim.compat.runtime.ops:math",
+        "ipusim.compat.runtime.ops",
+        "ipusim.compat.runtime.namespaces:math",
+    ),
+    _DOCUMENTED,
 )

@@ -17,5 +17,11 @@ _DOCUMENTED = (
 )
 
 __getattr__ = runtime_getattr(
-    __name__, ("ipusim.compat.runtime.ops:nn", "ipusim.compat.runtime.ops"), _DOCUMENTED
+    __name__,
+    (
+        "ipusim.compat.runtime.ops:nn",
+        "ipusim.compat.runtime.ops",
+        "ipusim.compat.runtime.namespaces:nn",
+    ),
+    _DOCUMENTED,
 )

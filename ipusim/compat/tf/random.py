@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat._alias import runtime_getattr
+from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.data.dtypes import as_dtype, float32
 from ipusim.keras.backend import make_rng, set_random_seed
 
@@ -26,6 +26,15 @@ def set_seed(seed: int) -> None:
             f"tf.random.set_seed: `seed` must be a non-negative int, received {seed!r}"
         )
     set_random_seed(int(seed))
+
+
+def _traced(name: str) -> Any:
+    """The runtime's graph version of ``name`` while a traced function is being built (so the
+    draw becomes a node with fresh values at every execution), else None."""
+    context = optional_module("ipusim.compat.runtime.context")
+    if context is None or not context.is_tracing():
+        return None
+    return getattr(optional_module("ipusim.compat.runtime.ops_random"), name)
 
 
 def _rng(seed: int | None) -> np.random.Generator:
@@ -51,6 +60,9 @@ def uniform(
 
     Integer dtypes need ``maxval`` and draw integers in ``[minval, maxval)``.
     """
+    traced = _traced("uniform")
+    if traced is not None:
+        return traced(shape, minval, maxval, as_dtype(dtype).name, seed)
     kind = as_dtype(dtype)
     rng = _rng(seed)
     if kind.is_integer:
@@ -70,10 +82,15 @@ def normal(
     name: str | None = None,
 ) -> np.ndarray:
     """Normally distributed values with the given ``mean`` and ``stddev``."""
+    traced = _traced("normal")
+    if traced is not None:
+        return traced(shape, mean, stddev, as_dtype(dtype).name, seed)
     kind = as_dtype(dtype)
     if not kind.is_floating:
         raise ValueError(f"tf.random.normal: `dtype` must be a float type, received {kind.name}")
     return _rng(seed).normal(float(mean), float(stddev), size=_shape(shape)).astype(kind.dtype)
 
 
-__getattr__ = runtime_getattr(__name__, ("ipusim.compat.runtime.ops:random",), ())
+__getattr__ = runtime_getattr(
+    __name__, ("ipusim.compat.runtime.ops:random", "ipusim.compat.runtime.namespaces:random"), ()
+)

@@ -538,6 +538,11 @@ class EmbeddingLookupGrad(Op):
     def forward(self, ctx: Any, dy, ids, *, shape: tuple):
         return ke.scatter_add_rows(dy, ids, tuple(shape))
 
+    def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:
+        # A scatter-add is linear in dy: its gradient gathers the same rows back
+        # (tf.scatter_nd / unsorted_segment_sum are built on this op).
+        return [apply("embedding_lookup", d_out, node.inputs[1]), None]
+
     def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
         return _cost(self.name, in_specs[0].size, in_specs, out_specs, self.kind)
 
