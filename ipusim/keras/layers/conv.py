@@ -6,9 +6,10 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -121,12 +122,7 @@ class Conv2D(Layer):
             (*self.kernel_size, input_shape[-1] // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         geometry = {
@@ -138,9 +134,7 @@ class Conv2D(Layer):
             y = conv_grouped.grouped_conv2d(inputs, self.kernel, self.groups, **geometry)
         else:
             y = conv_ops.conv2d(inputs, self.kernel, **geometry)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {

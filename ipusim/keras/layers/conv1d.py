@@ -16,11 +16,12 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import conv_grouped
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import Conv2D
 from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def normalize_single(value: Any, name: str, layer: str) -> int:
@@ -125,12 +126,7 @@ class Conv1D(Conv2D):
             (self.kernel_size[1], channels // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         causal = (
@@ -146,9 +142,7 @@ class Conv1D(Conv2D):
         else:
             y = conv_ops.conv2d(x, kernel, self.strides, padding, self.dilation_rate)
         y = shape_ops.squeeze(y, 1)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
@@ -162,20 +156,10 @@ class _Depthwise1D(Layer):
     dilation_rate: tuple[int, int]
     strides: tuple[int, int]
     padding: str
-    use_bias: bool
-    bias_initializer: Any
     depthwise_kernel: Any
 
     def _check_input(self, input_shape: Any) -> int:
         return check_steps_input(self, input_shape)
-
-    def _add_bias(self, units: int) -> None:
-        self.bias = (
-            self.add_weight("bias", (units,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
 
     def _causal_pad(self) -> int:
         if self.padding != "causal":
@@ -229,7 +213,7 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
             (self.kernel_size[1], channels, self.depth_multiplier),
             initializer=self.depthwise_initializer,
         )
-        self._add_bias(channels * self.depth_multiplier)
+        add_bias(self, (channels * self.depth_multiplier,))
 
     def get_config(self) -> dict[str, Any]:
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
@@ -276,15 +260,13 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
             (1, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
         )
-        self._add_bias(self.filters)
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))
         y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
         y = shape_ops.squeeze(y, 1)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
