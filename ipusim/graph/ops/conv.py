@@ -112,6 +112,16 @@ class _ConvBase(Op):
             cls._normalize(op, "dilation_rate", dilation_rate),
         )
 
+    @classmethod
+    def _apply(
+        cls, op: str, a: Any, b: Any, strides: Any, padding: Any, dilation_rate: Any, **shape: Any
+    ) -> Symbol:
+        """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
+        ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
+        strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
+        sizes = {name: tuple(size) for name, size in shape.items()}
+        return apply(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
+
     @staticmethod
     def _flops(y: TensorSpec, filter_shape: tuple) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
@@ -263,8 +273,7 @@ def conv2d(
     Returns:
         ``(batch, out_height, out_width, out_channels)``.
     """
-    strides, padding, dilation = _ConvBase._attrs("conv2d", strides, padding, dilation_rate)
-    return apply("conv2d", x, filters, strides=strides, padding=padding, dilation_rate=dilation)
+    return _ConvBase._apply("conv2d", x, filters, strides, padding, dilation_rate)
 
 
 @register
@@ -316,16 +325,14 @@ def conv2d_backprop_input(
     dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
-    op = "conv2d_backprop_input"
-    strides, padding, dilation = _ConvBase._attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
+    return _ConvBase._apply(
+        "conv2d_backprop_input",
         dy,
         filters,
-        input_shape=tuple(input_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+        strides,
+        padding,
+        dilation_rate,
+        input_shape=input_shape,
     )
 
 
@@ -377,16 +384,8 @@ def conv2d_backprop_filter(
     dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
-    op = "conv2d_backprop_filter"
-    strides, padding, dilation = _ConvBase._attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+    return _ConvBase._apply(
+        "conv2d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from ipusim.graph.graph import Symbol, apply
+from ipusim.graph.graph import Symbol
 from ipusim.graph.op import register
 from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
 from ipusim.graph.ops.conv import (
@@ -132,8 +132,7 @@ def conv3d(
         strides, dilation_rate: int or ``(d, h, w)``, in voxels.
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    strides, padding, dilation = _Conv3DBase._attrs("conv3d", strides, padding, dilation_rate)
-    return apply("conv3d", x, filters, strides=strides, padding=padding, dilation_rate=dilation)
+    return _Conv3DBase._apply("conv3d", x, filters, strides, padding, dilation_rate)
 
 
 @register
@@ -179,17 +178,14 @@ def conv3d_backprop_input(
     dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
-    strides, padding, dilation = _Conv3DBase._attrs(
-        "conv3d_backprop_input", strides, padding, dilation_rate
-    )
-    return apply(
+    return _Conv3DBase._apply(
         "conv3d_backprop_input",
         dy,
         filters,
-        input_shape=tuple(input_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+        strides,
+        padding,
+        dilation_rate,
+        input_shape=input_shape,
     )
 
 
@@ -237,17 +233,8 @@ def conv3d_backprop_filter(
     dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
-    strides, padding, dilation = _Conv3DBase._attrs(
-        "conv3d_backprop_filter", strides, padding, dilation_rate
-    )
-    return apply(
-        "conv3d_backprop_filter",
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+    return _Conv3DBase._apply(
+        "conv3d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
     )
 
 
