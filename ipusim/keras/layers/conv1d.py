@@ -149,17 +149,29 @@ class Conv1D(Conv2D):
 
 
 class _Depthwise1D(Layer):
-    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input and the
-    depthwise step on a unit height (``causal`` padded before the sequence)."""
+    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input, the depthwise
+    kernel and step on a unit height (``causal`` padded before the sequence), the 1-D config."""
 
     kernel_size: tuple[int, int]
     dilation_rate: tuple[int, int]
     strides: tuple[int, int]
     padding: str
+    depth_multiplier: int
+    depthwise_initializer: Any
     depthwise_kernel: Any
 
     def _check_input(self, input_shape: Any) -> int:
         return check_steps_input(self, input_shape)
+
+    def _add_depthwise_kernel(self, input_shape: Any) -> int:
+        """Add the ``(K, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
+        channels = self._check_input(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel",
+            (self.kernel_size[1], channels, self.depth_multiplier),
+            initializer=self.depthwise_initializer,
+        )
+        return channels
 
     def _causal_pad(self) -> int:
         if self.padding != "causal":
@@ -178,6 +190,9 @@ class _Depthwise1D(Layer):
             dilation_rate=self.dilation_rate,
         )
         return shape_ops.squeeze(y, 1)
+
+    def get_config(self) -> dict[str, Any]:
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
 class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
@@ -207,16 +222,8 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
+        channels = self._add_depthwise_kernel(input_shape)
         add_bias(self, (channels * self.depth_multiplier,))
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
 class SeparableConv1D(_Depthwise1D, SeparableConv2D):
@@ -249,12 +256,7 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
+        channels = self._add_depthwise_kernel(input_shape)
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
             (1, channels * self.depth_multiplier, self.filters),
@@ -267,9 +269,6 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
         y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
         y = shape_ops.squeeze(y, 1)
         return bias_and_activation(self, y)
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
 Convolution1D = Conv1D
