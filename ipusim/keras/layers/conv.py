@@ -39,6 +39,20 @@ def check_strides_dilation(strides: tuple, dilation: tuple, layer: str) -> None:
         )
 
 
+def channels_last_input(
+    layer: Layer, input_shape: Any, layout: str, error: type[Exception] = ConfigurationError
+) -> Any:
+    """The known channels of ``input_shape``, a tuple laid out as ``layout`` (one name an axis,
+    e.g. ``"(batch, steps, channels)"``); raise ``error`` naming the layer otherwise."""
+    rank = layout.count(",") + 1
+    if not isinstance(input_shape, tuple) or len(input_shape) != rank or input_shape[-1] is None:
+        raise error(
+            f"{type(layer).__name__} {layer.name!r} expects inputs of shape {layout}, "
+            f"received input shape {input_shape}"
+        )
+    return input_shape[-1]
+
+
 def check_data_format(value: Any, layer: str) -> None:
     if value not in (None, "channels_last"):
         raise ValueError(

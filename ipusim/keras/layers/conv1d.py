@@ -19,7 +19,7 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
 from ipusim.keras.layers.core import add_bias, bias_and_activation
 
@@ -49,12 +49,7 @@ def padding_1d(padding: Any, layer: str, causal: bool = True) -> str:
 
 def check_steps_input(layer: Any, input_shape: Any) -> int:
     """Channels of a ``(batch, steps, channels)`` input (raise on anything else)."""
-    if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
-        raise ConfigurationError(
-            f"{type(layer).__name__} {layer.name!r} expects inputs of shape (batch, steps, "
-            f"channels), received input shape {input_shape}"
-        )
-    return int(input_shape[-1])
+    return int(channels_last_input(layer, input_shape, "(batch, steps, channels)"))
 
 
 def to_2d(inputs: Any, causal_pad: int = 0) -> Any:

@@ -15,6 +15,7 @@ from ipusim.graph.ops import conv3d as conv3d_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import (
+    channels_last_input,
     check_data_format,
     check_strides_dilation,
     normalize_padding,
@@ -87,13 +88,9 @@ class Conv3D(Layer):
         return (*self.kernel_size, channels, self.filters)
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 5 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, depth, "
-                f"height, width, channels), received input shape {input_shape}"
-            )
+        channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
         self.kernel = self.add_weight(
-            "kernel", self._kernel_shape(input_shape[-1]), initializer=self.kernel_initializer
+            "kernel", self._kernel_shape(channels), initializer=self.kernel_initializer
         )
         add_bias(self, (self.filters,))
 

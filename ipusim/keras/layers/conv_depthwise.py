@@ -15,6 +15,7 @@ from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import (
+    channels_last_input,
     check_data_format,
     check_strides_dilation,
     normalize_padding,
@@ -91,12 +92,8 @@ class DepthwiseConv2D(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
 
     def _check_input(self, input_shape: Any) -> int:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, height, "
-                f"width, channels), received input shape {input_shape}"
-            )
-        return int(input_shape[-1])
+        layout = "(batch, height, width, channels)"
+        return int(channels_last_input(self, input_shape, layout, ValueError))
 
     def build(self, input_shape: Any) -> None:
         channels = self._check_input(input_shape)

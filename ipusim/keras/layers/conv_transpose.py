@@ -15,7 +15,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import shape as shape_ops
-from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv1d import check_steps_input, normalize_single, padding_1d
 from ipusim.keras.layers.core import add_bias, bias_and_activation
 
@@ -124,14 +124,10 @@ class Conv2DTranspose(Conv2D):
         )
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, height, "
-                f"width, channels), received input shape {input_shape}"
-            )
+        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
         self.kernel = self.add_weight(
             "kernel",
-            (*self.kernel_size, self.filters, input_shape[-1]),
+            (*self.kernel_size, self.filters, channels),
             initializer=self.kernel_initializer,
         )
         add_bias(self, (self.filters,))
