@@ -78,8 +78,8 @@ class _ConvBase(Op):
     rounds_half_outputs = True
     #: Spatial dimensions of the activations (NHWC: 2).
     nd = 2
-    _normalize = staticmethod(normalize_pair)
-    _geometry = staticmethod(spatial_geometry)
+    _normalize: Any = staticmethod(normalize_pair)
+    _geometry: Any = staticmethod(spatial_geometry)
     kernel: Any = None
     family: tuple = ()
 
@@ -119,13 +119,14 @@ class _ConvBase(Op):
         """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
         ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
         strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
-        sizes = {name: tuple(size) for name, size in shape.items()}
+        sizes: dict[str, Any] = {name: tuple(size) for name, size in shape.items()}
         return apply(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
 
     @staticmethod
     def _flops(y: TensorSpec, filter_shape: tuple) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
-        return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)
+        # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
+        return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
 
     @classmethod
     def _cost(cls, in_specs: Any, out_specs: Any, y: TensorSpec, filter_shape: tuple) -> OpCost:

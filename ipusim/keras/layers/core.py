@@ -18,7 +18,7 @@ def _positive_int(layer: str, arg: str, value: Any) -> int:
     return int(value)
 
 
-def add_bias(layer: Layer, shape: tuple) -> None:
+def add_bias(layer: Any, shape: tuple) -> None:
     """Add ``layer``'s ``bias`` weight of ``shape`` (None when ``use_bias`` is off); mark it built.
 
     Args:
@@ -34,7 +34,7 @@ def add_bias(layer: Layer, shape: tuple) -> None:
     layer.built = True
 
 
-def bias_and_activation(layer: Layer, y: Any) -> Any:
+def bias_and_activation(layer: Any, y: Any) -> Any:
     """``layer``'s activation of ``y`` plus its bias (on the last axis, when it has one)."""
     if layer.use_bias:
         y = nn.bias_add(y, layer.bias)

@@ -15,7 +15,7 @@ class _Pooling2D(Layer):
     argument (the 1-D and 3-D pools of :mod:`ipusim.keras.layers.pooling_nd` change it)."""
 
     _op: Any = None
-    _normalize = staticmethod(normalize_pair)
+    _normalize: Any = staticmethod(normalize_pair)
 
     def __init__(
         self,
