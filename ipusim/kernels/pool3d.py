@@ -115,14 +115,21 @@ def _triples(*values: Triple) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(v, dtype=np.int64) for v in values)
 
 
+def _pool(
+    pool_kernel, x: np.ndarray, out_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
+) -> np.ndarray:
+    """Run a forward pooling kernel on ``x`` (N, D, H, W, C) into a new ``(N, Do, Ho, Wo, C)``."""
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0], *out_dhw, x.shape[4]), dtype=x.dtype)
+    pool_kernel(x, *_triples(pool, strides, pads), out)
+    return out
+
+
 def max_pool3d(
     x: np.ndarray, out_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
 ) -> np.ndarray:
     """Max pooling of ``x`` (N, D, H, W, C); returns ``(N, Do, Ho, Wo, C)``."""
-    x = np.ascontiguousarray(x)
-    out = np.empty((x.shape[0], *out_dhw, x.shape[4]), dtype=x.dtype)
-    _max_pool3d(x, *_triples(pool, strides, pads), out)
-    return out
+    return _pool(_max_pool3d, x, out_dhw, pool, strides, pads)
 
 
 def max_pool3d_grad(
@@ -142,10 +149,7 @@ def avg_pool3d(
     x: np.ndarray, out_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
 ) -> np.ndarray:
     """Average pooling of ``x`` (N, D, H, W, C) over the real voxels of each window."""
-    x = np.ascontiguousarray(x)
-    out = np.empty((x.shape[0], *out_dhw, x.shape[4]), dtype=x.dtype)
-    _avg_pool3d(x, *_triples(pool, strides, pads), out)
-    return out
+    return _pool(_avg_pool3d, x, out_dhw, pool, strides, pads)
 
 
 def avg_pool3d_grad(

@@ -10,6 +10,7 @@ module registers them too and ``conv.max_pool2d`` etc. work.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ipusim.graph.graph import Node, Symbol, apply
@@ -17,7 +18,6 @@ from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
     PADDINGS,
-    Pair,
     check_nhwc,
     check_same_dtype,
     known_eq,
@@ -65,10 +65,23 @@ def _check_channels(op: str, what: str, got: int | None, filters: TensorSpec, ax
 
 # ---------------------------------------------------------------------------------- conv2d
 class _ConvBase(Op):
+    """What the convolution ops of every rank share (2-D here, 3-D in :mod:`.conv3d`).
+
+    A subclass of a given rank sets ``nd`` and the matching ``_normalize`` / ``_geometry``; each op
+    names the kernel it runs; ``family`` holds that rank's public (forward, backprop_input,
+    backprop_filter) graph functions, which the gradients build (set once they are defined).
+    """
+
     kind = "conv"
     #: In half precision the GEMMs round their partial sums as the AMP unit does
     #: (:mod:`ipusim.kernels.amp`); the op rounds its own output.
     rounds_half_outputs = True
+    #: Spatial dimensions of the activations (NHWC: 2).
+    nd = 2
+    _normalize: Any = staticmethod(normalize_pair)
+    _geometry: Any = staticmethod(spatial_geometry)
+    kernel: Any = None
+    family: tuple = ()
 
     @staticmethod
     def _half_run(ctx: Any, compute: Any, round_output: bool = False) -> Any:
@@ -90,26 +103,141 @@ class _ConvBase(Op):
         ctx.overflows = products.overflows
         return out
 
-    @staticmethod
-    def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Pair, str, Pair]:
+    @classmethod
+    def _attrs(cls, op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple:
+        """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding."""
         return (
-            normalize_pair(op, "strides", strides),
+            cls._normalize(op, "strides", strides),
             normalize_padding(op, padding),
-            normalize_pair(op, "dilation_rate", dilation_rate),
+            cls._normalize(op, "dilation_rate", dilation_rate),
         )
 
+    @classmethod
+    def _apply(
+        cls, op: str, a: Any, b: Any, strides: Any, padding: Any, dilation_rate: Any, **shape: Any
+    ) -> Symbol:
+        """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
+        ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
+        strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
+        sizes: dict[str, Any] = {name: tuple(size) for name, size in shape.items()}
+        return apply(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
+
     @staticmethod
-    def _flops(nhw_out: TensorSpec, filter_shape: tuple) -> int:
-        n, ho, wo, _ = nhw_out.shape
-        kh, kw, cin, cout = filter_shape
-        return 2 * n * ho * wo * cout * kh * kw * cin
+    def _flops(y: TensorSpec, filter_shape: tuple) -> int:
+        """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
+        # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
+        return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
+
+    @classmethod
+    def _cost(cls, in_specs: Any, out_specs: Any, y: TensorSpec, filter_shape: tuple) -> OpCost:
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(cls._flops(y, filter_shape), read, written, "conv")
+
+    def _run(
+        self, ctx: Any, a: Any, b: Any, shapes: tuple, size: Any, attrs: tuple, round_output=False
+    ) -> Any:
+        """Run ``kernel(a, b, size, strides, dilation, pads, product)``.
+
+        ``shapes`` is (the forward input's shape, the filter shape), which give the padding;
+        ``size`` is the kernel's size argument, None for the forward output's spatial size.
+        """
+        strides, padding, dilation = self._attrs(self.name, *attrs)
+        nd = self.nd
+        out, pads = self._geometry(
+            self.name, shapes[0][1 : 1 + nd], shapes[1][:nd], strides, padding, dilation
+        )
+        size = out if size is None else size
+        return self._half_run(
+            ctx,
+            lambda product: self.kernel(a, b, size, strides, dilation, pads, product),
+            round_output=round_output,
+        )
+
+
+class _ConvForward(_ConvBase):
+    """The convolution itself: ``(x, filters) -> y``."""
+
+    def forward(
+        self, ctx: Any, x, filters, *, strides: Any = 1, padding: Any = "VALID", dilation_rate=1
+    ):
+        attrs = (strides, padding, dilation_rate)
+        return self._run(ctx, x, filters, (x.shape, filters.shape), None, attrs)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        x, filters = node.inputs
+        _, backprop_input, backprop_filter = self.family
+        return [
+            backprop_input(dy, filters, x.shape, **node.attrs),
+            backprop_filter(x, dy, filters.shape, **node.attrs),
+        ]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
+
+
+class _ConvBackpropInput(_ConvBase):
+    """Gradient w.r.t. the input: ``(dy, filters) -> dx`` (a transposed convolution)."""
+
+    def forward(
+        self,
+        ctx: Any,
+        dy,
+        filters,
+        *,
+        input_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ):
+        attrs = (strides, padding, dilation_rate)
+        shapes = (input_shape, filters.shape)
+        size = tuple(input_shape[1:])
+        return self._run(ctx, dy, filters, shapes, size, attrs, round_output=True)
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        dy, filters = node.inputs
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
+        conv, _, backprop_filter = self.family
+        return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
+
+
+class _ConvBackpropFilter(_ConvBase):
+    """Gradient w.r.t. the filters: ``(x, dy) -> dfilters``."""
+
+    def forward(
+        self,
+        ctx: Any,
+        x,
+        dy,
+        *,
+        filter_shape: tuple,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: Any = 1,
+    ):
+        attrs = (strides, padding, dilation_rate)
+        size = tuple(filter_shape[: self.nd])
+        return self._run(ctx, x, dy, (x.shape, filter_shape), size, attrs)
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        x, dy = node.inputs
+        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
+        conv, backprop_input, _ = self.family
+        return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
+
+    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+        return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
 
 
 @register
-class Conv2D(_ConvBase):
+class Conv2D(_ConvForward):
     """2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters."""
 
     name = "conv2d"
+    kernel = staticmethod(kc.conv2d)
 
     def infer(
         self,
@@ -130,35 +258,6 @@ class Conv2D(_ConvBase):
         )
         return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
 
-    def forward(
-        self,
-        ctx: Any,
-        x,
-        filters,
-        *,
-        strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
-    ):
-        strides, padding, dilation = self._attrs("conv2d", strides, padding, dilation_rate)
-        out_hw, pads = spatial_geometry(
-            "conv2d", x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx, lambda product: kc.conv2d(x, filters, out_hw, strides, dilation, pads, product)
-        )
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        x, filters = node.inputs
-        return [
-            conv2d_backprop_input(dy, filters, x.shape, **node.attrs),
-            conv2d_backprop_filter(x, dy, filters.shape, **node.attrs),
-        ]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(out_specs[0], in_specs[1].shape), read, written, "conv")
-
 
 def conv2d(
     x: Any, filters: Any, strides: Any = (1, 1), padding: str = "VALID", dilation_rate: Any = (1, 1)
@@ -175,15 +274,15 @@ def conv2d(
     Returns:
         ``(batch, out_height, out_width, out_channels)``.
     """
-    strides, padding, dilation = _ConvBase._attrs("conv2d", strides, padding, dilation_rate)
-    return apply("conv2d", x, filters, strides=strides, padding=padding, dilation_rate=dilation)
+    return _ConvBase._apply("conv2d", x, filters, strides, padding, dilation_rate)
 
 
 @register
-class Conv2DBackpropInput(_ConvBase):
+class Conv2DBackpropInput(_ConvBackpropInput):
     """Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution)."""
 
     name = "conv2d_backprop_input"
+    kernel = staticmethod(kc.conv2d_backprop_input)
 
     def infer(
         self,
@@ -217,38 +316,6 @@ class Conv2DBackpropInput(_ConvBase):
             )
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(
-        self,
-        ctx: Any,
-        dy,
-        filters,
-        *,
-        input_shape: tuple,
-        strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
-    ):
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx,
-            lambda product: kc.conv2d_backprop_input(
-                dy, filters, tuple(input_shape[1:]), strides, dilation, pads, product
-            ),
-            round_output=True,
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        dy, filters = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [conv2d(g, filters, **attrs), conv2d_backprop_filter(g, dy, filters.shape, **attrs)]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(in_specs[0], in_specs[1].shape), read, written, "conv")
-
 
 def conv2d_backprop_input(
     dy: Any,
@@ -259,24 +326,23 @@ def conv2d_backprop_input(
     dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
-    op = "conv2d_backprop_input"
-    strides, padding, dilation = _ConvBase._attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
+    return _ConvBase._apply(
+        "conv2d_backprop_input",
         dy,
         filters,
-        input_shape=tuple(input_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+        strides,
+        padding,
+        dilation_rate,
+        input_shape=input_shape,
     )
 
 
 @register
-class Conv2DBackpropFilter(_ConvBase):
+class Conv2DBackpropFilter(_ConvBackpropFilter):
     """Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``."""
 
     name = "conv2d_backprop_filter"
+    kernel = staticmethod(kc.conv2d_backprop_filter)
 
     def infer(
         self,
@@ -309,37 +375,6 @@ class Conv2DBackpropFilter(_ConvBase):
             )
         return fspec
 
-    def forward(
-        self,
-        ctx: Any,
-        x,
-        dy,
-        *,
-        filter_shape: tuple,
-        strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
-    ):
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx,
-            lambda product: kc.conv2d_backprop_filter(
-                x, dy, tuple(filter_shape[:2]), strides, dilation, pads, product
-            ),
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        x, dy = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
-        return [conv2d_backprop_input(dy, g, x.shape, **attrs), conv2d(x, g, **attrs)]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(in_specs[1], out_specs[0].shape), read, written, "conv")
-
 
 def conv2d_backprop_filter(
     x: Any,
@@ -350,14 +385,11 @@ def conv2d_backprop_filter(
     dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
-    op = "conv2d_backprop_filter"
-    strides, padding, dilation = _ConvBase._attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+    return _ConvBase._apply(
+        "conv2d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
     )
+
+
+_FAMILY = (conv2d, conv2d_backprop_input, conv2d_backprop_filter)
+for _op in (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter):
+    _op.family = _FAMILY

@@ -13,10 +13,15 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import OpCost, io_bytes, register
-from ipusim.graph.ops._window import check_same_dtype, known_eq, normalize_padding, window_geometry
-from ipusim.graph.ops.conv import _ConvBase
+from ipusim.graph.graph import Symbol
+from ipusim.graph.op import register
+from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
+from ipusim.graph.ops.conv import (
+    _ConvBackpropFilter,
+    _ConvBackpropInput,
+    _ConvBase,
+    _ConvForward,
+)
 from ipusim.graph.spec import TensorSpec
 from ipusim.kernels import conv3d as k3
 
@@ -41,14 +46,6 @@ def normalize_triple(op: str, arg: str, value: Any) -> Triple:
             f"received {value!r}"
         )
     return (int(triple[0]), int(triple[1]), int(triple[2]))
-
-
-def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Triple, str, Triple]:
-    return (
-        normalize_triple(op, "strides", strides),
-        normalize_padding(op, padding),
-        normalize_triple(op, "dilation_rate", dilation_rate),
-    )
 
 
 def volume_geometry(
@@ -90,18 +87,19 @@ def _check_dy(op: str, dy: TensorSpec, out_dhw: tuple) -> None:
 
 
 class _Conv3DBase(_ConvBase):
-    @staticmethod
-    def _flops(out: TensorSpec, filter_shape: tuple) -> int:
-        n, do, ho, wo, _ = out.shape
-        kd, kh, kw, cin, cout = filter_shape
-        return 2 * n * do * ho * wo * cout * kd * kh * kw * cin
+    """The 3-D rank of the shared convolution ops: NDHWC activations, DHWIO filters."""
+
+    nd = 3
+    _normalize = staticmethod(normalize_triple)
+    _geometry = staticmethod(volume_geometry)
 
 
 @register
-class Conv3D(_Conv3DBase):
+class Conv3D(_Conv3DBase, _ConvForward):
     """3-D convolution (cross-correlation) of NDHWC ``x`` with DHWIO filters."""
 
     name = "conv3d"
+    kernel = staticmethod(k3.conv3d)
 
     def infer(
         self,
@@ -112,7 +110,7 @@ class Conv3D(_Conv3DBase):
         padding: Any = "VALID",
         dilation_rate: Any = 1,
     ) -> TensorSpec:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
         _check_5d(self.name, "filters", filters, _FILTERS)
         check_same_dtype(self.name, x, filters)
@@ -121,35 +119,6 @@ class Conv3D(_Conv3DBase):
             self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
         )
         return TensorSpec((x.shape[0], *out, filters.shape[4]), x.dtype)
-
-    def forward(
-        self,
-        ctx: Any,
-        x: Any,
-        filters: Any,
-        *,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
-    ) -> Any:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        out, pads = volume_geometry(
-            self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx, lambda product: k3.conv3d(x, filters, out, strides, dilation, pads, product)
-        )
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        x, filters = node.inputs
-        return [
-            conv3d_backprop_input(dy, filters, x.shape, **node.attrs),
-            conv3d_backprop_filter(x, dy, filters.shape, **node.attrs),
-        ]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(out_specs[0], in_specs[1].shape), read, written, "conv")
 
 
 def conv3d(
@@ -163,15 +132,15 @@ def conv3d(
         strides, dilation_rate: int or ``(d, h, w)``, in voxels.
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    strides, padding, dilation = _attrs("conv3d", strides, padding, dilation_rate)
-    return apply("conv3d", x, filters, strides=strides, padding=padding, dilation_rate=dilation)
+    return _Conv3DBase._apply("conv3d", x, filters, strides, padding, dilation_rate)
 
 
 @register
-class Conv3DBackpropInput(_Conv3DBase):
+class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
     """Gradient of conv3d w.r.t. its input (a transposed 3-D convolution)."""
 
     name = "conv3d_backprop_input"
+    kernel = staticmethod(k3.conv3d_backprop_input)
 
     def infer(
         self,
@@ -183,7 +152,7 @@ class Conv3DBackpropInput(_Conv3DBase):
         padding: Any = "VALID",
         dilation_rate: Any = 1,
     ) -> TensorSpec:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "dy", dy, _ACTS)
         _check_5d(self.name, "filters", filters, _FILTERS)
         check_same_dtype(self.name, dy, filters)
@@ -199,38 +168,6 @@ class Conv3DBackpropInput(_Conv3DBase):
         _check_dy(self.name, dy, out)
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(
-        self,
-        ctx: Any,
-        dy: Any,
-        filters: Any,
-        *,
-        input_shape: tuple,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
-    ) -> Any:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        _, pads = volume_geometry(
-            self.name, input_shape[1:4], filters.shape[:3], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx,
-            lambda product: k3.conv3d_backprop_input(
-                dy, filters, tuple(input_shape[1:]), strides, dilation, pads, product
-            ),
-            round_output=True,
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        dy, filters = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [conv3d(g, filters, **attrs), conv3d_backprop_filter(g, dy, filters.shape, **attrs)]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(in_specs[0], in_specs[1].shape), read, written, "conv")
-
 
 def conv3d_backprop_input(
     dy: Any,
@@ -241,23 +178,23 @@ def conv3d_backprop_input(
     dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
-    strides, padding, dilation = _attrs("conv3d_backprop_input", strides, padding, dilation_rate)
-    return apply(
+    return _Conv3DBase._apply(
         "conv3d_backprop_input",
         dy,
         filters,
-        input_shape=tuple(input_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+        strides,
+        padding,
+        dilation_rate,
+        input_shape=input_shape,
     )
 
 
 @register
-class Conv3DBackpropFilter(_Conv3DBase):
+class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
     """Gradient of conv3d w.r.t. its filters."""
 
     name = "conv3d_backprop_filter"
+    kernel = staticmethod(k3.conv3d_backprop_filter)
 
     def infer(
         self,
@@ -269,7 +206,7 @@ class Conv3DBackpropFilter(_Conv3DBase):
         padding: Any = "VALID",
         dilation_rate: Any = 1,
     ) -> TensorSpec:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
         _check_5d(self.name, "dy", dy, _ACTS)
         check_same_dtype(self.name, x, dy)
@@ -286,37 +223,6 @@ class Conv3DBackpropFilter(_Conv3DBase):
         _check_dy(self.name, dy, out)
         return TensorSpec(tuple(filter_shape), x.dtype)
 
-    def forward(
-        self,
-        ctx: Any,
-        x: Any,
-        dy: Any,
-        *,
-        filter_shape: tuple,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
-    ) -> Any:
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        _, pads = volume_geometry(
-            self.name, x.shape[1:4], filter_shape[:3], strides, padding, dilation
-        )
-        return self._half_run(
-            ctx,
-            lambda product: k3.conv3d_backprop_filter(
-                x, dy, tuple(filter_shape[:3]), strides, dilation, pads, product
-            ),
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        x, dy = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
-        return [conv3d_backprop_input(dy, g, x.shape, **attrs), conv3d(x, g, **attrs)]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(in_specs[1], out_specs[0].shape), read, written, "conv")
-
 
 def conv3d_backprop_filter(
     x: Any,
@@ -327,13 +233,11 @@ def conv3d_backprop_filter(
     dilation_rate: Any = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
-    strides, padding, dilation = _attrs("conv3d_backprop_filter", strides, padding, dilation_rate)
-    return apply(
-        "conv3d_backprop_filter",
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
+    return _Conv3DBase._apply(
+        "conv3d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
     )
+
+
+_FAMILY = (conv3d, conv3d_backprop_input, conv3d_backprop_filter)
+for _op in (Conv3D, Conv3DBackpropInput, Conv3DBackpropFilter):
+    _op.family = _FAMILY

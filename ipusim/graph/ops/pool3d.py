@@ -58,24 +58,31 @@ class _Pool3DBase(Op):
         return OpCost(per.size * pool[0] * pool[1] * pool[2], read, written, self.kind)
 
 
-@register
-class MaxPool3D(_Pool3DBase):
-    """Max over each window of an NDHWC tensor; padding never wins the max."""
+class _Pool3DForward(_Pool3DBase):
+    """A forward pooling op: ``pool_kernel`` (max or average) over each window of ``x``."""
 
-    name = "max_pool3d"
+    pool_kernel: Any = None
 
     def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
         return self._out_spec(x, attrs)
 
     def forward(self, ctx: Any, x: Any, **attrs: Any) -> Any:
         out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
-        return kp3.max_pool3d(x, out, pool, strides, pads)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("max_pool3d_grad", node.inputs[0], node.outputs[0], dy, **node.attrs)]
+        return self.pool_kernel(x, out, pool, strides, pads)
 
     def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
+
+
+@register
+class MaxPool3D(_Pool3DForward):
+    """Max over each window of an NDHWC tensor; padding never wins the max."""
+
+    name = "max_pool3d"
+    pool_kernel = staticmethod(kp3.max_pool3d)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        return [apply("max_pool3d_grad", node.inputs[0], node.outputs[0], dy, **node.attrs)]
 
 
 @register
@@ -101,23 +108,14 @@ class MaxPool3DGrad(_Pool3DBase):
 
 
 @register
-class AvgPool3D(_Pool3DBase):
+class AvgPool3D(_Pool3DForward):
     """Mean over each window of an NDHWC tensor, counting only real (unpadded) voxels."""
 
     name = "avg_pool3d"
-
-    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
-        return self._out_spec(x, attrs)
-
-    def forward(self, ctx: Any, x: Any, **attrs: Any) -> Any:
-        out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
-        return kp3.avg_pool3d(x, out, pool, strides, pads)
+    pool_kernel = staticmethod(kp3.avg_pool3d)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply("avg_pool3d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
-
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
-        return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
 
 
 @register

@@ -6,9 +6,10 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -36,6 +37,20 @@ def check_strides_dilation(strides: tuple, dilation: tuple, layer: str) -> None:
             f"{layer}: `strides > 1` not supported in conjunction with `dilation_rate > 1`. "
             f"Received: strides={strides} and dilation_rate={dilation}"
         )
+
+
+def channels_last_input(
+    layer: Layer, input_shape: Any, layout: str, error: type[Exception] = ConfigurationError
+) -> Any:
+    """The known channels of ``input_shape``, a tuple laid out as ``layout`` (one name an axis,
+    e.g. ``"(batch, steps, channels)"``); raise ``error`` naming the layer otherwise."""
+    rank = layout.count(",") + 1
+    if not isinstance(input_shape, tuple) or len(input_shape) != rank or input_shape[-1] is None:
+        raise error(
+            f"{type(layer).__name__} {layer.name!r} expects inputs of shape {layout}, "
+            f"received input shape {input_shape}"
+        )
+    return input_shape[-1]
 
 
 def check_data_format(value: Any, layer: str) -> None:
@@ -121,12 +136,7 @@ class Conv2D(Layer):
             (*self.kernel_size, input_shape[-1] // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         geometry = {
@@ -138,9 +148,7 @@ class Conv2D(Layer):
             y = conv_grouped.grouped_conv2d(inputs, self.kernel, self.groups, **geometry)
         else:
             y = conv_ops.conv2d(inputs, self.kernel, **geometry)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {

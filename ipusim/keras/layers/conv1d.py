@@ -16,11 +16,12 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import conv_grouped
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def normalize_single(value: Any, name: str, layer: str) -> int:
@@ -48,12 +49,7 @@ def padding_1d(padding: Any, layer: str, causal: bool = True) -> str:
 
 def check_steps_input(layer: Any, input_shape: Any) -> int:
     """Channels of a ``(batch, steps, channels)`` input (raise on anything else)."""
-    if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
-        raise ConfigurationError(
-            f"{type(layer).__name__} {layer.name!r} expects inputs of shape (batch, steps, "
-            f"channels), received input shape {input_shape}"
-        )
-    return int(input_shape[-1])
+    return int(channels_last_input(layer, input_shape, "(batch, steps, channels)"))
 
 
 def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
@@ -125,12 +121,7 @@ class Conv1D(Conv2D):
             (self.kernel_size[1], channels // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         causal = (
@@ -146,36 +137,36 @@ class Conv1D(Conv2D):
         else:
             y = conv_ops.conv2d(x, kernel, self.strides, padding, self.dilation_rate)
         y = shape_ops.squeeze(y, 1)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
 class _Depthwise1D(Layer):
-    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input and the
-    depthwise step on a unit height (``causal`` padded before the sequence)."""
+    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input, the depthwise
+    kernel and step on a unit height (``causal`` padded before the sequence), the 1-D config."""
 
     kernel_size: tuple[int, int]
     dilation_rate: tuple[int, int]
     strides: tuple[int, int]
     padding: str
-    use_bias: bool
-    bias_initializer: Any
+    depth_multiplier: int
+    depthwise_initializer: Any
     depthwise_kernel: Any
 
     def _check_input(self, input_shape: Any) -> int:
         return check_steps_input(self, input_shape)
 
-    def _add_bias(self, units: int) -> None:
-        self.bias = (
-            self.add_weight("bias", (units,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
+    def _add_depthwise_kernel(self, input_shape: Any) -> int:
+        """Add the ``(K, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
+        channels = self._check_input(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel",
+            (self.kernel_size[1], channels, self.depth_multiplier),
+            initializer=self.depthwise_initializer,
         )
-        self.built = True
+        return channels
 
     def _causal_pad(self) -> int:
         if self.padding != "causal":
@@ -194,6 +185,9 @@ class _Depthwise1D(Layer):
             dilation_rate=self.dilation_rate,
         )
         return shape_ops.squeeze(y, 1)
+
+    def get_config(self) -> dict[str, Any]:
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
 
 
 class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
@@ -223,16 +217,8 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
-        self._add_bias(channels * self.depth_multiplier)
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+        channels = self._add_depthwise_kernel(input_shape)
+        add_bias(self, (channels * self.depth_multiplier,))
 
 
 class SeparableConv1D(_Depthwise1D, SeparableConv2D):
@@ -265,29 +251,19 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
+        channels = self._add_depthwise_kernel(input_shape)
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
             (1, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
         )
-        self._add_bias(self.filters)
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))
         y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
         y = shape_ops.squeeze(y, 1)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+        return bias_and_activation(self, y)
 
 
 Convolution1D = Conv1D

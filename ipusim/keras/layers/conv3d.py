@@ -3,7 +3,7 @@
 Kernels are ``(Kd, Kh, Kw, Cin, filters)`` for ``Conv3D`` and ``(Kd, Kh, Kw, filters, Cin)``
 for ``Conv3DTranspose``, whose output is the input gradient of the convolution it transposes
 (``tf.nn.conv3d_transpose`` is ``Conv3DBackpropInputV2``), sized by Keras' rule
-(:func:`ipusim.keras.layers.conv_transpose.deconv_length`).
+(:func:`ipusim.keras.layers.conv_transpose.transposed_size`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import conv3d as conv3d_ops
-from ipusim.graph.ops import nn
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import (
+    channels_last_input,
     check_data_format,
     check_strides_dilation,
     normalize_padding,
 )
-from ipusim.keras.layers.conv_transpose import deconv_length, normalize_output_padding
+from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -87,20 +88,11 @@ class Conv3D(Layer):
         return (*self.kernel_size, channels, self.filters)
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 5 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, depth, "
-                f"height, width, channels), received input shape {input_shape}"
-            )
+        channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
         self.kernel = self.add_weight(
-            "kernel", self._kernel_shape(input_shape[-1]), initializer=self.kernel_initializer
+            "kernel", self._kernel_shape(channels), initializer=self.kernel_initializer
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def _convolve(self, inputs: Any) -> Any:
         return conv3d_ops.conv3d(
@@ -113,9 +105,7 @@ class Conv3D(Layer):
 
     def call(self, inputs: Any) -> Any:
         y = self._convolve(inputs)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -173,18 +163,7 @@ class Conv3DTranspose(Conv3D):
         return (*self.kernel_size, self.filters, channels)
 
     def _convolve(self, inputs: Any) -> Any:
-        pads = self.output_padding or (None, None, None)
-        out = tuple(
-            deconv_length(size, k, self.padding, p, s, d)
-            for size, k, p, s, d in zip(
-                inputs.shape[1:4],
-                self.kernel_size,
-                pads,
-                self.strides,
-                self.dilation_rate,
-                strict=True,
-            )
-        )
+        out = transposed_size(self, tuple(inputs.shape[1:4]))
         return conv3d_ops.conv3d_backprop_input(
             inputs,
             self.kernel,

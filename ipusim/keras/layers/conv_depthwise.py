@@ -11,15 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped, nn
+from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import (
+    channels_last_input,
     check_data_format,
     check_strides_dilation,
     normalize_padding,
     normalize_pair,
 )
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def _no_regularizers(layer: str, **options: Any) -> None:
@@ -90,12 +92,8 @@ class DepthwiseConv2D(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
 
     def _check_input(self, input_shape: Any) -> int:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, height, "
-                f"width, channels), received input shape {input_shape}"
-            )
-        return int(input_shape[-1])
+        layout = "(batch, height, width, channels)"
+        return int(channels_last_input(self, input_shape, layout, ValueError))
 
     def build(self, input_shape: Any) -> None:
         channels = self._check_input(input_shape)
@@ -104,14 +102,7 @@ class DepthwiseConv2D(Layer):
             (*self.kernel_size, channels, self.depth_multiplier),
             initializer=self.depthwise_initializer,
         )
-        self.bias = (
-            self.add_weight(
-                "bias", (channels * self.depth_multiplier,), initializer=self.bias_initializer
-            )
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (channels * self.depth_multiplier,))
 
     def _depthwise(self, inputs: Any) -> Any:
         return conv_grouped.depthwise_conv2d(
@@ -124,9 +115,7 @@ class DepthwiseConv2D(Layer):
 
     def call(self, inputs: Any) -> Any:
         y = self._depthwise(inputs)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -214,18 +203,11 @@ class SeparableConv2D(DepthwiseConv2D):
             (1, 1, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         y = conv_ops.conv2d(self._depthwise(inputs), self.pointwise_kernel)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {

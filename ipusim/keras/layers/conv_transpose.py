@@ -14,10 +14,10 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as shape_ops
-from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv1d import check_steps_input, normalize_single, padding_1d
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def deconv_length(
@@ -68,6 +68,23 @@ def normalize_output_padding(value: Any, strides: tuple, layer: str) -> tuple | 
     return items
 
 
+def transposed_size(layer: Any, spatial: tuple) -> tuple:
+    """Keras' output size of ``layer``'s transposed convolution for inputs of size ``spatial``.
+
+    Args:
+        layer: a transposed convolution layer (its kernel_size, padding, output_padding,
+            strides and dilation_rate, one entry per spatial axis).
+        spatial: the input's spatial sizes, in pixels (None where unknown).
+    """
+    pads = layer.output_padding or (None,) * len(spatial)
+    return tuple(
+        deconv_length(size, k, layer.padding, p, s, d)
+        for size, k, p, s, d in zip(
+            spatial, layer.kernel_size, pads, layer.strides, layer.dilation_rate, strict=True
+        )
+    )
+
+
 class Conv2DTranspose(Conv2D):
     """Transposed 2-D convolution (kernel ``(Kh, Kw, filters, Cin)``).
 
@@ -106,35 +123,17 @@ class Conv2DTranspose(Conv2D):
             output_padding, self.strides, type(self).__name__
         )
 
-    def _out_hw(self, hw: tuple) -> tuple:
-        pads = self.output_padding or (None, None)
-        return tuple(
-            deconv_length(size, k, self.padding, p, s, d)
-            for size, k, p, s, d in zip(
-                hw, self.kernel_size, pads, self.strides, self.dilation_rate, strict=True
-            )
-        )
-
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} expects inputs of shape (batch, height, "
-                f"width, channels), received input shape {input_shape}"
-            )
+        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
         self.kernel = self.add_weight(
             "kernel",
-            (*self.kernel_size, self.filters, input_shape[-1]),
+            (*self.kernel_size, self.filters, channels),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def _transpose(self, x: Any, kernel: Any) -> Any:
-        out_hw = self._out_hw(tuple(x.shape[1:3]))
+        out_hw = transposed_size(self, tuple(x.shape[1:3]))
         return conv_ops.conv2d_backprop_input(
             x,
             kernel,
@@ -146,9 +145,7 @@ class Conv2DTranspose(Conv2D):
 
     def call(self, inputs: Any) -> Any:
         y = self._transpose(inputs, self.kernel)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         config = {**super().get_config(), "output_padding": None}
@@ -198,19 +195,12 @@ class Conv1DTranspose(Conv2DTranspose):
             (self.kernel_size[1], self.filters, channels),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
         y = shape_ops.squeeze(self._transpose(shape_ops.expand_dims(inputs, 1), kernel), 1)
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

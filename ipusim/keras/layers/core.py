@@ -18,6 +18,29 @@ def _positive_int(layer: str, arg: str, value: Any) -> int:
     return int(value)
 
 
+def add_bias(layer: Any, shape: tuple) -> None:
+    """Add ``layer``'s ``bias`` weight of ``shape`` (None when ``use_bias`` is off); mark it built.
+
+    Args:
+        layer: a layer with ``use_bias`` and ``bias_initializer``, its kernel already added
+            (weights are created, and seeded, in that order).
+        shape: the bias shape.
+    """
+    layer.bias = (
+        layer.add_weight("bias", shape, initializer=layer.bias_initializer)
+        if layer.use_bias
+        else None
+    )
+    layer.built = True
+
+
+def bias_and_activation(layer: Any, y: Any) -> Any:
+    """``layer``'s activation of ``y`` plus its bias (on the last axis, when it has one)."""
+    if layer.use_bias:
+        y = nn.bias_add(y, layer.bias)
+    return layer.activation(y)
+
+
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)`` on the last axis.
 
@@ -63,12 +86,7 @@ class Dense(Layer):
         self.kernel = self.add_weight(
             "kernel", (input_shape[-1], self.units), initializer=self.kernel_initializer
         )
-        self.bias = (
-            self.add_weight("bias", (self.units,), initializer=self.bias_initializer)
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (self.units,))
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast
@@ -79,9 +97,7 @@ class Dense(Layer):
             lead = inputs.shape[:-1]
             flat = shape.reshape(inputs, (-1, inputs.shape[-1]))
             y = shape.reshape(nn.matmul(flat, self.kernel), (*_minus_one_batch(lead), self.units))
-        if self.use_bias:
-            y = nn.bias_add(y, self.bias)
-        return self.activation(y)
+        return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
         return {

@@ -23,6 +23,7 @@ from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_pair
 from ipusim.keras.layers.conv1d import normalize_single
+from ipusim.keras.layers.core import add_bias
 
 
 class _LocallyConnected(Layer):
@@ -111,14 +112,7 @@ class _LocallyConnected(Layer):
             (math.prod(self.output_shape_), features, self.filters),
             initializer=self.kernel_initializer,
         )
-        self.bias = (
-            self.add_weight(
-                "bias", (*self.output_shape_, self.filters), initializer=self.bias_initializer
-            )
-            if self.use_bias
-            else None
-        )
-        self.built = True
+        add_bias(self, (*self.output_shape_, self.filters))
 
     def call(self, inputs: Any) -> Any:
         features = self.kernel.shape[1]

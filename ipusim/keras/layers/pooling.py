@@ -11,7 +11,11 @@ from ipusim.keras.layers.conv import check_data_format, normalize_padding, norma
 
 
 class _Pooling2D(Layer):
+    """A windowed pool: ``_op`` over ``pool_size`` windows; ``_normalize`` reads each window
+    argument (the 1-D and 3-D pools of :mod:`ipusim.keras.layers.pooling_nd` change it)."""
+
     _op: Any = None
+    _normalize: Any = staticmethod(normalize_pair)
 
     def __init__(
         self,
@@ -24,9 +28,9 @@ class _Pooling2D(Layer):
         super().__init__(**kwargs)
         cls = type(self).__name__
         check_data_format(data_format, cls)
-        self.pool_size = normalize_pair(pool_size, "pool_size", cls)
+        self.pool_size = self._normalize(pool_size, "pool_size", cls)
         self.strides = (
-            self.pool_size if strides is None else normalize_pair(strides, "strides", cls)
+            self.pool_size if strides is None else self._normalize(strides, "strides", cls)
         )
         self.padding = normalize_padding(padding, cls)
 

@@ -15,8 +15,9 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import pool3d
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_padding
+from ipusim.keras.layers.conv import check_data_format
 from ipusim.keras.layers.conv1d import normalize_single
+from ipusim.keras.layers.pooling import _Pooling2D
 
 
 def normalize_triple(value: Any, name: str, layer: str) -> tuple[int, int, int]:
@@ -39,8 +40,9 @@ def check_rank(layer: Layer, inputs: Any, rank: int, layout: str) -> None:
         )
 
 
-class _Pooling1D(Layer):
-    _op: Any = None
+class _Pooling1D(_Pooling2D):
+    _normalize = staticmethod(normalize_single)
+    build = Layer.build
 
     def __init__(
         self,
@@ -50,14 +52,7 @@ class _Pooling1D(Layer):
         data_format: str | None = "channels_last",
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        cls = type(self).__name__
-        check_data_format(data_format, cls)
-        self.pool_size = normalize_single(pool_size, "pool_size", cls)
-        self.strides = (
-            self.pool_size if strides is None else normalize_single(strides, "strides", cls)
-        )
-        self.padding = normalize_padding(padding, cls)
+        super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, 3, "(batch, steps, channels)")
@@ -71,7 +66,7 @@ class _Pooling1D(Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(),
+            **Layer.get_config(self),
             "pool_size": [self.pool_size],
             "strides": [self.strides],
             "padding": self.padding,
@@ -90,8 +85,9 @@ class AveragePooling1D(_Pooling1D):
     _op = staticmethod(conv_ops.avg_pool2d)
 
 
-class _Pooling3D(Layer):
-    _op: Any = None
+class _Pooling3D(_Pooling2D):
+    _normalize = staticmethod(normalize_triple)
+    build = Layer.build
 
     def __init__(
         self,
@@ -101,28 +97,11 @@ class _Pooling3D(Layer):
         data_format: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        cls = type(self).__name__
-        check_data_format(data_format, cls)
-        self.pool_size = normalize_triple(pool_size, "pool_size", cls)
-        self.strides = (
-            self.pool_size if strides is None else normalize_triple(strides, "strides", cls)
-        )
-        self.padding = normalize_padding(padding, cls)
+        super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, 5, "(batch, depth, height, width, channels)")
-        return type(self)._op(
-            inputs, pool_size=self.pool_size, strides=self.strides, padding=self.padding.upper()
-        )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "pool_size": list(self.pool_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-        }
+        return super().call(inputs)
 
 
 class MaxPooling3D(_Pooling3D):

@@ -48,14 +48,27 @@ def normalize_pairs(value: Any, axes: int, arg: str, layer: str) -> tuple[tuple[
         ) from None
 
 
-class _Cropping(Layer):
-    _axes = 1
+class _PerAxisAmounts(Layer):
+    """A layer holding ``(before, after)`` amounts per spatial axis in its ``_arg`` attribute
+    (Keras' argument of that name), for ``_axes`` spatial axes."""
 
-    def __init__(self, cropping: Any, data_format: str | None = None, **kwargs: Any):
+    _axes = 1
+    _arg = ""
+
+    def __init__(self, amounts: Any, data_format: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         name = type(self).__name__
         check_data_format(data_format, name)
-        self.cropping = normalize_pairs(cropping, self._axes, "cropping", name)
+        setattr(self, self._arg, normalize_pairs(amounts, self._axes, self._arg, name))
+
+    def get_config(self) -> dict[str, Any]:
+        value: Any = [list(p) for p in getattr(self, self._arg)]
+        return {**super().get_config(), self._arg: value[0] if self._axes == 1 else value}
+
+
+class _Cropping(_PerAxisAmounts):
+    _arg = "cropping"
+    cropping: tuple[tuple[int, int], ...]
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, self._axes + 2, "(batch, ..., channels)")
@@ -74,10 +87,6 @@ class _Cropping(Layer):
             sizes.append(size - before - after)
         begin = (0, *(b for b, _ in self.cropping), 0)
         return shape_ops.slice(inputs, begin, (-1, *sizes, -1))
-
-    def get_config(self) -> dict[str, Any]:
-        value: Any = [list(p) for p in self.cropping]
-        return {**super().get_config(), "cropping": value[0] if self._axes == 1 else value}
 
 
 class Cropping1D(_Cropping):
@@ -112,22 +121,13 @@ class Cropping3D(_Cropping):
         super().__init__(cropping, data_format, **kwargs)
 
 
-class _ZeroPadding(Layer):
-    _axes = 1
-
-    def __init__(self, padding: Any, data_format: str | None = None, **kwargs: Any):
-        super().__init__(**kwargs)
-        name = type(self).__name__
-        check_data_format(data_format, name)
-        self.padding = normalize_pairs(padding, self._axes, "padding", name)
+class _ZeroPadding(_PerAxisAmounts):
+    _arg = "padding"
+    padding: tuple[tuple[int, int], ...]
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, self._axes + 2, "(batch, ..., channels)")
         return shape_ops.pad(inputs, ((0, 0), *self.padding, (0, 0)))
-
-    def get_config(self) -> dict[str, Any]:
-        value: Any = [list(p) for p in self.padding]
-        return {**super().get_config(), "padding": value[0] if self._axes == 1 else value}
 
 
 class ZeroPadding1D(_ZeroPadding):
