@@ -100,16 +100,11 @@ class Adadelta(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "rho": self._serialize_hyperparameter("rho"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "rho"),
+            "epsilon": self.epsilon,
+        }
 
 
 class Adamax(Optimizer):
@@ -197,17 +192,11 @@ class Adamax(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+        }
 
 
 class Nadam(Optimizer):
@@ -317,17 +306,11 @@ class Nadam(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+        }
 
 
 def _non_negative(name: str, value: float) -> float:
@@ -460,23 +443,15 @@ class Ftrl(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "initial_accumulator_value": self._initial_accumulator_value,
-                "learning_rate_power": self._serialize_hyperparameter("learning_rate_power"),
-                "l1_regularization_strength": self._serialize_hyperparameter(
-                    "l1_regularization_strength"
-                ),
-                "l2_regularization_strength": self._serialize_hyperparameter(
-                    "l2_regularization_strength"
-                ),
-                "beta": self._serialize_hyperparameter("beta"),
-                "l2_shrinkage_regularization_strength": (
-                    self._l2_shrinkage_regularization_strength
-                ),
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay"),
+            "initial_accumulator_value": self._initial_accumulator_value,
+            **self._serialize_hyperparameters(
+                "learning_rate_power",
+                "l1_regularization_strength",
+                "l2_regularization_strength",
+                "beta",
+            ),
+            "l2_shrinkage_regularization_strength": self._l2_shrinkage_regularization_strength,
+        }

@@ -118,16 +118,11 @@ class SGD(Optimizer):
             update.run("sgd", [var, grad], coefficients["lr"])
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "momentum": self._serialize_hyperparameter("momentum"),
-                "nesterov": self.nesterov,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "momentum"),
+            "nesterov": self.nesterov,
+        }
 
 
 class RMSprop(Optimizer):
@@ -238,18 +233,12 @@ class RMSprop(Optimizer):
             )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "rho": self._serialize_hyperparameter("rho"),
-                "momentum": self._serialize_hyperparameter("momentum"),
-                "epsilon": self.epsilon,
-                "centered": self.centered,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "rho", "momentum"),
+            "epsilon": self.epsilon,
+            "centered": self.centered,
+        }
 
 
 class Adam(Optimizer):
@@ -354,18 +343,12 @@ class Adam(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+            "amsgrad": self.amsgrad,
+        }
 
 
 class Adagrad(Optimizer):
@@ -419,13 +402,9 @@ class Adagrad(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "initial_accumulator_value": self.initial_accumulator_value,
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay"),
+            "initial_accumulator_value": self.initial_accumulator_value,
+            "epsilon": self.epsilon,
+        }

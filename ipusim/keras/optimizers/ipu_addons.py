@@ -84,15 +84,12 @@ class IpuOptimizerBase(Optimizer):
         var[...] = (var.astype(np.float32) - step.astype(np.float32)).astype(var.dtype)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "optimizer_compute_precisions": self.opt_dtypes,
-                "outline_apply_gradients": self.outline_apply_gradients,
-                "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "optimizer_compute_precisions": self.opt_dtypes,
+            "outline_apply_gradients": self.outline_apply_gradients,
+            "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
+        }
 
 
 class SGDIpuOptimizer(IpuOptimizerBase, SGD):
@@ -240,22 +237,16 @@ class AdamIpuOptimizer(_AdamFamily):
         self._subtract(var, delta.reshape(var.shape))
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad,
-                "m_dtype": self.m_dtype,
-                "v_dtype": self.v_dtype,
-                "vhat_dtype": self.vhat_dtype,
-                "debiasing": self.debiasing,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+            "amsgrad": self.amsgrad,
+            "m_dtype": self.m_dtype,
+            "v_dtype": self.v_dtype,
+            "vhat_dtype": self.vhat_dtype,
+            "debiasing": self.debiasing,
+        }
 
 
 class LAMBIpuOptimizer(_AdamFamily):
@@ -339,18 +330,13 @@ class LAMBIpuOptimizer(_AdamFamily):
         self._subtract(var, (scale * direction).reshape(var.shape))
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "weight_decay_rate": self._serialize_hyperparameter("weight_decay_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "m_dtype": self.m_dtype,
-                "v_dtype": self.v_dtype,
-                "debiasing": self.debiasing,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters(
+                "learning_rate", "weight_decay_rate", "decay", "beta_1", "beta_2"
+            ),
+            "epsilon": self.epsilon,
+            "m_dtype": self.m_dtype,
+            "v_dtype": self.v_dtype,
+            "debiasing": self.debiasing,
+        }

@@ -223,16 +223,11 @@ class Lion(_WeightDecay, Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "weight_decay": self.weight_decay,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "beta_1", "beta_2"),
+            "weight_decay": self.weight_decay,
+        }
 
 
 class Adafactor(_WeightDecay, Optimizer):
@@ -337,16 +332,13 @@ class Adafactor(_WeightDecay, Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "beta_2_decay": self.beta_2_decay,
-                "epsilon_1": self.epsilon_1,
-                "epsilon_2": self.epsilon_2,
-                "clip_threshold": self.clip_threshold,
-                "relative_step": self.relative_step,
-                "weight_decay": self.weight_decay,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate"),
+            "beta_2_decay": self.beta_2_decay,
+            "epsilon_1": self.epsilon_1,
+            "epsilon_2": self.epsilon_2,
+            "clip_threshold": self.clip_threshold,
+            "relative_step": self.relative_step,
+            "weight_decay": self.weight_decay,
+        }

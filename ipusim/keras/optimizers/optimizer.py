@@ -387,6 +387,10 @@ class Optimizer:
             return resolve_hyper(value, self.iterations)
         return value
 
+    def _serialize_hyperparameters(self, *names: str) -> dict[str, Any]:
+        """``{name: _serialize_hyperparameter(name)}`` for ``names``, in order (for get_config)."""
+        return {name: self._serialize_hyperparameter(name) for name in names}
+
     def _hyper_value(self, name: str, step: int) -> float:
         return resolve_hyper(self._hyper[name], step)
 
