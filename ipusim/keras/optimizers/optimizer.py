@@ -92,6 +92,28 @@ def resolve_hyper(value: Any, step: int) -> float:
     return float(value)
 
 
+def wrapped_config(opt: Any) -> dict[str, Any]:
+    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
+    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
+
+
+def from_wrapped_config(
+    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Any:
+    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
+    from ipusim.keras import optimizers
+
+    config = dict(config)
+    inner = optimizers.deserialize(
+        {
+            "class_name": config.pop("inner_optimizer_type"),
+            "config": config.pop("inner_optimizer_config"),
+        },
+        custom_objects,
+    )
+    return cls(inner, **config)
+
+
 class Hyper:
     """Descriptor for a hyperparameter stored in ``obj._hyper`` (settable after construction)."""
 
