@@ -288,20 +288,10 @@ class Adafactor(_WeightDecay, Optimizer):
         # r and c exist for factored (rank >= 2) variables only; v for every variable.
         for var in var_list:
             if len(var.shape) >= 2 and "r" not in self._slots.get(var.name, {}):
-                self._add_factor(var, "r", var.shape[:-1])
-                self._add_factor(var, "c", var.shape[:-2] + var.shape[-1:])
+                self._add_slot(var, "r", 0.0, var.shape[:-1])
+                self._add_slot(var, "c", 0.0, var.shape[:-2] + var.shape[-1:])
         for var in var_list:
             self._add_slot(var, "v", 0.0)
-
-    def _add_factor(self, var: Variable, slot_name: str, shape: tuple[int, ...]) -> None:
-        if slot_name not in self._slot_names:
-            self._slot_names.append(slot_name)
-        base = var.name[:-2] if var.name.endswith(":0") else var.name
-        slot = Variable(
-            np.zeros(shape, var.value.dtype), f"{self._name}/{base}/{slot_name}:0", False
-        )
-        self._slots.setdefault(var.name, {})[slot_name] = slot
-        self._weights.append(slot)
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
         return {"lr": lr, "step": step}

@@ -525,21 +525,30 @@ class Optimizer:
             for var in var_list:
                 self._add_slot(var, slot_name, initial)
 
-    def _add_slot(self, var: Variable, slot_name: str, initial: float) -> Variable:
+    def _add_slot(
+        self,
+        var: Variable,
+        slot_name: str,
+        initial: float,
+        shape: tuple[int, ...] | None = None,
+    ) -> Variable:
+        """The slot ``slot_name`` of ``var`` (created filled with ``initial``; of ``var``'s shape
+        unless ``shape`` is given, as Adafactor's factored moments)."""
+        shape = var.shape if shape is None else shape
         if slot_name not in self._slot_names:
             self._slot_names.append(slot_name)
         slot_dict = self._slots.setdefault(var.name, {})
         slot = slot_dict.get(slot_name)
         if slot is not None:
-            if slot.shape != var.shape:
+            if slot.shape != shape:
                 raise ValueError(
                     f"optimizer {self._name} already has a slot {slot_name!r} of shape "
                     f"{slot.shape} for a variable named {var.name!r}, which now has shape "
-                    f"{var.shape}; variable names must be unique"
+                    f"{shape}; variable names must be unique"
                 )
             return slot
         base = var.name[:-2] if var.name.endswith(":0") else var.name
-        value = np.full(var.shape, initial, dtype=var.value.dtype)
+        value = np.full(shape, initial, dtype=var.value.dtype)
         slot = Variable(value, f"{self._name}/{base}/{slot_name}:0", trainable=False)
         slot_dict[slot_name] = slot
         self._weights.append(slot)
