@@ -66,7 +66,7 @@ class Adadelta(Optimizer):
         return [("accum_grad", 0.0), ("accum_var", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "rho": self._hyper_value("rho", step)}
+        return {"lr": lr, **self._hyper_values(step, "rho")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         kernels.adadelta_update(
@@ -145,12 +145,7 @@ class Adamax(Optimizer):
         return [("m", 0.0), ("v", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "step": step,
-            "beta_1": self._hyper_value("beta_1", step),
-            "beta_2": self._hyper_value("beta_2", step),
-        }
+        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As Keras' _prepare_local: beta_1**t and lr / (1 - beta_1**t) in the variable's dtype.

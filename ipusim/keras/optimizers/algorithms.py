@@ -87,7 +87,7 @@ class SGD(Optimizer):
         return [("momentum", 0.0)] if self._momentum else []
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "momentum": self._hyper_value("momentum", step)}
+        return {"lr": lr, **self._hyper_values(step, "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         if self._momentum:
@@ -180,11 +180,7 @@ class RMSprop(Optimizer):
         return specs
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "rho": self._hyper_value("rho", step),
-            "momentum": self._hyper_value("momentum", step),
-        }
+        return {"lr": lr, **self._hyper_values(step, "rho", "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         optim_kernels.rmsprop_update(
@@ -293,9 +289,7 @@ class Adam(Optimizer):
         return specs
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        beta_1 = self._hyper_value("beta_1", step)
-        beta_2 = self._hyper_value("beta_2", step)
-        return {"lr": lr, "step": step, "beta_1": beta_1, "beta_2": beta_2}
+        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.

@@ -186,11 +186,7 @@ class Lion(_WeightDecay, Optimizer):
         return [("m", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "beta_1": self._hyper_value("beta_1", step),
-            "beta_2": self._hyper_value("beta_2", step),
-        }
+        return {"lr": lr, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         c = coefficients

@@ -416,6 +416,10 @@ class Optimizer:
     def _hyper_value(self, name: str, step: int) -> float:
         return resolve_hyper(self._hyper[name], step)
 
+    def _hyper_values(self, step: int, *names: str) -> dict[str, float]:
+        """``{name: _hyper_value(name, step)}`` for ``names``, in order (for ``_prepare``)."""
+        return {name: self._hyper_value(name, step) for name in names}
+
     def _decayed_lr(self, step: int) -> float:
         lr = self._hyper_value("learning_rate", step)
         decay = self._hyper_value("decay", step)
