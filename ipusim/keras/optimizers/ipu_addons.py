@@ -53,17 +53,10 @@ class IpuOptimizerBase(Optimizer):
         return self._state_dtypes.get(slot_name)
 
     def _typed_slot(self, var: Variable, slot_name: str) -> None:
-        if slot_name in self._slots.get(var.name, {}):
-            return
-        if slot_name not in self._slot_names:
-            self._slot_names.append(slot_name)
-        dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
-        base = var.name[:-2] if var.name.endswith(":0") else var.name
-        slot = Variable(
-            np.zeros(var.shape, canonical_dtype(dtype)), f"{self._name}/{base}/{slot_name}:0", False
-        )
-        self._slots.setdefault(var.name, {})[slot_name] = slot
-        self._weights.append(slot)
+        # An existing slot is kept whatever its shape (no check, unlike the Keras optimizers).
+        if slot_name not in self._slots.get(var.name, {}):
+            dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
+            self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
 
     def _create_slots(self, var_list: list[Variable]) -> None:
         for slot_name, _ in self._slot_specs():

@@ -535,9 +535,11 @@ class Optimizer:
         slot_name: str,
         initial: float,
         shape: tuple[int, ...] | None = None,
+        dtype: Any = None,
     ) -> Variable:
-        """The slot ``slot_name`` of ``var`` (created filled with ``initial``; of ``var``'s shape
-        unless ``shape`` is given, as Adafactor's factored moments)."""
+        """The slot ``slot_name`` of ``var``, created filled with ``initial``, of ``var``'s shape
+        and dtype unless ``shape`` (Adafactor's factored moments) or ``dtype`` (the IPU
+        optimizers' typed state) is given."""
         shape = var.shape if shape is None else shape
         if slot_name not in self._slot_names:
             self._slot_names.append(slot_name)
@@ -552,7 +554,7 @@ class Optimizer:
                 )
             return slot
         base = var.name[:-2] if var.name.endswith(":0") else var.name
-        value = np.full(shape, initial, dtype=var.value.dtype)
+        value = np.full(shape, initial, dtype=var.value.dtype if dtype is None else dtype)
         slot = Variable(value, f"{self._name}/{base}/{slot_name}:0", trainable=False)
         slot_dict[slot_name] = slot
         self._weights.append(slot)
