@@ -72,24 +72,12 @@ class GradientAccumulator:
 
 
 class AccumulatingWrapper:
-    """What the accumulating wrappers share: a :class:`GradientAccumulator` and the SDK's
-    placement arguments (kept for the timing model), with their ``get_config`` entries."""
+    """``num_mini_batches`` and the ``get_config`` entries of the accumulating wrappers (their
+    ``__init__`` sets the :class:`GradientAccumulator` and the SDK's placement arguments)."""
 
     _accumulator: GradientAccumulator
     offload_weight_update_variables: Any
     replicated_optimizer_state_sharding: Any
-
-    def _init_accumulation(
-        self,
-        num_mini_batches: int,
-        offload_weight_update_variables: Any,
-        replicated_optimizer_state_sharding: Any,
-        dtype: Any,
-        reduction_method: Any,
-    ) -> None:
-        self._accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
-        self.offload_weight_update_variables = offload_weight_update_variables
-        self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
     @property
     def num_mini_batches(self) -> int:
@@ -140,13 +128,9 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
             )
         self.__dict__["_opt"] = opt
         self._wrapper_name = name
-        self._init_accumulation(
-            num_mini_batches,
-            offload_weight_update_variables,
-            replicated_optimizer_state_sharding,
-            dtype,
-            reduction_method,
-        )
+        self._accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        self.offload_weight_update_variables = offload_weight_update_variables
+        self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
     def __getattr__(self, name: str) -> Any:
         if name == "_opt":

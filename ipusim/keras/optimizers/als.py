@@ -37,7 +37,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.accumulation import AccumulatingWrapper
+from ipusim.keras.optimizers.accumulation import AccumulatingWrapper, GradientAccumulator
 from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
 from ipusim.kernels import loss_scaling
 
@@ -405,17 +405,13 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        # An ALSOptimizer has no accumulation attributes, so the state copy keeps them.
-        self._init_accumulation(
-            num_mini_batches,
-            offload_weight_update_variables,
-            replicated_optimizer_state_sharding,
-            dtype,
-            reduction_method,
-        )
+        accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
         self._als = als_optimizer
         self._als_name = name
+        self._accumulator = accumulator
+        self.offload_weight_update_variables = offload_weight_update_variables
+        self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
     @property
     def als_optimizer(self) -> ALSOptimizer:
