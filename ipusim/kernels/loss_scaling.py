@@ -63,3 +63,33 @@ def unscale(grad: np.ndarray, factor: float) -> np.ndarray:
     out = np.array(array, dtype=array.dtype, copy=True, order="C")
     _divide(out.reshape(-1), out.dtype.type(factor))
     return out
+
+
+def next_factor_tf25(
+    hist: np.ndarray,
+    factor: np.float32,
+    ratio_threshold: float,
+    increase_factor: float,
+    decrease_factor: float,
+    max_factor: float,
+) -> np.float32:
+    """IPU TensorFlow 2.5's loss-scaling-factor step (its two ALS optimizers share it).
+
+    Multiplies ``factor`` by ``decrease_factor`` when the overflowed fraction ``hist[1] /
+    sum(hist)`` exceeds ``ratio_threshold``, else by ``increase_factor``; keeps ``factor`` when
+    the result is not finite, not below ``max_factor`` or below 1. Comparisons in float32.
+
+    Args:
+        hist: the float32 two-bin histogram ``(ok, overflowed)``.
+        factor: the current loss scaling factor.
+        ratio_threshold: overflowed fraction above which the factor decreases.
+        increase_factor, decrease_factor: the multipliers.
+        max_factor: the factor stays below it.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = hist[1] / np.sum(hist)
+    up = not ratio > np.float32(ratio_threshold)
+    new = factor * np.float32(increase_factor if up else decrease_factor)
+    if not np.isfinite(new) or not new < np.float32(max_factor):
+        return factor
+    return new if new >= 1.0 else factor

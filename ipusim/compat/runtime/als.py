@@ -23,6 +23,7 @@ import numpy as np
 from ipusim.compat.runtime.optimizers import IpuOptimizer, apply_arrays
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
+from ipusim.keras.optimizers.als_tf25 import check_factors, check_initial
 from ipusim.kernels import loss_scaling
 
 __all__ = ["AutomaticLossScalingOptimizer"]
@@ -65,27 +66,14 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
     ) -> None:
         super().__init__(wrapped_optimizer, name)
         _check(update_frequency > 0, "update_frequency must be nonzero and positive")
-        _check(increase_factor > 0, "increase_factor must be nonzero and positive")
-        _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
-        _check(
-            decrease_factor < increase_factor, "decrease_factor must be less than increase_factor"
-        )
-        _check(max_loss_scaling_factor > 1, "max_loss_scaling_factor must be greater than one")
+        check_factors(increase_factor, decrease_factor, max_loss_scaling_factor)
         _check(
             0.0 < ratio_threshold < 1.0,
             "ratio_threshold must be greater than zero and less than one",
         )
         lsf = initial_loss_scaling_factor
         _check(lsf > 0, "initial_loss_scaling_factor must be nonzero and positive")
-        _check(
-            lsf < max_loss_scaling_factor,
-            "initial_loss_scaling_factor must be less than max_loss_scaling_factor",
-        )
-        _check(
-            lsf * increase_factor < max_loss_scaling_factor,
-            "initial_loss_scaling_factor x increase_factor must be less than "
-            "max_loss_scaling_factor",
-        )
+        check_initial(lsf, increase_factor, max_loss_scaling_factor)
         self.initial_loss_scaling_factor = float(lsf)
         self.update_frequency = int(update_frequency)
         self.increase_factor = float(increase_factor)
@@ -126,18 +114,16 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
                     hist += np.array([fine, over], np.float32)
         unscaled = [loss_scaling.unscale(g, float(lsf)) for g in grads]
         if self._due():
-            self.loss_scaling_factor.value[...] = self._next(hist, lsf)
+            self.loss_scaling_factor.value[...] = loss_scaling.next_factor_tf25(
+                hist,
+                lsf,
+                self.ratio_threshold,
+                self.increase_factor,
+                self.decrease_factor,
+                self.max_loss_scaling_factor,
+            )
             hist[...] = 0
             self._n.value[...] = 1
         else:
             self._n.value[...] += 1
         apply_arrays(self._opt, unscaled, variables)
-
-    def _next(self, hist: np.ndarray, lsf: np.float32) -> np.float32:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = hist[1] / np.sum(hist)
-        factor = self.decrease_factor if ratio > self.ratio_threshold else self.increase_factor
-        new = lsf * np.float32(factor)
-        if not np.isfinite(new) or not new < self.max_loss_scaling_factor or new < 1.0:
-            return lsf
-        return new

@@ -18,10 +18,10 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
 from ipusim.kernels.accumulate import accumulate, finish
 
-__all__ = ["GradientAccumulationOptimizer", "GradientAccumulator"]
+__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer", "GradientAccumulator"]
 
 
 def check_mini_batches(value: Any) -> int:
@@ -71,7 +71,29 @@ class GradientAccumulator:
         return applied
 
 
-class GradientAccumulationOptimizer(Optimizer):
+class AccumulatingWrapper:
+    """``num_mini_batches`` and the ``get_config`` entries of the accumulating wrappers (their
+    ``__init__`` sets the :class:`GradientAccumulator` and the SDK's placement arguments)."""
+
+    _accumulator: GradientAccumulator
+    offload_weight_update_variables: Any
+    replicated_optimizer_state_sharding: Any
+
+    @property
+    def num_mini_batches(self) -> int:
+        return self._accumulator.num_mini_batches
+
+    def _accumulation_config(self) -> dict[str, Any]:
+        return {
+            "num_mini_batches": self.num_mini_batches,
+            "offload_weight_update_variables": self.offload_weight_update_variables,
+            "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
+            "dtype": self._accumulator.dtype,
+            "reduction_method": self._accumulator.method,
+        }
+
+
+class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
     """Applies ``opt`` once every ``num_mini_batches`` calls (``num_mini_batches=1``: ``opt``
     itself is returned, as the SDK's ``__new__`` does).
 
@@ -120,10 +142,6 @@ class GradientAccumulationOptimizer(Optimizer):
         return self._wrapper_name
 
     @property
-    def num_mini_batches(self) -> int:
-        return self._accumulator.num_mini_batches
-
-    @property
     def iterations(self) -> int:  # type: ignore[override]
         return self._opt.iterations
 
@@ -162,13 +180,8 @@ class GradientAccumulationOptimizer(Optimizer):
     def get_config(self) -> dict[str, Any]:
         return {
             "name": self._wrapper_name,
-            "inner_optimizer_type": type(self._opt).__name__,
-            "inner_optimizer_config": self._opt.get_config(),
-            "num_mini_batches": self.num_mini_batches,
-            "offload_weight_update_variables": self.offload_weight_update_variables,
-            "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
-            "dtype": self._accumulator.dtype,
-            "reduction_method": self._accumulator.method,
+            **wrapped_config(self._opt),
+            **self._accumulation_config(),
         }
 
     @classmethod
@@ -176,14 +189,4 @@ class GradientAccumulationOptimizer(Optimizer):
         cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
     ) -> Any:
         """Rebuild from :meth:`get_config` (the wrapped optimizer by its class name)."""
-        from ipusim.keras import optimizers
-
-        config = dict(config)
-        inner = optimizers.deserialize(
-            {
-                "class_name": config.pop("inner_optimizer_type"),
-                "config": config.pop("inner_optimizer_config"),
-            },
-            custom_objects,
-        )
-        return cls(inner, **config)
+        return from_wrapped_config(cls, config, custom_objects)

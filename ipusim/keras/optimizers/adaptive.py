@@ -66,7 +66,7 @@ class Adadelta(Optimizer):
         return [("accum_grad", 0.0), ("accum_var", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "rho": self._hyper_value("rho", step)}
+        return {"lr": lr, **self._hyper_values(step, "rho")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         kernels.adadelta_update(
@@ -100,16 +100,11 @@ class Adadelta(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "rho": self._serialize_hyperparameter("rho"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "rho"),
+            "epsilon": self.epsilon,
+        }
 
 
 class Adamax(Optimizer):
@@ -150,12 +145,7 @@ class Adamax(Optimizer):
         return [("m", 0.0), ("v", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "step": step,
-            "beta_1": self._hyper_value("beta_1", step),
-            "beta_2": self._hyper_value("beta_2", step),
-        }
+        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As Keras' _prepare_local: beta_1**t and lr / (1 - beta_1**t) in the variable's dtype.
@@ -197,17 +187,11 @@ class Adamax(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+        }
 
 
 class Nadam(Optimizer):
@@ -317,17 +301,11 @@ class Nadam(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+        }
 
 
 def _non_negative(name: str, value: float) -> float:
@@ -460,23 +438,15 @@ class Ftrl(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "initial_accumulator_value": self._initial_accumulator_value,
-                "learning_rate_power": self._serialize_hyperparameter("learning_rate_power"),
-                "l1_regularization_strength": self._serialize_hyperparameter(
-                    "l1_regularization_strength"
-                ),
-                "l2_regularization_strength": self._serialize_hyperparameter(
-                    "l2_regularization_strength"
-                ),
-                "beta": self._serialize_hyperparameter("beta"),
-                "l2_shrinkage_regularization_strength": (
-                    self._l2_shrinkage_regularization_strength
-                ),
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay"),
+            "initial_accumulator_value": self._initial_accumulator_value,
+            **self._serialize_hyperparameters(
+                "learning_rate_power",
+                "l1_regularization_strength",
+                "l2_regularization_strength",
+                "beta",
+            ),
+            "l2_shrinkage_regularization_strength": self._l2_shrinkage_regularization_strength,
+        }

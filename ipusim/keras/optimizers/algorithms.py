@@ -87,7 +87,7 @@ class SGD(Optimizer):
         return [("momentum", 0.0)] if self._momentum else []
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "momentum": self._hyper_value("momentum", step)}
+        return {"lr": lr, **self._hyper_values(step, "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         if self._momentum:
@@ -118,16 +118,11 @@ class SGD(Optimizer):
             update.run("sgd", [var, grad], coefficients["lr"])
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "momentum": self._serialize_hyperparameter("momentum"),
-                "nesterov": self.nesterov,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "momentum"),
+            "nesterov": self.nesterov,
+        }
 
 
 class RMSprop(Optimizer):
@@ -185,11 +180,7 @@ class RMSprop(Optimizer):
         return specs
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "rho": self._hyper_value("rho", step),
-            "momentum": self._hyper_value("momentum", step),
-        }
+        return {"lr": lr, **self._hyper_values(step, "rho", "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         optim_kernels.rmsprop_update(
@@ -238,18 +229,12 @@ class RMSprop(Optimizer):
             )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "rho": self._serialize_hyperparameter("rho"),
-                "momentum": self._serialize_hyperparameter("momentum"),
-                "epsilon": self.epsilon,
-                "centered": self.centered,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "rho", "momentum"),
+            "epsilon": self.epsilon,
+            "centered": self.centered,
+        }
 
 
 class Adam(Optimizer):
@@ -304,9 +289,7 @@ class Adam(Optimizer):
         return specs
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        beta_1 = self._hyper_value("beta_1", step)
-        beta_2 = self._hyper_value("beta_2", step)
-        return {"lr": lr, "step": step, "beta_1": beta_1, "beta_2": beta_2}
+        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.
@@ -354,18 +337,12 @@ class Adam(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+            "amsgrad": self.amsgrad,
+        }
 
 
 class Adagrad(Optimizer):
@@ -419,13 +396,9 @@ class Adagrad(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "initial_accumulator_value": self.initial_accumulator_value,
-                "epsilon": self.epsilon,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay"),
+            "initial_accumulator_value": self.initial_accumulator_value,
+            "epsilon": self.epsilon,
+        }

@@ -37,8 +37,8 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.accumulation import GradientAccumulator
-from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.keras.optimizers.accumulation import AccumulatingWrapper, GradientAccumulator
+from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
 from ipusim.kernels import loss_scaling
 
 ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
@@ -342,8 +342,7 @@ class ALSOptimizer(Optimizer):
     def get_config(self) -> dict[str, Any]:
         return {
             "name": self._als_name,
-            "inner_optimizer_type": type(self._opt).__name__,
-            "inner_optimizer_config": self._opt.get_config(),
+            **wrapped_config(self._opt),
             "initial_loss_scaling_factor": self.initial_loss_scaling_factor,
             "update_frequency": self.update_frequency,
             "increase_factor": self.increase_factor,
@@ -359,23 +358,13 @@ class ALSOptimizer(Optimizer):
     def from_config(
         cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
     ) -> ALSOptimizer:
-        from ipusim.keras import optimizers
-
-        config = dict(config)
-        inner = optimizers.deserialize(
-            {
-                "class_name": config.pop("inner_optimizer_type"),
-                "config": config.pop("inner_optimizer_config"),
-            },
-            custom_objects,
-        )
-        return cls(inner, **config)
+        return from_wrapped_config(cls, config, custom_objects)
 
     def __repr__(self) -> str:
         return f"<ALSOptimizer lsf={self.loss_scaling_factor} inner={self._opt!r}>"
 
 
-class ALSGradientAccumulationOptimizer(ALSOptimizer):
+class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
     """Gradient accumulation around an :class:`ALSOptimizer` (``keras.ipu.optimizers``).
 
     Every call collects statistics, unscales and steps the LSF state machine (per mini-batch,
@@ -428,10 +417,6 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
     def als_optimizer(self) -> ALSOptimizer:
         return self._als
 
-    @property
-    def num_mini_batches(self) -> int:
-        return self._accumulator.num_mini_batches
-
     def apply_gradients(
         self,
         grads_and_vars: Any,
@@ -457,11 +442,7 @@ class ALSGradientAccumulationOptimizer(ALSOptimizer):
             "name": self._als_name,
             "inner_optimizer_type": "ALSOptimizer",
             "inner_optimizer_config": self._als.get_config(),
-            "num_mini_batches": self.num_mini_batches,
-            "offload_weight_update_variables": self.offload_weight_update_variables,
-            "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
-            "dtype": self._accumulator.dtype,
-            "reduction_method": self._accumulator.method,
+            **self._accumulation_config(),
         }
 
     @classmethod

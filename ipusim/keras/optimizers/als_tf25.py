@@ -17,13 +17,42 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.keras.optimizers.als import ALSOptimizer
 from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.kernels import loss_scaling
 
-__all__ = ["AutomaticLossScalingOptimizer"]
+__all__ = ["AutomaticLossScalingOptimizer", "check_factors", "check_initial"]
 
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise ConfigurationError(message)
+
+
+def check_factors(increase_factor: float, decrease_factor: float, maximum: float) -> None:
+    """IPU TensorFlow 2.5's checks of the LSF multipliers and bound (its texts, its order).
+
+    Raises:
+        ConfigurationError: a factor not positive, ``decrease_factor >= increase_factor`` or
+            ``max_loss_scaling_factor <= 1``.
+    """
+    _check(increase_factor > 0, "increase_factor must be nonzero and positive")
+    _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
+    _check(decrease_factor < increase_factor, "decrease_factor must be less than increase_factor")
+    _check(maximum > 1, "max_loss_scaling_factor must be greater than one")
+
+
+def check_initial(initial: float, increase_factor: float, maximum: float) -> None:
+    """IPU TensorFlow 2.5's checks that the initial LSF (and one increase) stays below the bound.
+
+    Raises:
+        ConfigurationError: ``initial >= maximum`` or ``initial * increase_factor >= maximum``.
+    """
+    _check(
+        initial < maximum, "initial_loss_scaling_factor must be less than max_loss_scaling_factor"
+    )
+    _check(
+        initial * increase_factor < maximum,
+        "initial_loss_scaling_factor x increase_factor must be less than max_loss_scaling_factor",
+    )
 
 
 class AutomaticLossScalingOptimizer(ALSOptimizer):
@@ -56,12 +85,7 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
         ratio_threshold: float = 10e-6,
         name: str = "AutomaticLossScalingOptimizer",
     ) -> None:
-        _check(increase_factor > 0, "increase_factor must be nonzero and positive")
-        _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
-        _check(
-            decrease_factor < increase_factor, "decrease_factor must be less than increase_factor"
-        )
-        _check(max_loss_scaling_factor > 1, "max_loss_scaling_factor must be greater than one")
+        check_factors(increase_factor, decrease_factor, max_loss_scaling_factor)
         _check(
             initial_loss_scaling_factor > 0,
             "initial_loss_scaling_factor must be nonzero and positive",
@@ -79,14 +103,7 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
             name=name,
         )
         lsf = float(initial_loss_scaling_factor)
-        _check(
-            lsf < max_loss_scaling_factor,
-            "initial_loss_scaling_factor must be less than max_loss_scaling_factor",
-        )
-        _check(
-            lsf * increase_factor < max_loss_scaling_factor,
-            "initial_loss_scaling_factor x increase_factor must be less than max_loss_scaling_factor",
-        )
+        check_initial(lsf, increase_factor, max_loss_scaling_factor)
         self.initial_loss_scaling_factor = lsf
         self.increase_factor = float(increase_factor)
         self._decrease_factor = float(decrease_factor)
@@ -116,13 +133,14 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
             self._prev_lsf.value[...] = old
 
     def _next_lsf(self, hist: np.ndarray, old: np.float32) -> np.float32:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = hist[1] / np.sum(hist)
-        up = not ratio > np.float32(self.ratio_threshold)
-        lsf = old * np.float32(self.increase_factor if up else self._decrease_factor)
-        if not np.isfinite(lsf) or not lsf < np.float32(self.max_loss_scaling_factor):
-            return old
-        return lsf if lsf >= 1.0 else old
+        return loss_scaling.next_factor_tf25(
+            hist,
+            old,
+            self.ratio_threshold,
+            self.increase_factor,
+            self._decrease_factor,
+            self.max_loss_scaling_factor,
+        )
 
     def reset(self) -> None:
         super().reset()

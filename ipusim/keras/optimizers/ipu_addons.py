@@ -53,17 +53,10 @@ class IpuOptimizerBase(Optimizer):
         return self._state_dtypes.get(slot_name)
 
     def _typed_slot(self, var: Variable, slot_name: str) -> None:
-        if slot_name in self._slots.get(var.name, {}):
-            return
-        if slot_name not in self._slot_names:
-            self._slot_names.append(slot_name)
-        dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
-        base = var.name[:-2] if var.name.endswith(":0") else var.name
-        slot = Variable(
-            np.zeros(var.shape, canonical_dtype(dtype)), f"{self._name}/{base}/{slot_name}:0", False
-        )
-        self._slots.setdefault(var.name, {})[slot_name] = slot
-        self._weights.append(slot)
+        # An existing slot is kept whatever its shape (no check, unlike the Keras optimizers).
+        if slot_name not in self._slots.get(var.name, {}):
+            dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
+            self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
 
     def _create_slots(self, var_list: list[Variable]) -> None:
         for slot_name, _ in self._slot_specs():
@@ -84,15 +77,12 @@ class IpuOptimizerBase(Optimizer):
         var[...] = (var.astype(np.float32) - step.astype(np.float32)).astype(var.dtype)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "optimizer_compute_precisions": self.opt_dtypes,
-                "outline_apply_gradients": self.outline_apply_gradients,
-                "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "optimizer_compute_precisions": self.opt_dtypes,
+            "outline_apply_gradients": self.outline_apply_gradients,
+            "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
+        }
 
 
 class SGDIpuOptimizer(IpuOptimizerBase, SGD):
@@ -240,22 +230,16 @@ class AdamIpuOptimizer(_AdamFamily):
         self._subtract(var, delta.reshape(var.shape))
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "amsgrad": self.amsgrad,
-                "m_dtype": self.m_dtype,
-                "v_dtype": self.v_dtype,
-                "vhat_dtype": self.vhat_dtype,
-                "debiasing": self.debiasing,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
+            "epsilon": self.epsilon,
+            "amsgrad": self.amsgrad,
+            "m_dtype": self.m_dtype,
+            "v_dtype": self.v_dtype,
+            "vhat_dtype": self.vhat_dtype,
+            "debiasing": self.debiasing,
+        }
 
 
 class LAMBIpuOptimizer(_AdamFamily):
@@ -339,18 +323,13 @@ class LAMBIpuOptimizer(_AdamFamily):
         self._subtract(var, (scale * direction).reshape(var.shape))
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "weight_decay_rate": self._serialize_hyperparameter("weight_decay_rate"),
-                "decay": self._serialize_hyperparameter("decay"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "epsilon": self.epsilon,
-                "m_dtype": self.m_dtype,
-                "v_dtype": self.v_dtype,
-                "debiasing": self.debiasing,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters(
+                "learning_rate", "weight_decay_rate", "decay", "beta_1", "beta_2"
+            ),
+            "epsilon": self.epsilon,
+            "m_dtype": self.m_dtype,
+            "v_dtype": self.v_dtype,
+            "debiasing": self.debiasing,
+        }

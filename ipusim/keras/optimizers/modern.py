@@ -186,11 +186,7 @@ class Lion(_WeightDecay, Optimizer):
         return [("m", 0.0)]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {
-            "lr": lr,
-            "beta_1": self._hyper_value("beta_1", step),
-            "beta_2": self._hyper_value("beta_2", step),
-        }
+        return {"lr": lr, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         c = coefficients
@@ -223,16 +219,11 @@ class Lion(_WeightDecay, Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "beta_1": self._serialize_hyperparameter("beta_1"),
-                "beta_2": self._serialize_hyperparameter("beta_2"),
-                "weight_decay": self.weight_decay,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate", "beta_1", "beta_2"),
+            "weight_decay": self.weight_decay,
+        }
 
 
 class Adafactor(_WeightDecay, Optimizer):
@@ -293,20 +284,10 @@ class Adafactor(_WeightDecay, Optimizer):
         # r and c exist for factored (rank >= 2) variables only; v for every variable.
         for var in var_list:
             if len(var.shape) >= 2 and "r" not in self._slots.get(var.name, {}):
-                self._add_factor(var, "r", var.shape[:-1])
-                self._add_factor(var, "c", var.shape[:-2] + var.shape[-1:])
+                self._add_slot(var, "r", 0.0, var.shape[:-1])
+                self._add_slot(var, "c", 0.0, var.shape[:-2] + var.shape[-1:])
         for var in var_list:
             self._add_slot(var, "v", 0.0)
-
-    def _add_factor(self, var: Variable, slot_name: str, shape: tuple[int, ...]) -> None:
-        if slot_name not in self._slot_names:
-            self._slot_names.append(slot_name)
-        base = var.name[:-2] if var.name.endswith(":0") else var.name
-        slot = Variable(
-            np.zeros(shape, var.value.dtype), f"{self._name}/{base}/{slot_name}:0", False
-        )
-        self._slots.setdefault(var.name, {})[slot_name] = slot
-        self._weights.append(slot)
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
         return {"lr": lr, "step": step}
@@ -337,16 +318,13 @@ class Adafactor(_WeightDecay, Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "learning_rate": self._serialize_hyperparameter("learning_rate"),
-                "beta_2_decay": self.beta_2_decay,
-                "epsilon_1": self.epsilon_1,
-                "epsilon_2": self.epsilon_2,
-                "clip_threshold": self.clip_threshold,
-                "relative_step": self.relative_step,
-                "weight_decay": self.weight_decay,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            **self._serialize_hyperparameters("learning_rate"),
+            "beta_2_decay": self.beta_2_decay,
+            "epsilon_1": self.epsilon_1,
+            "epsilon_2": self.epsilon_2,
+            "clip_threshold": self.clip_threshold,
+            "relative_step": self.relative_step,
+            "weight_decay": self.weight_decay,
+        }

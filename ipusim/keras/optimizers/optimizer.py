@@ -92,6 +92,28 @@ def resolve_hyper(value: Any, step: int) -> float:
     return float(value)
 
 
+def wrapped_config(opt: Any) -> dict[str, Any]:
+    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
+    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
+
+
+def from_wrapped_config(
+    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Any:
+    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
+    from ipusim.keras import optimizers
+
+    config = dict(config)
+    inner = optimizers.deserialize(
+        {
+            "class_name": config.pop("inner_optimizer_type"),
+            "config": config.pop("inner_optimizer_config"),
+        },
+        custom_objects,
+    )
+    return cls(inner, **config)
+
+
 class Hyper:
     """Descriptor for a hyperparameter stored in ``obj._hyper`` (settable after construction)."""
 
@@ -387,8 +409,16 @@ class Optimizer:
             return resolve_hyper(value, self.iterations)
         return value
 
+    def _serialize_hyperparameters(self, *names: str) -> dict[str, Any]:
+        """``{name: _serialize_hyperparameter(name)}`` for ``names``, in order (for get_config)."""
+        return {name: self._serialize_hyperparameter(name) for name in names}
+
     def _hyper_value(self, name: str, step: int) -> float:
         return resolve_hyper(self._hyper[name], step)
+
+    def _hyper_values(self, step: int, *names: str) -> dict[str, float]:
+        """``{name: _hyper_value(name, step)}`` for ``names``, in order (for ``_prepare``)."""
+        return {name: self._hyper_value(name, step) for name in names}
 
     def _decayed_lr(self, step: int) -> float:
         lr = self._hyper_value("learning_rate", step)
@@ -499,21 +529,32 @@ class Optimizer:
             for var in var_list:
                 self._add_slot(var, slot_name, initial)
 
-    def _add_slot(self, var: Variable, slot_name: str, initial: float) -> Variable:
+    def _add_slot(
+        self,
+        var: Variable,
+        slot_name: str,
+        initial: float,
+        shape: tuple[int, ...] | None = None,
+        dtype: Any = None,
+    ) -> Variable:
+        """The slot ``slot_name`` of ``var``, created filled with ``initial``, of ``var``'s shape
+        and dtype unless ``shape`` (Adafactor's factored moments) or ``dtype`` (the IPU
+        optimizers' typed state) is given."""
+        shape = var.shape if shape is None else shape
         if slot_name not in self._slot_names:
             self._slot_names.append(slot_name)
         slot_dict = self._slots.setdefault(var.name, {})
         slot = slot_dict.get(slot_name)
         if slot is not None:
-            if slot.shape != var.shape:
+            if slot.shape != shape:
                 raise ValueError(
                     f"optimizer {self._name} already has a slot {slot_name!r} of shape "
                     f"{slot.shape} for a variable named {var.name!r}, which now has shape "
-                    f"{var.shape}; variable names must be unique"
+                    f"{shape}; variable names must be unique"
                 )
             return slot
         base = var.name[:-2] if var.name.endswith(":0") else var.name
-        value = np.full(var.shape, initial, dtype=var.value.dtype)
+        value = np.full(shape, initial, dtype=var.value.dtype if dtype is None else dtype)
         slot = Variable(value, f"{self._name}/{base}/{slot_name}:0", trainable=False)
         slot_dict[slot_name] = slot
         self._weights.append(slot)

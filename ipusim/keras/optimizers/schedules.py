@@ -15,13 +15,19 @@ from typing import Any
 
 
 class LearningRateSchedule:
-    """Base class: subclasses implement ``__call__(step) -> float`` and ``get_config()``."""
+    """Base class: subclasses implement ``__call__(step) -> float`` and ``get_config()`` (or
+    list in ``_config_keys`` the attributes ``get_config`` returns)."""
+
+    #: Constructor arguments ``get_config`` returns, in Keras' order, each an attribute.
+    _config_keys: tuple[str, ...] = ()
 
     def __call__(self, step: int) -> float:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__(step)")
 
     def get_config(self) -> dict[str, Any]:
-        raise NotImplementedError(f"{type(self).__name__} must implement get_config()")
+        if not self._config_keys:
+            raise NotImplementedError(f"{type(self).__name__} must implement get_config()")
+        return {key: getattr(self, key) for key in self._config_keys}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> LearningRateSchedule:
@@ -35,12 +41,13 @@ def _check_positive(owner: str, name: str, value: float) -> float:
     return value
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
+class _RateDecay(LearningRateSchedule):
+    """The arguments and the (staircase) progress ``step / decay_steps`` that
+    :class:`ExponentialDecay` and :class:`InverseTimeDecay` share."""
 
-    With ``staircase=True`` the exponent is ``floor(step / decay_steps)``, so the rate drops at
-    whole multiples of ``decay_steps``.
-    """
+    _config_keys = ("initial_learning_rate", "decay_steps", "decay_rate", "staircase", "name")
+    #: The class named in argument errors.
+    _owner = ""
 
     def __init__(
         self,
@@ -51,25 +58,27 @@ class ExponentialDecay(LearningRateSchedule):
         name: str | None = None,
     ) -> None:
         self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = _check_positive("ExponentialDecay", "decay_steps", decay_steps)
+        self.decay_steps = _check_positive(self._owner, "decay_steps", decay_steps)
         self.decay_rate = decay_rate
         self.staircase = staircase
         self.name = name
 
-    def __call__(self, step: int) -> float:
+    def _progress(self, step: int) -> float:
         p = float(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return float(self.initial_learning_rate) * float(self.decay_rate) ** p
+        return math.floor(p) if self.staircase else p
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "decay_rate": self.decay_rate,
-            "staircase": self.staircase,
-            "name": self.name,
-        }
+
+class ExponentialDecay(_RateDecay):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
+
+    With ``staircase=True`` the exponent is ``floor(step / decay_steps)``, so the rate drops at
+    whole multiples of ``decay_steps``.
+    """
+
+    _owner = "ExponentialDecay"
+
+    def __call__(self, step: int) -> float:
+        return float(self.initial_learning_rate) * float(self.decay_rate) ** self._progress(step)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -78,6 +87,8 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     ``values[0]`` while ``step <= boundaries[0]``, ``values[i]`` while
     ``boundaries[i-1] < step <= boundaries[i]``, and ``values[-1]`` after the last boundary.
     """
+
+    _config_keys = ("boundaries", "values", "name")
 
     def __init__(
         self, boundaries: Sequence[float], values: Sequence[float], name: str | None = None
@@ -98,41 +109,15 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     def __call__(self, step: int) -> float:
         return float(self.values[bisect.bisect_left(self.boundaries, step)])
 
-    def get_config(self) -> dict[str, Any]:
-        return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
-
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RateDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (floored if staircase)."""
 
-    def __init__(
-        self,
-        initial_learning_rate: float,
-        decay_steps: int,
-        decay_rate: float,
-        staircase: bool = False,
-        name: str | None = None,
-    ) -> None:
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = _check_positive("InverseTimeDecay", "decay_steps", decay_steps)
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
+    _owner = "InverseTimeDecay"
 
     def __call__(self, step: int) -> float:
-        p = float(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
+        p = self._progress(step)
         return float(self.initial_learning_rate) / (1.0 + float(self.decay_rate) * p)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "decay_rate": self.decay_rate,
-            "staircase": self.staircase,
-            "name": self.name,
-        }
 
 
 class PolynomialDecay(LearningRateSchedule):
@@ -142,6 +127,15 @@ class PolynomialDecay(LearningRateSchedule):
     ``decay_steps``; with ``cycle=True`` the decay period is extended to the next multiple of
     ``decay_steps`` instead.
     """
+
+    _config_keys = (
+        "initial_learning_rate",
+        "decay_steps",
+        "end_learning_rate",
+        "power",
+        "cycle",
+        "name",
+    )
 
     def __init__(
         self,
@@ -171,16 +165,6 @@ class PolynomialDecay(LearningRateSchedule):
         initial, end = float(self.initial_learning_rate), float(self.end_learning_rate)
         return (initial - end) * (1.0 - p) ** float(self.power) + end
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "end_learning_rate": self.end_learning_rate,
-            "power": self.power,
-            "cycle": self.cycle,
-            "name": self.name,
-        }
-
 
 class CosineDecay(LearningRateSchedule):
     """Cosine decay from ``initial_learning_rate`` (or from ``warmup_target`` after a warmup).
@@ -190,6 +174,15 @@ class CosineDecay(LearningRateSchedule):
     ``initial_learning_rate`` to ``warmup_target`` over ``warmup_steps``, then the cosine decay
     from ``warmup_target`` over the next ``decay_steps``.
     """
+
+    _config_keys = (
+        "initial_learning_rate",
+        "decay_steps",
+        "alpha",
+        "name",
+        "warmup_target",
+        "warmup_steps",
+    )
 
     def __init__(
         self,
@@ -222,16 +215,6 @@ class CosineDecay(LearningRateSchedule):
         if step_ < warmup:
             return (target - initial) * (step_ / warmup) + initial
         return self._decay(step_ - warmup, target)
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "decay_steps": self.decay_steps,
-            "alpha": self.alpha,
-            "name": self.name,
-            "warmup_target": self.warmup_target,
-            "warmup_steps": self.warmup_steps,
-        }
 
 
 class CosineDecayRestarts(LearningRateSchedule):
