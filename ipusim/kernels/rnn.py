@@ -60,15 +60,22 @@ def _act_grad(y, code):
 # that dtype, as TensorFlow's float32 ops do one by one; Python float literals would otherwise
 # promote the arithmetic to float64.
 @kernel
+def _lstm_gates(z, b, j, units, act, rec, v):
+    """Unit ``j`` of example ``b``: the gate activations into ``v[0:4]`` (forward and backward
+    compute them alike)."""
+    v[0] = _act(z[b, j], rec)  # i
+    v[1] = _act(z[b, units + j], rec)  # f
+    v[2] = _act(z[b, 2 * units + j], act)  # candidate
+    v[3] = _act(z[b, 3 * units + j], rec)  # o
+
+
+@kernel
 def _lstm_fwd(z, c_prev, act, rec, h, c):
     batch, units = c_prev.shape
     v = np.empty(6, dtype=c.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = _act(z[b, j], rec)  # i
-            v[1] = _act(z[b, units + j], rec)  # f
-            v[2] = _act(z[b, 2 * units + j], act)  # candidate
-            v[3] = _act(z[b, 3 * units + j], rec)  # o
+            _lstm_gates(z, b, j, units, act, rec, v)
             v[4] = v[1] * c_prev[b, j]
             v[5] = v[0] * v[2]
             c[b, j] = v[4] + v[5]
@@ -100,10 +107,7 @@ def _lstm_bwd(dh, dc, z, c_prev, c, act, rec, dz, dc_prev):
     v = np.empty(8, dtype=dz.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = _act(z[b, j], rec)  # i
-            v[1] = _act(z[b, units + j], rec)  # f
-            v[2] = _act(z[b, 2 * units + j], act)  # candidate
-            v[3] = _act(z[b, 3 * units + j], rec)  # o
+            _lstm_gates(z, b, j, units, act, rec, v)
             v[4] = _act(c[b, j], act)
             v[5] = dh[b, j] * v[3]  # gradient at act(c)
             v[6] = _act_grad(v[4], act)
@@ -153,18 +157,25 @@ def lstm_cell_grad(
 
 # ------------------------------------------------------------------------------------------- GRU
 @kernel
+def _gru_gates(xg, hg, b, j, units, act, rec, v):
+    """Unit ``j`` of example ``b``: the gate activations into ``v[0:3]`` (forward and backward
+    compute them alike)."""
+    v[0] = xg[b, j] + hg[b, j]
+    v[0] = _act(v[0], rec)  # z
+    v[1] = xg[b, units + j] + hg[b, units + j]
+    v[1] = _act(v[1], rec)  # r
+    v[2] = v[1] * hg[b, 2 * units + j]
+    v[2] = xg[b, 2 * units + j] + v[2]
+    v[2] = _act(v[2], act)  # candidate
+
+
+@kernel
 def _gru_fwd(xg, hg, h_prev, act, rec, h):
     batch, units = h_prev.shape
     v = np.empty(6, dtype=h.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = xg[b, j] + hg[b, j]
-            v[0] = _act(v[0], rec)  # z
-            v[1] = xg[b, units + j] + hg[b, units + j]
-            v[1] = _act(v[1], rec)  # r
-            v[2] = v[1] * hg[b, 2 * units + j]
-            v[2] = xg[b, 2 * units + j] + v[2]
-            v[2] = _act(v[2], act)  # candidate
+            _gru_gates(xg, hg, b, j, units, act, rec, v)
             # Keras: z·h_prev + (1 − z)·candidate
             v[3] = v[0] * h_prev[b, j]
             v[4] = 1.0 - v[0]
@@ -196,13 +207,7 @@ def _gru_bwd(dh, xg, hg, h_prev, act, rec, dxg, dhg, dh_prev):
     v = np.empty(8, dtype=dxg.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = xg[b, j] + hg[b, j]
-            v[0] = _act(v[0], rec)  # z
-            v[1] = xg[b, units + j] + hg[b, units + j]
-            v[1] = _act(v[1], rec)  # r
-            v[2] = v[1] * hg[b, 2 * units + j]
-            v[2] = xg[b, 2 * units + j] + v[2]
-            v[2] = _act(v[2], act)  # candidate
+            _gru_gates(xg, hg, b, j, units, act, rec, v)
             d = dh[b, j]
             v[3] = h_prev[b, j] - v[2]
             v[3] = d * v[3]
