@@ -55,6 +55,16 @@ def _act_grad(y, code):
     return 1.0
 
 
+def _contiguous(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The kernels' array arguments, C-contiguous (copies only where needed)."""
+    return tuple(np.ascontiguousarray(a) for a in arrays)
+
+
+def _codes(activation: str, recurrent_activation: str) -> tuple[int, int]:
+    """The kernels' ``act, rec`` arguments: the activations' codes."""
+    return ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
+
+
 # ------------------------------------------------------------------------------------------ LSTM
 # Values go through ``v`` (an array of the inputs' dtype) so that every operation rounds to
 # that dtype, as TensorFlow's float32 ops do one by one; Python float literals would otherwise
@@ -90,14 +100,7 @@ def lstm_cell(
     input and recurrent products plus the bias) and the previous cell state ``c_prev``."""
     h = np.empty_like(c_prev)
     c = np.empty_like(c_prev)
-    _lstm_fwd(
-        np.ascontiguousarray(z),
-        np.ascontiguousarray(c_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        h,
-        c,
-    )
+    _lstm_fwd(*_contiguous(z, c_prev), *_codes(activation, recurrent_activation), h, c)
     return h, c
 
 
@@ -142,15 +145,7 @@ def lstm_cell_grad(
     dz = np.empty_like(z)
     dc_prev = np.empty_like(c_prev)
     _lstm_bwd(
-        np.ascontiguousarray(dh),
-        np.ascontiguousarray(dc),
-        np.ascontiguousarray(z),
-        np.ascontiguousarray(c_prev),
-        np.ascontiguousarray(c),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        dz,
-        dc_prev,
+        *_contiguous(dh, dc, z, c_prev, c), *_codes(activation, recurrent_activation), dz, dc_prev
     )
     return dz, dc_prev
 
@@ -190,14 +185,7 @@ def gru_cell(
     ``xg`` is ``x·W + b_input`` and ``hg`` is ``h_prev·U + b_recurrent``, both (batch, 3·units)
     in the order ``z, r, h``."""
     h = np.empty_like(h_prev)
-    _gru_fwd(
-        np.ascontiguousarray(xg),
-        np.ascontiguousarray(hg),
-        np.ascontiguousarray(h_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        h,
-    )
+    _gru_fwd(*_contiguous(xg, hg, h_prev), *_codes(activation, recurrent_activation), h)
     return h
 
 
@@ -242,17 +230,8 @@ def gru_cell_grad(
     dxg = np.empty_like(xg)
     dhg = np.empty_like(hg)
     dh_prev = np.empty_like(h_prev)
-    _gru_bwd(
-        np.ascontiguousarray(dh),
-        np.ascontiguousarray(xg),
-        np.ascontiguousarray(hg),
-        np.ascontiguousarray(h_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        dxg,
-        dhg,
-        dh_prev,
-    )
+    codes = _codes(activation, recurrent_activation)
+    _gru_bwd(*_contiguous(dh, xg, hg, h_prev), *codes, dxg, dhg, dh_prev)
     return dxg, dhg, dh_prev
 
 
