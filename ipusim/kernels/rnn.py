@@ -100,7 +100,8 @@ def lstm_cell(
     input and recurrent products plus the bias) and the previous cell state ``c_prev``."""
     h = np.empty_like(c_prev)
     c = np.empty_like(c_prev)
-    _lstm_fwd(*_contiguous(z, c_prev), *_codes(activation, recurrent_activation), h, c)
+    z, c_prev = _contiguous(z, c_prev)
+    _lstm_fwd(z, c_prev, *_codes(activation, recurrent_activation), h, c)
     return h, c
 
 
@@ -144,9 +145,8 @@ def lstm_cell_grad(
     ``c`` and the step's stash (pre-activations, previous and new cell states)."""
     dz = np.empty_like(z)
     dc_prev = np.empty_like(c_prev)
-    _lstm_bwd(
-        *_contiguous(dh, dc, z, c_prev, c), *_codes(activation, recurrent_activation), dz, dc_prev
-    )
+    dh, dc, z, c_prev, c = _contiguous(dh, dc, z, c_prev, c)
+    _lstm_bwd(dh, dc, z, c_prev, c, *_codes(activation, recurrent_activation), dz, dc_prev)
     return dz, dc_prev
 
 
@@ -185,7 +185,8 @@ def gru_cell(
     ``xg`` is ``x·W + b_input`` and ``hg`` is ``h_prev·U + b_recurrent``, both (batch, 3·units)
     in the order ``z, r, h``."""
     h = np.empty_like(h_prev)
-    _gru_fwd(*_contiguous(xg, hg, h_prev), *_codes(activation, recurrent_activation), h)
+    xg, hg, h_prev = _contiguous(xg, hg, h_prev)
+    _gru_fwd(xg, hg, h_prev, *_codes(activation, recurrent_activation), h)
     return h
 
 
@@ -230,8 +231,8 @@ def gru_cell_grad(
     dxg = np.empty_like(xg)
     dhg = np.empty_like(hg)
     dh_prev = np.empty_like(h_prev)
-    codes = _codes(activation, recurrent_activation)
-    _gru_bwd(*_contiguous(dh, xg, hg, h_prev), *codes, dxg, dhg, dh_prev)
+    dh, xg, hg, h_prev = _contiguous(dh, xg, hg, h_prev)
+    _gru_bwd(dh, xg, hg, h_prev, *_codes(activation, recurrent_activation), dxg, dhg, dh_prev)
     return dxg, dhg, dh_prev
 
 

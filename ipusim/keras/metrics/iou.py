@@ -119,7 +119,7 @@ class IoU(Metric):
 class MeanIoU(IoU):
     """Mean IoU over every class."""
 
-    _unlisted = ("target_class_ids",)
+    _unlisted: tuple[str, ...] = ("target_class_ids",)
 
     def __init__(
         self,
@@ -172,7 +172,7 @@ class BinaryIoU(IoU):
 class OneHotIoU(IoU):
     """IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken)."""
 
-    _unlisted = ("sparse_y_true",)
+    _unlisted: tuple[str, ...] = ("sparse_y_true",)
 
     def __init__(
         self,
