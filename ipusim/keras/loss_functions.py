@@ -14,7 +14,7 @@ from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn
 from ipusim.keras import backend
-from ipusim.keras.loss_utils import as_float, check_same_shape, eager_capable
+from ipusim.keras.loss_utils import eager_capable, prepare_labels, smooth_labels
 
 #: Smallest base ``power`` takes the log of for a non-integer exponent: keeps ``0**gamma`` at 0
 #: with a zero (not NaN) gradient; the value changes by less than float32's smallest normal (D).
@@ -29,11 +29,6 @@ def power(x: Symbol, exponent: float) -> Symbol:
             out = m.multiply(out, x)
         return out
     return m.exp(m.multiply(m.log(m.maximum(x, _POW_FLOOR)), float(exponent)))
-
-
-def _prepare(y_true: Symbol, y_pred: Symbol, name: str) -> Symbol:
-    check_same_shape(y_true, y_pred, name)
-    return as_float(y_true, y_pred)
 
 
 def _maybe_convert_labels(y_true: Symbol) -> Symbol:
@@ -52,14 +47,14 @@ def _maybe_convert_labels(y_true: Symbol) -> Symbol:
 @eager_capable
 def hinge(y_true: Any, y_pred: Any) -> Symbol:
     """``mean(max(1 - y_true * y_pred, 0), -1)``; 0/1 labels are taken as -1/1."""
-    y_true = _maybe_convert_labels(_prepare(y_true, y_pred, "Hinge"))
+    y_true = _maybe_convert_labels(prepare_labels(y_true, y_pred, "Hinge"))
     return m.reduce_mean(m.relu(m.subtract(1.0, m.multiply(y_true, y_pred))), axis=-1)
 
 
 @eager_capable
 def squared_hinge(y_true: Any, y_pred: Any) -> Symbol:
     """``mean(max(1 - y_true * y_pred, 0) ** 2, -1)``; 0/1 labels are taken as -1/1."""
-    y_true = _maybe_convert_labels(_prepare(y_true, y_pred, "SquaredHinge"))
+    y_true = _maybe_convert_labels(prepare_labels(y_true, y_pred, "SquaredHinge"))
     margin = m.relu(m.subtract(1.0, m.multiply(y_true, y_pred)))
     return m.reduce_mean(m.square(margin), axis=-1)
 
@@ -67,7 +62,7 @@ def squared_hinge(y_true: Any, y_pred: Any) -> Symbol:
 @eager_capable
 def categorical_hinge(y_true: Any, y_pred: Any) -> Symbol:
     """``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` over the last axis."""
-    y_true = _prepare(y_true, y_pred, "CategoricalHinge")
+    y_true = prepare_labels(y_true, y_pred, "CategoricalHinge")
     pos = m.reduce_sum(m.multiply(y_true, y_pred), axis=-1)
     neg = m.reduce_max(m.multiply(m.subtract(1.0, y_true), y_pred), axis=-1)
     return m.relu(m.add(m.subtract(neg, pos), 1.0))
@@ -80,7 +75,7 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Symbol:
     Written as ``0.5 q**2 + delta (|e| - q)`` with ``q = min(|e|, delta)``: the same values and
     gradients as Keras' select, from ops that have gradients.
     """
-    y_true = _prepare(y_true, y_pred, "Huber")
+    y_true = prepare_labels(y_true, y_pred, "Huber")
     abs_error = m.abs(m.subtract(y_pred, y_true))
     quadratic = m.minimum(abs_error, float(delta))
     linear = m.subtract(abs_error, quadratic)
@@ -91,7 +86,7 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Symbol:
 @eager_capable
 def log_cosh(y_true: Any, y_pred: Any) -> Symbol:
     """``mean(log(cosh(y_pred - y_true)), -1)`` as ``x + softplus(-2x) - log 2`` (no overflow)."""
-    x = m.subtract(y_pred, _prepare(y_true, y_pred, "LogCosh"))
+    x = m.subtract(y_pred, prepare_labels(y_true, y_pred, "LogCosh"))
     per = m.add(x, m.softplus(m.multiply(x, -2.0)))
     return m.reduce_mean(m.subtract(per, 0.6931471805599453), axis=-1)
 
@@ -100,7 +95,7 @@ def log_cosh(y_true: Any, y_pred: Any) -> Symbol:
 def kl_divergence(y_true: Any, y_pred: Any) -> Symbol:
     """``sum(y_true * log(y_true / y_pred), -1)`` with both clipped to ``[epsilon, 1]``."""
     eps = backend.epsilon()
-    y_true = m.clip(_prepare(y_true, y_pred, "KLDivergence"), eps, 1.0)
+    y_true = m.clip(prepare_labels(y_true, y_pred, "KLDivergence"), eps, 1.0)
     y_pred = m.clip(y_pred, eps, 1.0)
     return m.reduce_sum(m.multiply(y_true, m.log(m.divide(y_true, y_pred))), axis=-1)
 
@@ -108,7 +103,7 @@ def kl_divergence(y_true: Any, y_pred: Any) -> Symbol:
 @eager_capable
 def poisson(y_true: Any, y_pred: Any) -> Symbol:
     """``mean(y_pred - y_true * log(y_pred + epsilon), -1)``."""
-    y_true = _prepare(y_true, y_pred, "Poisson")
+    y_true = prepare_labels(y_true, y_pred, "Poisson")
     log_pred = m.log(m.add(y_pred, backend.epsilon()))
     return m.reduce_mean(m.subtract(y_pred, m.multiply(y_true, log_pred)), axis=-1)
 
@@ -123,7 +118,7 @@ def l2_normalize(x: Symbol, axis: int = -1) -> Symbol:
 @eager_capable
 def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Symbol:
     """``-sum(l2_normalize(y_true) * l2_normalize(y_pred), axis)`` (-1 is best)."""
-    y_true = _prepare(y_true, y_pred, "CosineSimilarity")
+    y_true = prepare_labels(y_true, y_pred, "CosineSimilarity")
     product = m.multiply(l2_normalize(y_true, axis), l2_normalize(y_pred, axis))
     return m.negative(m.reduce_sum(product, axis=axis))
 
@@ -131,7 +126,7 @@ def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> Symbol:
 @eager_capable
 def mean_absolute_percentage_error(y_true: Any, y_pred: Any) -> Symbol:
     """``100 * mean(|(y_true - y_pred) / max(|y_true|, epsilon)|, -1)``."""
-    y_true = _prepare(y_true, y_pred, "MeanAbsolutePercentageError")
+    y_true = prepare_labels(y_true, y_pred, "MeanAbsolutePercentageError")
     scale = m.maximum(m.abs(y_true), backend.epsilon())
     diff = m.abs(m.divide(m.subtract(y_true, y_pred), scale))
     return m.multiply(m.reduce_mean(diff, axis=-1), 100.0)
@@ -140,7 +135,7 @@ def mean_absolute_percentage_error(y_true: Any, y_pred: Any) -> Symbol:
 @eager_capable
 def mean_squared_logarithmic_error(y_true: Any, y_pred: Any) -> Symbol:
     """``mean((log(max(y_pred, eps) + 1) - log(max(y_true, eps) + 1))**2, -1)``."""
-    y_true = _prepare(y_true, y_pred, "MeanSquaredLogarithmicError")
+    y_true = prepare_labels(y_true, y_pred, "MeanSquaredLogarithmicError")
     eps = backend.epsilon()
     first = m.log(m.add(m.maximum(y_pred, eps), 1.0))
     second = m.log(m.add(m.maximum(y_true, eps), 1.0))
@@ -179,9 +174,9 @@ def binary_focal_crossentropy(
     axis: int = -1,
 ) -> Symbol:
     """Binary cross-entropy scaled by ``(1 - p_t) ** gamma`` (and ``alpha`` balancing)."""
-    y_true = _prepare(y_true, y_pred, "BinaryFocalCrossentropy")
+    y_true = prepare_labels(y_true, y_pred, "BinaryFocalCrossentropy")
     if label_smoothing:
-        y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+        y_true = smooth_labels(y_true, label_smoothing, 2)
     probs = m.sigmoid(y_pred) if from_logits else y_pred
     p_t = m.add(
         m.multiply(y_true, probs), m.multiply(m.subtract(1.0, y_true), m.subtract(1.0, probs))
@@ -207,10 +202,9 @@ def categorical_focal_crossentropy(
     axis: int = -1,
 ) -> Symbol:
     """``sum(alpha (1 - p)**gamma * -y_true log p, axis)`` of normalised, clipped ``p``."""
-    y_true = _prepare(y_true, y_pred, "CategoricalFocalCrossentropy")
+    y_true = prepare_labels(y_true, y_pred, "CategoricalFocalCrossentropy")
     if label_smoothing:
-        classes = y_pred.shape[axis]
-        y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / classes)
+        y_true = smooth_labels(y_true, label_smoothing, y_pred.shape[axis])
     probs = nn.softmax(y_pred, axis=axis) if from_logits else y_pred
     probs = m.divide(probs, m.reduce_sum(probs, axis=axis, keepdims=True))
     eps = backend.epsilon()

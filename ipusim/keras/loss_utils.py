@@ -40,6 +40,18 @@ def as_float(y_true: Symbol, like: Symbol) -> Symbol:
     return y_true if y_true.dtype == like.dtype else m.cast(y_true, like.dtype)
 
 
+def prepare_labels(y_true: Symbol, y_pred: Symbol, loss_name: str, hint: str = "") -> Symbol:
+    """Labels checked to have the predictions' shape, then cast to their dtype."""
+    check_same_shape(y_true, y_pred, loss_name, hint)
+    return as_float(y_true, y_pred)
+
+
+def smooth_labels(y_true: Symbol, label_smoothing: float, classes: int) -> Symbol:
+    """Keras' label smoothing: ``y * (1 - s) + s / classes`` (``classes`` is 2 for binary
+    labels; ``s / 2`` is exactly Keras' ``0.5 * s``)."""
+    return m.add(m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / classes)
+
+
 def softmax_logits(y_pred: Symbol) -> Symbol | None:
     """The logits of ``y_pred`` when it is the output of a softmax over the last axis."""
     node = y_pred.node

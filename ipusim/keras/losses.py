@@ -35,7 +35,13 @@ from ipusim.keras.loss_functions import (
     poisson,
     squared_hinge,
 )
-from ipusim.keras.loss_utils import as_float, check_same_shape, eager_capable, softmax_logits
+from ipusim.keras.loss_utils import (
+    as_float,
+    eager_capable,
+    prepare_labels,
+    smooth_labels,
+    softmax_logits,
+)
 
 REDUCTIONS = ("auto", "sum_over_batch_size", "sum", "none")
 
@@ -109,16 +115,14 @@ def categorical_crossentropy(
     """Per-example cross-entropy of one-hot (or soft) labels against class scores."""
     if axis not in (-1, y_pred.ndim - 1):
         raise NotImplementedError("categorical_crossentropy: only axis=-1 is supported")
-    check_same_shape(
+    y_true = prepare_labels(
         y_true,
         y_pred,
         "CategoricalCrossentropy",
         " For integer labels use SparseCategoricalCrossentropy instead.",
     )
-    y_true = as_float(y_true, y_pred)
     if label_smoothing:
-        classes = y_pred.shape[-1]
-        y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), label_smoothing / classes)
+        y_true = smooth_labels(y_true, label_smoothing, y_pred.shape[-1])
     logits = y_pred if from_logits else softmax_logits(y_pred)
     if logits is not None:
         return nn.softmax_cross_entropy_with_logits(y_true, logits)
@@ -137,10 +141,9 @@ def binary_crossentropy(
     axis: int = -1,
 ) -> Symbol:
     """Binary cross-entropy, averaged over the last axis."""
-    check_same_shape(y_true, y_pred, "BinaryCrossentropy")
-    y_true = as_float(y_true, y_pred)
+    y_true = prepare_labels(y_true, y_pred, "BinaryCrossentropy")
     if label_smoothing:
-        y_true = m.add(m.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+        y_true = smooth_labels(y_true, label_smoothing, 2)
     per = binary_crossentropy_elementwise(y_true, y_pred, from_logits)
     return m.reduce_mean(per, axis=axis)
 
@@ -222,6 +225,8 @@ class LossFunctionWrapper(Loss):
         super().__init__(reduction=reduction, name=name)
         self.fn = fn
         self._fn_kwargs = kwargs
+        if "from_logits" in kwargs:  # as Keras' cross-entropy classes
+            self.from_logits = kwargs["from_logits"]
 
     def call(self, y_true: Any, y_pred: Any) -> Symbol:
         if isinstance(y_true, Symbol) and isinstance(y_pred, Symbol):
@@ -246,7 +251,6 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
                 "by ipusim; pass ignore_class=None and give those labels a sample_weight of 0"
             )
         super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits)
-        self.from_logits = from_logits
 
 
 class CategoricalCrossentropy(LossFunctionWrapper):
@@ -266,7 +270,6 @@ class CategoricalCrossentropy(LossFunctionWrapper):
             label_smoothing=label_smoothing,
             axis=axis,
         )
-        self.from_logits = from_logits
 
 
 class BinaryCrossentropy(LossFunctionWrapper):
@@ -286,7 +289,6 @@ class BinaryCrossentropy(LossFunctionWrapper):
             label_smoothing=label_smoothing,
             axis=axis,
         )
-        self.from_logits = from_logits
 
 
 class BinaryFocalCrossentropy(LossFunctionWrapper):
@@ -314,7 +316,6 @@ class BinaryFocalCrossentropy(LossFunctionWrapper):
             label_smoothing=label_smoothing,
             axis=axis,
         )
-        self.from_logits = from_logits
 
 
 class CategoricalFocalCrossentropy(LossFunctionWrapper):
@@ -340,7 +341,6 @@ class CategoricalFocalCrossentropy(LossFunctionWrapper):
             label_smoothing=label_smoothing,
             axis=axis,
         )
-        self.from_logits = from_logits
 
 
 class Huber(LossFunctionWrapper):

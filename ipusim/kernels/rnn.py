@@ -55,20 +55,37 @@ def _act_grad(y, code):
     return 1.0
 
 
+def _contiguous(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The kernels' array arguments, C-contiguous (copies only where needed)."""
+    return tuple(np.ascontiguousarray(a) for a in arrays)
+
+
+def _codes(activation: str, recurrent_activation: str) -> tuple[int, int]:
+    """The kernels' ``act, rec`` arguments: the activations' codes."""
+    return ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
+
+
 # ------------------------------------------------------------------------------------------ LSTM
 # Values go through ``v`` (an array of the inputs' dtype) so that every operation rounds to
 # that dtype, as TensorFlow's float32 ops do one by one; Python float literals would otherwise
 # promote the arithmetic to float64.
+@kernel
+def _lstm_gates(z, b, j, units, act, rec, v):
+    """Unit ``j`` of example ``b``: the gate activations into ``v[0:4]`` (forward and backward
+    compute them alike)."""
+    v[0] = _act(z[b, j], rec)  # i
+    v[1] = _act(z[b, units + j], rec)  # f
+    v[2] = _act(z[b, 2 * units + j], act)  # candidate
+    v[3] = _act(z[b, 3 * units + j], rec)  # o
+
+
 @kernel
 def _lstm_fwd(z, c_prev, act, rec, h, c):
     batch, units = c_prev.shape
     v = np.empty(6, dtype=c.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = _act(z[b, j], rec)  # i
-            v[1] = _act(z[b, units + j], rec)  # f
-            v[2] = _act(z[b, 2 * units + j], act)  # candidate
-            v[3] = _act(z[b, 3 * units + j], rec)  # o
+            _lstm_gates(z, b, j, units, act, rec, v)
             v[4] = v[1] * c_prev[b, j]
             v[5] = v[0] * v[2]
             c[b, j] = v[4] + v[5]
@@ -83,14 +100,8 @@ def lstm_cell(
     input and recurrent products plus the bias) and the previous cell state ``c_prev``."""
     h = np.empty_like(c_prev)
     c = np.empty_like(c_prev)
-    _lstm_fwd(
-        np.ascontiguousarray(z),
-        np.ascontiguousarray(c_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        h,
-        c,
-    )
+    z, c_prev = _contiguous(z, c_prev)
+    _lstm_fwd(z, c_prev, *_codes(activation, recurrent_activation), h, c)
     return h, c
 
 
@@ -100,10 +111,7 @@ def _lstm_bwd(dh, dc, z, c_prev, c, act, rec, dz, dc_prev):
     v = np.empty(8, dtype=dz.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = _act(z[b, j], rec)  # i
-            v[1] = _act(z[b, units + j], rec)  # f
-            v[2] = _act(z[b, 2 * units + j], act)  # candidate
-            v[3] = _act(z[b, 3 * units + j], rec)  # o
+            _lstm_gates(z, b, j, units, act, rec, v)
             v[4] = _act(c[b, j], act)
             v[5] = dh[b, j] * v[3]  # gradient at act(c)
             v[6] = _act_grad(v[4], act)
@@ -137,34 +145,32 @@ def lstm_cell_grad(
     ``c`` and the step's stash (pre-activations, previous and new cell states)."""
     dz = np.empty_like(z)
     dc_prev = np.empty_like(c_prev)
-    _lstm_bwd(
-        np.ascontiguousarray(dh),
-        np.ascontiguousarray(dc),
-        np.ascontiguousarray(z),
-        np.ascontiguousarray(c_prev),
-        np.ascontiguousarray(c),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        dz,
-        dc_prev,
-    )
+    dh, dc, z, c_prev, c = _contiguous(dh, dc, z, c_prev, c)
+    _lstm_bwd(dh, dc, z, c_prev, c, *_codes(activation, recurrent_activation), dz, dc_prev)
     return dz, dc_prev
 
 
 # ------------------------------------------------------------------------------------------- GRU
+@kernel
+def _gru_gates(xg, hg, b, j, units, act, rec, v):
+    """Unit ``j`` of example ``b``: the gate activations into ``v[0:3]`` (forward and backward
+    compute them alike)."""
+    v[0] = xg[b, j] + hg[b, j]
+    v[0] = _act(v[0], rec)  # z
+    v[1] = xg[b, units + j] + hg[b, units + j]
+    v[1] = _act(v[1], rec)  # r
+    v[2] = v[1] * hg[b, 2 * units + j]
+    v[2] = xg[b, 2 * units + j] + v[2]
+    v[2] = _act(v[2], act)  # candidate
+
+
 @kernel
 def _gru_fwd(xg, hg, h_prev, act, rec, h):
     batch, units = h_prev.shape
     v = np.empty(6, dtype=h.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = xg[b, j] + hg[b, j]
-            v[0] = _act(v[0], rec)  # z
-            v[1] = xg[b, units + j] + hg[b, units + j]
-            v[1] = _act(v[1], rec)  # r
-            v[2] = v[1] * hg[b, 2 * units + j]
-            v[2] = xg[b, 2 * units + j] + v[2]
-            v[2] = _act(v[2], act)  # candidate
+            _gru_gates(xg, hg, b, j, units, act, rec, v)
             # Keras: z·h_prev + (1 − z)·candidate
             v[3] = v[0] * h_prev[b, j]
             v[4] = 1.0 - v[0]
@@ -179,14 +185,8 @@ def gru_cell(
     ``xg`` is ``x·W + b_input`` and ``hg`` is ``h_prev·U + b_recurrent``, both (batch, 3·units)
     in the order ``z, r, h``."""
     h = np.empty_like(h_prev)
-    _gru_fwd(
-        np.ascontiguousarray(xg),
-        np.ascontiguousarray(hg),
-        np.ascontiguousarray(h_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        h,
-    )
+    xg, hg, h_prev = _contiguous(xg, hg, h_prev)
+    _gru_fwd(xg, hg, h_prev, *_codes(activation, recurrent_activation), h)
     return h
 
 
@@ -196,13 +196,7 @@ def _gru_bwd(dh, xg, hg, h_prev, act, rec, dxg, dhg, dh_prev):
     v = np.empty(8, dtype=dxg.dtype)
     for b in range(batch):
         for j in range(units):
-            v[0] = xg[b, j] + hg[b, j]
-            v[0] = _act(v[0], rec)  # z
-            v[1] = xg[b, units + j] + hg[b, units + j]
-            v[1] = _act(v[1], rec)  # r
-            v[2] = v[1] * hg[b, 2 * units + j]
-            v[2] = xg[b, 2 * units + j] + v[2]
-            v[2] = _act(v[2], act)  # candidate
+            _gru_gates(xg, hg, b, j, units, act, rec, v)
             d = dh[b, j]
             v[3] = h_prev[b, j] - v[2]
             v[3] = d * v[3]
@@ -237,17 +231,8 @@ def gru_cell_grad(
     dxg = np.empty_like(xg)
     dhg = np.empty_like(hg)
     dh_prev = np.empty_like(h_prev)
-    _gru_bwd(
-        np.ascontiguousarray(dh),
-        np.ascontiguousarray(xg),
-        np.ascontiguousarray(hg),
-        np.ascontiguousarray(h_prev),
-        ACTIVATIONS[activation],
-        ACTIVATIONS[recurrent_activation],
-        dxg,
-        dhg,
-        dh_prev,
-    )
+    dh, xg, hg, h_prev = _contiguous(dh, xg, hg, h_prev)
+    _gru_bwd(dh, xg, hg, h_prev, *_codes(activation, recurrent_activation), dxg, dhg, dh_prev)
     return dxg, dhg, dh_prev
 
 

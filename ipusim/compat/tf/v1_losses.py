@@ -55,6 +55,11 @@ def _reduce(losses: Any, weights: Any, reduction: str) -> Any:
     )
 
 
+def difference(labels: Any, predictions: Any) -> Any:
+    """``predictions - labels`` in float32 (the TF1 losses' and metrics' error term)."""
+    return ops.cast(predictions, "float32") - ops.cast(labels, "float32")
+
+
 def sparse_softmax_cross_entropy(
     labels: Any,
     logits: Any,
@@ -97,8 +102,7 @@ def mean_squared_error(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Any:
     """``(predictions - labels)²`` reduced (TF1 ``losses``)."""
-    diff = ops.cast(predictions, "float32") - ops.cast(labels, "float32")
-    return _reduce(ops.square(diff), weights, reduction)
+    return _reduce(ops.square(difference(labels, predictions)), weights, reduction)
 
 
 def absolute_difference(
@@ -110,8 +114,7 @@ def absolute_difference(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Any:
     """``|predictions - labels|`` reduced (TF1 ``losses``)."""
-    diff = ops.cast(predictions, "float32") - ops.cast(labels, "float32")
-    return _reduce(ops.abs(diff), weights, reduction)
+    return _reduce(ops.abs(difference(labels, predictions)), weights, reduction)
 
 
 def dense(

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops
+from ipusim.compat.tf.v1_losses import difference
 
 __all__ = ["StreamingMetric", "accuracy", "mean", "mean_absolute_error", "mean_squared_error"]
 
@@ -74,13 +75,11 @@ def mean_squared_error(
     labels: Any, predictions: Any, weights: Any = None, **kwargs: Any
 ) -> tuple[StreamingMetric, StreamingMetric]:
     """The mean of ``(predictions - labels)**2`` over the evaluation."""
-    diff = ops.cast(predictions, "float32") - ops.cast(labels, "float32")
-    return _pair(ops.square(diff), weights)
+    return _pair(ops.square(difference(labels, predictions)), weights)
 
 
 def mean_absolute_error(
     labels: Any, predictions: Any, weights: Any = None, **kwargs: Any
 ) -> tuple[StreamingMetric, StreamingMetric]:
     """The mean of ``|predictions - labels|`` over the evaluation."""
-    diff = ops.cast(predictions, "float32") - ops.cast(labels, "float32")
-    return _pair(ops.abs(diff), weights)
+    return _pair(ops.abs(difference(labels, predictions)), weights)

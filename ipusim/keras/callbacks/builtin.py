@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.keras.callbacks.callback import Callback, Logs
+from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
 
@@ -102,9 +102,7 @@ class EarlyStopping(Callback):
         self.restore_best_weights = restore_best_weights
         self.start_from_epoch = start_from_epoch
         self.best_weights: list[np.ndarray] | None = None
-        if mode not in ("auto", "min", "max"):
-            logger.warning("EarlyStopping mode %s is unknown, fallback to auto mode.", mode)
-            mode = "auto"
+        mode = checked_mode(mode, "EarlyStopping")
         if mode == "min" or (mode == "auto" and "acc" not in monitor):
             self.monitor_op = np.less
             self.min_delta *= -1

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 Logs = dict[str, Any]
+
+logger = logging.getLogger("ipusim")
+
+
+def checked_mode(mode: str, who: str) -> str:
+    """A monitoring callback's ``mode``: itself if ``"auto"``, ``"min"`` or ``"max"``, else
+    ``"auto"`` after Keras' warning (``who``: the callback, as Keras names it there)."""
+    if mode not in ("auto", "min", "max"):
+        logger.warning("%s mode %s is unknown, fallback to auto mode.", who, mode)
+        return "auto"
+    return mode
 
 
 def _default(method: Callable) -> Callable:

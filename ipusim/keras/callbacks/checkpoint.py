@@ -18,16 +18,14 @@ import numpy as np
 
 from ipusim._files import write_text_atomic
 from ipusim.errors import UnsupportedError
-from ipusim.keras.callbacks.callback import Callback, Logs
+from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
 
 
 def monitor_op(mode: str, monitor: str, who: str) -> tuple[Any, float]:
     """The comparison and starting best for ``mode`` (``"auto"``: max for accuracies)."""
-    if mode not in ("auto", "min", "max"):
-        logger.warning("%s mode %s is unknown, fallback to auto mode.", who, mode)
-        mode = "auto"
+    mode = checked_mode(mode, who)
     maximise = mode == "max" or (
         mode == "auto" and ("acc" in monitor or monitor.startswith("fmeasure"))
     )

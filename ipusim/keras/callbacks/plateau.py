@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.keras.callbacks.callback import Callback, Logs
+from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
 
@@ -87,11 +87,7 @@ class ReduceLROnPlateau(Callback):
         self._reset()
 
     def _reset(self) -> None:
-        if self.mode not in ("auto", "min", "max"):
-            logger.warning(
-                "Learning rate reduction mode %s is unknown, fallback to auto mode.", self.mode
-            )
-            self.mode = "auto"
+        self.mode = checked_mode(self.mode, "Learning rate reduction")
         if self.mode == "min" or (self.mode == "auto" and "acc" not in self.monitor):
             self.monitor_op = lambda a, b: np.less(a, b - self.min_delta)
             self.best = np.inf

@@ -41,11 +41,137 @@ def _rate(layer: str, arg: str, value: Any) -> float:
     return float(value)
 
 
-class _Recurrent(Layer):
-    """What SimpleRNN, LSTM and GRU share: arguments, weights, the loop over time."""
+class _GatedLayer(Layer):
+    """What the recurrent layers (SimpleRNN, LSTM, GRU) and the cells (``recurrent_cells``)
+    share: the cell's arguments, its weights and their config."""
 
     #: Gates per unit (columns of the kernels are ``gates × units``).
     _gates = 1
+    #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
+    _bias_name = "bias"
+
+    def __init__(
+        self,
+        units: int,
+        activation: Any,
+        recurrent_activation: Any,
+        use_bias: bool,
+        kernel_initializer: Any,
+        recurrent_initializer: Any,
+        bias_initializer: Any,
+        dropout: float,
+        recurrent_dropout: float,
+        **kwargs: Any,
+    ) -> None:
+        """``recurrent_activation`` is the one the subclass resolved (None: it has none)."""
+        kwargs.pop("implementation", None)  # Keras' implementation choice changes no numbers
+        super().__init__(**kwargs)
+        kind = type(self).__name__
+        self.units = _positive_int(kind, "units", units)
+        self.activation = activations.get(activation)
+        rec = recurrent_activation
+        self.recurrent_activation = activations.get(rec) if rec else None
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.dropout = _rate(kind, "dropout", dropout)
+        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
+        self._check_dropout()
+
+    def _check_dropout(self) -> None:
+        if self.dropout or self.recurrent_dropout:
+            self._mask_seed = backend.next_seed()
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        return (self._gates * self.units,)
+
+    def _bias_init(self) -> Any:
+        return self.bias_initializer
+
+    def _build_weights(self, features: int) -> None:
+        """The input kernel, the recurrent kernel and (``use_bias``) the bias."""
+        width = self._gates * self.units
+        self.kernel = self.add_weight(
+            "kernel", (features, width), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
+        )
+        self.bias = (
+            self.add_weight(self._bias_name, self._bias_shape(), initializer=self._bias_init())
+            if self.use_bias
+            else None
+        )
+
+    def _loop_config(self) -> dict[str, Any]:
+        """The config of the loop over time (the layers'; a cell has none)."""
+        return {}
+
+    def get_config(self) -> dict[str, Any]:
+        config = {
+            **super().get_config(),
+            "units": self.units,
+            "activation": activations.serialize(self.activation),
+            "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "dropout": self.dropout,
+            "recurrent_dropout": self.recurrent_dropout,
+            **self._loop_config(),
+        }
+        if self.recurrent_activation is not None:
+            config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
+        return config
+
+
+class _UnitForgetBias:
+    """LSTM and LSTMCell: four gates; ``unit_forget_bias`` starts the forget gate's bias at 1."""
+
+    _gates = 4
+    unit_forget_bias: bool
+    bias_initializer: Any
+    units: int
+
+    def _bias_init(self) -> Any:
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        return forget_bias_initializer(self.bias_initializer, self.units)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}  # type: ignore[misc]
+
+
+class _ResetAfter:
+    """GRU and GRUCell: three gates; ``reset_after=True`` (the TF2 default) applies the reset
+    gate after the recurrent product and keeps two bias vectors (input, recurrent)."""
+
+    _gates = 3
+    bias: Any
+    units: int
+
+    def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
+        super().__init__(units, *args, **kwargs)  # type: ignore[call-arg]
+        self.reset_after = bool(reset_after)
+        self._act_name, self._rec_name = fused_names(self)
+
+    def _bias_shape(self) -> tuple[int, ...]:
+        width = self._gates * self.units
+        return (2, width) if self.reset_after else (width,)
+
+    def _input_bias(self) -> Any:
+        if self.bias is None or not self.reset_after:
+            return self.bias
+        return shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "reset_after": self.reset_after}  # type: ignore[misc]
+
+
+class _Recurrent(_GatedLayer):
+    """What SimpleRNN, LSTM and GRU share: arguments, weights, the loop over time."""
+
     #: Keras' default recurrent activation for the subclass (None: it has none).
     _default_recurrent_activation: str | None = None
 
@@ -86,19 +212,19 @@ class _Recurrent(Layer):
         ):
             if value is not None:
                 raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
-        kwargs.pop("implementation", None)  # Keras' implementation choice changes no numbers
-        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        self.units = _positive_int(kind, "units", units)
-        self.activation = activations.get(activation)
-        rec = recurrent_activation or self._default_recurrent_activation
-        self.recurrent_activation = activations.get(rec) if rec else None
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.dropout = _rate(kind, "dropout", dropout)
-        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
-        self._check_dropout()
+        super().__init__(
+            units,
+            activation,
+            recurrent_activation or self._default_recurrent_activation,
+            use_bias,
+            kernel_initializer,
+            recurrent_initializer,
+            bias_initializer,
+            dropout,
+            recurrent_dropout,
+            activity_regularizer=activity_regularizer,
+            **kwargs,
+        )
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
@@ -106,10 +232,6 @@ class _Recurrent(Layer):
         self._state_variables: list[Variable] = []
         self.unroll = bool(unroll)  # the loop is unrolled in the step graph either way
         self.time_major = bool(time_major)
-
-    def _check_dropout(self) -> None:
-        if self.dropout or self.recurrent_dropout:
-            self._mask_seed = backend.next_seed()
 
     @property
     def _per_gate(self) -> bool:
@@ -123,16 +245,8 @@ class _Recurrent(Layer):
         return (1, None, features) if self.time_major else (None, 1, features)
 
     # ------------------------------------------------------------------ weights
-    #: Name of the bias weight (PopnnLSTM / PopnnGRU call it ``biases``).
-    _bias_name = "bias"
     #: The matmuls' own availableMemoryProportion, forwards and backwards (PopnnLSTM / PopnnGRU).
     _amp: dict[str, Any] = {}
-
-    def _bias_shape(self) -> tuple[int, ...]:
-        return (self._gates * self.units,)
-
-    def _bias_init(self) -> Any:
-        return self.bias_initializer
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
@@ -140,18 +254,7 @@ class _Recurrent(Layer):
                 f"{type(self).__name__} {self.name!r} needs inputs of shape (batch, timesteps, "
                 f"features) with known features, received input shape {input_shape}"
             )
-        width = self._gates * self.units
-        self.kernel = self.add_weight(
-            "kernel", (input_shape[-1], width), initializer=self.kernel_initializer
-        )
-        self.recurrent_kernel = self.add_weight(
-            "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
-        )
-        self.bias = (
-            self.add_weight(self._bias_name, self._bias_shape(), initializer=self._bias_init())
-            if self.use_bias
-            else None
-        )
+        self._build_weights(input_shape[-1])
         if self.stateful:
             self._make_states(input_shape[1] if self.time_major else input_shape[0])
         self.built = True
@@ -303,17 +406,8 @@ class _Recurrent(Layer):
             return [out] + [(batch, self.units)] * self._num_states
         return out
 
-    def get_config(self) -> dict[str, Any]:
-        config = {
-            **super().get_config(),
-            "units": self.units,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "dropout": self.dropout,
-            "recurrent_dropout": self.recurrent_dropout,
+    def _loop_config(self) -> dict[str, Any]:
+        return {
             "return_sequences": self.return_sequences,
             "return_state": self.return_state,
             "go_backwards": self.go_backwards,
@@ -321,9 +415,6 @@ class _Recurrent(Layer):
             "unroll": self.unroll,
             "time_major": self.time_major,
         }
-        if self.recurrent_activation is not None:
-            config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
-        return config
 
 
 class SimpleRNN(_Recurrent):
@@ -356,11 +447,10 @@ class SimpleRNN(_Recurrent):
         return h, [h]
 
 
-class LSTM(_Recurrent):
+class LSTM(_UnitForgetBias, _Recurrent):
     """Long short-term memory (Keras 2 ``LSTM``: gates ``i, f, c, o``; ``unit_forget_bias``
     starts the forget gate's bias at 1). Returns ``[output, h, c]`` with ``return_state``."""
 
-    _gates = 4
     _num_states = 2
     _default_recurrent_activation = "sigmoid"
 
@@ -389,11 +479,6 @@ class LSTM(_Recurrent):
         self.unit_forget_bias = bool(unit_forget_bias)
         self._act_name, self._rec_name = fused_names(self)
 
-    def _bias_init(self) -> Any:
-        if not self.unit_forget_bias:
-            return self.bias_initializer
-        return forget_bias_initializer(self.bias_initializer, self.units)
-
     def _input_bias(self) -> Any:
         return None  # added per step after the products, as Keras and popnn (AddBias) do
 
@@ -409,30 +494,12 @@ class LSTM(_Recurrent):
         h, c = lstm_gates(self, z, c_prev)
         return h, [h, c]
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
 
+class GRU(_ResetAfter, _Recurrent):
+    """Gated recurrent unit (Keras 2 ``GRU``: gates ``z, r, h``); ``reset_after`` as
+    :class:`_ResetAfter`."""
 
-class GRU(_Recurrent):
-    """Gated recurrent unit (Keras 2 ``GRU``: gates ``z, r, h``). ``reset_after=True`` (the TF2
-    default) applies the reset gate after the recurrent product and keeps two bias vectors."""
-
-    _gates = 3
     _default_recurrent_activation = "sigmoid"
-
-    def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
-        super().__init__(units, *args, **kwargs)
-        self.reset_after = bool(reset_after)
-        self._act_name, self._rec_name = fused_names(self)
-
-    def _bias_shape(self) -> tuple[int, ...]:
-        width = self._gates * self.units
-        return (2, width) if self.reset_after else (width,)
-
-    def _input_bias(self) -> Any:
-        if self.bias is None or not self.reset_after:
-            return self.bias
-        return shape.reshape(shape.slice_axis(self.bias, 0, 1, 0), (-1,))
 
     def _step_weights(self) -> dict[str, Any]:
         return gru_step_weights(self)
@@ -440,9 +507,6 @@ class GRU(_Recurrent):
     def _step(self, x_t: Any, states: list[Any], w: dict[str, Any]) -> tuple[Any, list[Any]]:
         h = gru_step(self, x_t, states[0], w)
         return h, [h]
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "reset_after": self.reset_after}
 
 
 def _states_list(states: Any) -> list[Any]:

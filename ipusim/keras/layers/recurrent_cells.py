@@ -10,16 +10,14 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
-from ipusim.graph.ops import nn, shape
+from ipusim.graph.ops import nn
 from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
-from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.engine.nest import flatten
-from ipusim.keras.layers.core import _positive_int
-from ipusim.keras.layers.recurrent import _rate
+from ipusim.keras.layers.recurrent import _GatedLayer, _ResetAfter, _UnitForgetBias
+from ipusim.keras.layers.recurrent import _states_list as _states
 from ipusim.keras.layers.recurrent_steps import (
-    forget_bias_initializer,
     fused_names,
     gru_step,
     gru_step_weights,
@@ -28,10 +26,8 @@ from ipusim.keras.layers.recurrent_steps import (
 )
 
 
-class _Cell(Layer):
+class _Cell(_GatedLayer):
     """What the three cells share: arguments and weights."""
-
-    _gates = 1
 
     def __init__(
         self,
@@ -50,21 +46,18 @@ class _Cell(Layer):
         for arg in [a for a in kwargs if a.endswith(("_regularizer", "_constraint"))]:
             if kwargs.pop(arg) is not None:
                 raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
-        kwargs.pop("implementation", None)
-        super().__init__(**kwargs)
-        self.units = _positive_int(kind, "units", units)
-        self.activation = activations.get(activation)
-        self.recurrent_activation = (
-            activations.get(recurrent_activation or "sigmoid") if self._gates > 1 else None
+        super().__init__(
+            units,
+            activation,
+            (recurrent_activation or "sigmoid") if self._gates > 1 else None,
+            use_bias,
+            kernel_initializer,
+            recurrent_initializer,
+            bias_initializer,
+            dropout,
+            recurrent_dropout,
+            **kwargs,
         )
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.dropout = _rate(kind, "dropout", dropout)
-        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
-        if self.dropout or self.recurrent_dropout:
-            self._mask_seed = backend.next_seed()
 
     def _masked(self, x: Any, h_prev: Any, training: bool | None) -> tuple[Any, Any]:
         """The step's input and state as the gates' products read them: under dropout one mask
@@ -89,47 +82,9 @@ class _Cell(Layer):
     def output_size(self) -> int:
         return self.units
 
-    def _bias_shape(self) -> tuple[int, ...]:
-        return (self._gates * self.units,)
-
-    def _bias_init(self) -> Any:
-        return self.bias_initializer
-
     def build(self, input_shape: Any) -> None:
-        features = input_shape[-1]
-        width = self._gates * self.units
-        self.kernel = self.add_weight(
-            "kernel", (features, width), initializer=self.kernel_initializer
-        )
-        self.recurrent_kernel = self.add_weight(
-            "recurrent_kernel", (self.units, width), initializer=self.recurrent_initializer
-        )
-        self.bias = (
-            self.add_weight("bias", self._bias_shape(), initializer=self._bias_init())
-            if self.use_bias
-            else None
-        )
+        self._build_weights(input_shape[-1])
         self.built = True
-
-    def get_config(self) -> dict[str, Any]:
-        config = {
-            **super().get_config(),
-            "units": self.units,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "dropout": self.dropout,
-            "recurrent_dropout": self.recurrent_dropout,
-        }
-        if self.recurrent_activation is not None:
-            config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
-        return config
-
-
-def _states(states: Any) -> list[Any]:
-    return list(states) if isinstance(states, list | tuple) else [states]
 
 
 class SimpleRNNCell(_Cell):
@@ -147,10 +102,8 @@ class SimpleRNNCell(_Cell):
         return h, [h]
 
 
-class LSTMCell(_Cell):
+class LSTMCell(_UnitForgetBias, _Cell):
     """One step of LSTM (gates ``i, f, c, o``); states ``[h, c]``."""
-
-    _gates = 4
 
     def __init__(self, units: int, *args: Any, unit_forget_bias: bool = True, **kwargs: Any):
         super().__init__(units, *args, **kwargs)
@@ -160,11 +113,6 @@ class LSTMCell(_Cell):
     @property
     def state_size(self) -> Any:
         return [self.units, self.units]
-
-    def _bias_init(self) -> Any:
-        if not self.unit_forget_bias:
-            return self.bias_initializer
-        return forget_bias_initializer(self.bias_initializer, self.units)
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         h_prev, c_prev = _states(states)
@@ -178,38 +126,19 @@ class LSTMCell(_Cell):
         h, c = lstm_gates(self, z, c_prev)
         return h, [h, c]
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias}
 
-
-class GRUCell(_Cell):
+class GRUCell(_ResetAfter, _Cell):
     """One step of GRU (gates ``z, r, h``); ``reset_after`` as the GRU layer."""
-
-    _gates = 3
-
-    def __init__(self, units: int, *args: Any, reset_after: bool = True, **kwargs: Any):
-        super().__init__(units, *args, **kwargs)
-        self.reset_after = bool(reset_after)
-        self._act_name, self._rec_name = fused_names(self)
-
-    def _bias_shape(self) -> tuple[int, ...]:
-        width = self._gates * self.units
-        return (2, width) if self.reset_after else (width,)
 
     def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         (h_prev,) = _states(states)
         x_in, h_in = self._masked(inputs, h_prev, training)
-        bias: Any = self.bias
-        if bias is not None and self.reset_after:
-            bias = shape.reshape(shape.slice_axis(bias, 0, 1, 0), (-1,))
+        bias = self._input_bias()
         xg = recurrent_product(inputs, self.kernel, x_in, self.units)
         if bias is not None:
             xg = nn.bias_add(xg, bias)
         h = gru_step(self, xg, h_prev, dict(gru_step_weights(self), h_in=h_in))
         return h, [h]
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "reset_after": self.reset_after}
 
 
 class AbstractRNNCell(Layer):

@@ -282,6 +282,14 @@ def _output_kind(y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int |
     return "sparse" if sparse else "categorical"
 
 
+#: The (accuracy, cross-entropy) functions ``"accuracy"`` and ``"crossentropy"`` mean per kind.
+_BY_OUTPUT_KIND = {
+    "binary": (binary_accuracy, binary_crossentropy),
+    "sparse": (sparse_categorical_accuracy, sparse_categorical_crossentropy),
+    "categorical": (categorical_accuracy, categorical_crossentropy),
+}
+
+
 def resolve_accuracy(
     loss: Any, y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int | None, ...]
 ) -> MeanMetricWrapper:
@@ -298,13 +306,7 @@ def resolve_accuracy(
         ``"sparse_categorical_accuracy"``); callers rename it to the user's spelling.
     """
     del loss
-    kind = _output_kind(y_true_shape, y_pred_shape)
-    fn = {
-        "binary": binary_accuracy,
-        "sparse": sparse_categorical_accuracy,
-        "categorical": categorical_accuracy,
-    }[kind]
-    return MeanMetricWrapper(fn)
+    return MeanMetricWrapper(_BY_OUTPUT_KIND[_output_kind(y_true_shape, y_pred_shape)][0])
 
 
 def resolve_crossentropy(
@@ -312,13 +314,7 @@ def resolve_crossentropy(
 ) -> MeanMetricWrapper:
     """The cross-entropy ``compile(metrics=["crossentropy"])`` (or ``"ce"``) means for these
     shapes, by the same rule as :func:`resolve_accuracy` (Keras' ``compile_utils``)."""
-    kind = _output_kind(y_true_shape, y_pred_shape)
-    fn = {
-        "binary": binary_crossentropy,
-        "sparse": sparse_categorical_crossentropy,
-        "categorical": categorical_crossentropy,
-    }[kind]
-    return MeanMetricWrapper(fn)
+    return MeanMetricWrapper(_BY_OUTPUT_KIND[_output_kind(y_true_shape, y_pred_shape)][1])
 
 
 def to_metric(

@@ -341,6 +341,7 @@ class SensitivitySpecificityBase(ConfusionMetric):
                 f"{self._value_name}={value}"
             )
         self.value = value
+        setattr(self, self._value_name, value)  # e.g. ``self.recall``, as Keras
         self.num_thresholds = num_thresholds
         if num_thresholds == 1:
             thresholds = [0.5]
@@ -376,7 +377,6 @@ class SensitivityAtSpecificity(SensitivitySpecificityBase):
         name: str | None = None,
         dtype: Any = None,
     ) -> None:
-        self.specificity = specificity
         super().__init__(specificity, num_thresholds, class_id, name, dtype)
 
 
@@ -393,7 +393,6 @@ class SpecificityAtSensitivity(SensitivitySpecificityBase):
         name: str | None = None,
         dtype: Any = None,
     ) -> None:
-        self.sensitivity = sensitivity
         super().__init__(sensitivity, num_thresholds, class_id, name, dtype)
 
 
@@ -410,7 +409,6 @@ class PrecisionAtRecall(SensitivitySpecificityBase):
         name: str | None = None,
         dtype: Any = None,
     ) -> None:
-        self.recall = recall
         super().__init__(recall, num_thresholds, class_id, name, dtype)
 
 
@@ -427,5 +425,4 @@ class RecallAtPrecision(SensitivitySpecificityBase):
         name: str | None = None,
         dtype: Any = None,
     ) -> None:
-        self.precision = precision
         super().__init__(precision, num_thresholds, class_id, name, dtype)

@@ -17,10 +17,25 @@ from ipusim.keras.metrics.base import Metric
 from ipusim.kernels import confusion as ck
 
 
-class _IoUBase(Metric):
+class IoU(Metric):
+    """Mean IoU over ``target_class_ids``.
+
+    Args:
+        num_classes: number of classes (labels and predictions are in ``[0, num_classes)``).
+        target_class_ids: the classes averaged over.
+        name, dtype: as :class:`Metric`.
+        ignore_class: a label value whose examples are left out.
+        sparse_y_true, sparse_y_pred: False for one-hot / score vectors (argmax over ``axis``).
+        axis: the class axis of non-sparse inputs.
+    """
+
+    #: Config keys a subclass does not take as arguments (left out of ``get_config``).
+    _unlisted: tuple[str, ...] = ()
+
     def __init__(
         self,
         num_classes: int,
+        target_class_ids: list[int] | tuple[int, ...],
         name: str | None = None,
         dtype: Any = None,
         ignore_class: int | None = None,
@@ -28,6 +43,12 @@ class _IoUBase(Metric):
         sparse_y_pred: bool = True,
         axis: int = -1,
     ) -> None:
+        if max(target_class_ids) >= num_classes:
+            raise ValueError(
+                f"Target class id {max(target_class_ids)} is out of range, which is "
+                f"[0, {num_classes})."
+            )
+        self.target_class_ids = list(target_class_ids)
         self.num_classes = int(num_classes)
         self.ignore_class = ignore_class
         self.sparse_y_true = sparse_y_true
@@ -71,38 +92,6 @@ class _IoUBase(Metric):
                 f"{self.num_classes} must cover every label and prediction"
             )
 
-
-class IoU(_IoUBase):
-    """Mean IoU over ``target_class_ids``.
-
-    Args:
-        num_classes: number of classes (labels and predictions are in ``[0, num_classes)``).
-        target_class_ids: the classes averaged over.
-        name, dtype: as :class:`Metric`.
-        ignore_class: a label value whose examples are left out.
-        sparse_y_true, sparse_y_pred: False for one-hot / score vectors (argmax over ``axis``).
-        axis: the class axis of non-sparse inputs.
-    """
-
-    def __init__(
-        self,
-        num_classes: int,
-        target_class_ids: list[int] | tuple[int, ...],
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_true: bool = True,
-        sparse_y_pred: bool = True,
-        axis: int = -1,
-    ) -> None:
-        if max(target_class_ids) >= num_classes:
-            raise ValueError(
-                f"Target class id {max(target_class_ids)} is out of range, which is "
-                f"[0, {num_classes})."
-            )
-        self.target_class_ids = list(target_class_ids)
-        super().__init__(num_classes, name, dtype, ignore_class, sparse_y_true, sparse_y_pred, axis)
-
     def result(self) -> float:
         cm = self.total_cm
         tp = np.diagonal(cm)
@@ -113,7 +102,7 @@ class IoU(_IoUBase):
         return float(np.sum(iou, dtype=self.dtype) / valid) if valid else 0.0
 
     def get_config(self) -> dict[str, Any]:
-        return {
+        config = {
             **super().get_config(),
             "num_classes": self.num_classes,
             "target_class_ids": self.target_class_ids,
@@ -122,10 +111,15 @@ class IoU(_IoUBase):
             "sparse_y_pred": self.sparse_y_pred,
             "axis": self.axis,
         }
+        for key in self._unlisted:
+            del config[key]
+        return config
 
 
 class MeanIoU(IoU):
     """Mean IoU over every class."""
+
+    _unlisted: tuple[str, ...] = ("target_class_ids",)
 
     def __init__(
         self,
@@ -147,11 +141,6 @@ class MeanIoU(IoU):
             sparse_y_pred,
             axis,
         )
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        del config["target_class_ids"]
-        return config
 
 
 class BinaryIoU(IoU):
@@ -183,6 +172,8 @@ class BinaryIoU(IoU):
 class OneHotIoU(IoU):
     """IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken)."""
 
+    _unlisted: tuple[str, ...] = ("sparse_y_true",)
+
     def __init__(
         self,
         num_classes: int,
@@ -197,14 +188,11 @@ class OneHotIoU(IoU):
             num_classes, target_class_ids, name, dtype, ignore_class, False, sparse_y_pred, axis
         )
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
-
 
 class OneHotMeanIoU(MeanIoU):
     """Mean IoU over every class, of one-hot labels and score vectors (argmax taken)."""
+
+    _unlisted = ("target_class_ids", "sparse_y_true")
 
     def __init__(
         self,
@@ -216,8 +204,3 @@ class OneHotMeanIoU(MeanIoU):
         axis: int = -1,
     ) -> None:
         super().__init__(num_classes, name, dtype, ignore_class, False, sparse_y_pred, axis)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
