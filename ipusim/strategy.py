@@ -257,23 +257,37 @@ class PopDistStrategy(IPUStrategy):
 IPUMultiReplicaStrategy = PopDistStrategy
 
 
-def _cluster_spec(resolver: Any) -> tuple[dict[str, Any], int]:
-    """The cluster specification (job -> task addresses) and this task's index."""
+def tf_config() -> dict[str, Any] | None:
+    """The ``TF_CONFIG`` environment variable, parsed (None when it is unset).
+
+    Raises:
+        ConfigurationError: it is not a JSON object.
+    """
     import json
     import os
 
+    text = os.environ.get("TF_CONFIG", "")
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError as error:
+        parsed = error
+    if not isinstance(parsed, dict):
+        raise ConfigurationError(
+            f"TF_CONFIG is not a JSON object ({parsed}); it should look like "
+            '{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": '
+            '{"type": "worker", "index": 0}}.'
+        )
+    return parsed
+
+
+def _cluster_spec(resolver: Any) -> tuple[dict[str, Any], int]:
+    """The cluster specification (job -> task addresses) and this task's index."""
     if resolver is None:
-        text = os.environ.get("TF_CONFIG", "")
-        if not text:
+        parsed = tf_config()
+        if parsed is None:
             return {"worker": ["localhost"]}, 0
-        try:
-            parsed = json.loads(text)
-        except ValueError as error:
-            raise ConfigurationError(
-                f"IPUMultiWorkerStrategy: TF_CONFIG is not valid JSON ({error}); it should look "
-                'like {"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": '
-                '{"type": "worker", "index": 0}}.'
-            ) from None
         return dict(parsed.get("cluster", {})), int(parsed.get("task", {}).get("index", 0))
     if hasattr(resolver, "cluster_spec"):
         spec = resolver.cluster_spec()

@@ -28,13 +28,19 @@ from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
 from ipusim.compat.tf import (
+    config,
     data,
+    distribute,
     estimator,
     experimental,
     image,
+    initializers,
     linalg,
+    losses,
     math,
+    metrics,
     nn,
+    optimizers,
     python,
     random,
     summary,
@@ -83,8 +89,10 @@ __all__ = [
     "cast",
     "compat",
     "constant",
+    "config",
     "data",
     "device",
+    "distribute",
     "errors",
     "estimator",
     "experimental",
@@ -93,14 +101,18 @@ __all__ = [
     "float64",
     "function",
     "image",
+    "initializers",
     "int32",
     "int64",
     "ipu",
     "keras",
     "linalg",
+    "losses",
     "math",
+    "metrics",
     "newaxis",
     "nn",
+    "optimizers",
     "python",
     "random",
     "summary",
@@ -188,4 +200,3 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 
 __getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
-
