@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ipusim._scope import current_strategy, scope_stack
+from ipusim.config._env import tf_config
 from ipusim.errors import ConfigurationError, RemovedAPIError, UnsupportedError
 
 __all__ = [
@@ -255,31 +256,6 @@ class PopDistStrategy(IPUStrategy):
 
 #: SDK 2.x's name (``tensorflow.python.ipu.horovod.ipu_multi_replica_strategy``).
 IPUMultiReplicaStrategy = PopDistStrategy
-
-
-def tf_config() -> dict[str, Any] | None:
-    """The ``TF_CONFIG`` environment variable, parsed (None when it is unset).
-
-    Raises:
-        ConfigurationError: it is not a JSON object.
-    """
-    import json
-    import os
-
-    text = os.environ.get("TF_CONFIG", "")
-    if not text:
-        return None
-    try:
-        parsed = json.loads(text)
-    except ValueError as error:
-        parsed = error
-    if not isinstance(parsed, dict):
-        raise ConfigurationError(
-            f"TF_CONFIG is not a JSON object ({parsed}); it should look like "
-            '{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": '
-            '{"type": "worker", "index": 0}}.'
-        )
-    return parsed
 
 
 def _cluster_spec(resolver: Any) -> tuple[dict[str, Any], int]:

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
-__all__ = ["SETTINGS", "running_on_ipu_model", "settings_restored", "using_synthetic_data"]
+from ipusim.errors import ConfigurationError
+
+__all__ = [
+    "SETTINGS",
+    "running_on_ipu_model",
+    "settings_restored",
+    "tf_config",
+    "using_synthetic_data",
+]
 
 #: The environment variables ipusim reads as settings of a run (workload scripts set them for
 #: their process).
@@ -48,3 +58,25 @@ def settings_restored(names: Iterable[str] = SETTINGS) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def tf_config() -> dict[str, Any] | None:
+    """The ``TF_CONFIG`` environment variable, parsed (None when it is unset).
+
+    Raises:
+        ConfigurationError: it is not a JSON object.
+    """
+    text = os.environ.get("TF_CONFIG", "")
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError as error:
+        parsed = error
+    if not isinstance(parsed, dict):
+        raise ConfigurationError(
+            f"TF_CONFIG is not a JSON object ({parsed}); it should look like "
+            '{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": '
+            '{"type": "worker", "index": 0}}.'
+        )
+    return parsed

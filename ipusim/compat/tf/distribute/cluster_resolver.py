@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.strategy import tf_config
+from ipusim.config._env import tf_config
 
 __all__ = ["ClusterSpec", "SimpleClusterResolver", "TFConfigClusterResolver"]
 
