@@ -246,6 +246,7 @@ def test_convolution_and_pooling_wrappers():
         lambda a: tf.reduce_sum(tf.where(tf.greater(a, 0.2), a * a, -a)),
         lambda a: tf.reduce_sum(tf.square(tf.tile(tf.pad(a, [[1, 0], [0, 1]]), [1, 2]))),
         lambda a: tf.reduce_sum(tf.clip_by_global_norm([a, a * 2.0], 1.0)[0][1] * a),
+        lambda a: tf.reduce_sum(tf.reverse(a, [0, -1]) * np.array([1.0, 2.0, 3.0], a.dtype)),
     ],
 )
 def test_gradients_in_tf_function_match_finite_differences(f):

@@ -23,6 +23,7 @@ from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
+from ipusim.graph.ops import noise as gnoise
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import scan as gsc
 from ipusim.graph.ops import shape as gs
@@ -108,13 +109,10 @@ def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Any:  # noq
 
 
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Any:
-    """``tf.reverse``: flip the order along each axis in ``axis``."""
+    """``tf.reverse``: flip the order along each axis in ``axis`` (the graph's reverse op)."""
 
     def compose(v: Any) -> Any:
-        out = v
-        for a in {int(a) % v.ndim for a in np.asarray(axis).reshape(-1)}:
-            out = _gather_axis(out, np.arange(v.shape[a] - 1, -1, -1, dtype=np.int32), a)
-        return out
+        return gnoise.reverse(v, sorted({int(a) % v.ndim for a in np.asarray(axis).reshape(-1)}))
 
     return _op(compose, tensor)
 
