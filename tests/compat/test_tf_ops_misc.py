@@ -137,6 +137,21 @@ def test_assertions_strided_slice_reverse_sequence_and_aliases():
         tf.strided_slice(x, [1, 0, 1], [0, 0, 3], begin_mask=0, end_mask=0b010, shrink_axis_mask=1),
         x[1, 0:, 1:3],
     )
+    np.testing.assert_array_equal(  # negative stride, shrink at a negative index
+        tf.strided_slice(x, [1, -1], [0, 0], [1, -1], end_mask=0b10, shrink_axis_mask=1),
+        x[1, ::-1],
+    )
+    v = tf.Variable(x)
+
+    @tf.function
+    def grad():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.strided_slice(v, [0, 1, 0], [2, 3, 4], [1, 1, 2]))
+        return tape.gradient(loss, v)
+
+    expected = np.zeros_like(x)
+    expected[0:2, 1:3, 0:4:2] = 1.0
+    np.testing.assert_array_equal(grad(), expected)
     seq = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_array_equal(
         tf.reverse_sequence(seq, [2, 4], seq_axis=1), [[1, 0, 2, 3], [7, 6, 5, 4]]

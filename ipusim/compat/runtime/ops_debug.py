@@ -23,6 +23,7 @@ from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t
 from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import nn as gnn
+from ipusim.graph.ops import operators as go
 from ipusim.graph.ops import shape as gs
 
 
@@ -210,32 +211,23 @@ def numpy_function(func: Callable[..., Any], inp: Any, Tout: Any, stateful: bool
 def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_mask: int = 0,
                   end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
                   shrink_axis_mask: int = 0, var: Any = None, name: Any = None) -> Any:  # fmt: skip
-    """``tf.strided_slice`` with begin / end masks and shrink axes (no ellipsis or new axes),
-    as a gather per sliced axis."""
+    """``tf.strided_slice`` with begin / end masks and shrink axes (no ellipsis or new axes):
+    the graph's strided-slice op of ``x[key]``, the key built from the masks."""
     if ellipsis_mask or new_axis_mask:
         raise UnsupportedError(
             "tf.strided_slice: ellipsis_mask and new_axis_mask are not simulated"
         )
     starts, stops = np.asarray(begin).reshape(-1), np.asarray(end).reshape(-1)
     steps = np.ones_like(starts) if strides is None else np.asarray(strides).reshape(-1)
-
-    def compose(x: Any) -> Any:
-        out = x
-        for axis in builtins.range(len(starts)):
-            n = x.shape[axis]
-            lo = None if begin_mask >> axis & 1 else int(starts[axis])
-            hi = None if end_mask >> axis & 1 else int(stops[axis])
-            if shrink_axis_mask >> axis & 1:
-                hi, step = (int(starts[axis]) + 1) or None, 1
-            else:
-                step = int(steps[axis])
-            picked = np.arange(n)[builtins.slice(lo, hi, step)].astype(np.int32)
-            if len(picked) != n or step != 1:
-                out = ops_array._gather_axis(out, picked, axis)
-        shrink = builtins.tuple(a for a in builtins.range(len(starts)) if shrink_axis_mask >> a & 1)
-        return gs.squeeze(out, axis=shrink) if shrink else out
-
-    return _op(compose, _t(input_))
+    key: list[Any] = []
+    for axis in builtins.range(len(starts)):
+        if shrink_axis_mask >> axis & 1:
+            key.append(int(starts[axis]))
+            continue
+        lo = None if begin_mask >> axis & 1 else int(starts[axis])
+        hi = None if end_mask >> axis & 1 else int(stops[axis])
+        key.append(builtins.slice(lo, hi, int(steps[axis])))
+    return _op(lambda x: go.getitem(x, builtins.tuple(key)), _t(input_))
 
 
 def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int = None, batch_axis: int = 0,  # noqa: A002
