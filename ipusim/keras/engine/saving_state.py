@@ -1,0 +1,173 @@
+"""The optimizer's state in a saved model: step count, slots, and a loss-scale optimizer's scale.
+
+Keras' ``include_optimizer``: the header holds ``{"iterations", "slots": [[weight, slot], ...],
+"loss_scale": {"scale", "counter"}}`` and each slot's array is the member ``oNNNNN``. A slot names
+its variable by the variable's position in ``model.weights`` (the order ``get_weights`` uses),
+never by its name: a model rebuilt in the same session gets new layer names (``dense_3`` for
+``dense``), as in Keras, whose object-based checkpoints match state by position too. Files from
+before this rule name the variable; the header's ``weight_names`` translates such a name to its
+position.
+
+Restoring checks everything first (positions, slot names, shapes, dtypes, counts, a positive
+finite scale) against the slots a fresh copy of the compiled optimizer would create, and only
+then assigns, so a damaged state never half-restores an optimizer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ipusim.keras.engine.saving_files import file_error
+
+__all__ = ["optimizer_state", "restore_optimizer"]
+
+_FIX = "Load the model with compile=False (and compile it yourself), or save the model again."
+
+
+def optimizer_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The header entry and arrays of the model's optimizer state; None without an optimizer."""
+    from ipusim.keras.mixed_precision.loss_scale_optimizer import LossScaleOptimizer
+    from ipusim.keras.optimizers.optimizer import Optimizer
+
+    optimizer = getattr(model, "optimizer", None)
+    if not isinstance(optimizer, Optimizer):
+        return None
+    position = {w.name: i for i, w in enumerate(model.weights)}
+    slots: list[list[Any]] = []
+    arrays: dict[str, np.ndarray] = {}
+    owner = {
+        id(slot): (var_name, slot_name)
+        for var_name, by_slot in optimizer._slots.items()
+        for slot_name, slot in by_slot.items()
+    }
+    # In creation order (``optimizer.variables()``), so the reloaded optimizer lists them alike.
+    for slot in optimizer._weights:
+        var_name, slot_name = owner.get(id(slot), ("", ""))
+        if var_name not in position:  # state of another model's variable (a shared optimizer)
+            continue
+        arrays[f"o{len(slots):05d}"] = slot.numpy()
+        slots.append([position[var_name], slot_name])
+    state: dict[str, Any] = {"iterations": optimizer.iterations, "slots": slots}
+    if isinstance(optimizer, LossScaleOptimizer):
+        state["loss_scale"] = {"scale": optimizer.loss_scale, "counter": optimizer._counter}
+    return state, arrays
+
+
+def _expected_slots(model: Any) -> dict[tuple[str, str], tuple[tuple[int, ...], np.dtype]] | None:
+    """(variable name, slot name) -> (shape, dtype) of every slot the model's optimizer creates,
+    from a fresh copy of it (the model's own optimizer is left untouched); None when the
+    optimizer cannot be copied through its config (a user's class without one)."""
+    from ipusim.keras import optimizers
+
+    # A LossScaleOptimizer's slots are its inner optimizer's.
+    optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+    try:
+        probe = optimizers.deserialize(optimizers.serialize(optimizer))
+    except (TypeError, ValueError, KeyError, AttributeError, NotImplementedError):
+        return None
+    probe._create_slots(list(model.trainable_variables))
+    return {
+        (var_name, slot_name): (tuple(slot.shape), slot.value.dtype)
+        for var_name, by_slot in probe._slots.items()
+        for slot_name, slot in by_slot.items()
+    }
+
+
+def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int:
+    """The weight position a saved slot entry names (a position, or a legacy variable name)."""
+    where = entry[0] if isinstance(entry, list) and len(entry) == 2 else None
+    if isinstance(where, str) and where in header["weight_names"]:
+        return header["weight_names"].index(where)
+    if isinstance(where, int) and not isinstance(where, bool) and 0 <= where < count:
+        return where
+    raise ValueError(f"expected [weight position < {count}, slot name], found {entry!r}")
+
+
+def _checked_slots(
+    model: Any, state: dict[str, Any], data: dict[str, np.ndarray], header: dict[str, Any]
+) -> list[tuple[Any, str, np.ndarray]]:
+    """(variable, slot name, value) of every saved slot, each checked against the model."""
+    entries = state.get("slots")
+    if not isinstance(entries, list):
+        raise ValueError(f"'slots' must be a list, found {entries!r}")
+    weights = model.weights
+    expected = _expected_slots(model)
+    restored = []
+    for i, entry in enumerate(entries):
+        var = weights[_slot_position(entry, header, len(weights))]
+        slot_name = entry[1]
+        value = data.get(f"o{i:05d}")
+        if value is None:
+            raise ValueError(f"slot {i} has no array 'o{i:05d}'")
+        want = None if expected is None else expected.get((var.name, slot_name))
+        if expected is not None and want is None:
+            raise ValueError(f"the optimizer has no slot {slot_name!r} for {var.name!r}")
+        shape, dtype = want if want is not None else (tuple(var.shape), value.dtype)
+        if tuple(value.shape) != shape or value.dtype != dtype:
+            raise ValueError(
+                f"slot {slot_name!r} of {var.name!r} is {value.dtype} {tuple(value.shape)}, "
+                f"expected {dtype} {shape}"
+            )
+        restored.append((var, slot_name, value))
+    if sum(1 for key in data if key.startswith("o")) != len(entries):
+        raise ValueError(f"the file holds slot arrays that 'slots' ({len(entries)}) does not name")
+    return restored
+
+
+def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
+    from ipusim.keras.mixed_precision.loss_scale_optimizer import LossScaleOptimizer
+
+    is_lso = isinstance(optimizer, LossScaleOptimizer)
+    if saved is None:
+        return None  # a file from before loss scales were saved: the optimizer starts afresh
+    if not is_lso or not isinstance(saved, dict):
+        raise ValueError(f"'loss_scale' {saved!r} does not fit optimizer {optimizer!r}")
+    scale, counter = saved.get("scale"), saved.get("counter")
+    if (
+        isinstance(scale, bool)
+        or not isinstance(scale, int | float)
+        or not (math.isfinite(scale) and scale > 0)
+    ):
+        raise ValueError(f"'loss_scale.scale' must be a positive finite number, found {scale!r}")
+    if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+        raise ValueError(f"'loss_scale.counter' must be a count >= 0, found {counter!r}")
+    return float(scale), counter
+
+
+def restore_optimizer(
+    model: Any,
+    state: Any,
+    data: dict[str, np.ndarray],
+    header: dict[str, Any],
+    path: str,
+) -> None:
+    """Give the model's freshly compiled optimizer the saved state (all checked first).
+
+    Raises:
+        ModelFileError: naming the field of ``optimizer_state`` that does not fit.
+    """
+    optimizer = model.optimizer
+    try:
+        if not isinstance(state, dict):
+            raise ValueError(f"expected an object, found {type(state).__name__}")
+        iterations = state.get("iterations")
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+            raise ValueError(f"'iterations' must be a count >= 0, found {iterations!r}")
+        restored = _checked_slots(model, state, data, header)
+        loss_scale = _checked_loss_scale(optimizer, state.get("loss_scale"))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise file_error(
+            path,
+            "header field 'optimizer_state'",
+            f"the saved optimizer state does not fit the model ({exc})",
+            _FIX,
+        ) from None
+    for var, slot_name, value in restored:
+        optimizer._add_slot(var, slot_name, 0.0, shape=value.shape, dtype=value.dtype).assign(value)
+    optimizer.iterations = iterations
+    if loss_scale is not None:
+        optimizer.loss_scale_variable.assign(np.asarray(loss_scale[0], np.float32))
+        optimizer._counter = loss_scale[1]
