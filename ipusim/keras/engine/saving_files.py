@@ -95,8 +95,10 @@ def _npy_header(handle: Any, path: str, member: str) -> tuple[tuple[int, ...], b
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: str) -> np.ndarray:
     member = info.filename
-    if info.compress_type != zipfile.ZIP_STORED:
-        raise file_error(path, f"array {member!r}", "is compressed (ipusim stores arrays as is)")
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        raise file_error(
+            path, f"array {member!r}", "is compressed or encrypted (ipusim stores arrays as is)"
+        )
     with archive.open(info) as handle:
         shape, fortran, dtype = _npy_header(handle, path, member)
         nbytes = math.prod(shape) * dtype.itemsize
@@ -236,7 +238,7 @@ def check_weights_fit(model: Any, arrays: list[np.ndarray], path: str, exact: bo
             "Load the file into the model it was saved from.",
         )
     for i, (weight, array) in enumerate(zip(weights, arrays, strict=True)):
-        dtype = weight.value.dtype
+        dtype = np.dtype(weight.dtype)  # the spec's: never materialises a lazy weight
         same = array.dtype == dtype if exact else array.dtype.kind == dtype.kind
         if tuple(array.shape) != tuple(weight.shape) or not same:
             raise file_error(

@@ -117,6 +117,14 @@ def _checked_slots(
     return restored
 
 
+#: The largest plausible step count: 2**53 steps (exact in a float64) outlast any run. E
+_MAX_COUNT = 2**53
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
+
+
 def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
     from ipusim.keras.mixed_precision.loss_scale_optimizer import LossScaleOptimizer
 
@@ -132,8 +140,8 @@ def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
         or not (math.isfinite(scale) and scale > 0)
     ):
         raise ValueError(f"'loss_scale.scale' must be a positive finite number, found {scale!r}")
-    if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
-        raise ValueError(f"'loss_scale.counter' must be a count >= 0, found {counter!r}")
+    if not _is_count(counter):
+        raise ValueError(f"'loss_scale.counter' must be a count in [0, 2**53], found {counter!r}")
     return float(scale), counter
 
 
@@ -154,8 +162,8 @@ def restore_optimizer(
         if not isinstance(state, dict):
             raise ValueError(f"expected an object, found {type(state).__name__}")
         iterations = state.get("iterations")
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
-            raise ValueError(f"'iterations' must be a count >= 0, found {iterations!r}")
+        if not _is_count(iterations):
+            raise ValueError(f"'iterations' must be a count in [0, 2**53], found {iterations!r}")
         restored = _checked_slots(model, state, data, header)
         loss_scale = _checked_loss_scale(optimizer, state.get("loss_scale"))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
