@@ -4,7 +4,8 @@ Only the nodes the outputs need are written, in execution order. Each node is it
 inputs (``[node, output]`` pairs), its attributes and the layer that made it. Variables are frozen
 into constants (as IPU TensorFlow's export freezes them): the program needs nothing but itself.
 Attribute values are JSON values, with tagged objects for what JSON lacks: ``{"tuple": [...]}``,
-``{"array": "a12"}`` (a member of the arrays file), ``{"scalar": v, "dtype": "float32"}`` and
+``{"array": "a12", "shape": [...], "dtype": "float32"}`` (a member of the arrays file, whose shape
+and dtype loading checks), ``{"scalar": v, "dtype": "float32"}`` and
 ``{"spec": [shape, dtype]}``. An attribute of any other type cannot be exported and says so.
 """
 
@@ -39,8 +40,9 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
         return {"dict": {k: _encode(v, arrays, where) for k, v in value.items()}}
     if isinstance(value, np.ndarray):
         key = f"a{len(arrays)}"
-        arrays[key] = np.ascontiguousarray(value)
-        return {"array": key}
+        stored = arrays[key] = np.ascontiguousarray(value)  # (0-d arrays are stored as 1-d)
+        # Shape and dtype too, so that loading can check the array file against the program.
+        return {"array": key, "shape": list(stored.shape), "dtype": stored.dtype.name}
     if isinstance(value, np.generic):
         return {"scalar": value.item(), "dtype": value.dtype.name}
     if isinstance(value, TensorSpec):
@@ -68,7 +70,14 @@ def _decode(value: Any, arrays: Any) -> Any:
     if "array" in value:
         if not isinstance(value["array"], str) or value["array"] not in arrays:
             raise KeyError(f"array {value['array']!r} is not in the arrays file")
-        return np.asarray(arrays[value["array"]])
+        array = np.asarray(arrays[value["array"]])
+        described = (value.get("shape"), value.get("dtype"))
+        if "shape" in value and described != (list(array.shape), array.dtype.name):
+            raise ValueError(
+                f"array {value['array']!r} is {array.dtype.name} {list(array.shape)} in the "
+                f"arrays file, the program describes {described[1]} {described[0]}"
+            )
+        return array
     if "scalar" in value:
         dtype = np.dtype(value["dtype"])
         if dtype.hasobject:
