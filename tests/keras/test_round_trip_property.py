@@ -12,7 +12,7 @@ mixed_float16 policy; fp32 / fp16 precision), trained 0-3 steps, then ``model.sa
 
 CI runs ``IPUSIM_ROUNDTRIP_EXAMPLES`` (default 300) derandomized examples; the 10,000-example run
 is ``IPUSIM_ROUNDTRIP_EXAMPLES=10000 pytest tests/keras/test_round_trip_property.py``
-(``bench/round_trip.sh`` runs it with the serving property).
+(``python bench/round_trip.py`` runs it with the serving property and the fuzz).
 """
 
 from __future__ import annotations
