@@ -1,7 +1,10 @@
 """The optimizer's state in a saved model: step count, slots, and a loss-scale optimizer's scale.
 
 Keras' ``include_optimizer``: the header holds ``{"iterations", "slots": [[weight, slot], ...],
-"loss_scale": {"scale", "counter"}}`` and each slot's array is the member ``oNNNNN``. A slot names
+"loss_scale": {"scale", "counter"}}`` and each optimizer weight's array is the member ``oNNNNN``
+(every weight: the slots, and state that is not a slot, such as Nadam's momentum cache, as
+``[null, name]``). Restoring creates the optimizer's weights as its first training step would
+(so they come in the same order) and then assigns the saved values. A slot names
 its variable by the variable's position in ``model.weights`` (the order ``get_weights`` uses),
 never by its name: a model rebuilt in the same session gets new layer names (``dense_3`` for
 ``dense``), as in Keras, whose object-based checkpoints match state by position too. Files from
@@ -27,8 +30,25 @@ __all__ = ["optimizer_state", "restore_optimizer"]
 _FIX = "Load the model with compile=False (and compile it yourself), or save the model again."
 
 
+def _layout(optimizer: Any) -> list[tuple[str | None, str, Any]]:
+    """(variable name or None, slot or weight name, variable) of each of the optimizer's
+    weights, in creation order: slots name their variable; other state (Nadam's momentum
+    cache) has None and its own name."""
+    owner = {
+        id(slot): (var_name, slot_name)
+        for var_name, by_slot in optimizer._slots.items()
+        for slot_name, slot in by_slot.items()
+    }
+    return [(*owner.get(id(w), (None, w.name)), w) for w in optimizer._weights]
+
+
 def optimizer_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """The header entry and arrays of the model's optimizer state; None without an optimizer."""
+    """The header entry and arrays of the model's optimizer state; None without an optimizer.
+
+    ``slots`` lists every weight of the optimizer in creation order (``optimizer.variables()``
+    after ``iterations``): ``[position, slot name]`` for a slot, ``[null, name]`` for other
+    state.
+    """
     from ipusim.keras.mixed_precision.loss_scale_optimizer import LossScaleOptimizer
     from ipusim.keras.optimizers.optimizer import Optimizer
 
@@ -38,28 +58,21 @@ def optimizer_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] 
     position = {w.name: i for i, w in enumerate(model.weights)}
     slots: list[list[Any]] = []
     arrays: dict[str, np.ndarray] = {}
-    owner = {
-        id(slot): (var_name, slot_name)
-        for var_name, by_slot in optimizer._slots.items()
-        for slot_name, slot in by_slot.items()
-    }
-    # In creation order (``optimizer.variables()``), so the reloaded optimizer lists them alike.
-    for slot in optimizer._weights:
-        var_name, slot_name = owner.get(id(slot), ("", ""))
-        if var_name not in position:  # state of another model's variable (a shared optimizer)
-            continue
-        arrays[f"o{len(slots):05d}"] = slot.numpy()
-        slots.append([position[var_name], slot_name])
+    for var_name, name, weight in _layout(getattr(optimizer, "inner_optimizer", optimizer)):
+        if var_name is not None and var_name not in position:
+            continue  # state of another model's variable (an optimizer shared by two models)
+        arrays[f"o{len(slots):05d}"] = weight.numpy()
+        slots.append([None if var_name is None else position[var_name], name])
     state: dict[str, Any] = {"iterations": optimizer.iterations, "slots": slots}
     if isinstance(optimizer, LossScaleOptimizer):
         state["loss_scale"] = {"scale": optimizer.loss_scale, "counter": optimizer._counter}
     return state, arrays
 
 
-def _expected_slots(model: Any) -> dict[tuple[str, str], tuple[tuple[int, ...], np.dtype]] | None:
-    """(variable name, slot name) -> (shape, dtype) of every slot the model's optimizer creates,
-    from a fresh copy of it (the model's own optimizer is left untouched); None when the
-    optimizer cannot be copied through its config (a user's class without one)."""
+def _expected(model: Any) -> dict[tuple[str | None, str], tuple[tuple[int, ...], np.dtype]] | None:
+    """(variable name or None, name) -> (shape, dtype) of every weight the model's optimizer
+    creates, from a fresh copy of it (the model's own optimizer is left untouched); None when
+    the optimizer cannot be copied through its config (a user's class without one)."""
     from ipusim.keras import optimizers
 
     # A LossScaleOptimizer's slots are its inner optimizer's.
@@ -70,51 +83,73 @@ def _expected_slots(model: Any) -> dict[tuple[str, str], tuple[tuple[int, ...], 
         return None
     probe._create_slots(list(model.trainable_variables))
     return {
-        (var_name, slot_name): (tuple(slot.shape), slot.value.dtype)
-        for var_name, by_slot in probe._slots.items()
-        for slot_name, slot in by_slot.items()
+        (var_name, name): (tuple(weight.shape), weight.value.dtype)
+        for var_name, name, weight in _layout(probe)
     }
 
 
-def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int:
-    """The weight position a saved slot entry names (a position, or a legacy variable name)."""
-    where = entry[0] if isinstance(entry, list) and len(entry) == 2 else None
+def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int | None:
+    """The weight position a saved entry names (a position, a legacy variable name, or None
+    for state that is not a slot)."""
+    if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[1], str):
+        raise ValueError(f"expected [weight position < {count} or null, name], found {entry!r}")
+    where = entry[0]
+    if where is None:
+        return None
     if isinstance(where, str) and where in header["weight_names"]:
         return header["weight_names"].index(where)
     if isinstance(where, int) and not isinstance(where, bool) and 0 <= where < count:
         return where
-    raise ValueError(f"expected [weight position < {count}, slot name], found {entry!r}")
+    raise ValueError(f"expected [weight position < {count} or null, name], found {entry!r}")
 
 
 def _checked_slots(
     model: Any, state: dict[str, Any], data: dict[str, np.ndarray], header: dict[str, Any]
 ) -> list[tuple[Any, str, np.ndarray]]:
-    """(variable, slot name, value) of every saved slot, each checked against the model."""
+    """(variable or None, name, value) of every saved optimizer weight, each checked against
+    the weights a fresh copy of the model's optimizer creates."""
     entries = state.get("slots")
     if not isinstance(entries, list):
         raise ValueError(f"'slots' must be a list, found {entries!r}")
     weights = model.weights
-    expected = _expected_slots(model)
+    expected = _expected(model)
     restored = []
     for i, entry in enumerate(entries):
-        var = weights[_slot_position(entry, header, len(weights))]
-        slot_name = entry[1]
+        position = _slot_position(entry, header, len(weights))
+        var = None if position is None else weights[position]
+        name = entry[1]
         value = data.get(f"o{i:05d}")
         if value is None:
-            raise ValueError(f"slot {i} has no array 'o{i:05d}'")
-        want = None if expected is None else expected.get((var.name, slot_name))
+            raise ValueError(f"optimizer weight {i} has no array 'o{i:05d}'")
+        key = (None if var is None else var.name, name)
+        want = None if expected is None else expected.get(key)
         if expected is not None and want is None:
-            raise ValueError(f"the optimizer has no slot {slot_name!r} for {var.name!r}")
-        shape, dtype = want if want is not None else (tuple(var.shape), value.dtype)
+            raise ValueError(f"the optimizer has no weight {name!r} for {key[0]!r}")
+        shape, dtype = want if want is not None else (tuple(value.shape), value.dtype)
         if tuple(value.shape) != shape or value.dtype != dtype:
             raise ValueError(
-                f"slot {slot_name!r} of {var.name!r} is {value.dtype} {tuple(value.shape)}, "
-                f"expected {dtype} {shape}"
+                f"optimizer weight {name!r} of {key[0]!r} is {value.dtype} "
+                f"{tuple(value.shape)}, expected {dtype} {shape}"
             )
-        restored.append((var, slot_name, value))
+        restored.append((var, name, value))
     if sum(1 for key in data if key.startswith("o")) != len(entries):
         raise ValueError(f"the file holds slot arrays that 'slots' ({len(entries)}) does not name")
     return restored
+
+
+def _assign(model: Any, restored: list[tuple[Any, str, np.ndarray]]) -> None:
+    """Create the optimizer's weights as training would (same order) and give them the values."""
+    inner = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+    # The variables with state, in the order training passes them (the model's).
+    variables = [w for w in model.trainable_variables if any(w is r[0] for r in restored)]
+    if variables:
+        inner._create_slots(variables)
+    created = {(var_name, name): weight for var_name, name, weight in _layout(inner)}
+    for var, name, value in restored:
+        weight = created.get((None if var is None else var.name, name))
+        if weight is None:  # a slot only training creates (none of ipusim's optimizers)
+            weight = inner._add_slot(var, name, 0.0, shape=value.shape, dtype=value.dtype)
+        weight.assign(value)
 
 
 #: The largest plausible step count: 2**53 steps (exact in a float64) outlast any run. E
@@ -173,8 +208,7 @@ def restore_optimizer(
             f"the saved optimizer state does not fit the model ({exc})",
             _FIX,
         ) from None
-    for var, slot_name, value in restored:
-        optimizer._add_slot(var, slot_name, 0.0, shape=value.shape, dtype=value.dtype).assign(value)
+    _assign(model, restored)
     optimizer.iterations = iterations
     if loss_scale is not None:
         optimizer.loss_scale_variable.assign(np.asarray(loss_scale[0], np.float32))
