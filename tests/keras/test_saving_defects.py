@@ -142,3 +142,13 @@ def test_serving_load_of_a_damaged_export_names_the_file_and_field(tmp_path, fil
         serving.load(tmp_path / "damaged")
     assert file in str(caught.value)
     json.loads((tmp_path / "intact" / "serving.json").read_text())  # the intact one is fine
+
+
+def test_saving_over_a_file_with_overwrite_false_is_an_ipusim_file_exists_error(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    (tmp_path / "m.npz").write_bytes(b"keep")
+    for save in (model.save, model.save_weights):
+        with pytest.raises(FileExistsError, match="overwrite=False") as caught:
+            save(tmp_path / "m.npz", overwrite=False)
+        assert isinstance(caught.value, ModelFileError)
+    assert (tmp_path / "m.npz").read_bytes() == b"keep"

@@ -28,6 +28,7 @@ __all__ = [
     "CONFIG_KEY",
     "FORMAT",
     "VERSION",
+    "ModelFileExistsError",
     "WEIGHTS_FORMAT",
     "check_weights_fit",
     "file_error",
@@ -62,6 +63,10 @@ _DECODE_ERRORS = (
 _RESAVE = "The file is damaged or was not written by ipusim's model.save(); save the model again."
 
 
+class ModelFileExistsError(ModelFileError, FileExistsError):
+    """``save`` / ``save_weights`` with ``overwrite=False`` onto a file that exists."""
+
+
 def file_error(path: str, field: str, problem: str, fix: str = _RESAVE) -> ModelFileError:
     """A :class:`ModelFileError` saying which file, which field, what is wrong and the fix."""
     return ModelFileError(f"{path!r}, {field}: {problem}. {fix}")
@@ -75,7 +80,9 @@ def write_npz(filepath: Any, arrays: dict[str, np.ndarray], overwrite: bool) -> 
             f"{path!r} is a folder; give a file path such as '{path.rstrip('/')}.npz'"
         )
     if not overwrite and os.path.exists(path):
-        raise FileExistsError(f"{path!r} exists and overwrite=False")
+        raise ModelFileExistsError(
+            f"{path!r} exists and overwrite=False; pass overwrite=True or another path"
+        )
     with atomic_output(path) as handle:
         np.savez(handle, **arrays)
 
