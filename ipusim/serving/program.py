@@ -69,11 +69,11 @@ def _decode(value: Any, arrays: Any) -> Any:
         return {k: _decode(v, arrays) for k, v in value["dict"].items()}
     if "array" in value:
         if not isinstance(value["array"], str) or value["array"] not in arrays:
-            raise KeyError(f"array {value['array']!r} is not in the arrays file")
+            raise ModelFileError(f"array {value['array']!r} is not in the arrays file")
         array = np.asarray(arrays[value["array"]])
         described = (value.get("shape"), value.get("dtype"))
         if "shape" in value and described != (list(array.shape), array.dtype.name):
-            raise ValueError(
+            raise ModelFileError(
                 f"array {value['array']!r} is {array.dtype.name} {list(array.shape)} in the "
                 f"arrays file, the program describes {described[1]} {described[0]}"
             )
@@ -81,12 +81,12 @@ def _decode(value: Any, arrays: Any) -> Any:
     if "scalar" in value:
         dtype = np.dtype(value["dtype"])
         if dtype.hasobject:
-            raise TypeError(f"a scalar of dtype {dtype} cannot be part of a program")
+            raise ModelFileError(f"a scalar of dtype {dtype} cannot be part of a program")
         return dtype.type(value["scalar"])
     if "spec" in value:
         shape, dtype = value["spec"]
         return TensorSpec(tuple(shape), dtype)
-    raise ValueError(f"unknown tagged value {value!r} in the serving program")
+    raise ModelFileError(f"unknown tagged value {value!r} in the serving program")
 
 
 def encode_program(
@@ -164,7 +164,7 @@ def _ref(value: Any, built: list[Any], what: str) -> Symbol:
         or not 0 <= value[0] < len(built)
         or not 0 <= value[1] < len(built[value[0]].outputs)
     ):
-        raise ValueError(f"{what} {value!r} does not name an output of an earlier node")
+        raise ModelFileError(f"{what} {value!r} does not name an output of an earlier node")
     return built[value[0]].outputs[value[1]]
 
 
@@ -184,10 +184,10 @@ def _known_ops(nodes: list[Any]) -> set[str]:
 
 def _add(graph: Graph, built: list[Any], entry: Any, arrays: Any) -> None:
     if not isinstance(entry, dict) or not isinstance(entry.get("attrs"), dict):
-        raise ValueError("expected {op, inputs, attrs, layer}")
+        raise ModelFileError("expected {op, inputs, attrs, layer}")
     layer = entry.get("layer")
     if not isinstance(entry.get("inputs"), list) or not (layer is None or isinstance(layer, str)):
-        raise ValueError("'inputs' must be a list and 'layer' a name or null")
+        raise ModelFileError("'inputs' must be a list and 'layer' a name or null")
     op = get_op(entry["op"])
     attrs = {k: _decode(v, arrays) for k, v in entry["attrs"].items()}
     inputs = [_ref(ref, built, "input") for ref in entry["inputs"]]
@@ -224,10 +224,10 @@ def decode_program(description: dict[str, Any], arrays: Any, name: str) -> Loade
     feeds, outputs = description.get("inputs"), description.get("outputs")
     try:
         if not isinstance(feeds, list) or not isinstance(outputs, list) or not outputs:
-            raise ValueError("expected lists of inputs and outputs")
+            raise ModelFileError("expected lists of inputs and outputs")
         inputs = tuple(_ref([i, 0], built, "input node") for i in feeds)
         if any(s.node.op.name != "placeholder" for s in inputs):
-            raise ValueError(f"inputs {feeds!r} must name placeholder nodes")
+            raise ModelFileError(f"inputs {feeds!r} must name placeholder nodes")
         results = tuple(_ref(ref, built, "output") for ref in outputs)
     except ValueError as exc:
         raise ModelFileError(f"field 'program.inputs' / 'program.outputs': {exc}") from None

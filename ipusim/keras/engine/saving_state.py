@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ModelFileError
 from ipusim.keras.engine.saving_files import file_error
 
 __all__ = ["optimizer_state", "restore_optimizer"]
@@ -92,7 +93,7 @@ def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int | None
     """The weight position a saved entry names (a position, a legacy variable name, or None
     for state that is not a slot)."""
     if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[1], str):
-        raise ValueError(f"expected [weight position < {count} or null, name], found {entry!r}")
+        raise ModelFileError(f"expected [weight position < {count} or null, name], found {entry!r}")
     where = entry[0]
     if where is None:
         return None
@@ -100,7 +101,7 @@ def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int | None
         return header["weight_names"].index(where)
     if isinstance(where, int) and not isinstance(where, bool) and 0 <= where < count:
         return where
-    raise ValueError(f"expected [weight position < {count} or null, name], found {entry!r}")
+    raise ModelFileError(f"expected [weight position < {count} or null, name], found {entry!r}")
 
 
 def _checked_slots(
@@ -110,7 +111,7 @@ def _checked_slots(
     the weights a fresh copy of the model's optimizer creates."""
     entries = state.get("slots")
     if not isinstance(entries, list):
-        raise ValueError(f"'slots' must be a list, found {entries!r}")
+        raise ModelFileError(f"'slots' must be a list, found {entries!r}")
     weights = model.weights
     expected = _expected(model)
     restored = []
@@ -120,20 +121,22 @@ def _checked_slots(
         name = entry[1]
         value = data.get(f"o{i:05d}")
         if value is None:
-            raise ValueError(f"optimizer weight {i} has no array 'o{i:05d}'")
+            raise ModelFileError(f"optimizer weight {i} has no array 'o{i:05d}'")
         key = (None if var is None else var.name, name)
         want = None if expected is None else expected.get(key)
         if expected is not None and want is None:
-            raise ValueError(f"the optimizer has no weight {name!r} for {key[0]!r}")
+            raise ModelFileError(f"the optimizer has no weight {name!r} for {key[0]!r}")
         shape, dtype = want if want is not None else (tuple(value.shape), value.dtype)
         if tuple(value.shape) != shape or value.dtype != dtype:
-            raise ValueError(
+            raise ModelFileError(
                 f"optimizer weight {name!r} of {key[0]!r} is {value.dtype} "
                 f"{tuple(value.shape)}, expected {dtype} {shape}"
             )
         restored.append((var, name, value))
     if sum(1 for key in data if key.startswith("o")) != len(entries):
-        raise ValueError(f"the file holds slot arrays that 'slots' ({len(entries)}) does not name")
+        raise ModelFileError(
+            f"the file holds slot arrays that 'slots' ({len(entries)}) does not name"
+        )
     return restored
 
 
@@ -167,16 +170,20 @@ def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
     if saved is None:
         return None  # a file from before loss scales were saved: the optimizer starts afresh
     if not is_lso or not isinstance(saved, dict):
-        raise ValueError(f"'loss_scale' {saved!r} does not fit optimizer {optimizer!r}")
+        raise ModelFileError(f"'loss_scale' {saved!r} does not fit optimizer {optimizer!r}")
     scale, counter = saved.get("scale"), saved.get("counter")
     if (
         isinstance(scale, bool)
         or not isinstance(scale, int | float)
         or not (math.isfinite(scale) and scale > 0)
     ):
-        raise ValueError(f"'loss_scale.scale' must be a positive finite number, found {scale!r}")
+        raise ModelFileError(
+            f"'loss_scale.scale' must be a positive finite number, found {scale!r}"
+        )
     if not _is_count(counter):
-        raise ValueError(f"'loss_scale.counter' must be a count in [0, 2**53], found {counter!r}")
+        raise ModelFileError(
+            f"'loss_scale.counter' must be a count in [0, 2**53], found {counter!r}"
+        )
     return float(scale), counter
 
 
@@ -195,10 +202,12 @@ def restore_optimizer(
     optimizer = model.optimizer
     try:
         if not isinstance(state, dict):
-            raise ValueError(f"expected an object, found {type(state).__name__}")
+            raise ModelFileError(f"expected an object, found {type(state).__name__}")
         iterations = state.get("iterations")
         if not _is_count(iterations):
-            raise ValueError(f"'iterations' must be a count in [0, 2**53], found {iterations!r}")
+            raise ModelFileError(
+                f"'iterations' must be a count in [0, 2**53], found {iterations!r}"
+            )
         restored = _checked_slots(model, state, data, header)
         loss_scale = _checked_loss_scale(optimizer, state.get("loss_scale"))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
