@@ -42,11 +42,6 @@ _TF1_SESSION = (
     "a TF1 graph-and-session API; ipusim runs TF2 programs (eager code, tf.function, Keras)",
     "a tf.function run with IPUStrategy.run, as IPU TensorFlow 2's guides write it",
 )
-_HOST_EMBEDDING = (
-    "host embeddings (a table in host memory looked up and updated over the host link, from "
-    "TF1 sessions) are not modelled",
-    "keras.layers.Embedding on the IPU, or ipu.embedding_ops.embedding_lookup",
-)
 
 #: public name (or ``prefix.*``) -> (reason it is not simulated, what to use instead).
 NOT_SIMULATED: dict[str, tuple[str, str]] = {
@@ -161,8 +156,6 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
             "tf.layers.*",
         )
     },
-    "tf.python.ipu.embedding_ops.create_host_embedding": _HOST_EMBEDDING,
-    "tf.python.ipu.embedding_ops.HostEmbeddingOptimizerSpec": _HOST_EMBEDDING,
     "tf.python.ipu.rnn_ops.*": (
         "the TF1 Popnn layers (time-major, returning outputs and state, for graph-mode programs)",
         "the Keras Popnn layers: ipu_tensorflow_addons.keras.layers.LSTM / GRU",
