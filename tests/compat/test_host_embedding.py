@@ -173,3 +173,40 @@ def test_user_errors_are_ipusim_errors_of_tensorflows_types() -> None:
     with embedding.register():  # eager lookups read the table on the host
         np.testing.assert_array_equal(embedding.lookup(np.array([[2, 7]], np.int32)),
                                       np.zeros((1, 2, 2), np.float32))  # fmt: skip
+
+
+def test_replicas_look_up_the_table_before_any_replica_updates_it() -> None:
+    """Two replicas in lock step: both read the step's table, then both updates are added."""
+    from ipusim.compat import ipu, tf
+    from ipusim.compat.ipu import loops
+    from ipusim.compat.ipu.ops import embedding_ops
+
+    config = ipu.config.IPUConfig()
+    config.auto_select_ipus = 2
+    config.configure_ipu_system()
+    strategy = ipu.ipu_strategy.IPUStrategy()
+    initial = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
+    embedding = embedding_ops.create_host_embedding(
+        "replicated", [6, 2], tf.float32, initializer=initial,
+        optimizer_spec=embedding_ops.HostEmbeddingOptimizerSpec(0.25),
+    )  # fmt: skip
+    ids = np.array([[0, 1], [1, 2], [2, 3], [3, 1]], np.int32)  # replicas share ids per step
+    infeed = ipu.ipu_infeed_queue.IPUInfeedQueue(tf.data.Dataset.from_tensor_slices(ids))
+    sgd = ipu.optimizers.CrossReplicaOptimizer(keras.optimizers.SGD(1.0))
+
+    def body(x):
+        with tf.GradientTape() as tape:
+            rows = embedding.lookup(x)
+            loss = 0.5 * tf.reduce_sum(rows * rows)  # d loss / d rows = rows
+        variables = tape.watched_variables()
+        sgd.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+    with strategy.scope(), embedding.register():
+        strategy.run(tf.function(lambda: loops.repeat(2, body, [], infeed)))
+    expected = initial.astype(np.float64)
+    for step in range(2):
+        old = expected.copy()
+        for replica in range(2):
+            idx = ids[2 * step + replica]
+            np.add.at(expected, idx, -0.25 * old[idx])
+    np.testing.assert_allclose(embedding.get_embedding_tensor().numpy(), expected, rtol=1e-6)

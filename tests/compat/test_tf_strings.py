@@ -43,6 +43,7 @@ def test_string_tensors_hold_utf8_bytes_and_compare_with_python_strings() -> Non
     assert bool(first == "graphcore") and not bool(second == "graphcore")
     assert (words != b"graphcore").tolist() == [False, True]
     assert _bytes(tf.reshape(tf.stack([second, first]), [1, 2])) == [b"\xc3\xa9", b"graphcore"]
+    assert bool(tf.constant("x")) and not bool(tf.constant(""))  # as TensorFlow's eager tensors
     filled = tf.constant("a", dtype=tf.string, shape=[2, 2])
     assert filled.shape == (2, 2) and _bytes(filled) == [b"a"] * 4
     spec = tf.TensorSpec(shape=(3,), dtype=tf.string, name="words")
@@ -65,6 +66,9 @@ def test_tf_strings_ops_match_tensorflow() -> None:
     assert _bytes(s.as_string([1.5, 2.0])) == [b"1.500000", b"2.000000"]
     assert _bytes(s.as_string([1.5], precision=2)) == [b"1.50"]
     assert _bytes(tf.as_string([3])) == [b"3"] and tf.as_string(True).numpy() == b"true"
+    assert _bytes(s.as_string([3, 12], width=4, fill="0")) == [b"0003", b"0012"]
+    assert _bytes(s.as_string([2.5], scientific=True)) == [b"2.500000e+00"]
+    assert _bytes(s.as_string([2.5], shortest=True)) == [b"2.5"]
     assert _bytes(s.lower(["AbC"])) == [b"abc"]
     assert _bytes(s.upper(["aé"])) == [b"A\xc3\xa9"]  # ASCII letters only by default
     assert _bytes(s.strip(["  a b "])) == [b"a b"]

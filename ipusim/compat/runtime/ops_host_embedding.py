@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime import ops_control  # noqa: F401  (registers ipu_after)
+from ipusim.compat.runtime import context, ops_control  # noqa: F401  (registers ipu_after)
 from ipusim.compat.runtime.ops_outfeed import TOKEN
 from ipusim.errors import IncompatibleStateError
 from ipusim.graph.graph import Node, Symbol, apply
@@ -53,7 +53,7 @@ class HostTable:
         self.table = table
         self.accumulation_factor = int(accumulation_factor)
         self.registered = False
-        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
 
     def check_registered(self) -> None:
         if not self.registered:
@@ -69,13 +69,26 @@ class HostTable:
         return np.take(self.table, indices, axis=0)
 
     def add(self, indices: np.ndarray, rows: np.ndarray) -> None:
-        """Add ``rows`` (already ``-lr * grad``) into the table, or keep them (SGD+GA)."""
+        """Add ``rows`` (already ``-lr * grad``) into the table, or keep them (SGD+GA).
+
+        In a replicated loop the replicas' updates are added after every replica's iteration
+        (in replica order), as the replicas' lookups of a step all precede its updates."""
         self.check_registered()
-        self._pending.append((np.array(indices, copy=True), np.array(rows, copy=True)))
-        if len(self._pending) >= self.accumulation_factor:
-            for idx, values in self._pending:
+        state = context.replica_state()
+        staged = (0 if state is None else state.index, np.array(indices), np.array(rows))
+        if state is not None:
+            state.host_updates.append(lambda: self._add(*staged))
+        else:
+            self._add(*staged)
+
+    def _add(self, replica: int, indices: np.ndarray, rows: np.ndarray) -> None:
+        # Each replica keeps its own updates (HostEmbeddingSGDAcc's per-replica lists).
+        pending = self._pending.setdefault(replica, [])
+        pending.append((indices, rows))
+        if len(pending) >= self.accumulation_factor:
+            for idx, values in pending:
                 np.add.at(self.table, idx, values)  # row by row in index order, as the host loop
-            self._pending.clear()
+            pending.clear()
 
 
 def register_table(table: HostTable) -> int:

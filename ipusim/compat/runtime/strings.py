@@ -135,9 +135,6 @@ class StringTensor(EagerTensor):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __bool__(self) -> bool:
-        raise TypeError("the truth value of a tf.string tensor is ambiguous; compare it first")
-
     def __repr__(self) -> str:
         value = np.asarray(self).view(np.ndarray)
         shown = repr(value[()]) if value.ndim == 0 else repr(value)

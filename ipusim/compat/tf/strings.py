@@ -19,7 +19,7 @@ import numpy as np
 
 from ipusim.compat.runtime.strings import StringTensor, as_string_tensor, to_strings
 from ipusim.compat.runtime.tensor import EagerTensor
-from ipusim.errors import ConfigurationError, InputDataError
+from ipusim.errors import ConfigurationError, InputDataError, UnsupportedError
 from ipusim.graph.spec import canonical_dtype
 
 __all__ = [
@@ -154,6 +154,11 @@ def as_string(
     array = np.asarray(input)
     if array.dtype.kind == "b":
         return _text(to_strings(np.where(array, "true", "false")))
+    if fill not in ("", " ", "0"):
+        raise UnsupportedError(
+            f"tf.strings.as_string: fill {fill!r} is not simulated; ipusim pads with spaces "
+            "(fill='' or ' ') or zeros (fill='0')"
+        )
     pad = ("0" if fill == "0" else "") + (str(width) if width >= 0 else "")
     if array.dtype.kind == "f":
         kind = "g" if shortest else ("e" if scientific else "f")
