@@ -37,6 +37,8 @@ def test_string_tensors_hold_utf8_bytes_and_compare_with_python_strings() -> Non
     words = tf.constant(["graphcore", "é"], dtype=tf.string)
     assert words.dtype == tf.string and tf.string == words.dtype and tf.string == "string"
     assert tf.string != tf.float32 and tf.string.name == "string" and tf.string.size == 0
+    assert tf.as_dtype("string") is tf.string and tf.as_dtype(np.object_) is tf.string
+    assert tf.as_dtype("float32") == tf.float32
     assert _bytes(words.numpy()) == [b"graphcore", b"\xc3\xa9"]
     assert repr(tf.constant("x")) == "<tf.Tensor: shape=(), dtype=string, numpy=b'x'>"
     first, second = tf.unstack(words)

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime.tensor import EagerTensor
+from ipusim.data import dtypes as data_dtypes
 from ipusim.data.dtypes import DType
 from ipusim.errors import UnsupportedError
 
 __all__ = [
     "StringDType",
+    "as_dtype",
     "StringTensor",
     "holds_strings",
     "is_string_array",
@@ -84,9 +86,14 @@ def is_string_dtype(dtype: object) -> bool:
     if isinstance(dtype, StringDType) or dtype in ("string", object, np.object_, bytes, np.bytes_):
         return True
     try:
-        return np.dtype(dtype).kind in "OS"  # type: ignore[arg-type]
+        return np.dtype(dtype).kind in "OSU"  # type: ignore[arg-type]
     except TypeError:
         return False
+
+
+def as_dtype(dtype: object) -> DType:
+    """``tf.as_dtype``: :data:`string` for the string types, else the numeric ``DType``."""
+    return string if is_string_dtype(dtype) else data_dtypes.as_dtype(dtype)
 
 
 def holds_strings(value: Any) -> bool:

@@ -27,7 +27,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.runtime.strings import string
+from ipusim.compat.runtime.strings import as_dtype, string
 from ipusim.compat.tf import (
     config,
     data,
@@ -53,7 +53,6 @@ from ipusim.compat.tf.tensor_spec import TensorSpec
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
-    as_dtype,
     bool_,
     float16,
     float32,
