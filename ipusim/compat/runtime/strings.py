@@ -91,9 +91,9 @@ def is_string_dtype(dtype: object) -> bool:
         return False
 
 
-def as_dtype(dtype: object) -> DType:
+def as_dtype(type_value: object) -> DType:
     """``tf.as_dtype``: :data:`string` for the string types, else the numeric ``DType``."""
-    return string if is_string_dtype(dtype) else data_dtypes.as_dtype(dtype)
+    return string if is_string_dtype(type_value) else data_dtypes.as_dtype(type_value)
 
 
 def holds_strings(value: Any) -> bool:
