@@ -20,6 +20,7 @@ import numpy as np
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.serving.files import check_export_dir, write_export
+from ipusim.serving.host_steps import HostSteps, host_steps
 from ipusim.serving.program import ExportError, encode_program
 from ipusim.serving.served import ServedModel, load
 from ipusim.serving.timing import timing_from_report
@@ -53,7 +54,14 @@ def _keras_batch_size(model: Any, specs: list[TensorSpec], batch_size: int | Non
 
 
 def export_keras(
-    model: Any, export_dir: Any, batch_size: int | None = None, output_names: Any = None
+    model: Any,
+    export_dir: Any,
+    batch_size: int | None = None,
+    output_names: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export a Keras model created in an ``IPUStrategy`` scope for serving.
 
@@ -65,15 +73,20 @@ def export_keras(
         export_dir: a new or empty directory.
         batch_size: samples per request; default: the batch size of the model's inputs.
         output_names: names for the outputs (default: the model's output names).
+        preprocessing_step / postprocessing_step (and their ``_signature``): functions run on
+            the host before / after the IPU program (:mod:`ipusim.serving.host_steps`).
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`): call it with one request.
+        The loaded export (:class:`ipusim.serving.ServedModel`): call it with one request
+        (wrapped with the host steps when given).
 
     Raises:
         ValueError: the model was not created in an IPUStrategy scope, is not built, has no
             known batch size, or ``export_dir`` is not empty.
     """
     check_export_dir(export_dir)
+    steps = host_steps("export_keras", preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     if not hasattr(model, "export_for_ipu_serving"):
         raise ValueError(
             f"Model {getattr(model, 'name', model)!r} was not created inside an IPUStrategy "
@@ -121,9 +134,16 @@ def export_keras(
         "timing": timing_from_report(report, batch, iterations).to_dict(),
         "keras_config": _keras_config(model),
         **_system_fields(report, config),
+        **(steps.manifest() if steps is not None else {}),
     }
     write_export(export_dir, manifest, arrays, report.trace.to_npz_bytes())
-    return load(export_dir)
+    return _served(export_dir, steps)
+
+
+def _served(export_dir: Any, steps: HostSteps | None) -> Any:
+    """The loaded export, wrapped with its host steps when it has any."""
+    served = load(export_dir)
+    return steps.attach(served) if steps is not None else served
 
 
 def _input_names(model: Any, specs: list[TensorSpec]) -> list[str]:
@@ -227,6 +247,7 @@ def _export_function(
     iterations: int,
     device_loop: Callable[[Any, Any], Callable[[], Any]],
     pipeline: dict[str, Any] | None,
+    steps: HostSteps | None = None,
 ) -> ServedModel:
     from ipusim.compat.ipu import ipu_infeed_queue, ipu_outfeed_queue
     from ipusim.compat.runtime import simulation as runtime_simulation
@@ -267,9 +288,10 @@ def _export_function(
         "pipeline": pipeline,
         "timing": timing_from_report(report, batch, iterations).to_dict(),
         **_system_fields(report, active_config()),
+        **(steps.manifest() if steps is not None else {}),
     }
     write_export(export_dir, manifest, arrays, report.trace.to_npz_bytes())
-    return load(export_dir)
+    return _served(export_dir, steps)
 
 
 def export_single_step(
@@ -279,6 +301,10 @@ def export_single_step(
     predict_step_signature: Any = None,
     input_signature: Any = None,
     input_dataset: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export ``predict_step`` run in an on-device loop of ``iterations`` steps.
 
@@ -289,14 +315,19 @@ def export_single_step(
         predict_step_signature / input_signature: ``tf.TensorSpec`` of each argument (either
             name; SDK versions differ).
         input_dataset: alternatively, a dataset whose element spec is the signature.
+        preprocessing_step / postprocessing_step (and their ``_signature``): functions run on
+            the host before / after the IPU program (:mod:`ipusim.serving.host_steps`).
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`). Its timing counts the leading
-        dimension of the first input as the samples of one request.
+        The loaded export (:class:`ipusim.serving.ServedModel`, wrapped with the host steps
+        when given). Its timing counts the leading dimension of the first input as the samples
+        of one request.
     """
     check_export_dir(export_dir)
     iterations = _positive(iterations, "iterations")
     what = "export_single_step"
+    steps = host_steps(what, preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     specs = _signature(
         predict_step, predict_step_signature or input_signature, input_dataset, 0, what
     )
@@ -315,7 +346,7 @@ def export_single_step(
 
     name = getattr(step, "__name__", "predict_step")
     return _export_function("single_step", name, step, specs, export_dir, iterations,
-                            device_loop, None)  # fmt: skip
+                            device_loop, None, steps)  # fmt: skip
 
 
 def export_pipeline(
@@ -330,6 +361,10 @@ def export_pipeline(
     predict_step_signature: Any = None,
     input_signature: Any = None,
     input_dataset: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export ``computational_stages`` as an inference pipeline of depth ``iterations``.
 
@@ -344,13 +379,18 @@ def export_pipeline(
         name: the pipeline's name.
         predict_step_signature / input_signature / input_dataset: as
             :func:`export_single_step`, for the first stage's fed arguments.
+        preprocessing_step / postprocessing_step (and their ``_signature``): as
+            :func:`export_single_step`.
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`).
+        The loaded export (:class:`ipusim.serving.ServedModel`, wrapped with the host steps
+        when given).
     """
     check_export_dir(export_dir)
     iterations = _positive(iterations, "iterations")
     what = "export_pipeline"
+    steps = host_steps(what, preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     stages = [getattr(s, "python_function", s) for s in computational_stages]
     if not stages or not all(callable(s) for s in stages):
         raise ValueError(f"{what}: computational_stages must be a non-empty list of functions")
@@ -379,4 +419,4 @@ def export_pipeline(
     schedule = getattr(pipeline_schedule, "name", "Grouped")
     pipeline = {"stages": len(stages), "device_mapping": mapping, "schedule": str(schedule).lower()}
     return _export_function("pipeline", name or "pipeline", _call_chain(stages, leading), specs,
-                            export_dir, iterations, device_loop, pipeline)  # fmt: skip
+                            export_dir, iterations, device_loop, pipeline, steps)  # fmt: skip

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,12 +150,15 @@ class ReplicaState:
         index: the replica being executed.
         outfeed: queue id -> per-replica flat values staged this iteration.
         gradients: apply handle -> per-replica gradients staged this iteration.
+        host_updates: host-side updates (host embeddings) to apply once every replica ran the
+            iteration: replicas run in lock step, so none reads another's update of the step.
     """
 
     replicas: int
     index: int = 0
     outfeed: dict[int, list[Any]] = field(default_factory=dict)
     gradients: dict[Any, list[Any]] = field(default_factory=dict)
+    host_updates: list[Callable[[], None]] = field(default_factory=list)
 
 
 def replica_state() -> ReplicaState | None:

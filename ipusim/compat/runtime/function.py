@@ -29,6 +29,7 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.runtime.feeds import TracedIterator, check_input_dtype
+from ipusim.compat.runtime.strings import is_string_array, strings_on_ipu
 from ipusim.compat.runtime.tensor import to_eager
 from ipusim.data.dataset import DatasetIterator
 from ipusim.graph.graph import Graph, Symbol
@@ -73,6 +74,12 @@ class Function:
         from ipusim._scope import current_strategy
 
         strategy = current_strategy()
+        if any(is_string_array(leaf) for leaf in flatten([list(args), kwargs])):
+            if strategy is not None:
+                name = getattr(self._python_function, "__name__", "?")
+                raise strings_on_ipu(f"tf.function {name!r} called in an IPUStrategy scope")
+            # TensorFlow runs string functions on the CPU; ipusim runs them eagerly on the host.
+            return self._python_function(*args, **kwargs)
         return execute(
             self._python_function, args, kwargs, self._cache, strategy, strategy is not None
         )
@@ -166,6 +173,8 @@ def _trace(
         for i, leaf in enumerate(flat):
             if isinstance(leaf, _ARRAY_TYPES):
                 array = np.asarray(leaf)
+                if is_string_array(array):
+                    raise strings_on_ipu(f"the device function {name!r}")
                 dtype = canonical_dtype(array.dtype)
                 if device:
                     check_input_dtype(dtype)

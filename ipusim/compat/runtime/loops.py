@@ -341,6 +341,8 @@ class LoopProgram:
             lookup_queue(queue_id)._flush_replicas(staged)
         for handle, staged in state.gradients.items():
             handle.apply_replicated(staged)
+        for update in state.host_updates:
+            update()
         return out
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ipusim.compat.runtime.dispatch import default_array, is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t, _TopK
+from ipusim.compat.runtime.strings import host_strings
 from ipusim.compat.runtime.tensor import EagerTensor
 from ipusim.errors import UnsupportedError
 from ipusim.graph.graph import apply
@@ -44,6 +45,7 @@ def _static_only(op: str, *values: Any) -> None:
 
 
 # ---------------------------------------------------------------------- stack / split
+@host_strings("stack")
 def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
     """``tf.stack``: join equal-shaped tensors along a new ``axis``."""
     items = list(values)
@@ -56,6 +58,7 @@ def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
     return _op(compose, *items)
 
 
+@host_strings("unstack")
 def unstack(value: Any, num: int | None = None, axis: int = 0, name: str | None = None) -> list:
     """``tf.unstack``: the slices of ``value`` along ``axis``, as a list."""
 

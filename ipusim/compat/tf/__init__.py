@@ -27,6 +27,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
+from ipusim.compat.runtime.strings import as_dtype, string
 from ipusim.compat.tf import (
     config,
     data,
@@ -43,13 +44,15 @@ from ipusim.compat.tf import (
     optimizers,
     python,
     random,
+    strings,
     summary,
 )
 from ipusim.compat.tf.device_scope import DeviceSpec, device
+from ipusim.compat.tf.strings import as_string
+from ipusim.compat.tf.tensor_spec import TensorSpec
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
-    as_dtype,
     bool_,
     float16,
     float32,
@@ -59,7 +62,6 @@ from ipusim.data.dtypes import (
     newaxis,
     uint8,
 )
-from ipusim.graph.spec import TensorSpec
 
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
@@ -85,6 +87,7 @@ __all__ = [
     "Variable",
     "__version__",
     "as_dtype",
+    "as_string",
     "bool",
     "cast",
     "compat",
@@ -115,6 +118,8 @@ __all__ = [
     "optimizers",
     "python",
     "random",
+    "string",
+    "strings",
     "summary",
     "uint8",
 ]
