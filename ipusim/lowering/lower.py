@@ -15,6 +15,7 @@ from typing import Any
 from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions, superstep_cycles
 from ipusim.cost.units import cycles_to_ps
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
@@ -219,9 +220,11 @@ def lower(
             takes it from ``pipeline.recompute``.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, received {precision!r}")
+        raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
     if gradient_accumulation < 1:
-        raise ValueError(f"gradient_accumulation must be >= 1, received {gradient_accumulation}")
+        raise ConfigurationError(
+            f"gradient_accumulation must be >= 1, received {gradient_accumulation}"
+        )
     ipu = system.ipu
     optimizer = optimizer or OptimizerCost()
     training = step.kind == "train"
