@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
 
 
@@ -144,13 +145,13 @@ class VarianceScaling(_Random):
         seed: int | None = None,
     ) -> None:
         if scale <= 0:
-            raise ValueError(f"VarianceScaling: `scale` must be positive, received {scale}")
+            raise ConfigurationError(f"VarianceScaling: `scale` must be positive, received {scale}")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
-            raise ValueError(
+            raise ConfigurationError(
                 f"VarianceScaling: `mode` must be fan_in, fan_out or fan_avg, received {mode!r}"
             )
         if distribution not in ("truncated_normal", "untruncated_normal", "uniform", "normal"):
-            raise ValueError(f"VarianceScaling: unknown `distribution` {distribution!r}")
+            raise ConfigurationError(f"VarianceScaling: unknown `distribution` {distribution!r}")
         super().__init__(seed)
         self.scale, self.mode, self.distribution = scale, mode, distribution
 
@@ -189,7 +190,7 @@ class Orthogonal(_Random):
     def __call__(self, shape, dtype=None):
         shape = tuple(shape)
         if len(shape) < 2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Orthogonal: the shape must have at least 2 dimensions, received {shape}"
             )
         rows, cols = int(np.prod(shape[:-1])), shape[-1]
@@ -249,7 +250,7 @@ def get(identifier: Any) -> Initializer:
     if isinstance(identifier, dict):
         cls = _BY_CLASS.get(identifier.get("class_name", ""))
         if cls is None:
-            raise ValueError(f"unknown initializer config {identifier!r}")
+            raise ConfigurationError(f"unknown initializer config {identifier!r}")
         return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier) or _BY_CLASS.get(identifier)
@@ -257,13 +258,15 @@ def get(identifier: Any) -> Initializer:
             return cls()
         close = difflib.get_close_matches(identifier, list(_BY_NAME) + list(_BY_CLASS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise ConfigurationError(
             f"unknown initializer {identifier!r}.{hint} Valid names: {', '.join(sorted(_BY_NAME))}"
         )
-    raise ValueError(f"cannot interpret {identifier!r} as an initializer")
+    raise ConfigurationError(f"cannot interpret {identifier!r} as an initializer")
 
 
 def serialize(initializer: Any) -> Any:
     if isinstance(initializer, Initializer):
         return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
-    raise ValueError(f"initializer {initializer!r} cannot be serialized (not an Initializer)")
+    raise ConfigurationError(
+        f"initializer {initializer!r} cannot be serialized (not an Initializer)"
+    )
