@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, IPUSimError
 
 #: Values of PopLibs' ``partialsType`` option that ipusim understands (S: PopLibs matmul and
 #: convolution options).
@@ -94,7 +94,7 @@ _TRAP_FLAGS = {
 }
 
 
-class FloatingPointTrap(FloatingPointError):
+class FloatingPointTrap(IPUSimError, FloatingPointError):
     """The IPU stopped on a floating-point exception that ``floating_point_behaviour`` traps.
 
     Attributes:
