@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,21 @@ class _Random(Initializer):
 
     def get_config(self):
         return {"seed": self.seed}
+
+    def _deferred(self, shape: tuple[int, ...], dtype: str) -> Callable[[], np.ndarray]:
+        """``self(shape, dtype)`` to run later, with the draw an immediate call would take."""
+        call = self._calls
+        self._calls += 1  # reserved now: later calls draw as if this one had run
+
+        def draw() -> np.ndarray:
+            later = self._calls
+            self._calls = call
+            try:
+                return self(shape, dtype=dtype)
+            finally:
+                self._calls = later
+
+        return draw
 
 
 class RandomUniform(_Random):
@@ -262,6 +278,20 @@ def get(identifier: Any) -> Initializer:
             f"unknown initializer {identifier!r}.{hint} Valid names: {', '.join(sorted(_BY_NAME))}"
         )
     raise ConfigurationError(f"cannot interpret {identifier!r} as an initializer")
+
+
+def deferred(initializer: Any, shape: tuple[int, ...], dtype: str) -> tuple[Callable, bool]:
+    """``initializer(shape, dtype)`` to call when the weight is first needed.
+
+    Returns:
+        The call, and whether it gives, whenever it runs, what an immediate call gives: true
+        for ipusim's initializers (a seeded one reserves its draw now, a constant one has none),
+        false for a user function, which may keep state of its own.
+    """
+    if isinstance(initializer, _Random):
+        return initializer._deferred(shape, dtype), True
+    order_free = isinstance(initializer, Constant)
+    return (lambda: initializer(shape, dtype=dtype)), order_free
 
 
 def serialize(initializer: Any) -> Any:

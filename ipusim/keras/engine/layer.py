@@ -132,6 +132,7 @@ class Layer:
             raise UnsupportedError("activity_regularizer is not supported by ipusim yet")
         object.__setattr__(self, "_tracked_layers", [])
         self._own_weights: list[Variable] = []
+        self._init_at_build: set[int] = set()  # ids of weights a user function initialises
         self.built = False
         self.trainable = trainable
         if name is not None and (not isinstance(name, str) or not name):
@@ -249,14 +250,12 @@ class Layer:
             else ("glorot_uniform" if dtype in ("float16", "float32", "float64") else "zeros")
         )
         shape = tuple(int(d) for d in shape)
-        # Initialised on first use: a timing-only run of a large model never allocates weights.
-        variable = Variable.lazy(
-            shape,
-            dtype,
-            lambda: init(shape, dtype=dtype),
-            f"{self.name}/{name}:0",
-            trainable=trainable,
-        )
+        # Initialised on first use: a timing-only run of a large model never allocates weights,
+        # and a numerics run allocates them after the out-of-memory check.
+        draw, order_free = initializers.deferred(init, shape, dtype)
+        variable = Variable.lazy(shape, dtype, draw, f"{self.name}/{name}:0", trainable=trainable)
+        if not order_free:
+            self._init_at_build.add(id(variable))
         self._own_weights.append(variable)
         return variable
 
@@ -356,10 +355,12 @@ class Layer:
         try:
             self.build(shapes)
             if not timing_only():
-                # Initialise in creation order now, so values never depend on which weight
-                # happens to be used first; only timing-only runs keep them unallocated.
+                # A user function initialises its weights now, in creation order, so values
+                # never depend on which weight happens to be used first (it may keep state);
+                # ipusim's initializers reserved their draws, so those wait for first use.
                 for variable in self._own_weights[before:]:
-                    variable.value  # noqa: B018 - materialises the lazy variable
+                    if id(variable) in self._init_at_build:
+                        variable.value  # noqa: B018 - materialises the lazy variable
         except Exception:
             del self._own_weights[before:]  # a failed build leaves the layer as it was
             self.built = False
