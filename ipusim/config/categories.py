@@ -273,7 +273,7 @@ class _NormsExperimentalConfig(_ConfigBase):
             1,
             "Number of replicas whose batch statistics are all-reduced together by training "
             "batch norms (groups of consecutive replicas). 1 keeps statistics per replica. Not "
-            "for pipelined models, and not supported with I/O tiles.",
+            "for models pipelined over several IPUs, and not supported with I/O tiles.",
         ),
     )
 

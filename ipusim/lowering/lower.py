@@ -19,7 +19,11 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
-from ipusim.lowering.distribution import Distribution, DistributionSpec
+from ipusim.lowering.distribution import (
+    Distribution,
+    DistributionSpec,
+    check_norm_group_pipeline,
+)
 from ipusim.lowering.liveness import analyse, program_items, resident, working_peak
 from ipusim.lowering.memory import (
     build_plan,
@@ -264,6 +268,13 @@ def lower(
         else None
     )
     without_norm_collectives: dict[int, Superstep] = {}
+    if dist is not None and pipeline is not None:
+        norms = [
+            n.layer or n.name
+            for n in nodes
+            if n.op.name == "batch_norm" and n.attrs.get("training", True)
+        ]
+        check_norm_group_pipeline(spec.batch_norm_group, mapping, norms)
     if dist is not None and spec.batch_norm_group > 1:
         without_norm_collectives = _add_norm_collectives(by_node, nodes, dist, element)
     mapper = TileMapper(all_nodes, ipu, precision, planner)
