@@ -16,9 +16,12 @@ import builtins
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import ipusim
 import ipusim.errors as errors
+from ipusim import keras
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ipusim"
@@ -304,3 +307,68 @@ def test_each_error_is_also_the_builtin_type(error: type, builtin: type) -> None
         raise error("expected x, received y")
     assert isinstance(caught.value, errors.IPUSimError)
     assert str(caught.value) == "expected x, received y"  # KeyError's quoting is undone too
+
+
+# The rejections issue 24 names, run for real: each is an IPUSimError and its built-in type.
+
+
+def _fit(model, x: np.ndarray, y: np.ndarray) -> None:
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, y, batch_size=4, verbose=0)
+
+
+def _configure(**poplar: dict) -> None:
+    config = ipusim.IPUConfig()
+    config.auto_select_ipus = 1
+    for category, options in poplar.items():
+        getattr(config, category).poplar_options = options
+    config.configure_ipu_system()
+
+
+def _conv_window_larger_than_input() -> None:
+    keras.Sequential([keras.Input((3, 3, 1)), keras.layers.Conv2D(2, 5)])
+
+
+def _available_memory_proportion_out_of_range() -> None:
+    _configure(matmuls={"availableMemoryProportion": "1.5"})
+    with ipusim.IPUStrategy().scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        _fit(model, np.ones((8, 4), np.float32), np.ones((8, 2), np.float32))
+
+
+def _unknown_partials_type() -> None:
+    _configure(convolutions={"partialsType": "double"})
+
+
+def _embedding_id_out_of_range() -> None:
+    model = keras.Sequential(
+        [keras.Input((2,), dtype="int32"), keras.layers.Embedding(5, 3), keras.layers.Flatten()]
+    )
+    _fit(model, np.array([[1, 7]] * 4, np.int32), np.ones((4, 6), np.float32))
+
+
+def _wrong_feature_count() -> None:
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    _fit(model, np.ones((4, 5), np.float32), np.ones((4, 2), np.float32))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "builtin", "words"),
+    [
+        (_conv_window_larger_than_input, ValueError, "window height (5) is larger than the input"),
+        (_available_memory_proportion_out_of_range, ValueError, "availableMemoryProportion"),
+        (_unknown_partials_type, ValueError, "partialsType'] = 'double'"),
+        (_embedding_id_out_of_range, IndexError, "id 7"),
+        (_wrong_feature_count, ValueError, "expected shape (None, 4)"),
+    ],
+)
+def test_the_named_mistakes_raise_ipusim_errors(mistake, builtin: type, words: str) -> None:
+    keras.backend.clear_session()
+    ipusim.config.reset_ipu_configuration()
+    try:
+        with pytest.raises(builtin) as caught:
+            mistake()
+    finally:
+        ipusim.config.reset_ipu_configuration()
+    assert isinstance(caught.value, errors.IPUSimError)
+    assert words in str(caught.value)
