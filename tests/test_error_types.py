@@ -1,12 +1,13 @@
 """Every error a user can cause is an ipusim error (issue 24, deliverable 4).
 
-The test reads every ``raise`` statement in ``ipusim/`` (with :mod:`ast`, nothing is imported or
-run) and fails on one that raises a bare built-in exception (``ValueError``, ``TypeError``,
+The first tests read every ``raise`` statement in ``ipusim/`` (with :mod:`ast`, nothing is run)
+and fail on one that raises a bare built-in exception (``ValueError``, ``TypeError``,
 ``KeyError`` ...) unless it is listed below with the reason a plain built-in is right there: a
 Python protocol that requires it, an abstract method Keras leaves plain, control flow caught a
 few lines below, or an internal invariant no user input reaches. User errors raise an
 :class:`ipusim.errors.IPUSimError` subclass that is also the built-in type TensorFlow raises, so
-code catching TensorFlow's types keeps working.
+code catching TensorFlow's types keeps working. The last test makes the mistakes the issue names
+and checks the errors they raise.
 """
 
 from __future__ import annotations
