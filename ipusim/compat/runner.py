@@ -38,7 +38,7 @@ from ipusim.compat._missing import guard
 from ipusim.compat.internal_paths import internal_module
 from ipusim.compat.not_simulated import message
 from ipusim.data.datasets import reset_provenance
-from ipusim.errors import NotSimulatedModuleError
+from ipusim.errors import ConfigurationError, MissingFileError, NotSimulatedModuleError
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
@@ -403,14 +403,14 @@ def _check_arguments(script: str | os.PathLike[str], system: str | None) -> Path
     """
     path = Path(script).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"ipusim run: no script file at {str(script)!r}")
+        raise MissingFileError(f"ipusim run: no script file at {str(script)!r}")
     if system is not None:
         from ipusim.hardware import load_system
 
         try:
             load_system(system)
         except Exception as exc:  # the loader's own error types: name the option instead
-            raise ValueError(
+            raise ConfigurationError(
                 f"ipusim run --system {system!r}: not a system preset or TOML file ({exc}); "
                 "`ipusim systems` lists the presets"
             ) from exc

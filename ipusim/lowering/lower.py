@@ -16,10 +16,15 @@ from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions, superstep_cycles
 from ipusim.cost.host_embedding import HOST_EMBEDDING_OPS, host_embedding_traffic
 from ipusim.cost.units import cycles_to_ps
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
-from ipusim.lowering.distribution import Distribution, DistributionSpec
+from ipusim.lowering.distribution import (
+    Distribution,
+    DistributionSpec,
+    check_norm_group_pipeline,
+)
 from ipusim.lowering.liveness import analyse, program_items, resident, working_peak
 from ipusim.lowering.memory import (
     build_plan,
@@ -250,9 +255,11 @@ def lower(
             takes it from ``pipeline.recompute``.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, received {precision!r}")
+        raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
     if gradient_accumulation < 1:
-        raise ValueError(f"gradient_accumulation must be >= 1, received {gradient_accumulation}")
+        raise ConfigurationError(
+            f"gradient_accumulation must be >= 1, received {gradient_accumulation}"
+        )
     ipu = system.ipu
     optimizer = optimizer or OptimizerCost()
     training = step.kind == "train"
@@ -293,6 +300,13 @@ def lower(
     )
     _add_host_embedding_traffic(by_node, nodes, system, spec.replicas)
     without_norm_collectives: dict[int, Superstep] = {}
+    if dist is not None and pipeline is not None:
+        norms = [
+            n.layer or n.name
+            for n in nodes
+            if n.op.name == "batch_norm" and n.attrs.get("training", True)
+        ]
+        check_norm_group_pipeline(spec.batch_norm_group, mapping, norms)
     if dist is not None and spec.batch_norm_group > 1:
         without_norm_collectives = _add_norm_collectives(by_node, nodes, dist, element)
     mapper = TileMapper(all_nodes, ipu, precision, planner)

@@ -54,7 +54,7 @@ class FeedOptions:
 
     def __post_init__(self) -> None:
         if self.outfeed_mode not in OUTFEED_MODES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"outfeed_mode must be one of {OUTFEED_MODES}, received {self.outfeed_mode!r}"
             )
 

@@ -32,6 +32,7 @@ from ipusim.compat.runtime.feeds import TracedIterator, check_input_dtype
 from ipusim.compat.runtime.strings import is_string_array, strings_on_ipu
 from ipusim.compat.runtime.tensor import to_eager
 from ipusim.data.dataset import DatasetIterator
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
@@ -52,7 +53,9 @@ class Function:
 
     def __init__(self, python_function: Callable[..., Any], **options: Any) -> None:
         if not callable(python_function):
-            raise TypeError(f"tf.function: expected a callable, received {python_function!r}")
+            raise InvalidTypeError(
+                f"tf.function: expected a callable, received {python_function!r}"
+            )
         self._python_function = python_function
         self._options = options
         self._cache: dict[Any, TracedRun] = {}
@@ -192,7 +195,7 @@ def _trace(
         outputs = fn(*call_args, **call_kwargs)
     for leaf in flatten(outputs):
         if isinstance(leaf, Symbol) and device and leaf.dtype == "float64":
-            raise TypeError(
+            raise InvalidTypeError(
                 "Unsupported data type for output: float64. Cast the result to float32 inside "
                 "the function."
             )
@@ -278,7 +281,7 @@ def _set_static_trip_counts(ctx: TraceContext) -> None:
             continue
         trips = segment.count if segment.count is not None else segment.maximum
         if trips is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"A timing-only run cannot simulate the {segment.name} loop: it stops on a "
                 "tensor condition, whose value is not computed without numerics. Give the "
                 "while_loop maximum_iterations=..., or run with numerics."
@@ -309,7 +312,7 @@ def strategy_run(strategy: Any, fn: Any, args: Any = (), kwargs: Any = None) -> 
     if context.is_tracing():  # strategy.run inside a tf.function: part of that trace
         return fn(*args, **kwargs)
     if not isinstance(fn, Function):
-        raise ValueError(
+        raise ConfigurationError(
             "IPUStrategy.run(fn, ...) does not support eager execution: `fn` is a plain Python "
             f"function ({getattr(fn, '__name__', fn)!r}). Either convert `fn` into a tf.function "
             "(decorate it with @tf.function(experimental_compile=True)) or call strategy.run "
@@ -329,7 +332,7 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
         when the computation returns nothing, as IPU TensorFlow's rewrite does.
     """
     if not callable(computation):
-        raise TypeError(f"compile: `computation` must be callable, received {computation!r}")
+        raise InvalidTypeError(f"compile: `computation` must be callable, received {computation!r}")
     inputs = (
         [] if inputs is None else (list(inputs) if isinstance(inputs, list | tuple) else [inputs])
     )

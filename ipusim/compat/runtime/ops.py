@@ -44,6 +44,7 @@ from ipusim.compat.runtime.ops_nn import (
 )
 from ipusim.compat.runtime.strings import host_strings, is_string_dtype, string_constant
 from ipusim.compat.runtime.tensor import EagerTensor
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
@@ -72,7 +73,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         return string_constant(value, shape)
     array = default_array(value, dtype)
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"tf.constant: expected numbers, received {value!r:.60}")
+        raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
     if shape is not None:
         target = tuple(int(d) for d in shape)
         if array.size == int(np.prod(target, dtype=np.int64)):
@@ -80,7 +81,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         elif array.size == 1:
             array = np.full(target, array.reshape(()), dtype=array.dtype)
         else:
-            raise ValueError(
+            raise ConfigurationError(
                 f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; "
                 "give a scalar (to fill the shape) or exactly as many elements as it holds"
             )
@@ -101,7 +102,7 @@ def range(
         start, limit = 0, start
     values = [start, limit, delta]
     if any(_is_symbolic(v) for v in values):
-        raise TypeError(
+        raise InvalidTypeError(
             "tf.range: ipusim needs concrete bounds (Python numbers); a loop over a traced "
             "range is unrolled at trace time"
         )

@@ -19,7 +19,7 @@ from ipusim.compat.runtime.dispatch import default_array, is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t, _TopK
 from ipusim.compat.runtime.strings import host_strings
 from ipusim.compat.runtime.tensor import EagerTensor
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
@@ -261,7 +261,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
         coords = np.argwhere(np.asarray(condition))
         return coords.astype(np.int64).view(EagerTensor)
     if x is None or y is None:
-        raise ValueError("tf.where: give both `x` and `y`, or neither")
+        raise ConfigurationError("tf.where: give both `x` and `y`, or neither")
     return _op(me.select, _t(condition), _t(x, y), _t(y, x))
 
 
@@ -419,7 +419,9 @@ def argsort(
 def _sorted(values: Any, axis: int, direction: str) -> _TopK:
     descending = str(direction).upper() == "DESCENDING"
     if not descending and str(direction).upper() != "ASCENDING":
-        raise ValueError(f"sort: direction must be ASCENDING or DESCENDING, received {direction!r}")
+        raise ConfigurationError(
+            f"sort: direction must be ASCENDING or DESCENDING, received {direction!r}"
+        )
 
     def compose(v: Any) -> Any:
         ax = int(axis) % v.ndim

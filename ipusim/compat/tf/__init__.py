@@ -62,6 +62,7 @@ from ipusim.data.dtypes import (
     newaxis,
     uint8,
 )
+from ipusim.errors import ConfigurationError, InvalidTypeError
 
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
@@ -161,7 +162,7 @@ def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
         return _dtypes.cast(x, dtype)
     op = _runtime_op("cast")
     if op is None:
-        raise TypeError(
+        raise InvalidTypeError(
             f"tf.cast: cannot cast a {type(x).__name__}; ipusim casts numpy arrays, Python "
             "numbers and (nested) tuples / lists / dicts of them"
         )
@@ -190,7 +191,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
     elif array.dtype == np.int64 and not isinstance(value, np.ndarray | np.generic):
         array = array.astype(np.int32)
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"tf.constant: expected numbers, received {value!r:.60}")
+        raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
     if shape is None:
         return array
     target = tuple(int(d) for d in shape)
@@ -198,7 +199,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         return array.reshape(target)
     if array.size == 1:
         return np.full(target, array.reshape(()), dtype=array.dtype)
-    raise ValueError(
+    raise ConfigurationError(
         f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; give "
         "a scalar (to fill the shape) or exactly as many elements as the shape holds"
     )
