@@ -163,6 +163,8 @@ class IPUOutfeedQueue:
         ctx = context.current()
         if passthrough is None and ctx is not None and ctx.graph is graph:
             ctx.add_side_effect(symbol)
+        elif passthrough is None:  # a Keras model's step: its graph runs the enqueue each step
+            graph.side_effects.append(symbol)
         return symbol
 
     def _note_enqueue(self, structure: Any, specs: list[TensorSpec]) -> None:

@@ -26,6 +26,10 @@ _LAZY = {
 }
 
 
+#: TF1 graph names (:mod:`ipusim.compat.tf.v1_graph`); TF2's ``tf`` lacks them.
+_V1_GRAPH = ("ConfigProto", "get_default_graph")
+
+
 def _layers() -> Any:
     from ipusim.compat.tf import v1_losses
 
@@ -64,4 +68,6 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(_LAZY[name])
     if name == "layers":  # TF1's functional layers
         return _layers()
+    if name in _V1_GRAPH:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
     return getattr(importlib.import_module("ipusim.compat.tf"), name)
