@@ -46,6 +46,7 @@ from ipusim.compat.tf import (
     summary,
 )
 from ipusim.compat.tf.device_scope import DeviceSpec, device
+from ipusim.compat.tf.python.platform import test
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -116,6 +117,7 @@ __all__ = [
     "python",
     "random",
     "summary",
+    "test",
     "uint8",
 ]
 
