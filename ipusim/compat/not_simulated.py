@@ -57,8 +57,8 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.sysconfig.*": _NOT_IN_SCOPE,
     "tf.test.*": _NOT_IN_SCOPE,
     "tf.python.platform.*": (
-        "TensorFlow's internal test / app / flags helpers",
-        "Python's unittest, unittest.mock and argparse",
+        "TensorFlow's internal app / flags / gfile helpers (its `test` module is simulated)",
+        "Python's argparse, logging and file functions",
     ),
     "tf.tpu.*": (_GPU, "ipusim.compat.ipu (IPUConfig, IPUStrategy)"),
     "tf.xla.*": (
@@ -154,10 +154,8 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         for name in (
             "tf.Session",
             "tf.compat.v1.Session",
-            "tf.compat.v1.ConfigProto",
             "tf.global_variables_initializer",
             "tf.compat.v1.global_variables_initializer",
-            "tf.compat.v1.get_default_graph",
             "tf.layers.*",
         )
     },
