@@ -324,6 +324,14 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
     inputs = (
         [] if inputs is None else (list(inputs) if isinstance(inputs, list | tuple) else [inputs])
     )
+    if getattr(context.current(), "kind", None) == "tf1_graph":
+        from ipusim.errors import UnsupportedError
+
+        raise UnsupportedError(
+            "ipu_compiler.compile inside a TF1 graph (run by a tf.compat.v1.Session) is not "
+            "simulated by ipusim; call it eagerly (outside the graph), or use IPUStrategy.run "
+            "with a tf.function, as IPU TensorFlow 2 programs do"
+        )
     if context.is_tracing():
         result = computation(*inputs)
     else:

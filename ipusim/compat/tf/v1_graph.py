@@ -3,7 +3,9 @@ and ``tf.compat.v1.ConfigProto``.
 
 ``get_default_graph()`` is TensorFlow 2's answer: inside a function being traced (a
 ``tf.function``, a Keras model's training step) the graph of that function (a ``FuncGraph``
-named after it); in eager code the global default graph, which has no ``name``. ipusim traces
+named after it); inside ``Graph.as_default()`` that TF1 graph
+(:mod:`ipusim.compat.tf.v1_session`); in eager code the global default graph, which has no
+``name``. ipusim traces
 each device function into one graph of its own, so no name ends with ``_scratch_graph`` (IPU
 Keras' shape-propagation graph, which ipusim does not build).
 
@@ -16,11 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, IPUSimError
 from ipusim.graph.graph import Graph as _IRGraph
 from ipusim.graph.graph import current_graph
 
-__all__ = ["ConfigProto", "FuncGraph", "Graph", "get_default_graph"]
+__all__ = ["ConfigProto", "FailedPreconditionError", "FuncGraph", "Graph", "get_default_graph"]
+
+
+class FailedPreconditionError(IPUSimError, RuntimeError):
+    """``tf.errors.FailedPreconditionError``: a session fetch reads a variable that is not
+    initialised (:mod:`ipusim.compat.tf.v1_session`)."""
 
 
 class Graph:
@@ -61,7 +68,12 @@ _EAGER_DEFAULT = Graph()
 def get_default_graph() -> Graph:
     """``tf.compat.v1.get_default_graph()``: the graph being traced, or the eager default."""
     graph = current_graph()
-    return _EAGER_DEFAULT if graph is None else FuncGraph(graph)
+    if graph is None:
+        return _EAGER_DEFAULT
+    from ipusim.compat.tf.v1_session import tf1_graph_of
+
+    tf1 = tf1_graph_of(graph)
+    return tf1 if tf1 is not None else FuncGraph(graph)
 
 
 #: ConfigProto's fields in field-number order, with the type of the scalar ones (None: a

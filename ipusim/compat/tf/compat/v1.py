@@ -4,8 +4,9 @@ programs, and every other name from ipusim's ``tf``.
 ``train`` (TF1 optimizers and the global step, :mod:`ipusim.compat.tf.v1_train`), ``metrics``
 (:mod:`ipusim.compat.tf.v1_metrics`), ``losses`` and ``layers.dense``
 (:mod:`ipusim.compat.tf.v1_losses`), ``estimator``, ``logging``. ``disable_v2_behavior`` and
-``disable_eager_execution`` change nothing: ipusim traces device code in every mode, and the
-estimators build their programs as TensorFlow's graph mode would.
+``disable_eager_execution`` let TF1 graph calls build a global default graph (Keras, estimators
+and tf.function are unaffected: ipusim traces device code in every mode); ``Graph``,
+``placeholder``, ``Session`` and the initializers are :mod:`ipusim.compat.tf.v1_session`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ _LAZY = {
 
 #: TF1 graph names (:mod:`ipusim.compat.tf.v1_graph`); TF2's ``tf`` lacks them.
 _V1_GRAPH = ("ConfigProto", "get_default_graph")
+#: TF1 graphs and sessions (:mod:`ipusim.compat.tf.v1_session`).
+_V1_SESSION = (
+    "Graph",
+    "Session",
+    "enable_eager_execution",
+    "global_variables",
+    "global_variables_initializer",
+    "placeholder",
+    "reset_default_graph",
+    "trainable_variables",
+    "variables_initializer",
+)
 
 
 def _layers() -> Any:
@@ -37,11 +50,17 @@ def _layers() -> Any:
 
 
 def disable_v2_behavior() -> None:
-    """Accepted: ipusim has one (traced) execution model for device code."""
+    """TF1 graph calls (``placeholder``, ``Session``) outside ``Graph.as_default`` build the
+    global default graph (:func:`ipusim.compat.tf.v1_session.disable_eager_execution`); device
+    code is traced in every mode."""
+    disable_eager_execution()
 
 
 def disable_eager_execution() -> None:
-    """Accepted: ipusim has one (traced) execution model for device code."""
+    """As :func:`disable_v2_behavior`."""
+    from ipusim.compat.tf import v1_session
+
+    v1_session.disable_eager_execution()
 
 
 def _set_verbosity(level: int) -> None:
@@ -70,4 +89,8 @@ def __getattr__(name: str) -> Any:
         return _layers()
     if name in _V1_GRAPH:
         return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
+    if name in _V1_SESSION:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_session"), name)
+    if name == "initialize_all_variables":  # TF1's deprecated spelling
+        return importlib.import_module("ipusim.compat.tf.v1_session").global_variables_initializer
     return getattr(importlib.import_module("ipusim.compat.tf"), name)

@@ -182,7 +182,9 @@ class TestCase(unittest.TestCase):
         if f1 != f2:
             diff = math.fabs(f1 - f2)
             note = f" ({msg})" if msg is not None else ""
-            self.assertTrue(diff <= err, f"{f1:f} != {f2:f} +/- {err:f} (difference: {diff:g}){note}")
+            self.assertTrue(
+                diff <= err, f"{f1:f} != {f2:f} +/- {err:f} (difference: {diff:g}){note}"
+            )
 
     def assertArrayNear(self, farray1: Any, farray2: Any, err: float, msg=None) -> None:
         """Element-wise :meth:`assertNear` of two equally long sequences."""
@@ -208,4 +210,6 @@ class TestCase(unittest.TestCase):
 
     def assertDTypeEqual(self, target: Any, expected_dtype: Any) -> None:
         """Every element of ``target`` has dtype ``expected_dtype``."""
-        self.assertEqual(_array(target).dtype, np.dtype(getattr(expected_dtype, "name", expected_dtype)))
+        self.assertEqual(
+            _array(target).dtype, np.dtype(getattr(expected_dtype, "name", expected_dtype))
+        )
