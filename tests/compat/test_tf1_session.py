@@ -104,6 +104,23 @@ def test_eager_disabled_layers_program_matches_numpy(tmp_path):
         np.testing.assert_allclose(got_value, expected, rtol=1e-4, atol=1e-6)
 
 
+def test_ipu_program_compiled_in_a_tf1_graph_runs_from_the_session(tmp_path):
+    (line,) = _result_lines("tf1_session_ipu_loop.py", tmp_path)
+    got = json.loads(line)
+    rng = np.random.default_rng(11)  # the program's data
+    xs = rng.standard_normal((16, 3))
+    ys = xs @ np.array([[0.5], [1.5], [-1.0]]) - 0.2
+    w, losses = np.zeros((3, 1)), []
+    for step in range(8):  # two runs of the 4-step loop over the repeated 4-batch dataset
+        x, y = xs[4 * (step % 4) : 4 * (step % 4) + 4], ys[4 * (step % 4) : 4 * (step % 4) + 4]
+        err = x @ w - y
+        losses.append(np.mean(err**2))
+        w = w - 0.1 * 2 * x.T @ err / len(x)
+    np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
+    np.testing.assert_allclose(got["w"], w.ravel(), rtol=1e-5)
+    assert (tmp_path / "out" / "01-repeat" / "trace.json").is_file()  # simulated, with a report
+
+
 # ------------------------------------------------------------------ in process: TF1's rules
 def test_graph_mode_rules_and_errors():
     from ipusim.compat import ipu, tf
@@ -117,19 +134,24 @@ def test_graph_mode_rules_and_errors():
     with first.as_default():
         x = tf.compat.v1.placeholder(tf.float32, [None, 2])
         doubled = x * 2.0
-        with pytest.raises(UnsupportedError, match="ipu_compiler.compile inside a TF1 graph"):
-            ipu.ipu_compiler.compile(lambda: doubled, [])
+        program = ipu.ipu_compiler.compile(lambda v: v + 1.0, [x])  # runs when fetched
     with (
         second.as_default(),
         tf.compat.v1.Session() as sess,
         pytest.raises(TypeError, match="not an element of this graph"),
     ):
-        sess.run(doubled, feed_dict={x: np.ones((1, 2))})
+        sess.run(doubled)
     with tf.compat.v1.Session(graph=first) as sess:
         np.testing.assert_array_equal(sess.run(doubled, {x: [[1.0, 2.0]]}), [[2.0, 4.0]])
         assert sess.run(doubled, {x: np.zeros((3, 2))}).shape == (3, 2)  # None dimension
         with pytest.raises(InputDataError, match="Cannot feed value of shape"):
             sess.run(doubled, {x: np.zeros((3, 3))})
+        np.testing.assert_array_equal(sess.run(program[0], {x: [[1.0, 2.0]]}), [[2.0, 3.0]])
+        with pytest.raises(InputDataError, match="must be a placeholder fed"):
+            sess.run(program)
+        dense = ipu.ipu_compiler.compile(lambda: doubled, [])
+        with pytest.raises(TypeError, match="a tensor of another graph"):
+            sess.run(dense, {x: [[1.0, 2.0]]})
     with pytest.raises(RuntimeError, match="closed Session"):
         sess.run(doubled, {x: np.zeros((1, 2))})
     with pytest.raises(UnsupportedError, match="remote TensorFlow servers"):

@@ -203,7 +203,7 @@ def Variable(  # noqa: N802 - TensorFlow's name
     array = default_array(initial_value, dtype)
     label = name or f"Variable_{next(_variable_ids)}"
     variable = TFVariable(array, label if ":" in label else f"{label}:0", trainable=trainable)
-    created = getattr(context.current(), "created_variables", None)
+    created = getattr(context.current_or_graph_mode(), "created_variables", None)
     if created is not None:  # a TF1 graph's variable: its initializer must run first
         created.append(variable)
     return variable

@@ -210,6 +210,9 @@ class IPUOutfeedQueue:
             ValueError: nothing was ever enqueued (from another thread, ``[]`` is returned).
             RuntimeError: called inside a traced function, or LAST mode before any element.
         """
+        defer = getattr(context.current_or_graph_mode(), "defer", None)
+        if defer is not None:  # a TF1 graph: each Session.run fetching it dequeues
+            return defer("outfeed_dequeue", lambda: self.dequeue(wait_for_completion), [])
         if context.is_tracing():
             raise RuntimeError(
                 "IPUOutfeedQueue.dequeue() runs on the host: call it outside the tf.function "

@@ -16,9 +16,15 @@ Differences from TensorFlow, by design: the variables' values live on the variab
 sessions of one graph share them (TF keeps a copy per session), and an initializer restores the
 value a variable was created with (TF draws a random initializer again). After
 ``disable_eager_execution()`` / ``disable_v2_behavior()`` the first TF1 graph call
-(``placeholder``, ``Session``) opens a global default graph, as TF1's implicit one.
-An IPU program run from a session (``ipu_compiler.compile`` inside a TF1 graph) is not
-simulated: ipusim runs IPU programs from TF2 code (``IPUStrategy.run``).
+(``placeholder``, ``tf.Variable``, ``Session``, ``ipu_compiler.compile``, an outfeed's
+``dequeue``) opens a global default graph, as TF1's implicit one; from then on the script's ops
+build that graph.
+``ipu_compiler.compile`` inside a TF1 graph returns an op the session runs as the IPU program
+it is (the TF2 device path: traced, executed and simulated, with a report) each time a run
+fetches it, its placeholder inputs replaced by their fed values; its outputs (``result[i]``)
+are fetched from it, not used by other graph ops. ``outfeed_queue.dequeue()`` in the graph
+likewise dequeues on the host when fetched. IPU loops or infeeds built directly into the graph
+(outside ``ipu_compiler.compile``) are refused.
 """
 
 from __future__ import annotations
@@ -61,12 +67,56 @@ _TF1_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STATE: dict[str, Any] = {"eager_disabled": False, "default": None, "depths": None}
 
 
+class _Deferred(Operation):
+    """A host call a TF1 graph records (running an ``ipu_compiler.compile`` program, dequeuing
+    an outfeed) and a session makes at each run that fetches it, with placeholder inputs
+    replaced by their fed values. Its result is a list (``result[i]`` fetches one item)."""
+
+    def __init__(self, name: str, call: Any, inputs: list[Any]) -> None:
+        super().__init__(name)
+        self.call = call
+        self.inputs = list(inputs)
+
+    def __getitem__(self, index: int) -> _DeferredItem:
+        return _DeferredItem(self, index)
+
+    def run(self, feeds: dict[Symbol, np.ndarray]) -> Any:
+        args = []
+        for value in self.inputs:
+            if isinstance(value, Symbol):
+                if value not in feeds:
+                    raise InputDataError(
+                        f"{self.name}: its input {value.name} must be a placeholder fed by "
+                        "feed_dict (graph tensors computed by the session cannot be inputs of "
+                        "an IPU program in ipusim)"
+                    )
+                value = feeds[value]
+            args.append(value)
+        with context.suspended():
+            return self.call(*args)
+
+
+class _DeferredItem:
+    """``deferred[index]``: one output of a deferred call."""
+
+    def __init__(self, parent: _Deferred, index: int) -> None:
+        self.parent, self.index = parent, index
+
+    def __repr__(self) -> str:
+        return f"<{self.parent.name} output {self.index}>"
+
+
 class _GraphContext(TraceContext):
-    """The trace of a TF1 graph: also lists the variables created while it is the default."""
+    """The trace of a TF1 graph: also lists the variables created while it is the default, and
+    records the host calls sessions make (:meth:`defer`)."""
 
     def __init__(self, graph: _IRGraph) -> None:
         super().__init__(graph, "tf1_graph")
         self.created_variables: list[Any] = []
+
+    def defer(self, name: str, call: Any, inputs: list[Any]) -> _Deferred:
+        """A fetchable op that runs ``call(*inputs)`` outside the graph at each session run."""
+        return _Deferred(name, call, inputs)
 
 
 class Graph:
@@ -112,6 +162,7 @@ def disable_eager_execution() -> None:
     """``tf.compat.v1.disable_eager_execution``: TF1 graph calls outside ``as_default`` use a
     global default graph, opened by the first of them (Keras and tf.function are unaffected)."""
     _STATE["eager_disabled"] = True
+    context.set_graph_mode(lambda: _default_graph("TF1 graph mode")._ctx)
 
 
 def enable_eager_execution(*args: Any, **kwargs: Any) -> None:
@@ -120,6 +171,7 @@ def enable_eager_execution(*args: Any, **kwargs: Any) -> None:
     del args, kwargs
     reset_default_graph()
     _STATE["eager_disabled"] = False
+    context.set_graph_mode(None)
 
 
 def _default_graph(caller: str) -> Graph:
@@ -252,19 +304,43 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         leaves = flatten(fetches)
-        for leaf in leaves:
-            if isinstance(leaf, _Initializer):
-                leaf.run_in(self)
-        symbols = [self._symbol(leaf) for leaf in leaves]
-        wanted = [s for s in symbols if s is not None]
         feeds = self._feeds(feed_dict)
+        hosted = self._host_calls(leaves, feeds)
+        symbols = [None if id(leaf) in hosted else self._symbol(leaf) for leaf in leaves]
+        wanted = [s for s in symbols if s is not None]
         values = iter(self._execute(wanted, feeds) if wanted else [])
-        out = [None if s is None else _host(next(values)) for s in symbols]
+        out = [
+            hosted[id(leaf)] if id(leaf) in hosted else None if s is None else _host(next(values))
+            for leaf, s in zip(leaves, symbols, strict=True)
+        ]
         if isinstance(fetches, list | tuple | dict):
             return pack_sequence_as(fetches, out)
         return out[0]
 
     # ------------------------------------------------------------------ helpers
+    def _host_calls(self, leaves: list[Any], feeds: dict[Symbol, np.ndarray]) -> dict[int, Any]:
+        """Run the initializers and deferred calls among the fetches (each call once, in fetch
+        order); returns fetch id -> its value."""
+        results: dict[int, Any] = {}
+        done: dict[int, Any] = {}
+        for leaf in leaves:
+            if isinstance(leaf, _Initializer):
+                leaf.run_in(self)
+                results[id(leaf)] = None
+                continue
+            call = leaf.parent if isinstance(leaf, _DeferredItem) else leaf
+            if not isinstance(call, _Deferred):
+                continue
+            if id(call) not in done:
+                done[id(call)] = call.run(feeds)
+            value = done[id(call)]
+            if isinstance(leaf, _DeferredItem):
+                value = value[leaf.index]
+            elif isinstance(value, Operation):
+                value = None  # an operation fetches as None
+            results[id(leaf)] = _host_nest(value)
+        return results
+
     def _symbol(self, leaf: Any) -> Symbol | None:
         graph = self.graph._ctx.graph
         if isinstance(leaf, _Initializer):
@@ -344,6 +420,17 @@ class Session:
                     f"Attempting to use uninitialized value {variable.name.split(':')[0]}: run "
                     "tf.compat.v1.global_variables_initializer() in the session first"
                 )
+
+
+def _host_nest(value: Any) -> Any:
+    """:func:`_host` of every array in ``value`` (a deferred call's result)."""
+    if isinstance(value, np.ndarray | np.generic):
+        return _host(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_host_nest(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _host_nest(v) for k, v in value.items()}
+    return None if isinstance(value, Operation) else value
 
 
 def _host(value: Any) -> Any:
