@@ -476,6 +476,9 @@ def run_script(
             except SystemExit as exc:
                 code = _exit_code(exc.code)
     finally:
+        tf1 = sys.modules.get("ipusim.compat.tf.v1_session")
+        if tf1 is not None:  # a script's disable_eager_execution() ends with the script
+            tf1.enable_eager_execution()
         if stream is not None:
             print(
                 f"[ipusim] {len(collector.saved)} simulation report(s) in {folder}",

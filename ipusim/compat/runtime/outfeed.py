@@ -210,8 +210,8 @@ class IPUOutfeedQueue:
             ValueError: nothing was ever enqueued (from another thread, ``[]`` is returned).
             RuntimeError: called inside a traced function, or LAST mode before any element.
         """
-        defer = getattr(context.current_or_graph_mode(), "defer", None)
-        if defer is not None:  # a TF1 graph: each Session.run fetching it dequeues
+        defer = getattr(context.current(), "defer", None)
+        if defer is not None:  # built in a TF1 graph: each Session.run fetching it dequeues
             return defer("outfeed_dequeue", lambda: self.dequeue(wait_for_completion), [])
         if context.is_tracing():
             raise RuntimeError(

@@ -16,9 +16,10 @@ Differences from TensorFlow, by design: the variables' values live on the variab
 sessions of one graph share them (TF keeps a copy per session), and an initializer restores the
 value a variable was created with (TF draws a random initializer again). After
 ``disable_eager_execution()`` / ``disable_v2_behavior()`` the first TF1 graph call
-(``placeholder``, ``tf.Variable``, ``Session``, ``ipu_compiler.compile``, an outfeed's
-``dequeue``) opens a global default graph, as TF1's implicit one; from then on the script's ops
-build that graph.
+(``placeholder``, ``tf.Variable`` or ``ipu_compiler.compile`` outside any trace, ``Session``,
+an initializer) opens a global default graph, as TF1's implicit one; from then on the script's
+ops build that graph. Estimators and Keras are unaffected (they call none of these on the host),
+and ``ipusim run`` restores eager execution when the script ends.
 ``ipu_compiler.compile`` inside a TF1 graph returns an op the session runs as the IPU program
 it is (the TF2 device path: traced, executed and simulated, with a report) each time a run
 fetches it, its placeholder inputs replaced by their fed values; its outputs (``result[i]``)
