@@ -155,3 +155,33 @@ def test_wrapper_subclass_in_compile_is_wrapped_and_delegates():
     # TF1 GradientDescent: var -= 0.5 * g; the wrapped TF1 optimizer counts Keras' iterations
     np.testing.assert_allclose(var.numpy(), [0.9, 2.2], rtol=1e-6)
     assert tf1.applied == 1 and wrapped.iterations == 1
+
+
+def test_a_model_compiled_with_a_tf1_wrapper_saves_uncompiled(tmp_path, caplog):
+    from ipusim.compat import keras
+    from ipusim.compat.tf.python.training.optimizer import GradientDescentOptimizer, Optimizer
+
+    class Delegating(Optimizer):
+        def __init__(self, inner):
+            super().__init__(False, "Delegating")
+            self.inner = inner
+
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            return self.inner.apply_gradients(grads_and_vars, global_step, name)
+
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+    model.compile(loss="mse", optimizer=Delegating(GradientDescentOptimizer(0.1)))
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    before = model.get_weights()
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+    # one TF1 SGD step on the mean squared error (NumPy): w -= 0.1 * d(mse)/dw
+    kernel, bias = before
+    err = x @ kernel + bias - y
+    expected = [kernel - 0.1 * x.T @ (2 * err / err.size), bias - 0.1 * (2 * err / err.size).sum(0)]
+    for got, want in zip(model.get_weights(), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    model.save(tmp_path / "m.keras")
+    assert "cannot be saved" in caplog.text  # Keras' warning; the weights are saved
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.optimizers.optimizer import Optimizer
 
@@ -153,9 +153,16 @@ class TFOptimizer(Optimizer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        raise UnsupportedError(
-            "TFOptimizer.get_config: a TF1 optimizer cannot be serialized by Keras (as in "
-            "tf.keras); save the model with include_optimizer=False"
+        """Not serializable, as in tf.keras: ``model.save`` then warns and saves the model
+        without its compile() arguments (it loads uncompiled).
+
+        Raises:
+            ConfigurationError: always.
+        """
+        raise ConfigurationError(
+            "TensorFlow (TF1) optimizers do not make it possible to access optimizer attributes "
+            "or optimizer state after instantiation, so a TFOptimizer cannot be saved; compile "
+            "the model again after loading it"
         )
 
     def _slot_specs(self) -> list[tuple[str, float]]:
