@@ -156,3 +156,34 @@ def test_graph_mode_rules_and_errors():
         sess.run(doubled, {x: np.zeros((1, 2))})
     with pytest.raises(UnsupportedError, match="remote TensorFlow servers"):
         tf.compat.v1.Session("grpc://localhost:2222", graph=first)
+
+
+def test_get_variable_follows_tf1_variable_store_rules():
+    from ipusim.compat import tf
+
+    v1 = tf.compat.v1
+    v1.enable_eager_execution()
+    with tf.Graph().as_default():
+        with v1.variable_scope("layer"):
+            w = v1.get_variable("w", [4, 6])
+            c = v1.get_variable("c", [2], initializer=v1.constant_initializer(0.5))
+            with pytest.raises(ValueError, match="already exists, disallowed"):
+                v1.get_variable("w", [4, 6])
+        with v1.variable_scope("layer", reuse=True):
+            assert v1.get_variable("w") is w
+            with pytest.raises(ValueError, match="does not exist"):
+                v1.get_variable("missing", [1])
+        with v1.variable_scope("other", reuse=v1.AUTO_REUSE):
+            first = v1.get_variable("u", [1], dtype=tf.int32)
+            assert v1.get_variable("u", [1], dtype=tf.int32) is first
+        total = tf.reduce_sum(w) + tf.reduce_sum(c)
+        with v1.Session() as sess:
+            with pytest.raises(tf.errors.FailedPreconditionError, match="layer/w"):
+                sess.run(total)
+            sess.run(v1.global_variables_initializer())
+            value, w_value = sess.run([total, w])
+    assert w.name == "layer/w:0" and first.name == "other/u:0"
+    limit = np.sqrt(6.0 / (4 + 6))  # Glorot uniform, TF1's default for float variables
+    assert np.all(np.abs(w_value) <= limit) and np.std(w_value) > 0.1 * limit
+    assert value == pytest.approx(w_value.sum() + 1.0, rel=1e-6)
+    assert np.asarray(first.numpy()).tolist() == [0]  # integer variables start at zero

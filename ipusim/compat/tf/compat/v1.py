@@ -6,7 +6,8 @@ programs, and every other name from ipusim's ``tf``.
 (:mod:`ipusim.compat.tf.v1_losses`), ``estimator``, ``logging``. ``disable_v2_behavior`` and
 ``disable_eager_execution`` let TF1 graph calls build a global default graph (Keras, estimators
 and tf.function are unaffected: ipusim traces device code in every mode); ``Graph``,
-``placeholder``, ``Session`` and the initializers are :mod:`ipusim.compat.tf.v1_session`.
+``placeholder``, ``Session`` and the initializers are :mod:`ipusim.compat.tf.v1_session`;
+``get_variable`` and ``variable_scope`` :mod:`ipusim.compat.tf.v1_variables`.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
     if name in _V1_SESSION:
         return getattr(importlib.import_module("ipusim.compat.tf.v1_session"), name)
+    if name in ("AUTO_REUSE", "get_variable", "variable_scope"):
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_variables"), name)
     if name == "initialize_all_variables":  # TF1's deprecated spelling
         return importlib.import_module("ipusim.compat.tf.v1_session").global_variables_initializer
     return getattr(importlib.import_module("ipusim.compat.tf"), name)
