@@ -39,8 +39,9 @@ _NOT_IN_SCOPE = (
 )
 
 _TF1_SESSION = (
-    "a TF1 graph-and-session API; ipusim runs TF2 programs (eager code, tf.function, Keras)",
-    "a tf.function run with IPUStrategy.run, as IPU TensorFlow 2's guides write it",
+    "a TF1 top-level name that TensorFlow 2 (and IPU TensorFlow 2) removed",
+    "its tf.compat.v1 spelling (tf.compat.v1.Session, global_variables_initializer, "
+    "layers.dense), which ipusim simulates, or a tf.function run with IPUStrategy.run",
 )
 _HOST_EMBEDDING = (
     "host embeddings (a table in host memory looked up and updated over the host link, from "
@@ -153,9 +154,7 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         name: _TF1_SESSION
         for name in (
             "tf.Session",
-            "tf.compat.v1.Session",
             "tf.global_variables_initializer",
-            "tf.compat.v1.global_variables_initializer",
             "tf.layers.*",
         )
     },
