@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -185,3 +186,27 @@ def test_a_model_compiled_with_a_tf1_wrapper_saves_uncompiled(tmp_path, caplog):
     loaded = keras.models.load_model(tmp_path / "m.keras")
     for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_outfeed_optimizer_in_a_custom_loop_matches_numpy(tmp_path):
+    script = Path(__file__).resolve().parent / "programs" / "tf1_outfeed_optimizer_loop.py"
+    run = _ipusim_run(script, tmp_path / "reports")
+    assert run.returncode == 0, run.stderr[-3000:]
+    line = next(s for s in run.stdout.splitlines() if s.startswith("RESULT "))
+    got = json.loads(line[len("RESULT ") :])
+    rng = np.random.default_rng(2)  # the program's data
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+
+    def grads(kernel, bias):  # of mean((x @ kernel + bias - y)^2)
+        d = 2 * (x @ kernel + bias - y) / y.size
+        return x.T @ d, d.sum(0)
+
+    kernel, bias = (np.array(a) for a in got["initial"])
+    g_kernel, g_bias = grads(kernel, bias)
+    np.testing.assert_allclose(got["outfed"]["d/kernel:0_grad"], g_kernel, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got["outfed"]["d/bias:0_grad"], g_bias, rtol=1e-5, atol=1e-7)
+    kernel, bias = kernel - 0.1 * g_kernel, bias - 0.1 * g_bias
+    np.testing.assert_allclose(got["after_one"][0], kernel, rtol=1e-5, atol=1e-7)
+    g_kernel, g_bias = grads(kernel, bias)
+    np.testing.assert_allclose(got["final"][0], kernel - 0.1 * g_kernel, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got["final"][1], bias - 0.1 * g_bias, rtol=1e-5, atol=1e-7)
