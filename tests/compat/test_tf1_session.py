@@ -130,6 +130,9 @@ def test_graph_mode_rules_and_errors():
 
     with pytest.raises(RuntimeError, match="not compatible with eager execution"):
         tf.compat.v1.placeholder(tf.float32, [None, 2])
+    # eager TF2 code: the initializer is a no-op and there are no collections, as in TensorFlow
+    assert tf.compat.v1.global_variables_initializer().symbol is None
+    assert tf.compat.v1.global_variables() == []
     first, second = tf.Graph(), tf.Graph()
     with first.as_default():
         x = tf.compat.v1.placeholder(tf.float32, [None, 2])

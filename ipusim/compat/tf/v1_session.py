@@ -233,21 +233,34 @@ class _Initializer(Operation):
             session._initialised.add(id(variable))
 
 
+def _graph_or_eager(caller: str) -> Graph | None:
+    """The TF1 graph being built, or None in eager TF2 code (no trace, eager enabled)."""
+    if context.current() is None and not _STATE["eager_disabled"]:
+        return None
+    return _default_graph(caller)
+
+
 def global_variables_initializer() -> Operation:
-    """``tf.compat.v1.global_variables_initializer()``: initialises the graph's variables."""
-    graph = _default_graph("tf.global_variables_initializer()")
+    """``tf.compat.v1.global_variables_initializer()``: initialises the graph's variables (in
+    eager code a no-op, as TensorFlow's: eager variables start initialised)."""
+    graph = _graph_or_eager("tf.global_variables_initializer()")
+    if graph is None:
+        return Operation("global_variables_initializer")
     return _Initializer(graph, graph.variables())
 
 
 def variables_initializer(var_list: Any, name: str = "init") -> Operation:
-    """``tf.compat.v1.variables_initializer(var_list)``: initialises the variables given."""
-    return _Initializer(_default_graph("tf.variables_initializer()"), list(var_list))
+    """``tf.compat.v1.variables_initializer(var_list)``: initialises the variables given (a
+    no-op in eager code)."""
+    graph = _graph_or_eager("tf.variables_initializer()")
+    return Operation(name) if graph is None else _Initializer(graph, list(var_list))
 
 
 def global_variables() -> list[Any]:
     """``tf.compat.v1.global_variables()``: the default graph's variables (see
-    :meth:`Graph.variables`)."""
-    return _default_graph("tf.global_variables()").variables()
+    :meth:`Graph.variables`); ``[]`` in eager code, which keeps no collections."""
+    graph = _graph_or_eager("tf.global_variables()")
+    return [] if graph is None else graph.variables()
 
 
 def trainable_variables() -> list[Any]:
