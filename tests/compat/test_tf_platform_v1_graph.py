@@ -82,3 +82,18 @@ def test_config_proto_follows_the_protobuf_message():
     assert tf.compat.v1.ConfigProto(allow_soft_placement=True) == config.__class__(
         allow_soft_placement=True
     )
+    # the usual GPU-memory lines of TF2 scripts; text as TensorFlow 2.21 prints it
+    other = tf.compat.v1.ConfigProto()
+    other.gpu_options.allow_growth = True
+    other.gpu_options.per_process_gpu_memory_fraction = 0.5
+    other.device_count["GPU"] = 0
+    other.allow_soft_placement = True
+    assert str(other) == (
+        'device_count {\n  key: "GPU"\n  value: 0\n}\ngpu_options {\n'
+        "  per_process_gpu_memory_fraction: 0.5\n  allow_growth: true\n}\n"
+        "allow_soft_placement: true\n"
+    )
+    with pytest.raises(ValueError, match='GPUOptions has no "allow_grow" field'):
+        other.gpu_options.allow_grow = True
+    session = tf.compat.v1.ConfigProto(gpu_options=tf.compat.v1.GPUOptions(allow_growth=True))
+    assert session.gpu_options.allow_growth is True

@@ -28,8 +28,9 @@ _LAZY = {
 }
 
 
-#: TF1 graph names (:mod:`ipusim.compat.tf.v1_graph`); TF2's ``tf`` lacks them.
-_V1_GRAPH = ("ConfigProto", "get_default_graph")
+#: TF1 names of :mod:`ipusim.compat.tf.v1_graph` and :mod:`~ipusim.compat.tf.v1_config`.
+_V1_GRAPH = ("get_default_graph",)
+_V1_CONFIG = ("ConfigProto", "GPUOptions", "GraphOptions")
 #: TF1 graphs and sessions (:mod:`ipusim.compat.tf.v1_session`).
 _V1_SESSION = (
     "Graph",
@@ -90,6 +91,8 @@ def __getattr__(name: str) -> Any:
         return _layers()
     if name in _V1_GRAPH:
         return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
+    if name in _V1_CONFIG:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_config"), name)
     if name in _V1_SESSION:
         return getattr(importlib.import_module("ipusim.compat.tf.v1_session"), name)
     if name in ("AUTO_REUSE", "get_variable", "variable_scope"):
