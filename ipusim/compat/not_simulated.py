@@ -161,8 +161,9 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.python.ipu.embedding_ops.create_host_embedding": _HOST_EMBEDDING,
     "tf.python.ipu.embedding_ops.HostEmbeddingOptimizerSpec": _HOST_EMBEDDING,
     "tf.python.ipu.rnn_ops.*": (
-        "the TF1 Popnn layers (time-major, returning outputs and state, for graph-mode programs)",
-        "the Keras Popnn layers: ipu_tensorflow_addons.keras.layers.LSTM / GRU",
+        "the TF1 Popnn layers other than PopnnLSTM and PopnnGRU (the dynamic-length and AUGRU "
+        "variants)",
+        "PopnnLSTM / PopnnGRU, or the Keras Popnn layers: ipu_tensorflow_addons.keras.layers",
     ),
     "tf.keras.layers.SpectralNormalization": (
         "it overwrites the wrapped layer's kernel with a power-iteration estimate before each "

@@ -61,6 +61,8 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("keras", "ipusim.compat.keras"),
     ("ipu_tensorflow_addons.keras.layers", "ipusim.compat.ipu_addons_layers"),
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
+    ("ipu_tensorflow_addons.v1.layers", "ipusim.compat.tf.v1_rnn_ops"),
+    ("ipu_tensorflow_addons.v1", None),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),
     ("popdist", "ipusim.compat.popdist"),
