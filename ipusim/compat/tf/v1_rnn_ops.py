@@ -22,7 +22,7 @@ from collections import namedtuple
 from typing import Any
 
 from ipusim.compat.runtime import context
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.graph import to_symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
@@ -112,7 +112,7 @@ class _PopnnRNN:
     def __call__(self, inputs: Any, initial_state: Any = None, training: bool = True) -> Any:
         ctx = context.current_or_graph_mode()
         if ctx is None:
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 f"{type(self).__name__} is a TF1 graph layer: call it in a tf.Graph (or a "
                 "tf.function); eager TF2 code uses ipu_tensorflow_addons.keras.layers.LSTM / GRU"
             )
@@ -133,7 +133,7 @@ class PopnnLSTM(_PopnnRNN):
         w_in, w_rec, biases = self._weights(graph, x.shape[-1])
         bias = shape.reshape(biases, (-1,))
         if initial_state is not None and not isinstance(initial_state, LSTMStateTuple):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Invalid initial_state type: `{type(initial_state).__name__}`, expecting "
                 "`LSTMStateTuple`."
             )

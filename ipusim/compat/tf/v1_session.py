@@ -42,7 +42,7 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.tf.v1_graph import FailedPreconditionError
-from ipusim.errors import InputDataError, UnsupportedError
+from ipusim.errors import IncompatibleStateError, InputDataError, UnsupportedError
 from ipusim.graph.graph import Graph as _IRGraph
 from ipusim.graph.graph import Symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
@@ -180,7 +180,7 @@ def _default_graph(caller: str) -> Graph:
     when eager execution is disabled.
 
     Raises:
-        RuntimeError: in eager code (TensorFlow's message).
+        IncompatibleStateError: (a RuntimeError) in eager code (TensorFlow's message).
     """
     ctx = context.current()
     if isinstance(ctx, _GraphContext):
@@ -190,7 +190,7 @@ def _default_graph(caller: str) -> Graph:
             _STATE["default"] = Graph()
             _STATE["depths"] = context.enter(_STATE["default"]._ctx)
         return _STATE["default"]
-    raise RuntimeError(f"{caller} is not compatible with eager execution.")
+    raise IncompatibleStateError(f"{caller} is not compatible with eager execution.")
 
 
 def reset_default_graph() -> None:
@@ -204,7 +204,7 @@ def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Symbo
     """``tf.compat.v1.placeholder(dtype, shape, name)``: an input fed by ``feed_dict``.
 
     Raises:
-        RuntimeError: outside a TF1 graph (eager code), as TensorFlow.
+        IncompatibleStateError: (a RuntimeError) outside a TF1 graph (eager code), as TF.
         UnsupportedError: ``shape=None`` (a tensor of unknown rank, which ipusim's graphs do not
             hold): give the shape, with None for unknown dimensions.
     """
@@ -310,13 +310,13 @@ class Session:
         module docstring).
 
         Raises:
-            RuntimeError: the session is closed.
+            IncompatibleStateError: (a RuntimeError) the session is closed.
             TypeError: a fetch is not a tensor, operation or variable of this session's graph.
             InputDataError: a needed placeholder is not fed, or a fed value does not fit it.
             FailedPreconditionError: a fetch reads a variable that is not initialised.
         """
         if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+            raise IncompatibleStateError("Attempted to use a closed Session.")
         leaves = flatten(fetches)
         feeds = self._feeds(feed_dict)
         hosted = self._host_calls(leaves, feeds)

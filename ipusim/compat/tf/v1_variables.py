@@ -108,7 +108,7 @@ def get_variable(
     """``tf.compat.v1.get_variable`` (see the module docstring).
 
     Raises:
-        ValueError: TF1's variable-store errors (the name exists without reuse, or reuse=True
+        ConfigurationError: (a ValueError) TF1's variable-store errors (the name exists without reuse, or reuse=True
             for a name that does not exist).
     """
     del regularizer, kwargs
@@ -120,13 +120,13 @@ def get_variable(
     store = _STORES.setdefault(ctx, {}) if hasattr(ctx, "created_variables") else None
     if store is not None and full in store:
         if reuse is None or reuse is False:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
                 "reuse=tf.AUTO_REUSE in VarScope?"
             )
         return store[full]
     if reuse is True and store is not None:
-        raise ValueError(
+        raise ConfigurationError(
             f"Variable {full} does not exist, or was not created with tf.get_variable(). Did "
             "you mean to set reuse=tf.AUTO_REUSE in VarScope?"
         )

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError, IncompatibleStateError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.optimizers.optimizer import Optimizer
 
@@ -55,9 +55,9 @@ def loss_gradients(loss: Any, params: Any) -> list[Any]:
     graph code (a traced tensor, or a training step's :class:`StepLoss`).
 
     Raises:
-        RuntimeError: ``loss`` is an eager value (TensorFlow: ``tf.gradients`` is not supported
+        IncompatibleStateError: (a RuntimeError) ``loss`` is an eager value (TensorFlow: ``tf.gradients`` is not supported
             when eager execution is enabled; use ``tf.GradientTape``).
-        ValueError: a parameter has no gradient (as Keras).
+        ConfigurationError: (a ValueError) a parameter has no gradient (as Keras).
     """
     params = list(params)
     if getattr(loss, "_ipusim_step_loss", False):
@@ -69,14 +69,14 @@ def loss_gradients(loss: Any, params: Any) -> list[Any]:
         target = reduce_sum(loss) if loss.shape != () else loss
         grads = gradients(target, [loss.graph.read_variable(p) for p in params])
     else:
-        raise RuntimeError(
+        raise IncompatibleStateError(
             "get_gradients: tf.gradients is not supported when eager execution is enabled "
             f"(received a {type(loss).__name__} loss); compute the loss inside a tf.function or "
             "use tf.GradientTape"
         )
     for grad, param in zip(grads, params, strict=True):
         if grad is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Variable {param.name} has `None` for gradient. Please make sure that all of "
                 "your ops have a gradient defined (i.e. are differentiable)."
             )
@@ -139,7 +139,7 @@ class TFOptimizer(Optimizer):
         by_variable = {id(v): g for g, v in pairs}
         missing = [v.name for v in variables if by_variable.get(id(v)) is None]
         if missing:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self.optimizer).__name__}.compute_gradients returned no gradient for "
                 f"{missing}; it must return a (gradient, variable) pair for every variable"
             )

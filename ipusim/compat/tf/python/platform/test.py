@@ -25,7 +25,7 @@ from unittest import mock
 
 import numpy as np
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.keras.engine.nest import map_structure
 
 __all__ = [
@@ -144,7 +144,9 @@ class TestCase(unittest.TestCase):
         """Nested structures (dicts, lists, tuples) of arrays are element-wise close, by the rule
         of ``numpy.allclose``; NaNs compare equal."""
         if isinstance(a, dict) != isinstance(b, dict):
-            raise ValueError(f"Can't compare dict to non-dict, a{a!r} vs b{b!r}. {msg or ''}")
+            raise ConfigurationError(
+                f"Can't compare dict to non-dict, a{a!r} vs b{b!r}. {msg or ''}"
+            )
         if isinstance(a, dict):
             self.assertEqual(set(a), set(b), msg)
             for key in a:
@@ -154,7 +156,9 @@ class TestCase(unittest.TestCase):
             arrays = _numeric(a), _numeric(b)
             if arrays[0] is None or arrays[1] is None:  # a structure, not an array: recurse
                 if len(a) != len(b):
-                    raise ValueError(f"Mismatched length: a{len(a)} vs b{len(b)}. {msg or ''}")
+                    raise ConfigurationError(
+                        f"Mismatched length: a{len(a)} vs b{len(b)}. {msg or ''}"
+                    )
                 for x, y in zip(a, b, strict=True):
                     self.assertAllClose(x, y, rtol, atol, msg)
                 return

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.keras.optimizers import SGD, Adagrad, Adam, RMSprop
 
 __all__ = [
@@ -109,7 +109,7 @@ class Optimizer:
         UnsupportedError: a subclass overrides the private hooks (``_apply_dense``,
             ``_resource_apply_dense``, ``_create_slots``, ...), which are TF1 graph code, or
             does not override ``apply_gradients``.
-        ValueError: an empty ``name``.
+        ConfigurationError: (a ValueError) an empty ``name``.
     """
 
     _tf1_builtin = False
@@ -121,7 +121,7 @@ class Optimizer:
     def __init__(self, use_locking: bool = False, name: str = "Optimizer", **kwargs: Any) -> None:
         _check_subclass(type(self))
         if not name:
-            raise ValueError("Must specify the optimizer name")  # TF1's message
+            raise ConfigurationError("Must specify the optimizer name")  # TF1's message
         if type(self)._tf1_builtin:
             super().__init__(name=name, **kwargs)  # the Keras optimizer of the concrete class
         else:
