@@ -39,8 +39,9 @@ _NOT_IN_SCOPE = (
 )
 
 _TF1_SESSION = (
-    "a TF1 graph-and-session API; ipusim runs TF2 programs (eager code, tf.function, Keras)",
-    "a tf.function run with IPUStrategy.run, as IPU TensorFlow 2's guides write it",
+    "a TF1 top-level name that TensorFlow 2 (and IPU TensorFlow 2) removed",
+    "its tf.compat.v1 spelling (tf.compat.v1.Session, global_variables_initializer, "
+    "layers.dense), which ipusim simulates, or a tf.function run with IPUStrategy.run",
 )
 
 #: public name (or ``prefix.*``) -> (reason it is not simulated, what to use instead).
@@ -52,8 +53,8 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.sysconfig.*": _NOT_IN_SCOPE,
     "tf.test.*": _NOT_IN_SCOPE,
     "tf.python.platform.*": (
-        "TensorFlow's internal test / app / flags helpers",
-        "Python's unittest, unittest.mock and argparse",
+        "TensorFlow's internal app / flags / gfile helpers (its `test` module is simulated)",
+        "Python's argparse, logging and file functions",
     ),
     "tf.tpu.*": (_GPU, "ipusim.compat.ipu (IPUConfig, IPUStrategy)"),
     "tf.xla.*": (
@@ -153,17 +154,14 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         name: _TF1_SESSION
         for name in (
             "tf.Session",
-            "tf.compat.v1.Session",
-            "tf.compat.v1.ConfigProto",
             "tf.global_variables_initializer",
-            "tf.compat.v1.global_variables_initializer",
-            "tf.compat.v1.get_default_graph",
             "tf.layers.*",
         )
     },
     "tf.python.ipu.rnn_ops.*": (
-        "the TF1 Popnn layers (time-major, returning outputs and state, for graph-mode programs)",
-        "the Keras Popnn layers: ipu_tensorflow_addons.keras.layers.LSTM / GRU",
+        "the TF1 Popnn layers other than PopnnLSTM and PopnnGRU (the dynamic-length and AUGRU "
+        "variants)",
+        "PopnnLSTM / PopnnGRU, or the Keras Popnn layers: ipu_tensorflow_addons.keras.layers",
     ),
     "tf.keras.layers.SpectralNormalization": (
         "it overwrites the wrapped layer's kernel with a power-iteration estimate before each "

@@ -61,6 +61,8 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("keras", "ipusim.compat.keras"),
     ("ipu_tensorflow_addons.keras.layers", "ipusim.compat.ipu_addons_layers"),
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
+    ("ipu_tensorflow_addons.v1.layers", "ipusim.compat.tf.v1_rnn_ops"),
+    ("ipu_tensorflow_addons.v1", None),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),
     ("popdist", "ipusim.compat.popdist"),
@@ -476,6 +478,9 @@ def run_script(
             except SystemExit as exc:
                 code = _exit_code(exc.code)
     finally:
+        tf1 = sys.modules.get("ipusim.compat.tf.v1_session")
+        if tf1 is not None:  # a script's disable_eager_execution() ends with the script
+            tf1.enable_eager_execution()
         if stream is not None:
             print(
                 f"[ipusim] {len(collector.saved)} simulation report(s) in {folder}",

@@ -313,6 +313,9 @@ class Graph:
         self._call_counts: dict[int, int] = {}
         #: State updates applied after a training step: (variable, symbol of its new value).
         self.updates: list[tuple[Any, Symbol]] = []
+        #: Outputs of nodes that must run at every execution though nothing reads them (an
+        #: outfeed enqueue in a Keras layer's call).
+        self.side_effects: list[Symbol] = []
         self._autocast: list[str | None] = [None]
 
     # ------------------------------------------------------------------ building

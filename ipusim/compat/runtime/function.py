@@ -194,6 +194,12 @@ def _trace(
         call_args, call_kwargs = pack_sequence_as([list(args), kwargs], traced_leaves)
         outputs = fn(*call_args, **call_kwargs)
     for leaf in flatten(outputs):
+        if isinstance(leaf, Symbol) and leaf.graph is not graph:
+            raise TypeError(
+                f"{name} returns {leaf.name}, a tensor of another graph (built outside the "
+                "function, e.g. in a TF1 graph); compute it inside the function or pass its "
+                "value as an input"
+            )
         if isinstance(leaf, Symbol) and device and leaf.dtype == "float64":
             raise InvalidTypeError(
                 "Unsupported data type for output: float64. Cast the result to float32 inside "
@@ -336,6 +342,9 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
     inputs = (
         [] if inputs is None else (list(inputs) if isinstance(inputs, list | tuple) else [inputs])
     )
+    defer = getattr(context.current_or_graph_mode(), "defer", None)
+    if defer is not None:  # a TF1 graph: each Session.run fetching it runs the IPU program
+        return defer("compile", lambda *args: compile(computation, list(args)), inputs)
     if context.is_tracing():
         result = computation(*inputs)
     else:

@@ -215,7 +215,11 @@ def Variable(  # noqa: N802 - TensorFlow's name
         initial_value = initial_value()
     array = default_array(initial_value, dtype)
     label = name or f"Variable_{next(_variable_ids)}"
-    return TFVariable(array, label if ":" in label else f"{label}:0", trainable=trainable)
+    variable = TFVariable(array, label if ":" in label else f"{label}:0", trainable=trainable)
+    created = getattr(context.current_or_graph_mode(), "created_variables", None)
+    if created is not None:  # a TF1 graph's variable: its initializer must run first
+        created.append(variable)
+    return variable
 
 
 # ---------------------------------------------------------------------- elementwise

@@ -164,6 +164,8 @@ class IPUOutfeedQueue:
         ctx = context.current()
         if passthrough is None and ctx is not None and ctx.graph is graph:
             ctx.add_side_effect(symbol)
+        elif passthrough is None:  # a Keras model's step: its graph runs the enqueue each step
+            graph.side_effects.append(symbol)
         return symbol
 
     def _note_enqueue(self, structure: Any, specs: list[TensorSpec]) -> None:
@@ -209,6 +211,9 @@ class IPUOutfeedQueue:
             ValueError: nothing was ever enqueued (from another thread, ``[]`` is returned).
             RuntimeError: called inside a traced function, or LAST mode before any element.
         """
+        defer = getattr(context.current(), "defer", None)
+        if defer is not None:  # built in a TF1 graph: each Session.run fetching it dequeues
+            return defer("outfeed_dequeue", lambda: self.dequeue(wait_for_completion), [])
         if context.is_tracing():
             raise IncompatibleStateError(
                 "IPUOutfeedQueue.dequeue() runs on the host: call it outside the tf.function "

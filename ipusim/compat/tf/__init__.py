@@ -48,8 +48,10 @@ from ipusim.compat.tf import (
     summary,
 )
 from ipusim.compat.tf.device_scope import DeviceSpec, device
+from ipusim.compat.tf.python.platform import test
 from ipusim.compat.tf.strings import as_string
 from ipusim.compat.tf.tensor_spec import TensorSpec
+from ipusim.compat.tf.v1_graph import FailedPreconditionError
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
@@ -78,7 +80,9 @@ _RUNTIME = (
 _RUNTIME_NAMES = ("GradientTape", "Variable", "function")
 
 #: ``tf.errors``: the error types ported scripts catch.
-errors = SimpleNamespace(OutOfRangeError=OutOfRangeError)
+errors = SimpleNamespace(
+    FailedPreconditionError=FailedPreconditionError, OutOfRangeError=OutOfRangeError
+)
 
 __all__ = [
     "DType",
@@ -122,6 +126,7 @@ __all__ = [
     "string",
     "strings",
     "summary",
+    "test",
     "uint8",
 ]
 
@@ -205,4 +210,12 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
     )
 
 
-__getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+_runtime_getattr = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Graph":  # TF1 graphs for tf.compat.v1.Session (``tf.Graph().as_default()``)
+        from ipusim.compat.tf.v1_session import Graph
+
+        return Graph
+    return _runtime_getattr(name)

@@ -122,7 +122,9 @@ class StepProgram:
             self.updates = list(graph.updates)
             fetches += [value for _, value in self.updates]
         self.feeds = feeds
-        self.executor = Executor(graph, fetches, feeds)
+        # Enqueues layers made off the data path run at every step, after everything else.
+        self._effects = len(graph.side_effects)
+        self.executor = Executor(graph, fetches + list(graph.side_effects), feeds)
 
     def _differentiate(self, graph: Any, target: Symbol, sources: list[Symbol]) -> list[Any]:
         """Gradients of ``target`` w.r.t. ``sources``; also sets :attr:`captured` to the
@@ -136,6 +138,8 @@ class StepProgram:
     def run(self, arrays: list[np.ndarray], ctx: ExecContext) -> StepResult:
         """Execute once on flat input arrays (x, then y, then sample weights)."""
         values = self.executor.run(arrays, ctx)
+        if self._effects:
+            values = values[: -self._effects]
         n_out = len(self.outputs)
         if self.kind == "predict":
             return StepResult(None, values[:n_out], updates=values[n_out:])

@@ -133,13 +133,19 @@ def get(identifier: Any) -> Optimizer:
 
     Args:
         identifier: an :class:`Optimizer` (returned as is), a name such as ``"sgd"``,
-            ``"RMSprop"`` or ``"adam"`` (default arguments), or a config dict.
+            ``"RMSprop"`` or ``"adam"`` (default arguments), a config dict, or a script's TF1
+            optimizer (``tf.compat.v1.train.Optimizer`` subclass), wrapped in a
+            :class:`~ipusim.keras.optimizers.tf_optimizer.TFOptimizer` as tf.keras does.
 
     Raises:
         ValueError: for an unknown name (listing the valid ones) or an uninterpretable value.
     """
     if isinstance(identifier, Optimizer):
         return identifier
+    if getattr(identifier, "is_tf1", False):  # a script's TF1 optimizer: Keras wraps it
+        from ipusim.keras.optimizers.tf_optimizer import TFOptimizer
+
+        return TFOptimizer(identifier)
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, str):

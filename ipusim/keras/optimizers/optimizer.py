@@ -265,6 +265,13 @@ class Optimizer:
             )
         return slots[slot_name]
 
+    def get_gradients(self, loss: Any, params: Any) -> list[Any]:
+        """Gradients of ``loss`` computed in graph code w.r.t. ``params`` (see
+        :func:`ipusim.keras.optimizers.tf_optimizer.loss_gradients`)."""
+        from ipusim.keras.optimizers.tf_optimizer import loss_gradients
+
+        return loss_gradients(loss, params)
+
     def apply_gradients(
         self,
         grads_and_vars: Iterable[tuple[np.ndarray | None, Variable]],
