@@ -52,6 +52,11 @@ FILTER_CALL_US = MAP_CALL_US
 #: Keras' NumPy adapter (``fit(x_array, ...)`` as IPU Keras 2.6 builds it: shuffled index batches
 #: gathered by a parallel map): per batch and per sample.
 ARRAY_BATCH_CALL_US, ARRAY_US_PER_SAMPLE = 136.0, 0.60
+#: An ImageNet training loader (PyTorch DataLoader worker with torchvision's transforms): PIL
+#: decodes one JPEG of ImageNet's size, takes a random resized crop to 224 x 224 and a flip, and
+#: hands a uint8 array on; one worker process does one image at a time. Calibration machine,
+#: best of 4 runs of ``bench/host/measure_host.py`` (1.58-3.65 ms per image at load 0.7-3.5), M.
+JPEG_LOADER_US = 1580.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,19 @@ def input_seconds_per_sample(x: Any, batch_size: int | None, cpu: HostCPU) -> fl
     if isinstance(x, np.ndarray | list | tuple | dict):
         return arrays_seconds_per_sample(int(batch_size or DEFAULT_BATCH_SIZE), cpu)
     return None
+
+
+def loader_seconds_per_sample(workers: int, cpu: HostCPU) -> float:
+    """Host seconds per sample of an image-decoding loader with ``workers`` worker processes
+    (``torch.utils.data.DataLoader(num_workers=...)`` over JPEG files) on ``cpu``: each worker
+    decodes one image at a time on a core of its own, at most the process's share of cores.
+
+    Raises:
+        ValueError: ``workers`` < 1.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1 (loader worker processes), got {workers}")
+    return JPEG_LOADER_US * cpu.compute_scale * 1e-6 / min(workers, max(cpu.cores, 1))
 
 
 #: Keras' batch size when fit is given arrays and no batch_size.

@@ -109,7 +109,7 @@ def lower(description: RunDescription, config: Any, system: Any) -> LoweredRun:
             description.pipeline.schedule if description.pipeline is not None else None,
             program.replicas,
         ),
-        host_link(system, program),
+        host_link(system, program, config),
         config,
         system,
     )
