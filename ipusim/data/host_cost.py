@@ -57,6 +57,14 @@ ARRAY_BATCH_CALL_US, ARRAY_US_PER_SAMPLE = 136.0, 0.60
 #: hands a uint8 array on; one worker process does one image at a time. Calibration machine,
 #: best of 4 runs of ``bench/host/measure_host.py`` (1.58-3.65 ms per image at load 0.7-3.5), M.
 JPEG_LOADER_US = 1580.0
+#: A training loop that iterates ``torch.utils.data.DataLoader(num_workers=0)`` over
+#: ``torchvision.datasets.MNIST`` (ToTensor, Normalize) in its own thread, under a tqdm bar it
+#: updates every step (the PopXL MNIST tutorials). Calibration machine, microseconds:
+#: per sample the PIL image and the scaling (M: bench/host/measure_torch_loader.py, 18.0-18.3,
+#: done with NumPy) plus PyTorch's dispatch of its ~9 tensor operations at ~3 us each (E);
+#: per step tqdm's refresh (M: 31-38) and the collate and casts' ~6 operations (E).
+TORCH_MNIST_SAMPLE_US = 18.0 + 9 * 3.0
+TORCH_MNIST_STEP_US = 31.0 + 6 * 3.0
 
 
 @dataclass(frozen=True)
@@ -214,6 +222,13 @@ def loader_seconds_per_sample(workers: int, cpu: HostCPU) -> float:
     if workers < 1:
         raise ValueError(f"workers must be >= 1 (loader worker processes), got {workers}")
     return JPEG_LOADER_US * cpu.compute_scale * 1e-6 / min(workers, max(cpu.cores, 1))
+
+
+def torch_mnist_loop_seconds_per_step(batch_size: int, cpu: HostCPU) -> float:
+    """Host seconds per step of a loop that feeds each step from an in-thread PyTorch MNIST
+    DataLoader (Python work at the host's single-thread speed, serial with the step)."""
+    us = TORCH_MNIST_SAMPLE_US * batch_size + TORCH_MNIST_STEP_US
+    return us * cpu.compute_scale * 1e-6
 
 
 #: Keras' batch size when fit is given arrays and no batch_size.
