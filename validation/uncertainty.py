@@ -5,7 +5,9 @@ copies, the per-execution round trip) rests on figures flagged E (estimated) or 
 fitted): the host preset's speed ratios and the fitted host figures. Where the published row does
 not say which server drove the IPUs, every host preset plausible for the row's system
 (:func:`ipusim.hardware.hosts.plausible_hosts`) is simulated again, timing only, and the range of
-the predictions is reported beside the figures the host terms use.
+the predictions is reported beside the figures the host terms use
+(:func:`ipusim.session.uncertainty.depends_on`, which :func:`ipusim.session.uncertainty.host_range`
+uses for a user's run).
 """
 
 from __future__ import annotations
@@ -14,32 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ipusim.hardware import load_system, parse_flags
+from ipusim.hardware import load_system
 from ipusim.hardware.hosts import REFERENCE_HOST, default_host, load_host, plausible_hosts
-
-#: The bottleneck resources that are the host's (``ipusim.trace.bottleneck``).
-HOST_RESOURCES = ("host input pipeline", "host link", "host round trip")
+from ipusim.session.uncertainty import HOST_RESOURCES, depends_on
 
 #: A row is host-bound for this section when host resources take at least this share of the
 #: critical IPU's time (or one of them is the bottleneck).
 HOST_SHARE = 0.25
-
-#: What each host resource's time is computed from: (figure, where its flag is read).
-_FIGURES = {
-    "host input pipeline": (
-        ("host preset compute_scale", "compute_scale"),
-        ("host preset call_scale", "call_scale"),
-    ),
-    "host link": (
-        ("host.stream_bandwidth", "host.stream_bandwidth_bytes_per_s"),
-        ("host.stream_copy_overhead", "host.stream_copy_overhead_s"),
-        ("host.h2d_bandwidth", "host.h2d_bandwidth_bytes_per_s"),
-    ),
-    "host round trip": (
-        ("host.per_execution_overhead (or the row's fitted host-overhead)", "fitted"),
-        ("host preset round_trip_scale", "round_trip_scale"),
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -76,25 +59,6 @@ def is_host_bound(outcome: Any) -> bool:
     return outcome.bound in HOST_RESOURCES or host_share(outcome) >= HOST_SHARE
 
 
-def _flagged(outcome: Any, system: Any, preset: Any) -> tuple[str, ...]:
-    """The E / D figures behind the host resources that take time in ``outcome``."""
-    out: list[str] = []
-    sources = system.sources
-    for resource in HOST_RESOURCES:
-        if outcome.shares.get(resource, 0.0) < 0.05:
-            continue
-        for name, key in _FIGURES[resource]:
-            if key == "fitted":
-                flags = {"D"}
-            else:
-                text = sources.get(key) if key.startswith("host.") else preset.sources.get(key)
-                flags = set(parse_flags(text)) if text else set()
-            kept = sorted(flags & {"E", "D"})
-            if kept:
-                out.append(f"{name} ({'/'.join(kept)})")
-    return tuple(dict.fromkeys(out))
-
-
 def host_overrides(row: Any, host: str) -> dict[str, Any]:
     """The run overrides that put ``row`` on the host preset ``host``: the preset, and the row's
     own fitted round trip (``host-overhead``, fitted on the reference host) rescaled by the
@@ -120,7 +84,7 @@ def host_range(outcome: Any, runner: Callable[[Any, Mapping[str, Any]], Any]) ->
     for host in plausible_hosts(system):
         if load_host(host).name not in predictions:
             predictions[load_host(host).name] = runner(row, host_overrides(row, host)).predicted
-    return HostRange(row.id, own, predictions, _flagged(outcome, system, load_host(own)))
+    return HostRange(row.id, own, predictions, depends_on(outcome.shares, system, load_host(own)))
 
 
 def _rate(value: float) -> str:

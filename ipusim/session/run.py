@@ -169,6 +169,9 @@ def simulate(
     report = make_report(
         lowered.program, result, lowered.system, precision(lowered.config), figures, publish
     )
+    from ipusim.session import uncertainty
+
+    uncertainty.remember(report, lowered, executions)
     epoch_end: dict[int, int] = {}
     for epoch, end in zip(plan.epochs, result.execution_end_ps):
         epoch_end[epoch] = end

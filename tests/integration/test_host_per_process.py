@@ -157,3 +157,22 @@ def test_jpeg_loader_workers_share_the_process_cores() -> None:
     )
     with pytest.raises(ValueError, match="workers"):
         loader_seconds_per_sample(0, HostCPU())
+
+
+def test_host_range_of_a_host_bound_run_spans_the_presets_hand_computed_limits() -> None:
+    from ipusim.session.uncertainty import host_range
+
+    report = _fit(4)
+    spread = host_range(report)
+    assert spread.host == "EPYC-7742"
+    assert set(spread.predictions) == {"EPYC-7742", "EPYC-7763", "Xeon-8168"}
+    # Each preset's run is bound by the one pipeline of its one process, at that preset's
+    # hand-computed rate.
+    for name, got in spread.predictions.items():
+        preset = load_host(name)
+        assert got == pytest.approx(
+            1 / _per_sample(preset.compute_scale, preset.call_scale), rel=0.05
+        )
+    assert spread.low == spread.predictions["Xeon-8168"]
+    assert any("compute_scale (E)" in figure for figure in spread.depends_on)
+    assert "host-bound" in str(spread)

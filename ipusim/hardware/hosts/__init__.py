@@ -168,19 +168,20 @@ def plausible_hosts(system: Any) -> list[str]:
     return [first, *others]
 
 
-def with_host(system: Any, host: str = "") -> Any:
+def with_host(system: Any, host: str = "", current: str = REFERENCE_HOST) -> Any:
     """``system`` driven by the host preset ``host`` ("" = :func:`default_host`).
 
-    The system preset's host figures hold for :data:`REFERENCE_HOST`; each is rescaled by the
-    ratio of the chosen preset's figure to the reference's: the round trip and stream-copy sync
-    by ``round_trip_scale``, the host side of stream copies (memory copies) by
-    ``compute_scale``; the input pipeline takes the preset's cores and scales outright.
+    The system's host figures hold for the preset ``current`` (a system preset's hold for
+    :data:`REFERENCE_HOST`); each is rescaled by the ratio of the chosen preset's figure to the
+    current one's: the round trip and stream-copy sync by ``round_trip_scale``, the host side of
+    stream copies (memory copies) by ``compute_scale``; the input pipeline takes the preset's
+    cores and scales outright.
     """
     preset = load_host(host or default_host(system))
     old = getattr(system, "host", None)
     if old is None:  # not a SystemSpec (a test double): nothing to rescale
         return system
-    ref = load_host(REFERENCE_HOST)
+    ref = load_host(current)
     trip = preset.round_trip_scale / ref.round_trip_scale
     sources = dict(old.field_sources)
     for field in (
