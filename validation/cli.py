@@ -18,7 +18,15 @@ from ipusim.trace._atomic import write_text_atomic
 from validation.fit import FITTED, CrossValidation, cross_validate
 from validation.rows import Row, load_rows
 from validation.run import Outcome, run_row
-from validation.uncertainty import HostRange, format_ranges, host_range, is_host_bound
+from validation.uncertainty import (
+    ConstantRange,
+    HostRange,
+    constant_ranges,
+    format_constant_ranges,
+    format_ranges,
+    host_range,
+    is_host_bound,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,8 @@ class Table:
         crossval: whether the leave-one-out refits ran (without them there are no LOO errors).
         host_ranges: host-bound rows' predictions across their system's host presets
             (``validation.uncertainty``).
+        constant_ranges: rows' predictions at the ends of the fitted constants' leave-one-out
+            values, for the rows those constants were not fitted to.
     """
 
     outcomes: list[Outcome]
@@ -41,6 +51,7 @@ class Table:
     fits: list[CrossValidation]
     crossval: bool = True
     host_ranges: dict[str, HostRange] = field(default_factory=dict)
+    constant_ranges: list[ConstantRange] = field(default_factory=list)
 
     def loo_error(self, outcome: Outcome) -> float:
         """The row's error with every constant fitted without it (its in-sample error when no
@@ -89,7 +100,9 @@ def validate(
             loo.update(result.loo_predicted)
     runner = lambda r, overrides: run_row(r, reduced, overrides)  # noqa: E731
     ranges = {o.row.id: host_range(o, runner) for o in outcomes if is_host_bound(o)}
-    return Table(outcomes, loo, [r for r in rows if not r.expressible], fits, crossval, ranges)
+    spans = constant_ranges(fits, outcomes, runner)
+    skipped = [r for r in rows if not r.expressible]
+    return Table(outcomes, loo, skipped, fits, crossval, ranges, spans)
 
 
 def _percent(value: float) -> str:
@@ -173,6 +186,7 @@ def format_table(table: Table, markdown: bool = False) -> str:
             f"{value}; {loo})"
         )
     lines += format_ranges(table.host_ranges, {o.row.id: o.row.measured for o in table.outcomes})
+    lines += format_constant_ranges(table.constant_ranges)
     for row in table.skipped:
         lines.append(f"not expressible: {row.id} ({row.title}): {row.reason}")
     return "\n".join(lines)
@@ -220,6 +234,15 @@ def to_json(table: Table) -> dict[str, Any]:
         "max_abs_error": table.max_abs_error,
         "loo_median_abs_error": _finite_or_none(table.loo_median_abs_error),
         "not_expressible": [{"id": r.id, "reason": r.reason} for r in table.skipped],
+        "fitted_constant_ranges": [
+            {
+                "id": r.row_id,
+                "key": r.key,
+                "values": list(r.values),
+                "predicted": list(r.predictions),
+            }
+            for r in table.constant_ranges
+        ],
     }
 
 

@@ -104,3 +104,79 @@ def format_ranges(ranges: Mapping[str, HostRange], measured: Mapping[str, float]
             f"{', '.join(r.depends_on) or 'no E/D figure'}"
         )
     return lines
+
+
+#: The resource whose time each fitted hardware constant sets (validation/fit.py keys).
+_RESOURCE_OF = {
+    "gw_link.collective_bandwidth": "IPU-Links / all-reduce",
+    "host.per_execution_overhead": "host round trip",
+    "host.stream_bandwidth": "host link",
+    "host.stream_copy_overhead": "host link",
+    "streaming_memory.bandwidth_per_ipu": "Streaming Memory",
+}
+
+#: A row depends on a fitted constant when its resource takes at least this share of the time,
+#: and is listed when the constant's leave-one-out values move its prediction by this much.
+CONSTANT_SHARE = 0.10
+MOVES = 0.01
+
+
+@dataclass(frozen=True)
+class ConstantRange:
+    """A row's predictions with a fitted (D) constant at the ends of its leave-one-out values.
+
+    Attributes:
+        row_id / key: the row and the constant.
+        values: the constant's values tried (its leave-one-out refits), in its unit's text.
+        predictions: the row's predicted throughput at each.
+    """
+
+    row_id: str
+    key: str
+    values: tuple[str, ...]
+    predictions: tuple[float, ...]
+
+
+def _spans_pods(row: Any) -> bool:
+    system = load_system(str(row.args.get("system") or "IPU"))
+    return system.num_ipus > system.ipus_per_pod
+
+
+def constant_ranges(
+    fits: Any, outcomes: Any, runner: Callable[[Any, Mapping[str, Any]], Any]
+) -> list[ConstantRange]:
+    """For each fitted hardware constant, the rows it was *not* fitted to whose time its resource
+    takes a share of: their predictions with the constant at its lowest and highest
+    leave-one-out value (how far the figure is pinned down by its own rows), when they move it
+    by 1% or more. The GW-Link rate only matters to rows spanning Pods."""
+    out = []
+    for fit in fits:
+        constant = fit.constant
+        resource = _RESOURCE_OF.get(constant.key)
+        values = [v for v in fit.loo_values.values() if v is not None]
+        if resource is None or len(values) < 1:
+            continue
+        ends = sorted({min(values), max(values)})
+        for outcome in outcomes:
+            row = outcome.row
+            if row.id in constant.rows or outcome.shares.get(resource, 0.0) < CONSTANT_SHARE:
+                continue
+            if resource == "IPU-Links / all-reduce" and not _spans_pods(row):
+                continue
+            if constant.key == "host.per_execution_overhead" and "host-overhead" in row.args:
+                continue  # the row gives its framework's round trip itself
+            predicted = tuple(runner(row, constant.overrides(v)).predicted for v in ends)
+            if max(abs(p / outcome.predicted - 1.0) for p in predicted) < MOVES:
+                continue  # the figure does not move this row's prediction
+            texts = tuple(constant.text(v) for v in ends)
+            out.append(ConstantRange(row.id, constant.key, texts, predicted))
+    return out
+
+
+def format_constant_ranges(ranges: list[ConstantRange]) -> list[str]:
+    """One line per row and fitted constant it rests on."""
+    return [
+        f"fitted-constant range {r.row_id}: {r.key} (D) at its leave-one-out values "
+        f"{' / '.join(r.values)} gives {' / '.join(_rate(p) for p in r.predictions)} items/s"
+        for r in ranges
+    ]
