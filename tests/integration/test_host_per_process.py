@@ -176,3 +176,15 @@ def test_host_range_of_a_host_bound_run_spans_the_presets_hand_computed_limits()
     assert spread.low == spread.predictions["Xeon-8168"]
     assert any("compute_scale (E)" in figure for figure in spread.depends_on)
     assert "host-bound" in str(spread)
+
+
+def test_one_thread_drains_the_outfeed_of_every_replica_of_its_process() -> None:
+    from ipusim.session.options import FeedOptions, host_options
+
+    system = with_host(load_system("POD16"))
+    for processes, per_element in ((0, 4 * 1e-4), (4, 1e-4)):
+        cfg = ipusim.IPUConfig()
+        cfg.ipusim.host_outfeed_drain_s = 1e-4
+        cfg.experimental.multi_replica_distribution.process_count = processes
+        options = host_options(cfg, system, FeedOptions(), replicas=4)
+        assert options.outfeed_drain_ps == round(per_element * 1e12)
