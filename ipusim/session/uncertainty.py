@@ -106,13 +106,6 @@ def remember(report: Any, lowered: Any, executions: Sequence[tuple[int, int]]) -
         _RUNS.popitem(last=False)
 
 
-def _current_host(lowered: Any) -> str:
-    from ipusim.hardware.hosts import default_host, load_host
-
-    name = lowered.config.ipusim.host if lowered.config is not None else ""
-    return load_host(name or default_host(lowered.system)).name
-
-
 def host_range(report: Any) -> HostRange:
     """``report``'s run simulated again on each plausible host preset of its system.
 
@@ -121,7 +114,7 @@ def host_range(report: Any) -> HostRange:
     """
     from ipusim.hardware.hosts import load_host, plausible_hosts, with_host
     from ipusim.session.options import host_link, host_options
-    from ipusim.session.run import simulate
+    from ipusim.session.run import host_preset_name, simulate
 
     entry = _RUNS.get(id(report))
     if entry is None or entry[0]() is not report:
@@ -130,7 +123,7 @@ def host_range(report: Any) -> HostRange:
             f"{_KEEP} most recent); simulate the run again and pass its report"
         )
     _, lowered, executions = entry
-    current = _current_host(lowered)
+    current = str(report.extra.get("host") or host_preset_name(lowered))
     predictions = {current: report.throughput_samples_per_s}
     pipeline = lowered.description.pipeline
     for name in plausible_hosts(lowered.system):
