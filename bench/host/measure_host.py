@@ -14,7 +14,8 @@ disturbed pass):
   bench/tfdata/README.md.
 
 Run: ``/work/venv/bin/python bench/host/measure_host.py`` (about 30 s); writes
-``bench/host/results/this_machine.json``.
+``bench/host/results/this_machine.json`` (each run is appended to ``runs``; the ``*_best``
+figures are over all runs).
 """
 
 from __future__ import annotations
@@ -109,19 +110,28 @@ def thread_handoff_us() -> float:
 
 def main() -> None:
     decode, size = jpeg_ms()
+    run = {
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "memcpy_gb_per_s": round(memcpy_gb_per_s(), 3),
+        "jpeg_ms": round(decode, 3),
+        "thread_handoff_us": round(thread_handoff_us(), 2),
+    }
+    # Every run is kept: the machine is shared, and the least disturbed run is the figure.
+    runs = json.loads(OUT.read_text()).get("runs", []) if OUT.exists() else []
+    runs.append(run)
     result = {
         "machine": "ipusim's calibration machine (bench/tfdata/README.md: 2 vCPU AMD EPYC Zen 3, "
         "KVM micro-VM, shared)",
-        "load_average_1min": os.getloadavg()[0],
-        "memcpy_gb_per_s": round(memcpy_gb_per_s(), 3),
-        "jpeg_ms": round(decode, 3),
         "jpeg_mean_bytes": size,
-        "thread_handoff_us": round(thread_handoff_us(), 2),
+        "jpeg_ms_best": min(r["jpeg_ms"] for r in runs),
+        "memcpy_gb_per_s_best": max(r["memcpy_gb_per_s"] for r in runs),
+        "thread_handoff_us_best": min(r["thread_handoff_us"] for r in runs),
+        "runs": runs,
     }
     tmp = OUT.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(OUT)
-    print(json.dumps(result, indent=2))
+    print(json.dumps(run, indent=2))
 
 
 if __name__ == "__main__":

@@ -55,8 +55,9 @@ ARRAY_BATCH_CALL_US, ARRAY_US_PER_SAMPLE = 136.0, 0.60
 #: An ImageNet training loader (PyTorch DataLoader worker with torchvision's transforms): PIL
 #: decodes one JPEG of ImageNet's size, takes a random resized crop to 224 x 224 and a flip, and
 #: hands a uint8 array on; one worker process does one image at a time. Calibration machine,
-#: best of 4 runs of ``bench/host/measure_host.py`` (1.58-3.65 ms per image at load 0.7-3.5), M.
-JPEG_LOADER_US = 1580.0
+#: best of 8 runs of ``bench/host/measure_host.py`` (``results/this_machine.json``
+#: ``jpeg_ms_best``; 1.64-5.01 ms per image at load 5.2-6.8), M.
+JPEG_LOADER_US = 1635.0
 #: A training loop that iterates ``torch.utils.data.DataLoader(num_workers=0)`` over
 #: ``torchvision.datasets.MNIST`` (ToTensor, Normalize) in its own thread, under a tqdm bar it
 #: updates every step (the PopXL MNIST tutorials). Calibration machine, microseconds:
