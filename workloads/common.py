@@ -161,6 +161,25 @@ def parser(
         help="host time per execution in seconds (default: the system preset's)",
     )
     p.add_argument(
+        "--host",
+        default="",
+        help="host preset (cfg.ipusim.host; default: the one shipped with the system)",
+    )
+    p.add_argument(
+        "--loader-workers",
+        type=int,
+        default=0,
+        help="input is ImageNet JPEGs decoded by a PyTorch DataLoader with this many worker "
+        "processes per host process (ipusim.data.host_cost.loader_seconds_per_sample); 0: the "
+        "workload's own input pipeline",
+    )
+    p.add_argument(
+        "--torch-mnist-loop",
+        action="store_true",
+        help="each step is fed by an in-thread PyTorch MNIST DataLoader under a tqdm bar, "
+        "serial with the host round trip (ipusim.data.host_cost.torch_mnist_loop_seconds_per_step)",
+    )
+    p.add_argument(
         "--samples",
         type=int,
         default=None,
@@ -226,6 +245,11 @@ def configure(args: argparse.Namespace) -> None:
     cfg.ipusim.engine = args.engine
     if args.host_overhead is not None:
         cfg.ipusim.host_overhead_s = args.host_overhead
+    cfg.ipusim.host = args.host
+    if args.torch_mnist_loop:
+        cfg.ipusim.host_overhead_s = _with_torch_loop(args, ipus * max(args.processes, 1))
+    if args.loader_workers:
+        cfg.ipusim.host_dataset_rate = _loader_rate(args, ipus * max(args.processes, 1))
     options: dict[str, Any] = {}
     if args.memory_proportion is not None:
         options["availableMemoryProportion"] = str(args.memory_proportion)
@@ -239,6 +263,40 @@ def configure(args: argparse.Namespace) -> None:
     cfg.convolutions.poplar_options = dict(options)
     cfg.matmuls.poplar_options = dict(options)
     cfg.configure_ipu_system()
+
+
+def _host_system(args: argparse.Namespace, ipus: int) -> Any:
+    """The run's system with its host preset (as configure_ipu_system will resolve it)."""
+    from ipusim.config.ipusim_options import SYSTEM_PRESETS_BY_SIZE
+    from ipusim.hardware import load_system
+    from ipusim.hardware.hosts import with_host
+
+    name = args.system or next(n for size, n in SYSTEM_PRESETS_BY_SIZE if size >= ipus)
+    return with_host(load_system(name), args.host)
+
+
+def _loader_rate(args: argparse.Namespace, ipus: int) -> float:
+    """Samples/s one host process's JPEG-decoding loader delivers on the run's host preset."""
+    from ipusim.data.host_cost import loader_seconds_per_sample
+    from ipusim.session.options import host_cpu_per_process
+
+    cpu = host_cpu_per_process(_host_system(args, ipus), max(args.processes, 1))
+    return 1.0 / loader_seconds_per_sample(args.loader_workers, cpu)
+
+
+def _with_torch_loop(args: argparse.Namespace, ipus: int) -> float:
+    """Host seconds per execution: the framework's round trip plus an in-thread PyTorch MNIST
+    loader feeding each of its steps (serial with it, on the host preset's CPU)."""
+    from ipusim.data.host_cost import torch_mnist_loop_seconds_per_step
+    from ipusim.session.options import host_cpu_per_process
+
+    system = _host_system(args, ipus)
+    base = (
+        system.host.per_execution_overhead_s if args.host_overhead is None else args.host_overhead
+    )
+    cpu = host_cpu_per_process(system, max(args.processes, 1))
+    steps = steps_per_execution(args)
+    return base + steps * torch_mnist_loop_seconds_per_step(args.micro_batch, cpu)
 
 
 def ipus_per_replica(args: argparse.Namespace) -> int:

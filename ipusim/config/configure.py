@@ -99,6 +99,13 @@ def _ipu_model_system(config: IPUConfig, system: Any) -> Any:
     return load_system(system, overrides=overrides)
 
 
+def _with_host(system: Any, host: str) -> Any:
+    """``system`` driven by the host preset ``host`` ("" = the one shipped with it)."""
+    from ipusim.hardware.hosts import with_host
+
+    return with_host(system, host)
+
+
 def _resolve(config: IPUConfig) -> _Registration:
     """Devices and system of an already validated config."""
     name = config.ipusim.system
@@ -134,6 +141,7 @@ def _resolve(config: IPUConfig) -> _Registration:
         )
     if running_on_ipu_model():
         system = _ipu_model_system(config, system)
+    system = _with_host(system, config.ipusim.host)
     devices = tuple(tuple(r) for r in ranges)
     frozen = copy.deepcopy(config)
     frozen._set_frozen(True)
