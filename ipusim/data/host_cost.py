@@ -27,6 +27,7 @@ import numpy as np
 
 from ipusim.data import _order, _sources, _transforms
 from ipusim.data._nest import flatten
+from ipusim.errors import ConfigurationError
 
 # Costs on the calibration machine, microseconds (bench/tfdata/results/cost_model_cpu_min.json).
 #: from_tensor_slices: per element, slicing it and copying it into its batch (fit over element
@@ -221,7 +222,7 @@ def loader_seconds_per_sample(workers: int, cpu: HostCPU) -> float:
         ValueError: ``workers`` < 1.
     """
     if workers < 1:
-        raise ValueError(f"workers must be >= 1 (loader worker processes), got {workers}")
+        raise ConfigurationError(f"workers must be >= 1 (loader worker processes), got {workers}")
     return JPEG_LOADER_US * cpu.compute_scale * 1e-6 / min(workers, max(cpu.cores, 1))
 
 

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ipusim.errors import IncompatibleStateError
+
 __all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range", "remember"]
 
 #: The bottleneck resources that are the host's (``ipusim.trace.bottleneck``).
@@ -118,7 +120,7 @@ def host_range(report: Any) -> HostRange:
 
     entry = _RUNS.get(id(report))
     if entry is None or entry[0]() is not report:
-        raise ValueError(
+        raise IncompatibleStateError(
             "host_range needs one of the latest reports simulated in this process (the "
             f"{_KEEP} most recent); simulate the run again and pass its report"
         )

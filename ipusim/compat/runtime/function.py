@@ -195,7 +195,7 @@ def _trace(
         outputs = fn(*call_args, **call_kwargs)
     for leaf in flatten(outputs):
         if isinstance(leaf, Symbol) and leaf.graph is not graph:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{name} returns {leaf.name}, a tensor of another graph (built outside the "
                 "function, e.g. in a TF1 graph); compute it inside the function or pass its "
                 "value as an input"

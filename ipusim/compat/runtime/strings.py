@@ -20,7 +20,7 @@ import numpy as np
 from ipusim.compat.runtime.tensor import EagerTensor
 from ipusim.data import dtypes as data_dtypes
 from ipusim.data.dtypes import DType
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 
 __all__ = [
     "StringDType",
@@ -117,7 +117,7 @@ def _encode(item: Any) -> bytes:
         return item.encode("utf-8")
     if isinstance(item, np.bytes_ | np.str_):
         return _encode(item.item())
-    raise TypeError(
+    raise InvalidTypeError(
         f"a tf.string tensor holds str or bytes; received {type(item).__name__} {item!r:.40}"
     )
 
@@ -168,7 +168,7 @@ def string_constant(value: Any, shape: Any = None) -> StringTensor:
         elif array.size == 1:
             array = np.full(target, array.reshape(())[()], dtype=object)
         else:
-            raise ValueError(
+            raise ConfigurationError(
                 f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}"
             )
     return array.view(StringTensor)

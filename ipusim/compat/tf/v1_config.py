@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 
 __all__ = ["ConfigProto", "GPUOptions", "GraphOptions"]
 
@@ -58,13 +58,15 @@ class _Message:
                 f'Protocol message {type(self).__name__} has no "{name}" field.'
             )
         if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise TypeError(f"{type(self).__name__}.{name}: expected a number, received {value!r}")
+            raise InvalidTypeError(
+                f"{type(self).__name__}.{name}: expected a number, received {value!r}"
+            )
         if kind is int and isinstance(value, float):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__}.{name}: expected an integer, received {value!r}"
             )
         if kind in (bool, str) and not isinstance(value, kind):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__}.{name}: expected a {kind.__name__}, received {value!r}"
             )
         if kind is float:

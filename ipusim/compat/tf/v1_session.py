@@ -42,7 +42,12 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.tf.v1_graph import FailedPreconditionError
-from ipusim.errors import IncompatibleStateError, InputDataError, UnsupportedError
+from ipusim.errors import (
+    IncompatibleStateError,
+    InputDataError,
+    InvalidTypeError,
+    UnsupportedError,
+)
 from ipusim.graph.graph import Graph as _IRGraph
 from ipusim.graph.graph import Symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
@@ -365,12 +370,12 @@ class Session:
             return graph.read_variable(leaf)
         if isinstance(leaf, Symbol):
             if leaf.graph is not graph:
-                raise TypeError(
+                raise InvalidTypeError(
                     f"Fetch argument {leaf!r} cannot be interpreted as a Tensor. (Tensor "
                     f"{leaf.name} is not an element of this graph.)"
                 )
             return leaf
-        raise TypeError(
+        raise InvalidTypeError(
             f"Fetch argument {leaf!r} has invalid type {type(leaf).__name__}, must be a tensor, "
             "an operation or a variable of the session's graph (tensor names are not simulated)"
         )
@@ -379,7 +384,7 @@ class Session:
         feeds: dict[Symbol, np.ndarray] = {}
         for key, value in dict(feed_dict or {}).items():
             if not isinstance(key, Symbol) or key.graph is not self.graph._ctx.graph:
-                raise TypeError(
+                raise InvalidTypeError(
                     f"Cannot interpret feed_dict key {key!r} as a Tensor of this session's graph"
                 )
             array = np.asarray(value, dtype=key.dtype)
