@@ -98,7 +98,11 @@ BATCH_NORM_BWD = (
     9,
 )
 SOFTMAX_FWD = ((0.75 + 1.0 + 0.75), (1.5 + 3.0 + 1.5), 4)
-SOFTMAX_BWD = ((0.75 + 0.75), (1.5 + 1.5), 2)
+#: Softmax gradient: g·y, its row sums, y·sum, then g·y − y·sum: three binary passes (S: poplibs
+#: ``lib/popnn/NonLinearity.cpp`` ``softmaxInputGradientImpl``: mul, reduce ADD, mul, subInPlace;
+#: popops binary MULTIPLY / SUBTRACT: 1 cycle per vector in ``popopsCycleEstimators.hpp`` plus 2
+#: of loop overhead in ``popopsCycleEstimators.cpp`` ``binaryOpInnerLoopCycles``).
+SOFTMAX_BWD = ((0.75 + 0.75 + 0.75), (1.5 + 1.5 + 1.5), 3)
 
 #: Cycles one weight-update pass costs per element of fp32 state (S: popops ``ScaledAdd`` float,
 #: 1.5); an optimizer's passes are its FLOPs per element / 2 (E: one multiply-add per pass).
