@@ -74,3 +74,28 @@ def test_a_pods_gw_time_depends_on_the_model_not_on_its_split_over_ipus() -> Non
     steps = 2 * system.gw_link.latency_s
     assert one == pytest.approx((model / (2 * rate) + steps) * PS, rel=0.005)
     assert eight == pytest.approx(one, rel=0.005)
+
+
+def test_sharded_optimizer_state_splits_the_all_reduce_around_the_update() -> None:
+    # Replicated tensor sharding: a reduce-scatter of the gradients before the update and an
+    # all-gather of the updated weights after it, each hierarchical (inside the Pod, then across
+    # the Pods), so together they take the all-reduce's time; unsharded, one all-reduce.
+    system = load_system("POD128")
+    grads = 80_000_000
+    state = 4 * grads  # Adam's two fp32 slots of fp16 weights
+
+    def update(sharded: bool):
+        spec = DistributionSpec(
+            replicas=16, replicated_optimizer_state_sharding=sharded, offload_optimizer_state=False
+        )
+        return Distribution.resolve(spec, system, 8, True, True).update_instructions(
+            grads, state, grads
+        )
+
+    before, after = update(True)
+    assert [t.name for t in before] == ["reduce-scatter gradients"]
+    assert [t.name for t in after] == ["all-gather weights"]
+    expected = _expected_all_reduce(system, 16, 8, grads)
+    assert before[0].duration_ps == after[0].duration_ps == expected // 2
+    (plain,), () = update(False)
+    assert plain.name == "all-reduce gradients" and plain.duration_ps == expected
