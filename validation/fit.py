@@ -99,7 +99,7 @@ FITTED: tuple[FittedConstant, ...] = (
     ),
     FittedConstant(
         key="gw_link.latency",
-        value=64e-6,
+        value=78e-6,
         rows=("R2-pod128", "R2-pod256"),
         inverse=False,
         unit="s",
@@ -110,7 +110,7 @@ FITTED: tuple[FittedConstant, ...] = (
     ),
     FittedConstant(
         key="gw_link.collective_bandwidth",
-        value=10.15e9,
+        value=11.7e9,
         rows=("BM2-pod128", "BM2-pod256"),
         inverse=True,
         unit="GB/s",
