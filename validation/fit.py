@@ -210,7 +210,8 @@ def anchored_measured(
     constant: FittedConstant, fit_rows: Sequence[Row], rows: Sequence[Row], run: Runner
 ) -> dict[str, float]:
     """The throughput each fit row should reach: its measured one, scaled by its anchor's
-    predicted / measured ratio when it has an anchor (so the fit matches the ratio)."""
+    predicted / measured ratio when it has an anchor (so the fit matches the ratio); a row whose
+    anchor is not among ``rows`` (a partial run) is fitted plainly."""
     by_id = {r.id: r for r in rows}
     anchor_of = dict(constant.anchors)
     measured = {}
