@@ -185,7 +185,9 @@ class Distribution:
 
         Neighbouring replicas are ``ipus_per_replica`` IPUs apart, so each ring step spans that
         many hops, and the rings of the ``ipus_per_replica`` shard positions run at once over the
-        same links, sharing them.
+        same links, sharing them. They share a Pod's GW-Links too: every IPU of the Pod sends its
+        share of the cross-Pod all-reduce at the same time, so a Pod moves the whole model's
+        gradients over its GW-Links whatever the number of IPUs a replica spans.
         """
         system = self.system
         ipu, link, gw = system.ipu, system.ipu_link, system.gw_link
@@ -201,7 +203,8 @@ class Distribution:
         chassis_per_pod = system.ipus_per_pod // system.ipus_per_chassis
         gw_step = seconds_to_ps(gw.latency_s) + sync
         line_rate = gw.bandwidth_bytes_per_s * gw.ports * chassis_per_pod
-        return link_bw, link_step, min(gw.collective_bandwidth_bytes_per_s, line_rate), gw_step
+        gw_bw = min(gw.collective_bandwidth_bytes_per_s, line_rate) / stride
+        return link_bw, link_step, gw_bw, gw_step
 
     def collective(self, kind: str, num_bytes: int, what: str) -> Timed | None:
         """A reduce-scatter, all-gather or all-reduce of ``num_bytes`` per replica."""
