@@ -8,6 +8,7 @@ the README cannot show something that fails: a new block or command without a te
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -38,6 +39,7 @@ EXERCISED_BY = {
 SNIPPETS = {
     "Quick tour: an IPU script": "test_ipu_quick_tour",
     "Quick tour: plain Keras": "test_plain_keras_quick_tour",
+    "Pipelining": "test_pipelining_snippet",
 }
 #: Blocks run by the tests of the feature they show: (language, section) -> that test file.
 DELEGATED = {
@@ -182,6 +184,37 @@ def test_plain_keras_quick_tour(tmp_path):
         """,
     )
     assert "TOUR-OK" in result.stdout
+
+
+def test_pipelining_snippet(tmp_path):
+    """The pipelining snippet trains two IPUs with four stages (0 and 3 on IPU 0): both IPUs
+    compute and copy over the IPU-Links, each keeps a stash; Interleaved refuses that mapping."""
+    code = python_block("Pipelining")
+    assert "PipelineSchedule.Grouped" in code and "device_mapping=[0, 1, 1, 0]" in code
+    result = _run_snippet(
+        code,
+        tmp_path,
+        """
+        import json
+        trace = report.trace.to_dataframe()
+        busy = {ipu: sorted(set(trace[trace.ipu == ipu].track)) for ipu in (0, 1)}
+        stash = report.memory_items
+        stash = stash[stash.name.str.contains("stash")]
+        interleaved = code_text.replace("PipelineSchedule.Grouped", "PipelineSchedule.Interleaved")
+        try:
+            exec(interleaved, {})
+            refused = ""
+        except ipusim.errors.UnsupportedError as error:
+            refused = str(error)
+        print("PIPE", json.dumps({"busy": busy, "stash_ipus": sorted(set(stash.ipu.tolist())),
+                                  "refused": refused}))
+        """.replace("code_text", repr(code)),
+    )
+    found = json.loads(result.stdout.split("PIPE ", 1)[1])
+    for ipu in ("0", "1"):
+        assert {"compute", "link"} <= set(found["busy"][ipu]), found
+    assert found["stash_ipus"] == [0, 1], found
+    assert "Interleaved" in found["refused"] and "[0, 1, 1, 0]" in found["refused"], found
 
 
 # ---------------------------------------------------------------------- commands

@@ -58,16 +58,21 @@ def study() -> Study:
     )
 
 
-def main(argv: list[str] | None = None) -> Any:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--output", default="bert_pod16_sweep")
-    parser.add_argument("-j", "--jobs", type=int, default=2)
-    args = parser.parse_args(argv)
+#: The columns of the study's table.
+COLUMNS = (
+    "schedule",
+    "accumulation",
+    "throughput_samples_per_s",
+    "bubble",
+    "exposed_all_reduce_s",
+    "oom",
+)
+
+
+def draw(df: Any, out: Path) -> list[Path]:
+    """The study's two figures (throughput and bubble against accumulation) into ``out``."""
     from analysis import throughput_curves
 
-    out = Path(args.output)
-    df = run_sweep(study(), out, jobs=args.jobs)
-    save(df, out / "results.csv")
     throughput_curves(
         df,
         x="accumulation",
@@ -87,16 +92,20 @@ def main(argv: list[str] | None = None) -> Any:
         ylabel="pipeline bubble (idle share)",
         title="BERT-Large, POD16: bubble against accumulation",
     )
-    columns = [
-        "schedule",
-        "accumulation",
-        "throughput_samples_per_s",
-        "bubble",
-        "exposed_all_reduce_s",
-        "oom",
-    ]
-    print(df[[c for c in columns if c in df.columns]].to_string(index=False))
-    print(f"figures: {out / 'throughput.png'}, {out / 'bubble.png'}")
+    return [out / "throughput.png", out / "bubble.png"]
+
+
+def main(argv: list[str] | None = None) -> Any:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", default="bert_pod16_sweep")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    out = Path(args.output)
+    df = run_sweep(study(), out, jobs=args.jobs)
+    save(df, out / "results.csv")
+    figures = draw(df, out)
+    print(df[[c for c in COLUMNS if c in df.columns]].to_string(index=False))
+    print(f"figures: {', '.join(str(f) for f in figures)}")
     return df
 
 
