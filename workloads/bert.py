@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> Any:
         help="a recomputation checkpoint after every encoder layer, as Graphcore's BERT "
         "(kept with --recompute --recomputation-mode interleaved)",
     )
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     layers = SIZES[args.size]["layers"]
     encoder_stages = args.stages - 1 if args.heads_stage else args.stages
@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> Any:
         model.compile(
             optimizer=common.optimizer(args) or "adam",
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=common.metrics(args),
             steps_per_execution=common.steps_per_execution(args),
         )
         ids = np.zeros((args.micro_batch, args.sequence), np.int32)

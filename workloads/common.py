@@ -19,6 +19,7 @@ import ipusim
 from ipusim import keras
 from ipusim.choices import ENGINES
 from ipusim.data import Dataset
+from ipusim.errors import ConfigurationError
 from ipusim.pipelining import PipelineSchedule, RecomputationMode
 
 #: Optimizers by name. LAMB and LARS (Graphcore's BERT and ResNet-50 runs) are not in ipusim's
@@ -92,9 +93,14 @@ def parser(
         help="gradient accumulation steps per replica",
     )
     p.add_argument("--precision", choices=["fp32", "fp16.16", "fp16.32"], default=precision)
-    p.add_argument("--steps", type=int, default=steps, help="micro-batch steps per replica")
     p.add_argument(
-        "--steps-per-execution", type=int, default=None, help="default: all steps in one execution"
+        "--steps", type=int, default=steps, help="micro-batch steps per replica and epoch"
+    )
+    p.add_argument(
+        "--steps-per-execution",
+        type=int,
+        default=None,
+        help="steps per host round trip; must divide --steps (default: all steps in one execution)",
     )
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--recompute", action="store_true", help="recompute activations")
@@ -133,7 +139,8 @@ def parser(
         "--metrics",
         nargs="*",
         default=None,
-        help="Keras metrics to compile (default: the workload's; none: only the loss is outfed)",
+        help="Keras metrics to compile, e.g. accuracy (default: the workload's; 'none' or no "
+        "name: only the loss is outfed)",
     )
     p.add_argument(
         "--processes",
@@ -198,6 +205,36 @@ def parser(
         help="which engine times the run (cfg.ipusim.engine; both give the same timeline)",
     )
     return p
+
+
+def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` and check the step counts before anything runs.
+
+    Raises:
+        ConfigurationError: if ``--steps``, ``--steps-per-execution`` or ``--epochs`` is not
+            positive, or the steps per execution do not divide the steps of an epoch.
+    """
+    args = p.parse_args(argv)
+    for flag in ("steps", "steps_per_execution", "epochs", "micro_batch", "replicas"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise ConfigurationError(
+                f"--{flag.replace('_', '-')} must be a positive integer; got {value}"
+            )
+    spe = steps_per_execution(args)
+    if args.steps % spe:
+        raise ConfigurationError(
+            f"--steps-per-execution {spe} must divide --steps {args.steps} (the steps of an "
+            f"epoch run in whole executions); give --steps {spe} or a divisor of {args.steps}"
+        )
+    return args
+
+
+def metrics(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
+    """The Keras metrics to compile: ``--metrics`` (``none`` or no name: none), else ``default``."""
+    if args.metrics is None:
+        return list(default)
+    return [m for m in args.metrics if m.lower() != "none"]
 
 
 def configure(args: argparse.Namespace) -> None:
