@@ -6,6 +6,7 @@ Run: ``python workloads/bert.py --size large --stages 4 --replicas 4 --timing-on
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
@@ -146,7 +147,8 @@ def layer_splits(size: str, layers_per_ipu: list[int]) -> list[str]:
     return ends
 
 
-def main(argv: list[str] | None = None) -> Any:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this workload (the common one and BERT's own arguments)."""
     p = common.parser(
         "BERT pre-training throughput on simulated IPUs",
         micro_batch=8,
@@ -179,7 +181,11 @@ def main(argv: list[str] | None = None) -> Any:
         help="a recomputation checkpoint after every encoder layer, as Graphcore's BERT "
         "(kept with --recompute --recomputation-mode interleaved)",
     )
-    args = common.parse(p, argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = common.parse(build_parser(), argv)
     common.configure(args)
     layers = SIZES[args.size]["layers"]
     encoder_stages = args.stages - 1 if args.heads_stage else args.stages

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -210,12 +210,26 @@ def parser(
 def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse ``argv`` and check the step counts before anything runs.
 
+    When ``argv`` is given (a study or a test calls the workload), a bad argument raises instead
+    of printing argparse's usage line and exiting, so a sweep reports it as that
+    configuration's one-line error.
+
     Raises:
-        ConfigurationError: if ``--steps``, ``--steps-per-execution`` or ``--epochs`` is not
-            positive, or the steps per execution do not divide the steps of an epoch.
+        ConfigurationError: for an argument argparse refuses (``argv`` given), if ``--steps``,
+            ``--steps-per-execution`` or ``--epochs`` is not positive, or the steps per
+            execution do not divide the steps of an epoch.
     """
+    if argv is not None:
+        p.error = _raise_configuration_error  # type: ignore[method-assign]
     args = p.parse_args(argv)
-    for flag in ("steps", "steps_per_execution", "epochs", "micro_batch", "replicas"):
+    for flag in (
+        "accumulation",
+        "steps",
+        "steps_per_execution",
+        "epochs",
+        "micro_batch",
+        "replicas",
+    ):
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise ConfigurationError(
@@ -228,6 +242,10 @@ def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Na
             f"epoch run in whole executions); give --steps {spe} or a divisor of {args.steps}"
         )
     return args
+
+
+def _raise_configuration_error(message: str) -> NoReturn:
+    raise ConfigurationError(f"workload argument: {message}")
 
 
 def metrics(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:

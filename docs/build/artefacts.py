@@ -51,7 +51,11 @@ def table_text(table: pd.DataFrame) -> str:
 
 
 def quiet_run(run: Callable[[], Run]) -> Run:
-    """``run()`` with its printing swallowed (the workloads print full reports)."""
+    """``run()`` as in a fresh process (Keras' layer-name counters and seed stream reset, so op
+    names do not depend on what ran before), its printing swallowed."""
+    from ipusim import keras
+
+    keras.backend.clear_session()
     with contextlib.redirect_stdout(io.StringIO()):
         return run()
 

@@ -2,7 +2,8 @@
 tests/test_readme.py; docs/api.md is generated and has none).
 
 Blocks are read from the pages, never copied here: a ``python`` block runs as a script, each
-command of a ``bash`` block runs, and a ``text`` block is a picture, not code. A block in another
+command of a ``bash`` block runs, a ``toml`` block is a study file that must load as one, and a
+``text`` block is a picture, not code. A block in another
 language, or a command no test here knows, fails :func:`test_every_block_is_exercised`.
 """
 
@@ -38,7 +39,7 @@ def _bash_commands(text: str) -> list[list[str]]:
 def test_every_block_is_exercised():
     for page in PAGES:
         for block in blocks(page):
-            assert block.language in ("python", "bash", "text"), (
+            assert block.language in ("python", "bash", "toml", "text"), (
                 f"{page.name}: a ```{block.language} block (section {block.section!r}) that no "
                 "test runs; label a picture ```text"
             )
@@ -85,3 +86,12 @@ def test_bash_commands_run(argv, tmp_path):
 @pytest.mark.parametrize("argv", [a for a in _commands() if tuple(a) in SLOW], ids=" ".join)
 def test_slow_bash_commands_run(argv, tmp_path):
     _run_command(argv, tmp_path)
+
+
+@pytest.mark.parametrize(("page", "text"), _blocks("toml"), ids=lambda v: str(v)[:20])
+def test_toml_blocks_are_valid_studies(page, text, tmp_path):
+    from ipusim.sweep import Study
+
+    (tmp_path / "study.toml").write_text(text, encoding="utf-8")
+    study = Study.from_toml(tmp_path / "study.toml")
+    assert len(study) >= 1, page
