@@ -199,6 +199,12 @@ def parser(
         "(norms.use_stable_statistics)",
     )
     p.add_argument(
+        "--io-tiles",
+        type=int,
+        default=0,
+        help="I/O tiles per IPU (io_tiles.num_io_tiles; infeed copies then overlap compute)",
+    )
+    p.add_argument(
         "--engine",
         choices=ENGINES,
         default="auto",
@@ -279,6 +285,8 @@ def configure(args: argparse.Namespace) -> None:
     cfg.ipusim.precision = args.precision
     cfg.ipusim.numerics = not args.timing_only
     cfg.ipusim.engine = args.engine
+    if args.io_tiles:
+        cfg.io_tiles.num_io_tiles = args.io_tiles
     if args.host_overhead is not None:
         cfg.ipusim.host_overhead_s = args.host_overhead
     options: dict[str, Any] = {}

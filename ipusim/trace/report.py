@@ -114,6 +114,9 @@ class Report:
     memory_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     memory_items_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     liveness_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    #: What the run was simulated from, to simulate it again with a change (``advice``); set
+    #: by the session for a report made in this process, None for a loaded one.
+    what_if: Any = field(default=None, compare=False, repr=False)
 
     __hash__ = None  # type: ignore[assignment]  # holds dicts and DataFrames
 
@@ -244,6 +247,25 @@ class Report:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def advice(self, top: int | None = None) -> list[Any]:
+        """The changes that would raise throughput most, each measured by simulating this run
+        again with it, best first; changes that no longer fit in memory are left out. See
+        :mod:`ipusim.session.advice` for the changes tried. ``top`` keeps the first few.
+
+        Raises:
+            UnsupportedError: for a report loaded from disk (nothing to simulate again).
+        """
+        if self.what_if is None:
+            from ipusim.errors import UnsupportedError
+
+            raise UnsupportedError(
+                "report.advice() simulates the run again, so it needs the report of a run made "
+                "in this process; a report loaded from disk has no run to simulate. Run the "
+                "program again (ipusim run prints the advice at the end)."
+            )
+        found = self.what_if.advice()
+        return found if top is None else found[:top]
 
     # ------------------------------------------------------------------ files
     def save(self, folder: str | os.PathLike[str]) -> Path:
