@@ -23,6 +23,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ipusim.trace import Report
+
 __all__ = ["VERBS", "Verb", "build_parser", "main"]
 
 #: Exit status of a user mistake (as argparse uses for a bad command line).
@@ -251,6 +255,16 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
         help="report folder (ipusim demo, Report.save), an ipusim run output folder, or a "
         "trace .npz",
     )
+    parser.add_argument(
+        "--top-ops",
+        type=int,
+        nargs="?",
+        const=10,
+        default=None,
+        metavar="N",
+        help="also list each IPU's N compute sets that take the most compute and exchange time, "
+        "and its N largest memory items (default N: 10)",
+    )
 
 
 def _is_report_folder(path: Path) -> bool:
@@ -262,13 +276,53 @@ def _report_folders(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and _is_report_folder(p))
 
 
+def _print_report(report: Report, top: int | None) -> None:
+    print(report.summary())
+    if top is not None:
+        from ipusim.trace.top_ops import format_top_ops
+
+        print()
+        print(format_top_ops(report, top))
+
+
+def _one_report(path: str) -> Report:
+    from ipusim.trace import Report
+
+    folder = Path(path)
+    if _is_report_folder(folder):
+        return Report.load(folder)
+    folders = _report_folders(folder) if folder.is_dir() else []
+    if len(folders) == 1:
+        return Report.load(folders[0])
+    raise UsageError(
+        f"{path!r} is not one report: give a folder with a report.json (ipusim demo, "
+        "Report.save, or one NN-kind folder of an ipusim run output)"
+        + (f"; it holds {len(folders)}: {', '.join(f.name for f in folders)}" if folders else "")
+    )
+
+
+def _compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", help="the first report folder (A)")
+    parser.add_argument("b", help="the second report folder (B)")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ipusim.trace.compare import format_comparison
+
+    print(format_comparison(_one_report(args.a), _one_report(args.b), (args.a, args.b)))
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from ipusim.trace import Report, Trace, utilisation
 
     path = Path(args.path)
+    top = getattr(args, "top_ops", None)
+    if top is not None and top < 1:
+        raise UsageError(f"--top-ops must be at least 1; got {top}")
     if path.is_dir():
         if _is_report_folder(path):
-            print(Report.load(path).summary())
+            _print_report(Report.load(path), top)
             return 0
         folders = _report_folders(path)
         if not folders:
@@ -281,7 +335,7 @@ def _report(args: argparse.Namespace) -> int:
             if i:
                 print()
             print(f"== {folder}")
-            print(Report.load(folder).summary())
+            _print_report(Report.load(folder), top)
         return 0
     if not path.exists():
         raise UsageError(
@@ -434,6 +488,14 @@ VERBS: tuple[Verb, ...] = (
         _report,
         "Print the text summary of a report folder (as written by ipusim demo / Report.save), "
         "of every report in the folder ipusim run prints, or the utilisation of a trace .npz.",
+    ),
+    Verb(
+        "compare",
+        "two saved reports side by side, with the differences named",
+        _compare_arguments,
+        _compare,
+        "Throughput, simulated time, utilisation, memory, bottleneck and top compute sets of "
+        "report folders A and B, and what differs between them.",
     ),
     Verb(
         "plot",

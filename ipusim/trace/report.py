@@ -248,6 +248,13 @@ class Report:
     def __str__(self) -> str:
         return self.summary()
 
+    def top_ops(self, n: int = 10, by: str = "time", ipu: int | None = None) -> pd.DataFrame:
+        """Each IPU's ``n`` compute sets taking the most compute (``by="time"``) or exchange
+        time, or its largest memory items (``by="memory"``); see :func:`ipusim.trace.top_ops`."""
+        from ipusim.trace.top_ops import top_ops
+
+        return top_ops(self, n, by, ipu)
+
     def advice(self, top: int | None = None) -> list[Any]:
         """The changes that would raise throughput most, each measured by simulating this run
         again with it, best first; changes that no longer fit in memory are left out. See
