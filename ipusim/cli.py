@@ -313,6 +313,25 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("folder", help="report folder (ipusim demo, Report.save, ipusim run)")
+    parser.add_argument(
+        "-o", "--output", default=None, help="the HTML file (default: FOLDER/view.html)"
+    )
+
+
+def _view(args: argparse.Namespace) -> int:
+    # matplotlib lives in `analysis` only; importing it here keeps `import ipusim` light.
+    from analysis.view import write_view
+
+    folder = Path(args.folder)
+    if not _is_report_folder(folder):
+        raise UsageError(f"{args.folder!r} holds no report.json; give one report folder")
+    path = write_view(folder, args.output)
+    print(f"view: {path} (one self-contained HTML file; opens offline)")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from ipusim.trace import Report, Trace, utilisation
 
@@ -488,6 +507,15 @@ VERBS: tuple[Verb, ...] = (
         _report,
         "Print the text summary of a report folder (as written by ipusim demo / Report.save), "
         "of every report in the folder ipusim run prints, or the utilisation of a trace .npz.",
+    ),
+    Verb(
+        "view",
+        "write one self-contained HTML view of a report (opens offline)",
+        _view_arguments,
+        _view,
+        "Write FOLDER/view.html (or -o FILE): the summary, the zoomable timeline, utilisation, "
+        "memory per IPU and per tile, liveness and the top compute sets, in one file with no "
+        "network access.",
     ),
     Verb(
         "compare",

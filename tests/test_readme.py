@@ -28,6 +28,7 @@ EXERCISED_BY = {
     ("ipusim", "demo"): "test_demo_plot_and_report_commands",
     ("ipusim", "plot"): "test_demo_plot_and_report_commands",
     ("ipusim", "report"): "test_demo_plot_and_report_commands",
+    ("ipusim", "view"): "test_demo_plot_and_report_commands",
     ("ipusim", "systems"): "test_systems_command",
     ("ipusim", "run"): "test_run_commands_on_ipu_scripts",
     ("ipusim", "sweep"): "tests/sweep/test_sweep_readme.py (the sweep example)",
@@ -236,7 +237,13 @@ def test_demo_plot_and_report_commands(tmp_path):
         image = tmp_path / argv[argv.index("-o") + 1]
         assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for argv in _readme_commands("ipusim", "report"):
-        assert "Utilisation" in _run(argv, tmp_path).stdout
+        out = _run(argv, tmp_path).stdout
+        assert "Utilisation" in out
+        if "--top-ops" in argv:
+            assert "Top compute sets by compute time" in out
+    for argv in _readme_commands("ipusim", "view"):
+        _run(argv, tmp_path)
+        assert (tmp_path / argv[2] / "view.html").read_text().startswith("<!DOCTYPE html>")
 
 
 _IPU_SCRIPT = """

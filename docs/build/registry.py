@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from docs.build import bert_study, demo_timeline, memory_figures, validation_figure
+from docs.build import (
+    bert_study,
+    demo_timeline,
+    memory_figures,
+    validation_figure,
+    view_screenshot,
+)
 from docs.build.artefacts import Artefact
 
 ARTEFACTS: dict[str, Artefact] = {
@@ -25,6 +31,14 @@ ARTEFACTS: dict[str, Artefact] = {
                 cheap=True,
             )
             for prefix in memory_figures.RUNS
+        ),
+        # Needs Chromium, so only the slow docs test regenerates it.
+        Artefact(
+            "view_screenshot",
+            (view_screenshot.FIGURE,),
+            view_screenshot.run,
+            view_screenshot.draw,
+            cheap=False,
         ),
         Artefact(
             "validation",

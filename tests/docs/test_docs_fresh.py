@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -62,6 +63,10 @@ def test_a_changed_number_is_caught(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(n for n, a in ARTEFACTS.items() if a.cheap))
 def test_cheap_artefacts_match_a_fresh_run(name):
+    _compare_fresh(name)
+
+
+def _compare_fresh(name: str) -> None:
     tables, _ = quiet_run(ARTEFACTS[name].run)
     for figure in ARTEFACTS[name].figures:
         committed = data_path(figure).read_text(encoding="utf-8")
@@ -69,6 +74,16 @@ def test_cheap_artefacts_match_a_fresh_run(name):
             f"{figure}: a fresh run differs from docs/images/{figure}.csv; rerun "
             f"`python -m docs.build {name}` and update the prose it quotes"
         )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(n for n, a in ARTEFACTS.items() if not a.cheap))
+def test_slow_artefacts_match_a_fresh_run(name):
+    if name == "view_screenshot" and not (
+        shutil.which("chromium") or shutil.which("chromium-browser")
+    ):
+        pytest.skip("the view screenshot needs Chromium")
+    _compare_fresh(name)
 
 
 def test_demo_timeline_window_is_one_execution():
