@@ -250,13 +250,20 @@ class Report:
             "extra": dict(self.extra),
         }
 
-    def summary(self, largest_items: int = 3) -> str:
+    def summary(self, largest_items: int = 3, advice: int = 0) -> str:
         """A readable text block: the run, throughput, per-IPU utilisation and memory.
 
         Args:
             largest_items: how many of each IPU's largest memory items to list.
+            advice: list this many of :meth:`advice`'s changes at the end (each measured by
+                simulating the run again: seconds for a large model); 0 lists none.
         """
-        return render_summary(self, largest_items)
+        text = render_summary(self, largest_items)
+        if advice > 0:
+            found = self.advice(top=advice)
+            lines = [f"  {a.line()}" for a in found] or ["  (no change tried raised throughput)"]
+            text += "\n\nWould help (each simulated)\n" + "\n".join(lines)
+        return text
 
     def __str__(self) -> str:
         return self.summary()

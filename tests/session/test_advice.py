@@ -92,3 +92,10 @@ def test_a_loaded_report_cannot_be_simulated_again(tmp_path):
     report.save(tmp_path / "r")
     with pytest.raises(UnsupportedError, match="loaded from disk"):
         Report.load(tmp_path / "r").advice()
+
+
+def test_the_summary_lists_the_top_advice_on_request():
+    report = _run(mnist_cnn, f"{CNN} --steps-per-execution 1")
+    assert "Would help" not in report.summary()
+    lines = report.summary(advice=2).split("Would help (each simulated)\n")[1].splitlines()
+    assert lines == [f"  {a.line()}" for a in report.advice(top=2)]
