@@ -4,10 +4,10 @@ each candidate change and ranking the changes by the gain they showed.
 A :class:`WhatIf` keeps what a simulation was made from (the lowered step and its executions)
 and can lower and simulate it again with one change: more steps per execution, only the loss
 outfed, 8-bit input, 32 I/O tiles, another pipeline schedule, twice the accumulation of a
-pipeline, recomputation on or off, optimizer state offloaded or kept on chip. A change that no longer fits in
+pipeline, recomputation on or off, optimizer state offloaded or kept on chip, twice the host
+processes feeding the replicas. A change that no longer fits in
 memory (lowering raises ``OutOfMemoryError``) or that IPU TensorFlow refuses for this program is
-left out. Changes that need the model traced again (a larger micro-batch) and more host
-processes are not tried yet.
+left out. A change that needs the model traced again (a larger micro-batch) is not tried.
 """
 
 from __future__ import annotations
@@ -144,6 +144,17 @@ class WhatIf:
             found.append(
                 (f"io_tiles.num_io_tiles={IO_TILES}", lambda: self._configured(_set_io_tiles))
             )
+        replicas = int(self.lowered.program.replicas)
+        processes = int(config.experimental.multi_replica_distribution.process_count or 1)
+        if replicas > processes and replicas % 2 == 0:
+            more = min(replicas, 2 * processes)
+            found.append(
+                (
+                    f"{more} host processes (multi_replica_distribution.process_count, now "
+                    f"{processes})",
+                    lambda: self._configured(lambda c: _set_processes(c, more)),
+                )
+            )
         recompute = bool(config.allow_recompute)
         found.append(
             (
@@ -216,6 +227,12 @@ class WhatIf:
             found = [a for a in measured if a is not None and a.gain > MIN_GAIN]
             self._advice = sorted(found, key=lambda a: -a.gain)
         return list(self._advice)
+
+
+def _set_processes(config: Any, processes: int) -> None:
+    distribution = config.experimental.multi_replica_distribution
+    distribution.process_count = processes
+    distribution.process_index = 0
 
 
 def _set_io_tiles(config: Any) -> None:
