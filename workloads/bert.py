@@ -6,6 +6,7 @@ Run: ``python workloads/bert.py --size large --stages 4 --replicas 4 --timing-on
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
@@ -175,7 +176,8 @@ def half_layer_splits(size: str, attention: list[int], ffn: list[int]) -> list[s
     return ends
 
 
-def main(argv: list[str] | None = None) -> Any:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this workload (the common one and BERT's own arguments)."""
     p = common.parser(
         "BERT pre-training throughput on simulated IPUs",
         micro_batch=8,
@@ -216,7 +218,11 @@ def main(argv: list[str] | None = None) -> Any:
         help="a recomputation checkpoint after every encoder layer, as Graphcore's BERT "
         "(kept with --recompute --recomputation-mode interleaved)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = common.parse(build_parser(), argv)
     common.configure(args)
     layers = SIZES[args.size]["layers"]
     encoder_stages = args.stages - 1 if args.heads_stage else args.stages
@@ -243,6 +249,7 @@ def main(argv: list[str] | None = None) -> Any:
         model.compile(
             optimizer=common.optimizer(args) or "adam",
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=common.metrics(args),
             steps_per_execution=common.steps_per_execution(args),
         )
         ids = np.zeros((args.micro_batch, args.sequence), np.int32)

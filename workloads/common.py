@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -19,6 +19,7 @@ import ipusim
 from ipusim import keras
 from ipusim.choices import ENGINES
 from ipusim.data import Dataset
+from ipusim.errors import ConfigurationError
 from ipusim.pipelining import PipelineSchedule, RecomputationMode
 
 #: Optimizers by name. LAMB and LARS (Graphcore's BERT and ResNet-50 runs) are not in ipusim's
@@ -92,9 +93,14 @@ def parser(
         help="gradient accumulation steps per replica",
     )
     p.add_argument("--precision", choices=["fp32", "fp16.16", "fp16.32"], default=precision)
-    p.add_argument("--steps", type=int, default=steps, help="micro-batch steps per replica")
     p.add_argument(
-        "--steps-per-execution", type=int, default=None, help="default: all steps in one execution"
+        "--steps", type=int, default=steps, help="micro-batch steps per replica and epoch"
+    )
+    p.add_argument(
+        "--steps-per-execution",
+        type=int,
+        default=None,
+        help="steps per host round trip; must divide --steps (default: all steps in one execution)",
     )
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--recompute", action="store_true", help="recompute activations")
@@ -133,7 +139,8 @@ def parser(
         "--metrics",
         nargs="*",
         default=None,
-        help="Keras metrics to compile (default: the workload's; none: only the loss is outfed)",
+        help="Keras metrics to compile, e.g. accuracy (default: the workload's; 'none' or no "
+        "name: only the loss is outfed)",
     )
     p.add_argument(
         "--processes",
@@ -211,12 +218,66 @@ def parser(
         "(norms.use_stable_statistics)",
     )
     p.add_argument(
+        "--io-tiles",
+        type=int,
+        default=0,
+        help="I/O tiles per IPU (io_tiles.num_io_tiles; infeed copies then overlap compute)",
+    )
+    p.add_argument(
         "--engine",
         choices=ENGINES,
         default="auto",
         help="which engine times the run (cfg.ipusim.engine; both give the same timeline)",
     )
     return p
+
+
+def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` and check the step counts before anything runs.
+
+    When ``argv`` is given (a study or a test calls the workload), a bad argument raises instead
+    of printing argparse's usage line and exiting, so a sweep reports it as that
+    configuration's one-line error.
+
+    Raises:
+        ConfigurationError: for an argument argparse refuses (``argv`` given), if ``--steps``,
+            ``--steps-per-execution`` or ``--epochs`` is not positive, or the steps per
+            execution do not divide the steps of an epoch.
+    """
+    if argv is not None:
+        p.error = _raise_configuration_error  # type: ignore[method-assign]
+    args = p.parse_args(argv)
+    for flag in (
+        "accumulation",
+        "steps",
+        "steps_per_execution",
+        "epochs",
+        "micro_batch",
+        "replicas",
+    ):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise ConfigurationError(
+                f"--{flag.replace('_', '-')} must be a positive integer; got {value}"
+            )
+    spe = steps_per_execution(args)
+    if args.steps % spe:
+        raise ConfigurationError(
+            f"--steps-per-execution {spe} must divide --steps {args.steps} (the steps of an "
+            f"epoch run in whole executions); give --steps {spe} or a divisor of {args.steps}"
+        )
+    return args
+
+
+def _raise_configuration_error(message: str) -> NoReturn:
+    raise ConfigurationError(f"workload argument: {message}")
+
+
+def metrics(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
+    """The Keras metrics to compile: ``--metrics`` (``none`` or no name: none), else ``default``."""
+    if args.metrics is None:
+        return list(default)
+    return [m for m in args.metrics if m.lower() != "none"]
 
 
 def configure(args: argparse.Namespace) -> None:
@@ -243,6 +304,8 @@ def configure(args: argparse.Namespace) -> None:
     cfg.ipusim.precision = args.precision
     cfg.ipusim.numerics = not args.timing_only
     cfg.ipusim.engine = args.engine
+    if args.io_tiles:
+        cfg.io_tiles.num_io_tiles = args.io_tiles
     if args.host_overhead is not None:
         cfg.ipusim.host_overhead_s = args.host_overhead
     cfg.ipusim.host = args.host

@@ -272,6 +272,7 @@ class ReportCollector:
                     + (f" [data: {report.extra['data']}]" if report.extra.get("data") else ""),
                     file=self.stream,
                 )
+                _print_advice(calls.first, self.stream)
         return list(self.saved)
 
     @contextlib.contextmanager
@@ -286,6 +287,19 @@ class ReportCollector:
             with contextlib.suppress(ValueError):
                 ON_REPORT.remove(self)
             self.save()
+
+
+#: Advice lines ``ipusim run`` prints per program (the changes measured to help most).
+ADVICE_LINES = 3
+
+
+def _print_advice(report: Any, stream: TextIO) -> None:
+    """The top lines of ``report.advice()`` (its first call simulated again with each change);
+    nothing when no change helped or the report cannot be simulated again."""
+    if getattr(report, "what_if", None) is None:
+        return
+    for advice in report.advice(top=ADVICE_LINES):
+        print(f"[ipusim]   would help: {advice.line()}", file=stream)
 
 
 def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:

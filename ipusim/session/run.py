@@ -173,6 +173,11 @@ def simulate(
     from ipusim.session import uncertainty
 
     uncertainty.remember(report, lowered, executions)
+    from ipusim.session.advice import WhatIf
+
+    # A frozen dataclass: set the re-simulation handle the way its __post_init__ sets fields.
+    what_if = WhatIf(lowered, executions, report.throughput_samples_per_s)
+    object.__setattr__(report, "what_if", what_if)
     epoch_end: dict[int, int] = {}
     for epoch, end in zip(plan.epochs, result.execution_end_ps):
         epoch_end[epoch] = end
