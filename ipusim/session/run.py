@@ -170,9 +170,6 @@ def simulate(
     report = make_report(
         lowered.program, result, lowered.system, precision(lowered.config), figures, publish
     )
-    from ipusim.session import uncertainty
-
-    uncertainty.remember(report, lowered, executions)
     from ipusim.session.advice import WhatIf
 
     # A frozen dataclass: set the re-simulation handle the way its __post_init__ sets fields.

@@ -11,22 +11,16 @@ user's host and stay as given.
 
 from __future__ import annotations
 
-import weakref
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ipusim.errors import IncompatibleStateError
 
-__all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range", "remember"]
+__all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range"]
 
 #: The bottleneck resources that are the host's (``ipusim.trace.bottleneck``).
 HOST_RESOURCES = ("host input pipeline", "host link", "host round trip")
-
-#: Lowered runs kept for :func:`host_range` (the latest reports only: programs can be large).
-_KEEP = 4
-_RUNS: OrderedDict[int, tuple[Any, Any, tuple[tuple[int, int], ...]]] = OrderedDict()
 
 #: What each host resource's time is computed from: (figure, where its flag is read: a system
 #: source path, a host preset source key, or "fitted").
@@ -99,32 +93,23 @@ def depends_on(shares: Mapping[str, float], system: Any, preset: Any) -> tuple[s
     return tuple(dict.fromkeys(out))
 
 
-def remember(report: Any, lowered: Any, executions: Sequence[tuple[int, int]]) -> None:
-    """Keep the lowered run behind ``report`` so :func:`host_range` can simulate it again."""
-    key = id(report)
-    _RUNS[key] = (weakref.ref(report), lowered, tuple(executions))
-    _RUNS.move_to_end(key)
-    while len(_RUNS) > _KEEP:
-        _RUNS.popitem(last=False)
-
-
 def host_range(report: Any) -> HostRange:
     """``report``'s run simulated again on each plausible host preset of its system.
 
     Raises:
-        ValueError: ``report`` is not one of the latest simulated reports of this process.
+        IncompatibleStateError: ``report`` was not simulated in this process (loaded from disk).
     """
     from ipusim.hardware.hosts import load_host, plausible_hosts, with_host
     from ipusim.session.options import host_link, host_options
     from ipusim.session.run import host_preset_name, simulate
 
-    entry = _RUNS.get(id(report))
-    if entry is None or entry[0]() is not report:
+    what_if = getattr(report, "what_if", None)
+    if what_if is None:
         raise IncompatibleStateError(
-            "host_range needs one of the latest reports simulated in this process (the "
-            f"{_KEEP} most recent); simulate the run again and pass its report"
+            "host_range needs a report simulated in this process (a loaded report keeps no "
+            "program to simulate again); simulate the run and pass its report"
         )
-    _, lowered, executions = entry
+    lowered, executions = what_if.lowered, what_if.executions
     current = str(report.extra.get("host") or host_preset_name(lowered))
     predictions = {current: report.throughput_samples_per_s}
     pipeline = lowered.description.pipeline
