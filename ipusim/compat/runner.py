@@ -298,6 +298,11 @@ def _print_advice(report: Any, stream: TextIO) -> None:
     nothing when no change helped or the report cannot be simulated again."""
     if getattr(report, "what_if", None) is None:
         return
+    from ipusim.session.uncertainty import host_range_line
+
+    spread = host_range_line(report)
+    if spread is not None:
+        print(f"[ipusim]   {spread}", file=stream)
     for advice in report.advice(top=ADVICE_LINES):
         print(f"[ipusim]   would help: {advice.line()}", file=stream)
 

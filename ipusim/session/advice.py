@@ -228,6 +228,13 @@ class WhatIf:
             self._advice = sorted(found, key=lambda a: -a.gain)
         return list(self._advice)
 
+    def host_range_line(self, report: Any) -> str | None:
+        """The range of throughputs across the system's host presets, in words, when a host
+        resource bounds ``report``'s run (see :mod:`ipusim.session.uncertainty`)."""
+        from ipusim.session.uncertainty import host_range_line
+
+        return host_range_line(report)
+
 
 def _set_processes(config: Any, processes: int) -> None:
     distribution = config.experimental.multi_replica_distribution

@@ -17,7 +17,7 @@ from typing import Any
 
 from ipusim.errors import IncompatibleStateError
 
-__all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range"]
+__all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range", "host_range_line"]
 
 #: The bottleneck resources that are the host's (``ipusim.trace.bottleneck``).
 HOST_RESOURCES = ("host input pipeline", "host link", "host round trip")
@@ -133,3 +133,11 @@ def host_range(report: Any) -> HostRange:
         predictions[name] = simulate(run, executions, publish=False).report.throughput_samples_per_s
     shares = report.bottleneck.shares
     return HostRange(current, predictions, depends_on(shares, lowered.system, load_host(current)))
+
+
+def host_range_line(report: Any) -> str | None:
+    """:func:`host_range` in words when ``report``'s run is bound by a host resource and can be
+    simulated again; None otherwise (a device-bound or loaded report)."""
+    if getattr(report, "what_if", None) is None or report.bottleneck.resource not in HOST_RESOURCES:
+        return None
+    return str(host_range(report))

@@ -256,10 +256,15 @@ class Report:
         Args:
             largest_items: how many of each IPU's largest memory items to list.
             advice: list this many of :meth:`advice`'s changes at the end (each measured by
-                simulating the run again: seconds for a large model); 0 lists none.
+                simulating the run again: seconds for a large model), after the range of
+                throughputs across the system's host presets when a host resource bounds the
+                run; 0 lists neither.
         """
         text = render_summary(self, largest_items)
         if advice > 0:
+            spread = self.what_if.host_range_line(self) if self.what_if is not None else None
+            if spread is not None:
+                text += f"\n\n{spread}"
             found = self.advice(top=advice)
             lines = [f"  {a.line()}" for a in found] or ["  (no change tried raised throughput)"]
             text += "\n\nWould help (each simulated)\n" + "\n".join(lines)

@@ -181,6 +181,9 @@ def test_host_range_of_a_host_bound_run_spans_the_presets_hand_computed_limits()
     assert spread.low == spread.predictions["Xeon-8168"]
     assert any("compute_scale (E)" in figure for figure in spread.depends_on)
     assert "host-bound" in str(spread)
+    # The summary with advice states the same range (the report says what the answer rests on).
+    low, high = f"{spread.low:,.0f}", f"{spread.high:,.0f}"
+    assert f"host-bound: {low}-{high} samples/s" in report.summary(advice=1)
 
 
 def test_one_thread_drains_the_outfeed_of_every_replica_of_its_process() -> None:
