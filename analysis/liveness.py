@@ -116,7 +116,12 @@ def liveness_plot(
         va="top",
         fontsize=style.NOTE_SIZE - 1,
         family="monospace",
-        bbox={"facecolor": "white", "edgecolor": "#cccccc", "boxstyle": "round", "alpha": 0.9},
+        bbox={
+            "facecolor": "white",
+            "edgecolor": style.NOTE_EDGE_COLOUR,
+            "boxstyle": "round",
+            "alpha": 0.9,
+        },
     )
     ax.set_xlim(0, max(len(steps) - 1, 1))
     ax.set_ylim(0, (top or 1.0) * 1.6)

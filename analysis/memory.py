@@ -208,7 +208,7 @@ def tile_histogram(
         ha="left",
         va="top",
         fontsize=style.NOTE_SIZE,
-        bbox={"facecolor": "white", "edgecolor": "#cccccc", "boxstyle": "round"},
+        bbox={"facecolor": "white", "edgecolor": style.NOTE_EDGE_COLOUR, "boxstyle": "round"},
     )
     fig.suptitle(title or f"Memory per tile, IPU {ipu}", fontsize=style.TITLE_SIZE)
     handles, labels = _legend_entries(ax, right)

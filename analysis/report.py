@@ -23,8 +23,9 @@ def plot_report(
     """Write the figures of one run into ``out_dir`` (created if missing), in every format.
 
     Figures: ``timeline``, ``utilisation``; with memory figures (a report): ``memory``; with memory
-    plans (the report of a run, not one read from a folder): ``tile_memory``, the tiles of the IPU
-    with the fullest tile, and ``liveness``, that IPU's live memory over its program.
+    plans (the report of a run, or one read from a folder with its ``tiles.csv``: see
+    :mod:`analysis.saved`): ``tile_memory``, the tiles of the IPU with the fullest tile, and
+    ``liveness``, that IPU's live memory over its program.
 
     Args:
         report_or_folder: a :class:`Report`, a :class:`Trace`, or the path of a report folder or
@@ -47,7 +48,7 @@ def plot_report(
     if isinstance(source, Report):
         if not source.memory.empty:
             figures["memory"] = memory_by_category(source)
-        plans = [plan for plan in source.memory_plans if plan.tile_bytes]
+        plans = [plan for plan in _plans(source) if plan.tile_bytes]
         if plans:
             fullest = max(plans, key=lambda plan: (max(plan.tile_bytes), -plan.ipu))
             figures["tile_memory"] = tile_histogram(plans, ipu=fullest.ipu)
@@ -58,3 +59,12 @@ def plot_report(
     for name, fig in figures.items():
         written[name] = [style.save_figure(fig, out / f"{name}.{fmt}") for fmt in formats]
     return written
+
+
+def _plans(report: Report) -> list:
+    """The report's memory plans, rebuilt from its tables for a report read from a folder."""
+    if report.memory_plans:
+        return list(report.memory_plans)
+    from analysis.saved import saved_plans
+
+    return saved_plans(report)

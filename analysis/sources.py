@@ -125,10 +125,15 @@ def plans_of(source: Report | IPUMemoryPlan | Sequence[IPUMemoryPlan] | PathLike
             "a trace holds no memory plans; pass the Report of a run or its memory_plans"
         )
     if not loaded.memory_plans:
+        from analysis.saved import saved_plans
+
+        rebuilt = saved_plans(loaded)
+        if rebuilt:
+            return rebuilt
         raise ValueError(
-            "this report has no memory plans (a report read by Report.load keeps only the "
-            "per-IPU memory tables, not the bytes of every tile); pass the Report a run returned "
-            "(model.last_simulation) or its memory_plans"
+            "this report has no memory plans and its folder no tiles.csv (it was saved by an "
+            "ipusim that did not keep the tile map); save the report again, or pass the Report "
+            "a run returned (model.last_simulation) or its memory_plans"
         )
     return list(loaded.memory_plans)
 

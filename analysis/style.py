@@ -16,6 +16,12 @@ from matplotlib.figure import Figure
 
 from ipusim.trace import TRACE_PHASES
 
+# Colours mean one thing in every figure: a phase palette (what the program is doing, the strong
+# Tableau 10 hues), a resource palette (where an IPU's time goes: other strong hues) and a memory
+# palette (the light Tableau 20 hues). No colour appears in two palettes except where the meaning
+# is the same: host I/O is purple as a phase ("io") and as a state ("host-io").
+# tests/analysis/test_palette.py checks it.
+
 #: Colour of each trace phase ('' = a record with no phase).
 PHASE_COLOURS: dict[str, str] = {
     "fwd": "#1f77b4",  # blue
@@ -32,33 +38,42 @@ PHASE_LABELS: dict[str, str] = {phase: phase or "other" for phase in TRACE_PHASE
 
 #: Colour of each IPU state of a utilisation report (the state tracks, then idle).
 STATE_COLOURS: dict[str, str] = {
-    "compute": "#1f77b4",  # blue
-    "exchange": "#ff7f0e",  # orange
-    "sync": "#d62728",  # red
-    "host-io": "#9467bd",  # purple
-    "link": "#2ca02c",  # green
-    "remote": "#8c564b",  # brown
-    "idle": "#dddddd",  # light grey
+    "compute": "#17becf",  # cyan
+    "exchange": "#bcbd22",  # olive
+    "sync": "#e377c2",  # pink
+    "host-io": "#9467bd",  # purple, as the "io" phase
+    "link": "#393b79",  # indigo
+    "remote": "#8c6d31",  # ochre
+    "idle": "#eeeeee",  # light grey
 }
 
 #: Colour of each memory category.
 CATEGORY_COLOURS: dict[str, str] = {
-    "weights": "#1f77b4",
-    "optimizer-state": "#ff7f0e",
-    "gradient-accumulators": "#2ca02c",
-    "activations": "#d62728",
-    "code": "#9467bd",
-    "exchange-buffers": "#8c564b",
-    "stash": "#e377c2",
-    "temporaries": "#bcbd22",
+    "weights": "#aec7e8",  # light blue
+    "optimizer-state": "#ffbb78",  # light orange
+    "gradient-accumulators": "#98df8a",  # light green
+    "activations": "#ff9896",  # light red
+    "code": "#c5b0d5",  # light purple
+    "exchange-buffers": "#dbdb8d",  # light olive
+    "stash": "#f7b6d2",  # light pink
+    "temporaries": "#c49c94",  # light brown
 }
 
-#: Colour of the bars of a tile histogram.
-TILE_COLOUR = "#1f77b4"
+#: Meanings that share a colour on purpose: (palette, key) pairs of one colour.
+SHARED_MEANINGS = ({("phase", "io"), ("state", "host-io")},)
+
+#: Colour of the bars of a tile histogram (tiles hold memory: a memory-palette neighbour).
+TILE_COLOUR = "#6b6ecf"
 #: Colour of budget lines (SRAM of an IPU or of a tile).
 BUDGET_COLOUR = "#b2182b"
 #: Colour of the lines separating the rows of one IPU from the next in a timeline.
 SEPARATOR_COLOUR = "#bbbbbb"
+#: Edge colour of the note boxes on figures.
+NOTE_EDGE_COLOUR = "#cccccc"
+#: Validation figure: the points, the y = x line and the ±15% band.
+POINT_COLOUR = "#000000"
+REFERENCE_COLOUR = "#555555"
+BAND_COLOUR = "#d9d9d9"
 
 #: Dots per inch of PNG files.
 PNG_DPI = 120

@@ -43,9 +43,9 @@ def validation_scatter(
         max(measured.max(), predicted.max()) * 1.5,
     )
     line = np.array([low, high])
-    ax.fill_between(line, line * 0.85, line * 1.15, color="#dddddd", label="±15%")
-    ax.plot(line, line, color="#555555", linewidth=0.8)
-    ax.scatter(measured, predicted, s=18, color="#1f77b4", zorder=3)
+    ax.fill_between(line, line * 0.85, line * 1.15, color=style.BAND_COLOUR, label="±15%")
+    ax.plot(line, line, color=style.REFERENCE_COLOUR, linewidth=0.8)
+    ax.scatter(measured, predicted, s=18, color=style.POINT_COLOUR, zorder=3)
     for r, x, y in zip(rows, measured, predicted):
         ax.annotate(str(r["id"]), (x, y), textcoords="offset points", xytext=(4, 2), fontsize=7)
     ax.set_xscale("log")

@@ -1,9 +1,10 @@
 """Per-tile memory and liveness of BERT-Large on a POD16 (the README configuration) and ResNet-50
-on one IPU: the spread of bytes over tiles (min / median / max) per IPU, the fullest tile's
-contents at its worst program point, and the liveness and tile figures of docs/images.
+on one IPU: the spread of bytes over tiles (min / median / max) per IPU and the fullest tile's
+contents at its worst program point. The same runs (``docs/build/memory_figures.py``) draw the
+liveness and tile figures of docs/images (``python -m docs.build bert_large_pod16 resnet50_1ipu``).
 
 Run: ``python bench/bench_memory_figures.py`` (timing-only, a few seconds; writes
-bench/results/memory.json and docs/images/{bert_large_pod16,resnet50_1ipu}_{liveness,tiles}.png).
+bench/results/memory.json).
 """
 
 from __future__ import annotations
@@ -19,22 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis import liveness_plot, tile_heatmap  # noqa: E402
-from ipusim.config import reset_ipu_configuration  # noqa: E402
+from docs.build.memory_figures import RUNS, run_workload  # noqa: E402
 from ipusim.trace._atomic import write_text_atomic  # noqa: E402
-from workloads import bert, resnet50  # noqa: E402
-
-RUNS = {
-    "bert_large_pod16": (
-        bert,
-        "--size large --system POD16 --stages 4 --replicas 4 --micro-batch 4 "
-        "--accumulation 16 --steps 112 --recompute --timing-only",
-    ),
-    "resnet50_1ipu": (
-        resnet50,
-        "--system IPU --micro-batch 12 --accumulation 1 --memory-proportion 0.15 --steps 4 --timing-only",
-    ),
-}
 
 
 def _kib(value: float) -> float:
@@ -74,14 +61,10 @@ def describe(report) -> dict:
 
 def main() -> None:
     results = {}
-    for name, (module, args) in RUNS.items():
+    for name in RUNS:
         with contextlib.redirect_stdout(io.StringIO()):
-            report = module.main(args.split())
-        reset_ipu_configuration()
+            report = run_workload(name)
         results[name] = describe(report)
-        ipu = results[name]["fullest"]["ipu"]
-        liveness_plot(report, ipu, ROOT / "docs" / "images" / f"{name}_liveness.png")
-        tile_heatmap(report, ipu, ROOT / "docs" / "images" / f"{name}_tiles.png")
         print(name, json.dumps(results[name], indent=1))
     write_text_atomic(ROOT / "bench" / "results" / "memory.json", json.dumps(results, indent=2))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ipusim._events import masked_crc32c
+from ipusim.errors import TraceFileError
 
 __all__ = ["read_events", "read_records"]
 
@@ -83,7 +84,7 @@ def _decode(data: bytes, schema: _Schema) -> dict[str, Any]:
             length, pos = _varint(data, pos)
             raw, pos = data[pos : pos + length], pos + length
         else:
-            raise ValueError(f"unsupported protobuf wire type {wire} (field {field})")
+            raise TraceFileError(f"unsupported protobuf wire type {wire} (field {field})")
         if field not in schema:
             continue
         name, kind, sub, repeated = schema[field]
@@ -118,16 +119,16 @@ def read_records(path: str | Path) -> list[bytes]:
     pos = 0
     while pos < len(data):
         if pos + 12 > len(data):
-            raise ValueError(f"{path}: truncated record header at byte {pos}")
+            raise TraceFileError(f"{path}: truncated record header at byte {pos}")
         header = data[pos : pos + 8]
         (length,) = struct.unpack("<Q", header)
         (length_crc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
         body = data[pos + 12 : pos + 12 + length]
         if length_crc != masked_crc32c(header) or len(body) != length:
-            raise ValueError(f"{path}: bad or truncated record at byte {pos}")
+            raise TraceFileError(f"{path}: bad or truncated record at byte {pos}")
         (body_crc,) = struct.unpack("<I", data[pos + 12 + length : pos + 16 + length])
         if body_crc != masked_crc32c(body):
-            raise ValueError(f"{path}: data CRC mismatch in the record at byte {pos}")
+            raise TraceFileError(f"{path}: data CRC mismatch in the record at byte {pos}")
         records.append(body)
         pos += 16 + length
     return records

@@ -31,8 +31,17 @@ USER_ERROR = 2
 INTERNAL_ERROR = 1
 
 
-class UsageError(Exception):
-    """A command-line argument that cannot work (the message says why and what to do)."""
+# The verbs that read saved reports (report, compare, view) live in their own module.
+from ipusim._cli_errors import UsageError  # noqa: E402
+from ipusim.cli_reports import (  # noqa: E402
+    _compare,
+    _compare_arguments,
+    _is_report_folder,
+    _report,
+    _report_arguments,
+    _view,
+    _view_arguments,
+)
 
 
 # ---------------------------------------------------------------------- argument types
@@ -244,61 +253,6 @@ def _api_gap(error: BaseException) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------- report
-def _report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "path",
-        help="report folder (ipusim demo, Report.save), an ipusim run output folder, or a "
-        "trace .npz",
-    )
-
-
-def _is_report_folder(path: Path) -> bool:
-    return (path / "report.json").is_file()
-
-
-def _report_folders(path: Path) -> list[Path]:
-    """The report folders ``ipusim run`` wrote into ``path`` (``01-fit``, ``02-evaluate`` ...)."""
-    return sorted(p for p in path.iterdir() if p.is_dir() and _is_report_folder(p))
-
-
-def _report(args: argparse.Namespace) -> int:
-    from ipusim.trace import Report, Trace, utilisation
-
-    path = Path(args.path)
-    if path.is_dir():
-        if _is_report_folder(path):
-            print(Report.load(path).summary())
-            return 0
-        folders = _report_folders(path)
-        if not folders:
-            raise UsageError(
-                f"{str(path)!r} holds no report: give a folder with a report.json (written by "
-                "ipusim demo, ipusim run or Report.save), the folder ipusim run printed, or a "
-                "trace .npz"
-            )
-        for i, folder in enumerate(folders):
-            if i:
-                print()
-            print(f"== {folder}")
-            print(Report.load(folder).summary())
-        return 0
-    if not path.exists():
-        raise UsageError(
-            f"nothing at {str(path)!r}; give a report folder (e.g. ipusim_demo, or the folder "
-            "ipusim run printed) or a trace .npz"
-        )
-    if path.suffix != ".npz":
-        raise UsageError(
-            f"{str(path)!r} is a {path.suffix or 'suffix-less'} file; give a report folder or a "
-            "trace .npz (Trace.save, or trace.npz inside a report folder)"
-        )
-    trace = Trace.load(path)
-    print(f"trace {path}: {len(trace):,} records, {trace.end_ps / 1e12 * 1e3:.3f} ms")
-    print(utilisation(trace).to_string(index=False))
-    return 0
-
-
 # ---------------------------------------------------------------------- plot
 _PLOT_SUFFIXES = (".png", ".svg")
 
@@ -434,6 +388,23 @@ VERBS: tuple[Verb, ...] = (
         _report,
         "Print the text summary of a report folder (as written by ipusim demo / Report.save), "
         "of every report in the folder ipusim run prints, or the utilisation of a trace .npz.",
+    ),
+    Verb(
+        "view",
+        "write one self-contained HTML view of a report (opens offline)",
+        _view_arguments,
+        _view,
+        "Write FOLDER/view.html (or -o FILE): the summary, the zoomable timeline, utilisation, "
+        "memory per IPU and per tile, liveness and the top compute sets, in one file with no "
+        "network access.",
+    ),
+    Verb(
+        "compare",
+        "two saved reports side by side, with the differences named",
+        _compare_arguments,
+        _compare,
+        "Throughput, simulated time, utilisation, memory, bottleneck and top compute sets of "
+        "report folders A and B, and what differs between them.",
     ),
     Verb(
         "plot",

@@ -19,6 +19,7 @@ import numpy as np
 
 from ipusim import keras
 from ipusim.data import mnist
+from ipusim.errors import InputDataError
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def load_demo_data(n_train: int = 8000, n_holdout: int = 2000) -> DemoData:
         x, y = synthetic_mnist(n_train + n_holdout)
         source = "SYNTHETIC"
     if len(x) < n_train + n_holdout:
-        raise ValueError(f"need {n_train + n_holdout} images, the data has {len(x)}")
+        raise InputDataError(f"need {n_train + n_holdout} images, the data has {len(x)}")
     x = x.astype(np.float32) / 255.0
     return DemoData(
         x[:n_train],

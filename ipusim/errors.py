@@ -22,6 +22,11 @@ status 2; any other exception is a bug in ipusim and is shown with its traceback
 | :class:`IncompatibleStateError` | the model's state conflicts with the call (IPU TensorFlow's ``RuntimeError`` cases) |
 | :class:`UnsupportedError` | a combination IPU TensorFlow does not support either (its ``NotImplementedError`` cases) |
 | :class:`InputDataError` | the data given to fit / evaluate / predict cannot be used |
+| :class:`IndexOutOfRangeError` | an index in the data (an Embedding id, a label) is outside its table |
+| :class:`InvalidTypeError` | an argument has a type the call does not accept (TensorFlow's ``TypeError``) |
+| :class:`KeyNotFoundError` | a name looked up by the user (a slot, a metric, a log key) does not exist |
+| :class:`FileAccessError` | a path the user gave cannot be used (a folder where a file is expected ...) |
+| :class:`MissingFileError` | a file the user named does not exist |
 | :class:`OutOfMemoryError` | a program does not fit in an IPU's SRAM (before anything runs) |
 | :class:`OutOfMemoryWarning` | a program may not fit (its working memory is an upper bound) |
 | :class:`NonFiniteLossError` | the training loss became NaN or infinite (the weights are kept) |
@@ -42,10 +47,15 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "DatasetNotFoundError",
+    "FileAccessError",
     "HardwareSpecError",
     "IPUSimError",
     "IncompatibleStateError",
+    "IndexOutOfRangeError",
     "InputDataError",
+    "InvalidTypeError",
+    "KeyNotFoundError",
+    "MissingFileError",
     "ModelFileError",
     "NonFiniteLossError",
     "NotSimulatedError",
@@ -91,6 +101,32 @@ class UnsupportedError(IPUSimError, NotImplementedError):
 class InputDataError(IPUSimError, ValueError):
     """The data given to ``fit`` / ``evaluate`` / ``predict`` cannot be used (no samples, a
     batch size of 0, fewer samples than one batch, shapes the IPU cannot run ...)."""
+
+
+class IndexOutOfRangeError(InputDataError, IndexError):
+    """An index in the data is outside its table (an Embedding id >= ``input_dim``, a class
+    label >= the number of classes); an ``IndexError`` and an :class:`InputDataError`."""
+
+
+class InvalidTypeError(IPUSimError, TypeError):
+    """An argument has a type the call does not accept (where TensorFlow raises ``TypeError``)."""
+
+
+class KeyNotFoundError(IPUSimError, KeyError):
+    """A name the user looks up does not exist (an optimizer slot, a metric, a log key); a
+    ``KeyError`` as in Keras."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument (it is usually a key); this one holds a sentence.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class FileAccessError(IPUSimError, OSError):
+    """A path the user gave cannot be used (a folder where a file is expected ...)."""
+
+
+class MissingFileError(FileAccessError, FileNotFoundError):
+    """A file the user named (a script, a trace) does not exist."""
 
 
 class OutOfMemoryError(IPUSimError, MemoryError):
@@ -156,5 +192,6 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     IncompatibleStateError,
     UnsupportedError,
     InputDataError,
+    InvalidTypeError,
     OutOfMemoryError,
 )

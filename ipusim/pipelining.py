@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 
 
 class GradientAccumulationReductionMethod(Enum):
@@ -113,7 +113,7 @@ class PipelineStageOptions:
             ("slice_options", slice_options),
         ):
             if value is not None and not isinstance(value, dict):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"PipelineStageOptions.{name} must be a dictionary of Poplar options "
                     f"(or None), received {value!r} of type {type(value).__name__}."
                 )
@@ -239,19 +239,19 @@ class PipelineOptions:
         for name in (*_OPTIONAL_BOOLS, "replicated_optimizer_state_sharding"):
             value = kwargs.get(name)
             if value is not None and not isinstance(value, bool):
-                raise TypeError(f"{name} must be True, False or None, received {value!r}.")
+                raise InvalidTypeError(f"{name} must be True, False or None, received {value!r}.")
         for name in STAGE_OPTION_LISTS:
             value = kwargs.get(name)
             if value is None:
                 continue
             if not isinstance(value, list | tuple):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"{name} must be a list or a tuple of PipelineStageOptions (one per pipeline "
                     f"stage), received {type(value).__name__}."
                 )
             bad = [v for v in value if not isinstance(v, PipelineStageOptions)]
             if bad:
-                raise TypeError(
+                raise InvalidTypeError(
                     f"Expected all elements of {name} to be PipelineStageOptions, received "
                     f"{bad[0]!r} of type {type(bad[0]).__name__}."
                 )
@@ -259,12 +259,12 @@ class PipelineOptions:
             check_stage_option_lengths(kwargs, stages)
         update = kwargs.get("weight_update_poplar_options")
         if update is not None and not isinstance(update, PipelineStageOptions):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
             )
         name = kwargs.get("name")
         if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a string, received {name!r}.")
+            raise InvalidTypeError(f"name must be a string, received {name!r}.")
         try:
             method = GradientAccumulationReductionMethod.parse(reduction_method)
         except ValueError:
@@ -318,7 +318,7 @@ def _enum_member(name: str, value: Any, enum: type, default: Any, examples: str)
     if value is None:
         return default
     if not isinstance(value, enum):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{name} {value!r} is not a member of the {enum.__name__} enumeration; use {examples}."
         )
     return value

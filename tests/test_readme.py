@@ -8,6 +8,7 @@ the README cannot show something that fails: a new block or command without a te
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ EXERCISED_BY = {
     ("ipusim", "demo"): "test_demo_plot_and_report_commands",
     ("ipusim", "plot"): "test_demo_plot_and_report_commands",
     ("ipusim", "report"): "test_demo_plot_and_report_commands",
+    ("ipusim", "view"): "test_demo_plot_and_report_commands",
     ("ipusim", "systems"): "test_systems_command",
     ("ipusim", "run"): "test_run_commands_on_ipu_scripts",
     ("ipusim", "sweep"): "tests/sweep/test_sweep_readme.py (the sweep example)",
@@ -38,6 +40,7 @@ EXERCISED_BY = {
 SNIPPETS = {
     "Quick tour: an IPU script": "test_ipu_quick_tour",
     "Quick tour: plain Keras": "test_plain_keras_quick_tour",
+    "Pipelining": "test_pipelining_snippet",
 }
 #: Blocks run by the tests of the feature they show: (language, section) -> that test file.
 DELEGATED = {
@@ -184,6 +187,37 @@ def test_plain_keras_quick_tour(tmp_path):
     assert "TOUR-OK" in result.stdout
 
 
+def test_pipelining_snippet(tmp_path):
+    """The pipelining snippet trains two IPUs with four stages (0 and 3 on IPU 0): both IPUs
+    compute and copy over the IPU-Links, each keeps a stash; Interleaved refuses that mapping."""
+    code = python_block("Pipelining")
+    assert "PipelineSchedule.Grouped" in code and "device_mapping=[0, 1, 1, 0]" in code
+    result = _run_snippet(
+        code,
+        tmp_path,
+        """
+        import json
+        trace = report.trace.to_dataframe()
+        busy = {ipu: sorted(set(trace[trace.ipu == ipu].track)) for ipu in (0, 1)}
+        stash = report.memory_items
+        stash = stash[stash.name.str.contains("stash")]
+        interleaved = code_text.replace("PipelineSchedule.Grouped", "PipelineSchedule.Interleaved")
+        try:
+            exec(interleaved, {})
+            refused = ""
+        except ipusim.errors.UnsupportedError as error:
+            refused = str(error)
+        print("PIPE", json.dumps({"busy": busy, "stash_ipus": sorted(set(stash.ipu.tolist())),
+                                  "refused": refused}))
+        """.replace("code_text", repr(code)),
+    )
+    found = json.loads(result.stdout.split("PIPE ", 1)[1])
+    for ipu in ("0", "1"):
+        assert {"compute", "link"} <= set(found["busy"][ipu]), found
+    assert found["stash_ipus"] == [0, 1], found
+    assert "Interleaved" in found["refused"] and "[0, 1, 1, 0]" in found["refused"], found
+
+
 # ---------------------------------------------------------------------- commands
 def test_systems_command(tmp_path):
     for argv in _readme_commands("ipusim", "systems"):
@@ -203,7 +237,13 @@ def test_demo_plot_and_report_commands(tmp_path):
         image = tmp_path / argv[argv.index("-o") + 1]
         assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for argv in _readme_commands("ipusim", "report"):
-        assert "Utilisation" in _run(argv, tmp_path).stdout
+        out = _run(argv, tmp_path).stdout
+        assert "Utilisation" in out
+        if "--top-ops" in argv:
+            assert "Top compute sets by compute time" in out
+    for argv in _readme_commands("ipusim", "view"):
+        _run(argv, tmp_path)
+        assert (tmp_path / argv[2] / "view.html").read_text().startswith("<!DOCTYPE html>")
 
 
 _IPU_SCRIPT = """

@@ -10,7 +10,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,15 @@ from ipusim.trace._atomic import write_text_atomic
 from validation.fit import FITTED, CrossValidation, cross_validate
 from validation.rows import Row, load_rows
 from validation.run import Outcome, run_row
+from validation.uncertainty import (
+    ConstantRange,
+    HostRange,
+    constant_ranges,
+    format_constant_ranges,
+    format_ranges,
+    host_range,
+    is_host_bound,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,10 @@ class Table:
         skipped: rows ipusim cannot express, with their reasons.
         fits: the cross-validation of each fitted constant.
         crossval: whether the leave-one-out refits ran (without them there are no LOO errors).
+        host_ranges: host-bound rows' predictions across their system's host presets
+            (``validation.uncertainty``).
+        constant_ranges: rows' predictions at the ends of the fitted constants' leave-one-out
+            values, for the rows those constants were not fitted to.
     """
 
     outcomes: list[Outcome]
@@ -37,6 +50,8 @@ class Table:
     skipped: list[Row]
     fits: list[CrossValidation]
     crossval: bool = True
+    host_ranges: dict[str, HostRange] = field(default_factory=dict)
+    constant_ranges: list[ConstantRange] = field(default_factory=list)
 
     def loo_error(self, outcome: Outcome) -> float:
         """The row's error with every constant fitted without it (its in-sample error when no
@@ -83,7 +98,11 @@ def validate(
             result = cross_validate(constant, rows, runner)
             fits.append(result)
             loo.update(result.loo_predicted)
-    return Table(outcomes, loo, [r for r in rows if not r.expressible], fits, crossval)
+    runner = lambda r, overrides: run_row(r, reduced, overrides)  # noqa: E731
+    ranges = {o.row.id: host_range(o, runner) for o in outcomes if is_host_bound(o)}
+    spans = constant_ranges(fits, outcomes, runner)
+    skipped = [r for r in rows if not r.expressible]
+    return Table(outcomes, loo, skipped, fits, crossval, ranges, spans)
 
 
 def _percent(value: float) -> str:
@@ -112,6 +131,7 @@ def format_table(table: Table, markdown: bool = False) -> str:
         "error",
         "LOO error",
         "bound by",
+        "host",
         "memory",
         "dominant terms",
     ]
@@ -127,6 +147,7 @@ def format_table(table: Table, markdown: bool = False) -> str:
                 _percent(o.error),
                 _percent(table.loo_error(o)),
                 o.bound,
+                o.host,
                 _memory(o),
                 terms,
             ]
@@ -164,6 +185,8 @@ def format_table(table: Table, markdown: bool = False) -> str:
             f"fitted {c.key} = {c.text(c.value)} (refitted to rows {', '.join(c.rows)}: "
             f"{value}; {loo})"
         )
+    lines += format_ranges(table.host_ranges, {o.row.id: o.row.measured for o in table.outcomes})
+    lines += format_constant_ranges(table.constant_ranges)
     for row in table.skipped:
         lines.append(f"not expressible: {row.id} ({row.title}): {row.reason}")
     return "\n".join(lines)
@@ -172,6 +195,17 @@ def format_table(table: Table, markdown: bool = False) -> str:
 def _finite_or_none(value: float) -> float | None:
     """JSON has no NaN: a figure that was not computed is null."""
     return value if math.isfinite(value) else None
+
+
+def _range_json(r: HostRange | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {
+        "low": r.low,
+        "high": r.high,
+        "predictions": dict(r.predictions),
+        "depends_on": list(r.depends_on),
+    }
 
 
 def to_json(table: Table) -> dict[str, Any]:
@@ -186,6 +220,8 @@ def to_json(table: Table) -> dict[str, Any]:
                 "error": o.error,
                 "loo_error": _finite_or_none(table.loo_error(o)),
                 "bound": o.bound,
+                "host": o.host,
+                "host_range": _range_json(table.host_ranges.get(o.row.id)),
                 "shares": o.shares,
                 "fraction_of_peak": o.fraction_of_peak,
                 "memory_used": _finite_or_none(o.memory_used),
@@ -198,6 +234,15 @@ def to_json(table: Table) -> dict[str, Any]:
         "max_abs_error": table.max_abs_error,
         "loo_median_abs_error": _finite_or_none(table.loo_median_abs_error),
         "not_expressible": [{"id": r.id, "reason": r.reason} for r in table.skipped],
+        "fitted_constant_ranges": [
+            {
+                "id": r.row_id,
+                "key": r.key,
+                "values": list(r.values),
+                "predicted": list(r.predictions),
+            }
+            for r in table.constant_ranges
+        ],
     }
 
 

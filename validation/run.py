@@ -36,6 +36,8 @@ class Outcome:
             busiest tile (at most 1 when the program fits).
         memory_warned: lowering let the program through with an ``OutOfMemoryWarning`` (a
             recomputing stage whose working set is an upper bound) instead of fitting it.
+        host: the host preset the run used (``cfg.ipusim.host``: the row's ``host`` argument, else
+            the one shipped with its system).
         error: ``predicted / measured - 1``.
     """
 
@@ -46,6 +48,7 @@ class Outcome:
     fraction_of_peak: float = math.nan
     memory_used: float = math.nan
     memory_warned: bool = False
+    host: str = ""
 
     @property
     def error(self) -> float:
@@ -110,6 +113,7 @@ def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None
             ):
                 warnings.simplefilter("always", OutOfMemoryWarning)
                 report = module.main(argv)
+                host = _host_of(report)
                 bottleneck = report.bottleneck
                 utilisation = report.utilisation
                 memory = report.memory
@@ -134,7 +138,18 @@ def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None
         fraction_of_peak=float(busiest),
         memory_used=used,
         memory_warned=any(issubclass(w.category, OutOfMemoryWarning) for w in caught),
+        host=host,
     )
+
+
+def _host_of(report: Any) -> str:
+    """The host preset of the run just simulated (read before the configuration is reset)."""
+    from ipusim.config import active_config, active_system
+    from ipusim.hardware.hosts import default_host, load_host
+
+    config = active_config()
+    name = config.ipusim.host if config is not None else ""
+    return load_host(name or default_host(active_system())).name
 
 
 def _replace_system(argv: list[str], path: str) -> list[str]:

@@ -6,6 +6,7 @@ Run: ``python workloads/bert.py --size large --stages 4 --replicas 4 --timing-on
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
@@ -146,7 +147,37 @@ def layer_splits(size: str, layers_per_ipu: list[int]) -> list[str]:
     return ends
 
 
-def main(argv: list[str] | None = None) -> Any:
+def half_layer_splits(size: str, attention: list[int], ffn: list[int]) -> list[str]:
+    """Split points for a placement of attention and feed-forward halves of layers per stage
+    (Graphcore's MLPerf BERT ``att_ffn_placement``): stage s holds the next ``attention[s]``
+    attention halves and ``ffn[s]`` feed-forward halves, in the model's order."""
+    total = SIZES[size]["layers"]
+    if len(attention) != len(ffn) or sum(attention) != total or sum(ffn) != total:
+        raise ValueError(
+            f"attention halves {attention} and feed-forward halves {ffn} per stage must be "
+            f"lists of the same length each adding up to BERT-{size}'s {total} layers"
+        )
+    ends, done = [], 0  # halves placed: attention of layer i is half 2i, its FFN half 2i + 1
+    for a, f in zip(attention[:-1], ffn[:-1]):
+        halves = range(done, done + a + f)
+        if sum(1 for h in halves if h % 2 == 0) != a:
+            raise ValueError(
+                f"a stage of {a} attention and {f} feed-forward halves after {done} halves is "
+                "not a contiguous run of the model's layers"
+            )
+        done += a + f
+        if done == 0:  # a stage of no encoder halves holds only the embeddings
+            ends.append("embeddings_dropout")
+            continue
+        layer = (done - 1) // 2
+        ends.append(
+            f"encoder_{layer}_ffn_norm" if done % 2 == 0 else f"encoder_{layer}_attention_norm"
+        )
+    return ends
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this workload (the common one and BERT's own arguments)."""
     p = common.parser(
         "BERT pre-training throughput on simulated IPUs",
         micro_batch=8,
@@ -174,12 +205,24 @@ def main(argv: list[str] | None = None) -> Any:
         help="encoder layers per pipeline stage (default: even split)",
     )
     p.add_argument(
+        "--ffn-per-ipu",
+        type=int,
+        nargs="+",
+        default=None,
+        help="feed-forward halves per pipeline stage; --layers-per-ipu then counts attention "
+        "halves (Graphcore's MLPerf att_ffn_placement, which splits layers over IPUs)",
+    )
+    p.add_argument(
         "--checkpoint-every-layer",
         action="store_true",
         help="a recomputation checkpoint after every encoder layer, as Graphcore's BERT "
         "(kept with --recompute --recomputation-mode interleaved)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> Any:
+    args = common.parse(build_parser(), argv)
     common.configure(args)
     layers = SIZES[args.size]["layers"]
     encoder_stages = args.stages - 1 if args.heads_stage else args.stages
@@ -193,7 +236,10 @@ def main(argv: list[str] | None = None) -> Any:
             checkpoint_every_layer=args.checkpoint_every_layer,
         )
         if args.stages > 1:
-            splits = layer_splits(args.size, per_stage)
+            if args.ffn_per_ipu:
+                splits = half_layer_splits(args.size, per_stage, args.ffn_per_ipu)
+            else:
+                splits = layer_splits(args.size, per_stage)
             if args.heads_stage:
                 splits.append(f"encoder_{layers - 1}_ffn_norm")
             if args.checkpoint_every_layer:  # a stage ends after its last layer's checkpoint
@@ -203,6 +249,7 @@ def main(argv: list[str] | None = None) -> Any:
         model.compile(
             optimizer=common.optimizer(args) or "adam",
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=common.metrics(args),
             steps_per_execution=common.steps_per_execution(args),
         )
         ids = np.zeros((args.micro_batch, args.sequence), np.int32)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -19,6 +19,7 @@ import ipusim
 from ipusim import keras
 from ipusim.choices import ENGINES
 from ipusim.data import Dataset
+from ipusim.errors import ConfigurationError
 from ipusim.pipelining import PipelineSchedule, RecomputationMode
 
 #: Optimizers by name. LAMB and LARS (Graphcore's BERT and ResNet-50 runs) are not in ipusim's
@@ -92,9 +93,14 @@ def parser(
         help="gradient accumulation steps per replica",
     )
     p.add_argument("--precision", choices=["fp32", "fp16.16", "fp16.32"], default=precision)
-    p.add_argument("--steps", type=int, default=steps, help="micro-batch steps per replica")
     p.add_argument(
-        "--steps-per-execution", type=int, default=None, help="default: all steps in one execution"
+        "--steps", type=int, default=steps, help="micro-batch steps per replica and epoch"
+    )
+    p.add_argument(
+        "--steps-per-execution",
+        type=int,
+        default=None,
+        help="steps per host round trip; must divide --steps (default: all steps in one execution)",
     )
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--recompute", action="store_true", help="recompute activations")
@@ -133,7 +139,8 @@ def parser(
         "--metrics",
         nargs="*",
         default=None,
-        help="Keras metrics to compile (default: the workload's; none: only the loss is outfed)",
+        help="Keras metrics to compile, e.g. accuracy (default: the workload's; 'none' or no "
+        "name: only the loss is outfed)",
     )
     p.add_argument(
         "--processes",
@@ -159,6 +166,25 @@ def parser(
         type=float,
         default=None,
         help="host time per execution in seconds (default: the system preset's)",
+    )
+    p.add_argument(
+        "--host",
+        default="",
+        help="host preset (cfg.ipusim.host; default: the one shipped with the system)",
+    )
+    p.add_argument(
+        "--loader-workers",
+        type=int,
+        default=0,
+        help="input is ImageNet JPEGs decoded by a PyTorch DataLoader with this many worker "
+        "processes per host process (ipusim.data.host_cost.loader_seconds_per_sample); 0: the "
+        "workload's own input pipeline",
+    )
+    p.add_argument(
+        "--torch-mnist-loop",
+        action="store_true",
+        help="each step is fed by an in-thread PyTorch MNIST DataLoader under a tqdm bar, "
+        "serial with the host round trip (ipusim.data.host_cost.torch_mnist_loop_seconds_per_step)",
     )
     p.add_argument(
         "--samples",
@@ -192,12 +218,66 @@ def parser(
         "(norms.use_stable_statistics)",
     )
     p.add_argument(
+        "--io-tiles",
+        type=int,
+        default=0,
+        help="I/O tiles per IPU (io_tiles.num_io_tiles; infeed copies then overlap compute)",
+    )
+    p.add_argument(
         "--engine",
         choices=ENGINES,
         default="auto",
         help="which engine times the run (cfg.ipusim.engine; both give the same timeline)",
     )
     return p
+
+
+def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` and check the step counts before anything runs.
+
+    When ``argv`` is given (a study or a test calls the workload), a bad argument raises instead
+    of printing argparse's usage line and exiting, so a sweep reports it as that
+    configuration's one-line error.
+
+    Raises:
+        ConfigurationError: for an argument argparse refuses (``argv`` given), if ``--steps``,
+            ``--steps-per-execution`` or ``--epochs`` is not positive, or the steps per
+            execution do not divide the steps of an epoch.
+    """
+    if argv is not None:
+        p.error = _raise_configuration_error  # type: ignore[method-assign]
+    args = p.parse_args(argv)
+    for flag in (
+        "accumulation",
+        "steps",
+        "steps_per_execution",
+        "epochs",
+        "micro_batch",
+        "replicas",
+    ):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise ConfigurationError(
+                f"--{flag.replace('_', '-')} must be a positive integer; got {value}"
+            )
+    spe = steps_per_execution(args)
+    if args.steps % spe:
+        raise ConfigurationError(
+            f"--steps-per-execution {spe} must divide --steps {args.steps} (the steps of an "
+            f"epoch run in whole executions); give --steps {spe} or a divisor of {args.steps}"
+        )
+    return args
+
+
+def _raise_configuration_error(message: str) -> NoReturn:
+    raise ConfigurationError(f"workload argument: {message}")
+
+
+def metrics(args: argparse.Namespace, default: Sequence[str] = ()) -> list[str]:
+    """The Keras metrics to compile: ``--metrics`` (``none`` or no name: none), else ``default``."""
+    if args.metrics is None:
+        return list(default)
+    return [m for m in args.metrics if m.lower() != "none"]
 
 
 def configure(args: argparse.Namespace) -> None:
@@ -224,8 +304,15 @@ def configure(args: argparse.Namespace) -> None:
     cfg.ipusim.precision = args.precision
     cfg.ipusim.numerics = not args.timing_only
     cfg.ipusim.engine = args.engine
+    if args.io_tiles:
+        cfg.io_tiles.num_io_tiles = args.io_tiles
     if args.host_overhead is not None:
         cfg.ipusim.host_overhead_s = args.host_overhead
+    cfg.ipusim.host = args.host
+    if args.torch_mnist_loop:
+        cfg.ipusim.host_overhead_s = _with_torch_loop(args, ipus * max(args.processes, 1))
+    if args.loader_workers:
+        cfg.ipusim.host_dataset_rate = _loader_rate(args, ipus * max(args.processes, 1))
     options: dict[str, Any] = {}
     if args.memory_proportion is not None:
         options["availableMemoryProportion"] = str(args.memory_proportion)
@@ -239,6 +326,40 @@ def configure(args: argparse.Namespace) -> None:
     cfg.convolutions.poplar_options = dict(options)
     cfg.matmuls.poplar_options = dict(options)
     cfg.configure_ipu_system()
+
+
+def _host_system(args: argparse.Namespace, ipus: int) -> Any:
+    """The run's system with its host preset (as configure_ipu_system will resolve it)."""
+    from ipusim.config.ipusim_options import SYSTEM_PRESETS_BY_SIZE
+    from ipusim.hardware import load_system
+    from ipusim.hardware.hosts import with_host
+
+    name = args.system or next(n for size, n in SYSTEM_PRESETS_BY_SIZE if size >= ipus)
+    return with_host(load_system(name), args.host)
+
+
+def _loader_rate(args: argparse.Namespace, ipus: int) -> float:
+    """Samples/s one host process's JPEG-decoding loader delivers on the run's host preset."""
+    from ipusim.data.host_cost import loader_seconds_per_sample
+    from ipusim.session.options import host_cpu_per_process
+
+    cpu = host_cpu_per_process(_host_system(args, ipus), max(args.processes, 1))
+    return 1.0 / loader_seconds_per_sample(args.loader_workers, cpu)
+
+
+def _with_torch_loop(args: argparse.Namespace, ipus: int) -> float:
+    """Host seconds per execution: the framework's round trip plus an in-thread PyTorch MNIST
+    loader feeding each of its steps (serial with it, on the host preset's CPU)."""
+    from ipusim.data.host_cost import torch_mnist_loop_seconds_per_step
+    from ipusim.session.options import host_cpu_per_process
+
+    system = _host_system(args, ipus)
+    base = (
+        system.host.per_execution_overhead_s if args.host_overhead is None else args.host_overhead
+    )
+    cpu = host_cpu_per_process(system, max(args.processes, 1))
+    steps = steps_per_execution(args)
+    return base + steps * torch_mnist_loop_seconds_per_step(args.micro_batch, cpu)
 
 
 def ipus_per_replica(args: argparse.Namespace) -> int:

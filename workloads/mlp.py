@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> Any:
     )
     p.add_argument("--hidden", type=int, nargs="+", default=[512, 512, 512])
     p.add_argument("--activation", default="relu")
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = mlp(args.hidden, args.activation)

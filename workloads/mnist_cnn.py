@@ -36,7 +36,7 @@ def cnn() -> keras.Sequential:
 
 def main(argv: list[str] | None = None) -> Any:
     p = common.parser("MNIST CNN, simulated", micro_batch=32, accumulation=1, stages=1, steps=50)
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = cnn()

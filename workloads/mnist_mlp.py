@@ -23,22 +23,27 @@ from workloads import common  # noqa: E402
 
 
 def train(model: keras.Model, args: Any, channels: bool = False) -> Any:
-    data = load_demo_data()
-    x, x_hold = data.x_train, data.x_holdout
-    y = data.y_train
-    if args.timing_only and args.samples:  # the shapes are all a timing-only run needs
-        x = np.zeros((args.samples, *x.shape[1:]), x.dtype)
-        y = np.zeros(args.samples, data.y_train.dtype)
+    """Fit ``model`` for ``--steps`` micro-batches per replica and epoch (the images repeat when
+    the data set is smaller; timing-only runs never build them: zeros of the right shape)."""
+    n = args.steps * args.micro_batch * args.replicas
+    if args.timing_only:
+        # Shapes are all a timing-only run reads: no images are loaded or made.
+        samples = args.samples or n
+        x = np.zeros((samples, 28, 28), np.float32)
+        y = np.zeros(samples, np.uint8)
+        source = "none (timing-only)"
+    else:
+        data = load_demo_data()
+        x, y, source = data.x_train, data.y_train, data.source
+    if len(x) < n:
+        x, y = np.resize(x, (n, *x.shape[1:])), np.resize(y, n)
     if channels:
-        x, x_hold = x[..., None], x_hold[..., None]
-    n = (len(x) // (args.micro_batch * args.replicas * common.steps_per_execution(args))) * (
-        args.micro_batch * args.replicas * common.steps_per_execution(args)
-    )
-    print(f"data: {data.source} ({n} training images)")
+        x = x[..., None]
+    print(f"data: {source} ({n} training images per epoch)")
     model.compile(
         optimizer=common.optimizer(args) or "adam",
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"] if args.metrics is None else list(args.metrics),
+        metrics=common.metrics(args, ["accuracy"]),
         steps_per_execution=common.steps_per_execution(args),
     )
     history = model.fit(x[:n], y[:n], batch_size=args.micro_batch, epochs=args.epochs, verbose=2)
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> Any:
     p = common.parser(
         "Seed MLP on MNIST, simulated", micro_batch=32, accumulation=1, stages=1, steps=50
     )
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = seed_mlp()

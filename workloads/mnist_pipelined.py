@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> Any:
         stages=2,
         steps=64,
     )
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = tutorial_model(args.micro_batch)

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> Any:
         stages=1,
         steps=50,
     )
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = tutorial_cnn()
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> Any:
         model.compile(
             optimizer=common.optimizer(args) or "sgd",
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=common.metrics(args),
             steps_per_execution=common.steps_per_execution(args),
         )
         images = np.zeros((args.micro_batch, 128, 128, 1), np.float32)

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> Any:
         default=["conv4_block2_add"],
         help="layer names after which a new pipeline stage starts",
     )
-    args = p.parse_args(argv)
+    args = common.parse(p, argv)
     if args.stages > 1 and len(args.split) != args.stages - 1:
         p.error(f"--stages {args.stages} needs {args.stages - 1} --split layer names")
     common.configure(args)
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> Any:
         model.compile(
             optimizer=common.optimizer(args) or keras.optimizers.SGD(0.1, momentum=0.9),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=common.metrics(args),
             steps_per_execution=common.steps_per_execution(args),
         )
         images = np.zeros(

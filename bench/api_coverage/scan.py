@@ -5,7 +5,8 @@ guides' example files) from git snapshots of their repositories and parses each 
 never run): every attribute chain rooted at an imported ``tensorflow`` / ``keras`` /
 ``ipu_tensorflow_addons`` / ``popdist`` name (``tf.keras.layers.Dense`` ->
 ``tensorflow.keras.layers.Dense``), every ``from M import N`` (``M.N``) and every module path
-imported. Programs written for TF1 (``disable_v2_behavior``) are skipped. It writes
+imported. Programs written for TF1 (``disable_v2_behavior``, or reaching a top-level ``tf``
+name TensorFlow 2 removed, such as ``tf.Session``: :func:`is_tf1_program`) are skipped. It writes
 ``bench/api_coverage/used_api.json``: the programs (repository, ref, path; not their code) and
 one entry per name with the programs using it::
 
@@ -64,6 +65,45 @@ SOURCES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 _SKIP = ("*/tests/*", "*/test_*.py", "*conftest.py", "*docs_test_wrapper.py")
 _TF1 = ("disable_v2_behavior", "disable_eager_execution")
 
+#: TF1 names of ``tf``'s top level that TensorFlow 2 removed (they live on under
+#: ``tf.compat.v1`` only; S: TensorFlow's "Migrate to TensorFlow 2" guide, and absent from IPU
+#: TensorFlow 2.6's API, ``ipu_tf_api.json``). A program reaching one of them from
+#: ``import tensorflow`` is TF1 code: under TensorFlow 2 it stops with an AttributeError.
+TF1_ONLY = (
+    "ConfigProto",
+    "InteractiveSession",
+    "Session",
+    "get_default_graph",
+    "get_variable",
+    "global_variables_initializer",
+    "initialize_all_variables",
+    "layers",
+    "local_variables_initializer",
+    "logging",
+    "placeholder",
+    "variable_scope",
+)
+
+
+def tf1_only(name: str) -> bool:
+    """Whether the scanned ``name`` (``tensorflow.Session``) is a top-level ``tf`` name that only
+    TF1 has: one of :data:`TF1_ONLY` or a ``tf.train`` optimizer (``tf.train.MomentumOptimizer``;
+    TF2's ``tf.train`` has none)."""
+    parts = name.split(".")
+    if len(parts) < 2 or parts[0] != "tensorflow":
+        return False
+    if parts[1] in TF1_ONLY:
+        return True
+    return len(parts) > 2 and parts[1] == "train" and parts[2].endswith("Optimizer")
+
+
+def is_tf1_program(text: str) -> bool:
+    """A TF1 program: it disables TF2 behaviour, or reaches a name TF2 removed (:func:`tf1_only`)."""
+    if any(marker in text for marker in _TF1):
+        return True
+    names, _modules = scan(text)
+    return any(tf1_only(name) for name in names)
+
 
 @dataclass(frozen=True)
 class Program:
@@ -93,7 +133,7 @@ def programs(mirrors: Path) -> list[tuple[Program, str]]:
             if any(fnmatch.fnmatch(path, p) for p in _SKIP):
                 continue
             text = _git(mirror, "show", f"{ref}:{path}")
-            if any(marker in text for marker in _TF1):
+            if is_tf1_program(text):
                 continue
             found.append((Program(repo, ref, path), text))
     return found

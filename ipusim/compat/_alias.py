@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from ipusim.compat.not_simulated import public_module
+from ipusim.errors import UnsupportedError
 
 __all__ = ["become", "forward_getattr", "optional_module", "runtime_getattr"]
 
@@ -140,7 +141,7 @@ def runtime_getattr(
                 return getattr(holder, name)
         if not installed and name in known:
             where = ", ".join(s.partition(":")[0] for s in sources)
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"{module_name}.{name} needs ipusim's custom-training-loop runtime ({where}), "
                 "which is not installed in this ipusim. The Keras API (fit / evaluate / "
                 "predict inside an IPUStrategy) works without it."

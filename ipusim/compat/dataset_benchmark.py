@@ -28,6 +28,7 @@ import numpy as np
 
 from ipusim.data import Dataset
 from ipusim.data._nest import flatten
+from ipusim.errors import UnsupportedError
 
 __all__ = ["OutOfRangeError", "StringTensor", "dataset_benchmark", "infeed_benchmark"]
 
@@ -123,7 +124,7 @@ def infeed_benchmark(
         )
     dataset = getattr(infeed_queue, "dataset", None) or getattr(infeed_queue, "_dataset", None)
     if not isinstance(dataset, Dataset):
-        raise NotImplementedError(
+        raise UnsupportedError(
             "infeed_benchmark: this IPUInfeedQueue does not expose its dataset (`dataset` or "
             "`_dataset`); call dataset_benchmark on the dataset instead."
         )

@@ -30,8 +30,8 @@ _TF_GRAPH = (
     "the simulated execution trace of the report (trace.json, for Perfetto / PopVision)",
 )
 _STRINGS = (
-    "string, sparse and ragged tensors do not exist on the IPU",
-    "prepare strings and sparse data with NumPy / Python on the host",
+    "sparse and ragged tensors do not exist on the IPU",
+    "prepare sparse data with NumPy / Python on the host",
 )
 _NOT_IN_SCOPE = (
     "not part of what IPU TensorFlow 2 programs run on the IPU",
@@ -39,13 +39,9 @@ _NOT_IN_SCOPE = (
 )
 
 _TF1_SESSION = (
-    "a TF1 graph-and-session API; ipusim runs TF2 programs (eager code, tf.function, Keras)",
-    "a tf.function run with IPUStrategy.run, as IPU TensorFlow 2's guides write it",
-)
-_HOST_EMBEDDING = (
-    "host embeddings (a table in host memory looked up and updated over the host link, from "
-    "TF1 sessions) are not modelled",
-    "keras.layers.Embedding on the IPU, or ipu.embedding_ops.embedding_lookup",
+    "a TF1 top-level name that TensorFlow 2 (and IPU TensorFlow 2) removed",
+    "its tf.compat.v1 spelling (tf.compat.v1.Session, global_variables_initializer, "
+    "layers.dense), which ipusim simulates, or a tf.function run with IPUStrategy.run",
 )
 
 #: public name (or ``prefix.*``) -> (reason it is not simulated, what to use instead).
@@ -57,8 +53,8 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.sysconfig.*": _NOT_IN_SCOPE,
     "tf.test.*": _NOT_IN_SCOPE,
     "tf.python.platform.*": (
-        "TensorFlow's internal test / app / flags helpers",
-        "Python's unittest, unittest.mock and argparse",
+        "TensorFlow's internal app / flags / gfile helpers (its `test` module is simulated)",
+        "Python's argparse, logging and file functions",
     ),
     "tf.tpu.*": (_GPU, "ipusim.compat.ipu (IPUConfig, IPUStrategy)"),
     "tf.xla.*": (
@@ -85,10 +81,15 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
     "tf.summary.trace_off": _TF_GRAPH,
     "tf.summary.trace_export": _TF_GRAPH,
     "tf.summary.graph": _TF_GRAPH,
-    "tf.strings.*": _STRINGS,
+    "tf.strings.*": (
+        "ipusim runs a subset of tf.strings on the host (strings never go to the IPU); this op "
+        "is not in it",
+        "the tf.strings ops ipusim has (length, lower, upper, strip, join, reduce_join, "
+        "to_number, as_string, regex_full_match, regex_replace, substr) or Python's str "
+        "methods on .numpy() values",
+    ),
     "tf.sparse.*": _STRINGS,
     "tf.ragged.*": _STRINGS,
-    "tf.string": _STRINGS,
     "tf.RaggedTensor": _STRINGS,
     "tf.SparseTensor": _STRINGS,
     "tf.RaggedTensorSpec": _STRINGS,
@@ -153,19 +154,14 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         name: _TF1_SESSION
         for name in (
             "tf.Session",
-            "tf.compat.v1.Session",
-            "tf.compat.v1.ConfigProto",
             "tf.global_variables_initializer",
-            "tf.compat.v1.global_variables_initializer",
-            "tf.compat.v1.get_default_graph",
             "tf.layers.*",
         )
     },
-    "tf.python.ipu.embedding_ops.create_host_embedding": _HOST_EMBEDDING,
-    "tf.python.ipu.embedding_ops.HostEmbeddingOptimizerSpec": _HOST_EMBEDDING,
     "tf.python.ipu.rnn_ops.*": (
-        "the TF1 Popnn layers (time-major, returning outputs and state, for graph-mode programs)",
-        "the Keras Popnn layers: ipu_tensorflow_addons.keras.layers.LSTM / GRU",
+        "the TF1 Popnn layers other than PopnnLSTM and PopnnGRU (the dynamic-length and AUGRU "
+        "variants)",
+        "PopnnLSTM / PopnnGRU, or the Keras Popnn layers: ipu_tensorflow_addons.keras.layers",
     ),
     "tf.keras.layers.SpectralNormalization": (
         "it overwrites the wrapped layer's kernel with a power-iteration estimate before each "

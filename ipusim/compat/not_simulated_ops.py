@@ -242,7 +242,6 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
             "TensorArraySpec",
             "TypeSpec",
             "type_spec_from_value",
-            "as_string",
             "edit_distance",
             "fingerprint",
             "qint8",

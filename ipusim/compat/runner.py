@@ -38,7 +38,7 @@ from ipusim.compat._missing import guard
 from ipusim.compat.internal_paths import internal_module
 from ipusim.compat.not_simulated import message
 from ipusim.data.datasets import reset_provenance
-from ipusim.errors import NotSimulatedModuleError
+from ipusim.errors import ConfigurationError, MissingFileError, NotSimulatedModuleError
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
@@ -61,6 +61,8 @@ REDIRECTS: tuple[tuple[str, str | None], ...] = (
     ("keras", "ipusim.compat.keras"),
     ("ipu_tensorflow_addons.keras.layers", "ipusim.compat.ipu_addons_layers"),
     ("ipu_tensorflow_addons.keras.optimizers", "ipusim.keras.optimizers"),
+    ("ipu_tensorflow_addons.v1.layers", "ipusim.compat.tf.v1_rnn_ops"),
+    ("ipu_tensorflow_addons.v1", None),
     ("ipu_tensorflow_addons.keras", None),
     ("ipu_tensorflow_addons", None),
     ("popdist", "ipusim.compat.popdist"),
@@ -270,6 +272,7 @@ class ReportCollector:
                     + (f" [data: {report.extra['data']}]" if report.extra.get("data") else ""),
                     file=self.stream,
                 )
+                _print_advice(calls.first, self.stream)
         return list(self.saved)
 
     @contextlib.contextmanager
@@ -284,6 +287,24 @@ class ReportCollector:
             with contextlib.suppress(ValueError):
                 ON_REPORT.remove(self)
             self.save()
+
+
+#: Advice lines ``ipusim run`` prints per program (the changes measured to help most).
+ADVICE_LINES = 3
+
+
+def _print_advice(report: Any, stream: TextIO) -> None:
+    """The top lines of ``report.advice()`` (its first call simulated again with each change);
+    nothing when no change helped or the report cannot be simulated again."""
+    if getattr(report, "what_if", None) is None:
+        return
+    from ipusim.session.uncertainty import host_range_line
+
+    spread = host_range_line(report)
+    if spread is not None:
+        print(f"[ipusim]   {spread}", file=stream)
+    for advice in report.advice(top=ADVICE_LINES):
+        print(f"[ipusim]   would help: {advice.line()}", file=stream)
 
 
 def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:
@@ -403,14 +424,14 @@ def _check_arguments(script: str | os.PathLike[str], system: str | None) -> Path
     """
     path = Path(script).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"ipusim run: no script file at {str(script)!r}")
+        raise MissingFileError(f"ipusim run: no script file at {str(script)!r}")
     if system is not None:
         from ipusim.hardware import load_system
 
         try:
             load_system(system)
         except Exception as exc:  # the loader's own error types: name the option instead
-            raise ValueError(
+            raise ConfigurationError(
                 f"ipusim run --system {system!r}: not a system preset or TOML file ({exc}); "
                 "`ipusim systems` lists the presets"
             ) from exc
@@ -476,6 +497,9 @@ def run_script(
             except SystemExit as exc:
                 code = _exit_code(exc.code)
     finally:
+        tf1 = sys.modules.get("ipusim.compat.tf.v1_session")
+        if tf1 is not None:  # a script's disable_eager_execution() ends with the script
+            tf1.enable_eager_execution()
         if stream is not None:
             print(
                 f"[ipusim] {len(collector.saved)} simulation report(s) in {folder}",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ipusim.errors import ConfigurationError, IncompatibleStateError, IPUSimError
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError, IPUSimError
 
 __all__ = ["AttributeMetadata", "Category", "ConfigAttributeError", "Option"]
 
@@ -162,7 +162,7 @@ class AttributeMetadata:
             TypeError: ``value`` does not have the attribute's type.
         """
         if not self._check_type_fn(value):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Cannot set {self._name} to {value!r} (of type {type(value).__name__}): it "
                 f"must be of type {self._type}, and values are not converted between types."
                 f"{_type_advice(value, self._actual_type)}{self._hint}"
@@ -280,7 +280,7 @@ class _ConfigBase:
             )
         meta.warn_if_deprecated(stacklevel=2)
         if k in self._nested_configs:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{meta.name} is a category of options and cannot be assigned to; set the "
                 f"options inside it instead, for example {meta.name}."
                 f"{next(iter(getattr(self, k)._user_attributes))} = ..."
@@ -291,7 +291,7 @@ class _ConfigBase:
     def __delattr__(self, k: str) -> None:
         if k not in self._user_attributes:
             raise self._unknown(k)
-        raise TypeError(
+        raise InvalidTypeError(
             f"Cannot delete {self._full_name(k)}: config attributes can only be reassigned."
         )
 
@@ -365,7 +365,7 @@ class _ConfigBase:
             ValueError: a value is not a valid member of an enum option.
         """
         if not isinstance(dct, dict):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"from_dict() expects a dict keyed by dotted option names (as returned by "
                 f"to_dict()); received a {type(dct).__name__}."
             )
@@ -415,7 +415,7 @@ class _ConfigBase:
     def from_json(self, json_cfg: str) -> None:
         """Set options from a JSON string produced by :meth:`to_json` (see :meth:`from_dict`)."""
         if not isinstance(json_cfg, str | bytes | bytearray):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"from_json() expects a JSON string (as returned by to_json()); received a "
                 f"{type(json_cfg).__name__}."
             )

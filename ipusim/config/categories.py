@@ -33,7 +33,7 @@ _PARTIALS_NOTE = (
 def _check_partials(config: _ConfigBase, name: str) -> None:
     value = config.poplar_options.get("partialsType")
     if value is not None and str(value).lower() not in ("half", "float"):
-        raise ValueError(
+        raise ConfigurationError(
             f"{config._full_name(name)}['partialsType'] = {value!r}, but PopLibs accepts "
             "'half' or 'float'. Use 'half' for fp16 partial sums or 'float' for fp32 ones."
         )
@@ -273,7 +273,7 @@ class _NormsExperimentalConfig(_ConfigBase):
             1,
             "Number of replicas whose batch statistics are all-reduced together by training "
             "batch norms (groups of consecutive replicas). 1 keeps statistics per replica. Not "
-            "for pipelined models, and not supported with I/O tiles.",
+            "for models pipelined over several IPUs, and not supported with I/O tiles.",
         ),
     )
 

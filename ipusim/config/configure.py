@@ -27,7 +27,7 @@ from ipusim.config.devices import (
 )
 from ipusim.config.ipu_config import IPUConfig
 from ipusim.config.ipusim_options import preset_for_ipus
-from ipusim.errors import ConfigurationError, IncompatibleStateError
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 
 __all__ = [
     "active_config",
@@ -81,7 +81,7 @@ def _system_num_ipus(system: Any) -> int:
     if n is None and hasattr(system, "ipus"):
         n = len(system.ipus)
     if type(n) is not int:
-        raise TypeError(
+        raise InvalidTypeError(
             f"Cannot tell how many IPUs the system {system!r} has: expected a SystemSpec with "
             "an int `num_ipus` or a sequence `ipus`."
         )
@@ -97,6 +97,13 @@ def _ipu_model_system(config: IPUConfig, system: Any) -> Any:
     if config.ipu_model.tiles_per_ipu:
         overrides["ipu.tiles"] = config.ipu_model.tiles_per_ipu
     return load_system(system, overrides=overrides)
+
+
+def _with_host(system: Any, host: str) -> Any:
+    """``system`` driven by the host preset ``host`` ("" = the one shipped with it)."""
+    from ipusim.hardware.hosts import with_host
+
+    return with_host(system, host)
 
 
 def _resolve(config: IPUConfig) -> _Registration:
@@ -134,6 +141,7 @@ def _resolve(config: IPUConfig) -> _Registration:
         )
     if running_on_ipu_model():
         system = _ipu_model_system(config, system)
+    system = _with_host(system, config.ipusim.host)
     devices = tuple(tuple(r) for r in ranges)
     frozen = copy.deepcopy(config)
     frozen._set_frozen(True)
@@ -164,12 +172,12 @@ def configure_ipu_system(
     """
     global _ACTIVE
     if not isinstance(config, IPUConfig):
-        raise TypeError(
+        raise InvalidTypeError(
             f"configure_ipu_system() expects an ipusim.config.IPUConfig as `config`; received "
             f"a {type(config).__name__}. Build one with IPUConfig() and set its options."
         )
     if not isinstance(device, str):
-        raise TypeError(
+        raise InvalidTypeError(
             f"configure_ipu_system(device=...) expects a device name such as 'cpu'; received "
             f"a {type(device).__name__}."
         )

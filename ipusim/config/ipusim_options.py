@@ -46,6 +46,16 @@ class _IpusimConfig(_ConfigBase):
             "2 to 4, 'POD16' for up to 16, 'POD64' for up to 64 (more needs a TOML file).",
         ),
         Option(
+            "host",
+            "",
+            "Host server driving the IPUs: a host preset name (ipusim.hardware.hosts."
+            "list_hosts(): 'EPYC-7742', 'EPYC-7763', 'Xeon-8168') whose CPU speed, cores and "
+            "round trip set the input pipeline's, the stream copies' and the per-execution "
+            "host costs. The default '' picks the host the vendor shipped with the system: "
+            "the IPU-Server (Dell DSS 8440, Xeon Platinum 8168) for C2 cards, the dual EPYC "
+            "7742 server for IPU-Machine systems.",
+        ),
+        Option(
             "host_dataset_rate",
             0.0,
             "Rate at which the host's input pipeline produces samples, in samples/s. 0.0 (the "
@@ -118,6 +128,17 @@ class _IpusimConfig(_ConfigBase):
     )
 
     def _validate(self) -> None:
+        if self.host:
+            from ipusim.hardware.hosts import list_hosts, load_host
+
+            try:
+                load_host(self.host)
+            except ValueError:
+                raise ConfigurationError(
+                    f"{self._full_name('host')} = {self.host!r} is not a host preset; use one "
+                    f"of {', '.join(repr(h) for h in list_hosts())}, or '' for the system's "
+                    "own host."
+                ) from None
         rate = self.host_dataset_rate
         if math.isnan(rate) or rate < 0.0:
             raise ConfigurationError(

@@ -17,7 +17,10 @@ cost ``a`` (latency + sync):
 
 Hierarchical all-reduce, C Pods with k participants each (n = C·k), GW-Link bandwidth B_gw per
 Pod (one direction: the rate a Pod's cross-Pod collective reaches, ``gw_link.collective_bandwidth``,
-at most its chassis' ports) shared by the k participants, per-step cost a_gw:
+at most its chassis' ports) shared by the k participants, per-step cost a_gw (``gw_link.latency``
+plus the sync). A replica of s IPUs runs s such rings at once, one per shard position, and they
+share the Pod's GW-Links too: the caller passes B_gw / s (``lowering/distribution.py``), so a Pod
+moves its whole model's gradients across at B_gw however the model is split over IPUs:
 
 - reduce-scatter = reduce-scatter_IPU-Link(S, k) + reduce-scatter_GW(S / k, C; B_gw / k, a_gw)
 - all-reduce = 2 × reduce-scatter (the all-gather mirrors it), i.e.

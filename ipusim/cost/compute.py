@@ -25,6 +25,7 @@ from typing import Any
 
 from ipusim.cost import amp, rnn, vector
 from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
+from ipusim.errors import ConfigurationError
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
 
@@ -170,7 +171,7 @@ class PlannerOptions:
                 except (TypeError, ValueError):
                     proportion = math.nan
                 if not 0 < proportion <= 1:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"IPUConfig.{where}.poplar_options['availableMemoryProportion'] = "
                         f"{value!r}; expected a number in (0, 1], e.g. '0.3'"
                     )
@@ -178,7 +179,7 @@ class PlannerOptions:
             if "partialsType" in options:
                 value = str(options["partialsType"]).lower()
                 if value not in ("half", "float"):
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"IPUConfig.{where}.poplar_options['partialsType'] = "
                         f"{options['partialsType']!r}; expected 'half' or 'float'"
                     )

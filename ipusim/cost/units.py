@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 
+from ipusim.errors import ConfigurationError
+
 PS_PER_S = 10**12
 
 
 def seconds_to_ps(seconds: float) -> int:
     """Seconds -> picoseconds, rounded to the nearest integer."""
     if seconds < 0:
-        raise ValueError(f"a duration cannot be negative, received {seconds} s")
+        raise ConfigurationError(f"a duration cannot be negative, received {seconds} s")
     return round(seconds * PS_PER_S)
 
 
@@ -26,7 +28,9 @@ def transfer_ps(num_bytes: int, bandwidth_bytes_per_s: float, latency_s: float =
     if num_bytes <= 0:
         return 0
     if bandwidth_bytes_per_s <= 0:
-        raise ValueError(f"bandwidth must be positive, received {bandwidth_bytes_per_s} B/s")
+        raise ConfigurationError(
+            f"bandwidth must be positive, received {bandwidth_bytes_per_s} B/s"
+        )
     return seconds_to_ps(latency_s) + math.ceil(num_bytes * PS_PER_S / bandwidth_bytes_per_s)
 
 

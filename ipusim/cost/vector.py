@@ -34,7 +34,16 @@ WORKER_PROLOGUE = {True: 26, False: 29}
 SUPERVISOR_OVERHEAD = 11
 
 #: Tile cycles per element once amortised, (fp16, fp32), by op (S: the popops / popnn tables;
-#: E where marked). Grad ops of non-linearities use popnn ``NonLinearityGrad1D``.
+#: E where marked). Grad ops of non-linearities use popnn ``NonLinearityGrad1D``. A popnn
+#: non-linearity costs its vector loop cycles per vector of 4 halves / 2 floats; a popops unary op
+#: ``cyclesPerLoop`` per ``loopUnrollFactor`` elements. Lines below are of graphcore/poplibs at
+#: commit 7eac0f2 (2023-08-11): popnn ``lib/popnn/PerformanceEstimation.hpp``
+#: ``getNonLinearityOpCycles`` (l. 18-54: RELU 1, SIGMOID (5 float / 2 half) x 2, TANH (5 / 1)
+#: x 2, GELU 10 / 5) and ``getNonLinearityGradOpCycles`` (l. 56-92: RELU, SIGMOID, TANH 3, GELU
+#: 10 / 5), used per vector by ``popnnCycleEstimators.cpp`` l. 78-141 and l. 154-; popops
+#: ``lib/popops/popopsCycleEstimators.hpp`` ``unaryOpPerfInfo`` (GELU_ERF l. 139-140, EXPONENT
+#: l. 142-144, LOGARITHM l. 172-173, SQRT l. 193-194) and binary MULTIPLY (l. 371-372: 1 per
+#: vector, plus 2 of loop overhead, ``popopsCycleEstimators.cpp`` l. 76).
 ELEMENTWISE_CYCLES: dict[str, tuple[float, float]] = {
     "add": (0.75, 1.5),
     "subtract": (0.75, 1.5),
@@ -90,15 +99,26 @@ POOL_ROW_CYCLES = 30
 
 #: Passes of a composite op, as (tile cycles per element fp16, fp32, compute sets); reductions are
 #: counted separately with REDUCE_CYCLES (S: the pass lists of poplin ``Norms.cpp`` and popnn
-#: ``NonLinearity.cpp``).
+#: ``NonLinearity.cpp``). Batch and layer norm share poplin's passes (``lib/poplin/Norms.cpp``
+#: at 7eac0f2): forward, the statistics' two reductions in one ``reduceMany`` (l. 209-219), then
+#: sub mean and mul inverse std (``normWhiten`` l. 345-349), mul gamma and add beta
+#: (``normalise`` l. 367-371); backward, the parameter gradients' two reductions
+#: (``normParamGradients``), then the statistics' gradients (l. 484-528: two more reductions, a
+#: copy, mul, add, scaled add, mul).
 BATCH_NORM_FWD = ((0.25 + 0.5 + 0.25 + 0.25), (1.0 + 1.0 + 1.0 + 1.0), 6)
 BATCH_NORM_BWD = (
     (0.75 + 0.25 + 0.75 + 0.25 + 0.25 + 0.75 + 0.5),
     (1.5 + 1.0 + 1.5 + 1.0 + 1.0 + 1.5 + 1.0),
     9,
 )
+#: Softmax: max, x − max, exp, row sums, 1 / sum, x · (1 / sum) (S: poplibs
+#: ``lib/popnn/NonLinearity.cpp`` ``softmaxImpl`` l. 94-141). Its gradient: g·y, its row sums,
+#: y·sum, then g·y − y·sum: three binary passes (S: ``softmaxInputGradientImpl`` l. 175-181:
+#: mul, reduce ADD, mul, subInPlace;
+#: popops binary MULTIPLY / SUBTRACT: 1 cycle per vector in ``popopsCycleEstimators.hpp`` plus 2
+#: of loop overhead in ``popopsCycleEstimators.cpp`` ``binaryOpInnerLoopCycles``).
 SOFTMAX_FWD = ((0.75 + 1.0 + 0.75), (1.5 + 3.0 + 1.5), 4)
-SOFTMAX_BWD = ((0.75 + 0.75), (1.5 + 1.5), 2)
+SOFTMAX_BWD = ((0.75 + 0.75 + 0.75), (1.5 + 1.5 + 1.5), 3)
 
 #: Cycles one weight-update pass costs per element of fp32 state (S: popops ``ScaledAdd`` float,
 #: 1.5); an optimizer's passes are its FLOPs per element / 2 (E: one multiply-add per pass).

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import InputDataError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
 
@@ -112,7 +113,7 @@ def same_structure(a: Any, b: Any) -> bool:
 
 def assert_same_structure(a: Any, b: Any, what: str = "structures") -> None:
     if not same_structure(a, b):
-        raise ValueError(
+        raise InputDataError(
             f"{what} must have the same nesting, but one is {describe(a)} "
             f"and the other is {describe(b)}"
         )
@@ -166,7 +167,7 @@ def _check_dtype(dtype: np.dtype, value: Any) -> None:
     try:
         canonical_dtype(dtype)
     except TypeError:
-        raise TypeError(
+        raise InvalidTypeError(
             f"dataset elements must be numeric arrays (float16/32/64, int8/16/32/64, uint8 or "
             f"bool), but received {type(value).__name__} with dtype {dtype} ({value!r:.60}); "
             f"convert it to one of those dtypes"

@@ -18,6 +18,7 @@ from ipusim.data._node import (
     Node,
     group_chunks,
 )
+from ipusim.errors import InputDataError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 
@@ -48,7 +49,7 @@ class Map(Node):
         if isinstance(result, list):  # tf.data packs a returned list into a tuple
             result = tuple(result)
         if result is None:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"map(): the function {fn_name(self.fn)} returned None; it must return an array "
                 f"or a tuple/dict of arrays (did it forget a `return`?)"
             )
@@ -80,7 +81,7 @@ class Map(Node):
                 warnings.simplefilter("ignore")
                 output = self._apply(example)
         except Exception as exc:
-            raise ValueError(
+            raise InputDataError(
                 f"map(): could not infer the element_spec of {fn_name(self.fn)}; ipusim calls it "
                 f"once on a zero-filled element shaped like {input_spec} (unknown sizes set to "
                 f"{fill}) and that raised {type(exc).__name__}: {exc}. Make the function accept "
@@ -115,7 +116,7 @@ class Filter(Node):
             return bool(verdict)
         array = np.asarray(verdict)
         if array.dtype != np.bool_ or array.ndim != 0:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"filter(): the predicate {fn_name(self.predicate)} must return a scalar boolean, "
                 f"but returned {type(verdict).__name__} with dtype {array.dtype} and shape "
                 f"{array.shape}; return e.g. `label == 3` or `np.all(...)`"
@@ -195,7 +196,7 @@ def stack(group: list[Any]) -> Any:
         except ValueError:
             shapes = sorted({np.shape(v) for v in column})
             where = f"component {path_leaf[0]}" if path_leaf[0] else "elements"
-            raise ValueError(
+            raise InputDataError(
                 f"batch(): cannot stack {where} of different shapes {shapes} into one batch; "
                 f"make every element the same shape first (e.g. with map()) or batch(1)"
             ) from None
@@ -209,7 +210,7 @@ class Unbatch(Node):
         super().__init__(input_, **params)
         for spec in _nest.flatten(input_.element_spec):
             if spec.rank == 0:
-                raise ValueError(
+                raise InputDataError(
                     f"unbatch() splits every component along its first dimension, but the input "
                     f"has a scalar component ({spec}); only unbatch datasets of arrays"
                 )
@@ -232,7 +233,7 @@ class Unbatch(Node):
             leaves = _nest.flatten(element)
             sizes = {np.shape(leaf)[0] for leaf in leaves}
             if len(sizes) != 1:
-                raise ValueError(
+                raise InputDataError(
                     f"unbatch(): the components of one element have different first dimensions "
                     f"{sorted(sizes)}; every component must hold the same number of rows"
                 )
@@ -281,7 +282,7 @@ class Concatenate(Node):
             x.dtype != y.dtype or x.rank != y.rank
             for x, y in zip(_nest.flatten(a), _nest.flatten(b), strict=True)
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"concatenate() needs datasets with the same structure, dtypes and ranks, but "
                 f"this dataset has element_spec {a} and the other has {b}; map one of them to "
                 f"match the other first"

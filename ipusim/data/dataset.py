@@ -23,7 +23,7 @@ from typing import Any
 
 from ipusim.data import _nest, _order, _sources, _transforms
 from ipusim.data._node import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Node
-from ipusim.errors import InputDataError
+from ipusim.errors import InputDataError, InvalidTypeError, UnsupportedError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
 __all__ = [
@@ -97,7 +97,7 @@ class Dataset:
 
     def __init__(self, node: Node) -> None:
         if not isinstance(node, Node):
-            raise TypeError(
+            raise InvalidTypeError(
                 "Dataset() is not built directly; use Dataset.from_tensor_slices(), "
                 "from_tensors(), range() or from_generator()"
             )
@@ -134,7 +134,7 @@ class Dataset:
             ValueError: if ``step`` is 0.
         """
         if not 1 <= len(args) <= 3:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"range() takes 1 to 3 integers (stop | start, stop[, step]) but received "
                 f"{len(args)}: {args}"
             )
@@ -142,7 +142,7 @@ class Dataset:
             _require_int("range() argument", arg)
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         if step == 0:
-            raise ValueError("range() step must not be 0; pass a positive or negative step")
+            raise InputDataError("range() step must not be 0; pass a positive or negative step")
         dtype = canonical_dtype(output_type)
         return Dataset(_sources.Range(int(start), int(stop), int(step), dtype))
 
@@ -175,7 +175,7 @@ class Dataset:
             ValueError: if both or neither signature forms are given.
         """
         if not callable(generator):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"from_generator() expects `generator` to be a callable returning an iterator, "
                 f"but received {type(generator).__name__}; pass the generator function itself "
                 f"(`gen`, not `gen()`)"
@@ -191,15 +191,15 @@ class Dataset:
         ``Dataset.zip(datasets=...)``. Elements nest like the datasets do.
         """
         if datasets is not None and args:
-            raise TypeError("zip() takes the datasets either positionally or as `datasets=`")
+            raise InvalidTypeError("zip() takes the datasets either positionally or as `datasets=`")
         if datasets is None:
             if not args:
-                raise TypeError("zip() needs at least one dataset")
+                raise InvalidTypeError("zip() needs at least one dataset")
             datasets = args[0] if len(args) == 1 else args
         leaves = _nest.flatten(datasets)
         for path, leaf in _nest.flatten_with_paths(datasets):
             if not isinstance(leaf, Dataset):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"zip() expects a (nested) tuple or dict of Datasets, but the entry at "
                     f"{path or 'the top'} is {type(leaf).__name__}; wrap arrays with "
                     f"Dataset.from_tensor_slices() first"
@@ -340,7 +340,7 @@ class Dataset:
             NotImplementedError: for a ``filename`` other than ``""`` (no on-disk cache).
         """
         if filename != "":
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"cache(filename={filename!r}): ipusim only caches in memory; call cache() "
                 f"without a filename"
             )
@@ -358,7 +358,7 @@ class Dataset:
             TypeError: if the element structures, dtypes or ranks differ.
         """
         if not isinstance(dataset, Dataset):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"concatenate() expects a Dataset but received {type(dataset).__name__}; wrap "
                 f"arrays with Dataset.from_tensor_slices() first"
             )
@@ -383,9 +383,9 @@ class Dataset:
     def __len__(self) -> int:
         n = self._node.cardinality()
         if n == INFINITE_CARDINALITY:
-            raise TypeError("The dataset is infinite, so it has no len(); use cardinality()")
+            raise InvalidTypeError("The dataset is infinite, so it has no len(); use cardinality()")
         if n == UNKNOWN_CARDINALITY:
-            raise TypeError(
+            raise InvalidTypeError(
                 "The dataset length is unknown (it contains filter() or from_generator()); "
                 "use cardinality(), or take(n) to fix the length"
             )
@@ -428,7 +428,7 @@ def _require_int(what: str, value: Any, minimum: int | None = None, hint: str = 
 
 def _require_callable(method: str, argument: str, value: Any) -> None:
     if not callable(value):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{method}() expects `{argument}` to be a function, but received "
             f"{type(value).__name__} {value!r:.60}; pass a function or lambda, e.g. "
             f"{method}(lambda x, y: ...)"
@@ -444,26 +444,26 @@ def _check_parallel_calls(value: Any) -> None:
 def _generator_signature(output_types: Any, output_shapes: Any, output_signature: Any) -> Any:
     if output_signature is not None:
         if output_types is not None or output_shapes is not None:
-            raise ValueError(
+            raise InputDataError(
                 "from_generator(): pass either output_signature or output_types/output_shapes, "
                 "not both; output_signature is the preferred form"
             )
         for path, leaf in _nest.flatten_with_paths(output_signature):
             if not isinstance(leaf, TensorSpec):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"from_generator(): output_signature must be a (nested) TensorSpec "
                     f"structure, but the entry at {path or 'the top'} is "
                     f"{type(leaf).__name__}; use TensorSpec(shape=..., dtype=...)"
                 )
         return output_signature
     if output_types is None:
-        raise ValueError(
+        raise InputDataError(
             "from_generator() needs output_signature (a TensorSpec structure describing each "
             "element), e.g. output_signature=(TensorSpec((28, 28), 'float32'), "
             "TensorSpec((), 'int32'))"
         )
     if output_shapes is None:
-        raise ValueError(
+        raise InputDataError(
             "from_generator(): output_types without output_shapes leaves the element ranks "
             "unknown, which ipusim cannot simulate; pass output_shapes too, or output_signature"
         )
@@ -474,7 +474,7 @@ def _specs_from_types(types: Any, shapes: Any) -> Any:
     """Pair a dtype structure with a shape structure (shapes are tuples, so walk the types)."""
     if isinstance(types, tuple):
         if not isinstance(shapes, tuple | list) or len(shapes) != len(types):
-            raise ValueError(
+            raise InputDataError(
                 f"from_generator(): output_shapes {shapes} does not match the nesting of "
                 f"output_types {types}; give one shape per dtype"
             )
@@ -482,7 +482,7 @@ def _specs_from_types(types: Any, shapes: Any) -> Any:
         return type(types)(*items) if _nest.is_namedtuple(types) else tuple(items)
     if isinstance(types, dict):
         if not isinstance(shapes, dict) or set(shapes) != set(types):
-            raise ValueError(
+            raise InputDataError(
                 f"from_generator(): output_shapes {shapes} does not have the keys of "
                 f"output_types {types}; give one shape per key"
             )

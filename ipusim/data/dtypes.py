@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import DTYPE_BYTES, FLOAT_DTYPES, canonical_dtype
 
 __all__ = [
@@ -169,7 +170,7 @@ def _cast(x: Any, target: np.dtype) -> Any:
 def _require_numeric(x: Any, dtype: np.dtype) -> None:
     # numpy would parse strings ("1.5" -> 1.5); tf.cast refuses them, and so does ipusim.
     if dtype.kind not in "biuf":
-        raise TypeError(
+        raise InvalidTypeError(
             f"cast() expected numbers (an array, a scalar or a nested tuple/dict of them) but "
             f"received {type(x).__name__} of dtype {dtype} ({x!r:.60}); convert it to a numeric "
             f"numpy array first"

@@ -27,6 +27,7 @@ import numpy as np
 
 from ipusim.data import _order, _sources, _transforms
 from ipusim.data._nest import flatten
+from ipusim.errors import ConfigurationError
 
 # Costs on the calibration machine, microseconds (bench/tfdata/results/cost_model_cpu_min.json).
 #: from_tensor_slices: per element, slicing it and copying it into its batch (fit over element
@@ -52,6 +53,20 @@ FILTER_CALL_US = MAP_CALL_US
 #: Keras' NumPy adapter (``fit(x_array, ...)`` as IPU Keras 2.6 builds it: shuffled index batches
 #: gathered by a parallel map): per batch and per sample.
 ARRAY_BATCH_CALL_US, ARRAY_US_PER_SAMPLE = 136.0, 0.60
+#: An ImageNet training loader (PyTorch DataLoader worker with torchvision's transforms): PIL
+#: decodes one JPEG of ImageNet's size, takes a random resized crop to 224 x 224 and a flip, and
+#: hands a uint8 array on; one worker process does one image at a time. Calibration machine,
+#: best of 8 runs of ``bench/host/measure_host.py`` (``results/this_machine.json``
+#: ``jpeg_ms_best``; 1.64-5.01 ms per image at load 5.2-6.8), M.
+JPEG_LOADER_US = 1635.0
+#: A training loop that iterates ``torch.utils.data.DataLoader(num_workers=0)`` over
+#: ``torchvision.datasets.MNIST`` (ToTensor, Normalize) in its own thread, under a tqdm bar it
+#: updates every step (the PopXL MNIST tutorials). Calibration machine, microseconds:
+#: per sample the PIL image and the scaling (M: bench/host/measure_torch_loader.py, 18.0-18.3,
+#: done with NumPy) plus PyTorch's dispatch of its ~9 tensor operations at ~3 us each (E);
+#: per step tqdm's refresh (M: 31-38) and the collate and casts' ~6 operations (E).
+TORCH_MNIST_SAMPLE_US = 18.0 + 9 * 3.0
+TORCH_MNIST_STEP_US = 31.0 + 6 * 3.0
 
 
 @dataclass(frozen=True)
@@ -196,6 +211,26 @@ def input_seconds_per_sample(x: Any, batch_size: int | None, cpu: HostCPU) -> fl
     if isinstance(x, np.ndarray | list | tuple | dict):
         return arrays_seconds_per_sample(int(batch_size or DEFAULT_BATCH_SIZE), cpu)
     return None
+
+
+def loader_seconds_per_sample(workers: int, cpu: HostCPU) -> float:
+    """Host seconds per sample of an image-decoding loader with ``workers`` worker processes
+    (``torch.utils.data.DataLoader(num_workers=...)`` over JPEG files) on ``cpu``: each worker
+    decodes one image at a time on a core of its own, at most the process's share of cores.
+
+    Raises:
+        ValueError: ``workers`` < 1.
+    """
+    if workers < 1:
+        raise ConfigurationError(f"workers must be >= 1 (loader worker processes), got {workers}")
+    return JPEG_LOADER_US * cpu.compute_scale * 1e-6 / min(workers, max(cpu.cores, 1))
+
+
+def torch_mnist_loop_seconds_per_step(batch_size: int, cpu: HostCPU) -> float:
+    """Host seconds per step of a loop that feeds each step from an in-thread PyTorch MNIST
+    DataLoader (Python work at the host's single-thread speed, serial with the step)."""
+    us = TORCH_MNIST_SAMPLE_US * batch_size + TORCH_MNIST_STEP_US
+    return us * cpu.compute_scale * 1e-6
 
 
 #: Keras' batch size when fit is given arrays and no batch_size.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ipusim.errors import ConfigurationError
+
 OUTFEED_MODES = ("all", "last")
 INFEED_MODES = ("overlapped", "staged", "direct")
 
@@ -51,14 +53,20 @@ class HostOptions:
     def __post_init__(self) -> None:
         for name in ("sample_ps", "per_execution_overhead_ps", "outfeed_drain_ps", "callback_ps"):
             if getattr(self, name) < 0:
-                raise ValueError(f"HostOptions.{name} must be >= 0, received {getattr(self, name)}")
+                raise ConfigurationError(
+                    f"HostOptions.{name} must be >= 0, received {getattr(self, name)}"
+                )
         for name in ("prefetch_depth", "buffer_depth", "host_queue_depth"):
             if getattr(self, name) < 1:
-                raise ValueError(f"HostOptions.{name} must be >= 1, received {getattr(self, name)}")
+                raise ConfigurationError(
+                    f"HostOptions.{name} must be >= 1, received {getattr(self, name)}"
+                )
         if self.infeed not in INFEED_MODES:
-            raise ValueError(f"infeed must be one of {INFEED_MODES}, received {self.infeed!r}")
+            raise ConfigurationError(
+                f"infeed must be one of {INFEED_MODES}, received {self.infeed!r}"
+            )
         if self.outfeed_mode not in OUTFEED_MODES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"outfeed_mode must be one of {OUTFEED_MODES}, received {self.outfeed_mode!r}"
             )
 

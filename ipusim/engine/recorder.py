@@ -20,6 +20,7 @@ import numpy as np
 
 from ipusim.engine.options import RunPlan
 from ipusim.engine.tables import OP_INFEED, OP_OUTFEED, RunTables
+from ipusim.errors import ConfigurationError
 from ipusim.trace import HOST, TraceDetail
 from ipusim.trace.counters import Counters
 from ipusim.trace.expand import INSTANCE_FIELDS
@@ -95,9 +96,9 @@ def keep_plan(tables: RunTables, plan: RunPlan, detail: str, budget: int) -> Kee
         ValueError: an unknown ``detail`` or a budget below 0.
     """
     if detail not in DETAILS:
-        raise ValueError(f"trace detail must be one of {DETAILS}, received {detail!r}")
+        raise ConfigurationError(f"trace detail must be one of {DETAILS}, received {detail!r}")
     if budget < 0:
-        raise ValueError(f"the trace's record budget must be >= 0, received {budget}")
+        raise ConfigurationError(f"the trace's record budget must be >= 0, received {budget}")
     records, instances = execution_sizes(tables, plan)
     total = int(records.sum())
     steps = np.concatenate(([0], np.cumsum(plan.executions)))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ipusim.cost.units import transfer_ps
 from ipusim.engine.options import HostLink, HostOptions
+from ipusim.errors import ConfigurationError
 from ipusim.lowering.program import Block, PipelineProgram, Program, Timed
 from ipusim.lowering.schedules import time_steps
 from ipusim.trace import HOST
@@ -146,7 +147,7 @@ class RunTables:
             run, lo = divmod(step, m)
             hi = min(m, lo + left)
             if not self.cuttable and (lo != 0 or hi != m):
-                raise ValueError(
+                raise ConfigurationError(
                     f"an execution of {steps} steps is not a whole number of pipeline runs of "
                     f"{m} micro-batches"
                 )

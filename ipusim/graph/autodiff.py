@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.op import NotDifferentiableError
 from ipusim.graph.spec import FLOAT_DTYPES
@@ -32,7 +33,7 @@ def gradients(
     graph = target.graph
     if seed is None:
         if target.shape != ():
-            raise ValueError(
+            raise ConfigurationError(
                 f"gradients() needs a scalar target or an explicit seed; target has shape "
                 f"{target.shape}"
             )

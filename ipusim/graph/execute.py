@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.numerics import Numerics, numerics_of
 
@@ -80,7 +81,7 @@ class Executor:
         feed_slots = {}
         for i, sym in enumerate(self.feeds):
             if sym.node.op.name != "placeholder":
-                raise ValueError(f"feed {i} ({sym!r}) is not a placeholder")
+                raise ConfigurationError(f"feed {i} ({sym!r}) is not a placeholder")
             feed_slots[sym.node.id] = i
         self._feed_plan: list[tuple[int, int, Any]] = []
         self._variable_plan: list[tuple[int, Any]] = []
@@ -92,7 +93,7 @@ class Executor:
             name = node.op.name
             if name == "placeholder":
                 if node.id not in feed_slots:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"the fetches need placeholder {node.attrs['name']!r}, which is not fed"
                     )
                 self._feed_plan.append((feed_slots[node.id], outs[0], node.outputs[0].spec))
@@ -123,7 +124,9 @@ class Executor:
         """
         ctx = ctx if ctx is not None else ExecContext()
         if len(feeds) != len(self.feeds):
-            raise ValueError(f"expected {len(self.feeds)} input arrays, received {len(feeds)}")
+            raise ConfigurationError(
+                f"expected {len(self.feeds)} input arrays, received {len(feeds)}"
+            )
         numerics = numerics_of(ctx)
         if self._has_half or not numerics.plain:
             return self._run_numerics(feeds, ctx, numerics)
@@ -182,7 +185,7 @@ def check_feed(array: Any, spec: Any) -> np.ndarray:
     if len(shape) != len(spec.shape) or any(
         want is not None and want != got for want, got in zip(spec.shape, shape)
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"input {spec.name or ''!s} expects shape {spec.shape}, received an array of shape {shape}"
         )
     return array if array.flags.c_contiguous else np.array(array, order="C")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.op import VARIADIC, Op, OpCost, get_op
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
 
@@ -141,7 +142,7 @@ class TensorOperators:
         """``for row in x`` / ``a, b = x``: the slices along the first axis, as TensorFlow
         unstacks a tensor whose first dimension is known; otherwise TensorFlow's TypeError."""
         if not self.shape or self.shape[0] is None:
-            raise TypeError(
+            raise InvalidTypeError(
                 "Cannot iterate over a symbolic tensor with unknown first dimension (shape "
                 f"{self.shape}); index it (x[0], x[:, 1]) instead"
             )
@@ -153,7 +154,7 @@ class TensorOperators:
     # ``x > 0``. The comparison op is registered by whoever provides it (the compat runtime).
     def _compare(self, kind: str, other: Any) -> Any:
         if _comparison_op is None:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"'{kind}' comparison of symbolic tensors needs ipusim.compat (import "
                 "ipusim.compat.tf); or compare with tf.less / tf.greater"
             )
@@ -206,7 +207,7 @@ class Symbol(TensorOperators):
         return f"<Symbol {self.name} shape={self.shape} dtype={self.dtype}>"
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise InvalidTypeError(
             f"The truth value of the traced tensor {self.name} is not known while the function "
             "is traced, so it cannot steer Python's `if`, `while` or `break`. For a loop that "
             "stops on a tensor condition use ipu.loops.while_loop(condition, body, inputs); "
@@ -312,6 +313,9 @@ class Graph:
         self._call_counts: dict[int, int] = {}
         #: State updates applied after a training step: (variable, symbol of its new value).
         self.updates: list[tuple[Any, Symbol]] = []
+        #: Outputs of nodes that must run at every execution though nothing reads them (an
+        #: outfeed enqueue in a Keras layer's call).
+        self.side_effects: list[Symbol] = []
         self._autocast: list[str | None] = [None]
 
     # ------------------------------------------------------------------ building
@@ -367,7 +371,7 @@ class Graph:
     def add_update(self, variable: Any, new_value: Symbol) -> None:
         """Assign ``new_value`` to ``variable`` after each training execution (e.g. moving stats)."""
         if tuple(new_value.shape) != tuple(variable.shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"update of {variable.name!r} has shape {new_value.shape}, expected {variable.shape}"
             )
         self.updates.append((variable, new_value))
@@ -507,7 +511,7 @@ def to_symbol(value: Any, graph: Graph, like_dtype: str | None = None) -> Symbol
     """
     if isinstance(value, Symbol):
         if value.graph is not graph:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{value!r} belongs to graph {value.graph.name!r}, not {graph.name!r}; "
                 "tensors from different models or traces cannot be mixed"
             )
@@ -560,7 +564,7 @@ def apply(op: Op | str, *inputs: Any, graph: Graph | None = None, **attrs: Any) 
         return _deferred_hook(op, inputs, attrs)
     graph = graph if graph is not None else _find_graph(inputs)
     if graph is None:
-        raise RuntimeError(
+        raise IncompatibleStateError(
             f"op {op.name!r} was called with no symbolic input and outside any graph; "
             "call it on a model input or inside a layer's call()"
         )

@@ -29,6 +29,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ipusim.errors import ConfigurationError, IPUSimError
+
 #: Values of PopLibs' ``partialsType`` option that ipusim understands (S: PopLibs matmul and
 #: convolution options).
 PARTIALS_TYPES = ("half", "float")
@@ -92,7 +94,7 @@ _TRAP_FLAGS = {
 }
 
 
-class FloatingPointTrap(FloatingPointError):
+class FloatingPointTrap(IPUSimError, FloatingPointError):
     """The IPU stopped on a floating-point exception that ``floating_point_behaviour`` traps.
 
     Attributes:
@@ -117,7 +119,7 @@ def _partials(options: Any, default: str, where: str) -> str:
     value = (options or {}).get("partialsType", default)
     text = str(value).lower()
     if text not in PARTIALS_TYPES:
-        raise ValueError(
+        raise ConfigurationError(
             f"{where}['partialsType'] = {value!r} is not a partials type; use 'half' or 'float'"
         )
     return text

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def io_bytes(in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) ->
     return sum(s.nbytes for s in in_specs), sum(s.nbytes for s in out_specs)
 
 
-class NotDifferentiableError(TypeError):
+class NotDifferentiableError(InvalidTypeError):
     """Raised when a gradient is requested through an op that has no gradient rule."""
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
+
 #: dtype name -> bytes per element. These are the dtypes a graph value may have.
 DTYPE_BYTES: dict[str, int] = {
     "float16": 2,
@@ -36,11 +38,13 @@ def canonical_dtype(dtype: object) -> str:
     try:
         name = np.dtype(dtype).name
     except TypeError as exc:
-        raise TypeError(
+        raise InvalidTypeError(
             f"dtype {dtype!r} is not understood; expected one of {sorted(DTYPE_BYTES)}"
         ) from exc
     if name not in DTYPE_BYTES:
-        raise TypeError(f"dtype {name!r} is not supported; expected one of {sorted(DTYPE_BYTES)}")
+        raise InvalidTypeError(
+            f"dtype {name!r} is not supported; expected one of {sorted(DTYPE_BYTES)}"
+        )
     return name
 
 
@@ -61,7 +65,7 @@ class TensorSpec:
     def __post_init__(self) -> None:
         shape = tuple(None if d is None else int(d) for d in self.shape)
         if any(d is not None and d < 0 for d in shape):
-            raise ValueError(f"TensorSpec shape {shape} has a negative dimension")
+            raise ConfigurationError(f"TensorSpec shape {shape} has a negative dimension")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
 
@@ -77,7 +81,7 @@ class TensorSpec:
     def size(self) -> int:
         """Number of elements; the shape must be fully defined."""
         if not self.is_fully_defined:
-            raise ValueError(f"shape {self.shape} is not fully defined, so it has no size")
+            raise ConfigurationError(f"shape {self.shape} is not fully defined, so it has no size")
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property

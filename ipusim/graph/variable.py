@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
 
@@ -57,7 +58,7 @@ class Variable:
         if self._value is None:
             array = np.asarray(self._initializer(), dtype=self.spec.dtype)
             if array.shape != self.spec.shape:
-                raise ValueError(
+                raise ConfigurationError(
                     f"the initializer of {self.name!r} made an array of shape {array.shape}, "
                     f"expected {self.spec.shape}"
                 )
@@ -86,7 +87,7 @@ class Variable:
         """Replace the value; the shape must stay the same (dtype is converted)."""
         array = np.asarray(value)
         if array.shape != self.spec.shape:
-            raise ValueError(
+            raise ConfigurationError(
                 f"cannot assign a value of shape {array.shape} to variable {self.name!r} of "
                 f"shape {self.spec.shape}"
             )

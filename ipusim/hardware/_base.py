@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import HardwareSpecError, InvalidTypeError, KeyNotFoundError
 from ipusim.hardware.table import PrecisionTable
 
 __all__ = ["FLAGS", "SpecBase", "is_estimate", "parse_flags", "spec_field"]
@@ -107,7 +107,7 @@ def _label(obj: object, name: str) -> str:
 
 def _check_int(obj: object, name: str, value: object, positive: bool) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{_label(obj, name)}: got {type(value).__name__} {value!r}; expected an int "
             "(parse human strings with ipusim.hardware.load_system or ipusim.hardware.units)"
         )
@@ -118,7 +118,7 @@ def _check_int(obj: object, name: str, value: object, positive: bool) -> None:
 
 def _check_float(obj: object, name: str, value: object, positive: bool) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{_label(obj, name)}: got {type(value).__name__} {value!r}; expected a number in "
             "base units (parse human strings such as '1.325GHz' with ipusim.hardware.units or "
             "ipusim.hardware.load_system)"
@@ -148,7 +148,7 @@ def validate_fields(obj: object) -> None:
             _check_float(obj, f.name, value, md["positive"])
         elif kind == "table":
             if not isinstance(value, PrecisionTable):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"{_label(obj, f.name)}: got {type(value).__name__}; expected a "
                     "PrecisionTable, e.g. PrecisionTable({'fp32': 32, 'fp16.16': 128})"
                 )
@@ -163,7 +163,7 @@ def validate_fields(obj: object) -> None:
                 )
         elif kind in ("text", "choice"):
             if not isinstance(value, str):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"{_label(obj, f.name)}: got {type(value).__name__} {value!r}; expected a string"
                 )
             choices = md["choices"]
@@ -176,7 +176,7 @@ def validate_fields(obj: object) -> None:
                 continue
             if not isinstance(value, md["spec"]):
                 allowed = md["spec"].__name__ + (" or None" if md["optional"] else "")
-                raise TypeError(
+                raise InvalidTypeError(
                     f"{_label(obj, f.name)}: got {type(value).__name__}; expected {allowed}"
                 )
     _freeze_sources(obj, names)
@@ -185,7 +185,7 @@ def validate_fields(obj: object) -> None:
 def _freeze_sources(obj: object, names: set[str]) -> None:
     raw = obj.field_sources  # type: ignore[attr-defined]
     if not isinstance(raw, Mapping):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{_label(obj, 'field_sources')}: got {type(raw).__name__}; expected a mapping "
             "{field path: 'FLAG: source'}"
         )
@@ -228,7 +228,7 @@ class SpecBase:
         """
         sources = self.sources
         if path not in sources:
-            raise KeyError(f"no source recorded for {path!r} in {type(self).__name__}")
+            raise KeyNotFoundError(f"no source recorded for {path!r} in {type(self).__name__}")
         return sources[path]
 
     def estimates(self) -> list[str]:

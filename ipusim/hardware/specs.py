@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import ConfigurationError, HardwareSpecError, InvalidTypeError
 from ipusim.hardware._base import SpecBase, sources_field, spec_field, validate_fields
 from ipusim.hardware.table import PrecisionTable
 
@@ -154,7 +154,7 @@ class LinkSpec(SpecBase):
     def __post_init__(self) -> None:
         validate_fields(self)
         if self.efficiency > 1:
-            raise ValueError(
+            raise HardwareSpecError(
                 f"LinkSpec.efficiency must be in (0, 1], received {self.efficiency}; it is the "
                 "share of the raw link bandwidth a transfer achieves"
             )
@@ -372,7 +372,7 @@ class SystemSpec(SpecBase):
                 "(list_systems() names the presets) or raise max_ipus"
             )
         if self.max_ipus % self.ipus_per_pod or self.ipus_per_pod % self.ipus_per_chassis:
-            raise ValueError(
+            raise HardwareSpecError(
                 f"system {self.name!r}: ipus_per_pod ({self.ipus_per_pod}) must be a multiple "
                 f"of ipus_per_chassis ({self.ipus_per_chassis}) and divide max_ipus "
                 f"({self.max_ipus}); a Pod is whole chassis, a system whole Pods"
@@ -399,7 +399,7 @@ class SystemSpec(SpecBase):
             ValueError: the IPUs sit in different Pods (GW-Links join them, not IPU-Links).
         """
         if self.pod_of(a) != self.pod_of(b):
-            raise ValueError(
+            raise ConfigurationError(
                 f"IPUs {a} and {b} are in different Pods of system {self.name!r}; GW-Links join "
                 "Pods, so there is no IPU-Link route between them"
             )
@@ -423,7 +423,9 @@ class SystemSpec(SpecBase):
 
     def _check_ipu(self, index: object, argument: str) -> int:
         if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"{argument}: got {type(index).__name__} {index!r}; expected an int")
+            raise InvalidTypeError(
+                f"{argument}: got {type(index).__name__} {index!r}; expected an int"
+            )
         if not 0 <= index < self.num_ipus:
             raise HardwareSpecError(
                 f"{argument}: IPU {index} does not exist; system {self.name!r} has IPUs "
@@ -452,7 +454,7 @@ class SystemSpec(SpecBase):
             ValueError: out of range; the message names the limit and suggests a larger system.
         """
         if isinstance(num_ipus, bool) or not isinstance(num_ipus, int):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"num_ipus: got {type(num_ipus).__name__} {num_ipus!r}; expected an int >= 1"
             )
         if num_ipus < 1:

@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import HardwareSpecError, InvalidTypeError
 
 __all__ = ["PrecisionTable"]
 
 
 def _normalise(precision: object) -> str:
     if not isinstance(precision, str):
-        raise TypeError(
+        raise InvalidTypeError(
             f"precision: got {type(precision).__name__} {precision!r}; expected a string "
             "such as 'fp32' or 'fp16.16'"
         )
@@ -44,19 +44,21 @@ class PrecisionTable(Mapping[str, float]):
         raw = self.entries
         pairs: Iterable[object] = raw.items() if isinstance(raw, Mapping) else raw
         if isinstance(raw, str | bytes) or not isinstance(pairs, Iterable):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"PrecisionTable: got {type(raw).__name__} {raw!r}; expected a mapping "
                 "{precision: rate} or (precision, rate) pairs"
             )
         table: dict[str, float] = {}
         for pair in pairs:
             if not (isinstance(pair, tuple) and len(pair) == 2):
-                raise TypeError(f"PrecisionTable: entry {pair!r} is not a (precision, rate) pair")
+                raise InvalidTypeError(
+                    f"PrecisionTable: entry {pair!r} is not a (precision, rate) pair"
+                )
             key, value = _normalise(pair[0]), pair[1]
             if key in table:
                 raise HardwareSpecError(f"PrecisionTable: precision {key!r} is given twice")
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"PrecisionTable: rate for {key!r} is {type(value).__name__} {value!r}; "
                     "expected a number"
                 )

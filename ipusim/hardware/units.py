@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import HardwareSpecError, InvalidTypeError
 
 __all__ = [
     "parse_bandwidth",
@@ -79,11 +79,11 @@ def _check_number(field: str, value: object, number: float, expected: str) -> fl
 def _split(field: str, value: object, expected: str) -> tuple[float, str | None]:
     """Return ``(number, unit)``; ``unit`` is None for a plain int/float."""
     if isinstance(value, bool):
-        raise TypeError(f"{field}: got the boolean {value!r}; expected {expected}")
+        raise InvalidTypeError(f"{field}: got the boolean {value!r}; expected {expected}")
     if isinstance(value, int | float):
         return _check_number(field, value, float(value), expected), None
     if not isinstance(value, str):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{field}: got {type(value).__name__} {value!r}; expected {expected} "
             "(a string with a unit, or a plain number in base units)"
         )
@@ -210,7 +210,9 @@ def parse_count(value: object, field: str) -> int:
     """
     expected = "a whole number >= 0"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{field}: got {type(value).__name__} {value!r}; expected {expected}")
+        raise InvalidTypeError(
+            f"{field}: got {type(value).__name__} {value!r}; expected {expected}"
+        )
     number = _check_number(field, value, float(value), expected)
     if isinstance(value, int):
         return value
@@ -226,5 +228,7 @@ def parse_number(value: object, field: str) -> float:
     """
     expected = "a number >= 0"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{field}: got {type(value).__name__} {value!r}; expected {expected}")
+        raise InvalidTypeError(
+            f"{field}: got {type(value).__name__} {value!r}; expected {expected}"
+        )
     return _check_number(field, value, float(value), expected)

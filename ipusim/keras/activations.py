@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn
 
@@ -83,14 +84,16 @@ def get(identifier: Any) -> Callable[..., Any]:
         if fn is None:
             close = difflib.get_close_matches(identifier, _ACTIVATIONS, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(
+            raise ConfigurationError(
                 f"unknown activation {identifier!r}.{hint} Valid names: "
                 f"{', '.join(sorted(_ACTIVATIONS))}"
             )
         return fn
     if callable(identifier):
         return identifier
-    raise ValueError(f"cannot interpret {identifier!r} as an activation; pass a name or a function")
+    raise ConfigurationError(
+        f"cannot interpret {identifier!r} as an activation; pass a name or a function"
+    )
 
 
 def serialize(activation: Callable[..., Any]) -> str:
@@ -100,4 +103,6 @@ def serialize(activation: Callable[..., Any]) -> str:
     name = getattr(activation, "__name__", None)
     if name in _ACTIVATIONS:
         return name
-    raise ValueError(f"activation {activation!r} has no registered name and cannot be serialized")
+    raise ConfigurationError(
+        f"activation {activation!r} has no registered name and cannot be serialized"
+    )

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.numerics import set_rounding_seed
 
 _FLOATX = "float32"
@@ -32,7 +33,7 @@ def set_floatx(value: str) -> None:
     """Set the default float dtype: ``"float16"``, ``"float32"`` or ``"float64"``."""
     global _FLOATX
     if value not in ("float16", "float32", "float64"):
-        raise ValueError(
+        raise ConfigurationError(
             f"set_floatx: expected 'float16', 'float32' or 'float64', received {value!r}"
         )
     _FLOATX = value
@@ -51,7 +52,7 @@ def set_epsilon(value: float) -> None:
 def set_random_seed(seed: int) -> None:
     """Restart the seed stream from ``seed`` (weights, dropout seeds, shuffles drawn after this)."""
     if not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"set_random_seed: expected a non-negative int, received {seed!r}")
+        raise ConfigurationError(f"set_random_seed: expected a non-negative int, received {seed!r}")
     with _lock:
         _seed_state["seed"] = int(seed)
         _seed_state["counter"] = 0

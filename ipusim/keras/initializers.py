@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
 
 
@@ -83,6 +85,21 @@ class _Random(Initializer):
     def get_config(self):
         return {"seed": self.seed}
 
+    def _deferred(self, shape: tuple[int, ...], dtype: str) -> Callable[[], np.ndarray]:
+        """``self(shape, dtype)`` to run later, with the draw an immediate call would take."""
+        call = self._calls
+        self._calls += 1  # reserved now: later calls draw as if this one had run
+
+        def draw() -> np.ndarray:
+            later = self._calls
+            self._calls = call
+            try:
+                return self(shape, dtype=dtype)
+            finally:
+                self._calls = later
+
+        return draw
+
 
 class RandomUniform(_Random):
     def __init__(self, minval: float = -0.05, maxval: float = 0.05, seed: int | None = None):
@@ -144,13 +161,13 @@ class VarianceScaling(_Random):
         seed: int | None = None,
     ) -> None:
         if scale <= 0:
-            raise ValueError(f"VarianceScaling: `scale` must be positive, received {scale}")
+            raise ConfigurationError(f"VarianceScaling: `scale` must be positive, received {scale}")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
-            raise ValueError(
+            raise ConfigurationError(
                 f"VarianceScaling: `mode` must be fan_in, fan_out or fan_avg, received {mode!r}"
             )
         if distribution not in ("truncated_normal", "untruncated_normal", "uniform", "normal"):
-            raise ValueError(f"VarianceScaling: unknown `distribution` {distribution!r}")
+            raise ConfigurationError(f"VarianceScaling: unknown `distribution` {distribution!r}")
         super().__init__(seed)
         self.scale, self.mode, self.distribution = scale, mode, distribution
 
@@ -189,7 +206,7 @@ class Orthogonal(_Random):
     def __call__(self, shape, dtype=None):
         shape = tuple(shape)
         if len(shape) < 2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Orthogonal: the shape must have at least 2 dimensions, received {shape}"
             )
         rows, cols = int(np.prod(shape[:-1])), shape[-1]
@@ -249,7 +266,7 @@ def get(identifier: Any) -> Initializer:
     if isinstance(identifier, dict):
         cls = _BY_CLASS.get(identifier.get("class_name", ""))
         if cls is None:
-            raise ValueError(f"unknown initializer config {identifier!r}")
+            raise ConfigurationError(f"unknown initializer config {identifier!r}")
         return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         cls = _BY_NAME.get(identifier) or _BY_CLASS.get(identifier)
@@ -257,13 +274,29 @@ def get(identifier: Any) -> Initializer:
             return cls()
         close = difflib.get_close_matches(identifier, list(_BY_NAME) + list(_BY_CLASS), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise ConfigurationError(
             f"unknown initializer {identifier!r}.{hint} Valid names: {', '.join(sorted(_BY_NAME))}"
         )
-    raise ValueError(f"cannot interpret {identifier!r} as an initializer")
+    raise ConfigurationError(f"cannot interpret {identifier!r} as an initializer")
+
+
+def deferred(initializer: Any, shape: tuple[int, ...], dtype: str) -> tuple[Callable, bool]:
+    """``initializer(shape, dtype)`` to call when the weight is first needed.
+
+    Returns:
+        The call, and whether it gives, whenever it runs, what an immediate call gives: true
+        for ipusim's initializers (a seeded one reserves its draw now, a constant one has none),
+        false for a user function, which may keep state of its own.
+    """
+    if isinstance(initializer, _Random):
+        return initializer._deferred(shape, dtype), True
+    order_free = isinstance(initializer, Constant)
+    return (lambda: initializer(shape, dtype=dtype)), order_free
 
 
 def serialize(initializer: Any) -> Any:
     if isinstance(initializer, Initializer):
         return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
-    raise ValueError(f"initializer {initializer!r} cannot be serialized (not an Initializer)")
+    raise ConfigurationError(
+        f"initializer {initializer!r} cannot be serialized (not an Initializer)"
+    )

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import InputDataError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.keras import backend
@@ -29,7 +30,7 @@ def check_same_shape(y_true: Symbol, y_pred: Symbol, loss_name: str, hint: str =
     if y_true.ndim != y_pred.ndim or any(
         a is not None and b is not None and a != b for a, b in zip(y_true.shape, y_pred.shape)
     ):
-        raise ValueError(
+        raise InputDataError(
             f"{loss_name} expects labels of the same shape as the predictions "
             f"{y_pred.shape}; received labels of shape {y_true.shape}.{hint}"
         )

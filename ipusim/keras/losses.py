@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from ipusim.errors import InputDataError, UnsupportedError
+from ipusim.errors import ConfigurationError, InputDataError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
@@ -52,7 +52,7 @@ def _sparse_labels(y_true: Symbol, y_pred: Symbol, loss_name: str) -> Symbol:
     if y_true.ndim != y_pred.ndim - 1 or any(
         a is not None and b is not None and a != b for a, b in zip(y_true.shape, y_pred.shape)
     ):
-        raise ValueError(
+        raise InputDataError(
             f"{loss_name} expects integer class labels of shape {y_pred.shape[:-1]} (or with a "
             f"trailing 1) for predictions of shape {y_pred.shape}; received labels of shape "
             f"{y_true.shape}. For one-hot labels use CategoricalCrossentropy instead."
@@ -95,7 +95,7 @@ def sparse_categorical_crossentropy(
 ) -> Symbol:
     """Per-example cross-entropy of integer labels against class scores."""
     if axis not in (-1, y_pred.ndim - 1):
-        raise NotImplementedError("sparse_categorical_crossentropy: only axis=-1 is supported")
+        raise UnsupportedError("sparse_categorical_crossentropy: only axis=-1 is supported")
     labels = _sparse_labels(y_true, y_pred, "SparseCategoricalCrossentropy")
     logits = y_pred if from_logits else softmax_logits(y_pred)
     if logits is None:
@@ -114,7 +114,7 @@ def categorical_crossentropy(
 ) -> Symbol:
     """Per-example cross-entropy of one-hot (or soft) labels against class scores."""
     if axis not in (-1, y_pred.ndim - 1):
-        raise NotImplementedError("categorical_crossentropy: only axis=-1 is supported")
+        raise UnsupportedError("categorical_crossentropy: only axis=-1 is supported")
     y_true = prepare_labels(
         y_true,
         y_pred,
@@ -178,7 +178,7 @@ class Loss:
 
     def __init__(self, reduction: str = "auto", name: str | None = None) -> None:
         if reduction not in REDUCTIONS:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Loss `reduction` must be one of {REDUCTIONS}, received {reduction!r}"
             )
         self.reduction = reduction
@@ -404,7 +404,9 @@ class Reduction:
     @classmethod
     def validate(cls, key: str) -> None:
         if key not in cls.all():
-            raise ValueError(f'Invalid Reduction Key: {key}. Expected keys are "{cls.all()}"')
+            raise ConfigurationError(
+                f'Invalid Reduction Key: {key}. Expected keys are "{cls.all()}"'
+            )
 
 
 #: ``keras.losses.losses_utils`` (in Keras 2 the module ``keras.utils.losses_utils``, which
@@ -482,7 +484,7 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
     if isinstance(identifier, dict):
         cls = _CLASSES.get(identifier.get("class_name", ""))
         if cls is None:
-            raise ValueError(f"unknown loss config {identifier!r}")
+            raise ConfigurationError(f"unknown loss config {identifier!r}")
         return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         if identifier in _CLASSES:
@@ -492,13 +494,13 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
             return LossFunctionWrapper(fn, name=fn.__name__)
         close = difflib.get_close_matches(identifier, list(_FUNCTIONS) + list(_CLASSES), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise ConfigurationError(
             f"Unknown loss function: {identifier!r}.{hint} Valid names: "
             f"{', '.join(sorted(_FUNCTIONS))}"
         )
     if callable(identifier):
         return LossFunctionWrapper(identifier, name=getattr(identifier, "__name__", "loss"))
-    raise ValueError(f"Could not interpret loss identifier: {identifier!r}")
+    raise ConfigurationError(f"Could not interpret loss identifier: {identifier!r}")
 
 
 def serialize(loss: Any) -> dict[str, Any]:
@@ -506,7 +508,7 @@ def serialize(loss: Any) -> dict[str, Any]:
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
     if isinstance(loss, LossFunctionWrapper) and loss.fn.__name__ in _FUNCTIONS:
         return {"function": loss.fn.__name__}
-    raise ValueError(f"loss {loss!r} cannot be serialized")
+    raise ConfigurationError(f"loss {loss!r} cannot be serialized")
 
 
 def _eager_loss(loss: Loss, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim.errors import InputDataError
 from ipusim.keras.backend import set_random_seed
 from ipusim.keras.preprocessing.image import array_to_img, img_to_array, load_img, save_img
 from ipusim.keras.preprocessing.sequence import pad_sequences
@@ -14,13 +15,13 @@ def to_categorical(y: object, num_classes: int | None = None, dtype: str = "floa
     """One-hot encode integer class labels (as ``keras.utils.to_categorical``)."""
     labels = np.asarray(y)
     if labels.size and (labels.dtype.kind not in "iuf" or np.any(labels != np.round(labels))):
-        raise ValueError("to_categorical expects integer class labels")
+        raise InputDataError("to_categorical expects integer class labels")
     labels = labels.astype(np.int64)
     if labels.ndim > 1 and labels.shape[-1] == 1:
         labels = labels[..., 0]
     classes = int(labels.max()) + 1 if num_classes is None else int(num_classes)
     if labels.size and (labels.min() < 0 or labels.max() >= classes):
-        raise ValueError(
+        raise InputDataError(
             f"to_categorical: labels must be in [0, {classes}), received values "
             f"from {labels.min()} to {labels.max()}"
         )

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.kernels._jit import kernel
 from ipusim.kernels.half import round_span, round_to_half
 
@@ -98,7 +99,9 @@ class AmpProducts:
 
     def __post_init__(self) -> None:
         if self.partials not in PARTIALS:
-            raise ValueError(f"partials type must be one of {PARTIALS}, received {self.partials!r}")
+            raise ConfigurationError(
+                f"partials type must be one of {PARTIALS}, received {self.partials!r}"
+            )
 
     def accumulate(self, a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> None:
         """``acc += a @ b`` in the partials type (``acc``: float32, shape ``(m, n)``).

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ipusim.errors import IndexOutOfRangeError
 from ipusim.kernels._jit import kernel
 
 
@@ -43,7 +44,7 @@ def _scatter_add_rows(dy, ids, out):
 def _check(ids: np.ndarray, bad: int, rows: int) -> None:
     if bad >= 0:
         index = np.unravel_index(bad, ids.shape) if ids.ndim else ()
-        raise IndexError(
+        raise IndexOutOfRangeError(
             f"embedding_lookup: id {int(ids.reshape(-1)[bad])} at index "
             f"{tuple(int(i) for i in index)} is outside [0, {rows}); ids must be row numbers "
             f"below the number of rows of params ({rows}). Check the vocabulary size "

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ipusim.errors import InputDataError
 from ipusim.kernels._jit import kernel
 
 
@@ -114,7 +115,7 @@ def _sigmoid_ce_grad_logits(dy, logits, labels, out):
 def _check_labels(op: str, labels: np.ndarray, row: int, classes: int) -> None:
     if row >= 0:
         index = np.unravel_index(row, labels.shape) if labels.ndim else ()
-        raise ValueError(
+        raise InputDataError(
             f"{op}: label {int(labels.reshape(-1)[row])} at index {tuple(int(i) for i in index)} "
             f"is outside [0, {classes}); labels must be class indices below the number of "
             f"classes (logits.shape[-1] = {classes})"
@@ -123,7 +124,7 @@ def _check_labels(op: str, labels: np.ndarray, row: int, classes: int) -> None:
 
 def _as_rows(logits: np.ndarray) -> np.ndarray:
     if logits.shape[-1] == 0:
-        raise ValueError(f"logits of shape {logits.shape} have no classes (last axis is empty)")
+        raise InputDataError(f"logits of shape {logits.shape} have no classes (last axis is empty)")
     return np.asarray(logits, order="C").reshape(math.prod(logits.shape[:-1]), logits.shape[-1])
 
 

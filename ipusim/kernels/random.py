@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.kernels._jit import kernel
 
 _MASK64 = (1 << 64) - 1
@@ -123,5 +124,5 @@ def draw(
     elif distribution == "bernoulli":
         _keep_mask(_u64(seed), _u64(step), 1.0 - float(a), 1.0, flat)
     else:
-        raise ValueError(f"unknown distribution {distribution!r}")
+        raise ConfigurationError(f"unknown distribution {distribution!r}")
     return out

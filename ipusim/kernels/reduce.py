@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.kernels._jit import kernel
 
 
@@ -210,7 +211,7 @@ def argmax(x: np.ndarray, axis: int, dtype: str = "int64") -> np.ndarray:
     moved = np.asarray(np.moveaxis(x, axis, -1), order="C")
     cols = moved.shape[-1]
     if cols == 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"argmax: axis {axis} of the input (shape {x.shape}) is empty, so it has no maximum"
         )
     out = np.empty(_prod(moved.shape[:-1]), dtype=dtype)

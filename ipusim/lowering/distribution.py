@@ -32,12 +32,17 @@ chassis gateway (every IPU of the chassis moves data at the same time, by symmet
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ipusim.cost import collectives as col
 from ipusim.cost.units import cycles_to_ps, seconds_to_ps, transfer_ps
-from ipusim.errors import ConfigurationError, StreamingMemoryUnavailableError
+from ipusim.errors import (
+    ConfigurationError,
+    PipelineConfigurationError,
+    StreamingMemoryUnavailableError,
+)
 from ipusim.lowering.program import Timed
 
 
@@ -79,6 +84,28 @@ def check_norm_group(group: int, replicas: int) -> None:
             f"not divide the replication factor ({replicas}): batch norm statistics are "
             "shared by groups of that many consecutive replicas. Use a divisor of "
             f"{replicas} (1 keeps statistics per replica)."
+        )
+
+
+def check_norm_group_pipeline(group: int, device_mapping: Sequence[int], layers: list[str]) -> None:
+    """Raise unless distributed batch norm stays out of a pipeline over several IPUs.
+
+    IPU TensorFlow documents the option as not for model parallelism (pipelining) across
+    several IPUs (``set_norm_options`` in ipu/utils.py); a pipeline on one IPU may use it.
+
+    Args:
+        group: ``norms.experimental.distributed_batch_norm_replica_group_size``.
+        device_mapping: the IPU of each pipeline stage.
+        layers: the layers whose training batch norms the pipeline runs.
+    """
+    ipus = sorted(set(device_mapping))
+    if group > 1 and len(ipus) > 1 and layers:
+        raise PipelineConfigurationError(
+            f"norms.experimental.distributed_batch_norm_replica_group_size = {group} shares "
+            f"batch norm statistics across replicas, which is not for a model pipelined over "
+            f"several IPUs (this pipeline uses IPUs {ipus}), but the training batch norm of "
+            f"layer(s) {sorted(set(layers))} runs in it. Set the option to 1 (statistics per "
+            "replica), or map every pipeline stage to one IPU (device_mapping=[0, 0, ...])."
         )
 
 
@@ -158,7 +185,9 @@ class Distribution:
 
         Neighbouring replicas are ``ipus_per_replica`` IPUs apart, so each ring step spans that
         many hops, and the rings of the ``ipus_per_replica`` shard positions run at once over the
-        same links, sharing them.
+        same links, sharing them. They share a Pod's GW-Links too: every IPU of the Pod sends its
+        share of the cross-Pod all-reduce at the same time, so a Pod moves the whole model's
+        gradients over its GW-Links whatever the number of IPUs a replica spans.
         """
         system = self.system
         ipu, link, gw = system.ipu, system.ipu_link, system.gw_link
@@ -174,7 +203,8 @@ class Distribution:
         chassis_per_pod = system.ipus_per_pod // system.ipus_per_chassis
         gw_step = seconds_to_ps(gw.latency_s) + sync
         line_rate = gw.bandwidth_bytes_per_s * gw.ports * chassis_per_pod
-        return link_bw, link_step, min(gw.collective_bandwidth_bytes_per_s, line_rate), gw_step
+        gw_bw = min(gw.collective_bandwidth_bytes_per_s, line_rate) / stride
+        return link_bw, link_step, gw_bw, gw_step
 
     def collective(self, kind: str, num_bytes: int, what: str) -> Timed | None:
         """A reduce-scatter, all-gather or all-reduce of ``num_bytes`` per replica."""

@@ -14,11 +14,17 @@ from typing import Any
 
 from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions, superstep_cycles
+from ipusim.cost.host_embedding import HOST_EMBEDDING_OPS, host_embedding_traffic
 from ipusim.cost.units import cycles_to_ps
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
-from ipusim.lowering.distribution import Distribution, DistributionSpec
+from ipusim.lowering.distribution import (
+    Distribution,
+    DistributionSpec,
+    check_norm_group_pipeline,
+)
 from ipusim.lowering.liveness import analyse, program_items, resident, working_peak
 from ipusim.lowering.memory import (
     build_plan,
@@ -159,6 +165,36 @@ def _add_norm_collectives(
     return before
 
 
+def _add_host_embedding_traffic(
+    by_node: dict[int, Superstep], nodes: Sequence[Any], system: Any, replicas: int
+) -> None:
+    """Give each host embedding lookup / update the host round trip it waits for, in place.
+
+    The rows stream in (or the scaled gradients out) by stream copies, Poplar's exchange
+    programs, so the round trip is the superstep's exchange and its link bytes the exchange
+    bytes (:mod:`ipusim.cost.host_embedding`); the op computes nothing on the tiles.
+    """
+    for node in nodes:
+        if node.op.name not in HOST_EMBEDDING_OPS:
+            continue
+        rows = node.out_specs[0] if node.op.name == "host_embedding_lookup" else node.in_specs[0]
+        count, width = rows.shape
+        traffic = host_embedding_traffic(
+            node.op.name, count, width, rows.itemsize, system.host, replicas
+        )
+        base = by_node.get(node.id)
+        by_node[node.id] = Superstep(
+            name=node.name,
+            layer=node.layer or "",
+            op=node.op.name,
+            phase=_GRAPH_PHASE_TO_TRACE.get(node.phase, "fwd"),
+            compute_ps=0,
+            exchange_ps=traffic.duration_ps,
+            sync_ps=base.sync_ps if base is not None else 0,
+            exchange_bytes=traffic.bytes,
+        )
+
+
 @dataclass(frozen=True)
 class PipelineSpec:
     """How a pipelined model maps onto IPUs (from the Keras stage assignment and options).
@@ -219,9 +255,11 @@ def lower(
             takes it from ``pipeline.recompute``.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, received {precision!r}")
+        raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
     if gradient_accumulation < 1:
-        raise ValueError(f"gradient_accumulation must be >= 1, received {gradient_accumulation}")
+        raise ConfigurationError(
+            f"gradient_accumulation must be >= 1, received {gradient_accumulation}"
+        )
     ipu = system.ipu
     optimizer = optimizer or OptimizerCost()
     training = step.kind == "train"
@@ -260,7 +298,15 @@ def lower(
         if training
         else None
     )
+    _add_host_embedding_traffic(by_node, nodes, system, spec.replicas)
     without_norm_collectives: dict[int, Superstep] = {}
+    if dist is not None and pipeline is not None:
+        norms = [
+            n.layer or n.name
+            for n in nodes
+            if n.op.name == "batch_norm" and n.attrs.get("training", True)
+        ]
+        check_norm_group_pipeline(spec.batch_norm_group, mapping, norms)
     if dist is not None and spec.batch_norm_group > 1:
         without_norm_collectives = _add_norm_collectives(by_node, nodes, dist, element)
     mapper = TileMapper(all_nodes, ipu, precision, planner)

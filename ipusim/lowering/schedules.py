@@ -21,6 +21,8 @@ Inference runs the forward items only (Grouped and Interleaved then coincide: M 
 
 from __future__ import annotations
 
+from ipusim.errors import ConfigurationError
+
 SCHEDULES = ("grouped", "interleaved", "sequential")
 
 Item = tuple[int, str, int]
@@ -28,9 +30,11 @@ Item = tuple[int, str, int]
 
 def _check(schedule: str, stages: int, micro_batches: int) -> None:
     if schedule not in SCHEDULES:
-        raise ValueError(f"pipeline schedule must be one of {SCHEDULES}, received {schedule!r}")
+        raise ConfigurationError(
+            f"pipeline schedule must be one of {SCHEDULES}, received {schedule!r}"
+        )
     if stages < 1 or micro_batches < 1:
-        raise ValueError(
+        raise ConfigurationError(
             f"a pipeline needs at least one stage and one micro-batch, received "
             f"{stages} stages and {micro_batches} micro-batches"
         )

@@ -21,6 +21,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.serving.files import check_export_dir, write_export
+from ipusim.serving.host_steps import HostSteps, host_steps
 from ipusim.serving.program import ExportError, encode_program
 from ipusim.serving.served import ServedModel, load
 from ipusim.serving.timing import timing_from_report
@@ -55,7 +56,14 @@ def _keras_batch_size(model: Any, specs: list[TensorSpec], batch_size: int | Non
 
 
 def export_keras(
-    model: Any, export_dir: Any, batch_size: int | None = None, output_names: Any = None
+    model: Any,
+    export_dir: Any,
+    batch_size: int | None = None,
+    output_names: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export a Keras model created in an ``IPUStrategy`` scope for serving.
 
@@ -67,15 +75,20 @@ def export_keras(
         export_dir: a new or empty directory.
         batch_size: samples per request; default: the batch size of the model's inputs.
         output_names: names for the outputs (default: the model's output names).
+        preprocessing_step / postprocessing_step (and their ``_signature``): functions run on
+            the host before / after the IPU program (:mod:`ipusim.serving.host_steps`).
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`): call it with one request.
+        The loaded export (:class:`ipusim.serving.ServedModel`): call it with one request
+        (wrapped with the host steps when given).
 
     Raises:
         ValueError: the model was not created in an IPUStrategy scope, is not built, has no
             known batch size, or ``export_dir`` is not empty.
     """
     check_export_dir(export_dir)
+    steps = host_steps("export_keras", preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     if not hasattr(model, "export_for_ipu_serving"):
         raise ConfigurationError(
             f"Model {getattr(model, 'name', model)!r} was not created inside an IPUStrategy "
@@ -98,15 +111,7 @@ def export_keras(
     inputs, outputs = flatten(traced.inputs), flatten(traced.outputs)
     program, arrays = encode_program(traced.graph, inputs, outputs)
 
-    config, system = model._ipu_environment()
-    samples = map_structure(
-        lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), concrete
-    )
-    lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
-    # The extension's own simulation step: model.last_simulation is this execution afterwards.
-    # Every record is kept whatever trace_detail says: the latencies are read from them.
-    with full_trace():
-        report, _ = model._simulate(lowered, [(0, iterations)], config, system)
+    config, lowered, report = _simulate_execution(model, concrete, batch, iterations)
     names = _input_names(model, flat_specs)
     out_names = list(output_names) if output_names is not None else _output_names(model, outputs)
     manifest = {
@@ -125,9 +130,31 @@ def export_keras(
         "timing": timing_from_report(report, batch, iterations).to_dict(),
         "keras_config": _keras_config(model),
         **_system_fields(report, config),
+        **(steps.manifest() if steps is not None else {}),
     }
     write_export(export_dir, manifest, arrays, report.trace.to_npz_bytes())
-    return load(export_dir)
+    return _served(export_dir, steps)
+
+
+def _served(export_dir: Any, steps: HostSteps | None) -> Any:
+    """The loaded export, wrapped with its host steps when it has any."""
+    served = load(export_dir)
+    return steps.attach(served) if steps is not None else served
+
+
+def _simulate_execution(model: Any, concrete: Any, batch: int, iterations: int) -> tuple:
+    """(config, lowered program, report) of one execution of the on-device loop of
+    ``iterations`` requests, through the extension's own simulation step (so
+    ``model.last_simulation`` is this execution afterwards). Every record is kept whatever
+    ``trace_detail`` says: the per-request latencies are read from them."""
+    config, system = model._ipu_environment()
+    samples = map_structure(
+        lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), concrete
+    )
+    lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
+    with full_trace():
+        report, _ = model._simulate(lowered, [(0, iterations)], config, system)
+    return config, lowered, report
 
 
 def _input_names(model: Any, specs: list[TensorSpec]) -> list[str]:
@@ -233,6 +260,7 @@ def _export_function(
     iterations: int,
     device_loop: Callable[[Any, Any], Callable[[], Any]],
     pipeline: dict[str, Any] | None,
+    steps: HostSteps | None = None,
 ) -> ServedModel:
     from ipusim.compat.ipu import ipu_infeed_queue, ipu_outfeed_queue
     from ipusim.compat.runtime import simulation as runtime_simulation
@@ -274,9 +302,10 @@ def _export_function(
         "pipeline": pipeline,
         "timing": timing_from_report(report, batch, iterations).to_dict(),
         **_system_fields(report, active_config()),
+        **(steps.manifest() if steps is not None else {}),
     }
     write_export(export_dir, manifest, arrays, report.trace.to_npz_bytes())
-    return load(export_dir)
+    return _served(export_dir, steps)
 
 
 def export_single_step(
@@ -286,6 +315,10 @@ def export_single_step(
     predict_step_signature: Any = None,
     input_signature: Any = None,
     input_dataset: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export ``predict_step`` run in an on-device loop of ``iterations`` steps.
 
@@ -296,14 +329,19 @@ def export_single_step(
         predict_step_signature / input_signature: ``tf.TensorSpec`` of each argument (either
             name; SDK versions differ).
         input_dataset: alternatively, a dataset whose element spec is the signature.
+        preprocessing_step / postprocessing_step (and their ``_signature``): functions run on
+            the host before / after the IPU program (:mod:`ipusim.serving.host_steps`).
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`). Its timing counts the leading
-        dimension of the first input as the samples of one request.
+        The loaded export (:class:`ipusim.serving.ServedModel`, wrapped with the host steps
+        when given). Its timing counts the leading dimension of the first input as the samples
+        of one request.
     """
     check_export_dir(export_dir)
     iterations = _positive(iterations, "iterations")
     what = "export_single_step"
+    steps = host_steps(what, preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     specs = _signature(
         predict_step, predict_step_signature or input_signature, input_dataset, 0, what
     )
@@ -322,7 +360,7 @@ def export_single_step(
 
     name = getattr(step, "__name__", "predict_step")
     return _export_function("single_step", name, step, specs, export_dir, iterations,
-                            device_loop, None)  # fmt: skip
+                            device_loop, None, steps)  # fmt: skip
 
 
 def export_pipeline(
@@ -337,6 +375,10 @@ def export_pipeline(
     predict_step_signature: Any = None,
     input_signature: Any = None,
     input_dataset: Any = None,
+    preprocessing_step: Any = None,
+    preprocessing_step_signature: Any = None,
+    postprocessing_step: Any = None,
+    postprocessing_step_signature: Any = None,
 ) -> ServedModel:
     """Export ``computational_stages`` as an inference pipeline of depth ``iterations``.
 
@@ -351,13 +393,18 @@ def export_pipeline(
         name: the pipeline's name.
         predict_step_signature / input_signature / input_dataset: as
             :func:`export_single_step`, for the first stage's fed arguments.
+        preprocessing_step / postprocessing_step (and their ``_signature``): as
+            :func:`export_single_step`.
 
     Returns:
-        The loaded export (:class:`ipusim.serving.ServedModel`).
+        The loaded export (:class:`ipusim.serving.ServedModel`, wrapped with the host steps
+        when given).
     """
     check_export_dir(export_dir)
     iterations = _positive(iterations, "iterations")
     what = "export_pipeline"
+    steps = host_steps(what, preprocessing_step, preprocessing_step_signature,
+                       postprocessing_step, postprocessing_step_signature)  # fmt: skip
     stages = [getattr(s, "python_function", s) for s in computational_stages]
     if not stages or not all(callable(s) for s in stages):
         raise ConfigurationError(
@@ -388,4 +435,4 @@ def export_pipeline(
     schedule = getattr(pipeline_schedule, "name", "Grouped")
     pipeline = {"stages": len(stages), "device_mapping": mapping, "schedule": str(schedule).lower()}
     return _export_function("pipeline", name or "pipeline", _call_chain(stages, leading), specs,
-                            export_dir, iterations, device_loop, pipeline)  # fmt: skip
+                            export_dir, iterations, device_loop, pipeline, steps)  # fmt: skip

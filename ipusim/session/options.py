@@ -57,7 +57,7 @@ class FeedOptions:
 
     def __post_init__(self) -> None:
         if self.outfeed_mode not in OUTFEED_MODES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"outfeed_mode must be one of {OUTFEED_MODES}, received {self.outfeed_mode!r}"
             )
 
@@ -230,7 +230,12 @@ def host_options(
     return HostOptions(
         sample_ps=seconds_to_ps(input_seconds_per_sample(config, system, feeds, replicas)),
         per_execution_overhead_ps=seconds_to_ps(overhead_s),
-        outfeed_drain_ps=seconds_to_ps(settings.host_outfeed_drain_s) if settings else 0,
+        # One host thread dequeues the outfeed of every replica of its process.
+        outfeed_drain_ps=seconds_to_ps(
+            settings.host_outfeed_drain_s * local_replicas_of(config, replicas)
+        )
+        if settings
+        else 0,
         callback_ps=seconds_to_ps(callback_s),
         prefetch_depth=depth,
         buffer_depth=int(feeds.buffer_depth or DEFAULT_BUFFER_DEPTH),
@@ -241,19 +246,61 @@ def host_options(
     )
 
 
-def host_link(system: Any, program: Program | None = None) -> HostLink:
-    """The host link of replica 0's input IPU: the chassis NIC is shared by every replica on the
-    chassis streaming at the same time (they are identical, so each gets an equal share), and no
-    IPU's stream copies go faster than the host's stream bandwidth."""
+def local_replicas_of(config: Any, replicas: int) -> int:
+    """Replicas one host process feeds: ``replicas`` (global) over :func:`process_count`."""
+    processes = process_count(config) if config is not None else 1
+    return max(1, -(-int(replicas) // max(processes, 1)))
+
+
+def stream_callback_threads(config: Any, system: Any) -> int:
+    """Threads one host process makes its replicas' host-side stream copies on.
+
+    Poplar's engine options (``POPLAR_ENGINE_OPTIONS``, as IPU TensorFlow and PopTorch pass
+    them) say it: ``streamCallbacks.multiThreadMode`` "collaborative" or "dedicated" with
+    ``streamCallbacks.numWorkerThreads`` N uses N threads; "auto", or no option, is taken as
+    one thread per core of the process's share of the host (E: Graphcore's examples set
+    "collaborative" / "auto" for replicated runs, "to speed up the throughput for multiple
+    replicas"). Mode "none" (or "singleThread") uses one thread.
+    """
+    import json
+    import os
+
+    cores = host_cpu_per_process(system, process_count(config) if config else 1).cores
+    try:
+        options = json.loads(os.environ.get("POPLAR_ENGINE_OPTIONS", "") or "{}")
+    except ValueError:
+        return cores
+    mode = str(options.get("streamCallbacks.multiThreadMode", "auto"))
+    threads = str(options.get("streamCallbacks.numWorkerThreads", "auto"))
+    if mode in ("none", "singleThread"):
+        return 1
+    if threads.isdigit() and int(threads) > 0:
+        return int(threads)
+    return cores
+
+
+def host_link(system: Any, program: Program | None = None, config: Any = None) -> HostLink:
+    """The host link of replica 0's input IPU.
+
+    Two resources are shared. The chassis NIC is shared by every replica on the chassis
+    streaming at the same time (they are identical, so each gets an equal share). The host side
+    of the stream copies (copying each replica's element into Poplar's stream buffers, at the
+    preset's ``stream_bandwidth`` per copy thread) belongs to the host *process*: its
+    :func:`stream_callback_threads` serve all the replicas it feeds, as IPU TensorFlow's
+    replicated infeed and PopTorch's replicated data loader do, so each of its L local replicas
+    gets ``threads / L`` of it (at most all of it).
+    """
     host = system.host
-    share = 1
+    share, stream = 1, host.stream_bandwidth_bytes_per_s
     if program is not None and program.replicas > 1:
         per_replica = max(program.ipus_per_replica, 1)
         on_chassis = max(1, system.ipus_per_chassis // per_replica)
         share = max(1, min(host.shared_by_ipus, on_chassis, program.replicas))
+        local = local_replicas_of(config, program.replicas)
+        stream *= min(1.0, stream_callback_threads(config, system) / local)
     return HostLink(
-        min(host.h2d_bandwidth_bytes_per_s / share, host.stream_bandwidth_bytes_per_s),
-        min(host.d2h_bandwidth_bytes_per_s / share, host.stream_bandwidth_bytes_per_s),
+        min(host.h2d_bandwidth_bytes_per_s / share, stream),
+        min(host.d2h_bandwidth_bytes_per_s / share, stream),
         seconds_to_ps(host.latency_s),
         seconds_to_ps(host.stream_copy_overhead_s),
         host.ipu_port_bandwidth_bytes_per_s,
@@ -350,6 +397,7 @@ def environment() -> tuple[Any, Any]:
     system = config_module.active_system()
     if system is None:
         from ipusim.hardware import load_system
+        from ipusim.hardware.hosts import with_host
 
-        system = load_system(None)
+        system = with_host(load_system(None))
     return config, system

@@ -109,7 +109,7 @@ def lower(description: RunDescription, config: Any, system: Any) -> LoweredRun:
             description.pipeline.schedule if description.pipeline is not None else None,
             program.replicas,
         ),
-        host_link(system, program),
+        host_link(system, program, config),
         config,
         system,
     )
@@ -159,6 +159,7 @@ def simulate(
         "executions": len(plan.executions),
         "steps_per_execution": max(plan.executions),
         "engine": result.engine,
+        "host": host_preset_name(lowered),
     }
     config_settings = lowered.config.ipusim if lowered.config is not None else None
     if config_settings is not None and config_settings.host_dataset_rate > 0:
@@ -169,6 +170,11 @@ def simulate(
     report = make_report(
         lowered.program, result, lowered.system, precision(lowered.config), figures, publish
     )
+    from ipusim.session.advice import WhatIf
+
+    # A frozen dataclass: set the re-simulation handle the way its __post_init__ sets fields.
+    what_if = WhatIf(lowered, executions, report.throughput_samples_per_s)
+    object.__setattr__(report, "what_if", what_if)
     epoch_end: dict[int, int] = {}
     for epoch, end in zip(plan.epochs, result.execution_end_ps):
         epoch_end[epoch] = end
@@ -190,6 +196,14 @@ def _data_provenance() -> dict[str, str]:
     accuracy not), so the report says so; empty otherwise."""
     note = data_note()
     return {"data": note} if note else {}
+
+
+def host_preset_name(lowered: LoweredRun) -> str:
+    """The host preset the run was simulated on (``cfg.ipusim.host``, else the system's own)."""
+    from ipusim.hardware.hosts import default_host, load_host
+
+    name = lowered.config.ipusim.host if lowered.config is not None else ""
+    return load_host(name or default_host(lowered.system)).name
 
 
 def make_report(

@@ -78,6 +78,7 @@ def main_sweep(args: argparse.Namespace) -> int:
     from ipusim.sweep.errors import SweepError
     from ipusim.sweep.figures import save
     from ipusim.sweep.interrupts import Terminated
+    from ipusim.sweep.printing import summary_table
     from ipusim.sweep.runner import run_sweep
     from ipusim.sweep.study import Study
 
@@ -105,6 +106,8 @@ def main_sweep(args: argparse.Namespace) -> int:
         )
         return exc.code if isinstance(exc, Terminated) else 130
     table = save(frame, output / f"results.{getattr(args, 'format', 'parquet')}")
+    if progress:
+        print(summary_table(frame, study.keys))
     print(f"{len(frame)} configurations: {table}")
     return 1 if (frame["error"] != "").any() else 0
 

@@ -19,11 +19,11 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from ipusim.progress import ProgressBar
 from ipusim.sweep import pools
 from ipusim.sweep.errors import SweepError, WorkerDied
 from ipusim.sweep.interrupts import sigterm_raises
 from ipusim.sweep.outdir import CONFIGS_FOLDER, claim_output
+from ipusim.sweep.printing import progress_line
 from ipusim.sweep.registry import (
     Workload,
     config_validator,
@@ -271,7 +271,7 @@ def _run_pending(
             + (f" {_describe_backend(scheduler, jobs)}" if items else ""),
             file=out,
         )
-    bar = ProgressBar(len(study), done=len(records), stream=out, enabled=progress)
+    done = len(records)
     try:
         for index, ok, value in outcomes:
             config = study.configs[index]
@@ -283,10 +283,11 @@ def _run_pending(
                 json.dumps(record, indent=1, allow_nan=True) + "\n",
             )
             records[index] = record
-            bar.advance()
+            done += 1
+            if progress:
+                print(progress_line(done, len(study), record), file=out, flush=True)
     finally:
         outcomes.close()
-        bar.close()
     return records
 
 
@@ -311,7 +312,7 @@ def run_sweep(
             this process's state (``mlp_timing`` configures and resets the IPU system).
         scheduler: a Dask scheduler address (``"tcp://HOST:PORT"``) or ``distributed.Client``;
             when given, the configurations run on that cluster and ``jobs`` is ignored.
-        progress: show a progress bar and a summary on ``stream``.
+        progress: print a line per finished configuration and a summary on ``stream``.
         resume: read the configurations already in ``output`` instead of running them again
             (except those that raised an error). False runs and overwrites everything.
         workload: replaces the study's workload.

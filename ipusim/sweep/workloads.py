@@ -35,6 +35,7 @@ MIN_STEPS_PER_EXECUTION = 10
 #: The configuration keys of :func:`mlp_timing` and their defaults.
 MLP_TIMING_DEFAULTS: dict[str, Any] = {
     "system": "",
+    "host": "",
     "ipus": 1,
     "batch_size": 32,
     "steps_per_execution": AUTO,
@@ -83,7 +84,7 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
             f"mlp_timing: executions must be 1 or 2 (the figures need no more); got "
             f"{settings['executions']!r}"
         )
-    for key in ("system", "precision"):
+    for key in ("system", "host", "precision"):
         if not isinstance(settings[key], str):
             raise ValueError(f"mlp_timing: {key} must be a string; got {settings[key]!r}")
     rate = settings["host_dataset_rate"]
@@ -110,7 +111,8 @@ def mlp_timing(config: dict[str, Any]) -> dict[str, Any]:
     """Train the seed MLP on a simulated IPU system and return the run's figures.
 
     Configuration keys (all optional; see :data:`MLP_TIMING_DEFAULTS`): ``system`` (a preset
-    name or system TOML path; "" picks the smallest GC200 system holding ``ipus``), ``ipus``
+    name or system TOML path; "" picks the smallest GC200 system holding ``ipus``), ``host`` (a
+    host preset, ``cfg.ipusim.host``; "" = the system's own), ``ipus``
     (``auto_select_ipus``; one replica per IPU), ``batch_size``, ``steps_per_execution`` (per
     replica; ``"auto"``, the default, is :func:`steps_per_execution_for` the accumulation count,
     so every accumulation count fits), ``gradient_accumulation`` (steps per replica),
@@ -136,6 +138,7 @@ def mlp_timing(config: dict[str, Any]) -> dict[str, Any]:
     cfg = ipusim.IPUConfig()
     cfg.auto_select_ipus = settings["ipus"]
     cfg.ipusim.system = settings["system"]
+    cfg.ipusim.host = settings["host"]
     cfg.ipusim.precision = settings["precision"]
     cfg.ipusim.host_dataset_rate = settings["host_dataset_rate"]
     cfg.ipusim.numerics = settings["numerics"]

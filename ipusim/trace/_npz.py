@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ipusim.errors import TraceFileError
+from ipusim.errors import MissingFileError, TraceFileError
 from ipusim.trace._schema import COLUMNS, TraceError
 from ipusim.trace.counters import Counters
 from ipusim.trace.expand import INSTANCE_FIELDS
@@ -61,7 +61,7 @@ def trace_to_npz(trace: Trace) -> bytes:
 def trace_from_npz(path: Path) -> Trace:
     """Read a trace file (see the module docstring)."""
     if not path.is_file():
-        raise FileNotFoundError(f"no trace file at {str(path)!r}")
+        raise MissingFileError(f"no trace file at {str(path)!r}")
     try:
         with np.load(path, allow_pickle=False) as data:
             members = {key: data[key] for key in data.files}

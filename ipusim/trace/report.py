@@ -8,6 +8,7 @@ A report folder holds::
     memory.csv          per-IPU SRAM by category (reports.memory_report)
     memory_items.csv    every memory item (reports.memory_items)
     liveness.csv        live bytes per IPU and program step by category (reports.liveness_report)
+    tiles.csv           bytes of every tile at the fullest tile's worst step (tiles.tile_table)
     summary.txt         Report.summary()
     report.json         the scalar figures
 
@@ -114,6 +115,11 @@ class Report:
     memory_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     memory_items_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     liveness_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    #: Per-tile bytes read by :meth:`load` (``tiles.csv``), used when there are no plans.
+    tiles_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    #: What the run was simulated from, to simulate it again with a change (``advice``); set
+    #: by the session for a report made in this process, None for a loaded one.
+    what_if: Any = field(default=None, compare=False, repr=False)
 
     __hash__ = None  # type: ignore[assignment]  # holds dicts and DataFrames
 
@@ -211,6 +217,16 @@ class Report:
             return self.liveness_table.copy()
         return liveness_report(self.memory_plans, *self._replica_layout())
 
+    @property
+    def tiles(self) -> pd.DataFrame:
+        """Bytes of every tile of each IPU at its fullest tile's worst step; see
+        :func:`ipusim.trace.tiles.tile_table` (a loaded report: its ``tiles.csv``)."""
+        from ipusim.trace.tiles import tile_table
+
+        if not self.memory_plans and self.tiles_table is not None:
+            return self.tiles_table.copy()
+        return tile_table(self.memory_plans)
+
     def figures(self) -> dict[str, Any]:
         """The scalar figures saved in ``report.json``."""
         throughput_value = self.throughput_samples_per_s
@@ -234,16 +250,54 @@ class Report:
             "extra": dict(self.extra),
         }
 
-    def summary(self, largest_items: int = 3) -> str:
+    def summary(self, largest_items: int = 3, advice: int = 0) -> str:
         """A readable text block: the run, throughput, per-IPU utilisation and memory.
 
         Args:
             largest_items: how many of each IPU's largest memory items to list.
+            advice: list this many of :meth:`advice`'s changes at the end (each measured by
+                simulating the run again: seconds for a large model), after the range of
+                throughputs across the system's host presets when a host resource bounds the
+                run; 0 lists neither.
         """
-        return render_summary(self, largest_items)
+        text = render_summary(self, largest_items)
+        if advice > 0:
+            spread = self.what_if.host_range_line(self) if self.what_if is not None else None
+            if spread is not None:
+                text += f"\n\n{spread}"
+            found = self.advice(top=advice)
+            lines = [f"  {a.line()}" for a in found] or ["  (no change tried raised throughput)"]
+            text += "\n\nWould help (each simulated)\n" + "\n".join(lines)
+        return text
 
     def __str__(self) -> str:
         return self.summary()
+
+    def top_ops(self, n: int = 10, by: str = "time", ipu: int | None = None) -> pd.DataFrame:
+        """Each IPU's ``n`` compute sets taking the most compute (``by="time"``) or exchange
+        time, or its largest memory items (``by="memory"``); see :func:`ipusim.trace.top_ops`."""
+        from ipusim.trace.top_ops import top_ops
+
+        return top_ops(self, n, by, ipu)
+
+    def advice(self, top: int | None = None) -> list[Any]:
+        """The changes that would raise throughput most, each measured by simulating this run
+        again with it, best first; changes that no longer fit in memory are left out. See
+        :mod:`ipusim.session.advice` for the changes tried. ``top`` keeps the first few.
+
+        Raises:
+            UnsupportedError: for a report loaded from disk (nothing to simulate again).
+        """
+        if self.what_if is None:
+            from ipusim.errors import UnsupportedError
+
+            raise UnsupportedError(
+                "report.advice() simulates the run again, so it needs the report of a run made "
+                "in this process; a report loaded from disk has no run to simulate. Run the "
+                "program again (ipusim run prints the advice at the end)."
+            )
+        found = self.what_if.advice()
+        return found if top is None else found[:top]
 
     # ------------------------------------------------------------------ files
     def save(self, folder: str | os.PathLike[str]) -> Path:
@@ -265,6 +319,7 @@ class Report:
             "memory.csv": self.memory.to_csv(index=False).encode("utf-8"),
             "memory_items.csv": self.memory_items.to_csv(index=False).encode("utf-8"),
             "liveness.csv": self.liveness.to_csv(index=False).encode("utf-8"),
+            "tiles.csv": self.tiles.to_csv(index=False).encode("utf-8"),
             "summary.txt": (self.summary() + "\n").encode("utf-8"),
             "report.json": (
                 json.dumps(self.figures(), indent=2, allow_nan=False, sort_keys=True) + "\n"
@@ -322,6 +377,8 @@ class Report:
         items = _read_items(items_path) if items_path.is_file() else None
         liveness_path = folder / "liveness.csv"
         liveness = _read_liveness(liveness_path) if liveness_path.is_file() else None
+        tiles_path = folder / "tiles.csv"
+        tiles = _read_tiles(tiles_path) if tiles_path.is_file() else None
         try:
             return cls(
                 trace=trace,
@@ -337,6 +394,7 @@ class Report:
                 memory_table=memory,
                 memory_items_table=items,
                 liveness_table=liveness,
+                tiles_table=tiles,
             )
         except (TypeError, ValueError) as exc:
             raise TraceFileError(f"{str(path)!r} holds an invalid figure: {exc}") from None
@@ -366,6 +424,12 @@ def _read_items(path: Path) -> pd.DataFrame:
     return _read_table(
         path, memory_items(()), keep_default_na=False, dtype={"name": str, "category": str}
     )
+
+
+def _read_tiles(path: Path) -> pd.DataFrame:
+    from ipusim.trace.tiles import tile_table
+
+    return _read_table(path, tile_table(()))
 
 
 def _read_liveness(path: Path) -> pd.DataFrame:

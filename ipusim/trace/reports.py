@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.lowering.liveness import ALWAYS_LIVE, LIVENESS_CATEGORIES, NOT_ALWAYS_LIVE
 from ipusim.lowering.program import MEMORY_CATEGORIES, IPUMemoryPlan
 from ipusim.trace.records import HOST, IPU_STATE_TRACKS, TRACE_PHASES, TRACKS, Trace, TraceError
@@ -63,9 +64,9 @@ def _check_peaks(peak_flops_per_s: Mapping[int, float] | None) -> dict[int, floa
     peaks = {}
     for ipu, peak in peak_flops_per_s.items():
         if not isinstance(ipu, int | np.integer) or ipu < 0:
-            raise ValueError(f"peak_flops_per_s keys must be IPU indices >= 0; got {ipu!r}")
+            raise ConfigurationError(f"peak_flops_per_s keys must be IPU indices >= 0; got {ipu!r}")
         if not (isinstance(peak, int | float | np.number) and math.isfinite(peak) and peak > 0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"peak_flops_per_s[{ipu}] must be a positive finite FLOP/s figure; got {peak!r}"
             )
         peaks[int(ipu)] = float(peak)
@@ -122,7 +123,9 @@ def utilisation(
         total_ps = trace.end_ps
     else:
         if not isinstance(end_ps, int | np.integer) or isinstance(end_ps, bool):
-            raise ValueError(f"end_ps must be an integer number of picoseconds; got {end_ps!r}")
+            raise ConfigurationError(
+                f"end_ps must be an integer number of picoseconds; got {end_ps!r}"
+            )
         total_ps = int(end_ps)
         if total_ps < latest:
             what = "the run" if trace.states_checked else "the last IPU record"
@@ -188,13 +191,13 @@ def throughput(samples: int, trace_or_seconds: Trace | float) -> float:
         ValueError: if ``samples`` is negative or the duration is not positive.
     """
     if not isinstance(samples, int | np.integer) or isinstance(samples, bool) or samples < 0:
-        raise ValueError(f"samples must be an integer >= 0; got {samples!r}")
+        raise ConfigurationError(f"samples must be an integer >= 0; got {samples!r}")
     if isinstance(trace_or_seconds, Trace):
         seconds = trace_or_seconds.end_ps / _PS_PER_S
     else:
         seconds = float(trace_or_seconds)
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(
+        raise ConfigurationError(
             f"the run's duration must be a positive number of seconds; got {seconds!r} "
             f"(an empty trace has no duration)"
         )
@@ -219,13 +222,15 @@ def _check_plans(plans: Sequence[IPUMemoryPlan]) -> list[IPUMemoryPlan]:
     seen: set[int] = set()
     for plan in plans:
         if not isinstance(plan, IPUMemoryPlan):
-            raise TypeError(f"plans must hold IPUMemoryPlan objects; got {type(plan).__name__}")
+            raise InvalidTypeError(
+                f"plans must hold IPUMemoryPlan objects; got {type(plan).__name__}"
+            )
         if plan.ipu in seen:
-            raise ValueError(f"two memory plans for IPU {plan.ipu}; give one plan per IPU")
+            raise ConfigurationError(f"two memory plans for IPU {plan.ipu}; give one plan per IPU")
         seen.add(plan.ipu)
         for item in plan.items:
             if item.category not in MEMORY_CATEGORIES:
-                raise ValueError(
+                raise ConfigurationError(
                     f"memory item {item.name!r} on IPU {plan.ipu} has category "
                     f"{item.category!r}; expected one of {MEMORY_CATEGORIES}"
                 )

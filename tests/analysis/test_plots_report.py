@@ -24,17 +24,11 @@ def test_plot_report_of_a_run_writes_every_figure(report_2ipu, tmp_path, check_f
         check_files(*paths)
 
 
-def test_plot_report_of_a_folder_has_no_tile_figure(
-    saved_report_dir, tmp_path, check_files
-) -> None:
+def test_plot_report_of_a_folder_has_every_figure(saved_report_dir, tmp_path, check_files) -> None:
+    """A saved report keeps its tile map and liveness (tiles.csv, liveness.csv)."""
     written = plot_report(saved_report_dir, tmp_path / "out", formats=("png",))
-    assert set(written) == {"timeline", "utilisation", "memory"}
+    assert set(written) == {"timeline", "utilisation", "memory", "tile_memory", "liveness"}
     check_files(*(p for paths in written.values() for p in paths))
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "memory.png",
-        "timeline.png",
-        "utilisation.png",
-    ]
 
 
 def test_plot_report_of_a_trace_file(report_1ipu, tmp_path, check_files) -> None:

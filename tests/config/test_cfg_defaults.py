@@ -77,6 +77,7 @@ IPU_TF_DEFAULTS = {
 
 IPUSIM_DEFAULTS = {
     "ipusim.system": "",
+    "ipusim.host": "",
     "ipusim.host_dataset_rate": 0.0,
     "ipusim.host_overhead_s": -1.0,
     "ipusim.host_outfeed_drain_s": 0.0,

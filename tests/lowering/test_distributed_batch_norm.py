@@ -17,7 +17,7 @@ import pytest
 
 import ipusim
 from ipusim import keras
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, PipelineConfigurationError
 from ipusim.hardware import load_system
 from ipusim.pipelining import PipelineSchedule, RecomputationMode
 
@@ -90,11 +90,11 @@ def test_the_group_must_divide_the_replicas() -> None:
         _train(2, replicas=1)
 
 
-def _pipelined(group: int, mode) -> list:
+def _pipelined(group: int, mode, device_mapping: tuple[int, ...] = (0, 0), ipus: int = 2) -> list:
     keras.backend.clear_session()
     ipusim.config.reset_ipu_configuration()
     cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 2  # 2 replicas of a 2-stage pipeline on one IPU each
+    cfg.auto_select_ipus = ipus  # by default 2 replicas of a 2-stage pipeline on one IPU each
     cfg.ipusim.system = "M2000"
     cfg.ipusim.numerics = False
     cfg.allow_recompute = True
@@ -112,7 +112,7 @@ def _pipelined(group: int, mode) -> list:
         model.set_pipelining_options(
             gradient_accumulation_steps_per_replica=4,
             pipeline_schedule=PipelineSchedule.Grouped,
-            device_mapping=[0, 0],
+            device_mapping=list(device_mapping),
             recomputation_mode=mode,
         )
         model.compile(optimizer="sgd", loss="mse", steps_per_execution=4)
@@ -133,3 +133,15 @@ def test_recomputation_all_reduces_again_unless_interleaved() -> None:
     forward, recomputed = _pipelined(2, RecomputationMode.RecomputeAndBackpropagateInterleaved)
     assert forward.duration_ps == base + latency + transfer
     assert recomputed.duration_ps == base
+
+
+def test_a_pipeline_over_several_ipus_refuses_distributed_batch_norm() -> None:
+    # IPU TensorFlow's set_norm_options: not for pipelining across several IPUs (one IPU is fine).
+    mode = RecomputationMode.RecomputeThenBackpropagate
+    with pytest.raises(PipelineConfigurationError) as info:
+        _pipelined(2, mode, device_mapping=(0, 1), ipus=4)  # 2 replicas of a 2-IPU pipeline
+    message = str(info.value)
+    assert "batch_normalization" in message and "IPUs [0, 1]" in message
+    assert "distributed_batch_norm_replica_group_size = 2" in message
+    assert "device_mapping=[0, 0, ...]" in message  # the fix
+    assert _pipelined(1, mode, device_mapping=(0, 1), ipus=4)  # per-replica statistics run

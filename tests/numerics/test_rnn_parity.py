@@ -28,8 +28,6 @@ TOLERANCE = 1e-5
 #: Every step's loss of the 64-step LSTM training run within 1e-5 (relative), as the seed MLP.
 LOSS_PER_STEP = 1e-5
 FINAL_WEIGHTS = 1e-4
-#: Adam: the first steps within LOSS_PER_STEP, the whole run within ADAM_WHOLE_RUN.
-ADAM_STEPS, ADAM_WHOLE_RUN = 48, 1e-4
 
 
 def _load() -> dict[str, tuple[dict, dict[str, np.ndarray]]]:
@@ -186,13 +184,23 @@ def test_lstm_training_with_sgd_matches_tensorflow_for_64_steps() -> None:
         assert parity.relative_error(w, a[f"final{i}"]) <= FINAL_WEIGHTS
 
 
-def test_lstm_training_with_adam_matches_tensorflow() -> None:
-    """Adam divides each update by the root of its second moment, so an element whose gradient
-    is near zero moves by about the learning rate whatever its last bits: float32 rounding in
-    another order grows over the run (as for the CNN under Adam in test_tf_parity.py)."""
+def test_lstm_training_with_adam_matches_tensorflow_for_64_steps() -> None:
+    """Every step within 1e-5 as under SGD, against IPU TensorFlow's Adam (OptimizerV2's
+    ``ResourceApplyAdam``: ``1 - beta`` in float32 from the float32-rounded beta), which the
+    fixture now uses (tf_keras' ``optimizers.legacy.Adam``).
+
+    Evidence (bench/tf_parity/lstm_drift.py, TF 2.21): the former fixture used tf_keras' new
+    ``optimizers.Adam``, which takes ``1 - beta`` in Python double (``1 - 0.999`` vs float32's
+    ``1 - 0.999f``: 1.3e-5 apart). That moved the run by 1.30e-5 at step 63, in float64 as
+    well (legacy vs new float64: 1.31e-5), so it was a difference of definition, not rounding.
+    TensorFlow's own float32 rounding drift over the 64 steps (float32 vs float64, same
+    optimizer) is 4.5e-7; ipusim is within 2.3e-7 of the legacy run at every step.
+    """
     meta, a = CASES["training/lstm_adam"]
-    losses, _ = _train(meta, a)
+    losses, weights = _train(meta, a)
     want = a["losses"]
     per_step = np.abs(losses - want) / np.abs(want)
-    assert per_step[:ADAM_STEPS].max() <= LOSS_PER_STEP
-    assert per_step.max() <= ADAM_WHOLE_RUN
+    assert per_step.max() <= LOSS_PER_STEP, f"worst step {per_step.argmax()}: {per_step.max():.2e}"
+    assert want[-8:].mean() < 0.8 * want[:8].mean()
+    for i, w in enumerate(weights):
+        assert parity.relative_error(w, a[f"final{i}"]) <= FINAL_WEIGHTS

@@ -18,7 +18,10 @@ def test_sweep_writes_the_table_and_one_file_per_config(tmp_path, capsys) -> Non
     assert main(args) == 0
     captured = capsys.readouterr()
     assert str(out / "results.csv") in captured.out
-    assert "6/6 configs [====================] 100%" in captured.err
+    assert [line for line in captured.err.splitlines() if line.startswith("[")] == [
+        f"[{i}/6] a={a} b={b}: done"
+        for i, (a, b) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)], start=1)
+    ]
     frame = pd.read_csv(out / "results.csv", keep_default_na=False)
     assert frame["throughput"].tolist() == [0, 1, 10, 11, 20, 21]
     assert len(list((out / "configs").glob("*.json"))) == 6

@@ -144,7 +144,7 @@ def test_unreadable_result_files_are_recomputed(tmp_path, markers) -> None:
     assert _markers(markers) == ["a0_b0", "a0_b0", "a0_b1"]
     pd.testing.assert_frame_equal(frame, _expected([{"a": 0, "b": 0}, {"a": 0, "b": 1}]))
     text = stream.getvalue()
-    assert "2 configurations, 1 already in" in text and "2/2 configs" in text
+    assert "2 configurations, 1 already in" in text and "[2/2] a=0 b=0: done" in text
 
 
 def test_invalid_jobs_and_output(tmp_path) -> None:

@@ -28,6 +28,7 @@ FILES = [
     "memory_items.csv",
     "report.json",
     "summary.txt",
+    "tiles.csv",
     "trace.json",
     "trace.npz",
     "utilisation.csv",

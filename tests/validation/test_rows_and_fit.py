@@ -101,6 +101,43 @@ def test_cross_validation_refits_without_each_row() -> None:
     assert math.isclose(alone.loo_predicted["A"], 1.0 / (1e-6 + 2e-6))
 
 
+def test_an_anchored_row_is_fitted_through_its_ratio_to_its_anchor() -> None:
+    # The device model is 10% fast for this recipe: its one-Pod anchor Z comes out at 1.1 times
+    # its measured rate, whatever the constant. The rows across Pods A and B, whose time per
+    # item is a + b x, measured at the true x but also 10% fast in the model: fitted through
+    # their ratios to Z, the constant comes out at the true x; fitted alone, it would soak up
+    # the 10% (by hand, for row A alone: x = (1 - a m) / (b m), above the true x).
+    lines = {"A": (1e-6, 1.0), "B": (2e-6, 0.5)}
+    true_x, fast = 4e-6, 1.1
+    rows = [
+        Row(r, r, 1.0 / (a + b * true_x) / fast, "M", "s", workload="mlp")
+        for r, (a, b) in lines.items()
+    ]
+    rows.append(Row("Z", "Z", 1000.0, "M", "s", workload="mlp"))
+
+    def run(row, overrides):
+        if row.id == "Z":
+            return Outcome(row, fast * row.measured, "device compute")
+        a, b = lines[row.id]
+        return Outcome(row, 1.0 / (a + b * float(overrides["arg:host-overhead"])), "link")
+
+    anchored = FittedConstant(
+        "arg:host-overhead", 1e-6, ("A", "B"), False, "s", "t", anchors=(("A", "Z"), ("B", "Z"))
+    )
+    result = cross_validate(anchored, rows, run)
+    assert result.in_sample_value == pytest.approx(true_x, rel=1e-9)
+    assert result.loo_values["A"] == pytest.approx(true_x, rel=1e-9)
+    # the predictions stay absolute: 10% above the measured rate, as the anchor is
+    assert result.loo_predicted["A"] == pytest.approx(fast * rows[0].measured, rel=1e-9)
+    plain = cross_validate(
+        FittedConstant("arg:host-overhead", 1e-6, ("A",), False, "s", "t"), rows, run
+    )
+    a, b = lines["A"]
+    m = rows[0].measured
+    assert plain.in_sample_value == pytest.approx((1.0 - a * m) / (b * m), rel=1e-9)
+    assert plain.in_sample_value > true_x
+
+
 def test_fitted_values_are_the_ones_the_rows_and_presets_use() -> None:
     # A fitted constant is written twice: in FITTED (for the refits) and where the runs read it
     # (a workload argument of its rows, or a system preset). The two must not drift apart.

@@ -163,3 +163,54 @@ def test_a_workload_runs_through_ipusim_run(tmp_path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     traces = list((tmp_path / "out").rglob("trace.json"))
     assert traces, out.stdout[-2000:]
+
+
+def test_bert_places_attention_and_feed_forward_halves_on_different_ipus() -> None:
+    from workloads import bert
+
+    # MLPerf v2.0's att_ffn_placement (IPU 1..7, then IPU 0): by hand, stage s ends after half
+    # number (halves so far - 1): attention of layer i is half 2i, its feed-forward half 2i + 1.
+    attention, ffn = [0, 3, 3, 3, 4, 3, 4, 3, 1], [0, 3, 3, 3, 3, 4, 3, 4, 1]
+    assert bert.half_layer_splits("large", attention, ffn) == [
+        "embeddings_dropout",
+        "encoder_2_ffn_norm",  # 6 halves
+        "encoder_5_ffn_norm",  # 12
+        "encoder_8_ffn_norm",  # 18
+        "encoder_12_attention_norm",  # 25: half 24 is layer 12's attention
+        "encoder_15_ffn_norm",  # 32
+        "encoder_19_attention_norm",  # 39
+        "encoder_22_ffn_norm",  # 46
+    ]
+    with pytest.raises(ValueError, match="contiguous"):
+        bert.half_layer_splits("large", [1, 23], [2, 22])  # 1 attention, 2 FFN from the start
+    report = bert.main(
+        [
+            "--size",
+            "base",
+            "--timing-only",
+            "--stages",
+            "3",
+            "--system",
+            "M2000",
+            "--micro-batch",
+            "2",
+            "--sequence",
+            "32",
+            "--steps",
+            "6",
+            "--accumulation",
+            "6",
+            "--layers-per-ipu",
+            "0",
+            "7",
+            "5",
+            "--ffn-per-ipu",
+            "0",
+            "6",
+            "6",
+        ]
+    )
+    df = report.trace.to_dataframe()
+    fwd = df[df.phase == "fwd"]
+    assert "encoder_6_attention" in set(fwd[fwd.ipu == 1].layer)  # layer 6's attention half
+    assert "encoder_6_intermediate" in set(fwd[fwd.ipu == 2].layer)  # and its FFN half

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import InvalidTypeError
+
 __all__ = ["outlined_function"]
 
 
@@ -37,7 +39,7 @@ def outlined_function(
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(fn):
-            raise TypeError(f"outlined_function expects a function, received {fn!r}")
+            raise InvalidTypeError(f"outlined_function expects a function, received {fn!r}")
 
         @functools.wraps(fn)
         def outlined(*args: Any, **kwargs: Any) -> Any:

@@ -265,7 +265,7 @@ class IPUEstimator:
         for known, value in zip(self._names, self._state or [], strict=False):
             if name in (known, known.removesuffix(":0")):
                 return value.copy()
-        raise ValueError(f"Variable {name!r} not found; known: {self.get_variable_names()}")
+        raise ConfigurationError(f"Variable {name!r} not found; known: {self.get_variable_names()}")
 
     # ------------------------------------------------------------------ modes
     def train(
@@ -285,7 +285,7 @@ class IPUEstimator:
         _refuse("hooks", hooks)
         _refuse("saving listeners", saving_listeners)
         if steps is not None and max_steps is not None:
-            raise ValueError("Can not provide both steps and max_steps.")
+            raise ConfigurationError("Can not provide both steps and max_steps.")
         if max_steps is not None:
             steps = max_steps - self._global_step
             if steps <= 0:
@@ -393,9 +393,9 @@ class IPUEstimator:
             return
         ipl = self.iterations_per_loop
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"steps must be a positive int, received {steps!r}")
+            raise ConfigurationError(f"steps must be a positive int, received {steps!r}")
         if steps % ipl:
-            raise ValueError(
+            raise ConfigurationError(
                 f"steps ({steps}) must be a multiple of iterations_per_loop ({ipl}): each "
                 "device execution runs iterations_per_loop steps"
             )

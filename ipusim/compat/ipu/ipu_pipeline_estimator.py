@@ -32,7 +32,7 @@ from ipusim.compat.runtime.function import function
 from ipusim.compat.runtime.pipeline_op import pipeline
 from ipusim.compat.tf import v1_metrics
 from ipusim.compat.tf.estimator import ModeKeys
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError, KeyNotFoundError
 
 __all__ = ["IPUPipelineEstimator", "IPUPipelineEstimatorSpec"]
 
@@ -58,11 +58,11 @@ class IPUPipelineEstimatorSpec:
         **pipeline_op_kwargs: Any,
     ) -> None:
         if mode == ModeKeys.TRAIN and not optimizer_function:
-            raise ValueError(
+            raise ConfigurationError(
                 "`IPUPipelineEstimatorSpec` must contain `optimizer_function` when training"
             )
         if mode == ModeKeys.EVAL and not eval_metrics_fn:
-            raise ValueError(
+            raise ConfigurationError(
                 "`IPUPipelineEstimatorSpec` must contain `eval_metrics_fn` when evaluating"
             )
         self.mode = mode
@@ -139,14 +139,14 @@ class IPUPipelineEstimator(IPUEstimator):
     def _call_pipeline_model_fn(self, mode: str) -> IPUPipelineEstimatorSpec:
         names = set(_signature_names(self._model_fn))
         if names & {"features", "labels"}:
-            raise ValueError(
+            raise ConfigurationError(
                 "The `model_fn` used with `IPUPipelineEstimator` must not have `features` or "
                 "`labels` arguments. They are instead passed to the first pipeline stage function."
             )
         available = {"mode": mode, "params": self._params, "config": self._config}
         spec = _call_with(self._model_fn, available)
         if not isinstance(spec, IPUPipelineEstimatorSpec):
-            raise TypeError(
+            raise InvalidTypeError(
                 "The `model_fn` used with `IPUPipelineEstimator` must return "
                 "`IPUPipelineEstimatorSpec`."
             )
@@ -167,9 +167,11 @@ class IPUPipelineEstimator(IPUEstimator):
         kwargs = joined if isinstance(joined, dict) else {}
         metrics = program.metrics_fn(**kwargs) if kwargs else program.metrics_fn(*args)
         if not isinstance(metrics, dict):
-            raise TypeError(f"The `eval_metrics_fn` must return a dict, but got {type(metrics)}.")
+            raise InvalidTypeError(
+                f"The `eval_metrics_fn` must return a dict, but got {type(metrics)}."
+            )
         if "loss" not in metrics:
-            raise KeyError("The dict returned from `eval_metrics_fn` must contain 'loss'.")
+            raise KeyNotFoundError("The dict returned from `eval_metrics_fn` must contain 'loss'.")
         return {name: _metric_value(value) for name, value in metrics.items()}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.config import active_device_ipus
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 
 __all__ = [
     "frontend_attribute",
@@ -53,14 +53,14 @@ def ipu_scope(device: str) -> Iterator[None]:
     """
     match = _DEVICE.match(device) if isinstance(device, str) else None
     if match is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"ipu_scope(device): expected an IPU device name such as '/device:IPU:0', "
             f"received {device!r}"
         )
     index = int(match.group(1))
     active_device_ipus(index)  # raises ValueError naming the configured devices
     if index != 0:
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"ipu_scope({device!r}): ipusim simulates /device:IPU:0 only; configure the IPUs "
             "you need as one device (IPUConfig.auto_select_ipus = N) and use /device:IPU:0"
         )
@@ -133,6 +133,6 @@ def partials_type(override_type: Any) -> Iterator[None]:
     """
     dtype = np.dtype(override_type)
     if dtype not in (np.float16, np.float32):
-        raise ValueError(f"Only support float16, float32, provided {dtype}")
+        raise ConfigurationError(f"Only support float16, float32, provided {dtype}")
     _warn_once("partials_type", "overriding the partials type")
     yield

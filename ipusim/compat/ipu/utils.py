@@ -21,7 +21,7 @@ from ipusim.config import (
     running_on_ipu_model,
 )
 from ipusim.config._env import using_synthetic_data
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.keras.backend import set_random_seed
 
 __all__ = [
@@ -53,7 +53,7 @@ def _device_index(ipu_device: str, argument: str) -> int:
     prefix = "/device:IPU:"
     tail = ipu_device[len(prefix) :] if isinstance(ipu_device, str) else ""
     if not isinstance(ipu_device, str) or not ipu_device.startswith(prefix) or not tail.isdigit():
-        raise ValueError(
+        raise ConfigurationError(
             f"`{argument}` must name an IPU device such as '/device:IPU:0', received {ipu_device!r}"
         )
     return int(tail)
@@ -96,7 +96,9 @@ def reset_ipu_seed(
         ValueError: ``seed`` is not a non-negative int, or ``device`` is not a configured device.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"reset_ipu_seed: `seed` must be a non-negative int, received {seed!r}")
+        raise ConfigurationError(
+            f"reset_ipu_seed: `seed` must be a non-negative int, received {seed!r}"
+        )
     active_device_ipus(_device_index(device, "device"))
     set_random_seed(seed)
 
@@ -135,7 +137,7 @@ def use_synthetic_data_for(synthetic_data_category: SyntheticDataCategory) -> bo
         TypeError: the category is not a :class:`SyntheticDataCategory`.
     """
     if not isinstance(synthetic_data_category, SyntheticDataCategory):
-        raise TypeError(
+        raise InvalidTypeError(
             "use_synthetic_data_for expects a utils.SyntheticDataCategory (e.g. "
             f"SyntheticDataCategory.Infeed), received {synthetic_data_category!r}"
         )

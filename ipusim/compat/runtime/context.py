@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +131,42 @@ def _graph_stack() -> list[Graph]:
     return graph_module._stack()
 
 
+#: Opens the TF1 default graph when eager execution is disabled (``tf.compat.v1``; set by
+#: :mod:`ipusim.compat.tf.v1_session`), else absent.
+_graph_mode: dict[str, Any] = {}
+
+
+def set_graph_mode(opener: Any) -> None:
+    """Install (or with None remove) the function opening TF1's default graph."""
+    _graph_mode.clear()
+    if opener is not None:
+        _graph_mode["open"] = opener
+
+
+def current_or_graph_mode() -> TraceContext | None:
+    """The innermost trace, or, outside traces with eager execution disabled, TF1's default
+    graph (opened by this call when needed)."""
+    ctx = current()
+    if ctx is None and "open" in _graph_mode:
+        return _graph_mode["open"]()
+    return ctx
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Run host code outside every trace of this thread for the block (a TF1 session making a
+    call its graph deferred, such as running an ``ipu_compiler.compile`` program)."""
+    stack, graphs = _stack(), _graph_stack()
+    saved = (list(stack), list(graphs), dict(_graph_mode))
+    del stack[:], graphs[:]
+    _graph_mode.clear()  # the call runs as eager TF2 code
+    try:
+        yield
+    finally:
+        stack[:], graphs[:] = saved[:2]
+        _graph_mode.update(saved[2])
+
+
 @contextmanager
 def tracing(ctx: TraceContext) -> Iterator[TraceContext]:
     """Trace into ``ctx`` for the duration of the block."""
@@ -150,12 +186,15 @@ class ReplicaState:
         index: the replica being executed.
         outfeed: queue id -> per-replica flat values staged this iteration.
         gradients: apply handle -> per-replica gradients staged this iteration.
+        host_updates: host-side updates (host embeddings) to apply once every replica ran the
+            iteration: replicas run in lock step, so none reads another's update of the step.
     """
 
     replicas: int
     index: int = 0
     outfeed: dict[int, list[Any]] = field(default_factory=dict)
     gradients: dict[Any, list[Any]] = field(default_factory=dict)
+    host_updates: list[Callable[[], None]] = field(default_factory=list)
 
 
 def replica_state() -> ReplicaState | None:

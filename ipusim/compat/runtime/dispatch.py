@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context
+from ipusim.compat.runtime.strings import HOST_STRUCTURAL, is_string_array
 from ipusim.compat.runtime.tensor import to_eager
+from ipusim.errors import UnsupportedError
 from ipusim.graph.execute import Executor
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import TensorSpec, canonical_dtype
@@ -58,6 +60,14 @@ def run_op(fn: Callable[..., Any], *args: Any, **attrs: Any) -> Any:
     """``fn(*args, **attrs)`` on traced tensors, or executed at once on concrete ones."""
     if any(is_symbolic(a) for a in args):
         return fn(*args, **attrs)
+    if any(is_string_array(a) for a in flatten(list(args))):
+        op = getattr(fn, "__name__", "<op>")
+        raise UnsupportedError(
+            f"{'this op' if op.startswith('<') else 'tf.' + op} does not take tf.string "
+            "tensors; on the host "
+            "ipusim's string tensors take tf.strings.*, ==, != and the shape ops (tf.stack, "
+            f"tf.unstack, tf.reshape, ...: {', '.join(sorted(HOST_STRUCTURAL))})"
+        )
     graph = Graph("eager")
     feeds: list[np.ndarray] = []
     placeholders: list[Symbol] = []

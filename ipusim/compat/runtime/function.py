@@ -29,8 +29,10 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.runtime.feeds import TracedIterator, check_input_dtype
+from ipusim.compat.runtime.strings import is_string_array, strings_on_ipu
 from ipusim.compat.runtime.tensor import to_eager
 from ipusim.data.dataset import DatasetIterator
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
@@ -51,7 +53,9 @@ class Function:
 
     def __init__(self, python_function: Callable[..., Any], **options: Any) -> None:
         if not callable(python_function):
-            raise TypeError(f"tf.function: expected a callable, received {python_function!r}")
+            raise InvalidTypeError(
+                f"tf.function: expected a callable, received {python_function!r}"
+            )
         self._python_function = python_function
         self._options = options
         self._cache: dict[Any, TracedRun] = {}
@@ -73,6 +77,12 @@ class Function:
         from ipusim._scope import current_strategy
 
         strategy = current_strategy()
+        if any(is_string_array(leaf) for leaf in flatten([list(args), kwargs])):
+            if strategy is not None:
+                name = getattr(self._python_function, "__name__", "?")
+                raise strings_on_ipu(f"tf.function {name!r} called in an IPUStrategy scope")
+            # TensorFlow runs string functions on the CPU; ipusim runs them eagerly on the host.
+            return self._python_function(*args, **kwargs)
         return execute(
             self._python_function, args, kwargs, self._cache, strategy, strategy is not None
         )
@@ -166,6 +176,8 @@ def _trace(
         for i, leaf in enumerate(flat):
             if isinstance(leaf, _ARRAY_TYPES):
                 array = np.asarray(leaf)
+                if is_string_array(array):
+                    raise strings_on_ipu(f"the device function {name!r}")
                 dtype = canonical_dtype(array.dtype)
                 if device:
                     check_input_dtype(dtype)
@@ -182,8 +194,14 @@ def _trace(
         call_args, call_kwargs = pack_sequence_as([list(args), kwargs], traced_leaves)
         outputs = fn(*call_args, **call_kwargs)
     for leaf in flatten(outputs):
+        if isinstance(leaf, Symbol) and leaf.graph is not graph:
+            raise InvalidTypeError(
+                f"{name} returns {leaf.name}, a tensor of another graph (built outside the "
+                "function, e.g. in a TF1 graph); compute it inside the function or pass its "
+                "value as an input"
+            )
         if isinstance(leaf, Symbol) and device and leaf.dtype == "float64":
-            raise TypeError(
+            raise InvalidTypeError(
                 "Unsupported data type for output: float64. Cast the result to float32 inside "
                 "the function."
             )
@@ -269,7 +287,7 @@ def _set_static_trip_counts(ctx: TraceContext) -> None:
             continue
         trips = segment.count if segment.count is not None else segment.maximum
         if trips is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"A timing-only run cannot simulate the {segment.name} loop: it stops on a "
                 "tensor condition, whose value is not computed without numerics. Give the "
                 "while_loop maximum_iterations=..., or run with numerics."
@@ -300,7 +318,7 @@ def strategy_run(strategy: Any, fn: Any, args: Any = (), kwargs: Any = None) -> 
     if context.is_tracing():  # strategy.run inside a tf.function: part of that trace
         return fn(*args, **kwargs)
     if not isinstance(fn, Function):
-        raise ValueError(
+        raise ConfigurationError(
             "IPUStrategy.run(fn, ...) does not support eager execution: `fn` is a plain Python "
             f"function ({getattr(fn, '__name__', fn)!r}). Either convert `fn` into a tf.function "
             "(decorate it with @tf.function(experimental_compile=True)) or call strategy.run "
@@ -320,10 +338,13 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
         when the computation returns nothing, as IPU TensorFlow's rewrite does.
     """
     if not callable(computation):
-        raise TypeError(f"compile: `computation` must be callable, received {computation!r}")
+        raise InvalidTypeError(f"compile: `computation` must be callable, received {computation!r}")
     inputs = (
         [] if inputs is None else (list(inputs) if isinstance(inputs, list | tuple) else [inputs])
     )
+    defer = getattr(context.current_or_graph_mode(), "defer", None)
+    if defer is not None:  # a TF1 graph: each Session.run fetching it runs the IPU program
+        return defer("compile", lambda *args: compile(computation, list(args)), inputs)
     if context.is_tracing():
         result = computation(*inputs)
     else:

@@ -15,6 +15,12 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.data import Dataset
 from ipusim.data.dataset import set_iterator_next_hook
+from ipusim.errors import (
+    ConfigurationError,
+    IncompatibleStateError,
+    InvalidTypeError,
+    UnsupportedError,
+)
 from ipusim.graph.graph import Symbol
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
@@ -26,12 +32,12 @@ def check_device_ordinal(device_ordinal: Any) -> int:
     if device_ordinal is None:
         return 0
     if isinstance(device_ordinal, bool) or not isinstance(device_ordinal, int | np.integer):
-        raise ValueError(
+        raise ConfigurationError(
             f"Device ordinal must be an integer: `device_ordinal` received {device_ordinal!r}; "
             "pass the IPU device index, e.g. 0"
         )
     if device_ordinal < 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"Device ordinal must be >= 0: `device_ordinal` received {device_ordinal}; pass the "
             "IPU device index, e.g. 0"
         )
@@ -46,7 +52,7 @@ def element_placeholders(element_spec: Any, what: str) -> tuple[Any, list[Symbol
     """
     ctx = context.current()
     if ctx is None:
-        raise RuntimeError(
+        raise IncompatibleStateError(
             f"{what} can only be read inside a function running on the IPU (a tf.function run "
             "by strategy.run, a loop body or a pipeline stage)"
         )
@@ -61,7 +67,7 @@ def element_placeholders(element_spec: Any, what: str) -> tuple[Any, list[Symbol
 def check_input_dtype(dtype: str) -> None:
     """IPUs do not take float64 inputs (IPU TensorFlow rejects them)."""
     if dtype == "float64":
-        raise TypeError(
+        raise InvalidTypeError(
             "Unsupported data type for input: float64. IPUs compute in float32 or float16; cast "
             "the data first (e.g. in Dataset.map with tf.cast(x, tf.float32))."
         )
@@ -71,13 +77,13 @@ def _check_element_spec(element_spec: Any) -> None:
     top = element_spec if isinstance(element_spec, tuple) else (element_spec,)
     for item in top:
         if isinstance(item, tuple | list):
-            raise ValueError(
+            raise ConfigurationError(
                 "Nested list/tuple input shapes are not supported: the dataset's elements are "
                 f"{element_spec}. Flatten each element to one tuple (or use a dict)."
             )
     for spec in flatten(element_spec):
         if not spec.is_fully_defined:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Output shape {spec.shape} is not fully defined: every element fed to the IPU "
                 "needs a static shape. If using Dataset.batch, set drop_remainder=True."
             )
@@ -137,20 +143,24 @@ class IPUInfeedQueue:
     ) -> None:
         unknown = set(kwargs) - {"feed_name"}
         if unknown:
-            raise TypeError(f"IPUInfeedQueue: unexpected keyword argument(s) {sorted(unknown)}")
+            raise InvalidTypeError(
+                f"IPUInfeedQueue: unexpected keyword argument(s) {sorted(unknown)}"
+            )
         if not isinstance(dataset, Dataset):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"IPUInfeedQueue: `dataset` must be a tf.data.Dataset (ipusim.data.Dataset), "
                 f"received {type(dataset).__name__}"
             )
         self._device_ordinal = check_device_ordinal(device_ordinal)
         depth = 1 if prefetch_depth is None else prefetch_depth
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer):
-            raise ValueError(f"prefetch_depth must be an int from 1 to 255, received {depth!r}")
+            raise ConfigurationError(
+                f"prefetch_depth must be an int from 1 to 255, received {depth!r}"
+            )
         if depth <= 0:
-            raise ValueError(f"prefetch_depth must be greater than zero, but it is {depth}")
+            raise ConfigurationError(f"prefetch_depth must be greater than zero, but it is {depth}")
         if depth > 255:
-            raise ValueError(f"prefetch_depth must be less than 256, but it is {depth}")
+            raise ConfigurationError(f"prefetch_depth must be less than 256, but it is {depth}")
         _check_element_spec(dataset.element_spec)
         self._dataset = dataset
         self._prefetch_depth = int(depth)
@@ -193,7 +203,7 @@ class IPUInfeedQueue:
         return sum(spec.nbytes for spec in flatten(self._element_spec))
 
     def get_next(self) -> Any:
-        raise ValueError(
+        raise ConfigurationError(
             "`get_next()` is now obsolete as the IPUInfeedQueue is now automatically dequeued by "
             "the loop: pass the queue as `infeed_queue=` to loops.repeat / pipeline and take the "
             "element as the body's arguments."
@@ -234,7 +244,7 @@ class IPUIterator:
 
     def __next__(self) -> Any:
         if not context.is_tracing():
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "Accessing dataset elements can not be accessed in eager mode when inside "
                 "'IPUStrategy': read them inside a tf.function (experimental_compile=True / "
                 "jit_compile=True) run by strategy.run, or create the strategy with "
@@ -246,7 +256,7 @@ class IPUIterator:
         return next(self)
 
     def get_next_as_optional(self) -> Any:
-        raise NotImplementedError(
+        raise UnsupportedError(
             "get_next_as_optional() is not supported for IPU dataset iterators; use next()"
         )
 

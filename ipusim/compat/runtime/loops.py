@@ -28,6 +28,7 @@ from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.runtime.ops_control import call_program
 from ipusim.compat.runtime.ops_outfeed import lookup_queue
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
 from ipusim.graph.spec import TensorSpec
 
@@ -56,7 +57,7 @@ def repeat(
         are none.
     """
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(
+        raise ConfigurationError(
             f"repeat: `n` must be a positive int (the iteration count), received {n!r}"
         )
     return _loop("repeat", body, inputs, infeed_queue, count=int(n), condition=None, maximum=None)
@@ -76,13 +77,13 @@ def while_loop(
     boolean scalar. See :func:`repeat` for ``body``, ``inputs`` and ``infeed_queue``.
     """
     if not callable(condition):
-        raise TypeError(f"while_loop: `condition` must be callable, received {condition!r}")
+        raise InvalidTypeError(f"while_loop: `condition` must be callable, received {condition!r}")
     if maximum_iterations is not None and (
         isinstance(maximum_iterations, bool)
         or not isinstance(maximum_iterations, int | np.integer)
         or maximum_iterations < 0
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"while_loop: `maximum_iterations` must be None or an int >= 0, received "
             f"{maximum_iterations!r}"
         )
@@ -135,13 +136,13 @@ def _check_signature(body: Callable, args: list, kwargs: dict, n_inputs: int, in
     except TypeError:
         needs = str(signature)
         if infeed is None:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Supplied loop body function cannot be called with the specified inputs. You "
                 f"specified {n_inputs} inputs: {_describe(args[:n_inputs])}, but the loop body "
                 f"needs {needs}. Make the body take one argument per input."
             ) from None
         extra = len(args) - n_inputs + len(kwargs)
-        raise TypeError(
+        raise InvalidTypeError(
             f"Supplied loop body function cannot be called with the specified inputs. You "
             f"specified {n_inputs} inputs: {_describe(args[:n_inputs])} and {extra} additional "
             f"inputs from infeed, but the computation needs {needs}. The body takes the inputs "
@@ -163,7 +164,7 @@ def _split_outputs(outputs: Any) -> tuple[list[Any], list[Operation]]:
                 operations.append(item)
             continue
         if operations:
-            raise ValueError(
+            raise ConfigurationError(
                 "IPU loop body must return zero or more Tensor values followed by zero or more "
                 f"Operations; it returned a tensor after an operation: {items!r}"
             )
@@ -192,24 +193,24 @@ def _trace_body(
             outputs = body(*args, **kwargs)
         except ValueError as exc:
             if "belongs to graph" in str(exc):
-                raise ValueError(
+                raise ConfigurationError(
                     f"The loop body uses a tensor computed outside the loop ({exc}). Pass such "
                     "values to the loop through `inputs`."
                 ) from None
             raise
         if infeed_queue is not None and not infeed_queue.dequeued:
-            raise ValueError("The infeed queue has not been dequeued.")
+            raise ConfigurationError("The infeed queue has not been dequeued.")
         tensors, _ = _split_outputs(outputs)
         results = [to_symbol(t, graph, spec.dtype) for t, spec in zip(tensors, specs)]
     if len(tensors) != len(specs) or any(r.dtype != s.dtype for r, s in zip(results, specs)):
-        raise TypeError(
+        raise InvalidTypeError(
             f"Mismatch between input types and output types for loop body: "
             f"{[s.dtype for s in specs]} vs {[_spec_text(t) for t in tensors]}. The body must "
             "return one value per input, with the input's dtype."
         )
     for result, spec in zip(results, specs):
         if tuple(result.shape) != tuple(spec.shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"The loop body changes the shape of a loop-carried value from {list(spec.shape)} "
                 f"to {list(result.shape)}; loop-carried values must keep their shapes."
             )
@@ -224,7 +225,7 @@ def _trace_condition(condition: Callable, specs: list[TensorSpec]) -> CompiledGr
         result = condition(*carried)
         result = to_symbol(result, graph) if not isinstance(result, Symbol) else result
     if result.shape != () or result.dtype != "bool":
-        raise TypeError(
+        raise InvalidTypeError(
             f"while_loop: `condition` must return a boolean scalar, returned {_spec_text(result)}"
         )
     return CompiledGraph(ctx, result, carried)
@@ -242,9 +243,9 @@ def _loop(
     from ipusim.compat.runtime.feeds import IPUInfeedQueue
 
     if not callable(body):
-        raise TypeError(f"{name}: `body` must be callable, received {body!r}")
+        raise InvalidTypeError(f"{name}: `body` must be callable, received {body!r}")
     if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{name}: infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue "
             f"(received {type(infeed_queue).__name__})"
         )
@@ -341,6 +342,8 @@ class LoopProgram:
             lookup_queue(queue_id)._flush_replicas(staged)
         for handle, staged in state.gradients.items():
             handle.apply_replicated(staged)
+        for update in state.host_updates:
+            update()
         return out
 
 
@@ -361,13 +364,15 @@ def traced_range_loop(values: np.ndarray) -> Any:
     outer = context.current()
     count = int(values.shape[0]) if values.ndim == 1 else 0
     if values.ndim != 1:
-        raise TypeError(f"tf.range produced a {values.ndim}-d value; only 1-d ranges iterate")
+        raise InvalidTypeError(
+            f"tf.range produced a {values.ndim}-d value; only 1-d ranges iterate"
+        )
     if count == 0:
         return
     start = values[0]
     delta = values[1] - values[0] if count > 1 else values.dtype.type(1)
     if count > 2 and not np.allclose(np.diff(values), delta):
-        raise TypeError(
+        raise InvalidTypeError(
             "iterating a traced tensor that is not an arithmetic progression is not supported; "
             "iterate tf.range(...) itself"
         )

@@ -42,7 +42,9 @@ from ipusim.compat.runtime.ops_nn import (
     sparse_softmax_cross_entropy_with_logits,
     tanh,
 )
+from ipusim.compat.runtime.strings import host_strings, is_string_dtype, string_constant
 from ipusim.compat.runtime.tensor import EagerTensor
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
@@ -54,13 +56,24 @@ from ipusim.graph.variable import Variable as _GraphVariable
 
 
 # ---------------------------------------------------------------------- creation
+def _holds_text(value: Any) -> bool:
+    """Whether ``value`` is text: a str / bytes, an array of them, or lists holding them."""
+    if isinstance(value, list | tuple):
+        return bool(value) and _holds_text(value[0])
+    return isinstance(value, str | bytes) or (
+        isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "OSU"
+    )
+
+
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = None) -> Any:
     """A concrete tensor holding ``value`` (filled or reshaped to ``shape`` when given)."""
     if isinstance(value, Symbol):
         return value if dtype is None else cast(value, dtype)
+    if is_string_dtype(dtype) or (dtype is None and _holds_text(value)):
+        return string_constant(value, shape)
     array = default_array(value, dtype)
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"tf.constant: expected numbers, received {value!r:.60}")
+        raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
     if shape is not None:
         target = tuple(int(d) for d in shape)
         if array.size == int(np.prod(target, dtype=np.int64)):
@@ -68,7 +81,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         elif array.size == 1:
             array = np.full(target, array.reshape(()), dtype=array.dtype)
         else:
-            raise ValueError(
+            raise ConfigurationError(
                 f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; "
                 "give a scalar (to fill the shape) or exactly as many elements as it holds"
             )
@@ -89,7 +102,7 @@ def range(
         start, limit = 0, start
     values = [start, limit, delta]
     if any(_is_symbolic(v) for v in values):
-        raise TypeError(
+        raise InvalidTypeError(
             "tf.range: ipusim needs concrete bounds (Python numbers); a loop over a traced "
             "range is unrolled at trace time"
         )
@@ -202,7 +215,11 @@ def Variable(  # noqa: N802 - TensorFlow's name
         initial_value = initial_value()
     array = default_array(initial_value, dtype)
     label = name or f"Variable_{next(_variable_ids)}"
-    return TFVariable(array, label if ":" in label else f"{label}:0", trainable=trainable)
+    variable = TFVariable(array, label if ":" in label else f"{label}:0", trainable=trainable)
+    created = getattr(context.current_or_graph_mode(), "created_variables", None)
+    if created is not None:  # a TF1 graph's variable: its initializer must run first
+        created.append(variable)
+    return variable
 
 
 # ---------------------------------------------------------------------- elementwise
@@ -210,6 +227,7 @@ def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
     return _op(gm.cast, x, canonical_dtype(dtype))
 
 
+@host_strings("identity")
 def identity(input: Any, name: str | None = None) -> Any:  # noqa: A002
     """``input`` unchanged; inside ``control_dependencies`` it also waits for those ops."""
     deps = [d for d in _dependencies() if isinstance(d, Symbol)]
@@ -275,6 +293,7 @@ def minimum(x: Any, y: Any, name: str | None = None) -> Any:
     return _op(gm.minimum, x, y)
 
 
+@host_strings("equal")
 def equal(x: Any, y: Any, name: str | None = None) -> Any:
     return _op(gm.equal, x, y)
 
@@ -293,7 +312,7 @@ less = _comparison("less")
 less_equal = _comparison("less_equal")
 greater = _comparison("greater")
 greater_equal = _comparison("greater_equal")
-not_equal = _comparison("not_equal")
+not_equal = host_strings("not_equal")(_comparison("not_equal"))
 logical_and = _comparison("logical_and")
 logical_or = _comparison("logical_or")
 
@@ -376,22 +395,27 @@ def argmax(input: Any, axis: int = -1, output_type: Any = "int64", name: str | N
 
 
 # ---------------------------------------------------------------------- shapes
+@host_strings("reshape")
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Any:
     return _op(gs.reshape, tensor, shape=tuple(int(d) for d in shape))
 
 
+@host_strings("transpose")
 def transpose(a: Any, perm: Any = None, name: str | None = None) -> Any:
     return _op(gs.transpose, a, perm=None if perm is None else tuple(int(p) for p in perm))
 
 
+@host_strings("concat")
 def concat(values: Any, axis: int, name: str | None = None) -> Any:
     return _op(lambda *vs, axis: gs.concat(list(vs), axis), *values, axis=int(axis))
 
 
+@host_strings("expand_dims")
 def expand_dims(input: Any, axis: int, name: str | None = None) -> Any:  # noqa: A002
     return _op(gs.expand_dims, input, axis=int(axis))
 
 
+@host_strings("squeeze")
 def squeeze(input: Any, axis: Any = None, name: str | None = None) -> Any:  # noqa: A002
     return _op(gs.squeeze, input, axis=axis)
 

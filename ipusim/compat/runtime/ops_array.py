@@ -17,8 +17,9 @@ import numpy as np
 
 from ipusim.compat.runtime.dispatch import default_array, is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t, _TopK
+from ipusim.compat.runtime.strings import host_strings
 from ipusim.compat.runtime.tensor import EagerTensor
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
@@ -44,6 +45,7 @@ def _static_only(op: str, *values: Any) -> None:
 
 
 # ---------------------------------------------------------------------- stack / split
+@host_strings("stack")
 def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
     """``tf.stack``: join equal-shaped tensors along a new ``axis``."""
     items = list(values)
@@ -56,6 +58,7 @@ def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
     return _op(compose, *items)
 
 
+@host_strings("unstack")
 def unstack(value: Any, num: int | None = None, axis: int = 0, name: str | None = None) -> list:
     """``tf.unstack``: the slices of ``value`` along ``axis``, as a list."""
 
@@ -258,7 +261,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
         coords = np.argwhere(np.asarray(condition))
         return coords.astype(np.int64).view(EagerTensor)
     if x is None or y is None:
-        raise ValueError("tf.where: give both `x` and `y`, or neither")
+        raise ConfigurationError("tf.where: give both `x` and `y`, or neither")
     return _op(me.select, _t(condition), _t(x, y), _t(y, x))
 
 
@@ -416,7 +419,9 @@ def argsort(
 def _sorted(values: Any, axis: int, direction: str) -> _TopK:
     descending = str(direction).upper() == "DESCENDING"
     if not descending and str(direction).upper() != "ASCENDING":
-        raise ValueError(f"sort: direction must be ASCENDING or DESCENDING, received {direction!r}")
+        raise ConfigurationError(
+            f"sort: direction must be ASCENDING or DESCENDING, received {direction!r}"
+        )
 
     def compose(v: Any) -> Any:
         ax = int(axis) % v.ndim

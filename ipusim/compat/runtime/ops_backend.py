@@ -20,7 +20,7 @@ from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_e
 from ipusim.compat.runtime.dispatch import default_array, is_symbolic
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import shape as gs
 from ipusim.keras import backend as _settings
@@ -346,7 +346,7 @@ def batch_get_value(tensors: Any) -> list:
 def set_value(x: Any, value: Any) -> None:
     """``K.set_value``: assign ``value`` to the variable ``x``."""
     if not hasattr(x, "assign"):
-        raise TypeError(
+        raise InvalidTypeError(
             f"K.set_value: expected a variable, received {type(x).__name__} (a plain number "
             "cannot be updated in place; set the attribute that holds it instead)"
         )
@@ -441,7 +441,7 @@ def learning_phase() -> int:
 def set_learning_phase(value: int) -> None:
     """``K.set_learning_phase`` (deprecated in Keras: pass ``training=`` to layers instead)."""
     if value not in (0, 1):
-        raise ValueError(f"K.set_learning_phase: expected 0 or 1, received {value!r}")
+        raise ConfigurationError(f"K.set_learning_phase: expected 0 or 1, received {value!r}")
     _learning_phase["value"] = int(value)
 
 

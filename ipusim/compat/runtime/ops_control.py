@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.compat.runtime.ops_outfeed import TOKEN
+from ipusim.errors import InvalidTypeError
 from ipusim.graph.graph import Symbol, apply, set_comparison_op
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
@@ -126,11 +127,11 @@ class Compare(Op):
         from ipusim.graph.ops.math import broadcast_shape
 
         if a.dtype != b.dtype:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{comparison}: operands have dtypes {a.dtype} and {b.dtype}; cast one so both match"
             )
         if comparison.startswith("logical") and a.dtype != "bool":
-            raise TypeError(f"{comparison}: operands must be bool, received {a.dtype}")
+            raise InvalidTypeError(f"{comparison}: operands must be bool, received {a.dtype}")
         return TensorSpec(broadcast_shape(comparison, a.shape, b.shape), "bool")
 
     def forward(self, ctx: Any, a: Any, b: Any, *, comparison: str) -> Any:

@@ -21,13 +21,13 @@ import numpy as np
 from ipusim.compat.runtime import ops, ops_array
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t
-from ipusim.errors import UnsupportedError
+from ipusim.errors import InputDataError, UnsupportedError
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import operators as go
 from ipusim.graph.ops import shape as gs
 
 
-class InvalidArgumentError(ValueError):
+class InvalidArgumentError(InputDataError):
     """``tf.errors.InvalidArgumentError``: a failed ``tf.debugging`` assertion."""
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_random
 from ipusim.compat.runtime.ops_math import _op, _t
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import shape as gs
@@ -26,7 +26,7 @@ def _rank(image: Any) -> int:
 def _hw_axes(image: Any) -> tuple[int, int]:
     rank = _rank(image)
     if rank not in (3, 4):
-        raise ValueError(f"tf.image: expected an HWC or NHWC image, received rank {rank}")
+        raise ConfigurationError(f"tf.image: expected an HWC or NHWC image, received rank {rank}")
     return (rank - 3, rank - 2)
 
 
@@ -94,14 +94,16 @@ def pad_to_bounding_box(image: Any, offset_height: int, offset_width: int, targe
     pads[h] = [int(offset_height), int(target_height) - int(offset_height) - image.shape[h]]
     pads[w] = [int(offset_width), int(target_width) - int(offset_width) - image.shape[w]]
     if min(pads[h] + pads[w]) < 0:
-        raise ValueError("tf.image.pad_to_bounding_box: the target is smaller than the image")
+        raise ConfigurationError(
+            "tf.image.pad_to_bounding_box: the target is smaller than the image"
+        )
     return ops_array.pad(image, pads)
 
 
 def central_crop(image: Any, central_fraction: float) -> Any:
     """``tf.image.central_crop``: the centred ``central_fraction`` of height and width."""
     if not 0.0 < central_fraction <= 1.0:
-        raise ValueError(f"central_fraction must be in (0, 1], received {central_fraction}")
+        raise ConfigurationError(f"central_fraction must be in (0, 1], received {central_fraction}")
     h, w = _hw_axes(image)
     rows, cols = image.shape[h], image.shape[w]
     top = int((rows - rows * central_fraction) / 2)

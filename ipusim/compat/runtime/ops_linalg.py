@@ -20,7 +20,7 @@ from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops import matmul
 from ipusim.compat.runtime.ops_array import eye
 from ipusim.compat.runtime.ops_math import _op, _t, l2_normalize
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import linalg as gl
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import reduce as gr
@@ -39,7 +39,9 @@ def _parse(equation: str, count: int) -> tuple[list[str], str]:
     inputs, arrow, output = text.partition("->")
     terms = inputs.split(",")
     if len(terms) != count:
-        raise ValueError(f"tf.einsum: {equation!r} names {len(terms)} operands, received {count}")
+        raise ConfigurationError(
+            f"tf.einsum: {equation!r} names {len(terms)} operands, received {count}"
+        )
     if not arrow:
         letters = "".join(terms)
         output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))

@@ -17,6 +17,7 @@ import numpy as np
 
 from ipusim.compat.runtime.dispatch import default_array, is_array, is_symbolic, run_op
 from ipusim.compat.runtime.ops import equal, not_equal
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
@@ -220,7 +221,7 @@ def add_n(inputs: Any, name: str | None = None) -> Any:
     """``tf.math.add_n``: the elementwise sum of a list of tensors of one shape and dtype."""
     values = list(inputs)
     if not values:
-        raise ValueError("add_n: `inputs` must hold at least one tensor, received none")
+        raise ConfigurationError("add_n: `inputs` must hold at least one tensor, received none")
 
     def compose(*vs: Any) -> Any:
         total = vs[0]
@@ -501,7 +502,7 @@ def segment_sum(data: Any, segment_ids: Any, name: str | None = None) -> Any:
     ids must be concrete (the number of segments fixes the output shape)."""
     ids = np.asarray(segment_ids)
     if ids.dtype == object or not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(
+        raise InvalidTypeError(
             "segment_sum: `segment_ids` must be concrete integers (a shape depends on them)"
         )
     return unsorted_segment_sum(data, segment_ids, int(ids.max()) + 1 if ids.size else 0)

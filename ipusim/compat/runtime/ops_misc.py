@@ -26,7 +26,7 @@ from ipusim.compat.runtime import context, ops, ops_array
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t, floordiv, floormod, sign
 from ipusim.compat.runtime.tensor import EagerTensor, is_tensor_like
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
@@ -236,7 +236,9 @@ def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Any:
     """``tf.ensure_shape``: ``x`` when its static shape is compatible with ``shape``."""
     have = TensorShape(builtins.tuple(x.shape) if hasattr(x, "shape") else np.shape(x))
     if not have.is_compatible_with(shape):
-        raise ValueError(f"tf.ensure_shape: shape {have.as_list()} is not compatible with {shape}")
+        raise ConfigurationError(
+            f"tf.ensure_shape: shape {have.as_list()} is not compatible with {shape}"
+        )
     return x
 
 
@@ -367,7 +369,7 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None,
     yes, no = _call(true_fn), _call(false_fn)
     flat_yes, flat_no = _nest.flatten(yes), _nest.flatten(no)
     if len(flat_yes) != len(flat_no):
-        raise ValueError("tf.cond: true_fn and false_fn must return the same structure")
+        raise ConfigurationError("tf.cond: true_fn and false_fn must return the same structure")
     picked = [ops_array.where(pred, a, b) for a, b in zip(flat_yes, flat_no, strict=True)]
     return _nest.pack_sequence_as(yes, picked)
 
@@ -381,7 +383,7 @@ def case(pred_fn_pairs: Any, default: Any = None, exclusive: bool = False, stric
         if bool(np.asarray(pred)):
             return fn()
     if default is None:
-        raise ValueError("tf.case: no predicate holds and no default was given")
+        raise ConfigurationError("tf.case: no predicate holds and no default was given")
     return default()
 
 
@@ -395,7 +397,7 @@ def switch_case(branch_index: Any, branch_fns: Any, default: Any = None, name: A
     fns = dict(branch_fns) if isinstance(branch_fns, dict) else dict(enumerate(branch_fns))
     fn = fns.get(int(np.asarray(branch_index)), default)
     if fn is None:
-        raise ValueError(f"tf.switch_case: no branch {int(branch_index)} and no default")
+        raise ConfigurationError(f"tf.switch_case: no branch {int(branch_index)} and no default")
     return fn()
 
 

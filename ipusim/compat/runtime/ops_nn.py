@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ipusim.compat.runtime.dispatch import run_op as _op
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
 
@@ -49,7 +50,7 @@ def bias_add(value: Any, bias: Any, data_format: Any = None, name: str | None = 
 
 def _keyword_only(op: str, labels: Any, logits: Any) -> None:
     if labels is None or logits is None:
-        raise ValueError(f"{op}: pass both `labels=` and `logits=` (as keyword arguments)")
+        raise ConfigurationError(f"{op}: pass both `labels=` and `logits=` (as keyword arguments)")
 
 
 def sparse_softmax_cross_entropy_with_logits(
@@ -57,7 +58,7 @@ def sparse_softmax_cross_entropy_with_logits(
 ) -> Any:
     """Per-example cross-entropy of ``softmax(logits)`` against integer class ``labels``."""
     if _sentinel is not None:
-        raise ValueError(
+        raise ConfigurationError(
             "sparse_softmax_cross_entropy_with_logits: only call it with named arguments "
             "(labels=..., logits=...)"
         )

@@ -16,7 +16,12 @@ from ipusim.compat.runtime import ops, ops_array, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t
 from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc
-from ipusim.errors import UnsupportedError
+from ipusim.errors import (
+    ConfigurationError,
+    IndexOutOfRangeError,
+    InvalidTypeError,
+    UnsupportedError,
+)
 from ipusim.graph.ops import conv3d as gc3
 from ipusim.graph.ops import conv_grouped as ggc
 from ipusim.graph.ops import math as gm
@@ -372,7 +377,9 @@ class TensorArray:
         i = self._index(index)
         if i >= len(self._items):
             if not self._dynamic:
-                raise IndexError(f"TensorArray.write: index {i} beyond size {len(self._items)}")
+                raise IndexOutOfRangeError(
+                    f"TensorArray.write: index {i} beyond size {len(self._items)}"
+                )
             self._items.extend([None] * (i + 1 - len(self._items)))
         self._items[i] = value
         return self
@@ -382,7 +389,7 @@ class TensorArray:
 
     def stack(self, name: Any = None) -> Any:
         if any(v is None for v in self._items):
-            raise ValueError("TensorArray.stack: some elements were never written")
+            raise ConfigurationError("TensorArray.stack: some elements were never written")
         return ops_array.stack(self._items)
 
     def gather(self, indices: Any, name: Any = None) -> Any:
@@ -433,7 +440,7 @@ def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "V
         return ops_nn_extra.conv2d(input, filters, step, padding, dilations=dil)
     if rank == 5:
         return conv3d(input, filters, step, padding, dilations=dil)
-    raise ValueError(f"tf.nn.convolution: input rank must be 3, 4 or 5, received {rank}")
+    raise ConfigurationError(f"tf.nn.convolution: input rank must be 3, 4 or 5, received {rank}")
 
 
 def pool(input: Any, window_shape: Any, pooling_type: str, strides: Any = None,  # noqa: A002
@@ -444,7 +451,7 @@ def pool(input: Any, window_shape: Any, pooling_type: str, strides: Any = None, 
         raise UnsupportedError("tf.nn.pool: dilated pooling is not simulated")
     kind = {"MAX": "max", "AVG": "avg"}.get(str(pooling_type).upper())
     if kind is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"tf.nn.pool: pooling_type must be 'MAX' or 'AVG', received {pooling_type!r}"
         )
     rank = len(input.shape) if hasattr(input, "shape") else np.ndim(input)
@@ -475,7 +482,7 @@ def conv_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  #
     rank = len(np.asarray(output_shape).reshape(-1))
     fn = {3: conv1d_transpose, 4: ops_nn_extra.conv2d_transpose, 5: conv3d_transpose}.get(rank)
     if fn is None:
-        raise ValueError("tf.nn.conv_transpose: output_shape must have 3 to 5 entries")
+        raise ConfigurationError("tf.nn.conv_transpose: output_shape must have 3 to 5 entries")
     return fn(input, filters, output_shape, strides, padding, dilations=dilations)
 
 
@@ -523,7 +530,7 @@ def unsorted_segment_prod(data: Any, segment_ids: Any, num_segments: Any, name: 
 def _count(segment_ids: Any) -> int:
     ids = np.asarray(segment_ids)
     if ids.dtype == object or not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(
+        raise InvalidTypeError(
             "segment ops: `segment_ids` must be concrete integers (a shape depends on them)"
         )
     return int(ids.max()) + 1 if ids.size else 0

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import IncompatibleStateError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
@@ -45,7 +46,7 @@ def lookup_queue(queue_id: int) -> Any:
     ref = _QUEUES.get(queue_id)
     queue = ref() if ref is not None else None
     if queue is None:
-        raise RuntimeError(
+        raise IncompatibleStateError(
             f"outfeed queue #{queue_id} was deleted while a traced function still enqueues to "
             "it; keep the IPUOutfeedQueue alive as long as the function runs"
         )

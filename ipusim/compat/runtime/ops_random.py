@@ -19,6 +19,7 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import random_draws as grd
 from ipusim.graph.ops import scan as gsc
 from ipusim.graph.spec import canonical_dtype
@@ -34,13 +35,17 @@ def _seed(seed: Any) -> int:
 def _stateless_seed(seed: Any) -> int:
     pair = np.asarray(seed).reshape(-1)
     if pair.size != 2:
-        raise ValueError(f"stateless random ops need `seed` of shape [2], received {seed!r}")
+        raise ConfigurationError(
+            f"stateless random ops need `seed` of shape [2], received {seed!r}"
+        )
     return ((int(pair[0]) & 0xFFFFFFFF) << 32 | (int(pair[1]) & 0xFFFFFFFF)) & _MASK63
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
     if is_symbolic(shape):
-        raise ValueError("tf.random: `shape` must be concrete (a list of ints or tf.shape(x))")
+        raise ConfigurationError(
+            "tf.random: `shape` must be concrete (a list of ints or tf.shape(x))"
+        )
     return tuple(int(d) for d in np.asarray(shape).reshape(-1))
 
 
@@ -60,7 +65,7 @@ def _uniform(shape: Any, minval: Any, maxval: Any, dtype: Any, seed: int, statel
     kind = canonical_dtype(dtype)
     if np.dtype(kind).kind in "iu":
         if maxval is None:
-            raise ValueError("tf.random.uniform: an integer `dtype` needs `maxval`")
+            raise ConfigurationError("tf.random.uniform: an integer `dtype` needs `maxval`")
         return _draw(shape, "integers", float(minval), float(maxval), seed, kind, stateless)
     high = 1.0 if maxval is None else float(maxval)
     return _draw(shape, "uniform", float(minval), high, seed, kind, stateless)

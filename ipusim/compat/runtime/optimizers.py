@@ -30,6 +30,7 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.context import Operation
 from ipusim.compat.runtime.ops_control import call_program
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, to_symbol
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
@@ -83,7 +84,7 @@ class ApplyHandle:
     def apply_replicated(self, staged: list[list[np.ndarray]]) -> None:
         """One update from every replica's gradients (they must be combined across replicas)."""
         if not has_cross_replica(self.optimizer):
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 f"The loop runs {len(staged)} replicas but its optimizer "
                 f"({type(self.optimizer).__name__}) does not combine their gradients, so the "
                 "replicas' weights would drift apart (ipusim keeps one copy of the weights). Wrap "
@@ -112,9 +113,9 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
         log.warning("Gradients do not exist for variables %s when minimizing the loss.", missing)
     pairs = [(g, v) for g, v in pairs if g is not None]
     if not pairs:
-        raise ValueError(f"No gradients provided for any variable: {missing}")
+        raise ConfigurationError(f"No gradients provided for any variable: {missing}")
     if ctx is None:
-        raise RuntimeError(
+        raise IncompatibleStateError(
             "apply_gradients received traced gradients outside a device function; call it in "
             "the tf.function (or loop body) that computed them"
         )
@@ -129,7 +130,7 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
 def compute_gradients_symbolic(loss: Any, variables: list[Any]) -> list[Any]:
     """d(loss)/d(variable) in the graph being traced (None where the loss does not depend)."""
     if not isinstance(loss, Symbol):
-        raise TypeError(
+        raise InvalidTypeError(
             f"compute_gradients: `loss` must be a tensor computed in the traced function, "
             f"received {type(loss).__name__}"
         )
@@ -182,7 +183,7 @@ class IpuOptimizer:
 
     def __init__(self, opt: Any, name: str | None = None) -> None:
         if not isinstance(opt, Optimizer | IpuOptimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__}: `opt` must be an optimizer (e.g. "
                 f"keras.optimizers.SGD(0.01)), received {type(opt).__name__}"
             )
@@ -247,7 +248,7 @@ class IpuOptimizer:
 
 def _trainable_in(loss: Any) -> list[Any]:
     if not isinstance(loss, Symbol):
-        raise TypeError("compute_gradients needs a traced loss tensor (or pass var_list)")
+        raise InvalidTypeError("compute_gradients needs a traced loss tensor (or pass var_list)")
     return [v for v in loss.graph.variables if v.trainable]
 
 
@@ -260,7 +261,7 @@ class CrossReplicaOptimizer(IpuOptimizer):
 
 def _check_mini_batches(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(
+        raise ConfigurationError(
             f"num_mini_batches must be a positive number: received {value!r}; pass the number "
             "of mini-batches to accumulate before each update, e.g. 4"
         )
@@ -271,7 +272,7 @@ def _reduction(value: Any) -> GradientAccumulationReductionMethod:
     try:
         return GradientAccumulationReductionMethod.parse(value)
     except ValueError:
-        raise ValueError(
+        raise ConfigurationError(
             f"reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received {value!r}"
         ) from None
 
@@ -373,7 +374,7 @@ class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV
 
 def _require_sgd(owner: str, opt: Any) -> None:
     if not isinstance(innermost(opt) if isinstance(opt, IpuOptimizer) else opt, SGD):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{owner} only wraps gradient descent (with or without momentum): pass a "
             f"keras.optimizers.SGD, or use {owner}V2 for any optimizer (received "
             f"{type(opt).__name__})"
@@ -418,7 +419,7 @@ class MapGradientOptimizer(IpuOptimizer):
         name: str = "MapGradientOptimizer",
     ) -> None:
         if not callable(gradient_mapping_function):
-            raise TypeError(
+            raise InvalidTypeError(
                 "MapGradientOptimizer: `gradient_mapping_function` must be callable(grad, var)"
             )
         super().__init__(wrapped_optimizer, name)

@@ -23,6 +23,7 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.infeed import check_device_ordinal
 from ipusim.compat.runtime.ops_outfeed import outfeed_enqueue, register_queue
 from ipusim.compat.runtime.tensor import EagerTensor, is_tensor_like
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import current_graph
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
@@ -66,14 +67,14 @@ class IPUOutfeedQueue:
     ) -> None:
         mode = IPUOutfeedMode.ALL if outfeed_mode is None else outfeed_mode
         if not isinstance(mode, IPUOutfeedMode):
-            raise ValueError(
+            raise ConfigurationError(
                 "Expected `outfeed_mode` value to be of `ipu_outfeed_queue.IPUOutfeedMode` type, "
                 f"but is {outfeed_mode!r}. Use IPUOutfeedMode.ALL or IPUOutfeedMode.LAST."
             )
         if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, int | np.integer):
-            raise ValueError(f"buffer_depth must be an int >= 1, received {buffer_depth!r}")
+            raise ConfigurationError(f"buffer_depth must be an int >= 1, received {buffer_depth!r}")
         if buffer_depth < 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Outfeed buffer depth cannot be less than 1: `buffer_depth` is {buffer_depth}"
             )
         self._mode = mode
@@ -133,7 +134,7 @@ class IPUOutfeedQueue:
         flat = flatten(tensors)
         for leaf in flat:
             if not (is_tensor_like(leaf) or isinstance(leaf, int | float)):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"IPUOutfeedQueue.enqueue: expected tensors (or a tuple / list / dict of "
                     f"them), received a leaf of type {type(leaf).__name__}"
                 )
@@ -146,7 +147,7 @@ class IPUOutfeedQueue:
             self._device_push(structure, [np.array(v, copy=True) for v in flat])
             return None
         if graph in self._graphs:
-            raise ValueError(
+            raise ConfigurationError(
                 "An outfeed can only be enqueued once per traced function: this IPUOutfeedQueue "
                 "is already enqueued in the graph being traced. Enqueue one tuple or dict holding "
                 "every value instead."
@@ -163,6 +164,8 @@ class IPUOutfeedQueue:
         ctx = context.current()
         if passthrough is None and ctx is not None and ctx.graph is graph:
             ctx.add_side_effect(symbol)
+        elif passthrough is None:  # a Keras model's step: its graph runs the enqueue each step
+            graph.side_effects.append(symbol)
         return symbol
 
     def _note_enqueue(self, structure: Any, specs: list[TensorSpec]) -> None:
@@ -208,22 +211,25 @@ class IPUOutfeedQueue:
             ValueError: nothing was ever enqueued (from another thread, ``[]`` is returned).
             RuntimeError: called inside a traced function, or LAST mode before any element.
         """
+        defer = getattr(context.current(), "defer", None)
+        if defer is not None:  # built in a TF1 graph: each Session.run fetching it dequeues
+            return defer("outfeed_dequeue", lambda: self.dequeue(wait_for_completion), [])
         if context.is_tracing():
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "IPUOutfeedQueue.dequeue() runs on the host: call it outside the tf.function "
                 "(after strategy.run returns, or from a host thread)"
             )
         if not self._ever_enqueued:
             if threading.current_thread() is not threading.main_thread():
                 return []
-            raise ValueError(
+            raise ConfigurationError(
                 "Trying to dequeue an outfeed which has not been enqueued: run the function "
                 "that calls outfeed_queue.enqueue(...) first."
             )
         with self._cond:
             if self._mode is IPUOutfeedMode.LAST:
                 if self._last is None:
-                    raise RuntimeError(
+                    raise IncompatibleStateError(
                         "The LAST-mode outfeed has no element yet: the enqueue has not run."
                     )
                 structure, arrays = self._last
@@ -236,7 +242,7 @@ class IPUOutfeedQueue:
         structure = elements[0][0]
         for other, _ in elements[1:]:
             if other != structure:
-                raise ValueError(
+                raise ConfigurationError(
                     f"The outfeed holds elements of different structures ({structure} and "
                     f"{other}); dequeue after each function that enqueues it"
                 )
@@ -245,12 +251,12 @@ class IPUOutfeedQueue:
 
     def __iter__(self) -> IPUOutfeedQueueIterator:
         if context.is_tracing():
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "IPUOutfeedQueue can only be iterated over in eager mode: iterate on the host, "
                 "outside the tf.function."
             )
         if self._mode is not IPUOutfeedMode.ALL:
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "IPUOutfeedQueue can only be iterated over if the `outfeed_mode` is set to "
                 "'IPUOutfeedMode.ALL'."
             )
@@ -292,7 +298,7 @@ class ScopedIPUOutfeedQueue(IPUOutfeedQueue):
         self, outfeed_mode: IPUOutfeedMode | None = None, device_ordinal: int | None = None
     ) -> None:
         if context.is_tracing():
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "ScopedIPUOutfeedQueue can only be created in eager mode: create it outside the "
                 "tf.function."
             )

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.optimizers import Optimizer
 from ipusim.pipelining import (
@@ -79,7 +80,7 @@ class OptimizerFunctionOutput:
         from ipusim.compat.runtime.optimizers import IpuOptimizer
 
         if not isinstance(value, Optimizer | IpuOptimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 "OptimizerFunctionOutput.opt must be a TensorFlow Optimizer or Keras OptimizerV2 "
                 f"object (e.g. keras.optimizers.SGD(0.01)), received {type(value).__name__}"
             )
@@ -92,7 +93,7 @@ class OptimizerFunctionOutput:
     @loss.setter
     def loss(self, value: Any) -> None:
         if not isinstance(value, Symbol):
-            raise TypeError(
+            raise InvalidTypeError(
                 "OptimizerFunctionOutput.loss must be a TensorFlow Tensor object: the loss "
                 f"computed from the last stage's outputs, received {type(value).__name__}"
             )
@@ -100,7 +101,7 @@ class OptimizerFunctionOutput:
 
     def _v1_only(self, name: str, value: Any) -> None:
         if value is not None and self.is_v2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"OptimizerFunctionOutput.{name} may not be used with OptimizerV2 instances "
                 f"(Keras optimizers such as {type(self._opt).__name__}); remove it."
             )
@@ -112,7 +113,7 @@ class OptimizerFunctionOutput:
     @compute_gradients_args.setter
     def compute_gradients_args(self, value: Any) -> None:
         if value is not None and not isinstance(value, tuple):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"OptimizerFunctionOutput.compute_gradients_args must be a tuple, received "
                 f"{type(value).__name__}"
             )
@@ -126,7 +127,7 @@ class OptimizerFunctionOutput:
     @compute_gradients_kwargs.setter
     def compute_gradients_kwargs(self, value: Any) -> None:
         if value is not None and not isinstance(value, dict):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"OptimizerFunctionOutput.compute_gradients_kwargs must be a dict, received "
                 f"{type(value).__name__}"
             )
@@ -140,7 +141,7 @@ class OptimizerFunctionOutput:
     @apply_gradients_args.setter
     def apply_gradients_args(self, value: Any) -> None:
         if value is not None and not isinstance(value, tuple):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"OptimizerFunctionOutput.apply_gradients_args must be a tuple, received "
                 f"{type(value).__name__}"
             )
@@ -153,7 +154,7 @@ class OptimizerFunctionOutput:
     @apply_gradients_kwargs.setter
     def apply_gradients_kwargs(self, value: Any) -> None:
         if value is not None and not isinstance(value, dict):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"OptimizerFunctionOutput.apply_gradients_kwargs must be a dict, received "
                 f"{type(value).__name__}"
             )
@@ -167,17 +168,17 @@ class OptimizerFunctionOutput:
     def variables(self, value: Any) -> None:
         if value is not None:
             if not isinstance(value, list | tuple):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"OptimizerFunctionOutput.variables must be a list or a tuple of variables, "
                     f"received {type(value).__name__}"
                 )
             if not self.is_v2:
-                raise ValueError(
+                raise ConfigurationError(
                     "OptimizerFunctionOutput.variables can only be used with OptimizerV2 (Keras) "
                     f"optimizers, not {type(self._opt).__name__}; remove it."
                 )
             if getattr(self, "_tape", None) is not None:
-                raise ValueError(
+                raise ConfigurationError(
                     "OptimizerFunctionOutput: pass either `variables` or `tape`, not both."
                 )
         self._variables = None if value is None else list(value)
@@ -192,17 +193,17 @@ class OptimizerFunctionOutput:
 
         if value is not None:
             if not isinstance(value, GradientTape):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"OptimizerFunctionOutput.tape must be a GradientTape, received "
                     f"{type(value).__name__}"
                 )
             if not self.is_v2:
-                raise ValueError(
+                raise ConfigurationError(
                     "OptimizerFunctionOutput.tape can only be used with OptimizerV2 (Keras) "
                     f"optimizers, not {type(self._opt).__name__}; remove it."
                 )
             if self._variables is not None:
-                raise ValueError(
+                raise ConfigurationError(
                     "OptimizerFunctionOutput: pass either `variables` or `tape`, not both."
                 )
         self._tape = value
@@ -243,7 +244,7 @@ class PipelineArgs:
 
 def _positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive int, received {value!r}")
+        raise ConfigurationError(f"{name} must be a positive int, received {value!r}")
     return int(value)
 
 
@@ -268,26 +269,26 @@ def check_pipeline_args(
         pipeline_schedule=pipeline_schedule, recomputation_mode=recomputation_mode, **options
     )
     if not isinstance(computational_stages, list | tuple):
-        raise TypeError(
+        raise InvalidTypeError(
             "computational_stages argument needs to be a list or a tuple of stage functions, "
             f"received {type(computational_stages).__name__}"
         )
     if gradient_accumulation_count is None:
-        raise ValueError(
+        raise ConfigurationError(
             "gradient_accumulation_count must be specified: pass the number of micro-batches "
             "per pipeline run (e.g. gradient_accumulation_count=16)."
         )
     gac = gradient_accumulation_count
     if isinstance(gac, bool) or not isinstance(gac, int | np.integer):
-        raise TypeError(f"gradient_accumulation_count must be an int, received {gac!r}")
+        raise InvalidTypeError(f"gradient_accumulation_count must be an int, received {gac!r}")
     if gac < 0:
-        raise ValueError(f"gradient_accumulation_count must be >= 0, received {gac}")
+        raise ConfigurationError(f"gradient_accumulation_count must be >= 0, received {gac}")
     if gac >= _MAX_INT32:
-        raise ValueError(f"gradient_accumulation_count must be < max int32, received {gac}")
+        raise ConfigurationError(f"gradient_accumulation_count must be < max int32, received {gac}")
     method = shared.reduction_method
     bsi = _positive("batch_serialization_iterations", batch_serialization_iterations)
     if bsi != 1 and method is not GradientAccumulationReductionMethod.SUM:
-        raise ValueError(
+        raise ConfigurationError(
             "batch_serialization_iterations != 1 is only supported when reduction_method is "
             f"GradientAccumulationReductionMethod.SUM (received {method.name})."
         )
@@ -296,30 +297,30 @@ def check_pipeline_args(
     if pipeline_schedule is None and bsi > 1:
         schedule = PipelineSchedule.Sequential
     if bsi > 1 and schedule is not PipelineSchedule.Sequential:
-        raise NotImplementedError(
+        raise UnsupportedError(
             "Batch serialization is only supported with the `Sequential` schedule: set "
             "pipeline_schedule=PipelineSchedule.Sequential."
         )
     mode = shared.recomputation_mode
     if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
-        raise TypeError(
+        raise InvalidTypeError(
             "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue (received "
             f"{type(infeed_queue).__name__})"
         )
     if outfeed_queue is not None and not isinstance(outfeed_queue, IPUOutfeedQueue):
-        raise TypeError(
+        raise InvalidTypeError(
             "outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue (received "
             f"{type(outfeed_queue).__name__})"
         )
     slots = tuple(computational_stages)
     if len(slots) < 2:
-        raise ValueError(
+        raise ConfigurationError(
             f"Pipeline requires at least two computational stages, received {len(slots)}."
         )
     for slot in slots:
         functions = slot if isinstance(slot, list | tuple) else [slot]
         if not functions or not all(callable(f) for f in functions):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"every computational stage must be a function (or a list of concurrent "
                 f"functions), received {slot!r}"
             )
@@ -330,12 +331,12 @@ def check_pipeline_args(
             for m, s in zip(device_mapping, slots)
         ]
     if not isinstance(device_mapping, list | tuple):
-        raise TypeError(
+        raise InvalidTypeError(
             "device_mapping argument needs to be a list or a tuple of IPU indices, received "
             f"{type(device_mapping).__name__}"
         )
     if len(device_mapping) != len(slots):
-        raise ValueError(
+        raise ConfigurationError(
             f"Each stage must be mapped to an IPU: {len(device_mapping)} mappings != "
             f"{len(slots)} stages"
         )
@@ -347,7 +348,7 @@ def check_pipeline_args(
         if concurrent != isinstance(entry, list | tuple) or len(entries) != (
             len(slot) if concurrent else 1
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Each stage must be mapped to an IPU: stage {index} is "
                 f"{'a list of ' + str(len(slot)) + ' concurrent stages' if concurrent else 'one function'}"
                 f" but its device_mapping entry is {entry!r}; give a list of IPUs for concurrent "
@@ -355,36 +356,40 @@ def check_pipeline_args(
             )
         for ipu in entries:
             if isinstance(ipu, bool) or not isinstance(ipu, int | np.integer) or ipu < 0:
-                raise ValueError(
+                raise ConfigurationError(
                     f"device_mapping entries must be IPU indices >= 0, received {ipu!r}"
                 )
         groups.append(tuple(range(len(flat), len(flat) + len(entries))))
         flat += [int(i) for i in entries]
     training = optimizer_function is not None
     if training and schedule is PipelineSchedule.Interleaved and len(set(flat)) < len(flat):
-        raise NotImplementedError(
+        raise UnsupportedError(
             "The pipelining schedule 'Interleaved' does not currently support multiple pipeline "
             f"stages on the same device for training graphs (device_mapping {list(device_mapping)}). "
             "Please use a different pipeline schedule."
         )
     if bsi > 1 and len(set(flat)) != 1:
-        raise NotImplementedError(
+        raise UnsupportedError(
             "When using batch serialization, all the pipeline stages need to be mapped to a "
             f"single IPU (device_mapping {list(device_mapping)})."
         )
     check_stage_option_lengths(options, len(slots))
     mask, outfeed_loss = options.get("outfeed_mask"), options.get("outfeed_loss")
     if mask is not None and not training:
-        raise ValueError("An optimizer_function must be provided when outfeed_mask is set.")
+        raise ConfigurationError("An optimizer_function must be provided when outfeed_mask is set.")
     if outfeed_loss and not training:
-        raise ValueError("An optimizer_function must be provided when outfeed_loss is True.")
+        raise ConfigurationError(
+            "An optimizer_function must be provided when outfeed_loss is True."
+        )
     if outfeed_loss and mask is not None:
-        raise ValueError("Only one of `outfeed_loss` and `outfeed_mask` can be set.")
+        raise ConfigurationError("Only one of `outfeed_loss` and `outfeed_mask` can be set.")
     if options.get("accumulate_outfeed"):
         if outfeed_queue is None:
-            raise ValueError("An outfeed_queue must be provided when accumulate_outfeed is True.")
+            raise ConfigurationError(
+                "An outfeed_queue must be provided when accumulate_outfeed is True."
+            )
         if outfeed_queue.outfeed_mode is not IPUOutfeedMode.ALL:
-            raise ValueError(
+            raise ConfigurationError(
                 "To accumulate the outfeed, it must be in IPUOutfeedMode ALL (received "
                 f"{outfeed_queue.outfeed_mode})."
             )
@@ -403,12 +408,12 @@ def check_pipeline_args(
         "API used."
     )
     if gac % multiple:
-        raise ValueError(
+        raise ConfigurationError(
             f"The number of iterations of the pipeline must be a multiple of {multiple}, but it "
             f"is {gac}. {context_sentence}"
         )
     if gac < multiple:
-        raise ValueError(
+        raise ConfigurationError(
             f"The number of iterations of the pipeline must be at least {multiple}, but it is "
             f"{gac}. {context_sentence}"
         )

@@ -48,6 +48,7 @@ from ipusim.compat.runtime.pipeline_checks import (
     PipelineArgs,
     check_pipeline_args,
 )
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
@@ -163,7 +164,7 @@ def _call_stage(graph: Graph, index: int, fn: Any, args: list, kwargs: dict) -> 
             outputs = fn(*args, **kwargs)
         except ValueError as exc:
             if "belongs to graph" in str(exc):
-                raise ValueError(
+                raise ConfigurationError(
                     f"Trying to capture a tensor computed outside the pipeline ({exc}), which is "
                     "not a resource. This tensor needs to be passed as either part of the `inputs` "
                     "or `infeed_queue` of the pipeline."
@@ -258,18 +259,20 @@ class PipelineRuntime:
             spread, named = _next_args(outputs)
             result = optimizer_function(*spread, **named)
             if not isinstance(result, OptimizerFunctionOutput):
-                raise TypeError(
+                raise InvalidTypeError(
                     "optimizer_function must return an OptimizerFunctionOutput(opt, loss), "
                     f"returned {type(result).__name__}"
                 )
             self._gradients(result)
         if self.options.get("outfeed_loss"):
             if self.outfeed is None:
-                raise ValueError("An outfeed_queue must be provided when outfeed_loss is True")
+                raise ConfigurationError(
+                    "An outfeed_queue must be provided when outfeed_loss is True"
+                )
             values: Any = self.loss
         elif mask is not None:
             if len(mask) != len(flat_outputs):
-                raise ValueError(
+                raise ConfigurationError(
                     f"The last computational stage has {len(flat_outputs)} outputs, but the "
                     f"`outfeed_mask` has elements {len(mask)} - these need to match in size."
                 )
@@ -278,7 +281,7 @@ class PipelineRuntime:
             values = outputs
         leaves = [v for v in flatten(values) if v is not None]
         if leaves and self.outfeed is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"The last computational stage has tensor outputs: {leaves}, but no "
                 "outfeed_queue has been provided. Pass outfeed_queue= (or return nothing from "
                 "the last stage)."
@@ -288,7 +291,9 @@ class PipelineRuntime:
             self.outfeed_values = symbols
             self.outfeed_structure = pack_sequence_as(values, list(range(len(leaves))))
             if graph in self.outfeed._graphs:
-                raise ValueError("An outfeed can only be enqueued once per traced function.")
+                raise ConfigurationError(
+                    "An outfeed can only be enqueued once per traced function."
+                )
             self.outfeed._graphs.add(graph)
             self.outfeed._note_enqueue(self.outfeed_structure, [s.spec for s in symbols])
         fetched = self.outfeed_values + ([self.loss] if self.loss is not None else []) + self.grads
@@ -311,7 +316,7 @@ class PipelineRuntime:
             elif result.tape is not None:
                 variables = [v for v in self.graph.variables if v.trainable]
             else:
-                raise RuntimeError(
+                raise IncompatibleStateError(
                     "No variables to optimize. When using OptimizerV2, OptimizerFunctionOutput "
                     "must contain a list of variables or a GradientTape."
                 )
@@ -325,7 +330,7 @@ class PipelineRuntime:
             )
         kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
         if not kept:
-            raise ValueError(
+            raise ConfigurationError(
                 f"No gradients provided for any variable: the loss does not depend on {missing}"
             )
         self.grads = [g for g, _ in kept]
@@ -342,7 +347,7 @@ class PipelineRuntime:
         micro-batches each."""
         replicas = context.current_replicas()
         if replicas > 1 and self.optimizer is not None and not has_cross_replica(self.optimizer):
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 f"The pipeline runs {replicas} replicas but its optimizer "
                 f"({type(self.optimizer).__name__}) does not combine their gradients; wrap it in "
                 "ipu.optimizers.CrossReplicaOptimizer."

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from ipusim.compat.runtime import context
+from ipusim.errors import IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, apply, to_symbol
 from ipusim.graph.ops.reduce import reduce_sum
@@ -81,14 +82,14 @@ class GradientTape:
                 computed in a traced function.
         """
         if self._used and not self._persistent:
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "A non-persistent GradientTape can only be used to compute one set of "
                 "gradients; create it with GradientTape(persistent=True) to call gradient() "
                 "several times."
             )
         targets = flatten(target)
         if not targets or not all(isinstance(t, Symbol) for t in targets):
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 "GradientTape.gradient: the target was not computed in a traced function. "
                 "ipusim differentiates traced code: put the step in a @tf.function (run it with "
                 "strategy.run) so the tape can see the computation."
@@ -113,7 +114,7 @@ class GradientTape:
             elif isinstance(source, Symbol):
                 symbols.append(source)
             else:
-                raise TypeError(
+                raise InvalidTypeError(
                     f"GradientTape.gradient: sources must be variables or traced tensors, "
                     f"received {type(source).__name__}"
                 )

@@ -27,6 +27,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
+from ipusim.compat.runtime.strings import as_dtype, string
 from ipusim.compat.tf import (
     config,
     data,
@@ -43,13 +44,17 @@ from ipusim.compat.tf import (
     optimizers,
     python,
     random,
+    strings,
     summary,
 )
 from ipusim.compat.tf.device_scope import DeviceSpec, device
+from ipusim.compat.tf.python.platform import test
+from ipusim.compat.tf.strings import as_string
+from ipusim.compat.tf.tensor_spec import TensorSpec
+from ipusim.compat.tf.v1_graph import FailedPreconditionError
 from ipusim.data import dtypes as _dtypes
 from ipusim.data.dtypes import (
     DType,
-    as_dtype,
     bool_,
     float16,
     float32,
@@ -59,7 +64,7 @@ from ipusim.data.dtypes import (
     newaxis,
     uint8,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.errors import ConfigurationError, InvalidTypeError
 
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
@@ -75,7 +80,9 @@ _RUNTIME = (
 _RUNTIME_NAMES = ("GradientTape", "Variable", "function")
 
 #: ``tf.errors``: the error types ported scripts catch.
-errors = SimpleNamespace(OutOfRangeError=OutOfRangeError)
+errors = SimpleNamespace(
+    FailedPreconditionError=FailedPreconditionError, OutOfRangeError=OutOfRangeError
+)
 
 __all__ = [
     "DType",
@@ -85,6 +92,7 @@ __all__ = [
     "Variable",
     "__version__",
     "as_dtype",
+    "as_string",
     "bool",
     "cast",
     "compat",
@@ -115,7 +123,10 @@ __all__ = [
     "optimizers",
     "python",
     "random",
+    "string",
+    "strings",
     "summary",
+    "test",
     "uint8",
 ]
 
@@ -156,7 +167,7 @@ def cast(x: Any, dtype: Any, name: str | None = None) -> Any:
         return _dtypes.cast(x, dtype)
     op = _runtime_op("cast")
     if op is None:
-        raise TypeError(
+        raise InvalidTypeError(
             f"tf.cast: cannot cast a {type(x).__name__}; ipusim casts numpy arrays, Python "
             "numbers and (nested) tuples / lists / dicts of them"
         )
@@ -185,7 +196,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
     elif array.dtype == np.int64 and not isinstance(value, np.ndarray | np.generic):
         array = array.astype(np.int32)
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"tf.constant: expected numbers, received {value!r:.60}")
+        raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
     if shape is None:
         return array
     target = tuple(int(d) for d in shape)
@@ -193,10 +204,18 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         return array.reshape(target)
     if array.size == 1:
         return np.full(target, array.reshape(()), dtype=array.dtype)
-    raise ValueError(
+    raise ConfigurationError(
         f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; give "
         "a scalar (to fill the shape) or exactly as many elements as the shape holds"
     )
 
 
-__getattr__ = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+_runtime_getattr = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Graph":  # TF1 graphs for tf.compat.v1.Session (``tf.Graph().as_default()``)
+        from ipusim.compat.tf.v1_session import Graph
+
+        return Graph
+    return _runtime_getattr(name)

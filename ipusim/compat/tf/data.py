@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from ipusim.data import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 from ipusim.data.dataset import Cardinality
+from ipusim.errors import InvalidTypeError
 
 __all__ = [
     "AUTOTUNE",
@@ -25,7 +26,7 @@ __all__ = [
 def _cardinality(dataset: Dataset) -> Cardinality:
     """``tf.data.experimental.cardinality(dataset)``: ``dataset.cardinality()``."""
     if not isinstance(dataset, Dataset):
-        raise TypeError(
+        raise InvalidTypeError(
             f"cardinality(dataset) expects a tf.data.Dataset (ipusim.data.Dataset), received "
             f"{type(dataset).__name__}"
         )

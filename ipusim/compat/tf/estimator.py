@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 
 __all__ = [
     "Estimator",
@@ -60,13 +60,15 @@ class EstimatorSpec:
 
     def __post_init__(self) -> None:
         if self.mode not in _MODES:
-            raise ValueError(f"mode={self.mode!r} is not one of {_MODES} (tf.estimator.ModeKeys)")
+            raise ConfigurationError(
+                f"mode={self.mode!r} is not one of {_MODES} (tf.estimator.ModeKeys)"
+            )
         if self.mode == ModeKeys.TRAIN and self.train_op is None:
-            raise ValueError("Missing train_op.")
+            raise ConfigurationError("Missing train_op.")
         if self.mode in (ModeKeys.TRAIN, ModeKeys.EVAL) and self.loss is None:
-            raise ValueError("Missing loss.")
+            raise ConfigurationError("Missing loss.")
         if self.mode == ModeKeys.PREDICT and self.predictions is None:
-            raise ValueError("Missing predictions.")
+            raise ConfigurationError("Missing predictions.")
 
 
 @dataclass

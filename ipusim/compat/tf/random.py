@@ -14,6 +14,7 @@ import numpy as np
 
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.data.dtypes import as_dtype, float32
+from ipusim.errors import ConfigurationError
 from ipusim.keras.backend import make_rng, set_random_seed
 
 __all__ = ["normal", "set_seed", "uniform"]
@@ -22,7 +23,7 @@ __all__ = ["normal", "set_seed", "uniform"]
 def set_seed(seed: int) -> None:
     """Restart ipusim's seed stream from ``seed`` (a non-negative int)."""
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"tf.random.set_seed: `seed` must be a non-negative int, received {seed!r}"
         )
     set_random_seed(int(seed))
@@ -44,7 +45,7 @@ def _rng(seed: int | None) -> np.random.Generator:
 def _shape(shape: Any) -> tuple[int, ...]:
     dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     if any(isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 0 for d in dims):
-        raise ValueError(f"`shape` must be a list of non-negative ints, received {shape!r}")
+        raise ConfigurationError(f"`shape` must be a list of non-negative ints, received {shape!r}")
     return tuple(int(d) for d in dims)
 
 
@@ -67,7 +68,7 @@ def uniform(
     rng = _rng(seed)
     if kind.is_integer:
         if maxval is None:
-            raise ValueError("tf.random.uniform: an integer `dtype` needs `maxval`")
+            raise ConfigurationError("tf.random.uniform: an integer `dtype` needs `maxval`")
         return rng.integers(int(minval), int(maxval), size=_shape(shape)).astype(kind.dtype)
     high = 1.0 if maxval is None else float(maxval)
     return rng.uniform(float(minval), high, size=_shape(shape)).astype(kind.dtype)
@@ -87,7 +88,9 @@ def normal(
         return traced(shape, mean, stddev, as_dtype(dtype).name, seed)
     kind = as_dtype(dtype)
     if not kind.is_floating:
-        raise ValueError(f"tf.random.normal: `dtype` must be a float type, received {kind.name}")
+        raise ConfigurationError(
+            f"tf.random.normal: `dtype` must be a float type, received {kind.name}"
+        )
     return _rng(seed).normal(float(mean), float(stddev), size=_shape(shape)).astype(kind.dtype)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.compat.runtime import ops
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 
 __all__ = [
     "Reduction",
@@ -48,7 +48,7 @@ def _reduce(losses: Any, weights: Any, reduction: str) -> Any:
     elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
         denominator = ops.reduce_sum(ops.cast(ops.not_equal(full, 0.0), "float32"))
     else:
-        raise ValueError(f"Invalid Reduction Key {reduction!r}")
+        raise ConfigurationError(f"Invalid Reduction Key {reduction!r}")
     # TF's safe division: 0 when nothing is weighted.
     return (
         total / ops.maximum(denominator, 1e-30) * ops.cast(ops.greater(denominator, 0.0), "float32")

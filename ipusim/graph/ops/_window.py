@@ -10,6 +10,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 #: Padding modes accepted by every windowed op (case-insensitive).
@@ -30,7 +31,7 @@ def normalize_pair(op: str, arg: str, value: Any) -> Pair:
         or any(isinstance(v, bool) or not isinstance(v, Integral) for v in pair)
         or min(pair) < 1
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {arg} must be a positive int or a pair of positive ints "
             f"(height, width), received {value!r}"
         )
@@ -40,7 +41,7 @@ def normalize_pair(op: str, arg: str, value: Any) -> Pair:
 def normalize_padding(op: str, padding: Any) -> str:
     """``padding`` upper-cased, checked against :data:`PADDINGS`."""
     if not isinstance(padding, str) or padding.upper() not in PADDINGS:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: padding must be 'VALID' or 'SAME' (case-insensitive), received {padding!r}"
         )
     return padding.upper()
@@ -63,7 +64,7 @@ def window_geometry(
         return None, 0
     if padding == "VALID":
         if window > size:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: the window {axis} ({window}) is larger than the input {axis} "
                 f"({size}) with padding='VALID'; use padding='SAME', a smaller window "
                 "or a larger input"
@@ -91,15 +92,19 @@ def check_nhwc(
 ) -> None:
     """Raise unless ``spec`` is a rank-4 float tensor (``layout`` names its axes)."""
     if spec.rank != 4:
-        raise ValueError(f"{op}: {arg} must be a 4-D tensor {layout}, received shape {spec.shape}")
+        raise ConfigurationError(
+            f"{op}: {arg} must be a 4-D tensor {layout}, received shape {spec.shape}"
+        )
     if spec.dtype not in ("float16", "float32", "float64"):
-        raise TypeError(f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}")
+        raise InvalidTypeError(
+            f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}"
+        )
 
 
 def check_same_dtype(op: str, a: TensorSpec, b: TensorSpec) -> None:
     """Raise unless both operands have the same dtype."""
     if a.dtype != b.dtype:
-        raise TypeError(
+        raise InvalidTypeError(
             f"{op}: operands have dtypes {a.dtype} and {b.dtype}; cast one so both match"
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
@@ -27,10 +28,10 @@ def crop_offsets(seed: int, step: int, spare_h: int, spare_w: int) -> tuple[int,
 
 def _check(op: str, x: TensorSpec, height: int, width: int) -> None:
     if x.rank not in (3, 4):
-        raise ValueError(f"{op}: expects images of rank 3 or 4, received shape {x.shape}")
+        raise ConfigurationError(f"{op}: expects images of rank 3 or 4, received shape {x.shape}")
     h, w = x.shape[-3], x.shape[-2]
     if h is None or w is None or h < height or w < width:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: images of shape {x.shape} must be known and at least {height}x{width}"
         )
 

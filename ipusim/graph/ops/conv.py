@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
@@ -57,7 +58,7 @@ __all__ = [
 
 def _check_channels(op: str, what: str, got: int | None, filters: TensorSpec, axis: int) -> None:
     if not known_eq(got, filters.shape[axis]):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {what} has {got} channels but the filters (Kh, Kw, Cin, Cout) = "
             f"{filters.shape} expect {filters.shape[axis]}; make them agree"
         )
@@ -300,7 +301,7 @@ class Conv2DBackpropInput(_ConvBackpropInput):
         check_nhwc(op, "filters", filters, "(height, width, in_channels, out_channels)")
         check_same_dtype(op, dy, filters)
         if len(input_shape) != 4:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: input_shape must have 4 entries (batch, height, width, "
                 f"channels), received {input_shape!r}"
             )
@@ -310,7 +311,7 @@ class Conv2DBackpropInput(_ConvBackpropInput):
             op, input_shape[1:3], filters.shape[:2], strides, padding, dilation
         )
         if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: dy has spatial size {dy.shape[1:3]} but an input of shape "
                 f"{tuple(input_shape)} gives a conv2d output of {out_hw}"
             )
@@ -360,7 +361,7 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
         check_nhwc(op, "dy", dy)
         check_same_dtype(op, x, dy)
         if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: filter_shape must be 4 known sizes (height, width, "
                 f"in_channels, out_channels), received {filter_shape!r}"
             )
@@ -369,7 +370,7 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
         _check_channels(op, "dy", dy.shape[3], fspec, 3)
         out_hw, _ = spatial_geometry(op, x.shape[1:3], filter_shape[:2], strides, padding, dilation)
         if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: dy has spatial size {dy.shape[1:3]} but x of shape "
                 f"{x.shape} gives a conv2d output of {out_hw}"
             )

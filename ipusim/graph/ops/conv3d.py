@@ -13,6 +13,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.op import register
 from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
@@ -41,7 +42,7 @@ def normalize_triple(op: str, arg: str, value: Any) -> Triple:
         or any(isinstance(v, bool) or not isinstance(v, Integral) for v in triple)
         or min(triple) < 1
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {arg} must be a positive int or 3 of them (depth, height, width), "
             f"received {value!r}"
         )
@@ -62,9 +63,13 @@ def volume_geometry(
 
 def _check_5d(op: str, arg: str, spec: TensorSpec, layout: str) -> None:
     if spec.rank != 5:
-        raise ValueError(f"{op}: {arg} must be a 5-D tensor {layout}, received shape {spec.shape}")
+        raise ConfigurationError(
+            f"{op}: {arg} must be a 5-D tensor {layout}, received shape {spec.shape}"
+        )
     if spec.dtype not in ("float16", "float32", "float64"):
-        raise TypeError(f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}")
+        raise InvalidTypeError(
+            f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}"
+        )
 
 
 _ACTS = "(batch, depth, height, width, channels)"
@@ -73,7 +78,7 @@ _FILTERS = "(depth, height, width, in_channels, out_channels)"
 
 def _check_channels(op: str, what: str, got: int | None, filter_shape: tuple, axis: int) -> None:
     if not known_eq(got, filter_shape[axis]):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {what} has {got} channels but the filters {tuple(filter_shape)} expect "
             f"{filter_shape[axis]}; make them agree"
         )
@@ -81,7 +86,7 @@ def _check_channels(op: str, what: str, got: int | None, filter_shape: tuple, ax
 
 def _check_dy(op: str, dy: TensorSpec, out_dhw: tuple) -> None:
     if not all(known_eq(a, b) for a, b in zip(out_dhw, dy.shape[1:4], strict=True)):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: dy has spatial size {dy.shape[1:4]} but the forward convolution gives {out_dhw}"
         )
 
@@ -157,7 +162,7 @@ class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
         _check_5d(self.name, "filters", filters, _FILTERS)
         check_same_dtype(self.name, dy, filters)
         if len(input_shape) != 5:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
             )
         _check_channels(self.name, "input_shape", input_shape[4], filters.shape, 3)
@@ -211,7 +216,7 @@ class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
         _check_5d(self.name, "dy", dy, _ACTS)
         check_same_dtype(self.name, x, dy)
         if len(filter_shape) != 5 or any(d is None for d in filter_shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: filter_shape must be 5 known sizes {_FILTERS}, "
                 f"received {filter_shape!r}"
             )

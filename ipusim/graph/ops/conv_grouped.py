@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -50,13 +51,13 @@ def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Pai
 
 def _check_positive_groups(op: str, groups: Any) -> int:
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, received {groups!r}")
+        raise ConfigurationError(f"{op}: groups must be a positive int, received {groups!r}")
     return groups
 
 
 def _check_out_hw(op: str, out_hw: tuple, dy: TensorSpec, input_shape: tuple) -> None:
     if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: dy has spatial size {dy.shape[1:3]} but an input of shape "
             f"{tuple(input_shape)} gives an output of {out_hw}"
         )
@@ -64,7 +65,7 @@ def _check_out_hw(op: str, out_hw: tuple, dy: TensorSpec, input_shape: tuple) ->
 
 def _check_shape4(op: str, arg: str, shape: tuple, what: str) -> None:
     if len(shape) != 4 or any(d is None for d in shape[1:]):
-        raise ValueError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
+        raise ConfigurationError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
 
 
 # ================================================================================== depthwise
@@ -92,7 +93,7 @@ class _Depthwise(Op):
 def _check_depthwise_filters(op: str, channels: int | None, filters: TensorSpec, what: str):
     check_nhwc(op, "filters", filters, "(height, width, in_channels, depth_multiplier)")
     if not known_eq(channels, filters.shape[2]):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {what} has {channels} channels but the depthwise filters (Kh, Kw, C, M) = "
             f"{filters.shape} expect {filters.shape[2]}; make them agree"
         )
@@ -146,7 +147,7 @@ class DepthwiseConv2DBackpropInput(_Depthwise):
         _check_depthwise_filters(self.name, input_shape[3], filters, "input_shape")
         c, m = filters.shape[2], filters.shape[3]
         if not known_eq(dy.shape[3], c * m):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters give {c}·{m} = {c * m}"
             )
         out_hw, _ = spatial_geometry(
@@ -196,14 +197,14 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
         check_same_dtype(self.name, x, dy)
         filter_shape = tuple(filter_shape)
         if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: filter_shape must be 4 known sizes (height, width, channels, "
                 f"depth_multiplier), received {filter_shape!r}"
             )
         fspec = TensorSpec(filter_shape, x.dtype)
         _check_depthwise_filters(self.name, x.shape[3], fspec, "x")
         if not known_eq(dy.shape[3], filter_shape[2] * filter_shape[3]):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape} "
                 f"gives {filter_shape[2] * filter_shape[3]}"
             )
@@ -307,12 +308,12 @@ class _Grouped(Op):
 def _check_grouped(op: str, cin: int | None, filt: tuple, groups: int, what: str) -> None:
     kh, kw, cin_g, cout = filt
     if cout % groups:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: the filters' {cout} output channels do not split into groups={groups}; "
             "use a number of filters divisible by groups"
         )
     if cin is not None and cin != cin_g * groups:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {what} has {cin} channels but filters of shape {filt} with groups={groups} "
             f"expect {cin_g} x {groups} = {cin_g * groups}; make them agree"
         )
@@ -378,7 +379,7 @@ class GroupedConv2DBackpropInput(_Grouped):
         _check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
         _check_grouped(self.name, input_shape[3], filters.shape, groups, "input_shape")
         if not known_eq(dy.shape[3], filters.shape[3]):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters {filters.shape[3]}"
             )
         out_hw, _ = spatial_geometry(
@@ -440,13 +441,13 @@ class GroupedConv2DBackpropFilter(_Grouped):
         check_same_dtype(self.name, x, dy)
         filter_shape = tuple(filter_shape)
         if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: filter_shape must be 4 known sizes (height, width, "
                 f"in_channels/groups, filters), received {filter_shape!r}"
             )
         _check_grouped(self.name, x.shape[3], filter_shape, groups, "x")
         if not known_eq(dy.shape[3], filter_shape[3]):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape[3]}"
             )
         out_hw, _ = spatial_geometry(

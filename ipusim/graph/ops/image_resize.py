@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
@@ -20,11 +21,13 @@ TAPS = {"bilinear": 4, "nearest": 1}
 
 def _check(op: str, x: TensorSpec, size: tuple, method: str) -> None:
     if x.rank != 4 or x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"{op}: expects float (N, H, W, C) images, received {x.shape} {x.dtype}")
+        raise ConfigurationError(
+            f"{op}: expects float (N, H, W, C) images, received {x.shape} {x.dtype}"
+        )
     if method not in TAPS:
-        raise ValueError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
+        raise ConfigurationError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
     if len(size) != 2 or any(int(d) < 1 for d in size):
-        raise ValueError(f"{op}: size must be two positive ints, received {size}")
+        raise ConfigurationError(f"{op}: size must be two positive ints, received {size}")
 
 
 @register
@@ -37,7 +40,9 @@ class ImageResize(Op):
     def infer(self, x: TensorSpec, *, size: tuple, method: str) -> TensorSpec:
         _check(self.name, x, size, method)
         if x.shape[1] is None or x.shape[2] is None:
-            raise ValueError(f"{self.name}: the input's height and width must be known, {x.shape}")
+            raise ConfigurationError(
+                f"{self.name}: the input's height and width must be known, {x.shape}"
+            )
         return TensorSpec((x.shape[0], int(size[0]), int(size[1]), x.shape[3]), x.dtype)
 
     def forward(self, ctx: Any, x: Any, *, size: tuple, method: str) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
@@ -45,16 +46,16 @@ class ImageTransform(Op):
         inverse: bool = False,
     ) -> TensorSpec:
         if images.rank != 4 or images.dtype not in FLOAT_DTYPES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"image_transform: images must be float (batch, H, W, C), received "
                 f"{images.shape} {images.dtype}"
             )
         if transforms.rank != 2 or transforms.shape[1] != 8:
-            raise ValueError(
+            raise ConfigurationError(
                 f"image_transform: transforms must be (batch, 8), received {transforms.shape}"
             )
         if interpolation not in k.INTERPOLATIONS or fill_mode not in k.FILL_MODES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"image_transform: interpolation {interpolation!r} / fill_mode {fill_mode!r} "
                 f"not in {k.INTERPOLATIONS} / {k.FILL_MODES}"
             )
@@ -113,7 +114,9 @@ class AugmentTransforms(Op):
         self, images: TensorSpec, *, kind: str, seed: int, bounds: tuple, same: bool = False
     ) -> TensorSpec:
         if kind not in KINDS:
-            raise ValueError(f"augment_transforms: kind must be one of {KINDS}, got {kind!r}")
+            raise ConfigurationError(
+                f"augment_transforms: kind must be one of {KINDS}, got {kind!r}"
+            )
         return TensorSpec((images.shape[0], 8), "float32")
 
     def forward(self, ctx: Any, images, *, kind: str, seed: int, bounds: tuple, same=False):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
@@ -28,23 +29,23 @@ class BatchMatMul(Op):
         self, a: TensorSpec, b: TensorSpec, *, transpose_a: bool = False, transpose_b: bool = False
     ) -> TensorSpec:
         if a.rank < 3 or a.rank != b.rank:
-            raise ValueError(
+            raise ConfigurationError(
                 f"batch_matmul expects operands of equal rank >= 3, received shapes "
                 f"{a.shape} and {b.shape}; use matmul for 2-D operands"
             )
         if a.dtype != b.dtype:
-            raise TypeError(f"batch_matmul: operands have dtypes {a.dtype} and {b.dtype}")
+            raise InvalidTypeError(f"batch_matmul: operands have dtypes {a.dtype} and {b.dtype}")
         lead = []
         for x, y in zip(a.shape[:-2], b.shape[:-2]):
             if x is not None and y is not None and x != y:
-                raise ValueError(
+                raise ConfigurationError(
                     f"batch_matmul: leading dimensions of {a.shape} and {b.shape} differ"
                 )
             lead.append(x if x is not None else y)
         m, ka = _matrix(a.shape, transpose_a)
         kb, n = _matrix(b.shape, transpose_b)
         if ka is not None and kb is not None and ka != kb:
-            raise ValueError(
+            raise ConfigurationError(
                 f"batch_matmul inner dimensions differ: {ka} != {kb} (shapes "
                 f"{a.shape} and {b.shape})"
             )

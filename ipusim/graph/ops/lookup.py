@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import InputDataError
+from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import TensorSpec
@@ -37,7 +37,7 @@ class Bucketize(Op):
 
     def infer(self, x: TensorSpec, *, boundaries: tuple) -> TensorSpec:
         if list(boundaries) != sorted(boundaries):
-            raise ValueError(f"bucketize: boundaries must be sorted, received {boundaries}")
+            raise ConfigurationError(f"bucketize: boundaries must be sorted, received {boundaries}")
         return TensorSpec(x.shape, "int64")
 
     def forward(self, ctx: Any, x, *, boundaries: tuple):
@@ -71,9 +71,11 @@ class TableLookup(Op):
         strict: bool = False,
     ) -> TensorSpec:
         if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
-            raise TypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")
+            raise InvalidTypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")
         if len(keys) != len(values) or list(keys) != sorted(set(keys)):
-            raise ValueError("table_lookup: keys must be unique, sorted and as many as values")
+            raise ConfigurationError(
+                "table_lookup: keys must be unique, sorted and as many as values"
+            )
         return TensorSpec(x.shape, "int64")
 
     def forward(self, ctx: Any, x, *, keys, values, default, oov_buckets=0, strict=False):
@@ -109,9 +111,9 @@ class HashBucket(Op):
 
     def infer(self, x: TensorSpec, *, num_bins: int) -> TensorSpec:
         if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
-            raise TypeError(f"hash_bucket: x must be an integer tensor, received {x.dtype}")
+            raise InvalidTypeError(f"hash_bucket: x must be an integer tensor, received {x.dtype}")
         if num_bins < 1:
-            raise ValueError(f"hash_bucket: num_bins must be >= 1, received {num_bins}")
+            raise ConfigurationError(f"hash_bucket: num_bins must be >= 1, received {num_bins}")
         return TensorSpec(x.shape, "int64")
 
     def forward(self, ctx: Any, x, *, num_bins: int):

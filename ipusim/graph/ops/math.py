@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
@@ -75,14 +76,14 @@ def broadcast_shape(op: str, a: tuple, b: tuple) -> tuple:
         elif x is None or y is None:
             out.append(x if y is None else y)
         else:
-            raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast together")
+            raise ConfigurationError(f"{op}: shapes {a} and {b} cannot be broadcast together")
     return tuple(out)
 
 
 def require_float(op: str, arg: str, spec: TensorSpec) -> None:
     """Raise a TypeError naming ``arg`` unless ``spec`` has a float dtype."""
     if spec.dtype not in FLOAT_DTYPES:
-        raise TypeError(
+        raise InvalidTypeError(
             f"{op}: {arg} must be a float tensor, received dtype {spec.dtype}; "
             f"cast it first, e.g. cast({arg}, 'float32')"
         )
@@ -91,11 +92,13 @@ def require_float(op: str, arg: str, spec: TensorSpec) -> None:
 def merge_shapes(op: str, a: TensorSpec, b: TensorSpec, names: str = "dy and x") -> tuple:
     """The shape two same-shape operands share (known sizes win over ``None``), else an error."""
     if a.dtype != b.dtype:
-        raise TypeError(f"{op}: {names} must have the same dtype, received {a.dtype} and {b.dtype}")
+        raise InvalidTypeError(
+            f"{op}: {names} must have the same dtype, received {a.dtype} and {b.dtype}"
+        )
     if a.rank != b.rank or any(
         x is not None and y is not None and x != y for x, y in zip(a.shape, b.shape, strict=True)
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {names} must have the same shape, received {a.shape} and {b.shape}"
         )
     return tuple(x if x is not None else y for x, y in zip(a.shape, b.shape, strict=True))
@@ -106,20 +109,24 @@ def normalize_axes(op: str, axis: Any, rank: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(rank))
     if not isinstance(axis, int | np.integer | list | tuple):
-        raise TypeError(f"{op}: axis must be None, an int or a tuple of ints, received {axis!r}")
+        raise InvalidTypeError(
+            f"{op}: axis must be None, an int or a tuple of ints, received {axis!r}"
+        )
     axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
     out = []
     for a in axes:
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
-            raise TypeError(f"{op}: axis must be an int or a tuple of ints, received {axis!r}")
+            raise InvalidTypeError(
+                f"{op}: axis must be an int or a tuple of ints, received {axis!r}"
+            )
         if not -rank <= a < rank:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{op}: axis {int(a)} is out of range for a tensor of rank {rank}; "
                 f"expected an axis in [{-rank}, {rank})"
             )
         out.append(int(a) % rank)
     if len(set(out)) != len(out):
-        raise ValueError(f"{op}: axis {axis!r} names the same axis twice")
+        raise ConfigurationError(f"{op}: axis {axis!r} names the same axis twice")
     return tuple(sorted(out))
 
 
@@ -157,7 +164,7 @@ class _Binary(Op):
 
     def infer(self, a: TensorSpec, b: TensorSpec) -> TensorSpec:
         if a.dtype != b.dtype:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{self.name}: operands have dtypes {a.dtype} and {b.dtype}; cast one so both match"
             )
         if self.float_only:
@@ -263,7 +270,9 @@ class MaskedGrad(Op):
 
     def infer(self, dy: TensorSpec, a: TensorSpec, b: TensorSpec, *, mode: str) -> TensorSpec:
         if mode not in ("ge", "gt", "le", "lt"):
-            raise ValueError(f"masked_grad: mode must be one of ge, gt, le, lt, received {mode!r}")
+            raise ConfigurationError(
+                f"masked_grad: mode must be one of ge, gt, le, lt, received {mode!r}"
+            )
         broadcast_shape(self.name, broadcast_shape(self.name, a.shape, b.shape), dy.shape)
         return TensorSpec(dy.shape, dy.dtype)
 
@@ -485,7 +494,7 @@ class Clip(_Unary):
 
     def infer(self, x: TensorSpec, *, lo: float, hi: float) -> TensorSpec:
         if not lo <= hi:
-            raise ValueError(f"clip: lo ({lo}) must not exceed hi ({hi})")
+            raise ConfigurationError(f"clip: lo ({lo}) must not exceed hi ({hi})")
         return super().infer(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math as _math
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import (
@@ -126,7 +127,7 @@ class UnaryMath(Op):
 
     def infer(self, x: TensorSpec, *, fn: str) -> TensorSpec:
         if fn not in UNARY_FLOPS:
-            raise ValueError(f"unary_math: unknown function {fn!r}")
+            raise ConfigurationError(f"unary_math: unknown function {fn!r}")
         if fn not in _INT_OK:
             require_float(fn, "x", x)
         return TensorSpec(x.shape, x.dtype)
@@ -157,7 +158,7 @@ class Predicate(Op):
 
     def infer(self, x: TensorSpec, *, fn: str) -> TensorSpec:
         if fn not in k.PREDICATE_CODES:
-            raise ValueError(f"float_predicate: unknown predicate {fn!r}")
+            raise ConfigurationError(f"float_predicate: unknown predicate {fn!r}")
         require_float(fn, "x", x)
         return TensorSpec(x.shape, "bool")
 
@@ -180,15 +181,15 @@ class BinaryMath(Op):
 
     def infer(self, a: TensorSpec, b: TensorSpec, *, fn: str) -> TensorSpec:
         if fn not in BINARY_FLOPS:
-            raise ValueError(f"binary_math: unknown function {fn!r}")
+            raise ConfigurationError(f"binary_math: unknown function {fn!r}")
         if a.dtype != b.dtype:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{fn}: operands have dtypes {a.dtype} and {b.dtype}; cast one so both match"
             )
         if fn == "atan2":
             require_float(fn, "y", a)
         if fn in _BITWISE and a.dtype not in ("int8", "int16", "int32", "int64", "uint8"):
-            raise TypeError(f"{fn}: operands must be integers, received {a.dtype}")
+            raise InvalidTypeError(f"{fn}: operands must be integers, received {a.dtype}")
         return TensorSpec(broadcast_shape(fn, a.shape, b.shape), a.dtype)
 
     def forward(self, ctx: Any, a, b, *, fn: str):
@@ -234,9 +235,9 @@ class Select(Op):
 
     def infer(self, cond: TensorSpec, a: TensorSpec, b: TensorSpec) -> TensorSpec:
         if cond.dtype != "bool":
-            raise TypeError(f"where: `condition` must be bool, received {cond.dtype}")
+            raise InvalidTypeError(f"where: `condition` must be bool, received {cond.dtype}")
         if a.dtype != b.dtype:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"where: x and y have dtypes {a.dtype} and {b.dtype}; cast one so both match"
             )
         shape = broadcast_shape("where", broadcast_shape("where", cond.shape, a.shape), b.shape)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
@@ -40,7 +41,7 @@ _INT_DTYPES = ("int32", "int64")
 
 def _check_float_pair(op: str, a: TensorSpec, b: TensorSpec) -> None:
     if a.dtype != b.dtype:
-        raise TypeError(
+        raise InvalidTypeError(
             f"{op}: both operands must have the same dtype, received {a.dtype} and "
             f"{b.dtype}; cast one of them first"
         )
@@ -73,14 +74,14 @@ class MatMul(Op):
     ) -> TensorSpec:
         _check_proportions(proportions)
         if a.rank != 2 or b.rank != 2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"matmul expects 2-D operands, received shapes {a.shape} and {b.shape}"
             )
         _check_float_pair("matmul", a, b)
         m, ka = (a.shape[1], a.shape[0]) if transpose_a else a.shape
         kb, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
         if ka is not None and kb is not None and ka != kb:
-            raise ValueError(
+            raise ConfigurationError(
                 f"matmul inner dimensions differ: {a.shape}{'ᵀ' if transpose_a else ''} times "
                 f"{b.shape}{'ᵀ' if transpose_b else ''} ({ka} != {kb})"
             )
@@ -159,9 +160,9 @@ _PROPORTIONS = ("available_memory_proportion", "available_memory_proportion_bwd"
 def _check_proportions(proportions: dict[str, Any]) -> None:
     for key, value in proportions.items():
         if key not in _PROPORTIONS:
-            raise TypeError(f"matmul got an unexpected attribute {key!r}")
+            raise InvalidTypeError(f"matmul got an unexpected attribute {key!r}")
         if not 0 < float(value) <= 1:
-            raise ValueError(f"matmul: {key} must be in (0, 1], received {value!r}")
+            raise ConfigurationError(f"matmul: {key} must be in (0, 1], received {value!r}")
 
 
 @register
@@ -177,7 +178,7 @@ class BiasAdd(Op):
             or x.rank < 1
             or (x.shape[-1] is not None and x.shape[-1] != bias.shape[0])
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"bias_add expects a bias of shape ({x.shape[-1] if x.rank else '?'},) "
                 f"for input {x.shape}, received {bias.shape}"
             )
@@ -226,7 +227,9 @@ class _Softmax(Op):
     def infer(self, x: TensorSpec, *, axis: int = -1) -> TensorSpec:
         require_float(self.name, "x", x)
         if x.rank == 0:
-            raise ValueError(f"{self.name}: x must have at least one axis, received a scalar")
+            raise ConfigurationError(
+                f"{self.name}: x must have at least one axis, received a scalar"
+            )
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
@@ -298,7 +301,7 @@ def log_softmax(x: Any, axis: int = -1) -> Symbol:
 def _check_logits(op: str, logits: TensorSpec) -> None:
     require_float(op, "logits", logits)
     if logits.rank == 0 or logits.shape[-1] == 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: logits must have a non-empty class axis last, received shape {logits.shape}"
         )
 
@@ -306,7 +309,7 @@ def _check_logits(op: str, logits: TensorSpec) -> None:
 def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> tuple:
     _check_logits(op, logits)
     if labels.dtype not in _INT_DTYPES:
-        raise TypeError(
+        raise InvalidTypeError(
             f"{op}: labels must be int32 or int64 class indices, received dtype {labels.dtype}; "
             "cast them with cast(labels, 'int32'), or use softmax_cross_entropy_with_logits "
             "for one-hot or probability labels"
@@ -400,7 +403,9 @@ class SoftmaxCrossEntropyGrad(Op):
         self, dy: TensorSpec, labels: TensorSpec, logits: TensorSpec, *, wrt: str
     ) -> TensorSpec:
         if wrt not in ("labels", "logits"):
-            raise ValueError(f"{self.name}: wrt must be 'labels' or 'logits', received {wrt!r}")
+            raise ConfigurationError(
+                f"{self.name}: wrt must be 'labels' or 'logits', received {wrt!r}"
+            )
         shape = _check_dense(self.name, labels, logits)
         merge_shapes(self.name, dy, TensorSpec(shape[:-1], logits.dtype), "dy and the loss")
         return TensorSpec(shape, logits.dtype)
@@ -479,7 +484,7 @@ def sigmoid_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
 # ---------------------------------------------------------------------------- embeddings
 def _check_ids(op: str, ids: TensorSpec) -> None:
     if ids.dtype not in _INT_DTYPES:
-        raise TypeError(
+        raise InvalidTypeError(
             f"{op}: ids must be int32 or int64, received dtype {ids.dtype}; cast "
             "them with cast(ids, 'int32')"
         )
@@ -495,7 +500,7 @@ class EmbeddingLookup(Op):
     def infer(self, params: TensorSpec, ids: TensorSpec) -> TensorSpec:
         _check_ids(self.name, ids)
         if params.rank == 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: params must have at least one axis (rows), received a scalar"
             )
         return TensorSpec(ids.shape + params.shape[1:], params.dtype)
@@ -506,7 +511,7 @@ class EmbeddingLookup(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         params, ids = node.inputs
         if not params.spec.is_fully_defined:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"{self.name}: the gradient needs the shape of params "
                 f"known, received {params.shape}"
             )
@@ -557,7 +562,7 @@ class OneHot(Op):
     def infer(self, indices: TensorSpec, *, depth: int, dtype: str = "float32") -> TensorSpec:
         _check_ids(self.name, indices)
         if depth < 0:
-            raise ValueError(f"{self.name}: depth must be non-negative, received {depth}")
+            raise ConfigurationError(f"{self.name}: depth must be non-negative, received {depth}")
         return TensorSpec(indices.shape + (depth,), dtype)
 
     def forward(self, ctx: Any, indices, *, depth: int, dtype: str = "float32"):

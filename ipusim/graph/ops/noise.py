@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import normalize_axes
@@ -30,7 +31,7 @@ FLOPS_PER_ELEMENT: dict[str, int] = {"uniform": 2, "normal": 14, "bernoulli": 2}
 
 def _resolve(shape: tuple, like: tuple, op: str) -> tuple:
     if len(shape) != len(like):
-        raise ValueError(f"{op}: shape {shape} needs one entry per axis of {like}")
+        raise ConfigurationError(f"{op}: shape {shape} needs one entry per axis of {like}")
     return tuple(d if s is None else s for s, d in zip(shape, like, strict=True))
 
 
@@ -50,12 +51,14 @@ class RandomDraw(Op):
         self, x: TensorSpec, *, distribution: str, seed: int, shape: tuple, a: float, b: float
     ) -> TensorSpec:
         if distribution not in DISTRIBUTIONS:
-            raise ValueError(
+            raise ConfigurationError(
                 f"random_draw: distribution must be one of {DISTRIBUTIONS}, received "
                 f"{distribution!r}"
             )
         if x.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"random_draw: x must be a float tensor, received dtype {x.dtype}")
+            raise InvalidTypeError(
+                f"random_draw: x must be a float tensor, received dtype {x.dtype}"
+            )
         return TensorSpec(_resolve(shape, x.shape, self.name), x.dtype)
 
     def forward(self, ctx: Any, x, *, distribution: str, seed: int, shape: tuple, a, b):

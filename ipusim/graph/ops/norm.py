@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.numerics import computes_half, numerics_of
 from ipusim.graph.op import Op, OpCost, io_bytes, register
@@ -36,28 +37,32 @@ from ipusim.kernels.half import round_to_half, stream_key
 
 def _check_float(op: str, arg: str, spec: TensorSpec) -> None:
     if spec.dtype not in ("float32", "float64"):
-        raise TypeError(f"{op}: {arg} must be float32 or float64, received {spec.dtype}")
+        raise InvalidTypeError(f"{op}: {arg} must be float32 or float64, received {spec.dtype}")
 
 
 def _check_like(op: str, arg: str, spec: TensorSpec, shape: tuple, dtype: str) -> None:
     if spec.dtype != dtype:
-        raise TypeError(f"{op}: {arg} has dtype {spec.dtype} but x has {dtype}; cast it to match")
+        raise InvalidTypeError(
+            f"{op}: {arg} has dtype {spec.dtype} but x has {dtype}; cast it to match"
+        )
     if len(spec.shape) != len(shape) or not all(
         a is None or b is None or a == b for a, b in zip(spec.shape, shape, strict=True)
     ):
-        raise ValueError(f"{op}: {arg} must have shape {shape}, received {spec.shape}")
+        raise ConfigurationError(f"{op}: {arg} must have shape {shape}, received {spec.shape}")
 
 
 def _check_epsilon(op: str, epsilon: Any) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon >= 0:
-        raise ValueError(f"{op}: epsilon must be a non-negative float, received {epsilon!r}")
+        raise ConfigurationError(
+            f"{op}: epsilon must be a non-negative float, received {epsilon!r}"
+        )
     return float(epsilon)
 
 
 def normalize_axis(op: str, axis: Any, rank: int) -> int:
     """``axis`` (possibly negative) as an index in ``[0, rank)``."""
     if isinstance(axis, bool) or not isinstance(axis, int | np.integer) or not -rank <= axis < rank:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: axis must be an int in [{-rank}, {rank}) for an input of rank "
             f"{rank}, received {axis!r}"
         )
@@ -86,7 +91,7 @@ class BatchNorm(Op):
         axis: int = -1,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         if not isinstance(training, bool):
-            raise TypeError(f"batch_norm: training must be a bool, received {training!r}")
+            raise InvalidTypeError(f"batch_norm: training must be a bool, received {training!r}")
         _check_epsilon(self.name, epsilon)
         _check_float(self.name, "x", x)
         ax = normalize_axis(self.name, axis, x.rank)
@@ -259,10 +264,10 @@ def _first_norm_axis(op: str, axis: Any, rank: int) -> int:
     """The first of the normalised axes, which must be the trailing axes of the input."""
     axes = axis if isinstance(axis, tuple | list) else (axis,)
     if not axes:
-        raise ValueError(f"{op}: axis must name at least one axis, received {axis!r}")
+        raise ConfigurationError(f"{op}: axis must name at least one axis, received {axis!r}")
     norm = sorted({normalize_axis(op, a, rank) for a in axes})
     if norm != list(range(norm[0], rank)):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: axis must be the trailing axes of the input (e.g. -1, or "
             f"(-2, -1)); received {axis!r} for an input of rank {rank}"
         )

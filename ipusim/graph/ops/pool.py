@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -105,7 +106,7 @@ class MaxPool2DGrad(_PoolBase):
         expected = self._out_spec(x, pool_size, strides, padding)
         check_same_dtype(self.name, x, dy)
         if not dy.is_compatible_with(expected):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy must have the max_pool2d output shape "
                 f"{expected.shape}, received {dy.shape}"
             )
@@ -180,14 +181,14 @@ class AvgPool2DGrad(_PoolBase):
         padding: Any = "VALID",
     ) -> TensorSpec:
         if len(input_shape) != 4:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: input_shape must have 4 entries (batch, height, width, "
                 f"channels), received {input_shape!r}"
             )
         x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
         expected = self._out_spec(x, pool_size, strides, padding)
         if not dy.is_compatible_with(expected):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy must have the avg_pool2d output shape "
                 f"{expected.shape}, received {dy.shape}"
             )
@@ -262,7 +263,7 @@ class GlobalAvgPool2DGrad(Op):
 
     def infer(self, dy: TensorSpec, *, input_shape: tuple) -> TensorSpec:
         if dy.rank != 2 or len(input_shape) != 4 or not known_eq(dy.shape[1], input_shape[3]):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy must be (batch, channels) matching input_shape "
                 f"(batch, height, width, channels); received dy {dy.shape} and "
                 f"input_shape {input_shape!r}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
@@ -48,7 +49,7 @@ class _Pool3DBase(Op):
 
     def _check_dy(self, dy: TensorSpec, expected: TensorSpec) -> None:
         if not dy.is_compatible_with(expected):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy must have the pooled shape {expected.shape}, received {dy.shape}"
             )
 
@@ -127,7 +128,7 @@ class AvgPool3DGrad(_Pool3DBase):
 
     def infer(self, dy: TensorSpec, *, input_shape: tuple, **attrs: Any) -> TensorSpec:
         if len(input_shape) != 5:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
             )
         x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)

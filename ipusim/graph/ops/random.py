@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
@@ -45,11 +46,11 @@ class Dropout(Op):
         self, x: TensorSpec, *, rate: float, seed: int, noise_shape: tuple | None = None
     ) -> TensorSpec:
         if x.dtype not in FLOAT_DTYPES:
-            raise TypeError(f"dropout: x must be a float tensor, received dtype {x.dtype}")
+            raise InvalidTypeError(f"dropout: x must be a float tensor, received dtype {x.dtype}")
         if not 0.0 <= rate < 1.0:
-            raise ValueError(f"dropout: rate must be in [0, 1), received {rate}")
+            raise ConfigurationError(f"dropout: rate must be in [0, 1), received {rate}")
         if noise_shape is not None and not _fits(noise_shape, x.shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"dropout: noise_shape {noise_shape} must have one entry per axis "
                 f"of x (shape {x.shape}), each 1, None or the axis size"
             )
@@ -62,7 +63,7 @@ class Dropout(Op):
             return k.dropout(x, seed, ctx.step, rate)
         shape = tuple(d if n is None else n for n, d in zip(noise_shape, x.shape, strict=True))
         if any(n not in (1, d) for n, d in zip(shape, x.shape, strict=True)):
-            raise ValueError(
+            raise ConfigurationError(
                 f"dropout: noise_shape {noise_shape} does not fit an input of shape {x.shape}"
             )
         return ke.multiply(x, k.dropout_mask(shape, seed, ctx.step, rate, x.dtype))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
@@ -39,11 +40,13 @@ class RandomDraw(Op):
         stateless: bool = False,
     ) -> TensorSpec:
         if dist not in k.DIST_CODES:
-            raise ValueError(f"random_tensor: unknown distribution {dist!r}")
+            raise ConfigurationError(f"random_tensor: unknown distribution {dist!r}")
         if any(d is None or d < 0 for d in shape):
-            raise ValueError(f"random: `shape` must be known non-negative sizes, received {shape}")
+            raise ConfigurationError(
+                f"random: `shape` must be known non-negative sizes, received {shape}"
+            )
         if dist == "integers" and canonical_dtype(dtype) in FLOAT_DTYPES:
-            raise TypeError("random_tensor: integer draws need an integer dtype")
+            raise InvalidTypeError("random_tensor: integer draws need an integer dtype")
         return TensorSpec(tuple(shape), canonical_dtype(dtype))
 
     def forward(self, ctx: Any, *, shape, dist, a, b, seed, dtype, stateless: bool = False):
@@ -67,7 +70,7 @@ class RandomCategorical(Op):
 
     def infer(self, logits: TensorSpec, *, num_samples: int, seed: int, dtype: str) -> TensorSpec:
         if logits.rank != 2 or logits.dtype not in FLOAT_DTYPES:
-            raise ValueError(
+            raise ConfigurationError(
                 "categorical: `logits` must be a 2-D float tensor [batch, classes], received "
                 f"shape {logits.shape} dtype {logits.dtype}"
             )

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import (
@@ -161,9 +162,11 @@ class Argmax(Op):
     def infer(self, x: TensorSpec, *, axis: int = -1, output_type: str = "int64") -> TensorSpec:
         (ax,) = normalize_axes(self.name, axis, x.rank)
         if output_type not in ("int32", "int64"):
-            raise TypeError(f"argmax: output_type must be int32 or int64, received {output_type!r}")
+            raise InvalidTypeError(
+                f"argmax: output_type must be int32 or int64, received {output_type!r}"
+            )
         if x.shape[ax] == 0:
-            raise ValueError(f"argmax: axis {axis} of x (shape {x.shape}) is empty")
+            raise ConfigurationError(f"argmax: axis {axis} of x (shape {x.shape}) is empty")
         return TensorSpec(x.shape[:ax] + x.shape[ax + 1 :], output_type)
 
     def forward(self, ctx: Any, x, *, axis: int = -1, output_type: str = "int64"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
@@ -27,7 +28,7 @@ TAPS = {"bilinear": 2, "nearest": 1}
 
 def _attrs(op: str, scale: Any, method: Any) -> tuple[tuple[int, int], str]:
     if method not in TAPS:
-        raise ValueError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
+        raise ConfigurationError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
     return normalize_pair(op, "scale", scale), method
 
 
@@ -81,7 +82,7 @@ class ResizeGrad(Op):
         (sh, sw), _ = _attrs(self.name, scale, method)
         h, w = input_hw
         if dy.shape[1] not in (None, h * sh) or dy.shape[2] not in (None, w * sw):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: dy has spatial size {dy.shape[1:3]} but an input of "
                 f"{tuple(input_hw)} resized by {(sh, sw)} gives {(h * sh, w * sw)}"
             )

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import VARIADIC, Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import require_float
@@ -32,13 +33,15 @@ CELL_ACTIVATIONS = tuple(k.ACTIVATIONS)
 
 def _check_activation(op: str, arg: str, value: Any) -> str:
     if value not in k.ACTIVATIONS:
-        raise ValueError(f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}")
+        raise ConfigurationError(
+            f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}"
+        )
     return str(value)
 
 
 def _check_state(op: str, arg: str, spec: TensorSpec, like: TensorSpec) -> None:
     if spec.dtype != like.dtype or not spec.is_compatible_with(like.with_dtype(spec.dtype)):
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {arg} must have shape {like.shape} and dtype {like.dtype}, received "
             f"{spec.shape} {spec.dtype}"
         )
@@ -48,7 +51,7 @@ def _check_gates(op: str, arg: str, spec: TensorSpec, state: TensorSpec, gates: 
     require_float(op, arg, spec)
     units = state.shape[-1]
     if units is None or spec.rank != 2 or state.rank != 2 or spec.shape[-1] != gates * units:
-        raise ValueError(
+        raise ConfigurationError(
             f"{op}: {arg} must be (batch, {gates}·units) with known units for a state "
             f"of shape {state.shape}, received {spec.shape}"
         )
@@ -69,7 +72,7 @@ class UnstackTime(Op):
 
     def infer(self, x: TensorSpec, *, axis: int) -> tuple[TensorSpec, ...]:
         if not 0 <= axis < x.rank or x.shape[axis] is None or x.shape[axis] == 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"unstack_time: axis {axis} of x (shape {x.shape}) must exist and have a known, "
                 "non-zero size (the number of time steps)"
             )
@@ -97,12 +100,14 @@ class StackTime(Op):
 
     def infer(self, *steps: TensorSpec, axis: int) -> TensorSpec:
         if not steps:
-            raise ValueError("stack_time: needs at least one step")
+            raise ConfigurationError("stack_time: needs at least one step")
         first = steps[0]
         for spec in steps[1:]:
             _check_state(self.name, "every step", spec, first)
         if not 0 <= axis <= first.rank:
-            raise ValueError(f"stack_time: axis {axis} out of range for steps of rank {first.rank}")
+            raise ConfigurationError(
+                f"stack_time: axis {axis} out of range for steps of rank {first.rank}"
+            )
         return first.with_shape(first.shape[:axis] + (len(steps),) + first.shape[axis:])
 
     def forward(self, ctx: Any, *steps, axis: int):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import divide, multiply, normalize_axes, require_float
@@ -34,10 +35,12 @@ class Scan(Op):
     ) -> TensorSpec:
         op = "cumprod" if product else "cumsum"
         if x.rank == 0:
-            raise ValueError(f"{op}: the input must have at least one axis, received a scalar")
+            raise ConfigurationError(
+                f"{op}: the input must have at least one axis, received a scalar"
+            )
         _axis(op, axis, x.rank)
         if x.dtype == "bool":
-            raise TypeError(f"{op}: the input must be numeric, received bool")
+            raise InvalidTypeError(f"{op}: the input must be numeric, received bool")
         return TensorSpec(x.shape, x.dtype)
 
     def forward(self, ctx: Any, x, *, axis: int, product: bool, exclusive: bool, reverse: bool):
@@ -83,14 +86,16 @@ class TopK(Op):
 
     def infer(self, x: TensorSpec, *, k: int) -> tuple[TensorSpec, TensorSpec]:
         if x.rank == 0:
-            raise ValueError("top_k: the input must have at least one axis, received a scalar")
+            raise ConfigurationError(
+                "top_k: the input must have at least one axis, received a scalar"
+            )
         n = x.shape[-1]
         if k < 0 or (n is not None and k > n):
-            raise ValueError(
+            raise ConfigurationError(
                 f"top_k: `k` must be in [0, {n}] (the size of the last axis), received {k}"
             )
         if x.dtype == "bool":
-            raise TypeError("top_k: the input must be numeric, received bool")
+            raise InvalidTypeError("top_k: the input must be numeric, received bool")
         shape = x.shape[:-1] + (k,)
         return TensorSpec(shape, x.dtype), TensorSpec(shape, "int32")
 

@@ -11,6 +11,7 @@ import math as _pymath
 from collections.abc import Sequence
 from typing import Any
 
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
@@ -54,28 +55,28 @@ class Reshape(_View):
     def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
         target = tuple(-1 if d is None else int(d) for d in shape)
         if target.count(-1) > 1 or any(d < -1 for d in target):
-            raise ValueError(
+            raise ConfigurationError(
                 f"reshape: shape {shape} may hold at most one -1 and no other negative size"
             )
         known_out = _known_prod(d for d in target if d != -1)
         if x.is_fully_defined:
             if -1 in target:
                 if known_out == 0 or x.size % known_out:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"reshape: cannot reshape a tensor of shape {x.shape} "
                         f"({x.size} elements) into {shape}: {x.size} is not a "
                         f"multiple of {known_out}"
                     )
                 target = tuple(x.size // known_out if d == -1 else d for d in target)
             elif known_out != x.size:
-                raise ValueError(
+                raise ConfigurationError(
                     f"reshape: cannot reshape a tensor of shape {x.shape} "
                     f"({x.size} elements) into {shape} ({known_out} elements)"
                 )
             return TensorSpec(target, x.dtype)
         known_in = _known_prod(x.shape)
         if -1 not in target and known_in and known_out % known_in:
-            raise ValueError(
+            raise ConfigurationError(
                 f"reshape: a tensor of shape {x.shape} holds a multiple of {known_in} "
                 f"elements, which can never fill shape {shape} ({known_out} elements)"
             )
@@ -86,7 +87,7 @@ class Reshape(_View):
         try:
             return x.reshape(target)
         except ValueError:
-            raise ValueError(
+            raise ConfigurationError(
                 f"reshape: cannot reshape an array of shape {x.shape} ({x.size} "
                 f"elements) into {shape}"
             ) from None
@@ -100,7 +101,7 @@ class ReshapeLike(_View):
 
     def infer(self, x: TensorSpec, like: TensorSpec) -> TensorSpec:
         if x.is_fully_defined and like.is_fully_defined and x.size != like.size:
-            raise ValueError(
+            raise ConfigurationError(
                 f"reshape_like: x of shape {x.shape} cannot take the shape {like.shape} of like"
             )
         return TensorSpec(like.shape, x.dtype)
@@ -142,7 +143,7 @@ class Squeeze(_View):
             axes = normalize_axes(self.name, axis, x.rank)
             bad = [a for a in axes if x.shape[a] not in (1, None)]
             if bad:
-                raise ValueError(
+                raise ConfigurationError(
                     f"squeeze: axis {bad[0]} of x (shape {x.shape}) has size "
                     f"{x.shape[bad[0]]}, not 1; only size-1 axes can be removed"
                 )
@@ -153,7 +154,9 @@ class Squeeze(_View):
             return x.reshape(tuple(d for d in x.shape if d != 1))
         axes = normalize_axes(self.name, axis, x.ndim)
         if any(x.shape[a] != 1 for a in axes):
-            raise ValueError(f"squeeze: axes {axes} of an array of shape {x.shape} are not all 1")
+            raise ConfigurationError(
+                f"squeeze: axes {axes} of an array of shape {x.shape} are not all 1"
+            )
         return x.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
@@ -176,7 +179,7 @@ def flatten(x: Any) -> Symbol:
         return reshape(x, (-1, _pymath.prod(rest)))
     if x.shape[0] is not None:
         return reshape(x, (x.shape[0], -1))
-    raise ValueError(
+    raise ConfigurationError(
         f"flatten: x has shape {x.shape}; with an unknown batch size the other "
         "dimensions must be known"
     )
@@ -209,7 +212,7 @@ class Transpose(_Copy):
 
     def infer(self, x: TensorSpec, *, perm: tuple) -> TensorSpec:
         if sorted(perm) != list(range(x.rank)):
-            raise ValueError(
+            raise ConfigurationError(
                 f"transpose: perm {perm} is not a permutation of the {x.rank} axes "
                 f"of x (shape {x.shape})"
             )
@@ -231,15 +234,17 @@ class Concat(_Copy):
 
     def infer(self, *values: TensorSpec, axis: int) -> TensorSpec:
         if not values:
-            raise ValueError("concat: values is empty; pass a list of at least one tensor")
+            raise ConfigurationError("concat: values is empty; pass a list of at least one tensor")
         first = values[0]
         if first.rank == 0:
-            raise ValueError("concat: scalars cannot be concatenated; expand_dims them first")
+            raise ConfigurationError(
+                "concat: scalars cannot be concatenated; expand_dims them first"
+            )
         (ax,) = normalize_axes(self.name, axis, first.rank)
         shape = list(first.shape)
         for i, v in enumerate(values[1:], 1):
             if v.dtype != first.dtype or v.rank != first.rank:
-                raise ValueError(
+                raise ConfigurationError(
                     f"concat: values[{i}] has shape {v.shape} and dtype {v.dtype}, "
                     f"values[0] has {first.shape} and {first.dtype}; all values must "
                     "have the same rank and dtype"
@@ -248,7 +253,7 @@ class Concat(_Copy):
                 if d == ax:
                     shape[d] = None if a is None or b is None else a + b
                 elif a is not None and b is not None and a != b:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"concat: values[{i}] has shape {v.shape}, which differs "
                         f"from {tuple(shape)} on axis {d} (only axis {axis} may "
                         "differ)"
@@ -264,7 +269,7 @@ class Concat(_Copy):
         (ax,) = normalize_axes(self.name, node.attrs["axis"], dy.ndim)
         sizes = [v.shape[ax] for v in node.inputs]
         if None in sizes:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"concat: the gradient needs the sizes along axis {ax} "
                 f"to be known, received input shapes "
                 f"{[v.shape for v in node.inputs]}"
@@ -281,14 +286,14 @@ class Slice(_Copy):
 
     def infer(self, x: TensorSpec, *, begin: tuple, size: tuple) -> TensorSpec:
         if len(begin) != x.rank or len(size) != x.rank:
-            raise ValueError(
+            raise ConfigurationError(
                 f"slice: begin {begin} and size {size} need one entry per axis of x "
                 f"(shape {x.shape})"
             )
         out = []
         for d, b, s in zip(x.shape, begin, size, strict=True):
             if b < 0 or s < -1 or (d is not None and b + max(s, 0) > d):
-                raise ValueError(
+                raise ConfigurationError(
                     f"slice: begin {begin} with size {size} is outside x of shape {x.shape}"
                 )
             out.append(s if s != -1 else (None if d is None else d - b))
@@ -304,7 +309,7 @@ class Slice(_Copy):
             if s == -1:
                 paddings.append((b, 0))
             elif d is None:
-                raise NotImplementedError(
+                raise UnsupportedError(
                     f"slice: the gradient needs the sliced sizes of x "
                     f"known, received shape {x.shape}"
                 )
@@ -321,7 +326,7 @@ class Pad(_Copy):
 
     def infer(self, x: TensorSpec, *, paddings: tuple, constant_values: float = 0.0) -> TensorSpec:
         if len(paddings) != x.rank or any(len(p) != 2 or min(p) < 0 for p in paddings):
-            raise ValueError(
+            raise ConfigurationError(
                 f"pad: paddings must hold one (before, after) pair of non-negative "
                 f"ints per axis of x (shape {x.shape}), received {paddings}"
             )
@@ -370,7 +375,9 @@ class BroadcastTo(_Copy):
 
     def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
         if broadcast_shape(self.name, x.shape, shape) != tuple(shape):
-            raise ValueError(f"broadcast_to: x of shape {x.shape} cannot be broadcast to {shape}")
+            raise ConfigurationError(
+                f"broadcast_to: x of shape {x.shape} cannot be broadcast to {shape}"
+            )
         return TensorSpec(tuple(shape), x.dtype)
 
     def forward(self, ctx: Any, x, *, shape: tuple):
@@ -388,7 +395,7 @@ class BroadcastLike(_Copy):
 
     def infer(self, x: TensorSpec, like: TensorSpec) -> TensorSpec:
         if x.rank > like.rank:
-            raise ValueError(
+            raise ConfigurationError(
                 f"broadcast_like: x of shape {x.shape} has more axes than like ({like.shape})"
             )
         broadcast_shape(self.name, x.shape, like.shape)
@@ -413,7 +420,7 @@ class Tile(_Copy):
 
     def infer(self, x: TensorSpec, *, multiples: tuple) -> TensorSpec:
         if len(multiples) != x.rank or any(m < 0 for m in multiples):
-            raise ValueError(
+            raise ConfigurationError(
                 f"tile: multiples must hold one non-negative int per axis of x "
                 f"(shape {x.shape}), received {multiples}"
             )
@@ -428,7 +435,7 @@ class Tile(_Copy):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x = node.inputs[0]
         if not x.spec.is_fully_defined:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"tile: the gradient needs the shape of x known, received {x.shape}"
             )
         # dy viewed as (m0, d0, m1, d1, ...) summed over the repeat axes.
@@ -476,7 +483,7 @@ def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tup
     if isinstance(num_or_size_splits, int):
         num = num_or_size_splits
         if dim is None or num <= 0 or dim % num:
-            raise ValueError(
+            raise ConfigurationError(
                 f"split: axis {axis} of x (shape {x.shape}) must have a known size "
                 f"divisible by num_or_size_splits ({num})"
             )
@@ -484,13 +491,17 @@ def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tup
     else:
         sizes = [int(s) for s in num_or_size_splits]
         if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
-            raise ValueError(f"split: sizes {sizes} may hold at most one -1 and no other negative")
+            raise ConfigurationError(
+                f"split: sizes {sizes} may hold at most one -1 and no other negative"
+            )
         if -1 in sizes:
             if dim is None:
-                raise ValueError(f"split: a -1 size needs axis {axis} of x (shape {x.shape}) known")
+                raise ConfigurationError(
+                    f"split: a -1 size needs axis {axis} of x (shape {x.shape}) known"
+                )
             sizes[sizes.index(-1)] = dim - (sum(sizes) + 1)
         if dim is not None and (sum(sizes) != dim or min(sizes) < 0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"split: sizes {list(num_or_size_splits)} do not add up to {dim}, "
                 f"the size of axis {axis} of x (shape {x.shape})"
             )

@@ -10,6 +10,7 @@ import os
 import warnings
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras import layers
 from ipusim.keras.engine.input_layer import Input
 from ipusim.keras.engine.keras_tensor import KerasTensor
@@ -21,12 +22,12 @@ IMAGENET = "imagenet"
 def check_weights(name: str, weights: Any, include_top: bool, classes: int) -> None:
     """Keras' rules for ``weights`` and ``classes``, checked before anything is built."""
     if not (weights in (IMAGENET, None) or (isinstance(weights, str) and os.path.exists(weights))):
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: `weights` must be None (random initialisation), 'imagenet' or the path of "
             f"a weights file saved by ipusim (model.save_weights), received {weights!r}"
         )
     if weights == IMAGENET and include_top and classes != 1000:
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: with weights='imagenet' and include_top=True, `classes` must be 1000 (the "
             f"ImageNet classes), received {classes}; pass weights=None to train {classes} classes"
         )
@@ -46,17 +47,17 @@ def input_shape_for(
         return default if include_top else (None, None, 3)
     shape = tuple(input_shape)
     if weights == IMAGENET and include_top and shape != default:
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: with weights='imagenet' and include_top=True the input shape must be "
             f"{default}, received {shape}"
         )
     if len(shape) != 3 or (shape[2] != 3 and weights == IMAGENET):
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: `input_shape` must be (height, width, 3) for weights='imagenet' or "
             f"(height, width, channels) otherwise, received {shape}"
         )
     if any(d is not None and d < min_size for d in shape[:2]):
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: input height and width must be at least {min_size}, received {shape}"
         )
     return shape
@@ -67,7 +68,7 @@ def model_input(input_tensor: Any, shape: tuple) -> Any:
     if input_tensor is None:
         return Input(shape=shape)
     if not isinstance(input_tensor, KerasTensor):
-        raise ValueError(
+        raise ConfigurationError(
             f"`input_tensor` must be a tensor from keras.Input(...), received {input_tensor!r}"
         )
     return input_tensor
@@ -76,7 +77,7 @@ def model_input(input_tensor: Any, shape: tuple) -> Any:
 def check_classifier(name: str, include_top: bool, weights: Any, activation: Any) -> None:
     """Keras allows only softmax or None as the top activation with ImageNet weights."""
     if include_top and weights == IMAGENET and activation not in ("softmax", None):
-        raise ValueError(
+        raise ConfigurationError(
             f"{name}: with weights='imagenet' only classifier_activation='softmax' or None is "
             f"allowed, received {activation!r}"
         )
@@ -84,7 +85,9 @@ def check_classifier(name: str, include_top: bool, weights: Any, activation: Any
 
 def check_pooling(name: str, pooling: Any) -> None:
     if pooling not in (None, "avg", "max"):
-        raise ValueError(f"{name}: `pooling` must be None, 'avg' or 'max', received {pooling!r}")
+        raise ConfigurationError(
+            f"{name}: `pooling` must be None, 'avg' or 'max', received {pooling!r}"
+        )
 
 
 def pool_features(x: Any, pooling: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ipusim.errors import InvalidTypeError
 from ipusim.keras import initializers, layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -134,7 +135,7 @@ def _efficientnet(
 ) -> Functional:
     name = model_name
     if kwargs:
-        raise TypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
     _common.check_weights(name, weights, include_top, classes)
     _common.check_classifier(name, include_top, weights, classifier_activation)
     _common.check_pooling(name, pooling)

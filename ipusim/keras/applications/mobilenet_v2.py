@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -101,9 +102,9 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     """
     name = "MobileNetV2"
     if kwargs:
-        raise TypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha <= 0:
-        raise ValueError(f"{name}: `alpha` must be a positive number, received {alpha!r}")
+        raise ConfigurationError(f"{name}: `alpha` must be a positive number, received {alpha!r}")
     _common.check_weights(name, weights, include_top, classes)
     _common.check_classifier(name, include_top, weights, classifier_activation)
     _common.check_pooling(name, pooling)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import InvalidTypeError, UnsupportedError
 from ipusim.keras import layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -157,7 +158,7 @@ def ResNet101(  # noqa: N802 - Keras' name
 
 def _no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
     if kwargs:
-        raise TypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:
@@ -170,6 +171,6 @@ def preprocess_input(x: Any, data_format: Any = None) -> Any:
 
 def decode_predictions(preds: Any, top: int = 5) -> Any:
     """Not available: it needs the ImageNet class index, which ipusim does not download."""
-    raise NotImplementedError(
+    raise UnsupportedError(
         "decode_predictions needs the ImageNet class index file, which ipusim does not download"
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
@@ -184,7 +185,7 @@ class LearningRateScheduler(Callback):
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None or not hasattr(optimizer, "learning_rate"):
-            raise ValueError(
+            raise ConfigurationError(
                 'LearningRateScheduler: the model\'s optimizer must have a "lr" attribute'
             )
         try:
@@ -192,7 +193,7 @@ class LearningRateScheduler(Callback):
         except TypeError:
             lr = self.schedule(epoch)
         if not isinstance(lr, float | np.floating):
-            raise ValueError(
+            raise ConfigurationError(
                 f'LearningRateScheduler: the output of the "schedule" function should be float, '
                 f"received {lr!r}"
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import InvalidTypeError
 from ipusim.keras.callbacks.builtin import History
 from ipusim.keras.callbacks.callback import Callback, Logs
 from ipusim.keras.callbacks.progbar_logger import ProgbarLogger
@@ -17,7 +18,7 @@ def _flatten(callbacks: Any) -> list[Callback]:
     if isinstance(callbacks, list | tuple):
         return [cb for item in callbacks for cb in _flatten(item)]
     if not isinstance(callbacks, Callback):
-        raise TypeError(
+        raise InvalidTypeError(
             f"callbacks must be Callback instances (or a list of them), received "
             f"{type(callbacks).__name__}: {callbacks!r}"
         )

@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from ipusim._files import write_text_atomic
-from ipusim.errors import UnsupportedError
+from ipusim.errors import (
+    ConfigurationError,
+    FileAccessError,
+    InvalidTypeError,
+    KeyNotFoundError,
+    UnsupportedError,
+)
 from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
@@ -101,7 +107,9 @@ class ModelCheckpoint(Callback):
                 "`model.load_weights()` for loading weights before the start of `model.fit()`."
             )
         if kwargs:
-            raise TypeError(f"ModelCheckpoint: unexpected keyword arguments {sorted(kwargs)}")
+            raise InvalidTypeError(
+                f"ModelCheckpoint: unexpected keyword arguments {sorted(kwargs)}"
+            )
         self.epochs_since_last_save = 0
         self._batches_seen_since_last_saving = 0
         self._last_batch_seen = 0
@@ -109,7 +117,7 @@ class ModelCheckpoint(Callback):
         self.monitor_op, best = monitor_op(mode, monitor, "ModelCheckpoint")
         self.best = initial_value_threshold if initial_value_threshold is not None else best
         if save_freq != "epoch" and not (isinstance(save_freq, int) and save_freq > 0):
-            raise ValueError(
+            raise ConfigurationError(
                 f'Unrecognized save_freq: {save_freq!r}; use "epoch" or a positive number of '
                 "batches"
             )
@@ -159,7 +167,7 @@ class ModelCheckpoint(Callback):
         if dirname:
             os.makedirs(dirname, exist_ok=True)
         if os.path.isdir(filepath):
-            raise OSError(
+            raise FileAccessError(
                 "Please specify a non-directory filepath for ModelCheckpoint. Filepath used is "
                 f"an existing directory: {filepath}"
             )
@@ -195,7 +203,7 @@ class ModelCheckpoint(Callback):
                 return self.filepath.format(epoch=epoch + 1, **logs)
             return self.filepath.format(epoch=epoch + 1, batch=batch + 1, **logs)
         except KeyError as exc:
-            raise KeyError(
+            raise KeyNotFoundError(
                 f'Failed to format this callback filepath: "{self.filepath}". Reason: {exc}; '
                 f"the logs hold {sorted(logs)}"
             ) from None
@@ -225,7 +233,7 @@ class BackupAndRestore(Callback):
     ) -> None:
         super().__init__()
         if not backup_dir:
-            raise ValueError("Empty `backup_dir` argument passed")
+            raise ConfigurationError("Empty `backup_dir` argument passed")
         if save_before_preemption:
             raise UnsupportedError(
                 "BackupAndRestore(save_before_preemption=True) is not simulated by ipusim: a "

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
 
 logger = logging.getLogger("ipusim")
@@ -21,10 +22,10 @@ def float_learning_rate(model: Any, who: str) -> float:
     """
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None or not hasattr(optimizer, "learning_rate"):
-        raise ValueError(f'{who}: the model\'s optimizer must have a "lr" attribute')
+        raise ConfigurationError(f'{who}: the model\'s optimizer must have a "lr" attribute')
     rate = optimizer.learning_rate
     if not isinstance(rate, int | float | np.floating | np.integer):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{who} needs a float learning rate to read and set, but the optimizer's "
             f"learning_rate is {rate!r}; pass a float learning rate to the optimizer (a "
             "LearningRateSchedule already sets the rate every step)"
@@ -68,7 +69,7 @@ class ReduceLROnPlateau(Callback):
         super().__init__()
         self.monitor = monitor
         if factor >= 1.0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"ReduceLROnPlateau does not support a factor >= 1.0. Got {factor}; pass a "
                 "factor below 1 (e.g. 0.1)"
             )
@@ -76,7 +77,9 @@ class ReduceLROnPlateau(Callback):
             min_delta = kwargs.pop("epsilon")
             logger.warning("`epsilon` argument is deprecated and will be removed, use `min_delta`.")
         if kwargs:
-            raise TypeError(f"ReduceLROnPlateau: unexpected keyword arguments {sorted(kwargs)}")
+            raise InvalidTypeError(
+                f"ReduceLROnPlateau: unexpected keyword arguments {sorted(kwargs)}"
+            )
         self.factor = factor
         self.min_lr = min_lr
         self.min_delta = min_delta

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.callbacks.callback import Callback, Logs
 from ipusim.keras.progbar import Progbar
 
@@ -28,7 +29,9 @@ class ProgbarLogger(Callback):
     ) -> None:
         super().__init__()
         if count_mode not in ("samples", "steps"):
-            raise ValueError(f"Unknown `count_mode`: {count_mode!r}; expected 'steps' or 'samples'")
+            raise ConfigurationError(
+                f"Unknown `count_mode`: {count_mode!r}; expected 'steps' or 'samples'"
+            )
         self.use_steps = count_mode == "steps"
         self.stateful_metrics = set(stateful_metrics or ())
         self.clock = clock

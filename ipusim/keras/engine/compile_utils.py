@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.keras import losses as losses_module
@@ -19,14 +20,14 @@ def _per_output(value: Any, output_names: list[str], what: str) -> list[Any]:
     if isinstance(value, dict):
         unknown = set(value) - set(output_names)
         if unknown:
-            raise ValueError(
+            raise ConfigurationError(
                 f"compile: `{what}` has keys {sorted(unknown)} that are not output "
                 f"names; the outputs are {output_names}"
             )
         return [value.get(name) for name in output_names]
     if isinstance(value, list | tuple) and what == "loss":
         if len(value) != n:
-            raise ValueError(
+            raise ConfigurationError(
                 f"compile: `loss` is a list of {len(value)} losses but the model has {n} outputs"
             )
         return list(value)
@@ -47,7 +48,7 @@ class LossesContainer:
         per = _per_output(loss, self.output_names, "loss")
         self.losses = [None if item is None else losses_module.get(item) for item in per]
         if all(item is None for item in self.losses):
-            raise ValueError(
+            raise ConfigurationError(
                 "compile: a loss is needed to train or evaluate; pass `loss=` to "
                 "compile() (e.g. loss='sparse_categorical_crossentropy')"
             )
@@ -58,7 +59,7 @@ class LossesContainer:
         else:
             weights = list(loss_weights)
             if len(weights) != len(self.output_names):
-                raise ValueError(
+                raise ConfigurationError(
                     f"compile: `loss_weights` has {len(weights)} entries for "
                     f"{len(self.output_names)} outputs"
                 )
@@ -67,7 +68,7 @@ class LossesContainer:
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Symbol | None = None) -> Symbol:
         trues, preds = flatten(y_true), flatten(y_pred)
         if len(trues) != len(preds):
-            raise ValueError(
+            raise InputDataError(
                 f"the model has {len(preds)} outputs but {len(trues)} target arrays were given"
             )
         total = None
@@ -91,7 +92,7 @@ def check_duplicated_metrics(metrics: Any, weighted_metrics: Any) -> None:
     for item in flatten([metrics, weighted_metrics]):
         if isinstance(item, metrics_module.Metric):
             if any(item is other for other in seen):
-                raise ValueError(
+                raise ConfigurationError(
                     "Found duplicated metrics object in the user provided metrics and weighted "
                     "metrics. This will cause the same metric object to be updated multiple "
                     f"times, and report wrong results. Duplicated items: [{item!r}]; pass a "
@@ -175,7 +176,7 @@ class MetricsContainer:
 
         def claim(name: str) -> None:
             if name in names:
-                raise ValueError(
+                raise ConfigurationError(
                     f"Found two metrics with the same name: {name}. All the metrics added to "
                     "the model need to have unique names; pass name=... to one of them"
                 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.engine.input_layer import InputLayer
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
 from ipusim.keras.engine.layer import Layer, conform_dtype
@@ -24,14 +25,14 @@ def _collect_calls(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> lis
         tensor = stack.pop()
         call = tensor.history
         if call is None:
-            raise ValueError(f"{tensor!r} was not produced by a layer call")
+            raise ConfigurationError(f"{tensor!r} was not produced by a layer call")
         if id(call) in seen:
             continue
         seen[id(call)] = call
         if id(tensor) in input_ids:
             continue
         if isinstance(call.layer, InputLayer):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Graph disconnected: output depends on input {call.layer.name!r}, which is not "
                 "in the model's `inputs`. Pass every keras.Input the outputs depend on."
             )
@@ -62,14 +63,14 @@ class Functional(Model):
         for what, value in (("inputs", inputs), ("outputs", outputs)):
             bad = [t for t in flatten(value) if not isinstance(t, KerasTensor)]
             if bad or not flatten(value):
-                raise ValueError(
+                raise ConfigurationError(
                     f"Functional model `{what}` must be keras.Input tensors and "
                     f"tensors computed from them; received {bad or value!r}"
                 )
         flat_inputs = flatten(inputs)
         for t in flat_inputs:
             if not isinstance(t.history.layer, InputLayer):
-                raise ValueError(
+                raise ConfigurationError(
                     f"model inputs must come from keras.Input(); {t!r} is the "
                     f"output of layer {t.history.layer.name!r}"
                 )
@@ -117,14 +118,14 @@ class Functional(Model):
         if isinstance(inputs, dict):
             missing = [n for n in self.input_names if n not in inputs]
             if missing:
-                raise ValueError(
+                raise ConfigurationError(
                     f"model {self.name!r}: missing inputs {missing}; the inputs are "
                     f"{self.input_names}"
                 )
             return [inputs[n] for n in self.input_names]
         flat = flatten(inputs)
         if len(flat) != len(self.inputs):
-            raise ValueError(
+            raise ConfigurationError(
                 f"model {self.name!r} expects {len(self.inputs)} input(s), received {len(flat)}"
             )
         return flat

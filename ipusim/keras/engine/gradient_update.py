@@ -34,8 +34,9 @@ class GradientUpdateMixin:
         # An optional observer on the optimizer sees each step's ("computed") and the applied
         # ("apply") gradients; used by optimizers that outfeed gradients for inspection.
         observe = getattr(self.optimizer, "_gradients_observer", None)
-        if observe is not None:
-            observe(grads, variables, "computed")
+        if observe is not None:  # it may hand back the gradients to use (a TF1 optimizer's)
+            replaced = observe(grads, variables, "computed")
+            grads = list(grads) if replaced is None else list(replaced)
         n = self._gradient_accumulation
         if n == 1:
             if observe is not None:

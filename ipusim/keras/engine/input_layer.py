@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras import backend
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
@@ -25,15 +26,17 @@ class InputLayer(Layer):
         **kwargs: Any,
     ) -> None:
         if sparse or ragged:
-            raise NotImplementedError("sparse and ragged inputs are not supported on the IPU")
+            raise UnsupportedError("sparse and ragged inputs are not supported on the IPU")
         if batch_input_shape is None:
             if input_shape is None:
-                raise ValueError("InputLayer needs `input_shape` or `batch_input_shape`")
+                raise ConfigurationError("InputLayer needs `input_shape` or `batch_input_shape`")
             shape = (input_shape,) if isinstance(input_shape, int) else tuple(input_shape)
             batch_input_shape = (batch_size, *shape)
         batch_input_shape = tuple(None if d is None else int(d) for d in batch_input_shape)
         if any(d is not None and d <= 0 for d in batch_input_shape):
-            raise ValueError(f"Input shape {batch_input_shape} has a non-positive dimension")
+            raise ConfigurationError(
+                f"Input shape {batch_input_shape} has a non-positive dimension"
+            )
         dtype = canonical_dtype(dtype) if dtype is not None else backend.floatx()
         super().__init__(
             name=name or backend.unique_name("input"),
@@ -77,13 +80,13 @@ def Input(
         batch_shape: full shape including the batch dimension (instead of shape/batch_size).
     """
     if tensor is not None:
-        raise NotImplementedError("Input(tensor=...) is not supported")
+        raise UnsupportedError("Input(tensor=...) is not supported")
     if shape is None and batch_shape is None:
-        raise ValueError(
+        raise ConfigurationError(
             "Input() needs `shape` (one sample's shape, e.g. shape=(28, 28)) or `batch_shape`"
         )
     if kwargs:
-        raise TypeError(f"Input(): unexpected keyword argument(s) {sorted(kwargs)}")
+        raise InvalidTypeError(f"Input(): unexpected keyword argument(s) {sorted(kwargs)}")
     layer = InputLayer(
         input_shape=shape,
         batch_size=batch_size,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import canonical_dtype
 
 
@@ -41,7 +41,7 @@ class InputSpec:
         try:
             self.axes = {int(k): v for k, v in (axes or {}).items()}
         except (ValueError, TypeError):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Argument `axes` must be a dict with integer keys. Received: axes={axes}"
             ) from None
         top = self.ndim if self.ndim else self.max_ndim

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
@@ -84,7 +85,7 @@ def input_dtype_for(array: np.ndarray, float_dtype: str) -> str:
         return "uint8" if array.dtype == np.uint8 else "int32"
     if kind == "b":
         return "bool"
-    raise TypeError(f"input arrays must be numeric, received dtype {array.dtype}")
+    raise InvalidTypeError(f"input arrays must be numeric, received dtype {array.dtype}")
 
 
 def conform_dtype(value: Any, dtype: str) -> Any:
@@ -123,18 +124,19 @@ class Layer:
     ) -> None:
         unknown = set(kwargs) - _ALLOWED_KWARGS
         if unknown:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__}: unexpected keyword argument(s) {sorted(unknown)}; "
                 f"valid extra arguments are {sorted(_ALLOWED_KWARGS)}"
             )
         if kwargs.get("activity_regularizer") is not None:
-            raise NotImplementedError("activity_regularizer is not supported by ipusim yet")
+            raise UnsupportedError("activity_regularizer is not supported by ipusim yet")
         object.__setattr__(self, "_tracked_layers", [])
         self._own_weights: list[Variable] = []
+        self._init_at_build: set[int] = set()  # ids of weights a user function initialises
         self.built = False
         self.trainable = trainable
         if name is not None and (not isinstance(name, str) or not name):
-            raise ValueError(f"layer `name` must be a non-empty string, received {name!r}")
+            raise ConfigurationError(f"layer `name` must be a non-empty string, received {name!r}")
         self.name = name or backend.unique_name(backend.to_snake_case(type(self).__name__))
         self._dtype_policy = dtype_policies.get(dtype)
         self._dtype = self._dtype_policy.variable_dtype
@@ -238,7 +240,7 @@ class Layer:
     ) -> Variable:
         """Create a weight of this layer, initialised now."""
         if regularizer is not None or constraint is not None:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"{self.name}: weight regularizers and constraints are not supported by ipusim yet"
             )
         dtype = canonical_dtype(dtype) if dtype is not None else self._dtype
@@ -248,14 +250,12 @@ class Layer:
             else ("glorot_uniform" if dtype in ("float16", "float32", "float64") else "zeros")
         )
         shape = tuple(int(d) for d in shape)
-        # Initialised on first use: a timing-only run of a large model never allocates weights.
-        variable = Variable.lazy(
-            shape,
-            dtype,
-            lambda: init(shape, dtype=dtype),
-            f"{self.name}/{name}:0",
-            trainable=trainable,
-        )
+        # Initialised on first use: a timing-only run of a large model never allocates weights,
+        # and a numerics run allocates them after the out-of-memory check.
+        draw, order_free = initializers.deferred(init, shape, dtype)
+        variable = Variable.lazy(shape, dtype, draw, f"{self.name}/{name}:0", trainable=trainable)
+        if not order_free:
+            self._init_at_build.add(id(variable))
         self._own_weights.append(variable)
         return variable
 
@@ -315,14 +315,14 @@ class Layer:
         """Set all weights from a list of arrays (validated completely before anything changes)."""
         params = self.weights
         if len(weights) != len(params):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.name}: set_weights expected a list of {len(params)} arrays, received "
                 f"{len(weights)}"
             )
         arrays = [np.asarray(w) for w in weights]
         for variable, array in zip(params, arrays):
             if array.shape != variable.shape:
-                raise ValueError(
+                raise ConfigurationError(
                     f"{self.name}: weight {variable.name!r} has shape {variable.shape}, the array "
                     f"provided has shape {array.shape}"
                 )
@@ -331,7 +331,7 @@ class Layer:
 
     def count_params(self) -> int:
         if not self.built:
-            raise ValueError(
+            raise ConfigurationError(
                 f"You tried to call count_params on layer {self.name}, but the "
                 "layer isn't built. Build it first (call it on data or `build()`)."
             )
@@ -355,10 +355,12 @@ class Layer:
         try:
             self.build(shapes)
             if not timing_only():
-                # Initialise in creation order now, so values never depend on which weight
-                # happens to be used first; only timing-only runs keep them unallocated.
+                # A user function initialises its weights now, in creation order, so values
+                # never depend on which weight happens to be used first (it may keep state);
+                # ipusim's initializers reserved their draws, so those wait for first use.
                 for variable in self._own_weights[before:]:
-                    variable.value  # noqa: B018 - materialises the lazy variable
+                    if id(variable) in self._init_at_build:
+                        variable.value  # noqa: B018 - materialises the lazy variable
         except Exception:
             del self._own_weights[before:]  # a failed build leaves the layer as it was
             self.built = False
@@ -432,7 +434,7 @@ class Layer:
         inputs = args[0] if args else kwargs.pop("inputs")
         rest = args[1:]
         if any(isinstance(t, Symbol | KerasTensor) for t in flatten(list(rest))):
-            raise TypeError(f"{self.name}: mix of symbolic and concrete arguments")
+            raise InvalidTypeError(f"{self.name}: mix of symbolic and concrete arguments")
         arrays = map_structure(np.asarray, inputs)
         specs = map_structure(
             lambda a: TensorSpec(a.shape, input_dtype_for(a, self._dtype)), arrays

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.keras_tensor import KerasTensor
@@ -66,14 +67,14 @@ class Model(TrainingMixin, Layer):
         """A layer by name or index."""
         if index is not None:
             if not -len(self.layers) <= index < len(self.layers):
-                raise ValueError(
+                raise ConfigurationError(
                     f"get_layer: index {index} is out of range for {len(self.layers)} layers"
                 )
             return self.layers[index]
         for layer in self.layers:
             if layer.name == name:
                 return layer
-        raise ValueError(
+        raise ConfigurationError(
             f"No such layer: {name}. Existing layers are: {[layer.name for layer in self.layers]}."
         )
 
@@ -104,7 +105,9 @@ class Model(TrainingMixin, Layer):
                 them for several inputs, or ``keras.Input`` tensors (to give dtypes).
         """
         if input_shape is None:
-            raise ValueError(f"{self.name}: build() needs an input shape, e.g. (None, 28, 28)")
+            raise ConfigurationError(
+                f"{self.name}: build() needs an input shape, e.g. (None, 28, 28)"
+            )
         specs = self._input_specs_for(input_shape)
         self.trace(specs, training=False)
         self._build_input_spec = specs
@@ -207,7 +210,7 @@ def check_input_spec(model: str, index: int, expected: TensorSpec, received: Ten
     if expected.rank != received.rank or any(
         e is not None and e != r for e, r in zip(expected.shape, received.shape)
     ):
-        raise ValueError(
+        raise InputDataError(
             f"Input {index} of model {model!r} is incompatible: expected shape {expected.shape}, "
             f"received {received.shape}. Reshape the data or change the model's input shape."
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import ModelFileError
+from ipusim.errors import InvalidTypeError, ModelFileError
 
 __all__ = ["compile_config", "compile_from_config"]
 
@@ -47,7 +47,7 @@ def _encode_loss(loss: Any) -> Any:
             return {_LOSS: {"class_name": type(loss).__name__, "config": loss.get_config()}}
     name = getattr(loss, "__name__", None)
     if name is None:
-        raise TypeError(f"the loss {loss!r} has no name to save it by")
+        raise InvalidTypeError(f"the loss {loss!r} has no name to save it by")
     return {_LOSS: {"function": name}}
 
 
@@ -60,7 +60,7 @@ def _encode_metric(metric: Any) -> Any:
         return {_METRIC: {"class_name": type(metric).__name__, "config": metric.get_config()}}
     name = getattr(metric, "__name__", None)
     if name is None:
-        raise TypeError(f"the metric {metric!r} has no name to save it by")
+        raise InvalidTypeError(f"the metric {metric!r} has no name to save it by")
     return {_METRIC: name}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.input_layer import InputLayer
 from ipusim.keras.engine.keras_tensor import KerasTensor
@@ -39,7 +40,7 @@ class Sequential(Model):
         """Append a layer (or declare the input with a ``keras.Input`` tensor)."""
         if isinstance(layer, KerasTensor):
             if self._layers or self._input_spec_declared is not None:
-                raise ValueError(
+                raise ConfigurationError(
                     "a keras.Input can only be the first element of a Sequential model"
                 )
             self._input_spec_declared = layer.spec
@@ -48,12 +49,12 @@ class Sequential(Model):
             self._input_spec_declared = layer.output.spec
             return
         if not isinstance(layer, Layer):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"The added layer must be an instance of class Layer. Received: "
                 f"layer={layer!r} of type {type(layer).__name__}."
             )
         if any(layer.name == existing.name for existing in self._layers):
-            raise ValueError(
+            raise ConfigurationError(
                 f"All layers added to a Sequential model should have unique names. "
                 f"Name {layer.name!r} is already the name of a layer in this model."
             )
@@ -84,7 +85,7 @@ class Sequential(Model):
     def pop(self) -> None:
         """Remove the last layer."""
         if not self._layers:
-            raise TypeError("There are no layers in the model.")
+            raise InvalidTypeError("There are no layers in the model.")
         layer = self._layers.pop()
         self._tracked_layers.remove(layer)
         self._programs.clear()
@@ -105,7 +106,7 @@ class Sequential(Model):
 
     def trace(self, input_specs: Any, training: bool) -> Any:
         if not self._layers:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Sequential model {self.name!r} has no layers; add layers before using it"
             )
         declared = self._input_spec_declared

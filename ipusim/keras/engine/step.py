@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.graph.autodiff import gradients
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Symbol
@@ -56,7 +57,7 @@ class StepProgram:
         sample_weight_spec: TensorSpec | None = None,
     ) -> None:
         if kind not in KINDS:
-            raise ValueError(f"step kind must be one of {KINDS}, received {kind!r}")
+            raise ConfigurationError(f"step kind must be one of {KINDS}, received {kind!r}")
         self.kind = kind
         self.trace = model.trace(x_spec, training=kind == "train")
         graph = self.trace.graph
@@ -71,7 +72,7 @@ class StepProgram:
         fetches = list(self.outputs)
         if kind in ("train", "test"):
             if y_spec is None:
-                raise ValueError(
+                raise InputDataError(
                     "no targets were given: pass `y` (or a dataset yielding (x, y) pairs) "
                     "to train or evaluate a model with a loss"
                 )
@@ -89,7 +90,7 @@ class StepProgram:
             read = {id(v): v for v in graph.variables}
             self.trainable = [v for v in model.trainable_weights if id(v) in read]
             if not self.trainable:
-                raise ValueError(
+                raise ConfigurationError(
                     f"model {model.name!r} has no trainable weights that affect the "
                     "loss, so there is nothing to train"
                 )
@@ -103,7 +104,7 @@ class StepProgram:
             grads = self._differentiate(graph, target, sources)
             for variable, grad in zip(self.trainable, grads):
                 if grad is None:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"No gradient exists for variable {variable.name!r}: the loss does not "
                         "depend on it. Freeze it (trainable=False) or use it in the model."
                     )
@@ -121,7 +122,9 @@ class StepProgram:
             self.updates = list(graph.updates)
             fetches += [value for _, value in self.updates]
         self.feeds = feeds
-        self.executor = Executor(graph, fetches, feeds)
+        # Enqueues layers made off the data path run at every step, after everything else.
+        self._effects = len(graph.side_effects)
+        self.executor = Executor(graph, fetches + list(graph.side_effects), feeds)
 
     def _differentiate(self, graph: Any, target: Symbol, sources: list[Symbol]) -> list[Any]:
         """Gradients of ``target`` w.r.t. ``sources``; also sets :attr:`captured` to the
@@ -135,6 +138,8 @@ class StepProgram:
     def run(self, arrays: list[np.ndarray], ctx: ExecContext) -> StepResult:
         """Execute once on flat input arrays (x, then y, then sample weights)."""
         values = self.executor.run(arrays, ctx)
+        if self._effects:
+            values = values[: -self._effects]
         n_out = len(self.outputs)
         if self.kind == "predict":
             return StepResult(None, values[:n_out], updates=values[n_out:])

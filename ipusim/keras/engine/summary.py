@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import ConfigurationError
+
 
 def _shape_text(shapes: list[tuple]) -> str:
     texts = [str(tuple(s)).replace(",)", ")") if len(s) != 1 else f"({s[0]},)" for s in shapes]
@@ -26,7 +28,7 @@ def _layer_rows(model: Any) -> list[tuple[Any, list[tuple], list[str]]]:
     """(layer, output shapes, inbound layer names) for each top-level layer call of the model."""
     spec = model.input_spec_structure
     if spec is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"This model has not yet been built. Build the model first by calling `build()` or "
             f"by calling the model on a batch of data (model {model.name!r})."
         )

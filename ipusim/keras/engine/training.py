@@ -6,7 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import InputDataError, NonFiniteLossError
+from ipusim.errors import (
+    ConfigurationError,
+    IncompatibleStateError,
+    InputDataError,
+    InvalidTypeError,
+    NonFiniteLossError,
+)
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras import callbacks as callbacks_module
@@ -34,7 +40,7 @@ _COMPILE_KWARGS = {"sample_weight_mode", "target_tensors", "distribute"}
 
 def _positive_int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
-        raise ValueError(f"`{what}` must be a positive integer, received {value!r}")
+        raise ConfigurationError(f"`{what}` must be a positive integer, received {value!r}")
     return int(value)
 
 
@@ -102,9 +108,9 @@ class TrainingMixin(GradientUpdateMixin):
         """
         unknown = set(kwargs) - _COMPILE_KWARGS
         if unknown:
-            raise TypeError(f"compile(): unexpected keyword argument(s) {sorted(unknown)}")
+            raise InvalidTypeError(f"compile(): unexpected keyword argument(s) {sorted(unknown)}")
         if run_eagerly:
-            raise ValueError(
+            raise ConfigurationError(
                 "run_eagerly=True is not supported: ipusim always executes the "
                 "traced graph. Set run_eagerly=False (or leave it unset)."
             )
@@ -141,7 +147,7 @@ class TrainingMixin(GradientUpdateMixin):
 
     def _loss_symbol(self, y_true: Any, y_pred: Any, sample_weight: Any) -> Any:
         if self._loss_spec is None:
-            raise ValueError(
+            raise ConfigurationError(
                 "compile: a loss is needed to train or evaluate; pass `loss=` to "
                 "compile() (e.g. loss='sparse_categorical_crossentropy')"
             )
@@ -180,7 +186,7 @@ class TrainingMixin(GradientUpdateMixin):
 
     def _assert_compiled(self, what: str) -> None:
         if not self._is_compiled:
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 f"You must compile your model before {what}. Call `model.compile(optimizer, loss)`."
             )
 
@@ -307,7 +313,7 @@ class TrainingMixin(GradientUpdateMixin):
             x, y, sample_weight = apply_class_weight(class_weight, x, y, sample_weight)
         if validation_split and validation_data is None:
             if not isinstance(x, np.ndarray | list | tuple | dict):
-                raise ValueError(
+                raise InputDataError(
                     "`validation_split` is only supported for numpy array inputs; "
                     "pass `validation_data` for a Dataset"
                 )
@@ -575,7 +581,7 @@ def _end_to_end(batches: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
 def _unpack_validation(data: Any) -> tuple[Any, Any, Any]:
     if isinstance(data, tuple | list) and len(data) in (2, 3):
         return (data[0], data[1], data[2] if len(data) == 3 else None)
-    raise ValueError(
+    raise InputDataError(
         "`validation_data` must be a Dataset or a tuple (x_val, y_val) or "
         f"(x_val, y_val, val_sample_weight); received {type(data).__name__}"
     )

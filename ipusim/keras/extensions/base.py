@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ipusim.errors import ConfigurationError, IncompatibleStateError
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras.engine.layer import timing_only
 from ipusim.keras.extensions.data import check_data, first_batch
@@ -57,7 +57,7 @@ class KerasExtensionBase:
     def set_asynchronous_callbacks(self, asynchronous: bool = False) -> None:
         """Call per-batch callbacks every step (by polling the outfeed), not once per execution."""
         if not isinstance(asynchronous, bool):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"set_asynchronous_callbacks: `asynchronous` must be a bool, "
                 f"received {asynchronous!r}"
             )

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ipusim.errors import ConfigurationError, IncompatibleStateError
+from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.keras.engine.layer import current_pipeline_stage, set_current_pipeline_stage
 
 _tracing = threading.local()
@@ -33,7 +33,7 @@ def _check_stage(value: Any, what: str, allow_none: bool) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int >= 0, received {value!r}.")
+        raise InvalidTypeError(f"{what} must be an int >= 0, received {value!r}.")
     if value < 0:
         raise ConfigurationError(f"{what} must be >= 0, received {value}.")
     return value
@@ -53,7 +53,9 @@ class PipelineStage:
 
     def __init__(self, stage: int) -> None:
         if isinstance(stage, bool) or not isinstance(stage, int):
-            raise TypeError(f"PipelineStage: `stage` must be an int >= 0, received {stage!r}.")
+            raise InvalidTypeError(
+                f"PipelineStage: `stage` must be an int >= 0, received {stage!r}."
+            )
         self._stage = stage
 
     @property

@@ -12,7 +12,7 @@ from numbers import Integral
 from typing import Any
 
 from ipusim import pipelining as pl
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.extensions.pipeline_stage import PipelineStage, print_table
 from ipusim.keras.extensions.pipeline_structure import StageEntry, check_stages, graph_entries
@@ -73,7 +73,7 @@ def _check_kwargs(kwargs: dict[str, Any]) -> None:
                 "not compatible with Keras, remove it."
             )
         if key not in _FORWARDED:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"set_pipelining_options: `{key}` is not an argument of pipeline(). Valid "
                 f"pipelining_kwargs are: {', '.join(_FORWARDED)}."
             )
@@ -146,7 +146,7 @@ class _PipeliningBase:
             ("experimental_normalize_gradients", experimental_normalize_gradients),
         ):
             if value is not None and not isinstance(value, bool):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"set_pipelining_options: `{name}` must be True, False or None, received "
                     f"{value!r}."
                 )

@@ -14,7 +14,7 @@ import logging
 from enum import Enum
 from typing import Any
 
-from ipusim.errors import ModelFileError
+from ipusim.errors import ConfigurationError, InvalidTypeError, ModelFileError
 
 __all__ = ["ipu_state", "restore_ipu_state"]
 
@@ -53,7 +53,7 @@ def _encode(value: Any, where: str) -> Any:
     name = getattr(value, "name", None)  # a dtype, e.g. gradient_accumulation_dtype
     if isinstance(name, str):
         return {"__dtype__": name}
-    raise TypeError(f"{where}: {value!r} cannot be saved")
+    raise InvalidTypeError(f"{where}: {value!r} cannot be saved")
 
 
 def _decode(value: Any) -> Any:
@@ -153,7 +153,7 @@ def restore_ipu_state(model: Any, state: dict[str, Any], filepath: str) -> None:
         if stages is not None:
             assignments = model.get_pipeline_stage_assignment()
             if len(assignments) != len(stages):
-                raise ValueError(
+                raise ConfigurationError(
                     f"{len(stages)} stages were saved for {len(assignments)} layer invocations"
                 )
             for assignment, stage in zip(assignments, stages):

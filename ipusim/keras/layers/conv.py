@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
@@ -18,7 +18,7 @@ def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
     if len(pair) != 2 or not all(
         isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in pair
     ):
-        raise ValueError(
+        raise ConfigurationError(
             f"{layer}: `{name}` must be a positive int or a pair of them, received {value!r}"
         )
     return pair
@@ -26,7 +26,9 @@ def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
 
 def normalize_padding(value: Any, layer: str) -> str:
     if not isinstance(value, str) or value.lower() not in ("valid", "same"):
-        raise ValueError(f"{layer}: `padding` must be 'valid' or 'same', received {value!r}")
+        raise ConfigurationError(
+            f"{layer}: `padding` must be 'valid' or 'same', received {value!r}"
+        )
     return value.lower()
 
 
@@ -55,7 +57,7 @@ def channels_last_input(
 
 def check_data_format(value: Any, layer: str) -> None:
     if value not in (None, "channels_last"):
-        raise ValueError(
+        raise ConfigurationError(
             f"{layer}: only data_format='channels_last' (NHWC) is supported, received {value!r}"
         )
 
@@ -98,14 +100,18 @@ class Conv2D(Layer):
             x is not None
             for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
         ):
-            raise NotImplementedError("Conv2D: regularizers and constraints are not supported yet")
+            raise UnsupportedError("Conv2D: regularizers and constraints are not supported yet")
         if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"Conv2D: `filters` must be a positive integer, received {filters!r}")
+            raise ConfigurationError(
+                f"Conv2D: `filters` must be a positive integer, received {filters!r}"
+            )
         check_data_format(data_format, "Conv2D")
         if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ValueError(f"Conv2D: `groups` must be a positive integer, received {groups!r}")
+            raise ConfigurationError(
+                f"Conv2D: `groups` must be a positive integer, received {groups!r}"
+            )
         if filters % groups:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
         self.groups = groups
@@ -122,12 +128,12 @@ class Conv2D(Layer):
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Conv2D {self.name!r} expects inputs of shape (batch, height, width, "
                 f"channels), received input shape {input_shape}"
             )
         if input_shape[-1] % self.groups:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Conv2D {self.name!r}: the input's {input_shape[-1]} channels must be divisible "
                 f"by `groups` ({self.groups})"
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
@@ -27,14 +28,16 @@ from ipusim.keras.layers.core import add_bias, bias_and_activation
 def _no_regularizers(layer: str, **options: Any) -> None:
     given = sorted(k for k, v in options.items() if v is not None)
     if given:
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"{layer}: {', '.join(given)} are not supported by ipusim yet; leave them None"
         )
 
 
 def _positive_int(value: Any, name: str, layer: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{layer}: `{name}` must be a positive integer, received {value!r}")
+        raise ConfigurationError(
+            f"{layer}: `{name}` must be a positive integer, received {value!r}"
+        )
     return value
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
@@ -14,7 +15,7 @@ from ipusim.keras.engine.layer import Layer
 
 def _positive_int(layer: str, arg: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{layer}: `{arg}` must be a positive integer, received {value!r}")
+        raise ConfigurationError(f"{layer}: `{arg}` must be a positive integer, received {value!r}")
     return int(value)
 
 
@@ -70,7 +71,7 @@ class Dense(Layer):
             x is not None
             for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
         ):
-            raise NotImplementedError("Dense: regularizers and constraints are not supported yet")
+            raise UnsupportedError("Dense: regularizers and constraints are not supported yet")
         self.units = _positive_int("Dense", "units", units)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -79,7 +80,7 @@ class Dense(Layer):
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, tuple) or len(input_shape) < 2 or input_shape[-1] is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Dense {self.name!r} needs inputs of rank >= 2 with a known last "
                 f"dimension, received input shape {input_shape}"
             )
@@ -140,11 +141,13 @@ class ReLU(Layer):
     ) -> None:
         super().__init__(**kwargs)
         if max_value is not None and max_value < 0:
-            raise ValueError(f"ReLU: `max_value` must be >= 0, received {max_value}")
+            raise ConfigurationError(f"ReLU: `max_value` must be >= 0, received {max_value}")
         if negative_slope < 0:
-            raise ValueError(f"ReLU: `negative_slope` must be >= 0, received {negative_slope}")
+            raise ConfigurationError(
+                f"ReLU: `negative_slope` must be >= 0, received {negative_slope}"
+            )
         if threshold != 0:
-            raise NotImplementedError("ReLU: a non-zero `threshold` is not supported yet")
+            raise UnsupportedError("ReLU: a non-zero `threshold` is not supported yet")
         self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
 
     def call(self, inputs: Any) -> Any:
@@ -184,7 +187,7 @@ class Flatten(Layer):
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if data_format not in (None, "channels_last"):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Flatten: only data_format='channels_last' is supported, received {data_format!r}"
             )
 
@@ -201,7 +204,7 @@ class Reshape(Layer):
         super().__init__(**kwargs)
         target_shape = tuple(int(d) for d in target_shape)
         if sum(d == -1 for d in target_shape) > 1 or any(d == 0 or d < -1 for d in target_shape):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Reshape: `target_shape` {target_shape} may contain at most one -1 "
                 "and otherwise positive sizes"
             )
@@ -223,7 +226,9 @@ class Dropout(Layer):
     ) -> None:
         super().__init__(**kwargs)
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
-            raise ValueError(f"Dropout: `rate` must be a float in [0, 1), received {rate!r}")
+            raise ConfigurationError(
+                f"Dropout: `rate` must be a float in [0, 1), received {rate!r}"
+            )
         if noise_shape is not None:
             noise_shape = tuple(None if d is None else int(d) for d in noise_shape)
         self.rate = float(rate)
@@ -269,9 +274,9 @@ class Embedding(Layer):
             kwargs["input_shape"] = (input_length,)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         if embeddings_regularizer is not None or embeddings_constraint is not None:
-            raise NotImplementedError("Embedding: regularizers/constraints are not supported yet")
+            raise UnsupportedError("Embedding: regularizers/constraints are not supported yet")
         if mask_zero:
-            raise NotImplementedError("Embedding: mask_zero is not supported yet")
+            raise UnsupportedError("Embedding: mask_zero is not supported yet")
         self.input_dim = _positive_int("Embedding", "input_dim", input_dim)
         self.output_dim = _positive_int("Embedding", "output_dim", output_dim)
         if embeddings_initializer == "uniform":
@@ -336,6 +341,8 @@ def _jsonable(attrs: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, tuple):
             value = list(value)
         if not isinstance(value, str | int | float | bool | list | type(None)):
-            raise ValueError(f"op attribute {key}={value!r} cannot be saved in a model config")
+            raise ConfigurationError(
+                f"op attribute {key}={value!r} cannot be saved in a model config"
+            )
         out[key] = value
     return out

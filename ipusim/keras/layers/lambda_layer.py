@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import ModelFileError, UnsupportedError
+from ipusim.errors import InvalidTypeError, ModelFileError, UnsupportedError
 from ipusim.keras.engine.layer import Layer
 
 __all__ = ["Lambda"]
@@ -54,7 +54,7 @@ class Lambda(Layer):
     ) -> None:
         super().__init__(**kwargs)
         if not callable(function):
-            raise TypeError(f"Lambda: `function` must be callable, received {function!r}")
+            raise InvalidTypeError(f"Lambda: `function` must be callable, received {function!r}")
         if mask is not None:
             raise UnsupportedError(
                 "Lambda: `mask` is not simulated (ipusim's layers do not propagate masks); "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape
 from ipusim.keras.engine.layer import Layer
@@ -14,7 +15,7 @@ class _Merge(Layer):
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, list) or len(input_shape) < self._min_inputs:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self).__name__} {self.name!r} must be called on a list of at "
                 f"least {self._min_inputs} tensors, received {input_shape}"
             )
@@ -42,7 +43,7 @@ class Subtract(_Merge):
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, list) or len(input_shape) != 2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Subtract {self.name!r} must be called on a list of exactly 2 "
                 f"tensors, received {input_shape}"
             )

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import norm as norm_ops
 from ipusim.keras import initializers
@@ -70,15 +71,17 @@ class BatchNormalization(_Normalization):
             x is not None
             for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
         ):
-            raise NotImplementedError(
+            raise UnsupportedError(
                 "BatchNormalization: regularizers/constraints are not supported yet"
             )
         if not 0 <= momentum <= 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"BatchNormalization: `momentum` must be in [0, 1], received {momentum}"
             )
         if epsilon <= 0:
-            raise ValueError(f"BatchNormalization: `epsilon` must be positive, received {epsilon}")
+            raise ConfigurationError(
+                f"BatchNormalization: `epsilon` must be positive, received {epsilon}"
+            )
         self.axis, self.momentum, self.epsilon = axis, float(momentum), float(epsilon)
         self.center, self.scale = center, scale
         self.beta_initializer = initializers.get(beta_initializer)
@@ -89,13 +92,13 @@ class BatchNormalization(_Normalization):
     def build(self, input_shape: Any) -> None:
         rank = len(input_shape)
         if self.axis not in (-1, rank - 1):
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"BatchNormalization: only the last axis is supported, "
                 f"received axis={self.axis} for rank-{rank} inputs"
             )
         channels = input_shape[-1]
         if channels is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"BatchNormalization {self.name!r}: the feature axis of input shape "
                 f"{input_shape} must be known"
             )
@@ -196,11 +199,13 @@ class LayerNormalization(_Normalization):
             x is not None
             for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
         ):
-            raise NotImplementedError(
+            raise UnsupportedError(
                 "LayerNormalization: regularizers/constraints are not supported yet"
             )
         if epsilon <= 0:
-            raise ValueError(f"LayerNormalization: `epsilon` must be positive, received {epsilon}")
+            raise ConfigurationError(
+                f"LayerNormalization: `epsilon` must be positive, received {epsilon}"
+            )
         self.axis, self.epsilon = axis, float(epsilon)
         self.center, self.scale = center, scale
         self.beta_initializer = initializers.get(beta_initializer)
@@ -209,7 +214,7 @@ class LayerNormalization(_Normalization):
     def build(self, input_shape: Any) -> None:
         rank = len(input_shape)
         if self.axis not in (-1, rank - 1):
-            raise NotImplementedError(
+            raise UnsupportedError(
                 f"LayerNormalization: only the last axis is supported, received axis={self.axis}"
             )
         channels = input_shape[-1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
 from ipusim.keras.engine.layer import Layer
@@ -36,7 +37,7 @@ class _Pooling2D(Layer):
 
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, tuple) or len(input_shape) != 4:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self).__name__} {self.name!r} expects inputs of shape "
                 f"(batch, height, width, channels), received {input_shape}"
             )
@@ -80,7 +81,7 @@ class GlobalAveragePooling2D(Layer):
 
     def call(self, inputs: Any) -> Any:
         if inputs.ndim != 4:
-            raise ValueError(
+            raise ConfigurationError(
                 f"GlobalAveragePooling2D {self.name!r} expects 4-D inputs, received "
                 f"shape {inputs.shape}"
             )

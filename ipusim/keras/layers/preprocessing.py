@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras import backend
@@ -14,7 +15,7 @@ from ipusim.keras.engine.layer import Layer
 
 def _number(value: Any, name: str, layer: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise ValueError(f"{layer}: `{name}` must be a number, received {value!r}")
+        raise ConfigurationError(f"{layer}: `{name}` must be a number, received {value!r}")
     return float(value)
 
 
@@ -56,12 +57,12 @@ class Normalization(Layer):
     ) -> None:
         super().__init__(**kwargs)
         if (mean is None) != (variance is None):
-            raise ValueError(
+            raise ConfigurationError(
                 "Normalization: pass both `mean` and `variance` or neither (then call adapt())"
             )
         axes = (axis,) if isinstance(axis, int) else tuple(axis or ())
         if any(isinstance(a, bool) or not isinstance(a, int) for a in axes):
-            raise ValueError(f"Normalization: `axis` must be ints, received {axis!r}")
+            raise ConfigurationError(f"Normalization: `axis` must be ints, received {axis!r}")
         self.axis = axes
         self.input_mean = None if mean is None else np.asarray(mean, np.float64)
         self.input_variance = None if variance is None else np.asarray(variance, np.float64)
@@ -71,7 +72,7 @@ class Normalization(Layer):
         axes = {a % rank for a in self.axis}
         unknown = [a for a in axes if input_shape[a] is None]
         if unknown:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Normalization {self.name!r}: the feature axes {sorted(axes)} must have known "
                 f"sizes, received input shape {input_shape}"
             )
@@ -109,7 +110,7 @@ class Normalization(Layer):
     def adapt(self, data: Any, batch_size: Any = None, steps: Any = None) -> None:
         """Set ``mean`` and ``variance`` from ``data`` (an array of samples, batch axis first)."""
         if self.input_mean is not None:
-            raise RuntimeError(
+            raise IncompatibleStateError(
                 f"Normalization {self.name!r} was given fixed `mean` and `variance`; adapt() "
                 "has nothing to learn"
             )

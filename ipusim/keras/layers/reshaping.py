@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format
@@ -27,7 +28,7 @@ def normalize_padding_2d(padding: Any) -> tuple[tuple[int, int], tuple[int, int]
         (top, bottom), (left, right) = first, second
         return ((amount(top), amount(bottom)), (amount(left), amount(right)))
     except (TypeError, ValueError):
-        raise ValueError(
+        raise ConfigurationError(
             "ZeroPadding2D: `padding` must be a non-negative int, a pair (rows, columns) or a "
             f"pair of pairs ((top, bottom), (left, right)), received {padding!r}"
         ) from None
@@ -47,7 +48,7 @@ class ZeroPadding2D(Layer):
 
     def call(self, inputs: Any) -> Any:
         if inputs.ndim != 4:
-            raise ValueError(
+            raise ConfigurationError(
                 f"ZeroPadding2D {self.name!r} expects 4-D inputs (batch, height, width, "
                 f"channels), received shape {inputs.shape}"
             )

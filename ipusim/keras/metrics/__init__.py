@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.losses import (  # the loss functions tf.keras.metrics also exports
     KLD,
     MAPE,
@@ -244,7 +245,9 @@ def deserialize(config: dict[str, Any] | str) -> Metric | Callable:
             raise _unknown(config)
         return FUNCTIONS[config]
     if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(f"metric config must be a name or a class_name/config dict: {config!r}")
+        raise ConfigurationError(
+            f"metric config must be a name or a class_name/config dict: {config!r}"
+        )
     name = config["class_name"]
     if name not in _CLASSES:
         raise _unknown(str(name))
@@ -266,7 +269,7 @@ def get(identifier: Any) -> Metric | Callable:
         return deserialize(identifier)
     if callable(identifier):
         return identifier
-    raise ValueError(f"Could not interpret metric function identifier: {identifier!r}")
+    raise ConfigurationError(f"Could not interpret metric function identifier: {identifier!r}")
 
 
 def _output_kind(y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int | None, ...]) -> str:
@@ -339,7 +342,7 @@ def to_metric(
         "ce",
     ):
         if y_true_shape is None or y_pred_shape is None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"to_metric({identifier!r}) needs y_true_shape and y_pred_shape to pick between "
                 "the binary, categorical and sparse categorical variants"
             )

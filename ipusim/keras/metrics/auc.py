@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.confusion import confusion_counts, div_no_nan, evenly_distributed, prepare
@@ -25,7 +26,7 @@ def _parse(value: Any, allowed: tuple[str, ...], what: str) -> str:
     for option in allowed:
         if text.lower() == option.lower():
             return option
-    raise ValueError(f'Invalid AUC {what}: "{value}". Valid options are: {list(allowed)}')
+    raise ConfigurationError(f'Invalid AUC {what}: "{value}". Valid options are: {list(allowed)}')
 
 
 class AUC(Metric):
@@ -64,7 +65,7 @@ class AUC(Metric):
             evenly = evenly_distributed([0.0, *thresholds, 1.0])
         else:
             if num_thresholds <= 1:
-                raise ValueError(
+                raise ConfigurationError(
                     "Argument `num_thresholds` must be an integer > 1. Received: "
                     f"num_thresholds={num_thresholds}"
                 )
@@ -77,12 +78,12 @@ class AUC(Metric):
         self.curve = _parse(curve, _CURVES, "curve")
         self.summation_method = _parse(summation_method, _SUMMATIONS, "summation_method")
         if not multi_label and num_labels:
-            raise ValueError("`num_labels` is needed only when `multi_label` is True.")
+            raise ConfigurationError("`num_labels` is needed only when `multi_label` is True.")
         self.multi_label = multi_label
         self.num_labels = num_labels
         self.label_weights = None if label_weights is None else np.asarray(label_weights)
         if self.label_weights is not None and np.any(self.label_weights < 0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"All values of `label_weights` must be non-negative; received {label_weights}"
             )
         self._from_logits = from_logits
@@ -138,7 +139,7 @@ class AUC(Metric):
         if self.label_weights is not None:
             expected = self.label_weights.shape[-1]
         if expected is not None and last != expected:
-            raise ValueError(
+            raise ConfigurationError(
                 f"AUC: number of labels is not consistent: the labels have {last} on their last "
                 f"axis but {expected} are expected (num_labels / label_weights)"
             )

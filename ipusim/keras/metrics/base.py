@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import backend
 from ipusim.keras.metrics.functions import FUNCTIONS, squeeze_or_expand_dimensions
 from ipusim.keras.metrics.variables import MetricVariable
@@ -52,7 +53,9 @@ class Metric:
 
     def __init__(self, name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
         if kwargs:
-            raise TypeError(f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}")
+            raise InvalidTypeError(
+                f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}"
+            )
         # As Keras: a metric left unnamed takes its class's snake-case name, made unique in the
         # session ("auc", then "auc_1", ...).
         self.name = (
@@ -60,7 +63,7 @@ class Metric:
         )
         self.dtype = np.dtype(dtype if dtype is not None else "float32").name
         if self.dtype not in _STATE_DTYPES:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self).__name__}: dtype must be 'float32' or 'float64', got {self.dtype!r}"
             )
         self._metric_variables: list[MetricVariable] = []
@@ -157,7 +160,7 @@ class Reduce(Metric):
 
     def __init__(self, reduction: str, name: str | None = None, dtype: Any = None) -> None:
         if reduction not in (_SUM, _SUM_OVER_BATCH_SIZE, _WEIGHTED_MEAN):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Reduce: unknown reduction {reduction!r}; expected 'sum', "
                 "'sum_over_batch_size' or 'weighted_mean'"
             )
@@ -186,7 +189,7 @@ class Reduce(Metric):
             try:
                 b_values, b_weights = np.broadcast_arrays(values, weights)
             except ValueError:
-                raise ValueError(
+                raise ConfigurationError(
                     f"{self.name}: sample_weight of shape {weights.shape} cannot be broadcast to "
                     f"values of shape {values.shape}"
                 ) from None

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import InputDataError
+from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras import backend
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
@@ -36,7 +36,7 @@ def broadcast_weights(weights: Any, like: np.ndarray, dtype: str) -> np.ndarray:
     try:
         return np.broadcast_to(w, like.shape)
     except ValueError:
-        raise ValueError(
+        raise ConfigurationError(
             f"sample_weight of shape {np.shape(weights)} cannot be broadcast to predictions of "
             f"shape {like.shape}"
         ) from None
@@ -75,7 +75,7 @@ def prepare(
     y_pred = np.asarray(y_pred, dtype=dtype)
     y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
     if y_true.shape != y_pred.shape:
-        raise ValueError(
+        raise ConfigurationError(
             f"Shapes {y_true.shape} (y_true) and {y_pred.shape} (y_pred) are incompatible: "
             "confusion-matrix metrics need one label per prediction"
         )
@@ -144,7 +144,7 @@ def _thresholds_list(thresholds: Any, default: float) -> list[float]:
     values = list(thresholds) if isinstance(thresholds, list | tuple | np.ndarray) else [thresholds]
     for t in values:
         if not 0.0 <= float(t) <= 1.0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Threshold values must be in [0, 1]. Received: {values}; use thresholds "
                 "between 0 and 1 (predictions are compared with `y_pred > threshold`)"
             )
@@ -331,12 +331,12 @@ class SensitivitySpecificityBase(ConfusionMetric):
         dtype: Any = None,
     ) -> None:
         if num_thresholds <= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Argument `num_thresholds` must be an integer > 0. Received: "
                 f"num_thresholds={num_thresholds}"
             )
         if not 0 <= value <= 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Argument `{self._value_name}` must be in the range [0, 1]. Received: "
                 f"{self._value_name}={value}"
             )

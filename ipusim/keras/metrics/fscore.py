@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.confusion import div_no_nan
 
@@ -36,19 +37,19 @@ class FBetaScore(Metric):
         dtype: Any = None,
     ) -> None:
         if average not in _AVERAGES:
-            raise ValueError(
+            raise ConfigurationError(
                 "Invalid `average` argument value. Expected one of: {None, 'micro', 'macro', "
                 f"'weighted'}}. Received: average={average}"
             )
         if not isinstance(beta, float) or beta <= 0.0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Invalid `beta` argument value. It should be a Python float > 0. Received: "
                 f"beta={beta!r}"
             )
         if threshold is not None and (
             not isinstance(threshold, float) or not 0.0 < threshold <= 1.0
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 "Invalid `threshold` argument value. It should be a Python float with "
                 f"0 < threshold <= 1. Received: threshold={threshold!r}"
             )
@@ -67,7 +68,7 @@ class FBetaScore(Metric):
         y_true = np.asarray(y_true, dtype=self.dtype)
         y_pred = np.asarray(y_pred, dtype=self.dtype)
         if y_true.ndim != 2 or y_pred.ndim != 2:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self).__name__} expects 2D inputs with shape (batch_size, output_dim). "
                 f"Received input shapes: y_pred.shape={y_pred.shape} and "
                 f"y_true.shape={y_true.shape}."

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras import losses
 from ipusim.kernels import metrics as mk
 
@@ -25,7 +26,7 @@ def _float_array(x: Any) -> np.ndarray:
 
 def _squeeze_last(x: np.ndarray, what: str) -> np.ndarray:
     if x.ndim == 0 or x.shape[-1] != 1:
-        raise ValueError(f"cannot squeeze the last axis of {what} with shape {x.shape}")
+        raise ConfigurationError(f"cannot squeeze the last axis of {what} with shape {x.shape}")
     return x.reshape(x.shape[:-1])
 
 
@@ -77,7 +78,7 @@ def accuracy(y_true: Any, y_pred: Any) -> np.ndarray:
     """1.0 where ``y_true == y_pred`` elementwise (same shapes)."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape != y_pred.shape:
-        raise ValueError(
+        raise ConfigurationError(
             f"accuracy: y_true shape {y_true.shape} is not compatible with y_pred shape "
             f"{y_pred.shape}"
         )
@@ -95,7 +96,7 @@ def categorical_accuracy(y_true: Any, y_pred: Any) -> np.ndarray:
     """1.0 where ``argmax(y_true, -1) == argmax(y_pred, -1)`` (one-hot labels)."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape[:-1] != y_pred.shape[:-1]:
-        raise ValueError(
+        raise ConfigurationError(
             f"categorical_accuracy: y_true shape {y_true.shape} and y_pred shape {y_pred.shape} "
             "differ before the last (class) axis"
         )
@@ -113,7 +114,7 @@ def sparse_categorical_accuracy(y_true: Any, y_pred: Any) -> np.ndarray:
     if y_true.ndim == y_pred.ndim:
         y_true = _squeeze_last(y_true, "sparse_categorical_accuracy y_true")
     if y_true.shape != y_pred.shape[:-1]:
-        raise ValueError(
+        raise ConfigurationError(
             f"sparse_categorical_accuracy: y_true shape {y_true.shape} does not match y_pred "
             f"shape {y_pred.shape} without its class axis; pass one integer label per row"
         )
@@ -124,7 +125,7 @@ def top_k_categorical_accuracy(y_true: Any, y_pred: Any, k: int = 5) -> np.ndarr
     """1.0 where ``argmax(y_true, -1)`` is among the top ``k`` predictions (ties count as in)."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape[:-1] != y_pred.shape[:-1]:
-        raise ValueError(
+        raise ConfigurationError(
             f"top_k_categorical_accuracy: y_true shape {y_true.shape} and y_pred shape "
             f"{y_pred.shape} differ before the last (class) axis"
         )
@@ -136,7 +137,7 @@ def sparse_top_k_categorical_accuracy(y_true: Any, y_pred: Any, k: int = 5) -> n
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     rows = int(np.prod(y_pred.shape[:-1], dtype=np.int64))
     if y_true.size != rows:
-        raise ValueError(
+        raise ConfigurationError(
             f"sparse_top_k_categorical_accuracy: y_true shape {y_true.shape} holds {y_true.size} "
             f"labels but y_pred shape {y_pred.shape} has {rows} rows"
         )

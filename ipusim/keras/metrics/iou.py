@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import InputDataError
+from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras.metrics.base import Metric
 from ipusim.kernels import confusion as ck
 
@@ -44,7 +44,7 @@ class IoU(Metric):
         axis: int = -1,
     ) -> None:
         if max(target_class_ids) >= num_classes:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Target class id {max(target_class_ids)} is out of range, which is "
                 f"[0, {num_classes})."
             )

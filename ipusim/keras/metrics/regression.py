@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.metrics.base import Mean, Metric
 from ipusim.keras.metrics.confusion import broadcast_weights, div_no_nan
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
@@ -76,7 +77,7 @@ class MeanTensor(Metric):
             self._shape = values.shape
             self.reset_state()
         if values.shape != self._shape:
-            raise ValueError(
+            raise ConfigurationError(
                 f"MeanTensor input values must always have the same shape. Expected shape "
                 f"(set during the first call): {self._shape}. Got: {values.shape}."
             )
@@ -89,7 +90,7 @@ class MeanTensor(Metric):
 
     def result(self) -> np.ndarray:
         if self.total is None:
-            raise ValueError(
+            raise ConfigurationError(
                 "MeanTensor does not have any value yet. Please call the MeanTensor instance or "
                 "use `.update_state(value)` before retrieving the result."
             )
@@ -120,12 +121,12 @@ class R2Score(Metric):
         dtype: Any = None,
     ) -> None:
         if class_aggregation not in _AGGREGATIONS:
-            raise ValueError(
+            raise ConfigurationError(
                 "Invalid value for argument `class_aggregation`. Expected one of "
                 f"{_AGGREGATIONS}. Received: class_aggregation={class_aggregation}"
             )
         if num_regressors < 0:
-            raise ValueError(
+            raise ConfigurationError(
                 "Invalid value for argument `num_regressors`. Expected a value >= 0. "
                 f"Received: num_regressors={num_regressors}"
             )
@@ -145,7 +146,7 @@ class R2Score(Metric):
         y_true = np.asarray(y_true, dtype=self.dtype)
         y_pred = np.asarray(y_pred, dtype=self.dtype)
         if y_true.ndim != 2 or y_pred.ndim != 2:
-            raise ValueError(
+            raise ConfigurationError(
                 "R2Score expects 2D inputs with shape (batch_size, output_dim). Received input "
                 f"shapes: y_pred.shape={y_pred.shape} and y_true.shape={y_true.shape}."
             )

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.optimizer import Optimizer
 
@@ -51,21 +52,21 @@ class LossScaleOptimizer(Optimizer):
         dynamic_growth_steps: int | None = None,
     ) -> None:
         if isinstance(inner_optimizer, LossScaleOptimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 "LossScaleOptimizer cannot wrap another LossScaleOptimizer, but got: "
                 f"{inner_optimizer!r}"
             )
         if not isinstance(inner_optimizer, Optimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 '"inner_optimizer" must be a keras.optimizers.Optimizer, but got: '
                 f"{inner_optimizer!r}"
             )
         if not isinstance(dynamic, bool):
-            raise TypeError(
+            raise InvalidTypeError(
                 f'"dynamic" argument to LossScaleOptimizer must be a bool, but got: {dynamic!r}'
             )
         if getattr(inner_optimizer, "_is_wrapped_by_loss_scale_optimizer", False):
-            raise ValueError(
+            raise ConfigurationError(
                 '"inner_optimizer" is already wrapped by a LossScaleOptimizer; an optimizer can '
                 "be wrapped by one LossScaleOptimizer only"
             )
@@ -73,21 +74,23 @@ class LossScaleOptimizer(Optimizer):
             initial_scale = _DEFAULT_INITIAL_SCALE if initial_scale is None else initial_scale
             growth = _DEFAULT_GROWTH_STEPS if dynamic_growth_steps is None else dynamic_growth_steps
             if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
-                raise ValueError(
+                raise ConfigurationError(
                     f'"dynamic_growth_steps" must be a positive int, but got: {growth!r}'
                 )
         else:
             if initial_scale is None:
-                raise ValueError('"initial_scale" must be specified if "dynamic" is False')
+                raise ConfigurationError('"initial_scale" must be specified if "dynamic" is False')
             if dynamic_growth_steps is not None:
-                raise ValueError(
+                raise ConfigurationError(
                     '"dynamic_growth_steps" must be None if "dynamic" is False, but got: '
                     f"{dynamic_growth_steps!r}"
                 )
             growth = None
         scale = float(initial_scale)
         if not math.isfinite(scale) or scale <= 0.0:
-            raise ValueError(f'"initial_scale" must be a positive finite number, got {scale!r}')
+            raise ConfigurationError(
+                f'"initial_scale" must be a positive finite number, got {scale!r}'
+            )
         inner_optimizer._is_wrapped_by_loss_scale_optimizer = True
         self.__dict__["_optimizer"] = inner_optimizer
         self._dynamic = dynamic

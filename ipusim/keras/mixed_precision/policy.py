@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import FLOAT_DTYPES, canonical_dtype
 from ipusim.keras import backend
 
@@ -33,11 +34,11 @@ class Policy:
         if isinstance(name, Policy):
             name = name.name
         if not isinstance(name, str):
-            raise TypeError(f'"name" must be a string, but got: {name!r}')
+            raise InvalidTypeError(f'"name" must be a string, but got: {name!r}')
         if name in _MIXED:
             self._compute_dtype, self._variable_dtype = _MIXED[name]
         elif name == "mixed_bfloat16":
-            raise ValueError(
+            raise ConfigurationError(
                 'Policy "mixed_bfloat16" is not supported: the IPU computes in float16 or '
                 'float32, not bfloat16. Use "mixed_float16" or "float16".'
             )
@@ -45,7 +46,7 @@ class Policy:
             try:
                 dtype = canonical_dtype(name)
             except TypeError:
-                raise ValueError(
+                raise ConfigurationError(
                     f"Cannot convert {name!r} to a mixed precision Policy. Valid policies are "
                     '"mixed_float16" and the name of a dtype such as "float32" or "float16".'
                 ) from None
@@ -109,11 +110,11 @@ def set_global_policy(policy: Policy | str | None) -> None:
     if isinstance(policy, str):
         policy = Policy(policy)
     if not isinstance(policy, Policy):
-        raise TypeError(
+        raise InvalidTypeError(
             f"set_global_policy expects a Policy, a policy name or None, received {policy!r}"
         )
     if policy.compute_dtype not in FLOAT_DTYPES:
-        raise ValueError(
+        raise ConfigurationError(
             'set_global_policy can only set floating-point policies such as "float32" and '
             f'"mixed_float16", but got policy: {policy.name}'
         )
@@ -129,7 +130,7 @@ def get(dtype: Any) -> Policy:
         return dtype
     if isinstance(dtype, dict):
         if dtype.get("class_name") != "Policy":
-            raise ValueError(f"cannot interpret {dtype!r} as a dtype policy")
+            raise ConfigurationError(f"cannot interpret {dtype!r} as a dtype policy")
         return Policy.from_config(dict(dtype.get("config") or {}))
     if isinstance(dtype, str):
         return Policy(dtype)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.optimizers import legacy, schedules
 from ipusim.keras.optimizers.adaptive import Adadelta, Adamax, Ftrl, Nadam
 from ipusim.keras.optimizers.algorithms import SGD, Adagrad, Adam, RMSprop
@@ -105,7 +106,7 @@ def deserialize(config: dict[str, Any], custom_objects: dict[str, Any] | None = 
         ValueError: for a malformed dict or an unknown class name (with a close-match suggestion).
     """
     if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(
+        raise ConfigurationError(
             "optimizer config must be a dict with 'class_name' and 'config' keys, received "
             f"{config!r}"
         )
@@ -132,18 +133,24 @@ def get(identifier: Any) -> Optimizer:
 
     Args:
         identifier: an :class:`Optimizer` (returned as is), a name such as ``"sgd"``,
-            ``"RMSprop"`` or ``"adam"`` (default arguments), or a config dict.
+            ``"RMSprop"`` or ``"adam"`` (default arguments), a config dict, or a script's TF1
+            optimizer (``tf.compat.v1.train.Optimizer`` subclass), wrapped in a
+            :class:`~ipusim.keras.optimizers.tf_optimizer.TFOptimizer` as tf.keras does.
 
     Raises:
         ValueError: for an unknown name (listing the valid ones) or an uninterpretable value.
     """
     if isinstance(identifier, Optimizer):
         return identifier
+    if getattr(identifier, "is_tf1", False):  # a script's TF1 optimizer: Keras wraps it
+        from ipusim.keras.optimizers.tf_optimizer import TFOptimizer
+
+        return TFOptimizer(identifier)
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, str):
         return deserialize({"class_name": identifier, "config": {}})
-    raise ValueError(
+    raise ConfigurationError(
         f"Could not interpret optimizer identifier: {identifier!r}; expected an Optimizer, one of "
         f"{sorted(_BUILTINS)} or a {{'class_name': ..., 'config': ...}} dict"
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
@@ -123,7 +123,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
         name: str = "GradientAccumulationOptimizer",
     ) -> None:
         if not isinstance(opt, Optimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__} wraps a Keras optimizer, received {type(opt).__name__}"
             )
         self.__dict__["_opt"] = opt

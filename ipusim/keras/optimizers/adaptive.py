@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
@@ -231,7 +232,7 @@ class Nadam(Optimizer):
     ) -> None:
         kwargs["decay"] = kwargs.pop("schedule_decay", 0.004)
         if isinstance(kwargs.get("lr", learning_rate), schedules.LearningRateSchedule):
-            raise ValueError(
+            raise ConfigurationError(
                 "The Nadam optimizer does not support tf.keras.optimizers.LearningRateSchedules "
                 "as the learning rate; pass a float (or use Adam with the schedule)"
             )
@@ -310,7 +311,9 @@ class Nadam(Optimizer):
 
 def _non_negative(name: str, value: float) -> float:
     if value < 0.0:
-        raise ValueError(f"`{name}` needs to be positive or zero. Received: {name}={value}.")
+        raise ConfigurationError(
+            f"`{name}` needs to be positive or zero. Received: {name}={value}."
+        )
     return float(value)
 
 
@@ -359,7 +362,7 @@ class Ftrl(Optimizer):
             "initial_accumulator_value", initial_accumulator_value
         )
         if learning_rate_power > 0.0:
-            raise ValueError(
+            raise ConfigurationError(
                 "`learning_rate_power` needs to be negative or zero. Received: "
                 f"learning_rate_power={learning_rate_power}."
             )

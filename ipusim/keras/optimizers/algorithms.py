@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
 from ipusim.kernels import optim as optim_kernels
 
@@ -34,7 +35,7 @@ _ONE = np.float16(1.0)
 
 def _check_momentum(owner: str, momentum: Any) -> None:
     if isinstance(momentum, int | float) and not 0.0 <= momentum <= 1.0:
-        raise ValueError(f"{owner}: momentum must be between [0, 1], received {momentum!r}")
+        raise ConfigurationError(f"{owner}: momentum must be between [0, 1], received {momentum!r}")
 
 
 def _is_positive_hyper(value: Any) -> bool:
@@ -368,7 +369,7 @@ class Adagrad(Optimizer):
         **kwargs: Any,
     ) -> None:
         if initial_accumulator_value < 0.0:
-            raise ValueError(
+            raise ConfigurationError(
                 "Adagrad: initial_accumulator_value must be non-negative, received "
                 f"{initial_accumulator_value!r}"
             )

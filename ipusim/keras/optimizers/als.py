@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.accumulation import AccumulatingWrapper, GradientAccumulator
@@ -102,7 +102,7 @@ class ALSOptimizer(Optimizer):
         name: str = "ALSOptimizer",
     ) -> None:
         if not isinstance(opt, Optimizer):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"ALSOptimizer wraps a Keras optimizer (e.g. keras.optimizers.SGD(0.01)), "
                 f"received {type(opt).__name__}"
             )

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.algorithms import SGD
@@ -272,7 +272,7 @@ class LAMBIpuOptimizer(_AdamFamily):
     ) -> None:
         super().__init__(name, learning_rate, **kwargs)
         if len(tuple(optimizer_compute_precisions)) != 2:
-            raise ValueError(
+            raise ConfigurationError(
                 "Must provide a list of two elements for the optimizer compute precision. The "
                 "final stage of the weight update can be done in a different precision to the "
                 "initial stage."

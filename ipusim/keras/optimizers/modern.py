@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import UnsupportedError
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
@@ -38,7 +38,7 @@ def _new_optimizer_kwargs(owner: str, kwargs: dict[str, Any], options: dict[str,
             "ipusim; leave use_ema=False"
         )
     if "decay" in kwargs:
-        raise ValueError(
+        raise ConfigurationError(
             f"{owner}: `decay` is not supported by the new Keras optimizers; use a "
             "learning-rate schedule (keras.optimizers.schedules) instead"
         )
@@ -96,7 +96,7 @@ class AdamW(_WeightDecay, Adam):
         clips = {"clipnorm": clipnorm, "clipvalue": clipvalue, "global_clipnorm": global_clipnorm}
         super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, name, **clips, **kwargs)
         if weight_decay is None:
-            raise ValueError(
+            raise ConfigurationError(
                 "Missing value of `weight_decay` which is required and must be a float value."
             )
         self.weight_decay = float(weight_decay)
@@ -170,7 +170,7 @@ class Lion(_WeightDecay, Optimizer):
         clips = {"clipnorm": clipnorm, "clipvalue": clipvalue, "global_clipnorm": global_clipnorm}
         super().__init__(name, learning_rate, **clips, **kwargs)
         if isinstance(beta_1, int | float) and not 0.0 < beta_1 <= 1.0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"`beta_1`={beta_1} must be between ]0, 1]. Otherwise, the optimizer degenerates "
                 "to SignSGD."
             )

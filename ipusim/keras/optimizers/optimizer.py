@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError, InvalidTypeError, KeyNotFoundError, UnsupportedError
 from ipusim.graph.numerics import FloatingPointTrap, current_numerics
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
@@ -54,7 +55,7 @@ def _check_hyper(owner: str, name: str, value: Any) -> Any:
     if isinstance(value, schedules.LearningRateSchedule) or callable(value):
         return value
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{owner}: hyperparameter {name!r} must be a number, a learning-rate schedule or a "
             f"callable; received {value!r} of type {type(value).__name__}"
         )
@@ -163,13 +164,17 @@ class Optimizer:
             if value is None or callable(value):
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"{type(self).__name__}: {key} must be a number, received {value!r}"
                 )
             if value < 0:
-                raise ValueError(f"{type(self).__name__}: expected {key} >= 0, received {value!r}")
+                raise ConfigurationError(
+                    f"{type(self).__name__}: expected {key} >= 0, received {value!r}"
+                )
         if not isinstance(name, str) or not name:
-            raise ValueError(f"optimizer name must be a non-empty string, received {name!r}")
+            raise ConfigurationError(
+                f"optimizer name must be a non-empty string, received {name!r}"
+            )
         self._name = name
         self._hyper: dict[str, Any] = {}
         self._slots: dict[str, dict[str, Variable]] = {}
@@ -182,7 +187,7 @@ class Optimizer:
         self.clipvalue: float | None = kwargs.get("clipvalue")
         self.global_clipnorm: float | None = kwargs.get("global_clipnorm")
         if self.clipnorm is not None and self.global_clipnorm is not None:
-            raise ValueError(
+            raise ConfigurationError(
                 f"{type(self).__name__}: cannot accept both clipnorm ({self.clipnorm}) and "
                 f"global_clipnorm ({self.global_clipnorm}); pass only one of them"
             )
@@ -210,7 +215,7 @@ class Optimizer:
     @iterations.setter
     def iterations(self, value: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-            raise ValueError(f"iterations must be a non-negative int, received {value!r}")
+            raise ConfigurationError(f"iterations must be a non-negative int, received {value!r}")
         self._iterations.value[...] = value
 
     @property
@@ -234,7 +239,7 @@ class Optimizer:
         """
         params = self.weights
         if len(params) != len(weights):
-            raise ValueError(
+            raise ConfigurationError(
                 f"You called set_weights(weights) on optimizer {self._name} with a weight list of "
                 f"length {len(weights)}, but the optimizer was expecting {len(params)} weights "
                 "([iterations] + slots; slots exist only after the first apply_gradients)"
@@ -254,11 +259,18 @@ class Optimizer:
         """
         slots = self._slots.get(var.name, {})
         if slot_name not in slots:
-            raise KeyError(
+            raise KeyNotFoundError(
                 f"optimizer {self._name} has no slot {slot_name!r} for variable {var.name!r}; "
                 f"its slots: {sorted(slots)}"
             )
         return slots[slot_name]
+
+    def get_gradients(self, loss: Any, params: Any) -> list[Any]:
+        """Gradients of ``loss`` computed in graph code w.r.t. ``params`` (see
+        :func:`ipusim.keras.optimizers.tf_optimizer.loss_gradients`)."""
+        from ipusim.keras.optimizers.tf_optimizer import loss_gradients
+
+        return loss_gradients(loss, params)
 
     def apply_gradients(
         self,
@@ -394,7 +406,7 @@ class Optimizer:
         coefficients: dict[str, np.float32],
     ) -> None:
         """Update a float16 variable in place (see :mod:`ipusim.kernels.half_optim`)."""
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"{type(self).__name__} cannot update float16 variables yet; keep the variables "
             "float32 (for example with the 'mixed_float16' policy)"
         )
@@ -436,7 +448,7 @@ class Optimizer:
         valid = own + [k for k in ALLOWED_KWARGS if k not in own]
         close = difflib.get_close_matches(key, valid, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise TypeError(
+        raise InvalidTypeError(
             f"Unexpected keyword argument passed to optimizer {type(self).__name__}: {key!r}. "
             f"Valid arguments: {', '.join(valid)}.{hint}"
         )
@@ -447,11 +459,11 @@ class Optimizer:
             try:
                 grad, var = item
             except (TypeError, ValueError):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"apply_gradients expects (gradient, variable) pairs, received {item!r}"
                 ) from None
             if not getattr(var, "_is_ipusim_variable", False):
-                raise TypeError(
+                raise InvalidTypeError(
                     "apply_gradients expects ipusim Variables as the second element of each "
                     f"pair, received {type(var).__name__}: {var!r}"
                 )
@@ -460,7 +472,7 @@ class Optimizer:
             return []
         filtered = [(g, v) for g, v in pairs if g is not None]
         if not filtered:
-            raise ValueError(
+            raise ConfigurationError(
                 f"No gradients provided for any variable: {[v.name for _, v in pairs]}"
             )
         missing = [v.name for g, v in pairs if g is None]
@@ -471,7 +483,7 @@ class Optimizer:
         names = [v.name for _, v in filtered]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(
+            raise ConfigurationError(
                 f"apply_gradients received more than one gradient for variables {duplicates}; "
                 "sum them first"
             )
@@ -480,13 +492,13 @@ class Optimizer:
     def _check_gradient(self, grad: Any, var: Variable) -> np.ndarray:
         value = var.value
         if value.dtype.name not in (*optim_kernels.UPDATE_DTYPES, "float16"):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{type(self).__name__} cannot update variable {var.name!r} of dtype "
                 f"{value.dtype.name}; optimizers update float16, float32 or float64 variables"
             )
         array = np.asarray(grad)
         if array.shape != value.shape:
-            raise ValueError(
+            raise ConfigurationError(
                 f"gradient for variable {var.name!r} has shape {array.shape}, but the variable "
                 f"has shape {value.shape}; pass a gradient of the variable's shape"
             )
@@ -547,7 +559,7 @@ class Optimizer:
         slot = slot_dict.get(slot_name)
         if slot is not None:
             if slot.shape != shape:
-                raise ValueError(
+                raise ConfigurationError(
                     f"optimizer {self._name} already has a slot {slot_name!r} of shape "
                     f"{slot.shape} for a variable named {var.name!r}, which now has shape "
                     f"{shape}; variable names must be unique"

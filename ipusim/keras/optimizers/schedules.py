@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ipusim.errors import ConfigurationError
+
 
 class LearningRateSchedule:
     """Base class: subclasses implement ``__call__(step) -> float`` and ``get_config()`` (or
@@ -37,7 +39,7 @@ class LearningRateSchedule:
 
 def _check_positive(owner: str, name: str, value: float) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{owner}: {name} must be a positive number, received {value!r}")
+        raise ConfigurationError(f"{owner}: {name} must be a positive number, received {value!r}")
     return value
 
 
@@ -94,12 +96,12 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         self, boundaries: Sequence[float], values: Sequence[float], name: str | None = None
     ) -> None:
         if len(boundaries) != len(values) - 1:
-            raise ValueError(
+            raise ConfigurationError(
                 "PiecewiseConstantDecay: the length of boundaries should be 1 less than the "
                 f"length of values; received {len(boundaries)} boundaries and {len(values)} values"
             )
         if any(b > a for a, b in zip(boundaries[1:], boundaries[:-1], strict=False)):
-            raise ValueError(
+            raise ConfigurationError(
                 f"PiecewiseConstantDecay: boundaries must be increasing, received {list(boundaries)}"
             )
         self.boundaries = list(boundaries)
@@ -296,7 +298,7 @@ def deserialize(
         ValueError: for an unknown ``class_name`` (with the known names and a close match).
     """
     if not isinstance(config, dict) or "class_name" not in config:
-        raise ValueError(
+        raise ConfigurationError(
             "schedules.deserialize: expected a dict with 'class_name' and 'config', received "
             f"{config!r}"
         )
@@ -306,7 +308,7 @@ def deserialize(
     if name not in known:
         close = difflib.get_close_matches(str(name), list(known), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
+        raise ConfigurationError(
             f"Unknown learning rate schedule: {name!r}. Known schedules: {sorted(known)}.{hint}"
         )
     return known[name].from_config(dict(config.get("config", {})))

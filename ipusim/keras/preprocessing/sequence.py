@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError, InputDataError
+from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
 from ipusim.keras.utils_data import Sequence
 
 __all__ = ["TimeseriesGenerator", "make_sampling_table", "pad_sequences"]
@@ -170,7 +170,7 @@ class TimeseriesGenerator(Sequence):
             try:
                 return json.dumps(values)
             except TypeError as exc:
-                raise TypeError(f"{what} not JSON Serializable: {values!r:.80}") from exc
+                raise InvalidTypeError(f"{what} not JSON Serializable: {values!r:.80}") from exc
 
         return {
             "data": as_json(self.data, "Data"),

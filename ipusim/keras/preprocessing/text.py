@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 
 __all__ = [
     "Tokenizer",
@@ -116,7 +116,7 @@ class Tokenizer:
             num_words = kwargs.pop("nb_words")
         document_count = kwargs.pop("document_count", 0)
         if kwargs:
-            raise TypeError(f"Unrecognized keyword arguments: {kwargs}")
+            raise InvalidTypeError(f"Unrecognized keyword arguments: {kwargs}")
         self.word_counts: dict[str, int] = collections.OrderedDict()
         self.word_docs: dict[str, int] = collections.defaultdict(int)
         self.filters, self.split, self.lower = filters, split, lower

@@ -1,5 +1,6 @@
 """``ipu.ops.embedding_ops`` (also ``ipu.embedding_ops``): the IPU's embedding lookup
-(``tensorflow/python/ipu/ops/embedding_ops.py``), the runtime's gather of rows of ``params``.
+(``tensorflow/python/ipu/ops/embedding_ops.py``), the runtime's gather of rows of ``params``,
+and the host embeddings (:mod:`ipusim.compat.ipu.ops.host_embedding`).
 
 ``serialization_factor`` splits the table into that many parts on the IPU to save memory; the
 result is the same and the split is not modelled.
@@ -9,11 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipusim.compat.ipu.ops.host_embedding import (
+    HostEmbedding,
+    HostEmbeddingOptimizerSpec,
+    HostEmbeddingSGDGAOptimizerSpec,
+    create_host_embedding,
+)
 from ipusim.compat.runtime.dispatch import run_op
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import nn as gnn
 
-__all__ = ["embedding_lookup"]
+__all__ = [
+    "HostEmbedding",
+    "HostEmbeddingOptimizerSpec",
+    "HostEmbeddingSGDGAOptimizerSpec",
+    "create_host_embedding",
+    "embedding_lookup",
+]
 
 
 def embedding_lookup(

@@ -15,6 +15,7 @@ from typing import Any
 
 from ipusim.compat.runtime import ops
 from ipusim.compat.runtime.dispatch import run_op
+from ipusim.errors import InvalidTypeError
 from ipusim.graph.ops import math as gm
 
 __all__ = ["gelu", "hard_sigmoid", "multi_conv", "swish"]
@@ -42,7 +43,7 @@ def multi_conv(func: Callable[..., Any] | None = None, options: Any = None) -> A
         TypeError: ``options`` is not a dict (IPU TensorFlow's check).
     """
     if options is not None and not isinstance(options, dict):
-        raise TypeError(
+        raise InvalidTypeError(
             f"Expected the multi_conv `options` to be a `dict`, but got {options} instead."
         )
 

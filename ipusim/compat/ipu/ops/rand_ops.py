@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime.dispatch import run_op
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import random as grandom
 from ipusim.keras import backend
 
@@ -37,20 +38,20 @@ def dropout(
             TensorFlow's checks).
     """
     if rate >= 1.0 or rate < 0.0:
-        raise ValueError(f"The rate must be in the range [0, 1), but was {rate}")
+        raise ConfigurationError(f"The rate must be in the range [0, 1), but was {rate}")
     if noise_shape:
         x_shape = list(x.shape)
         if len(x_shape) != len(noise_shape):
-            raise ValueError("The length of noise_shape must equal the rank of x.")
+            raise ConfigurationError("The length of noise_shape must equal the rank of x.")
         for i, j in zip(x_shape, noise_shape):
             if j != 1 and i != j:
-                raise ValueError(f"Dimension mismatch, {i} != {j}.")
+                raise ConfigurationError(f"Dimension mismatch, {i} != {j}.")
     if seed is None:
         op_seed = backend.next_seed()
     else:
         pair = np.asarray(seed).reshape(-1)
         if pair.shape != (2,):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Expected the seed to have a shape [2], but got {list(np.shape(seed))}."
             )
         op_seed = (int(pair[0]) & 0xFFFFFFFF) << 32 | (int(pair[1]) & 0xFFFFFFFF)

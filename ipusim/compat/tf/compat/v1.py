@@ -4,8 +4,10 @@ programs, and every other name from ipusim's ``tf``.
 ``train`` (TF1 optimizers and the global step, :mod:`ipusim.compat.tf.v1_train`), ``metrics``
 (:mod:`ipusim.compat.tf.v1_metrics`), ``losses`` and ``layers.dense``
 (:mod:`ipusim.compat.tf.v1_losses`), ``estimator``, ``logging``. ``disable_v2_behavior`` and
-``disable_eager_execution`` change nothing: ipusim traces device code in every mode, and the
-estimators build their programs as TensorFlow's graph mode would.
+``disable_eager_execution`` let TF1 graph calls build a global default graph (Keras, estimators
+and tf.function are unaffected: ipusim traces device code in every mode); ``Graph``,
+``placeholder``, ``Session`` and the initializers are :mod:`ipusim.compat.tf.v1_session`;
+``get_variable`` and ``variable_scope`` :mod:`ipusim.compat.tf.v1_variables`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,23 @@ _LAZY = {
 }
 
 
+#: TF1 names of :mod:`ipusim.compat.tf.v1_graph` and :mod:`~ipusim.compat.tf.v1_config`.
+_V1_GRAPH = ("get_default_graph",)
+_V1_CONFIG = ("ConfigProto", "GPUOptions", "GraphOptions")
+#: TF1 graphs and sessions (:mod:`ipusim.compat.tf.v1_session`).
+_V1_SESSION = (
+    "Graph",
+    "Session",
+    "enable_eager_execution",
+    "global_variables",
+    "global_variables_initializer",
+    "placeholder",
+    "reset_default_graph",
+    "trainable_variables",
+    "variables_initializer",
+)
+
+
 def _layers() -> Any:
     from ipusim.compat.tf import v1_losses
 
@@ -33,11 +52,17 @@ def _layers() -> Any:
 
 
 def disable_v2_behavior() -> None:
-    """Accepted: ipusim has one (traced) execution model for device code."""
+    """TF1 graph calls (``placeholder``, ``Session``) outside ``Graph.as_default`` build the
+    global default graph (:func:`ipusim.compat.tf.v1_session.disable_eager_execution`); device
+    code is traced in every mode."""
+    disable_eager_execution()
 
 
 def disable_eager_execution() -> None:
-    """Accepted: ipusim has one (traced) execution model for device code."""
+    """As :func:`disable_v2_behavior`."""
+    from ipusim.compat.tf import v1_session
+
+    v1_session.disable_eager_execution()
 
 
 def _set_verbosity(level: int) -> None:
@@ -64,4 +89,14 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(_LAZY[name])
     if name == "layers":  # TF1's functional layers
         return _layers()
+    if name in _V1_GRAPH:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
+    if name in _V1_CONFIG:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_config"), name)
+    if name in _V1_SESSION:
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_session"), name)
+    if name in ("AUTO_REUSE", "get_variable", "variable_scope"):
+        return getattr(importlib.import_module("ipusim.compat.tf.v1_variables"), name)
+    if name == "initialize_all_variables":  # TF1's deprecated spelling
+        return importlib.import_module("ipusim.compat.tf.v1_session").global_variables_initializer
     return getattr(importlib.import_module("ipusim.compat.tf"), name)

@@ -20,15 +20,19 @@ AdagradOptimizer           ``acc += g²; var -= lr * g / sqrt(acc)`` (no epsilon
 =========================  =================================================================
 
 (S: tensorflow/python/training/{gradient_descent,momentum,adam,rmsprop,adagrad}.py and
-tensorflow/core/kernels/training_ops.cc.) Custom subclasses of the TF1 base class, which would
-implement ``_apply_dense`` with TF1 graph code, are not simulated.
+tensorflow/core/kernels/training_ops.cc.) A script's subclass of the TF1 base class that
+overrides ``compute_gradients`` / ``apply_gradients`` and delegates the update to a wrapped
+optimizer runs (Keras wraps it for ``compile``: :mod:`ipusim.keras.optimizers.tf_optimizer`); one
+that implements the private ``_apply_dense``-style hooks (TF1 graph code) is not simulated.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import UnsupportedError
+import numpy as np
+
+from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.keras.optimizers import SGD, Adagrad, Adam, RMSprop
 
 __all__ = [
@@ -41,38 +45,102 @@ __all__ = [
 ]
 
 
+#: TF1's private update hooks: graph code of the TF1 runtime, which ipusim does not run.
+_PRIVATE_HOOKS = (
+    "_apply_dense",
+    "_apply_sparse",
+    "_apply_sparse_duplicate_indices",
+    "_create_slots",
+    "_finish",
+    "_prepare",
+    "_resource_apply_dense",
+    "_resource_apply_sparse",
+    "_resource_apply_sparse_duplicate_indices",
+)
+
+
+def _script_classes(cls: type) -> list[type]:
+    """The classes of ``cls``' hierarchy a script defined (not ipusim's)."""
+    return [c for c in cls.__mro__ if not c.__module__.startswith("ipusim.") and c is not object]
+
+
+def _check_subclass(cls: type) -> None:
+    """Refuse what a script's subclass needs and ipusim cannot run (see :class:`Optimizer`)."""
+    hooks = sorted({h for c in _script_classes(cls) for h in _PRIVATE_HOOKS if h in vars(c)})
+    if hooks:
+        raise UnsupportedError(
+            f"{cls.__name__}: a tf.compat.v1.train.Optimizer subclass that overrides {hooks} "
+            "is not simulated by ipusim (those hooks are TF1 graph code); override "
+            "compute_gradients / apply_gradients and delegate the update to a built-in TF1 or "
+            "Keras optimizer, or use one of those directly"
+        )
+    if cls._tf1_builtin:
+        return
+    if not any("apply_gradients" in vars(c) for c in _script_classes(cls)):
+        raise UnsupportedError(
+            f"{cls.__name__}: a tf.compat.v1.train.Optimizer subclass must override "
+            "apply_gradients in ipusim (the base class' update runs the TF1 _apply_dense hooks, "
+            "which are not simulated); delegate the update to a built-in TF1 or Keras optimizer"
+        )
+
+
+def _increment(step: Any) -> None:
+    """``global_step += 1`` (a tf.Variable or ipusim's graph Variable)."""
+    if hasattr(step, "assign_add"):
+        step.assign_add(1)
+    else:
+        step.assign(np.asarray(step.value) + 1)
+
+
 class Optimizer:
-    """``tf.compat.v1.train.Optimizer``: the TF1 base class (marker of the classes below).
+    """``tf.compat.v1.train.Optimizer``: the TF1 base class.
+
+    The built-in TF1 optimizers below are Keras optimizers doing TF1's update. A script's
+    subclass that overrides ``compute_gradients`` / ``apply_gradients`` and delegates the update
+    (to a wrapped TF1 or Keras optimizer) runs as in TensorFlow: Keras ``compile`` wraps it
+    (``TFOptimizer``) and calls those methods at every step; in a custom loop they are called
+    on traced tensors.
+
+    Args:
+        use_locking: accepted (updates never race in ipusim).
+        name: the optimizer's name (non-empty).
 
     Raises:
-        UnsupportedError: when subclassed by a script (a custom TF1 optimizer's graph code is
-            not simulated); use one of the built-in TF1 optimizers or a Keras optimizer.
+        UnsupportedError: a subclass overrides the private hooks (``_apply_dense``,
+            ``_resource_apply_dense``, ``_create_slots``, ...), which are TF1 graph code, or
+            does not override ``apply_gradients``.
+        ConfigurationError: (a ValueError) an empty ``name``.
     """
 
     _tf1_builtin = False
     #: Marks TF1 optimizers (OptimizerV1) apart from the Keras optimizers they are built on.
     is_tf1 = True
+    #: TF1's gating constants (accepted by ``compute_gradients``; no effect on the results).
+    GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
     def __init__(self, use_locking: bool = False, name: str = "Optimizer", **kwargs: Any) -> None:
-        if not type(self)._tf1_builtin:
-            raise UnsupportedError(
-                f"{type(self).__name__}: custom subclasses of tf.compat.v1.train.Optimizer are "
-                "not simulated by ipusim (their _apply_dense is TF1 graph code); use a built-in "
-                "TF1 optimizer (GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, "
-                "RMSPropOptimizer, AdagradOptimizer) or a Keras optimizer"
-            )
-        super().__init__(name=name, **kwargs)  # the Keras optimizer of the concrete class
+        _check_subclass(type(self))
+        if not name:
+            raise ConfigurationError("Must specify the optimizer name")  # TF1's message
+        if type(self)._tf1_builtin:
+            super().__init__(name=name, **kwargs)  # the Keras optimizer of the concrete class
+        else:
+            self._name = name
         self.use_locking = bool(use_locking)
 
     def get_name(self) -> str:
         """The optimizer's name (TF1's ``get_name``)."""
-        return self.name
+        return self._name
 
     # ------------------------------------------------------------------ TF1 surface
     def compute_gradients(self, loss: Any, var_list: Any = None, **kwargs: Any) -> list:
-        """``(gradient, variable)`` pairs of a traced ``loss`` (TF1's ``compute_gradients``)."""
+        """``(gradient, variable)`` pairs of ``loss`` (TF1's ``compute_gradients``): a traced
+        tensor, or the loss of a Keras training step (whose gradients are known)."""
         from ipusim.compat.runtime.optimizers import _trainable_in, compute_gradients_symbolic
 
+        if getattr(loss, "_ipusim_step_loss", False):
+            variables = list(var_list if var_list is not None else [])
+            return list(zip(loss.gradients_for(variables), variables, strict=True))
         variables = list(var_list) if var_list is not None else _trainable_in(loss)
         return list(zip(compute_gradients_symbolic(loss, variables), variables, strict=True))
 
@@ -84,17 +152,25 @@ class Optimizer:
         traced update's step is counted by whoever executes it: the estimators do)."""
         from ipusim.compat.runtime.optimizers import _is_symbolic
 
+        if not type(self)._tf1_builtin:  # a script's subclass calling the base class' update
+            raise UnsupportedError(
+                f"{type(self).__name__}: tf.compat.v1.train.Optimizer.apply_gradients runs the "
+                "TF1 _apply_dense hooks, which ipusim does not simulate; delegate the update to "
+                "a built-in TF1 or Keras optimizer's apply_gradients"
+            )
         pairs = list(grads_and_vars)
         result = super().apply_gradients(pairs)
         if global_step is not None and not _is_symbolic([g for g, _ in pairs]):
-            global_step.assign_add(1)
+            _increment(global_step)
         return result
 
     def minimize(
         self, loss: Any, global_step: Any = None, var_list: Any = None, **kwargs: Any
     ) -> Any:
         """TF1's ``minimize``: ``compute_gradients`` then ``apply_gradients``."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
+        return self.apply_gradients(
+            self.compute_gradients(loss, var_list=var_list), global_step=global_step
+        )
 
 
 class GradientDescentOptimizer(Optimizer, SGD):
