@@ -10,12 +10,14 @@ throughput (:class:`ServingTiming`).
 """
 
 from ipusim.serving.export import export_keras, export_pipeline, export_single_step
+from ipusim.serving.manifest import ExportNotFoundError
 from ipusim.serving.program import ExportError
 from ipusim.serving.served import ServedModel, load
 from ipusim.serving.timing import ServingTiming
 
 __all__ = [
     "ExportError",
+    "ExportNotFoundError",
     "ServedModel",
     "ServingTiming",
     "export_keras",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.serving.files import check_export_dir, write_export
@@ -24,13 +25,14 @@ from ipusim.serving.host_steps import HostSteps, host_steps
 from ipusim.serving.program import ExportError, encode_program
 from ipusim.serving.served import ServedModel, load
 from ipusim.serving.timing import timing_from_report
+from ipusim.session.options import full_trace
 
 __all__ = ["export_keras", "export_pipeline", "export_single_step"]
 
 
 def _positive(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"`{what}` must be a positive integer, received {value!r}")
+        raise ConfigurationError(f"`{what}` must be a positive integer, received {value!r}")
     return int(value)
 
 
@@ -46,7 +48,7 @@ def _keras_batch_size(model: Any, specs: list[TensorSpec], batch_size: int | Non
     known = {s.shape[0] for s in specs if s.shape and s.shape[0] is not None}
     if len(known) == 1:
         return int(known.pop())
-    raise ValueError(
+    raise ConfigurationError(
         f"Cannot export model {model.name!r}: the exported program is compiled for one batch "
         "size and none is known. Pass batch_size=... to the export, or give the model's inputs "
         "a batch size (keras.Input(..., batch_size=N))."
@@ -88,14 +90,14 @@ def export_keras(
     steps = host_steps("export_keras", preprocessing_step, preprocessing_step_signature,
                        postprocessing_step, postprocessing_step_signature)  # fmt: skip
     if not hasattr(model, "export_for_ipu_serving"):
-        raise ValueError(
+        raise ConfigurationError(
             f"Model {getattr(model, 'name', model)!r} was not created inside an IPUStrategy "
             "scope, so it cannot be exported for IPU serving; create it in "
             "`with ipusim.IPUStrategy().scope():`"
         )
     structure = model._build_input_spec
     if structure is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"Model {model.name!r} must be built before it is exported: call "
             "model.build(input_shape) (or use keras.Input) first"
         )
@@ -109,13 +111,7 @@ def export_keras(
     inputs, outputs = flatten(traced.inputs), flatten(traced.outputs)
     program, arrays = encode_program(traced.graph, inputs, outputs)
 
-    config, system = model._ipu_environment()
-    samples = map_structure(
-        lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), concrete
-    )
-    lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
-    # The extension's own simulation step: model.last_simulation is this execution afterwards.
-    report, _ = model._simulate(lowered, [(0, iterations)], config, system)
+    config, lowered, report = _simulate_execution(model, concrete, batch, iterations)
     names = _input_names(model, flat_specs)
     out_names = list(output_names) if output_names is not None else _output_names(model, outputs)
     manifest = {
@@ -144,6 +140,21 @@ def _served(export_dir: Any, steps: HostSteps | None) -> Any:
     """The loaded export, wrapped with its host steps when it has any."""
     served = load(export_dir)
     return steps.attach(served) if steps is not None else served
+
+
+def _simulate_execution(model: Any, concrete: Any, batch: int, iterations: int) -> tuple:
+    """(config, lowered program, report) of one execution of the on-device loop of
+    ``iterations`` requests, through the extension's own simulation step (so
+    ``model.last_simulation`` is this execution afterwards). Every record is kept whatever
+    ``trace_detail`` says: the per-request latencies are read from them."""
+    config, system = model._ipu_environment()
+    samples = map_structure(
+        lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), concrete
+    )
+    lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
+    with full_trace():
+        report, _ = model._simulate(lowered, [(0, iterations)], config, system)
+    return config, lowered, report
 
 
 def _input_names(model: Any, specs: list[TensorSpec]) -> list[str]:
@@ -193,7 +204,9 @@ def _signature(
     """The input specs of ``fn`` (its arguments after the first ``skip``), as IPU TensorFlow
     resolves them: the signature, the dataset's element spec, or the tf.function's own."""
     if signature is not None and input_dataset is not None:
-        raise ValueError(f"{what}: pass either the input signature or input_dataset, not both")
+        raise ConfigurationError(
+            f"{what}: pass either the input signature or input_dataset, not both"
+        )
     if input_dataset is not None:
         from ipusim.data import Dataset
 
@@ -206,7 +219,7 @@ def _signature(
             "input_signature"
         )
     if signature is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"{what}: missing the input signature of {getattr(fn, '__name__', fn)!r}; pass "
             "predict_step_signature=(tf.TensorSpec(shape, dtype), ...)"
         )
@@ -217,7 +230,7 @@ def _signature(
     for i, spec in enumerate(flat):
         shape = getattr(spec, "shape", None)
         if shape is None or any(d is None for d in tuple(shape)):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{what}: input {i} needs a fully known shape (the program is compiled for one "
                 f"shape), received {spec!r}"
             )
@@ -268,10 +281,11 @@ def _export_function(
     infeed = ipu_infeed_queue.IPUInfeedQueue(dataset)
     outfeed = ipu_outfeed_queue.IPUOutfeedQueue()
     strategy = IPUStrategy()
-    with strategy.scope():
-        strategy.run(Function(device_loop(infeed, outfeed)))
-    outfeed.dequeue()
-    report = runtime_simulation.last_simulation()
+    with full_trace():  # every record of the one execution: the latencies are read from them
+        with strategy.scope():
+            strategy.run(Function(device_loop(infeed, outfeed)))
+        outfeed.dequeue()
+        report = runtime_simulation.last_simulation()
     if report is None:
         raise RuntimeError(f"{name}: the serving loop was not simulated")
     batch = int(specs[0].shape[0]) if specs and specs[0].shape else 1
@@ -393,7 +407,9 @@ def export_pipeline(
                        postprocessing_step, postprocessing_step_signature)  # fmt: skip
     stages = [getattr(s, "python_function", s) for s in computational_stages]
     if not stages or not all(callable(s) for s in stages):
-        raise ValueError(f"{what}: computational_stages must be a non-empty list of functions")
+        raise ConfigurationError(
+            f"{what}: computational_stages must be a non-empty list of functions"
+        )
     leading = list(inputs or [])
     specs = _signature(stages[0], predict_step_signature or input_signature, input_dataset,
                        len(leading), what)  # fmt: skip

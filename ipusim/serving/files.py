@@ -18,6 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ipusim._files import default_file_mode, write_many_atomic
+from ipusim.errors import ConfigurationError
+from ipusim.keras.engine.saving_files import read_npz
+from ipusim.serving.manifest import ExportNotFoundError, check_manifest, export_error
+
 __all__ = ["FORMAT", "VERSION", "check_export_dir", "read_export", "write_export"]
 
 FORMAT = "ipusim-serving"
@@ -25,44 +30,54 @@ VERSION = 1
 MANIFEST = "serving.json"
 ARRAYS = "program.npz"
 TRACE = "trace.npz"
+#: A manifest beyond this is not one ipusim wrote (a program of a million nodes is ~200 MB). E
+_MAX_MANIFEST_BYTES = 1 << 30
 
 
 def check_export_dir(export_dir: Any) -> Path:
     """``export_dir`` as a Path, if it is new or an empty directory.
 
     Raises:
-        ValueError: it is a file or a directory that is not empty.
+        ConfigurationError: it is a file or a directory that is not empty.
     """
     path = Path(os.fspath(export_dir))
     if path.is_dir() and any(path.iterdir()):
-        raise ValueError(
+        raise ConfigurationError(
             f"export_dir {str(path)!r} is a directory that is not empty; pass a new or empty "
             "directory (IPU TensorFlow refuses to overwrite an export too)"
         )
     if path.exists() and not path.is_dir():
-        raise ValueError(f"export_dir {str(path)!r} is a file; pass a new or empty directory")
+        raise ConfigurationError(
+            f"export_dir {str(path)!r} is a file; pass a new or empty directory"
+        )
     return path
 
 
 def write_export(
     export_dir: Any, manifest: dict[str, Any], arrays: dict[str, np.ndarray], trace_bytes: bytes
 ) -> Path:
-    """Write the export atomically: nothing appears at ``export_dir`` unless all of it does."""
+    """Write the export atomically: nothing appears at ``export_dir`` unless all of it does.
+
+    The files are written (each atomically, :func:`ipusim._files.write_many_atomic`) into a
+    temporary sibling folder, which then replaces ``export_dir`` in one rename.
+    """
     path = check_export_dir(export_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
         manifest = {"format": FORMAT, "version": VERSION, **manifest}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, allow_nan=True) + "\n")
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
-        (tmp / ARRAYS).write_bytes(buffer.getvalue())
-        (tmp / TRACE).write_bytes(trace_bytes)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; an export is a normal folder
-        for item in tmp.iterdir():
-            os.chmod(item, 0o666 & ~umask)
+        files = {
+            MANIFEST: (json.dumps(manifest, indent=1, allow_nan=True) + "\n").encode("utf-8"),
+            ARRAYS: buffer.getvalue(),
+            TRACE: trace_bytes,
+        }
+        write_many_atomic(tmp, files)
+        # mkdtemp makes the folder private; an export is a normal folder: the files' mode, with
+        # search permission wherever read permission is given (0755 under the usual umask).
+        mode = default_file_mode()
+        os.chmod(tmp, mode | (mode & 0o444) >> 2)
         if path.is_dir():
             path.rmdir()  # empty, checked above
         os.replace(tmp, path)
@@ -72,26 +87,38 @@ def write_export(
     return path
 
 
-def read_export(export_dir: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], Path]:
-    """The manifest, the arrays and the trace file of an export.
-
-    Raises:
-        FileNotFoundError: ``export_dir`` holds no ipusim export.
-        ValueError: the export is of another format or a newer version.
-    """
-    path = Path(os.fspath(export_dir))
+def _read_manifest(path: Path) -> dict[str, Any]:
     manifest_file = path / MANIFEST
     if not manifest_file.is_file():
-        raise FileNotFoundError(
+        raise ExportNotFoundError(
             f"{str(path)!r} holds no ipusim serving export (no {MANIFEST}); create one with "
             "model.export_for_ipu_serving(...) or ipusim.serving.export_*"
         )
-    manifest = json.loads(manifest_file.read_text())
-    if manifest.get("format") != FORMAT or int(manifest.get("version", 0)) > VERSION:
-        raise ValueError(
-            f"{str(manifest_file)!r} is not an ipusim serving export of version <= {VERSION} "
-            f"(format {manifest.get('format')!r}, version {manifest.get('version')!r})"
-        )
-    with np.load(path / ARRAYS, allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    return manifest, arrays, path / TRACE
+    size = manifest_file.stat().st_size
+    if size > _MAX_MANIFEST_BYTES:
+        raise export_error(
+            manifest_file, "size", f"{size} bytes is implausible for a manifest (at most "
+            f"{_MAX_MANIFEST_BYTES})",
+        )  # fmt: skip
+    try:
+        manifest = json.loads(manifest_file.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise export_error(manifest_file, "contents", f"not valid JSON ({exc})") from None
+    return check_manifest(manifest, manifest_file, FORMAT, VERSION)
+
+
+def read_export(export_dir: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], Path]:
+    """The manifest, the arrays and the trace file of an export, each checked before use.
+
+    Raises:
+        ExportNotFoundError: ``export_dir`` holds no ipusim export (a ``FileNotFoundError``).
+        ModelFileError: a file of the export is damaged, of another format or a newer version;
+            the message names the file and the field.
+    """
+    path = Path(os.fspath(export_dir))
+    manifest = _read_manifest(path)
+    arrays = read_npz(path / ARRAYS)
+    trace = path / TRACE
+    if not trace.is_file():
+        raise export_error(trace, "file", "is missing (the simulated execution)")
+    return manifest, arrays, trace

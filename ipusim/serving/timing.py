@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import TraceError
 from ipusim.trace import Report
 
 __all__ = ["ServingTiming", "timing_from_report"]
@@ -97,7 +98,8 @@ def timing_from_report(report: Report, batch_size: int, iterations: int) -> Serv
     """The serving figures of a simulated execution of ``iterations`` requests.
 
     Raises:
-        ValueError: the trace does not hold one input copy and one output copy per request.
+        TraceError: the trace does not hold one input copy and one output copy per request
+            (an export simulates its execution keeping every record, so this is a bug).
     """
     df = report.trace.to_dataframe()
     inputs = df[df["name"].isin(["infeed staging", "infeed copy"])]
@@ -105,7 +107,7 @@ def timing_from_report(report: Report, batch_size: int, iterations: int) -> Serv
     outfeed = df[df["name"] == "outfeed copy"].groupby("step")["end_ps"].max()
     steps = list(range(iterations))
     if list(infeed.index) != steps or list(outfeed.index) != steps:
-        raise ValueError(
+        raise TraceError(
             f"the simulated execution should copy {iterations} requests in and out; its trace "
             f"holds input copies {list(infeed.index)} and output copies {list(outfeed.index)}"
         )

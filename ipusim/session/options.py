@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -359,12 +362,31 @@ def precision(config: Any) -> str:
     return settings.precision if settings is not None else "fp32"
 
 
+#: Set within :func:`full_trace`: the runs simulated there keep every record.
+_FULL_TRACE: contextvars.ContextVar[bool] = contextvars.ContextVar("full_trace", default=False)
+
+
+@contextlib.contextmanager
+def full_trace() -> Iterator[None]:
+    """Within the block, simulations keep every record whatever ``trace_detail`` says (a serving
+    export reads each request's latency from the records of its one execution)."""
+    token = _FULL_TRACE.set(True)
+    try:
+        yield
+    finally:
+        _FULL_TRACE.reset(token)
+
+
 def engine_settings(config: Any) -> EngineSettings:
-    """``IPUConfig.ipusim.engine``, ``trace_detail`` and ``trace_records``."""
+    """``IPUConfig.ipusim.engine``, ``trace_detail`` and ``trace_records`` (``trace_detail``
+    "full" within :func:`full_trace`)."""
     settings = _settings(config)
-    if settings is None:
-        return EngineSettings()
-    return EngineSettings(settings.engine, settings.trace_detail, settings.trace_records)
+    found = (
+        EngineSettings()
+        if settings is None
+        else EngineSettings(settings.engine, settings.trace_detail, settings.trace_records)
+    )
+    return replace(found, detail="full") if _FULL_TRACE.get() else found
 
 
 def environment() -> tuple[Any, Any]:

@@ -2,7 +2,9 @@
 
 No pickle anywhere: the file is a zip of ``.npy`` arrays (``np.load(allow_pickle=False)`` reads
 it) with the JSON description stored as a uint8 array under ``__ipusim_model__``. Files are written
-to a temporary name in the same folder and moved into place, so a crash never leaves half a file.
+to a temporary name in the same folder and moved into place, so a crash never leaves half a file;
+they are checked before use (:mod:`~ipusim.keras.engine.saving_files`), and the optimizer's state
+is matched to the variables by position (:mod:`~ipusim.keras.engine.saving_state`).
 """
 
 from __future__ import annotations
@@ -10,22 +12,44 @@ from __future__ import annotations
 import json
 import logging
 import os
-import zipfile
-import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ipusim._files import atomic_output
-from ipusim.errors import ModelFileError
+from ipusim.errors import ConfigurationError, ModelFileError
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.nest import map_structure
 from ipusim.keras.engine.saving_compile import compile_config, compile_from_config
+from ipusim.keras.engine.saving_files import (
+    CONFIG_KEY,
+    FORMAT,
+    VERSION,
+    WEIGHTS_FORMAT,
+    check_weights_fit,
+    file_error,
+    read_header,
+    read_npz,
+    weight_arrays,
+    write_npz,
+)
+from ipusim.keras.engine.saving_state import optimizer_state, restore_optimizer
 
-FORMAT = "ipusim-model"
-WEIGHTS_FORMAT = "ipusim-weights"
-VERSION = 1
-_CONFIG_KEY = "__ipusim_model__"
+__all__ = [
+    "FORMAT",
+    "WEIGHTS_FORMAT",
+    "ModelFileError",
+    "functional_config",
+    "functional_from_config",
+    "load_model",
+    "load_weights",
+    "restore_training_state",
+    "save_model",
+    "save_weights",
+    "sequential_config",
+    "sequential_from_config",
+    "serialize_layer",
+]
 
 log = logging.getLogger("ipusim")
 
@@ -80,9 +104,15 @@ def sequential_config(model: Any) -> dict[str, Any]:
         "name": model.name,
         "layers": [serialize_layer(layer) for layer in model.layers],
     }
-    spec = model.input_spec_structure
-    if spec is not None and hasattr(spec, "shape"):
-        config["input_spec"] = {"shape": list(spec.shape), "dtype": spec.dtype}
+    # A declared input (keras.Input, input_shape=) casts what the model is given to its dtype;
+    # a model built from a shape (build(), or its first call) does not: each layer casts its own
+    # inputs (an Embedding keeps integer ids). The reloaded model must do the same.
+    declared = model._input_spec_declared
+    built = model._build_input_spec
+    if declared is not None:
+        config["input_spec"] = {"shape": list(declared.shape), "dtype": declared.dtype}
+    elif built is not None and hasattr(built, "shape"):
+        config["build_input_spec"] = {"shape": list(built.shape), "dtype": built.dtype}
     return config
 
 
@@ -96,6 +126,13 @@ def sequential_from_config(config: dict[str, Any], custom_objects: dict | None =
         model.add(Input(batch_shape=tuple(spec["shape"]), dtype=spec["dtype"]))
     for layer_spec in config["layers"]:
         model.add(_deserialize_layer(layer_spec, custom_objects))
+    if config.get("build_input_spec") and not model.built:
+        from ipusim.graph.spec import TensorSpec
+
+        spec = config["build_input_spec"]
+        specs = TensorSpec(tuple(spec["shape"]), spec["dtype"])
+        model.trace(specs, training=False)
+        model._build_input_spec = specs
     return model
 
 
@@ -119,7 +156,11 @@ def functional_config(model: Any) -> dict[str, Any]:
             return value.item()
         if value is None or isinstance(value, str | int | float | bool):
             return value
-        raise ValueError(f"model {model.name!r}: a layer call argument {value!r} cannot be saved")
+        raise ConfigurationError(
+            f"model {model.name!r}: a layer call argument {value!r} cannot be saved (only "
+            "tensors, numbers, strings, None and lists / dicts of them can); pass it to the "
+            "layer's constructor instead"
+        )
 
     layers = []
     for layer in model.layers:
@@ -195,28 +236,33 @@ def _decode(value: Any, tensors: dict) -> Any:
 
 
 # ---------------------------------------------------------------------- files
-def _atomic_npz(filepath: str, arrays: dict[str, np.ndarray], overwrite: bool) -> None:
-    filepath = os.fspath(filepath)
-    if os.path.isdir(filepath):
-        raise ModelFileError(
-            f"{filepath!r} is a folder; give a file path such as '{filepath.rstrip('/')}.npz'"
-        )
-    if not overwrite and os.path.exists(filepath):
-        raise FileExistsError(f"{filepath!r} exists and overwrite=False")
-    with atomic_output(filepath) as handle:
-        np.savez(handle, **arrays)
+#: What rebuilding, compiling or restoring from a damaged description can raise.
+_REBUILD_ERRORS = (
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    ValueError,
+    NotImplementedError,
+    OverflowError,
+    RecursionError,
+    MemoryError,  # a damaged size (units=10**12) asks for more than the machine has
+)
 
 
-def _read_npz(filepath: str) -> dict[str, np.ndarray]:
-    filepath = os.fspath(filepath)
-    if not os.path.isfile(filepath):
-        raise ModelFileError(f"no file at {filepath!r}")
+def _from_file(path: str, field: str, step: Callable[[], Any]) -> Any:
+    """Run one step of loading; a failure names the file and the header field it came from."""
     try:
-        with np.load(filepath, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError) as exc:
-        raise ModelFileError(
-            f"{filepath!r} is not a readable ipusim model/weights file ({exc})"
+        return step()
+    except ModelFileError:
+        raise
+    except _REBUILD_ERRORS as exc:
+        raise file_error(
+            path,
+            f"header field {field!r}",
+            f"cannot be used ({type(exc).__name__}: {exc})",
+            "The file is damaged or describes a model this ipusim cannot build; save the "
+            "model again, or load it with compile=False if only the compile arguments fail.",
         ) from None
 
 
@@ -232,104 +278,37 @@ def _weights_payload(
     }
     arrays = {f"w{i:05d}": w.numpy() for i, w in enumerate(weights)}
     arrays.update(more or {})
-    arrays[_CONFIG_KEY] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    arrays[CONFIG_KEY] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     return arrays
 
 
-def _optimizer_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """The optimizer's step count and slots (Keras' ``include_optimizer``): a header entry naming
-    each slot by its variable and slot names, and the arrays; None when there is none to save."""
-    from ipusim.keras.optimizers.optimizer import Optimizer
-
-    optimizer = getattr(model, "optimizer", None)
-    if not isinstance(optimizer, Optimizer):
-        return None
-    slots, arrays = [], {}
-    for var_name, by_slot in optimizer._slots.items():
-        for slot_name, slot in by_slot.items():
-            arrays[f"o{len(slots):05d}"] = slot.numpy()
-            slots.append([var_name, slot_name])
-    return {"iterations": optimizer.iterations, "slots": slots}, arrays
-
-
-def _restore_optimizer(
-    model: Any, state: dict[str, Any], data: dict[str, np.ndarray], filepath: str
-) -> None:
-    """Give the freshly compiled optimizer the saved step count and slots (all checked first)."""
-    optimizer = model.optimizer
-    variables = {v.name: v for v in model.trainable_variables}
-    restored = []
-    try:
-        for i, (var_name, slot_name) in enumerate(state["slots"]):
-            value = data[f"o{i:05d}"]
-            var = variables[var_name]
-            if value.shape != tuple(var.shape):
-                raise ValueError(f"slot {slot_name!r} of {var_name!r} has shape {value.shape}")
-            restored.append((var, slot_name, value))
-        iterations = int(state["iterations"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(
-            f"{filepath!r}: the saved optimizer state does not fit the model ({exc}); load with "
-            "compile=False, or save the model again."
-        ) from None
-    for var, slot_name, value in restored:
-        optimizer._add_slot(var, slot_name, 0.0).assign(value)
-    optimizer.iterations = iterations
-
-
-def _header(data: dict[str, np.ndarray], filepath: str, kind: str) -> dict[str, Any]:
-    raw = data.get(_CONFIG_KEY)
-    if raw is None:
-        raise ModelFileError(f"{filepath!r} has no ipusim header; it was not written by ipusim")
-    try:
-        header = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{filepath!r}: the header is corrupt ({exc})") from None
-    if header.get("format") != kind:
-        raise ModelFileError(f"{filepath!r} holds {header.get('format')!r}, expected {kind!r}")
-    if header.get("version", 0) > VERSION:
-        raise ModelFileError(
-            f"{filepath!r} was written by a newer ipusim (format version {header['version']})"
+def _require_built(model: Any, what: str) -> None:
+    if not model.built:
+        raise ConfigurationError(
+            f"model {model.name!r} is not built, so it has no weights to {what}; call it on data "
+            "or build() it first"
         )
-    return header
-
-
-def _weight_arrays(
-    data: dict[str, np.ndarray], header: dict[str, Any], filepath: str
-) -> list[np.ndarray]:
-    names = header.get("weight_names", [])
-    try:
-        return [data[f"w{i:05d}"] for i in range(len(names))]
-    except KeyError as exc:
-        raise ModelFileError(f"{filepath!r} is missing weight array {exc}") from None
 
 
 def save_weights(model: Any, filepath: str, overwrite: bool = True) -> None:
-    if not model.built:
-        raise ValueError(f"model {model.name!r} has no weights yet; build or call it first")
-    _atomic_npz(filepath, _weights_payload(model, WEIGHTS_FORMAT, {}), overwrite)
+    _require_built(model, "save")
+    write_npz(filepath, _weights_payload(model, WEIGHTS_FORMAT, {}), overwrite)
 
 
 def load_weights(model: Any, filepath: str) -> None:
-    data = _read_npz(filepath)
-    header = _header(data, filepath, WEIGHTS_FORMAT)
-    arrays = _weight_arrays(data, header, filepath)
-    if not model.built:
-        raise ValueError(
-            f"model {model.name!r} is not built, so it has no weights to load into;"
-            " build or call it first"
-        )
-    try:
-        model.set_weights(arrays)  # checks every shape before assigning any
-    except ValueError as exc:
-        raise ModelFileError(f"{filepath!r} does not match model {model.name!r}: {exc}") from None
+    path = os.fspath(filepath)
+    data = read_npz(path)
+    header = read_header(data, path, WEIGHTS_FORMAT)
+    arrays = weight_arrays(data, header)
+    _require_built(model, "load")
+    check_weights_fit(model, arrays, path, exact=False)
+    model.set_weights(arrays)
 
 
 def save_model(
     model: Any, filepath: str, overwrite: bool = True, include_optimizer: bool = True
 ) -> None:
-    if not model.built:
-        raise ValueError(f"model {model.name!r} is not built; call it on data or build() first")
+    _require_built(model, "save")
     from ipusim.keras.engine.functional import Functional
     from ipusim.keras.engine.sequential import Sequential
 
@@ -355,54 +334,55 @@ def save_model(
     if state is not None:
         extra["ipu"] = state
     more: dict[str, np.ndarray] = {}
-    optimizer = _optimizer_state(model) if include_optimizer and "compile" in extra else None
+    optimizer = optimizer_state(model) if include_optimizer and "compile" in extra else None
     if optimizer is not None:
         extra["optimizer_state"], more = optimizer
-    _atomic_npz(filepath, _weights_payload(model, FORMAT, extra, more), overwrite)
+    write_npz(filepath, _weights_payload(model, FORMAT, extra, more), overwrite)
+
+
+def _model_header(data: dict[str, np.ndarray], path: str) -> dict[str, Any]:
+    header = read_header(data, path, FORMAT)
+    for key, kind in (("class_name", str), ("config", dict)):
+        if not isinstance(header.get(key), kind):
+            raise file_error(
+                path,
+                f"header field {key!r}",
+                f"expected a {kind.__name__}, found {type(header.get(key)).__name__}",
+            )
+    for key in ("compile", "optimizer_state", "ipu", "build_input_spec"):
+        if key in header and header[key] is not None and not isinstance(header[key], dict):
+            raise file_error(path, f"header field {key!r}", "expected a JSON object")
+    return header
 
 
 def load_model(
     filepath: str, custom_objects: dict[str, Any] | None = None, compile: bool = True
 ) -> Any:  # noqa: A002 - Keras' name
-    """Rebuild a model saved with ``model.save``: architecture, weights and (optionally) compile."""
-    data = _read_npz(filepath)
-    header = _header(data, filepath, FORMAT)
-    for key, kind in (("class_name", str), ("config", dict), ("weight_names", list)):
-        if not isinstance(header.get(key), kind):
-            raise ModelFileError(
-                f"{filepath!r}: the model description has no valid {key!r} (expected a "
-                f"{kind.__name__}, found {type(header.get(key)).__name__}); the file is damaged "
-                "or was not written by model.save(). Save the model again."
-            )
-    arrays = _weight_arrays(data, header, filepath)
-    classes = _layer_classes(custom_objects)
-    cls = classes.get(header["class_name"])
-    if cls is None:
+    """Rebuild a model saved with ``model.save``: architecture, weights and (optionally) compile
+    with the optimizer's state. The file is checked before use (:mod:`saving_files`)."""
+    path = os.fspath(filepath)
+    data = read_npz(path)
+    header = _model_header(data, path)
+    arrays = weight_arrays(data, header)
+    cls = _layer_classes(custom_objects).get(header["class_name"])
+    if cls is None or not hasattr(cls, "from_config"):
         raise ModelFileError(
             f"Unknown model class {header['class_name']!r}. Pass it in `custom_objects`."
         )
-    try:
-        model = _rebuild(cls, header, custom_objects)
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise ModelFileError(
-            f"{filepath!r}: the model description is incomplete or damaged "
-            f"({type(exc).__name__}: {exc}); the file cannot be loaded. Save the model again."
-        ) from None
-    try:
-        model.set_weights(arrays)
-    except ValueError as exc:
-        raise ModelFileError(
-            f"{filepath!r}: the weights do not fit the architecture: {exc}"
-        ) from None
+    model = _from_file(path, "config", lambda: _rebuild(cls, header, custom_objects))
+    check_weights_fit(model, arrays, path, exact=True)
+    model.set_weights(arrays)
     saved_compile = header.get("compile")
     if compile and saved_compile:
-        compile_from_config(model, saved_compile, custom_objects)
+        _from_file(
+            path, "compile", lambda: compile_from_config(model, saved_compile, custom_objects)
+        )
         if header.get("optimizer_state") is not None:
-            _restore_optimizer(model, header["optimizer_state"], data, os.fspath(filepath))
+            restore_optimizer(model, header["optimizer_state"], data, header, path)
     if header.get("ipu") is not None:
         from ipusim.keras.extensions.saving import restore_ipu_state
 
-        restore_ipu_state(model, header["ipu"], os.fspath(filepath))
+        _from_file(path, "ipu", lambda: restore_ipu_state(model, header["ipu"], path))
     return model
 
 
@@ -430,23 +410,18 @@ def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict | None) -> 
 
 
 def restore_training_state(model: Any, filepath: str) -> None:
-    """Load a ``model.save`` file's weights and optimizer state (step count and slots) into
-    ``model`` itself, which must have the saved architecture and be compiled (BackupAndRestore).
-    """
-    data = _read_npz(filepath)
-    header = _header(data, filepath, FORMAT)
-    arrays = _weight_arrays(data, header, filepath)
+    """Load a ``model.save`` file's weights and optimizer state (step count, slots, loss scale)
+    into ``model`` itself, which must have the saved architecture and be compiled
+    (BackupAndRestore)."""
+    path = os.fspath(filepath)
+    data = read_npz(path)
+    header = _model_header(data, path)
+    arrays = weight_arrays(data, header)
     try:
-        model.set_weights(arrays)
-    except ValueError as exc:
-        raise ModelFileError(
-            f"{filepath!r} does not match model {model.name!r}: {exc}; delete the backup folder "
-            "if the model changed"
-        ) from None
+        check_weights_fit(model, arrays, path, exact=True)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{exc} Delete the backup folder if the model changed.") from None
+    model.set_weights(arrays)
     state = header.get("optimizer_state")
     if state is not None and getattr(model, "optimizer", None):
-        # Layer names differ between sessions (dense_1 vs dense_7): match the saved slots to
-        # this model's variables by position, as Keras' object-based checkpoints do.
-        renamed = dict(zip(header["weight_names"], (w.name for w in model.weights), strict=True))
-        slots = [[renamed.get(var, var), slot] for var, slot in state["slots"]]
-        _restore_optimizer(model, {**state, "slots": slots}, data, os.fspath(filepath))
+        restore_optimizer(model, state, data, header, path)

@@ -172,3 +172,39 @@ def compile_from_config(
         weighted_metrics=weighted,
         steps_per_execution=steps,
     )
+    _check_compiled(model)
+
+
+#: Metric names resolved from the data's shapes when the metrics are built (first fit).
+_SHAPE_RESOLVED = ("accuracy", "acc", "crossentropy", "ce")
+
+
+def _check_compiled(model: Any) -> None:
+    """Resolve now what ``compile`` leaves to the first ``fit``: each loss and its weight per
+    output, and each metric name, so a damaged name fails the load, not a later fit."""
+    from ipusim.keras import metrics as metrics_module
+    from ipusim.keras.engine.compile_utils import LossesContainer, MetricsContainer
+
+    names = model.output_names
+    losses = (
+        LossesContainer(model._loss_spec, model._loss_weights, names).losses
+        if model._loss_spec is not None
+        else []
+    )
+    MetricsContainer(model._metrics_spec, losses, names, model._weighted_metrics_spec)
+    for spec in (model._metrics_spec, model._weighted_metrics_spec):
+        for identifier in _metric_leaves(spec, top=True):
+            if not (isinstance(identifier, str) and identifier in _SHAPE_RESOLVED):
+                metrics_module.to_metric(identifier)
+
+
+def _metric_leaves(spec: Any, top: bool) -> list[Any]:
+    """The metric identifiers of a ``metrics`` argument: a list (or a list per output) of them,
+    or a dict keyed by output name at the top (a dict anywhere else is a metric config)."""
+    if spec is None:
+        return []
+    if isinstance(spec, dict) and top:
+        return [leaf for value in spec.values() for leaf in _metric_leaves(value, False)]
+    if isinstance(spec, list | tuple):
+        return [leaf for value in spec for leaf in _metric_leaves(value, False)]
+    return [spec]
