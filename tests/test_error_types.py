@@ -196,7 +196,10 @@ PLAIN_CLASSES: dict[tuple[str, str], str] = {
     ("ipusim/errors.py", "IPUSimError"): "the root of ipusim's user errors",
     ("ipusim/errors.py", "TraceError"): "ipusim's own inconsistent trace: a bug (TraceFileError "
     "is the user-facing subclass)",
-    ("ipusim/cli.py", "UsageError"): "the command line's own usage errors, printed by its main",
+    (
+        "ipusim/_cli_errors.py",
+        "UsageError",
+    ): "the command line's own usage errors, printed by its main",
     ("ipusim/compat/dataset_benchmark.py", "OutOfRangeError"): (
         "tf.errors.OutOfRangeError: the end of the data, a loop's normal exit"
     ),

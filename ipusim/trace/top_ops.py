@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from ipusim.errors import ConfigurationError
+
 __all__ = ["TOP_OPS_BY", "format_top_ops", "top_ops"]
 
 #: What the table can be ranked by.
@@ -21,9 +23,9 @@ _COLUMNS = ["ipu", "name", "layer", "op", "count", "compute_s", "exchange_s", "f
 
 def _check(by: str, n: int) -> None:
     if by not in TOP_OPS_BY:
-        raise ValueError(f"by must be one of {TOP_OPS_BY}; got {by!r}")
+        raise ConfigurationError(f"by must be one of {TOP_OPS_BY}; got {by!r}")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"n must be an integer >= 1; got {n!r}")
+        raise ConfigurationError(f"n must be an integer >= 1; got {n!r}")
 
 
 def top_ops(report: Any, n: int = 10, by: str = "time", ipu: int | None = None) -> pd.DataFrame:
