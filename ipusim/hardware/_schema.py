@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ipusim.errors import HardwareSpecError
 from ipusim.hardware import units
 from ipusim.hardware._base import SpecBase, parse_flags
+from ipusim.hardware._ranges import check_ranges
 from ipusim.hardware.table import PrecisionTable
 
 __all__ = ["apply_document", "resolve_path"]
@@ -323,7 +324,9 @@ def apply_document(
         if not _exists(plain, path.split(".")) and not _table_entry_exists(plain, path):
             raise HardwareSpecError(f"{origin}: [sources] names {path!r}, which is not set")
         flat[path] = text  # type: ignore[assignment]
-    return from_plain(root, plain, flat, origin)
+    spec = from_plain(root, plain, flat, origin)
+    check_ranges(spec, origin)
+    return spec
 
 
 def _table_entry_exists(plain: Mapping[str, object], path: str) -> bool:
