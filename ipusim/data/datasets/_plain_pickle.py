@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import IPUSimError
+from ipusim.errors import FileFormatError
 
 __all__ = ["DatasetFileError", "PlainUnpickler", "load_plain_pickle", "read_npz"]
 
@@ -50,7 +50,7 @@ _ALLOWED.update(
 )
 
 
-class DatasetFileError(IPUSimError, ValueError):
+class DatasetFileError(FileFormatError):
     """A data set file on disk is damaged or holds something other than plain data."""
 
 
@@ -111,6 +111,9 @@ def _read_npy(raw: bytes, where: str) -> np.ndarray:
     )
     shape, fortran, dtype = header(stream)
     if not dtype.hasobject:
+        size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if size > len(raw):  # a damaged header: never allocate what the data cannot fill
+            raise DatasetFileError(f"{where}: its header announces {size} bytes, it holds fewer")
         stream.seek(0)
         return np.lib.format.read_array(stream, allow_pickle=False)
     array = load_plain_pickle(stream.read(), where)
@@ -136,10 +139,21 @@ def read_npz(file: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
                     "file Keras downloads in its place"
                 )
             return {key: _read_npy(archive.read(f"{key}.npy"), f"{file}[{key}]") for key in keys}
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        NotImplementedError,
+        RuntimeError,
+        SyntaxError,
+        TypeError,
+    ) as exc:
         if isinstance(exc, DatasetFileError):
             raise
         raise DatasetFileError(
-            f"{file} is not a readable .npz archive ({exc}); delete it and put the file Keras "
-            "downloads in its place"
-        ) from exc
+            f"{file} is not a readable .npz archive ({type(exc).__name__}: {exc}); delete it and "
+            "put the file Keras downloads in its place"
+        ) from None
