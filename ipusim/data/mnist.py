@@ -180,14 +180,15 @@ def _parse_npz(file: Path) -> dict[str, np.ndarray]:
 
 def _check_values(file: Path, key: str, array: np.ndarray, largest: int) -> None:
     """MNIST holds whole numbers: pixels 0..255, digit labels 0..9."""
-    whole = array.dtype.kind in "iu" or (
-        array.dtype.kind == "f" and bool(np.all(np.isfinite(array)))
-    )
-    if not whole or (array.size and (array.min() < 0 or array.max() > largest)):
+    numeric = array.dtype.kind in "iuf"
+    low = array.min() if numeric and array.size else 0
+    high = array.max() if numeric and array.size else 0
+    if not numeric or not (low >= 0 and high <= largest):  # NaN fails both comparisons
         raise FileFormatError(
             f"MNIST file {file}: {key} must hold whole numbers in 0..{largest}; got dtype "
-            f"{array.dtype}{'' if not array.size else f' with values {array.min()}..{array.max()}'}"
-            ". Delete it to have it downloaded again"
+            f"{array.dtype}"
+            + (f" with values {low}..{high}" if numeric else "")
+            + ". Delete it to have it downloaded again"
         )
 
 

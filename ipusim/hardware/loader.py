@@ -110,6 +110,10 @@ def _read_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"hardware file {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise HardwareSpecError(
+            f"{path}: not a UTF-8 text file ({error}); hardware files are TOML text"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

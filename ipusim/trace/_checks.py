@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ipusim.errors import TraceFileError
-from ipusim.trace._schema import HOST, IPU_STATE_TRACKS, TRACKS
+from ipusim.trace._schema import HOST, IPU_STATE_TRACKS, MAX_TIME_PS, TRACKS
 from ipusim.trace.counters import Counters
 from ipusim.trace.detail import TraceDetail
 from ipusim.trace.templates import TemplateTable
@@ -26,9 +26,6 @@ __all__ = ["MAX_REPLICA_IPUS", "MAX_TIME_PS", "check_meta", "check_trace"]
 #: a replicated view would allocate records for every replica.
 MAX_REPLICA_IPUS = 65_536
 
-#: Latest simulated time (picoseconds) a trace can hold: int64 picoseconds reach ~106.7 days; a
-#: margin of 2x keeps sums of two times (start + duration) exact. D: 2**62 ps.
-MAX_TIME_PS = 2**62
 
 _STATE_CODES = np.array([TRACKS.index(t) for t in IPU_STATE_TRACKS], dtype=np.int64)
 _FIX = "the file is damaged or was edited; save the trace again (Trace.save / Report.save)"

@@ -10,6 +10,10 @@ import numpy as np
 from ipusim.errors import TraceError
 from ipusim.lowering.program import PHASES
 
+#: Latest simulated time (picoseconds) a trace holds: int64 picoseconds reach ~106.7 days; half
+#: of that keeps a start plus a duration from wrapping. D: 2**62 ps (~53.4 days).
+MAX_TIME_PS = 2**62
+
 #: IPU index of the host.
 HOST = -1
 

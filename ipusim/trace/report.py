@@ -399,11 +399,11 @@ def _read_table(path: Path, template: pd.DataFrame, **options: Any) -> pd.DataFr
         frame = frame.astype(template.dtypes.to_dict())
     except (TypeError, ValueError, OverflowError) as exc:
         raise TraceFileError(f"{str(path)!r} holds a value of the wrong type ({exc})") from None
-    for column in frame.columns:  # bytes, fractions, indices: none is negative or NaN
+    for column in frame.columns:  # bytes, fractions, indices: none is negative (NaN: no budget)
         values = frame[column]
-        if values.dtype.kind in "if" and len(values) and not bool((values >= 0).all()):
+        if values.dtype.kind in "if" and bool((values < 0).any()):
             raise TraceFileError(
-                f"{str(path)!r}: column {column!r} holds a negative or missing value; the report "
+                f"{str(path)!r}: column {column!r} holds a negative value; the report "
                 "is damaged or was edited. Save the report again (Report.save, ipusim run)."
             )
     return frame
