@@ -29,7 +29,8 @@ from ipusim.data.datasets import _plain_pickle
 from ipusim.errors import IPUSimError
 from ipusim.hardware import load_system
 from ipusim.lowering.program import IPUMemoryPlan, MemoryItem
-from ipusim.sweep.study import Study
+from ipusim.sweep.runner import result_path, run_sweep
+from ipusim.sweep.study import Study, config_key
 from ipusim.trace import HOST, Report, Trace, TraceRecorder
 
 FUZZ = settings(
@@ -352,3 +353,53 @@ def test_damaged_keras_dataset_npz(tmp_path, damage) -> None:
     path = tmp_path / "boston_housing.npz"
     path.write_bytes(_damage(_keras_npz(), damage))
     _loads_or_ipusim_error(_plain_pickle.read_npz, path, ("x", "y"))
+
+
+def _toy(config: dict) -> dict:
+    return {"throughput": config["a"] * 10.0}
+
+
+@pytest.fixture(scope="module")
+def sweep_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("sweep") / "out"
+    run_sweep([{"a": 1}, {"a": 2}], folder, jobs=1, progress=False, workload=_toy)
+    return folder
+
+
+@FUZZ
+@given(
+    damage=st.one_of(
+        damages.map(lambda d: ("bytes", d)),
+        st.tuples(
+            st.just("field"),
+            st.tuples(
+                st.sampled_from(["key", "config", "row", "oom", "error", "workload", "version"]),
+                st.sampled_from([None, 3, "x", [1], {"a": [1]}, {"throughput": {}}, True]),
+            ),
+        ),
+    )
+)
+def test_damaged_sweep_results_rerun_or_raise(tmp_path, sweep_folder, damage, capsys) -> None:
+    folder = tmp_path / "out"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(sweep_folder, folder)
+    path = result_path(folder, config_key({"a": 1}))  # a = 2's result stays intact
+    kind, what = damage
+    if kind == "bytes":
+        path.write_bytes(_damage(path.read_bytes(), what))
+    else:
+        record = json.loads(path.read_text())
+        record[what[0]] = what[1]
+        path.write_text(json.dumps(record))
+        if what[0] in ("key", "config", "row", "oom", "error") and what[1] is None:
+            frame = run_sweep([{"a": 1}, {"a": 2}], folder, jobs=1, progress=False, workload=_toy)
+            assert frame["throughput"].tolist() == [10.0, 20.0]  # ignored and run again
+            assert "ignoring damaged result file" in capsys.readouterr().err
+            return
+    try:
+        frame = run_sweep([{"a": 1}, {"a": 2}], folder, jobs=1, progress=False, workload=_toy)
+    except IPUSimError:
+        return
+    # A damaged result is ignored (with a note) and its configuration runs again; a flip that
+    # leaves a valid record (a digit of a figure) is read as written. The other one is intact.
+    assert len(frame) == 2 and frame["throughput"].tolist()[1] == 20.0
