@@ -15,6 +15,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -33,8 +34,9 @@ from ipusim.sweep.runner import result_path, run_sweep
 from ipusim.sweep.study import Study, config_key
 from ipusim.trace import HOST, Report, Trace, TraceRecorder
 
+#: Examples per file kind (IPUSIM_FILE_EXAMPLES=10000 for the long run).
 FUZZ = settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("IPUSIM_FILE_EXAMPLES", "60")),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -34,6 +35,8 @@ from ipusim.sweep.outdir import claim_output
 from ipusim.trace import Report, Trace
 
 LINK = HostLink(1e12, 1e12, 0)
+#: Examples of the round-trip property (IPUSIM_FILE_EXAMPLES=10000 for the long run).
+EXAMPLES = int(os.environ.get("IPUSIM_FILE_EXAMPLES", "100"))
 
 
 def _program(stages: int, micro_batches: int, replicas: int) -> Program:
@@ -75,7 +78,7 @@ def _same_trace(a: Trace, b: Trace) -> None:
 
 
 @settings(
-    max_examples=25,
+    max_examples=EXAMPLES,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -209,6 +212,22 @@ def test_sweep_on_a_full_disk_prints_one_line(tmp_path, monkeypatch, capsys) -> 
     assert not [p for p in (tmp_path / "o").rglob("*.tmp")]
 
 
+def test_sweep_on_a_read_only_file_system_prints_one_line(tmp_path, monkeypatch, capsys) -> None:
+    """Works as root too: the file system's refusal is simulated (EROFS from mkdir)."""
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "sweep"))
+    (tmp_path / "study.toml").write_text(_STUDY)
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", read_only)
+    args = ["sweep", str(tmp_path / "study.toml"), "-o", str(tmp_path / "o"), "--no-progress"]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the file system is read-only" in err[0] and "bug" not in err[0]
+    assert str(tmp_path / "o") in err[0]
+
+
 def test_a_sweep_removes_temporary_files_left_in_its_folder(tmp_path) -> None:
     strays = [
         tmp_path / "configs" / ".0123456789abcdef.json.a1b2c3.tmp",
@@ -238,14 +257,19 @@ def test_runs_beyond_simulated_time_are_rejected_naming_the_setting(tmp_path) ->
         load_system("IPU", {"ipu.clock": "1Hz"})
 
 
-def test_the_longest_runs_that_fit_work() -> None:
-    program = _program(1, 1, 1)
-    overhead = MAX_RUN_PS // 4  # four executions of a quarter of simulated time each
-    result = simulate(program, RunPlan((1,) * 3), HostOptions(per_execution_overhead_ps=overhead))
+@pytest.mark.parametrize("engine", ["fast", "simpy"])
+def test_the_longest_runs_that_fit_work(engine) -> None:
+    program = _program(2, 4, 2)
+    overhead = MAX_RUN_PS // 4  # executions of a quarter of simulated time each
+    options = HostOptions(per_execution_overhead_ps=overhead)
+    result = simulate(program, RunPlan((4,) * 3), options, engine=engine)
     # Each execution waits for its overhead, then runs the short device step.
     assert 3 * overhead < result.end_ps < MAX_RUN_PS
     assert result.trace.end_ps == result.end_ps
     assert all(np.diff(result.execution_end_ps) > overhead)
+    # One more execution passes the limit by its device time: rejected when the run ends.
+    with pytest.raises(ConfigurationError, match="lasts beyond the longest run"):
+        simulate(program, RunPlan((4,) * 4), options, engine=engine)
 
 
 if __name__ == "__main__":  # pragma: no cover
