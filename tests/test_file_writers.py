@@ -179,6 +179,19 @@ def test_trace_save_on_a_full_disk_keeps_the_old_file(tmp_path, monkeypatch) -> 
     assert os.listdir(tmp_path) == ["t.npz"] and path.read_bytes() == before
 
 
+def test_save_img_is_atomic(tmp_path, monkeypatch) -> None:
+    from ipusim.keras.preprocessing.image import load_img, save_img
+
+    path = tmp_path / "x.png"
+    save_img(path, np.zeros((4, 4, 3)))
+    before = path.read_bytes()
+    monkeypatch.setattr(_files.os, "fsync", _no_space)
+    with pytest.raises(DiskWriteError, match="x.png'"):
+        save_img(path, np.ones((4, 4, 3)))
+    assert os.listdir(tmp_path) == ["x.png"] and path.read_bytes() == before
+    assert load_img(path).size == (4, 4)
+
+
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() == 0,
     reason="root writes into read-only folders, so chmod cannot make one",
