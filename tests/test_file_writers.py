@@ -287,3 +287,18 @@ def test_the_longest_runs_that_fit_work(engine) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_series_of_calls_beyond_simulated_time_is_rejected() -> None:
+    from ipusim.trace.calls import CallSeries
+
+    program = _program(1, 1, 1)
+    overhead = MAX_RUN_PS // 3
+    result = simulate(program, RunPlan((1,)), HostOptions(per_execution_overhead_ps=overhead))
+    call = Report(result.trace, samples=2, steps=1, seconds=result.end_ps / 1e12)
+    series = CallSeries(call, record_budget=100)
+    series.add(call)  # two calls: two thirds of simulated time
+    assert series.report().trace.end_ps == 2 * result.end_ps
+    with pytest.raises(ConfigurationError, match="call 3 of this program ends"):
+        series.add(call)  # a third: past the limit by the device time
+    assert len(series) == 2  # nothing of the rejected call was added
