@@ -11,6 +11,7 @@ the member and the fix.
 from __future__ import annotations
 
 import struct
+import tokenize
 import zipfile
 import zlib
 from pathlib import Path
@@ -20,10 +21,10 @@ from numpy.lib import format as npformat
 
 from ipusim.errors import FileFormatError
 
-__all__ = ["read_npz"]
+__all__ = ["NPZ_DAMAGE", "read_npz"]
 
 #: Errors a damaged zip archive or .npy member raises from the standard library and NumPy.
-_DAMAGE = (
+NPZ_DAMAGE = (
     ValueError,
     OSError,
     EOFError,
@@ -33,6 +34,7 @@ _DAMAGE = (
     NotImplementedError,
     RuntimeError,
     SyntaxError,  # a .npy header is a Python literal
+    tokenize.TokenError,
     TypeError,
     struct.error,
     zipfile.BadZipFile,
@@ -87,7 +89,7 @@ def read_npz(path: str | Path, what: str, fix: str) -> dict[str, np.ndarray]:
                 arrays[key] = _member(archive, info)
     except FileNotFoundError:
         raise
-    except _DAMAGE as exc:
+    except NPZ_DAMAGE as exc:
         raise FileFormatError(
             f"{str(path)!r} is not a readable .npz file of {what}: {name}: "
             f"{type(exc).__name__}: {exc}. The file is damaged or truncated. {fix}"

@@ -343,17 +343,23 @@ def test_edited_mnist_arrays(data_dir, key, value) -> None:
         mnist.load_data("mnist.npz", None, False)
 
 
-def _keras_npz() -> bytes:
+def _keras_npz(objects: bool) -> bytes:
+    """A Keras cache file: plain arrays (boston_housing) or lists of word ids (imdb, pickled)."""
     buffer = io.BytesIO()
-    np.savez(buffer, x=np.arange(12.0).reshape(3, 4), y=np.arange(3.0))
+    if objects:
+        x = np.empty(3, dtype=object)
+        x[:] = [[1, 14, 22], [1, 5], [1, 7, 9, 4]]
+        np.savez(buffer, x=x, y=np.array([0, 1, 1]))
+    else:
+        np.savez(buffer, x=np.arange(12.0).reshape(3, 4), y=np.arange(3.0))
     return buffer.getvalue()
 
 
 @FUZZ
-@given(damage=damages)
-def test_damaged_keras_dataset_npz(tmp_path, damage) -> None:
-    path = tmp_path / "boston_housing.npz"
-    path.write_bytes(_damage(_keras_npz(), damage))
+@given(objects=st.booleans(), damage=damages)
+def test_damaged_keras_dataset_npz(tmp_path, objects, damage) -> None:
+    path = tmp_path / "imdb.npz"
+    path.write_bytes(_damage(_keras_npz(objects), damage))
     _loads_or_ipusim_error(_plain_pickle.read_npz, path, ("x", "y"))
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import io
 import pickle
+import struct
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ipusim._read_npz import NPZ_DAMAGE
 from ipusim.errors import FileFormatError
 
 __all__ = ["DatasetFileError", "PlainUnpickler", "load_plain_pickle", "read_npz"]
@@ -92,11 +93,22 @@ def load_plain_pickle(data: bytes, where: str) -> Any:
     """
     try:
         value = PlainUnpickler(io.BytesIO(data), encoding="bytes").load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        OverflowError,
+        struct.error,
+        RecursionError,
+    ) as exc:  # what a damaged pickle stream raises
         raise DatasetFileError(
-            f"{where} cannot be read as a data set pickle ({exc}); delete it and put the file "
-            "Keras downloads in its place"
-        ) from exc
+            f"{where} cannot be read as a data set pickle ({type(exc).__name__}: {exc}); delete "
+            "it and put the file Keras downloads in its place"
+        ) from None
     _check_plain(value, where)
     return value
 
@@ -139,18 +151,7 @@ def read_npz(file: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
                     "file Keras downloads in its place"
                 )
             return {key: _read_npy(archive.read(f"{key}.npy"), f"{file}[{key}]") for key in keys}
-    except (
-        zipfile.BadZipFile,
-        zlib.error,
-        OSError,
-        EOFError,
-        ValueError,
-        KeyError,
-        NotImplementedError,
-        RuntimeError,
-        SyntaxError,
-        TypeError,
-    ) as exc:
+    except NPZ_DAMAGE as exc:
         if isinstance(exc, DatasetFileError):
             raise
         raise DatasetFileError(
