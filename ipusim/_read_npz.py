@@ -50,18 +50,18 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
         else:
             shape, fortran, dtype = npformat.read_array_header_2_0(stream)
         if dtype.hasobject:
-            raise ValueError("it holds Python objects (a pickle), which ipusim never writes")
+            raise FileFormatError("it holds Python objects (a pickle), which ipusim never writes")
         count = 1
         for n in shape:
             count *= int(n)
         if count * dtype.itemsize > info.file_size:
-            raise ValueError(
+            raise FileFormatError(
                 f"its header announces {count * dtype.itemsize} bytes of data but the member "
                 f"holds {info.file_size}"
             )
         data = stream.read(count * dtype.itemsize)
     if len(data) != count * dtype.itemsize:
-        raise ValueError("its data is truncated")
+        raise FileFormatError("its data is truncated")
     array = np.frombuffer(data, dtype=dtype, count=count)
     return array.reshape(shape, order="F" if fortran else "C").copy()
 
