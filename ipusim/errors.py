@@ -22,6 +22,11 @@ status 2; any other exception is a bug in ipusim and is shown with its traceback
 | :class:`IncompatibleStateError` | the model's state conflicts with the call (IPU TensorFlow's ``RuntimeError`` cases) |
 | :class:`UnsupportedError` | a combination IPU TensorFlow does not support either (its ``NotImplementedError`` cases) |
 | :class:`InputDataError` | the data given to fit / evaluate / predict cannot be used |
+| :class:`IndexOutOfRangeError` | an index in the data (an Embedding id, a label) is outside its table |
+| :class:`InvalidTypeError` | an argument has a type the call does not accept (TensorFlow's ``TypeError``) |
+| :class:`KeyNotFoundError` | a name looked up by the user (a slot, a metric, a log key) does not exist |
+| :class:`FileAccessError` | a path the user gave cannot be used (a folder where a file is expected ...) |
+| :class:`MissingFileError` | a file the user named does not exist |
 | :class:`OutOfMemoryError` | a program does not fit in an IPU's SRAM (before anything runs) |
 | :class:`OutOfMemoryWarning` | a program may not fit (its working memory is an upper bound) |
 | :class:`NonFiniteLossError` | the training loss became NaN or infinite (the weights are kept) |
@@ -45,11 +50,16 @@ __all__ = [
     "ConfigurationError",
     "DatasetNotFoundError",
     "DiskWriteError",
+    "FileAccessError",
     "FileFormatError",
     "HardwareSpecError",
     "IPUSimError",
     "IncompatibleStateError",
+    "IndexOutOfRangeError",
     "InputDataError",
+    "InvalidTypeError",
+    "KeyNotFoundError",
+    "MissingFileError",
     "ModelFileError",
     "NonFiniteLossError",
     "NotSimulatedError",
@@ -97,6 +107,32 @@ class InputDataError(IPUSimError, ValueError):
     batch size of 0, fewer samples than one batch, shapes the IPU cannot run ...)."""
 
 
+class IndexOutOfRangeError(InputDataError, IndexError):
+    """An index in the data is outside its table (an Embedding id >= ``input_dim``, a class
+    label >= the number of classes); an ``IndexError`` and an :class:`InputDataError`."""
+
+
+class InvalidTypeError(IPUSimError, TypeError):
+    """An argument has a type the call does not accept (where TensorFlow raises ``TypeError``)."""
+
+
+class KeyNotFoundError(IPUSimError, KeyError):
+    """A name the user looks up does not exist (an optimizer slot, a metric, a log key); a
+    ``KeyError`` as in Keras."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument (it is usually a key); this one holds a sentence.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class FileAccessError(IPUSimError, OSError):
+    """A path the user gave cannot be used (a folder where a file is expected ...)."""
+
+
+class MissingFileError(FileAccessError, FileNotFoundError):
+    """A file the user named (a script, a trace) does not exist."""
+
+
 class OutOfMemoryError(IPUSimError, MemoryError):
     """A program does not fit in an IPU's SRAM (raised before anything runs)."""
 
@@ -115,7 +151,7 @@ class FileFormatError(IPUSimError, ValueError):
     inconsistent or implausible; the message names the file, the field and the fix."""
 
 
-class DiskWriteError(IPUSimError, OSError):
+class DiskWriteError(FileAccessError):
     """A file ipusim writes cannot be written: the disk is full, the folder is read-only or not
     writable. Nothing half-written is left behind; the message names the path and the cause."""
 
@@ -170,5 +206,6 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     IncompatibleStateError,
     UnsupportedError,
     InputDataError,
+    InvalidTypeError,
     OutOfMemoryError,
 )
