@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from ipusim.errors import DiskWriteError
+from ipusim.errors import ConfigurationError, DiskWriteError, FileAccessError
 
 __all__ = [
     "as_disk_error",
@@ -115,9 +115,7 @@ def _create(staged: list[Path], folder: Path, name: str) -> int:
 
 def _prepare_folder(folder: Path) -> None:
     if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(
-            f"cannot write into {str(folder)!r}: it exists and is not a folder"
-        )
+        raise FileAccessError(f"cannot write into {str(folder)!r}: it exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
 
 
@@ -147,7 +145,7 @@ def _write_many(folder: Path, files: Mapping[str, bytes]) -> list[Path]:
     try:
         for name, data in files.items():
             if Path(name).name != name:
-                raise ValueError(f"file name {name!r} must not contain a folder part")
+                raise ConfigurationError(f"file name {name!r} must not contain a folder part")
             handle = _create(staged, folder, name)
             with os.fdopen(handle, "wb") as out:
                 out.write(data)

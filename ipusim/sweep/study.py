@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipusim.errors import MissingFileError
 from ipusim.sweep.errors import SweepError
 from ipusim.sweep.registry import Workload
 
@@ -161,7 +162,7 @@ class Study:
         """
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no study file at {str(path)!r}")
+            raise MissingFileError(f"no study file at {str(path)!r}")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ipusim._read_npz import read_npz
-from ipusim.errors import FileFormatError, TraceFileError
+from ipusim.errors import FileFormatError, MissingFileError, TraceFileError
 from ipusim.trace._checks import MAX_TIME_PS, check_meta, check_trace
 from ipusim.trace._schema import COLUMNS, TraceError
 from ipusim.trace.counters import Counters
@@ -61,7 +61,7 @@ def trace_to_npz(trace: Trace) -> bytes:
 def trace_from_npz(path: Path) -> Trace:
     """Read a trace file (see the module docstring)."""
     if not path.is_file():
-        raise FileNotFoundError(f"no trace file at {str(path)!r}")
+        raise MissingFileError(f"no trace file at {str(path)!r}")
     try:
         members = read_npz(
             path, "an ipusim trace", "Save the trace again (Trace.save / Report.save)."

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ipusim.errors import KeyNotFoundError
 from ipusim.trace._schema import (
     COLUMNS,
     HOST,
@@ -259,7 +260,7 @@ class Trace:
         :data:`TRACKS` / :data:`TRACE_PHASES` and ``name`` / ``layer`` / ``op`` as indices into
         :attr:`names`."""
         if column not in COLUMNS:
-            raise KeyError(f"no trace column {column!r}; columns are {COLUMNS}")
+            raise KeyNotFoundError(f"no trace column {column!r}; columns are {COLUMNS}")
         return self._coded(level, replicas)[column]
 
     def _decoded(self, column: str, level: str | None = None, replicas: bool = False) -> np.ndarray:

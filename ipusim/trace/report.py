@@ -29,7 +29,12 @@ from typing import Any
 import pandas as pd
 
 from ipusim._files import atomic_folder
-from ipusim.errors import TraceFileError
+from ipusim.errors import (
+    ConfigurationError,
+    InvalidTypeError,
+    MissingFileError,
+    TraceFileError,
+)
 from ipusim.lowering.program import IPUMemoryPlan
 from ipusim.trace import chrome
 from ipusim.trace._checks import MAX_TIME_PS
@@ -66,7 +71,7 @@ _REQUIRED = (
 
 def _check_count(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+        raise ConfigurationError(f"{name} must be an integer >= 0; got {value!r}")
     return value
 
 
@@ -79,7 +84,7 @@ def _json_scalar(key: str, value: Any) -> Any:
             return None
         if isinstance(number, int | float):
             return number
-    raise ValueError(
+    raise ConfigurationError(
         f"extra[{key!r}] must be a number, str, bool or None (a scalar figure); got {value!r}"
     )
 
@@ -120,7 +125,7 @@ class Report:
 
     def __post_init__(self) -> None:
         if not isinstance(self.trace, Trace):
-            raise TypeError(f"trace must be a Trace; got {type(self.trace).__name__}")
+            raise InvalidTypeError(f"trace must be a Trace; got {type(self.trace).__name__}")
         _check_count("samples", self.samples)
         _check_count("steps", self.steps)
         try:
@@ -128,13 +133,15 @@ class Report:
         except (TypeError, ValueError):
             seconds = math.nan
         if not (math.isfinite(seconds) and seconds >= 0):
-            raise ValueError(f"seconds must be a finite number >= 0; got {self.seconds!r}")
+            raise ConfigurationError(f"seconds must be a finite number >= 0; got {self.seconds!r}")
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
+            raise ConfigurationError(f"kind must be one of {KINDS}; got {self.kind!r}")
         plans = tuple(self.memory_plans)
         for plan in plans:
             if not isinstance(plan, IPUMemoryPlan):
-                raise TypeError(f"memory_plans must hold IPUMemoryPlan; got {type(plan).__name__}")
+                raise InvalidTypeError(
+                    f"memory_plans must hold IPUMemoryPlan; got {type(plan).__name__}"
+                )
         peaks = {int(k): float(v) for k, v in sorted(dict(self.peak_flops_per_s).items())}
         extra = {str(k): _json_scalar(str(k), v) for k, v in dict(self.extra).items()}
         object.__setattr__(self, "seconds", seconds)
@@ -289,10 +296,10 @@ class Report:
         """
         folder = Path(folder)
         if not folder.is_dir():
-            raise FileNotFoundError(f"no report folder at {str(folder)!r}")
+            raise MissingFileError(f"no report folder at {str(folder)!r}")
         for name in ("report.json", "trace.npz", "memory.csv"):
             if not (folder / name).is_file():
-                raise FileNotFoundError(
+                raise MissingFileError(
                     f"{str(folder)!r} has no {name}; is it a folder written by Report.save?"
                 )
         path = folder / "report.json"
