@@ -32,7 +32,7 @@ from ipusim.errors import ConfigurationError, DiskWriteError, HardwareSpecError
 from ipusim.hardware import load_system
 from ipusim.lowering.program import Block, PipelineProgram, Program, StageProgram, Superstep
 from ipusim.sweep.outdir import claim_output
-from ipusim.trace import Report, Trace
+from ipusim.trace import Report, Trace, TraceRecorder
 
 LINK = HostLink(1e12, 1e12, 0)
 #: Examples of the round-trip property (IPUSIM_FILE_EXAMPLES=10000 for the long run).
@@ -123,6 +123,49 @@ def test_trace_and_report_round_trip(
     for name in ("samples", "steps", "seconds", "peak_flops_per_s", "system_name", "kind", "extra"):
         assert getattr(loaded, name) == getattr(report, name), name
     pd.testing.assert_frame_equal(loaded.utilisation, report.utilisation)
+
+
+#: One record a user (or a tool) adds by hand: IPU (host -1) and track, name, phase, times, counts.
+_record = st.one_of(
+    st.tuples(st.just(-1), st.sampled_from(["host", "host-io"])),
+    st.tuples(st.integers(0, 5), st.sampled_from(["compute", "exchange", "sync", "link"])),
+).flatmap(
+    lambda where: st.fixed_dictionaries(
+        {
+            "ipu": st.just(where[0]),
+            "track": st.just(where[1]),
+            # NumPy's unicode arrays drop trailing NULs, so names never end with one.
+            "name": st.text(st.characters(blacklist_characters="\x00"), max_size=6),
+            "start_ps": st.integers(0, 10**15),
+            "length": st.integers(0, 10**9),
+            "layer": st.sampled_from(["", "dense", "NA", "ü"]),
+            "phase": st.sampled_from(["", "fwd", "bwd", "io", "host"]),
+            "step": st.integers(-1, 50),
+            "micro_batch": st.integers(-1, 8),
+            "bytes": st.integers(0, 2**40),
+            "flops": st.integers(0, 2**50),
+        }
+    )
+)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(records=st.lists(_record, max_size=12))
+def test_traces_of_records_round_trip(tmp_path, records) -> None:
+    recorder = TraceRecorder()
+    for r in records:
+        fields = {k: v for k, v in r.items() if k not in ("ipu", "track", "name", "length")}
+        start = fields.pop("start_ps")
+        recorder.add(r["ipu"], r["track"], r["name"], start, start + r["length"], **fields)
+    trace = recorder.freeze()
+    _same_trace(Trace.load(trace.save(tmp_path / "t.npz")), trace)
+    for column in ("name", "layer", "bytes", "flops", "step", "start_ps"):  # against the input
+        assert sorted(trace[column].tolist()) == sorted(r[column] for r in records)
 
 
 def _fit(tmp_path, **settings_) -> Report:
