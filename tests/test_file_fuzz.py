@@ -259,6 +259,37 @@ def test_damaged_sweep_studies(tmp_path, damage) -> None:
     _loads_or_ipusim_error(Study.from_toml, path)
 
 
+@FUZZ
+@given(
+    line=st.sampled_from(
+        [
+            "workload = {v}",
+            "[fixed]\nbatch_size = {v}",
+            "[grid]\nreplicas = {v}",
+            "[grid]\nreplicas = [{v}, {v}]",
+            "[[configs]]\nreplicas = {v}",
+            "name = {v}",
+        ]
+    ),
+    value=st.sampled_from(
+        ['"mlp_timing"', '"nope:nothing"', "1", "-3", "[]", "{}", "1e400", "nan", '"x"', "true"]
+    ),
+)
+def test_edited_sweep_studies(tmp_path, line, value) -> None:
+    path = tmp_path / "study.toml"
+    head = "" if line.startswith("workload") else 'workload = "mlp_timing"\n'
+    path.write_text(head + line.format(v=value) + "\n")
+    _loads_or_ipusim_error(Study.from_toml, path)
+
+
+def test_a_huge_grid_is_rejected_before_it_is_built(tmp_path) -> None:
+    path = tmp_path / "study.toml"
+    axes = "\n".join(f"k{i} = {list(range(100))}" for i in range(4))  # 10**8 configurations
+    path.write_text(f'workload = "mlp_timing"\n[grid]\n{axes}\n')
+    with pytest.raises(IPUSimError, match=r"makes 100,000,000 configurations"):
+        Study.from_toml(path)
+
+
 def _mnist_npz(n: int = 6) -> bytes:
     rng = np.random.default_rng(0)
     buffer = io.BytesIO()
