@@ -88,8 +88,9 @@ def _figures(spec: SpecBase, prefix: str = "") -> list[tuple[str, str, str, floa
     return out
 
 
-def check_ranges(spec: SpecBase, origin: str) -> None:
-    """Raise :class:`HardwareSpecError` naming the first figure of ``spec`` outside its range.
+def check_ranges(spec: Any, origin: str) -> Any:
+    """``spec``, once every figure is in its range (else :class:`HardwareSpecError` naming the
+    first figure outside it).
 
     Args:
         spec: a validated chip or system spec.
@@ -103,3 +104,4 @@ def check_ranges(spec: SpecBase, origin: str) -> None:
                 f"[{_label(low, kind)}, {_label(high, kind)}] ({source}); fix the figure in "
                 "the file or override (check its unit)"
             )
+    return spec

@@ -326,9 +326,7 @@ def apply_document(
         if not _exists(plain, path.split(".")) and not _table_entry_exists(plain, path):
             raise HardwareSpecError(f"{origin}: [sources] names {path!r}, which is not set")
         flat[path] = text  # type: ignore[assignment]
-    spec = from_plain(root, plain, flat, origin)
-    check_ranges(spec, origin)
-    return spec
+    return check_ranges(from_plain(root, plain, flat, origin), origin)
 
 
 def _table_entry_exists(plain: Mapping[str, object], path: str) -> bool:

@@ -75,14 +75,7 @@ def trace_from_npz(path: Path) -> Trace:
     except (TypeError, ValueError):
         version = -1
     if version == 1:
-        try:
-            trace = Trace({name: members[name] for name in COLUMNS if name in members})
-            _check_v1(path, trace)
-            return trace
-        except (TraceError, TypeError, ValueError, OverflowError) as exc:
-            if isinstance(exc, TraceFileError):
-                raise
-            raise TraceFileError(f"{str(path)!r} holds an inconsistent trace: {exc}") from None
+        return _version_1(path, members)
     if version != _VERSION:
         raise TraceFileError(
             f"{str(path)!r} is trace format version {version}; this ipusim reads versions 1 and "
@@ -125,6 +118,18 @@ def trace_from_npz(path: Path) -> Trace:
             f"{str(path)!r} holds a damaged ipusim trace ({exc!r}); save the trace again "
             "(Trace.save / Report.save)"
         ) from None
+
+
+def _version_1(path: Path, members: dict[str, np.ndarray]) -> Trace:
+    """A version 1 file: one array per record column, checked as a trace of records."""
+    try:
+        trace = Trace({name: members[name] for name in COLUMNS if name in members})
+        _check_v1(path, trace)
+        return trace
+    except (TraceError, TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, TraceFileError):
+            raise
+        raise TraceFileError(f"{str(path)!r} holds an inconsistent trace: {exc}") from None
 
 
 def _check_v1(path: Path, trace: Trace) -> None:
