@@ -97,7 +97,16 @@ def trace_from_npz(path: Path) -> Trace:
         ends = _ints(path, "execution_end_ps", members["execution_end_ps"])
         _check_consistent(templates, instances, counters)
         check_trace(
-            path, templates, instances, counters, end_ps, replicas, per_replica, ends, detail
+            path,
+            templates,
+            instances,
+            counters,
+            end_ps,
+            replicas,
+            per_replica,
+            ends,
+            detail,
+            checked,
         )
         return Trace.build(
             templates,
