@@ -58,7 +58,9 @@ def as_disk_error(error: OSError, path: object = None) -> DiskWriteError | None:
     if fix is None:
         return None
     where = path if path is not None else error.filename
-    return DiskWriteError(error.errno, f"cannot write {str(where)!r}: {fix}")
+    disk = DiskWriteError(f"cannot write {str(where)!r}: {fix}")  # one line, no "[Errno n]"
+    disk.errno = error.errno
+    return disk
 
 
 @contextlib.contextmanager

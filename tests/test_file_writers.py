@@ -265,6 +265,7 @@ def test_sweep_on_a_full_disk_prints_one_line(tmp_path, monkeypatch, capsys) -> 
     assert cli_main([*args, "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the disk is full" in err[0] and "bug in ipusim" not in err[0]
+    assert err[0].startswith("ipusim sweep: error: cannot write ") and "[Errno" not in err[0]
     assert not [p for p in (tmp_path / "o").rglob("*.tmp")]
 
 
