@@ -352,7 +352,7 @@ class Trace:
         used_names = sorted(names[int(c)] for c in used)
         rank = np.zeros(max(len(names), 1), dtype=np.int64)
         rank[used] = [used_names.index(names[int(c)]) for c in used] if len(used) else []
-        digest.update(("\x00".join(used_names)).encode("utf-8"))
+        digest.update("\x00".join(used_names).encode("utf-8", "surrogatepass"))  # any str hashes
         for name in COLUMNS:
             arr = cols[name].astype(np.int64)
             if name in ("name", "layer", "op"):
