@@ -12,19 +12,68 @@ readable by the tools and people they share it with.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from ipusim.errors import ConfigurationError, DiskWriteError, FileAccessError
+
 __all__ = [
+    "as_disk_error",
+    "atomic_folder",
     "atomic_output",
     "default_file_mode",
+    "disk_errors",
     "write_bytes_atomic",
     "write_many_atomic",
     "write_text_atomic",
 ]
+
+
+#: What the user can do about each disk error a write can meet.
+_DISK_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space or write somewhere else",
+    errno.EDQUOT: "the disk quota is exhausted: free some space or write somewhere else",
+    errno.EROFS: "the file system is read-only: write somewhere else",
+    errno.EACCES: "permission denied: make the folder writable or write somewhere else",
+    errno.EPERM: "operation not permitted: make the folder writable or write somewhere else",
+}
+
+
+def as_disk_error(error: OSError, path: object = None) -> DiskWriteError | None:
+    """``error`` as a :class:`~ipusim.errors.DiskWriteError` when it is a full disk, a
+    read-only or unwritable folder (None for any other error).
+
+    Args:
+        error: the error a write raised.
+        path: what was being written (default: the error's own file name).
+    """
+    if isinstance(error, DiskWriteError):
+        return error
+    fix = _DISK_FIXES.get(error.errno if error.errno is not None else -1)
+    if fix is None:
+        return None
+    where = path if path is not None else error.filename
+    disk = DiskWriteError(f"cannot write {str(where)!r}: {fix}")  # one line, no "[Errno n]"
+    disk.errno = error.errno
+    return disk
+
+
+@contextlib.contextmanager
+def disk_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn a full disk, a read-only or unwritable folder met inside the block into a
+    :class:`~ipusim.errors.DiskWriteError` naming ``path`` (other errors pass unchanged)."""
+    try:
+        yield
+    except OSError as exc:
+        disk = as_disk_error(exc, path)
+        if disk is None or disk is exc:
+            raise
+        raise disk from None
 
 
 def _umask() -> int:
@@ -68,9 +117,7 @@ def _create(staged: list[Path], folder: Path, name: str) -> int:
 
 def _prepare_folder(folder: Path) -> None:
     if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(
-            f"cannot write into {str(folder)!r}: it exists and is not a folder"
-        )
+        raise FileAccessError(f"cannot write into {str(folder)!r}: it exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
 
 
@@ -89,13 +136,18 @@ def write_many_atomic(folder: str | os.PathLike[str], files: Mapping[str, bytes]
         The target paths, in the order of ``files``.
     """
     folder = Path(folder)
+    with disk_errors(folder):
+        return _write_many(folder, files)
+
+
+def _write_many(folder: Path, files: Mapping[str, bytes]) -> list[Path]:
     _prepare_folder(folder)
     mode = default_file_mode()
     staged: list[Path] = []
     try:
         for name, data in files.items():
             if Path(name).name != name:
-                raise ValueError(f"file name {name!r} must not contain a folder part")
+                raise ConfigurationError(f"file name {name!r} must not contain a folder part")
             handle = _create(staged, folder, name)
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
@@ -136,17 +188,50 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     temporary file is deleted and ``path`` is left as it was.
     """
     target = Path(path)
-    _prepare_folder(target.parent)
     staged: list[Path] = []
     try:
-        handle = _create(staged, target.parent, target.name)
-        temp = staged[-1]
-        with os.fdopen(handle, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, default_file_mode())
-        os.replace(temp, target)
+        with disk_errors(target):
+            _prepare_folder(target.parent)
+            handle = _create(staged, target.parent, target.name)
+            temp = staged[-1]
+            with os.fdopen(handle, "wb") as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temp, default_file_mode())
+            os.replace(temp, target)
     finally:
         for temp in staged:
             temp.unlink(missing_ok=True)
+
+
+def atomic_folder(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> Path:
+    """Write the files of a folder so that the folder appears complete or not at all.
+
+    A new folder is filled aside (``.<name>.<random>.tmp`` next to it) and renamed into place
+    in one step, so a full disk or an interruption leaves neither an empty nor a partial
+    folder. An existing folder keeps its other files: the given ones are all staged in it
+    before any replaces its old version (:func:`write_many_atomic`).
+
+    Args:
+        folder: the destination folder (its parent is created if missing).
+        files: file name (no folder part) → complete contents.
+
+    Returns:
+        The folder.
+    """
+    folder = Path(folder)
+    if folder.exists():
+        write_many_atomic(folder, files)
+        return folder
+    with disk_errors(folder):
+        _prepare_folder(folder.parent)
+        aside = _temporary_name(folder.parent, folder.name)
+        try:
+            os.mkdir(aside, 0o777)  # the umask applies, as to any folder the user makes
+            _write_many(aside, files)
+            os.replace(aside, folder)
+        finally:
+            if aside.exists():
+                shutil.rmtree(aside, ignore_errors=True)
+    return folder

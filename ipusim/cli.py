@@ -479,6 +479,15 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _disk_error(error: BaseException) -> BaseException | None:
+    """A full disk or a read-only / unwritable folder met anywhere, as one clear error."""
+    if not isinstance(error, OSError):
+        return None
+    from ipusim._files import as_disk_error
+
+    return as_disk_error(error)
+
+
 def _silence_stdout() -> None:
     """After a closed pipe: send what is left for stdout nowhere, so Python's final flush does
     not fail again (the recipe of the Python documentation on SIGPIPE)."""
@@ -512,9 +521,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ipusim {verb}: {error}", file=sys.stderr)
         return USER_ERROR
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
-        print(f"ipusim {verb}: {error}", file=sys.stderr)
+        print(f"ipusim {verb}: {_disk_error(error) or error}", file=sys.stderr)
         return USER_ERROR
-    except Exception:
+    except Exception as error:
+        disk = _disk_error(error)
+        if disk is not None:  # a full disk or a read-only folder: the user's to fix
+            print(f"ipusim {verb}: {disk}", file=sys.stderr)
+            return USER_ERROR
         traceback.print_exc()
         print(
             f"ipusim {verb}: this is a bug in ipusim {_version()}, not a mistake of yours. "

@@ -30,6 +30,8 @@ status 2; any other exception is a bug in ipusim and is shown with its traceback
 | :class:`OutOfMemoryError` | a program does not fit in an IPU's SRAM (before anything runs) |
 | :class:`OutOfMemoryWarning` | a program may not fit (its working memory is an upper bound) |
 | :class:`NonFiniteLossError` | the training loss became NaN or infinite (the weights are kept) |
+| :class:`FileFormatError` | a file ipusim reads (trace, report, data set, sweep study ...) is damaged, truncated or implausible |
+| :class:`DiskWriteError` | a file cannot be written: the disk is full, the folder is read-only or not writable |
 | :class:`ModelFileError` | a saved model or weights file is missing, damaged or does not match |
 | :class:`TraceFileError` | a saved trace or report folder is missing, damaged or inconsistent |
 | :class:`HardwareSpecError` | a hardware preset, file or override holds an unusable figure |
@@ -47,7 +49,9 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "DatasetNotFoundError",
+    "DiskWriteError",
     "FileAccessError",
+    "FileFormatError",
     "HardwareSpecError",
     "IPUSimError",
     "IncompatibleStateError",
@@ -142,6 +146,16 @@ class NonFiniteLossError(IPUSimError, FloatingPointError):
     """The training loss became NaN or infinite; the step's update was not applied."""
 
 
+class FileFormatError(IPUSimError, ValueError):
+    """A file ipusim reads is damaged, truncated, of another kind, or holds values that are
+    inconsistent or implausible; the message names the file, the field and the fix."""
+
+
+class DiskWriteError(FileAccessError):
+    """A file ipusim writes cannot be written: the disk is full, the folder is read-only or not
+    writable. Nothing half-written is left behind; the message names the path and the cause."""
+
+
 class ModelFileError(IPUSimError, ValueError):
     """A model or weights file is missing, corrupt, or does not match the model."""
 
@@ -155,7 +169,7 @@ class TraceError(ValueError):
     """
 
 
-class TraceFileError(TraceError, IPUSimError):
+class TraceFileError(TraceError, FileFormatError):
     """A saved trace file or report folder is missing, damaged, truncated or inconsistent."""
 
 

@@ -27,6 +27,14 @@ __all__ = [
 #: ``ipusim.host_overhead_s`` value meaning "use the system preset's host overhead".
 USE_SYSTEM_HOST_OVERHEAD = -1.0
 
+#: Longest host time per execution, callback or outfeed element (seconds). E: an hour; measured
+#: host overheads are microseconds to milliseconds (system-*.toml: 2.8 ms), so more is a unit
+#: mistake, and runs must fit in simulated time (ipusim.engine.time_limit).
+MAX_HOST_SECONDS = 3600.0
+
+#: Slowest input pipeline (samples/s) besides 0.0 (modelled). E: one sample per 1000 s.
+MIN_HOST_DATASET_RATE = 1e-3
+
 #: Allowed values of ``ipusim.trace_detail``.
 TRACE_DETAILS = ("auto", "full", "blocks", "summary")
 
@@ -140,23 +148,25 @@ class _IpusimConfig(_ConfigBase):
                     "own host."
                 ) from None
         rate = self.host_dataset_rate
-        if math.isnan(rate) or rate < 0.0:
+        if math.isnan(rate) or rate < 0.0 or 0.0 < rate < MIN_HOST_DATASET_RATE:
             raise ConfigurationError(
                 f"{self._full_name('host_dataset_rate')} = {rate!r}, but it must be a number of "
-                "samples/s >= 0.0 (0.0 models the input pipeline, math.inf means unlimited)."
+                f"samples/s >= {MIN_HOST_DATASET_RATE:g} (0.0 models the input pipeline, "
+                "math.inf means unlimited)."
             )
         for name in ("host_outfeed_drain_s", "host_callback_s"):
             value = self.__dict__[name]
-            if not math.isfinite(value) or value < 0.0:
+            if not math.isfinite(value) or not 0.0 <= value <= MAX_HOST_SECONDS:
                 raise ConfigurationError(
-                    f"{self._full_name(name)} = {value!r}, but it must be a finite number of "
-                    "seconds >= 0.0."
+                    f"{self._full_name(name)} = {value!r}, but it must be a number of seconds "
+                    f"from 0.0 to {MAX_HOST_SECONDS:g}."
                 )
         overhead = self.host_overhead_s
-        if not math.isfinite(overhead) or (overhead < 0.0 and overhead != USE_SYSTEM_HOST_OVERHEAD):
+        if not (0.0 <= overhead <= MAX_HOST_SECONDS or overhead == USE_SYSTEM_HOST_OVERHEAD):
             raise ConfigurationError(
-                f"{self._full_name('host_overhead_s')} = {overhead!r}, but it must be a finite "
-                "number of seconds >= 0.0, or -1.0 to use the system preset's value."
+                f"{self._full_name('host_overhead_s')} = {overhead!r}, but it must be a number "
+                f"of seconds from 0.0 to {MAX_HOST_SECONDS:g}, or -1.0 to use the system "
+                "preset's value."
             )
         if self.precision not in PRECISIONS:
             close = difflib.get_close_matches(self.precision, PRECISIONS, n=1)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ipusim.data import _nest
 from ipusim.data._node import UNKNOWN_CARDINALITY, Node, arange_chunks
+from ipusim.errors import InputDataError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
 
@@ -28,7 +29,7 @@ class TensorSlices(Node):
             array = np.array(leaf, copy=True)  # later edits to the caller's array don't leak in
             if array.ndim == 0:
                 where = f"component {path} " if path else ""
-                raise ValueError(
+                raise InputDataError(
                     f"from_tensor_slices() slices along the first dimension, but the {where}"
                     f"value is a scalar (shape ()); pass arrays with at least one dimension, or "
                     f"use from_tensors() for a dataset of one element"
@@ -40,7 +41,7 @@ class TensorSlices(Node):
         }
         if len(set(sizes.values())) > 1:
             listing = ", ".join(f"{path} has {size}" for path, size in sizes.items())
-            raise ValueError(
+            raise InputDataError(
                 f"from_tensor_slices() needs every component to have the same size in the first "
                 f"dimension (the number of elements), but {listing}; slice or pad the arrays so "
                 f"their first dimensions agree"
@@ -127,7 +128,7 @@ class Generator(Node):
         try:
             values = iter(source)
         except TypeError:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"from_generator() calls `generator` to get an iterator, but "
                 f"{_name(self.generator)} returned {type(source).__name__}, which is not "
                 f"iterable; make it a generator function (one that uses `yield`)"
@@ -158,7 +159,7 @@ def conform(value: Any, spec: Any, count: int) -> Any:
     try:
         array = np.asarray(value, dtype=spec.dtype)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(
+        raise InvalidTypeError(
             f"from_generator(): element {count} could not be converted to the signature's dtype "
             f"{spec.dtype} (received {type(value).__name__} {value!r:.60}: {exc}); yield values "
             f"of that dtype or change output_signature"
@@ -167,7 +168,7 @@ def conform(value: Any, spec: Any, count: int) -> Any:
     if len(shape) != spec.rank or any(
         want is not None and got != want for got, want in zip(shape, spec.shape, strict=True)
     ):
-        raise ValueError(
+        raise InputDataError(
             f"from_generator(): element {count} has shape {shape} but output_signature expects "
             f"{spec.shape} (None matches any size); yield arrays of that shape or relax the "
             f"signature"
@@ -175,8 +176,8 @@ def conform(value: Any, spec: Any, count: int) -> Any:
     return array[()] if array.ndim == 0 else array
 
 
-def _structure_error(value: Any, spec: Any, count: int) -> TypeError:
-    return TypeError(
+def _structure_error(value: Any, spec: Any, count: int) -> InvalidTypeError:
+    return InvalidTypeError(
         f"from_generator(): element {count} does not match the structure of output_signature: "
         f"expected {_nest.describe(spec)} but the generator yielded {type(value).__name__} "
         f"{value!r:.80}; yield elements nested like the signature"

@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import os
 import urllib.request
-import zipfile
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,7 +27,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ipusim._files import atomic_output
-from ipusim.errors import DatasetNotFoundError
+from ipusim._read_npz import read_npz
+from ipusim.errors import ConfigurationError, DatasetNotFoundError, FileFormatError
 
 __all__ = [
     "ENV_VAR",
@@ -87,7 +87,7 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
         DatasetNotFoundError: if the files are not found and the download fails.
     """
     if split not in _SPLITS:
-        raise ValueError(
+        raise ConfigurationError(
             f"load_data(split={split!r}): split must be None (both), 'train' or 'test'"
         )
     wanted = ("train", "test") if split is None else (split,)
@@ -156,38 +156,47 @@ def _load_npz(file: Path) -> dict[str, np.ndarray]:
 
 
 def _parse_npz(file: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(file, allow_pickle=False) as archive:
-            arrays = {key: np.asarray(archive[key]) for key in _NPZ_KEYS if key in archive.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error) as exc:
-        # np.load raises ValueError for a file that is neither .npz nor .npy (it suspects pickle)
-        raise ValueError(
-            f"MNIST file {file} is not a readable .npz archive ({exc}); delete it to have it "
-            f"downloaded again"
-        ) from exc
+    everything = read_npz(file, "MNIST", "Delete it to have it downloaded again.")
+    arrays = {key: everything[key] for key in _NPZ_KEYS if key in everything}
     missing = [key for key in _NPZ_KEYS if key not in arrays]
     if missing:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST file {file} lacks the arrays {missing}; a Keras mnist.npz holds "
             f"{list(_NPZ_KEYS)}. Delete it to have it downloaded again"
         )
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim != 3 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-            raise ValueError(
+            raise FileFormatError(
                 f"MNIST file {file}: x_{split} has shape {x.shape} and y_{split} {y.shape}; "
                 f"expected (N, rows, cols) images and (N,) labels with the same N"
             )
+        _check_values(file, f"x_{split}", x, 255)
+        _check_values(file, f"y_{split}", y, 9)
     for array in arrays.values():
         array.flags.writeable = False
     return arrays
+
+
+def _check_values(file: Path, key: str, array: np.ndarray, largest: int) -> None:
+    """MNIST holds whole numbers: pixels 0..255, digit labels 0..9."""
+    numeric = array.dtype.kind in "iuf"
+    low = array.min() if numeric and array.size else 0
+    high = array.max() if numeric and array.size else 0
+    if not numeric or not (low >= 0 and high <= largest):  # NaN fails both comparisons
+        raise FileFormatError(
+            f"MNIST file {file}: {key} must hold whole numbers in 0..{largest}; got dtype "
+            f"{array.dtype}"
+            + (f" with values {low}..{high}" if numeric else "")
+            + ". Delete it to have it downloaded again"
+        )
 
 
 def _load_idx_pair(images_file: Path, labels_file: Path) -> tuple[np.ndarray, np.ndarray]:
     images = _cached(images_file, _parse_idx_images)
     labels = _cached(labels_file, _parse_idx_labels)
     if images.shape[0] != labels.shape[0]:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST files disagree: {images_file} holds {images.shape[0]} images but "
             f"{labels_file} holds {labels.shape[0]} labels; re-download the pair"
         )
@@ -200,9 +209,9 @@ def _read_bytes(file: Path) -> bytes:
     try:
         return gzip.decompress(file.read_bytes())
     except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST file {file} is not a valid gzip file or is truncated ({exc}); re-download it"
-        ) from exc
+        ) from None
 
 
 def _parse_idx_images(file: Path) -> np.ndarray:
@@ -219,7 +228,7 @@ def _parse_idx_labels(file: Path) -> np.ndarray:
     (count,) = _idx_header(file, data, _LABELS_MAGIC, "labels", 1)
     labels = _idx_payload(file, data, 8, count, f"{count} labels")
     if labels.size and labels.max() > 9:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST labels file {file} contains the label {int(labels.max())}; digit labels "
             f"are 0..9, so the file is corrupt; re-download it"
         )
@@ -230,13 +239,13 @@ def _parse_idx_labels(file: Path) -> np.ndarray:
 def _idx_header(file: Path, data: bytes, magic: int, kind: str, ndim: int) -> tuple[int, ...]:
     header_bytes = 4 + 4 * ndim
     if len(data) < header_bytes:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST {kind} file {file} is truncated: {len(data)} bytes, shorter than the "
             f"{header_bytes}-byte IDX header; re-download it"
         )
     header = np.frombuffer(data, dtype=">u4", count=1 + ndim).tolist()
     if header[0] != magic:
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST {kind} file {file} has magic number {header[0]}, expected {magic} for IDX "
             f"{kind}; check that the file is the right one (images vs labels) and not corrupt"
         )
@@ -247,7 +256,7 @@ def _idx_payload(file: Path, data: bytes, offset: int, expected: int, what: str)
     found = len(data) - offset
     if found != expected:
         problem = "truncated" if found < expected else "longer than its header says"
-        raise ValueError(
+        raise FileFormatError(
             f"MNIST file {file} is {problem}: the header announces {what} ({expected} bytes) "
             f"but {found} bytes follow it; re-download the file"
         )
@@ -283,7 +292,7 @@ def download(url: str, target: Path, sha256: str) -> None:
     with atomic_output(target) as out:
         digest = _copy_hashing(url, out)
         if digest != sha256:
-            raise ValueError(
+            raise FileFormatError(
                 f"the file downloaded from {url} has SHA-256 {digest}, expected {sha256}; the "
                 f"download is corrupt or the server changed; nothing was saved, try again"
             )

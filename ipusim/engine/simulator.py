@@ -28,6 +28,7 @@ from ipusim.engine.recorder import (
     trace_detail,
 )
 from ipusim.engine.tables import RunTables, compile_program
+from ipusim.engine.time_limit import check_run_end, check_run_length
 from ipusim.errors import ConfigurationError
 from ipusim.lowering.program import Program
 from ipusim.trace import Trace
@@ -155,6 +156,7 @@ def simulate(
         raise ConfigurationError(f"engine must be one of {ENGINES}, received {engine!r}")
     options = options or HostOptions()
     link = link or HostLink(12.5e9, 12.5e9, 0)
+    check_run_length(program, plan, options)
     tables = compile_program(program, options, link)
     keep = keep_plan(tables, plan, detail, record_budget)
     blockers = fast_path_blockers(tables, options)
@@ -179,6 +181,7 @@ def simulate(
         )
         counters, instances, execution_end, events = sim.run()
     end_ps = execution_end[-1] if execution_end else 0
+    check_run_end(end_ps, execution_end)
     trace = Trace.build(
         tables.templates,
         instances,

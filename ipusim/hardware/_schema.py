@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import Field
 from typing import Any, NamedTuple
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import HardwareSpecError, InvalidTypeError
 from ipusim.hardware import units
 from ipusim.hardware._base import SpecBase, parse_flags
+from ipusim.hardware._ranges import check_ranges
 from ipusim.hardware.table import PrecisionTable
 
 __all__ = ["apply_document", "resolve_path"]
@@ -89,7 +90,7 @@ def _collect(
     settings = []
     for key, value in data.items():
         if not isinstance(key, str):
-            raise TypeError(f"{origin}: setting names must be strings, got {key!r}")
+            raise InvalidTypeError(f"{origin}: setting names must be strings, got {key!r}")
         settings.extend(_collect_parts(root, cls, key.split("."), value, prefix, origin))
     return settings
 
@@ -120,7 +121,7 @@ def _collect_parts(
         if isinstance(value, sub) or (f.metadata["optional"] and _is_none(value)):
             return [_Setting(path, value, f, False)]
         none = " (or 'none' to remove it)" if f.metadata["optional"] else ""
-        raise TypeError(
+        raise InvalidTypeError(
             f"{origin}: {dotted!r} is a group of settings; got {value!r}, expected a table such as "
             f"[{dotted}] or a {sub.__name__}{none}"
         )
@@ -129,7 +130,7 @@ def _collect_parts(
             return [_Setting((*path, ".".join(rest).strip().lower()), value, f, True)]
         if isinstance(value, Mapping):
             return [_Setting((*path, k), v, f, True) for k, v in _precisions(value)]
-        raise TypeError(
+        raise InvalidTypeError(
             f"{origin}: {dotted!r} is a table of rates per precision; got {value!r}, expected "
             "e.g. {'fp32': 32, 'fp16.16': 128}"
         )
@@ -139,7 +140,9 @@ def _collect_parts(
             f"{'.'.join((*path, *rest))!r}"
         )
     if isinstance(value, Mapping):
-        raise TypeError(f"{origin}: {dotted!r} expects a single value, got a table {value!r}")
+        raise InvalidTypeError(
+            f"{origin}: {dotted!r} expects a single value, got a table {value!r}"
+        )
     return [_Setting(path, value, f, False)]
 
 
@@ -182,7 +185,7 @@ def _parse(setting: _Setting, origin: str) -> object:
         return None if _is_none(setting.value) else setting.value
     if kind in ("text", "choice"):
         if not isinstance(setting.value, str):
-            raise TypeError(f"{label}: got {setting.value!r}; expected a string")
+            raise InvalidTypeError(f"{label}: got {setting.value!r}; expected a string")
         return setting.value
     return _PARSERS[kind](setting.value, label)
 
@@ -323,7 +326,7 @@ def apply_document(
         if not _exists(plain, path.split(".")) and not _table_entry_exists(plain, path):
             raise HardwareSpecError(f"{origin}: [sources] names {path!r}, which is not set")
         flat[path] = text  # type: ignore[assignment]
-    return from_plain(root, plain, flat, origin)
+    return check_ranges(from_plain(root, plain, flat, origin), origin)
 
 
 def _table_entry_exists(plain: Mapping[str, object], path: str) -> bool:

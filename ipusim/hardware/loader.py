@@ -36,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ipusim.errors import HardwareSpecError
+from ipusim.errors import HardwareSpecError, InvalidTypeError, MissingFileError
 from ipusim.hardware._schema import apply_document
 from ipusim.hardware.specs import GENERATIONS, IPUSpec, SystemSpec
 
@@ -109,7 +109,11 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FileNotFoundError(f"hardware file {str(path)!r} does not exist") from None
+        raise MissingFileError(f"hardware file {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise HardwareSpecError(
+            f"{path}: not a UTF-8 text file ({error}); hardware files are TOML text"
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -141,7 +145,7 @@ def _build(
         replacements["ipu"] = _resolve("chip", document["chip"], folder, stack, "chip")
     sources = document.get("sources", {})
     if not isinstance(sources, Mapping):
-        raise TypeError(f"{origin}: [sources] must be a table of 'path' = 'FLAG: text'")
+        raise InvalidTypeError(f"{origin}: [sources] must be a table of 'path' = 'FLAG: text'")
     return apply_document(root, base, settings, sources, origin, replacements)
 
 
@@ -152,7 +156,7 @@ def _resolve(
     if isinstance(ref, IPUSpec | SystemSpec):
         return ref
     if not isinstance(ref, str | os.PathLike):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{argument}: got {type(ref).__name__} {ref!r}; expected a {kind} name or path"
         )
     if isinstance(ref, str) and _find(kind, ref) is not None:
@@ -244,7 +248,7 @@ def load_system(
     spec: SystemSpec = _resolve("system", ref, None, (), "name_or_path_or_spec")
     if overrides is not None:
         if not isinstance(overrides, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"overrides: got {type(overrides).__name__}; expected a mapping such as "
                 "{'ipu.clock': '1.4GHz'}"
             )

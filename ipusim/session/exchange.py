@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ipusim._files import atomic_output
 from ipusim.errors import IncompatibleStateError
 
 __all__ = ["EXCHANGE_ENVIRONMENT", "InstanceExchange", "instance_exchange", "job_replicas"]
@@ -57,10 +58,8 @@ class InstanceExchange:
         number = self.rounds
         self.rounds += 1
         mine = self._path(number, self.index)
-        aside = mine.with_name(mine.name + ".part")
-        with open(aside, "wb") as handle:
+        with atomic_output(mine) as handle:  # the others see the whole file or none
             np.savez(handle, *[np.asarray(a) for a in arrays])
-        os.replace(aside, mine)
         gathered = [self._read(self._wait(number, k), len(arrays)) for k in range(self.count)]
         if number >= 2:
             self._path(number - 2, self.index).unlink(missing_ok=True)

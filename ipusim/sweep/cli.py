@@ -75,6 +75,7 @@ def main_sweep(args: argparse.Namespace) -> int:
     130 after Ctrl-C and 143 after SIGTERM (finished configurations are kept; the workers are
     stopped).
     """
+    from ipusim.errors import DiskWriteError
     from ipusim.sweep.errors import SweepError
     from ipusim.sweep.figures import save
     from ipusim.sweep.interrupts import Terminated
@@ -94,7 +95,7 @@ def main_sweep(args: argparse.Namespace) -> int:
             progress=progress,
             resume=args.resume,
         )
-    except (SweepError, FileNotFoundError) as exc:
+    except (SweepError, FileNotFoundError, DiskWriteError) as exc:
         print(f"ipusim sweep: error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Terminated) as exc:
@@ -105,7 +106,11 @@ def main_sweep(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return exc.code if isinstance(exc, Terminated) else 130
-    table = save(frame, output / f"results.{getattr(args, 'format', 'parquet')}")
+    try:
+        table = save(frame, output / f"results.{getattr(args, 'format', 'parquet')}")
+    except DiskWriteError as exc:
+        print(f"ipusim sweep: error: {exc}", file=sys.stderr)
+        return 2
     if progress:
         print(summary_table(frame, study.keys))
     print(f"{len(frame)} configurations: {table}")

@@ -45,6 +45,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from ipusim.errors import IncompatibleStateError
 from ipusim.sweep.errors import SweepError, WorkerDied, describe_exit
 from ipusim.sweep.worker import worker_main
 
@@ -314,9 +315,11 @@ class LocalPool:
                 keep dying before they run anything.
         """
         if self.closed:
-            raise RuntimeError("this sweep pool was shut down; get a new one with get_pool()")
+            raise IncompatibleStateError(
+                "this sweep pool was shut down; get a new one with get_pool()"
+            )
         if self.busy:
-            raise RuntimeError("this sweep pool is already running a sweep")
+            raise IncompatibleStateError("this sweep pool is already running a sweep")
         if not items:
             return
         self._runs += 1

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ipusim._files import disk_errors
 from ipusim.sweep.errors import SweepError
 
 try:  # POSIX record locks: held by this process only, released by the kernel when it dies
@@ -65,16 +66,19 @@ def claim_output(output: str | os.PathLike[str]) -> Iterator[Path]:
 
     Raises:
         SweepError: if ``output`` is a file, or another sweep is using the folder.
+        DiskWriteError: if the folder cannot be made or written (read-only, full disk).
     """
     output = Path(output)
     if output.exists() and not output.is_dir():
         raise SweepError(f"output {str(output)!r} exists and is not a folder")
-    (output / CONFIGS_FOLDER).mkdir(parents=True, exist_ok=True)
-    handle = os.open(output / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    with disk_errors(output):  # a read-only or full disk: one clear error, before any run
+        (output / CONFIGS_FOLDER).mkdir(parents=True, exist_ok=True)
+        handle = os.open(output / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _lock(handle, output)
-        os.ftruncate(handle, 0)
-        os.pwrite(handle, f"{os.getpid()}\n".encode("ascii"), 0)
+        with disk_errors(output):
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, f"{os.getpid()}\n".encode("ascii"), 0)
         for path in stray_temporary_files(output):
             path.unlink(missing_ok=True)
         yield output

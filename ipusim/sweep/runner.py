@@ -118,7 +118,37 @@ def _read_record(path: Path) -> dict[str, Any] | None:
             file=sys.stderr,
         )
         return None
+    problem = _record_problem(path, record)
+    if problem is not None:
+        print(f"note: ignoring damaged result file {str(path)!r}: {problem}", file=sys.stderr)
+        return None
     return record
+
+
+#: The type of every field of a result record (see ipusim.sweep.task).
+_RECORD_FIELDS = {
+    "key": str,
+    "workload": str,
+    "config": dict,
+    "row": dict,
+    "oom": bool,
+    "oom_reason": str,
+    "error": str,
+}
+
+
+def _record_problem(path: Path, record: dict[str, Any]) -> str | None:
+    """What is wrong with a result record's fields (None when nothing is); its configuration then
+    runs again."""
+    for field, kind in _RECORD_FIELDS.items():
+        if not isinstance(record.get(field), kind):
+            return f"field {field!r} is {record.get(field)!r}, not a {kind.__name__}"
+    if record["key"] != path.stem:
+        return f"field 'key' is {record['key']!r}, but the file is named for {path.stem!r}"
+    for name, value in record["row"].items():
+        if isinstance(value, dict | list):
+            return f"figure {name!r} is {value!r}, not a scalar"
+    return None
 
 
 def load_results(

@@ -42,10 +42,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ipusim.errors import MissingFileError
 from ipusim.sweep.errors import SweepError
 from ipusim.sweep.registry import Workload
 
 __all__ = ["Study", "canonical_json", "config_key", "describe_config"]
+
+#: Configurations a study may hold at most. E: a million runs is days of CPU even for the
+#: timing-only workload (~0.1 s each); a larger grid is a typo, and its list would not fit memory.
+MAX_CONFIGS = 1_000_000
 
 _TOP_LEVEL = ("workload", "name", "description", "fixed", "grid", "configs")
 #: Key length of :func:`config_key`, in hex characters.
@@ -161,7 +166,7 @@ class Study:
         """
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no study file at {str(path)!r}")
+            raise MissingFileError(f"no study file at {str(path)!r}")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -270,6 +275,13 @@ def _grid_configs(source: str, grid: Any, fixed: dict[str, Any]) -> list[dict[st
                 f"{source}: key {key!r} is in both [fixed] and [grid]; keep it in one of them"
             )
         axes[key] = [_check_value(f"{source}: [grid] {key}[{i}]", v) for i, v in enumerate(values)]
+    size = math.prod(len(values) for values in axes.values())
+    if size > MAX_CONFIGS:
+        raise SweepError(
+            f"{source}: [grid] makes {size:,} configurations ("
+            + " x ".join(f"{len(v)} {k}" for k, v in axes.items())
+            + f"), more than a sweep runs ({MAX_CONFIGS:,}); split the study or list fewer values"
+        )
     combos = itertools.product(*axes.values())
     return [{**fixed, **dict(zip(axes, combo))} for combo in combos]
 

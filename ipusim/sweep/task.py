@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.sweep.registry import Workload
 
 __all__ = ["RECORD_FORMAT", "RECORD_VERSION", "error_record", "execute", "make_record"]
@@ -75,7 +76,7 @@ def _scalar(name: str, value: Any) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    raise TypeError(
+    raise InvalidTypeError(
         f"the workload returned {name} = {value!r} ({type(value).__name__}); every figure must "
         "be a number, str, bool or None"
     )
@@ -83,20 +84,22 @@ def _scalar(name: str, value: Any) -> Any:
 
 def _check_row(row: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(row, Mapping):
-        raise TypeError(
+        raise InvalidTypeError(
             f"the workload must return a dict of figures (one row); it returned {row!r}"
         )
     out = {}
     for name, value in row.items():
         if not isinstance(name, str) or not name:
-            raise TypeError(f"the workload returned a figure named {name!r}; names must be str")
+            raise InvalidTypeError(
+                f"the workload returned a figure named {name!r}; names must be str"
+            )
         if name in config:
-            raise ValueError(
+            raise ConfigurationError(
                 f"the workload returned a figure {name!r}, which is also a configuration key; "
                 "rename the figure"
             )
         if name in _RUNNER_ONLY:
-            raise ValueError(
+            raise ConfigurationError(
                 f"the workload returned a figure {name!r}, a column the sweep fills itself; "
                 "rename the figure"
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.sweep.figures import report_row
 
 __all__ = [
@@ -56,7 +57,7 @@ def steps_per_execution_for(gradient_accumulation: int) -> int:
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(config, dict):
-        raise TypeError(f"mlp_timing: a configuration must be a dict; got {config!r}")
+        raise InvalidTypeError(f"mlp_timing: a configuration must be a dict; got {config!r}")
     unknown = sorted(set(config) - set(MLP_TIMING_DEFAULTS))
     if unknown:
         hints = []
@@ -65,7 +66,7 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
             if close:
                 hints.append(f"{key!r} -> {close[0]!r}")
         hint = f" Did you mean {', '.join(hints)}?" if hints else ""
-        raise ValueError(
+        raise ConfigurationError(
             f"mlp_timing: unknown configuration key(s) {unknown}; it reads "
             f"{', '.join(MLP_TIMING_DEFAULTS)}.{hint}"
         )
@@ -76,26 +77,28 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             also = ' or "auto"' if key == "steps_per_execution" else ""
-            raise ValueError(f"mlp_timing: {key} must be a positive int{also}; got {value!r}")
+            raise ConfigurationError(
+                f"mlp_timing: {key} must be a positive int{also}; got {value!r}"
+            )
     if settings["steps_per_execution"] == AUTO:
         settings["steps_per_execution"] = steps_per_execution_for(settings["gradient_accumulation"])
     if settings["executions"] not in (1, 2) or isinstance(settings["executions"], bool):
-        raise ValueError(
+        raise ConfigurationError(
             f"mlp_timing: executions must be 1 or 2 (the figures need no more); got "
             f"{settings['executions']!r}"
         )
     for key in ("system", "host", "precision"):
         if not isinstance(settings[key], str):
-            raise ValueError(f"mlp_timing: {key} must be a string; got {settings[key]!r}")
+            raise ConfigurationError(f"mlp_timing: {key} must be a string; got {settings[key]!r}")
     rate = settings["host_dataset_rate"]
     if not isinstance(rate, int | float) or isinstance(rate, bool) or rate < 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"mlp_timing: host_dataset_rate must be a number of samples/s >= 0 (0 = unlimited); "
             f"got {rate!r}"
         )
     settings["host_dataset_rate"] = float(rate)
     if not isinstance(settings["numerics"], bool):
-        raise ValueError(
+        raise ConfigurationError(
             f"mlp_timing: numerics must be true or false; got {settings['numerics']!r}"
         )
     return settings

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 
-from ipusim.errors import MissingFileError, TraceFileError
+from ipusim._read_npz import read_npz
+from ipusim.errors import FileFormatError, MissingFileError, TraceFileError
+from ipusim.trace._checks import MAX_TIME_PS, check_meta, check_trace
 from ipusim.trace._schema import COLUMNS, TraceError
 from ipusim.trace.counters import Counters
 from ipusim.trace.expand import INSTANCE_FIELDS
-from ipusim.trace.records import Trace, TraceDetail
+from ipusim.trace.records import Trace
 from ipusim.trace.templates import TemplateTable
 
 _FORMAT = "ipusim-trace"
@@ -63,21 +63,19 @@ def trace_from_npz(path: Path) -> Trace:
     if not path.is_file():
         raise MissingFileError(f"no trace file at {str(path)!r}")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            members = {key: data[key] for key in data.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        raise TraceFileError(
-            f"{str(path)!r} is not a readable .npz trace file ({type(exc).__name__}: {exc}); "
-            "it is damaged or truncated. Save the trace again (Trace.save / Report.save)."
-        ) from None
+        members = read_npz(
+            path, "an ipusim trace", "Save the trace again (Trace.save / Report.save)."
+        )
+    except FileFormatError as exc:
+        raise TraceFileError(str(exc)) from None
     if "__format__" not in members or str(members["__format__"]) != _FORMAT:
         raise TraceFileError(f"{str(path)!r} is an .npz file but not an ipusim trace")
-    version = int(members["__version__"]) if "__version__" in members else -1
+    try:
+        version = int(members.get("__version__", -1))
+    except (TypeError, ValueError):
+        version = -1
     if version == 1:
-        try:
-            return Trace({name: members[name] for name in COLUMNS if name in members})
-        except TraceError as exc:
-            raise TraceFileError(f"{str(path)!r} holds an inconsistent trace: {exc}") from None
+        return _version_1(path, members)
     if version != _VERSION:
         raise TraceFileError(
             f"{str(path)!r} is trace format version {version}; this ipusim reads versions 1 and "
@@ -85,34 +83,88 @@ def trace_from_npz(path: Path) -> Trace:
         )
     try:
         meta = json.loads(str(members["__meta__"]))
+        end_ps, replicas, per_replica, detail, checked = check_meta(path, meta)
         templates = TemplateTable.from_arrays(
             {k[2:]: v for k, v in members.items() if k.startswith("t_")}
         )
-        instances = {f: members[f"i_{f}"] for f in INSTANCE_FIELDS}
+        instances = {f: _ints(path, f"i_{f}", members[f"i_{f}"]) for f in INSTANCE_FIELDS}
         counters = Counters(
-            tuple(int(s) for s in members["c_slots"].tolist()),
-            members["c_count"].astype(np.int64),
-            members["c_stretch_ps"].astype(np.int64),
-            members["c_waiting_ps"].astype(np.int64),
+            tuple(int(s) for s in _ints(path, "c_slots", members["c_slots"]).tolist()),
+            _ints(path, "c_count", members["c_count"], ndim=2),
+            _ints(path, "c_stretch_ps", members["c_stretch_ps"], ndim=2),
+            _ints(path, "c_waiting_ps", members["c_waiting_ps"]),
         )
-        detail = TraceDetail(**meta["detail"])
+        ends = _ints(path, "execution_end_ps", members["execution_end_ps"])
         _check_consistent(templates, instances, counters)
+        check_trace(
+            path,
+            templates,
+            instances,
+            counters,
+            end_ps,
+            replicas,
+            per_replica,
+            ends,
+            detail,
+            checked,
+        )
         return Trace.build(
             templates,
             instances,
             counters,
-            int(meta["end_ps"]),
-            replicas=int(meta["replicas"]),
-            ipus_per_replica=int(meta["ipus_per_replica"]),
+            end_ps,
+            replicas=replicas,
+            ipus_per_replica=per_replica,
             detail=detail,
-            checked=bool(meta["states_checked"]),
+            checked=checked,
             sort=False,
-            execution_end_ps=members["execution_end_ps"],
+            execution_end_ps=ends,
         )
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError, json.JSONDecodeError) as exc:
         if isinstance(exc, TraceFileError):
             raise
-        raise TraceFileError(f"{str(path)!r} holds a damaged ipusim trace ({exc!r})") from None
+        raise TraceFileError(
+            f"{str(path)!r} holds a damaged ipusim trace ({exc!r}); save the trace again "
+            "(Trace.save / Report.save)"
+        ) from None
+
+
+def _version_1(path: Path, members: dict[str, np.ndarray]) -> Trace:
+    """A version 1 file: one array per record column, checked as a trace of records."""
+    try:
+        trace = Trace({name: members[name] for name in COLUMNS if name in members})
+        _check_v1(path, trace)
+        return trace
+    except (TraceError, TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, TraceFileError):
+            raise
+        raise TraceFileError(f"{str(path)!r} holds an inconsistent trace: {exc}") from None
+
+
+def _check_v1(path: Path, trace: Trace) -> None:
+    """A version 1 trace (records) passed the record checks; its counts must be >= 0 too."""
+    for field in ("bytes", "flops"):
+        if (trace[field] < 0).any():
+            raise TraceFileError(
+                f"{str(path)!r}: {field}: counts must be >= 0; the file is damaged or was "
+                "edited; save the trace again (Trace.save / Report.save)"
+            )
+    if trace.end_ps > MAX_TIME_PS:
+        raise TraceFileError(f"{str(path)!r}: end_ps: beyond {MAX_TIME_PS} ps (~53 days)")
+
+
+def _ints(path: Path, field: str, value: np.ndarray, ndim: int = 1) -> np.ndarray:
+    """``value`` as int64, when it is an integer array of ``ndim`` dimensions."""
+    arr = np.asarray(value)
+    if arr.ndim != ndim or arr.dtype.kind not in "iub":
+        raise TraceFileError(
+            f"{str(path)!r}: {field}: expected a {ndim}-dimensional integer array, got dtype "
+            f"{arr.dtype} and shape {arr.shape}; the file is damaged or was edited; save the "
+            "trace again (Trace.save / Report.save)"
+        )
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise TraceFileError(f"{str(path)!r}: {field}: a value exceeds the int64 range")
+    return arr.astype(np.int64)
 
 
 def _check_consistent(

@@ -10,6 +10,10 @@ import numpy as np
 from ipusim.errors import TraceError
 from ipusim.lowering.program import PHASES
 
+#: Latest simulated time (picoseconds) a trace holds: int64 picoseconds reach ~106.7 days; half
+#: of that keeps a start plus a duration from wrapping. D: 2**62 ps (~53.4 days).
+MAX_TIME_PS = 2**62
+
 #: IPU index of the host.
 HOST = -1
 
@@ -131,6 +135,11 @@ def validate(cols: Mapping[str, np.ndarray]) -> None:
     host = ipu == HOST
     bad_place = np.where(host, ~np.isin(track, HOST_TRACKS), ~np.isin(track, IPU_STATE_TRACKS))
     bad = bad_track | bad_phase | (ipu < HOST) | bad_place | (start < 0) | (end < start)
+    for column, low in (("bytes", 0), ("flops", 0), ("step", -1), ("micro_batch", -1)):
+        if (cols[column] < low).any():
+            raise TraceError(f"{column} must be >= {low}; got {int(cols[column].min())}")
+    if len(end) and int(end.max()) > MAX_TIME_PS:
+        raise TraceError(f"end_ps must be <= {MAX_TIME_PS} (about 53 days); got {int(end.max())}")
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         # Re-run the scalar check on the first bad record for its precise message.

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ipusim.errors import ConfigurationError
+from ipusim.trace._schema import MAX_TIME_PS
 from ipusim.trace.counters import Counters
 from ipusim.trace.detail import TraceDetail
 from ipusim.trace.expand import INSTANCE_FIELDS
@@ -90,6 +92,12 @@ class CallSeries:
         """Append one call (its trace starts at 0; it is moved to the end of the series)."""
         trace = report.trace
         offset, step_offset = self._end_ps, self._steps
+        if offset + report.end_ps > MAX_TIME_PS:  # checked before anything is added
+            raise ConfigurationError(
+                f"call {len(self._rows) + 1} of this program ends {(offset + report.end_ps) / 1e12:.4g}"
+                f" s into the series of its calls, beyond the longest run ipusim simulates "
+                f"({MAX_TIME_PS / 8.64e16:.1f} days); simulate fewer calls or steps"
+            )
         counters = trace.counters
         if self._count is None:
             self._count = counters.count.copy()

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ipusim.errors import KeyNotFoundError
 from ipusim.trace._schema import (
     COLUMNS,
     HOST,
@@ -259,7 +260,7 @@ class Trace:
         :data:`TRACKS` / :data:`TRACE_PHASES` and ``name`` / ``layer`` / ``op`` as indices into
         :attr:`names`."""
         if column not in COLUMNS:
-            raise KeyError(f"no trace column {column!r}; columns are {COLUMNS}")
+            raise KeyNotFoundError(f"no trace column {column!r}; columns are {COLUMNS}")
         return self._coded(level, replicas)[column]
 
     def _decoded(self, column: str, level: str | None = None, replicas: bool = False) -> np.ndarray:
@@ -351,7 +352,7 @@ class Trace:
         used_names = sorted(names[int(c)] for c in used)
         rank = np.zeros(max(len(names), 1), dtype=np.int64)
         rank[used] = [used_names.index(names[int(c)]) for c in used] if len(used) else []
-        digest.update(("\x00".join(used_names)).encode("utf-8"))
+        digest.update("\x00".join(used_names).encode("utf-8", "surrogatepass"))  # any str hashes
         for name in COLUMNS:
             arr = cols[name].astype(np.int64)
             if name in ("name", "layer", "op"):

@@ -29,10 +29,16 @@ from typing import Any
 
 import pandas as pd
 
-from ipusim.errors import TraceFileError
+from ipusim._files import atomic_folder
+from ipusim.errors import (
+    ConfigurationError,
+    InvalidTypeError,
+    MissingFileError,
+    TraceFileError,
+)
 from ipusim.lowering.program import IPUMemoryPlan
 from ipusim.trace import chrome
-from ipusim.trace._atomic import write_many_atomic
+from ipusim.trace._checks import MAX_TIME_PS
 from ipusim.trace._summary import render_summary
 from ipusim.trace.bottleneck import Bottleneck, find_bottleneck
 from ipusim.trace.records import Trace
@@ -66,7 +72,7 @@ _REQUIRED = (
 
 def _check_count(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0; got {value!r}")
+        raise ConfigurationError(f"{name} must be an integer >= 0; got {value!r}")
     return value
 
 
@@ -79,7 +85,7 @@ def _json_scalar(key: str, value: Any) -> Any:
             return None
         if isinstance(number, int | float):
             return number
-    raise ValueError(
+    raise ConfigurationError(
         f"extra[{key!r}] must be a number, str, bool or None (a scalar figure); got {value!r}"
     )
 
@@ -125,7 +131,7 @@ class Report:
 
     def __post_init__(self) -> None:
         if not isinstance(self.trace, Trace):
-            raise TypeError(f"trace must be a Trace; got {type(self.trace).__name__}")
+            raise InvalidTypeError(f"trace must be a Trace; got {type(self.trace).__name__}")
         _check_count("samples", self.samples)
         _check_count("steps", self.steps)
         try:
@@ -133,13 +139,15 @@ class Report:
         except (TypeError, ValueError):
             seconds = math.nan
         if not (math.isfinite(seconds) and seconds >= 0):
-            raise ValueError(f"seconds must be a finite number >= 0; got {self.seconds!r}")
+            raise ConfigurationError(f"seconds must be a finite number >= 0; got {self.seconds!r}")
         if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
+            raise ConfigurationError(f"kind must be one of {KINDS}; got {self.kind!r}")
         plans = tuple(self.memory_plans)
         for plan in plans:
             if not isinstance(plan, IPUMemoryPlan):
-                raise TypeError(f"memory_plans must hold IPUMemoryPlan; got {type(plan).__name__}")
+                raise InvalidTypeError(
+                    f"memory_plans must hold IPUMemoryPlan; got {type(plan).__name__}"
+                )
         peaks = {int(k): float(v) for k, v in sorted(dict(self.peak_flops_per_s).items())}
         extra = {str(k): _json_scalar(str(k), v) for k, v in dict(self.extra).items()}
         object.__setattr__(self, "seconds", seconds)
@@ -303,11 +311,15 @@ class Report:
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the report's files into ``folder`` (created if missing).
 
-        Every file is rendered in memory and staged as a temporary file before any is moved into
-        place, so an error leaves no half-written file.
+        Every file is rendered in memory and staged before any is moved into place: a new folder
+        is filled aside and renamed into place, so an error (a full disk) leaves no folder and no
+        half-written file.
 
         Returns:
             The folder.
+
+        Raises:
+            DiskWriteError: the disk is full or the folder is read-only (nothing is left behind).
         """
         folder = Path(folder)
         files = {
@@ -325,8 +337,7 @@ class Report:
                 json.dumps(self.figures(), indent=2, allow_nan=False, sort_keys=True) + "\n"
             ).encode("utf-8"),
         }
-        write_many_atomic(folder, files)
-        return folder
+        return atomic_folder(folder, files)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> Report:
@@ -340,10 +351,10 @@ class Report:
         """
         folder = Path(folder)
         if not folder.is_dir():
-            raise FileNotFoundError(f"no report folder at {str(folder)!r}")
+            raise MissingFileError(f"no report folder at {str(folder)!r}")
         for name in ("report.json", "trace.npz", "memory.csv"):
             if not (folder / name).is_file():
-                raise FileNotFoundError(
+                raise MissingFileError(
                     f"{str(folder)!r} has no {name}; is it a folder written by Report.save?"
                 )
         path = folder / "report.json"
@@ -382,37 +393,85 @@ class Report:
         try:
             return cls(
                 trace=trace,
-                samples=int(figures["samples"]),
-                steps=int(figures["steps"]),
-                seconds=float(figures["seconds"]),
-                peak_flops_per_s={
-                    int(k): float(v) for k, v in dict(figures["peak_flops_per_s"]).items()
-                },
-                system_name=str(figures["system_name"]),
-                kind=str(figures["kind"]),
-                extra=figures.get("extra") or {},
                 memory_table=memory,
                 memory_items_table=items,
                 liveness_table=liveness,
                 tiles_table=tiles,
+                **_checked_figures(path, figures, trace),
             )
         except (TypeError, ValueError) as exc:
             raise TraceFileError(f"{str(path)!r} holds an invalid figure: {exc}") from None
 
 
+def _bad_figure(path: Path, key: str, expected: str, value: Any) -> TraceFileError:
+    return TraceFileError(
+        f"{str(path)!r}: {key}: expected {expected}, got {value!r}; the report is damaged or was "
+        "edited. Save the report again (Report.save, ipusim run)."
+    )
+
+
+def _checked_figures(path: Path, figures: dict[str, Any], trace: Trace) -> dict[str, Any]:
+    """The Report fields of ``report.json``, each checked for its type and range."""
+    counts = {}
+    for key in ("samples", "steps"):
+        value = figures[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _bad_figure(path, key, "an integer >= 0", value)
+        counts[key] = value
+    seconds = figures["seconds"]
+    limit_s = MAX_TIME_PS / 1e12
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise _bad_figure(path, "seconds", "a number of seconds", seconds)
+    if not (math.isfinite(seconds) and trace.end_ps / 1e12 * (1 - 1e-12) <= seconds <= limit_s):
+        raise _bad_figure(
+            path, "seconds", f"a duration from the trace's end to {limit_s:.4g} s", seconds
+        )
+    peaks = figures["peak_flops_per_s"]
+    if not isinstance(peaks, dict):
+        raise _bad_figure(path, "peak_flops_per_s", "an object of IPU index -> FLOP/s", peaks)
+    checked_peaks = {}
+    for key, value in peaks.items():
+        ok_rate = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (key.lstrip("-").isdigit() and ok_rate and math.isfinite(value) and value >= 0):
+            raise _bad_figure(path, f"peak_flops_per_s[{key!r}]", "a FLOP/s figure >= 0", value)
+        checked_peaks[int(key)] = float(value)
+    extra = figures.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise _bad_figure(path, "extra", "an object of scalar figures", extra)
+    for key in ("system_name", "kind"):
+        if not isinstance(figures[key], str):
+            raise _bad_figure(path, key, "a string", figures[key])
+    return {
+        **counts,
+        "seconds": float(seconds),
+        "peak_flops_per_s": checked_peaks,
+        "system_name": figures["system_name"],
+        "kind": figures["kind"],
+        "extra": extra,
+    }
+
+
 def _read_table(path: Path, template: pd.DataFrame, **options: Any) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, **options)
-    except (ValueError, UnicodeDecodeError) as exc:  # pandas' parser errors are ValueErrors
+    except (ValueError, OverflowError, UnicodeDecodeError) as exc:  # parser errors: ValueErrors
         raise TraceFileError(f"{str(path)!r} is not a readable CSV table ({exc})") from None
     if list(frame.columns) != list(template.columns):
         raise TraceFileError(
             f"{str(path)!r} has columns {list(frame.columns)}; expected {list(template.columns)}"
         )
     try:
-        return frame.astype(template.dtypes.to_dict())
-    except (TypeError, ValueError) as exc:
+        frame = frame.astype(template.dtypes.to_dict())
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TraceFileError(f"{str(path)!r} holds a value of the wrong type ({exc})") from None
+    for column in frame.columns:  # bytes, fractions, indices: none is negative (NaN: no budget)
+        values = frame[column]
+        if values.dtype.kind in "if" and bool((values < 0).any()):
+            raise TraceFileError(
+                f"{str(path)!r}: column {column!r} holds a negative value; the report "
+                "is damaged or was edited. Save the report again (Report.save, ipusim run)."
+            )
+    return frame
 
 
 def _read_memory(path: Path) -> pd.DataFrame:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ipusim.trace._schema import TRACE_PHASES, TRACKS, TraceError
+from ipusim.errors import ConfigurationError
+from ipusim.trace._schema import MAX_TIME_PS, TRACE_PHASES, TRACKS, TraceError
 
 _TRACK_CODE = {t: i for i, t in enumerate(TRACKS)}
 _PHASE_CODE = {p: i for i, p in enumerate(TRACE_PHASES)}
@@ -195,6 +196,12 @@ class TemplateBuilder:
             raise TraceError("a stretch template holds exactly one record")
         rows = []
         for track, name, layer, op, phase, start, end, num_bytes, flops in records:
+            if max(int(start), int(end)) > MAX_TIME_PS:
+                raise ConfigurationError(
+                    f"the activity {name!r} lasts {int(end) / 1e12:.4g} s, beyond the longest "
+                    f"run ipusim simulates ({MAX_TIME_PS / 8.64e16:.1f} days): a hardware figure "
+                    "(clock, bandwidth) or a host setting is implausible"
+                )
             if track not in _TRACK_CODE:
                 raise TraceError(f"track must be one of {TRACKS}; got {track!r}")
             if phase not in _PHASE_CODE:

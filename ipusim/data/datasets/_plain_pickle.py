@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import io
 import pickle
+import struct
 import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ipusim.errors import IPUSimError
+from ipusim._read_npz import NPZ_DAMAGE
+from ipusim.errors import FileFormatError
 
 __all__ = ["DatasetFileError", "PlainUnpickler", "load_plain_pickle", "read_npz"]
 
@@ -50,7 +51,7 @@ _ALLOWED.update(
 )
 
 
-class DatasetFileError(IPUSimError, ValueError):
+class DatasetFileError(FileFormatError):
     """A data set file on disk is damaged or holds something other than plain data."""
 
 
@@ -92,11 +93,22 @@ def load_plain_pickle(data: bytes, where: str) -> Any:
     """
     try:
         value = PlainUnpickler(io.BytesIO(data), encoding="bytes").load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        OverflowError,
+        struct.error,
+        RecursionError,
+    ) as exc:  # what a damaged pickle stream raises
         raise DatasetFileError(
-            f"{where} cannot be read as a data set pickle ({exc}); delete it and put the file "
-            "Keras downloads in its place"
-        ) from exc
+            f"{where} cannot be read as a data set pickle ({type(exc).__name__}: {exc}); delete "
+            "it and put the file Keras downloads in its place"
+        ) from None
     _check_plain(value, where)
     return value
 
@@ -111,6 +123,9 @@ def _read_npy(raw: bytes, where: str) -> np.ndarray:
     )
     shape, fortran, dtype = header(stream)
     if not dtype.hasobject:
+        size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if size > len(raw):  # a damaged header: never allocate what the data cannot fill
+            raise DatasetFileError(f"{where}: its header announces {size} bytes, it holds fewer")
         stream.seek(0)
         return np.lib.format.read_array(stream, allow_pickle=False)
     array = load_plain_pickle(stream.read(), where)
@@ -136,10 +151,10 @@ def read_npz(file: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
                     "file Keras downloads in its place"
                 )
             return {key: _read_npy(archive.read(f"{key}.npy"), f"{file}[{key}]") for key in keys}
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as exc:
+    except NPZ_DAMAGE as exc:
         if isinstance(exc, DatasetFileError):
             raise
         raise DatasetFileError(
-            f"{file} is not a readable .npz archive ({exc}); delete it and put the file Keras "
-            "downloads in its place"
-        ) from exc
+            f"{file} is not a readable .npz archive ({type(exc).__name__}: {exc}); delete it and "
+            "put the file Keras downloads in its place"
+        ) from None

@@ -86,8 +86,8 @@ def _batch_reader(name: str, cache_dir: str | None) -> Any:
         try:
             with tarfile.open(archive, "r:gz") as tar:
                 handle = tar.extractfile(f"{name}/{member}")
-                if handle is None:
-                    raise KeyError(member)
+                if handle is None:  # a folder or a link, not a file
+                    raise DatasetFileError(f"{archive}: {name}/{member} is not a file")
                 return handle.read()
         except (tarfile.TarError, KeyError, OSError, EOFError) as exc:
             raise DatasetFileError(

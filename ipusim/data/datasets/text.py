@@ -22,7 +22,7 @@ from ipusim.data.datasets import synthetic
 from ipusim.data.datasets._plain_pickle import DatasetFileError, read_npz
 from ipusim.data.datasets._ragged import Ragged
 from ipusim.data.datasets._store import find, record_synthetic
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 
 __all__ = [
     "REUTERS_LABEL_NAMES",
@@ -120,7 +120,7 @@ def load_imdb(
     if "nb_words" in kwargs:
         num_words = kwargs.pop("nb_words")
     if kwargs:
-        raise TypeError(f"Unrecognized keyword arguments: {kwargs}.")
+        raise InvalidTypeError(f"Unrecognized keyword arguments: {kwargs}.")
     parts = _keras_steps(_imdb_raw(path, cache_dir), seed, start_char, index_from, maxlen)
     (train, labels_train), (test, labels_test) = parts
     if maxlen and (not len(train) or not len(test)):
@@ -169,7 +169,7 @@ def load_reuters(
     if "nb_words" in kwargs:
         num_words = kwargs.pop("nb_words")
     if kwargs:
-        raise TypeError(f"Unrecognized keyword arguments: {kwargs}")
+        raise InvalidTypeError(f"Unrecognized keyword arguments: {kwargs}")
     ((xs, labels),) = _keras_steps(
         [_reuters_raw(path, cache_dir)], seed, start_char, index_from, maxlen
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim._files import atomic_output
 from ipusim.errors import ConfigurationError, UnsupportedError
 
 __all__ = ["array_to_img", "img_to_array", "load_img", "save_img"]
@@ -112,4 +113,13 @@ def save_img(
         file_format == "jpg" or str(path).lower().endswith((".jpg", ".jpeg"))
     ):
         img = img.convert("RGB")
-    img.save(path, format=file_format, **kwargs)
+    if file_format is None:  # Pillow names the format from the suffix only for a path
+        suffix = Path(path).suffix.lower()
+        file_format = _pil().registered_extensions().get(suffix)
+        if file_format is None:
+            raise ConfigurationError(
+                f"save_img: cannot tell the image format of {str(path)!r} from its suffix; "
+                "pass file_format ('png', 'jpeg', ...) or use a suffix such as .png"
+            )
+    with atomic_output(path) as out:  # a reader never sees half an image
+        img.save(out, format=file_format, **kwargs)
