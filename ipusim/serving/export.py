@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.serving.files import check_export_dir, write_export
@@ -211,7 +211,7 @@ def _signature(
         from ipusim.data import Dataset
 
         if not isinstance(input_dataset, Dataset):
-            raise TypeError(f"{what}: input_dataset must be a tf.data.Dataset, received "
+            raise InvalidTypeError(f"{what}: input_dataset must be a tf.data.Dataset, received "
                             f"{type(input_dataset).__name__}")  # fmt: skip
         signature = input_dataset.element_spec
     if signature is None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.errors import InputDataError, IPUSimError, ModelFileError
+from ipusim.errors import InputDataError, InvalidTypeError, IPUSimError, ModelFileError
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.spec import TensorSpec
 from ipusim.serving.files import MANIFEST, read_export
@@ -91,7 +91,7 @@ class ServedModel:
 
     def _check(self, args: tuple) -> list[np.ndarray]:
         if len(args) != len(self.input_specs):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{self.name}: the exported program takes {len(self.input_specs)} input(s) "
                 f"({', '.join(s.name or '?' for s in self.input_specs)}), received {len(args)}"
             )
