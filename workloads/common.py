@@ -286,7 +286,10 @@ def configure(args: argparse.Namespace) -> None:
     flags = [f for f in os.environ.get("TF_POPLAR_FLAGS", "").split() if f != SYNTHETIC_FLAG]
     if args.synthetic_data:
         flags.append(SYNTHETIC_FLAG)
-    os.environ["TF_POPLAR_FLAGS"] = " ".join(flags)
+    if flags:
+        os.environ["TF_POPLAR_FLAGS"] = " ".join(flags)
+    else:  # leave no empty variable behind in the caller's environment
+        os.environ.pop("TF_POPLAR_FLAGS", None)
     cfg = ipusim.IPUConfig()
     ipus = args.ipus or args.replicas * ipus_per_replica(args)
     if args.processes:
