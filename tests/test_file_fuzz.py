@@ -199,7 +199,7 @@ def test_negative_figures_are_rejected(tmp_path, report_folder) -> None:
     text = (folder / "memory.csv").read_text().splitlines()
     text[1] = "0,-4096," + text[1].split(",", 2)[2]  # weights_bytes
     (folder / "memory.csv").write_text("\n".join(text) + "\n")
-    with pytest.raises(IPUSimError, match=r"memory\.csv.*negative"):
+    with pytest.raises(IPUSimError, match=r"memory\.csv.*below 0"):
         Report.load(folder)
 
 

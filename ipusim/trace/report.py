@@ -451,7 +451,11 @@ def _checked_figures(path: Path, figures: dict[str, Any], trace: Trace) -> dict[
     }
 
 
-def _read_table(path: Path, template: pd.DataFrame, **options: Any) -> pd.DataFrame:
+def _read_table(
+    path: Path, template: pd.DataFrame, lowest: dict[str, int] | None = None, **options: Any
+) -> pd.DataFrame:
+    """``path`` read as ``template``'s columns and dtypes, every number >= 0 (or the column's
+    ``lowest`` value: -1 marks "no step")."""
     try:
         frame = pd.read_csv(path, **options)
     except (ValueError, OverflowError, UnicodeDecodeError) as exc:  # parser errors: ValueErrors
@@ -466,9 +470,10 @@ def _read_table(path: Path, template: pd.DataFrame, **options: Any) -> pd.DataFr
         raise TraceFileError(f"{str(path)!r} holds a value of the wrong type ({exc})") from None
     for column in frame.columns:  # bytes, fractions, indices: none is negative (NaN: no budget)
         values = frame[column]
-        if values.dtype.kind in "if" and bool((values < 0).any()):
+        floor = (lowest or {}).get(column, 0)
+        if values.dtype.kind in "if" and bool((values < floor).any()):
             raise TraceFileError(
-                f"{str(path)!r}: column {column!r} holds a negative value; the report "
+                f"{str(path)!r}: column {column!r} holds a value below {floor}; the report "
                 "is damaged or was edited. Save the report again (Report.save, ipusim run)."
             )
     return frame
@@ -488,7 +493,7 @@ def _read_items(path: Path) -> pd.DataFrame:
 def _read_tiles(path: Path) -> pd.DataFrame:
     from ipusim.trace.tiles import tile_table
 
-    return _read_table(path, tile_table(()))
+    return _read_table(path, tile_table(()), lowest={"peak_step": -1})
 
 
 def _read_liveness(path: Path) -> pd.DataFrame:
