@@ -19,6 +19,7 @@ from typing import Any
 from ipusim.hardware import load_system
 from ipusim.hardware.hosts import REFERENCE_HOST, default_host, load_host, plausible_hosts
 from ipusim.session.uncertainty import HOST_RESOURCES, depends_on
+from ipusim.session.uncertainty import HostRange as SessionHostRange
 
 #: A row is host-bound for this section when host resources take at least this share of the
 #: critical IPU's time (or one of them is the bottleneck).
@@ -26,28 +27,15 @@ HOST_SHARE = 0.25
 
 
 @dataclass(frozen=True)
-class HostRange:
-    """A host-bound row's predictions across the plausible host presets of its system.
+class HostRange(SessionHostRange):
+    """A host-bound row's predictions across the plausible host presets of its system: a user
+    run's range (:class:`ipusim.session.uncertainty.HostRange`) with the row it belongs to.
 
     Attributes:
-        row_id: the row.
-        host: the preset the table's prediction used.
-        predictions: preset name -> predicted throughput (the row's items/s).
-        depends_on: the figures flagged E or D that the row's host terms use, with their flags.
+        row_id: the row (``predictions`` are in the row's items/s).
     """
 
     row_id: str
-    host: str
-    predictions: Mapping[str, float]
-    depends_on: tuple[str, ...]
-
-    @property
-    def low(self) -> float:
-        return min(self.predictions.values())
-
-    @property
-    def high(self) -> float:
-        return max(self.predictions.values())
 
 
 def host_share(outcome: Any) -> float:
@@ -84,7 +72,8 @@ def host_range(outcome: Any, runner: Callable[[Any, Mapping[str, Any]], Any]) ->
     for host in plausible_hosts(system):
         if load_host(host).name not in predictions:
             predictions[load_host(host).name] = runner(row, host_overrides(row, host)).predicted
-    return HostRange(row.id, own, predictions, depends_on(outcome.shares, system, load_host(own)))
+    figures = depends_on(outcome.shares, system, load_host(own))
+    return HostRange(host=own, predictions=predictions, depends_on=figures, row_id=row.id)
 
 
 def _rate(value: float) -> str:
