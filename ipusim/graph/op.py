@@ -20,8 +20,7 @@ from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
-    from ipusim.graph.graph import Node, Symbol
+    from ipusim.graph.graph import Symbol
 
 #: ``Op.num_outputs`` of an op whose output count depends on its inputs (``unstack_time``).
 VARIADIC = -1
@@ -78,21 +77,29 @@ class Op:
     #: :data:`VARIADIC`: as many as ``infer`` returns (a tuple, even of one).
     num_outputs: ClassVar[int] = 1
 
-    def infer(self, *specs: TensorSpec, **attrs: Any) -> TensorSpec | tuple[TensorSpec, ...]:
+    # The base signatures take ``*args: Any, **kwargs: Any`` so that each op may declare its own
+    # inputs and attributes (mypy accepts any override of such a signature).
+    def infer(self, *args: Any, **kwargs: Any) -> TensorSpec | tuple[TensorSpec, ...]:
+        """Output spec(s) from the input specs (positional) and the node's attributes."""
         raise NotImplementedError(f"op {self.name!r} has no spec inference")
 
-    def forward(self, ctx: ExecContext, *arrays: Any, **attrs: Any) -> Any:
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Output array(s) from an :class:`ExecContext`, the input arrays and the attributes."""
         raise NotImplementedError(f"op {self.name!r} has no forward")
 
-    def gradient(self, node: Node, *dys: Symbol | None) -> Sequence[Symbol | None]:
+    def gradient(self, *args: Any, **kwargs: Any) -> Sequence[Symbol | None]:
+        """Input gradients from the node and its output gradients (None: no gradient)."""
         raise NotDifferentiableError(
             f"op {self.name!r} has no gradient rule, so gradients cannot flow through it"
         )
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
-        """Default: one FLOP per output element, reading every input and writing every output."""
+    def cost(self, *args: Any, **kwargs: Any) -> OpCost:
+        """Default: one FLOP per output element, reading every input and writing every output.
+
+        Called as ``cost(in_specs, out_specs, **attrs)``.
+        """
+        in_specs: Sequence[TensorSpec] = args[0]
+        out_specs: Sequence[TensorSpec] = args[1]
         read, written = io_bytes(in_specs, out_specs)
         flops = sum(s.size for s in out_specs) if self.kind != "data_movement" else 0
         return OpCost(flops, read, written, self.kind)
