@@ -143,14 +143,13 @@ def buffer_lifetimes(
                 buffer[key] = source
                 out[source].last = max(out[source].last, value_end)
                 continue
-            reuse = (
-                source is not None
-                and node.op.kind == "elementwise"
+            reuse = source is not None and (
+                node.op.kind == "elementwise"
                 and len(node.outputs) == 1
                 and out[source].last == i
                 and out[source].bytes >= nbytes
             )
-            if reuse:
+            if reuse and source is not None:
                 buffer[key] = source
                 out[source].last = value_end
                 continue
@@ -254,7 +253,8 @@ class IPULiveness:
     @property
     def total(self) -> np.ndarray:
         """Live bytes per program step."""
-        return np.sum([self.by_category[c] for c in LIVENESS_CATEGORIES], axis=0)
+        total: np.ndarray = np.sum([self.by_category[c] for c in LIVENESS_CATEGORIES], axis=0)
+        return total
 
     def step_label(self, step: int) -> str:
         """``"<op> (step k, <phase>)"`` of a program step."""
@@ -418,6 +418,7 @@ def program_items(
     for b in lifetimes:
         if b.bytes <= 0:
             continue
+        assert b.tiles is not None  # ``place`` maps every buffer
         first = int(position_step[min(b.first, len(nodes))])
         last = int(position_step[min(b.last, len(nodes))])
         items.append(LiveItem(b.name, "activations", b.bytes, first, max(first, last), b.tiles))

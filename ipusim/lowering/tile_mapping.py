@@ -155,11 +155,16 @@ def planned_output(plan: amp.ConvPlan, element_bytes: int) -> np.ndarray:
     return _frozen(per_tile.ravel().astype(np.int64) * element_bytes)
 
 
+def as_precision(spec: TensorSpec, precision: str) -> TensorSpec:
+    """``spec`` as the run holds it: floats in half precision unless the run is fp32."""
+    if precision != "fp32" and spec.dtype in FLOAT_DTYPES:
+        return spec.with_dtype("float16")
+    return spec
+
+
 def bytes_at(spec: TensorSpec, precision: str) -> int:
     """Bytes of ``spec`` at the run's precision (floats at 2 bytes below fp32)."""
-    if precision != "fp32" and spec.dtype in FLOAT_DTYPES:
-        return spec.size * 2
-    return spec.nbytes
+    return as_precision(spec, precision).nbytes
 
 
 class TileMapper:
@@ -190,8 +195,8 @@ class TileMapper:
         for node in nodes:
             if node.op.name in ("placeholder", "variable", "constant"):
                 continue
-            ins = [self._at_precision(s) for s in node.in_specs]
-            outs = [self._at_precision(s) for s in node.out_specs]
+            ins = [as_precision(s, precision) for s in node.in_specs]
+            outs = [as_precision(s, precision) for s in node.out_specs]
             plan = op_plan(node.op.name, ins, outs, node.attrs, ipu, precision, planner)
             if plan is not None:
                 self.plans[node.id] = plan
@@ -205,11 +210,6 @@ class TileMapper:
                     var = sym.node.attrs["variable"]
                     if id(var) not in self._variables:
                         self._variables[id(var)] = self._variable_placement(node, k, var)
-
-    def _at_precision(self, spec: TensorSpec) -> TensorSpec:
-        if self.precision != "fp32" and spec.dtype in FLOAT_DTYPES:
-            return spec.with_dtype("float16")
-        return spec
 
     def linear(self, nbytes: int, grain: int = C.TILE_MAPPING_GRAIN_BYTES) -> Placement:
         """A tensor mapped linearly by IPU TensorFlow: ``mapTensorLinearly``, rotated to start
