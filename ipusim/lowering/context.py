@@ -11,6 +11,7 @@ from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.hardware.specs import SystemSpec
 from ipusim.lowering.program import Superstep
+from ipusim.lowering.supersteps import element_bytes
 
 if TYPE_CHECKING:
     from ipusim.lowering.distribution import Distribution
@@ -85,13 +86,11 @@ class LoweringContext:
         step: the step being lowered.
         system: the system it runs on.
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
-        element: bytes of one float element at ``precision``.
         optimizer: the weight update's cost per trainable element.
         nodes: the step's nodes in program order, sources included.
         supersteps: node id -> its superstep (nodes that do no work are absent).
         without_norm_collectives: node id -> its superstep without distributed batch norm's
             all-reduces (what RecomputeAndBackpropagateInterleaved recomputes).
-        accumulate / update: id(variable) -> its accumulation / optimizer-update superstep.
         dist: the resolved replication and offloading (training), or None.
         replicas: replicas of the program.
         mapper: the tile mapping of the step's tensors (shared by every IPU's memory plan).
@@ -106,13 +105,10 @@ class LoweringContext:
     step: StepDescription
     system: SystemSpec
     precision: str
-    element: int
     optimizer: OptimizerCost
     nodes: tuple[Node, ...]
     supersteps: Mapping[int, Superstep]
     without_norm_collectives: Mapping[int, Superstep]
-    accumulate: Mapping[int, Superstep]
-    update: Mapping[int, Superstep]
     dist: Distribution | None
     replicas: int
     mapper: TileMapper
@@ -126,6 +122,11 @@ class LoweringContext:
     def nbytes(self, spec: TensorSpec) -> int:
         """Bytes of a value at the run's precision (floats) or its own itemsize."""
         return spec.size * (self.element if spec.dtype in FLOAT_DTYPES else spec.itemsize)
+
+    @property
+    def element(self) -> int:
+        """Bytes of one float element at the run's precision."""
+        return element_bytes(self.precision)
 
     @property
     def training(self) -> bool:
@@ -173,6 +174,7 @@ class StagePlan:
         forward / backward: the stage's nodes of each pass, in graph order (a single IPU's
             fused stage has them all in ``forward``).
         variables: the trainable variables it updates.
+        accumulate / update: their accumulation and optimizer-update supersteps.
         recomputation: its recomputation (pipelines), or None.
         stash_bytes: activations kept per micro-batch in flight.
         send_forward_bytes / send_backward_bytes: bytes sent after each pass.
@@ -181,6 +183,8 @@ class StagePlan:
     forward: tuple[Node, ...]
     backward: tuple[Node, ...]
     variables: tuple[Variable, ...]
+    accumulate: tuple[Superstep, ...]
+    update: tuple[Superstep, ...]
     recomputation: StageRecomputation | None
     stash_bytes: int
     send_forward_bytes: int

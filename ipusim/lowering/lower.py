@@ -8,9 +8,12 @@ its memory plans, so a program that does not fit fails before anything runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions
 from ipusim.errors import ConfigurationError
+from ipusim.graph.graph import Node
 from ipusim.hardware.specs import SystemSpec
 from ipusim.lowering.context import SOURCES, LoweringContext, PipelineSpec, StepDescription
 from ipusim.lowering.distribution import Distribution, DistributionSpec, check_norm_group_pipeline
@@ -19,14 +22,13 @@ from ipusim.lowering.program import Program
 from ipusim.lowering.recompute import instruction_recomputation, resolve_recomputation
 from ipusim.lowering.shards import check_system_fits, ipus_per_replica
 from ipusim.lowering.supersteps import (
-    add_host_embedding_traffic,
     add_norm_collectives,
     element_bytes,
     node_supersteps,
     value_bytes,
 )
 from ipusim.lowering.tile_mapping import TileMapper
-from ipusim.lowering.update import OptimizerCost, accumulate_steps, update_steps
+from ipusim.lowering.update import OptimizerCost
 
 __all__ = ["OptimizerCost", "PipelineSpec", "StepDescription", "lower"]
 
@@ -60,10 +62,9 @@ def lower(
             default offloading rules).
         planner: PopLibs options of matmuls and convolutions (availableMemoryProportion,
             partialsType); default PopLibs'.
-        recompute: ``IPUConfig.allow_recompute`` for an unpipelined training step: the
-            Conv->Norm(->NonLinearity) patterns are recomputed in the backward pass
-            (:func:`ipusim.lowering.recompute.instruction_recomputation`); a pipelined step
-            takes it from ``pipeline.recompute``.
+        recompute: ``IPUConfig.allow_recompute`` for an unpipelined training step (its
+            Conv->Norm(->NonLinearity) patterns, :mod:`ipusim.lowering.recompute`); a pipelined
+            step takes it from ``pipeline.recompute``.
     """
     if precision not in PRECISIONS:
         raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
@@ -71,60 +72,63 @@ def lower(
         raise ConfigurationError(
             f"gradient_accumulation must be >= 1, received {gradient_accumulation}"
         )
-    ipu = system.ipu
-    optimizer = optimizer or OptimizerCost()
     training = step.kind == "train"
-    element = element_bytes(precision)
     all_nodes = tuple(step.graph.nodes_between(list(step.fetches)))
     nodes = [n for n in all_nodes if n.op.name not in SOURCES]
-    by_node = node_supersteps(nodes, ipu, precision, planner)
-    accumulate = accumulate_steps(step.trainable, ipu, precision) if training else {}
-    update = update_steps(step.trainable, ipu, precision, optimizer) if training else {}
     spec = distribution or DistributionSpec()
-    mapping = pipeline.device_mapping if pipeline is not None else None
-    check_system_fits(mapping, spec.replicas, system.num_ipus)
-    dist = None
-    if training:
-        accumulating = gradient_accumulation > 1
-        per_replica = ipus_per_replica(mapping)
-        dist = Distribution.resolve(spec, system, per_replica, accumulating, pipeline is not None)
-    add_host_embedding_traffic(by_node, nodes, system, spec.replicas)
-    if dist is not None and pipeline is not None:
-        check_norm_group_pipeline(spec.batch_norm_group, pipeline.device_mapping, nodes)
+    by_node = node_supersteps(nodes, system, precision, planner, spec.replicas)
+    dist = _distribution(step, system, spec, pipeline, gradient_accumulation > 1, nodes)
+    # Distributed batch norm's all-reduces (none unless its replica groups are larger than 1).
     without_norm_collectives = {}
-    if dist is not None and spec.batch_norm_group > 1:
-        without_norm_collectives = add_norm_collectives(by_node, nodes, dist, element)
-    mapper = TileMapper(all_nodes, ipu, precision, planner)
+    if dist is not None:
+        without_norm_collectives = add_norm_collectives(
+            by_node, nodes, dist, element_bytes(precision)
+        )
+    mapper = TileMapper(all_nodes, system.ipu, precision, planner)
     strategy, instructions = "", None
     if pipeline is not None and pipeline.recompute and training:
         strategy = resolve_recomputation(pipeline.recomputation_mode, pipeline.schedule)
     if pipeline is None and recompute and training:
         sizes = value_bytes(all_nodes, precision)
         instructions = instruction_recomputation(all_nodes, step.fetches, sizes)
-    if pipeline is not None:
-        runs = micro_batches or gradient_accumulation
-    else:
-        runs = gradient_accumulation if training else 1
+    single_runs = gradient_accumulation if training else 1
     return build_program(
         LoweringContext(
             step=step,
             system=system,
             precision=precision,
-            element=element,
-            optimizer=optimizer,
+            optimizer=optimizer or OptimizerCost(),
             nodes=all_nodes,
             supersteps=by_node,
             without_norm_collectives=without_norm_collectives,
-            accumulate=accumulate,
-            update=update,
             dist=dist,
             replicas=spec.replicas,
             mapper=mapper,
             check_memory=check_memory,
             pipeline=pipeline,
-            micro_batches=runs,
+            micro_batches=(micro_batches or gradient_accumulation) if pipeline else single_runs,
             recompute=strategy,
             instructions=instructions,
             gradient_accumulation=gradient_accumulation,
         )
     )
+
+
+def _distribution(
+    step: StepDescription,
+    system: SystemSpec,
+    spec: DistributionSpec,
+    pipeline: PipelineSpec | None,
+    accumulating: bool,
+    nodes: Sequence[Node],
+) -> Distribution | None:
+    """The training step's replication and offloading, resolved against ``system``."""
+    mapping = pipeline.device_mapping if pipeline is not None else None
+    check_system_fits(mapping, spec.replicas, system.num_ipus)
+    if step.kind != "train":
+        return None
+    per_replica = ipus_per_replica(mapping)
+    dist = Distribution.resolve(spec, system, per_replica, accumulating, pipeline is not None)
+    if mapping is not None:
+        check_norm_group_pipeline(spec.batch_norm_group, mapping, nodes)
+    return dist

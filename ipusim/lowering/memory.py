@@ -226,9 +226,6 @@ def code_bytes(supersteps: Sequence[Superstep]) -> int:
     )
 
 
-Steps = list[tuple[str, str, int]]
-
-
 @dataclass
 class _Held:
     """What one IPU holds: its memory items and their liveness."""
@@ -269,7 +266,7 @@ def ipu_plan(
     one_at_a_time = ctx.training and pipeline.schedule == "sequential"
     stashes: list[tuple[int, MemoryItem, int]] = []
     working: list[tuple[int, int]] = []
-    steps: Steps = []
+    steps: list[tuple[str, str, int]] = []
     for p in mine:
         plan = plans[p.stage]
         _optimizer_items(ctx, held, plan.variables)
@@ -311,8 +308,9 @@ def ipu_plan(
         item = MemoryItem(f"stage {stage} working activations", "activations", peak)
     # Before the exchange buffers (and, on one IPU, the code).
     held.items.insert(len(held.items) - (2 if ctx.fused else 1), item)
-    recomputations = [plans[p.stage].recomputation for p in mine]
-    recomputes = any(r is not None and bool(r.recomputed) for r in recomputations)
+    recomputes = any(
+        r is not None and r.recomputed for r in (plans[p.stage].recomputation for p in mine)
+    )
     sram = ctx.system.ipu.sram_bytes_per_tile
     return build_plan(ipu, held.items, tiles, sram, liveness, recomputes)
 
@@ -376,7 +374,11 @@ def _stash(ctx: LoweringContext, pipeline: PipelineProgram, p: StageProgram) -> 
 
 
 def _working(
-    ctx: LoweringContext, layout: StageLayout, p: StageProgram, plan: StagePlan, steps: Steps
+    ctx: LoweringContext,
+    layout: StageLayout,
+    p: StageProgram,
+    plan: StagePlan,
+    steps: list[tuple[str, str, int]],
 ) -> list[LiveItem]:
     """A stage's program steps (appended to ``steps``) and its working buffers and
     temporaries over them."""
@@ -405,16 +407,13 @@ def _working(
     else:
         segments = [(stage_nodes, outside[-1:])]
     items: list[LiveItem] = []
+
+    def received(sym: Symbol) -> int:
+        return ctx.nbytes(sym.spec)
+
     for segment, kept in segments:
         more, seg_items = program_items(
-            segment,
-            kept,
-            sizes,
-            ctx.mapper,
-            _pass_of,
-            p.stage,
-            len(steps),
-            lambda sym: ctx.nbytes(sym.spec),
+            segment, kept, sizes, ctx.mapper, _pass_of, p.stage, len(steps), received
         )
         steps += more
         items += seg_items
@@ -430,11 +429,8 @@ def _code(ctx: LoweringContext, held: _Held, p: StageProgram, plan: StagePlan) -
     tiles = ctx.system.ipu.tiles
     ops = [x for b in (p.forward, p.backward, p.weight_update) for x in b.supersteps]
     rec = plan.recomputation
-    cloned = (
-        rec is not None
-        and bool(rec.recomputed)
-        and ctx.recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
-    )
+    interleaved = ctx.recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
+    cloned = interleaved and rec is not None and bool(rec.recomputed)
     code = code_tiles([x for x in ops if not (cloned and x.name.startswith("recompute "))], tiles)
     name = _named(ctx, p.stage, "code and vertex state")
     held.add(MemoryItem(name, "code", int(code.sum())), at_start(code))

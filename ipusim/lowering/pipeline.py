@@ -48,6 +48,7 @@ from ipusim.lowering.recompute import (
 from ipusim.lowering.schedules import SCHEDULES, depth_multiple
 from ipusim.lowering.shards import ipus_per_replica
 from ipusim.lowering.supersteps import in_order, recomputed
+from ipusim.lowering.update import accumulate_steps, update_steps
 
 #: Bytes of a value from its TensorSpec, at the run's precision.
 Nbytes = Callable[[TensorSpec], int]
@@ -189,22 +190,10 @@ def group_crossings(
     return forward, backward
 
 
-def check_pipeline(
-    schedule: str,
-    device_mapping: Sequence[int],
-    logical: int,
-    micro_batches: int,
-    training: bool,
-) -> None:
-    """Raise PipelineConfigurationError unless the schedule can run this pipeline this deep.
-
-    Args:
-        schedule: ``"grouped"``, ``"interleaved"`` or ``"sequential"``.
-        device_mapping: IPU of each physical stage.
-        logical: stages of the schedule (stage groups).
-        micro_batches: micro-batches per pipeline run (its depth).
-        training: whether the pipeline trains.
-    """
+def _check_pipeline(ctx: LoweringContext, logical: int) -> None:
+    """Raise unless the schedule can run this pipeline of ``logical`` stages this deep."""
+    schedule, device_mapping, micro_batches = ctx.schedule, ctx.device_mapping, ctx.micro_batches
+    training = ctx.training
     if schedule not in SCHEDULES:
         raise PipelineConfigurationError(f"unknown pipeline schedule {schedule!r}")
     ipus = sorted(set(device_mapping))
@@ -227,9 +216,10 @@ def check_pipeline(
 def build_program(ctx: LoweringContext) -> Program:
     """The Program of a lowered step (see the module docstring)."""
     mapping = ctx.device_mapping
-    groups = _groups(ctx)
+    given = ctx.pipeline.groups if ctx.pipeline is not None else ()
+    groups = tuple(tuple(g) for g in given) or tuple((s,) for s in range(len(mapping)))
     if not ctx.fused:
-        check_pipeline(ctx.schedule, mapping, len(groups), ctx.micro_batches, ctx.training)
+        _check_pipeline(ctx, len(groups))
     layout = (
         assign_stages(ctx.step.graph, ctx.nodes, ctx.pipeline.invocation_stage, len(mapping))
         if ctx.pipeline is not None
@@ -274,12 +264,6 @@ def build_program(ctx: LoweringContext) -> Program:
     )
 
 
-def _groups(ctx: LoweringContext) -> tuple[tuple[int, ...], ...]:
-    """The physical stages of each logical stage."""
-    given = ctx.pipeline.groups if ctx.pipeline is not None else ()
-    return tuple(tuple(g) for g in given) or tuple((s,) for s in range(len(ctx.device_mapping)))
-
-
 def _stage_plans(
     ctx: LoweringContext, layout: StageLayout, groups: Sequence[Sequence[int]]
 ) -> list[StagePlan]:
@@ -299,6 +283,9 @@ def _stage_plans(
     variables: list[list[Variable]] = [[] for _ in range(count)]
     for var in ctx.step.trainable:
         variables[layout.variable_stage.get(id(var), count - 1)].append(var)
+    trainable, ipu, precision = ctx.step.trainable, ctx.system.ipu, ctx.precision
+    accumulate = accumulate_steps(trainable, ipu, precision) if ctx.training else {}
+    update = update_steps(trainable, ipu, precision, ctx.optimizer) if ctx.training else {}
     plans = []
     for s in range(count):
         plan = None
@@ -311,6 +298,8 @@ def _stage_plans(
                 forward=tuple(forward[s]),
                 backward=tuple(backward[s]),
                 variables=tuple(variables[s]),
+                accumulate=tuple(accumulate[id(v)] for v in variables[s] if id(v) in accumulate),
+                update=tuple(update[id(v)] for v in variables[s] if id(v) in update),
                 recomputation=plan,
                 stash_bytes=0 if ctx.fused else stash_bytes,
                 send_forward_bytes=fwd_bytes[s] if group_of[s] < len(groups) - 1 else 0,
@@ -357,9 +346,7 @@ def _stage_program(ctx: LoweringContext, s: int, plan: StagePlan) -> StageProgra
     forward = _forward_block(ctx, plan)
     backward = _backward_block(ctx, plan)
     if ctx.accumulates:
-        accumulate = [ctx.accumulate[id(v)] for v in plan.variables if id(v) in ctx.accumulate]
-        (forward if ctx.fused else backward).extend(accumulate)
-    update = [ctx.update[id(v)] for v in plan.variables if id(v) in ctx.update]
+        (forward if ctx.fused else backward).extend(plan.accumulate)
     labels = (
         (f"{ctx.step.kind} step", "", "weight update")
         if ctx.fused
@@ -371,7 +358,7 @@ def _stage_program(ctx: LoweringContext, s: int, plan: StagePlan) -> StageProgra
         ipu=ctx.device_mapping[s],
         forward=Block(tuple(forward), labels[0]),
         backward=Block(tuple(backward), labels[1]),
-        weight_update=Block(tuple(update), labels[2]),
+        weight_update=Block(plan.update, labels[2]),
         send_forward_bytes=plan.send_forward_bytes,
         send_backward_bytes=plan.send_backward_bytes,
         stash_bytes=plan.stash_bytes,

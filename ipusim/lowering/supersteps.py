@@ -69,9 +69,15 @@ def superstep(
 
 
 def node_supersteps(
-    nodes: Sequence[Node], ipu: IPUSpec, precision: str, planner: PlannerOptions | None
+    nodes: Sequence[Node],
+    system: SystemSpec,
+    precision: str,
+    planner: PlannerOptions | None,
+    replicas: int,
 ) -> dict[int, Superstep]:
-    """node id -> its superstep, for the nodes that do work."""
+    """node id -> its superstep, for the nodes that do work (host embeddings with the host
+    traffic of ``replicas`` replicas)."""
+    ipu = system.ipu
     by_node: dict[int, Superstep] = {}
     for node in nodes:
         in_specs = [as_precision(s, precision) for s in node.in_specs]
@@ -81,6 +87,7 @@ def node_supersteps(
         s = superstep(label, cost, in_specs, out_specs, node.attrs, ipu, precision, planner)
         if s is not None:
             by_node[node.id] = s
+    _add_host_embedding_traffic(by_node, nodes, system, replicas)
     return by_node
 
 
@@ -121,7 +128,7 @@ def add_norm_collectives(
     return before
 
 
-def add_host_embedding_traffic(
+def _add_host_embedding_traffic(
     by_node: dict[int, Superstep], nodes: Sequence[Node], system: SystemSpec, replicas: int
 ) -> None:
     """Give each host embedding lookup / update the host round trip it waits for, in place.

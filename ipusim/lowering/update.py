@@ -1,10 +1,6 @@
-"""The weight update's supersteps: gradient accumulation and the optimizer's apply, one per
-trainable variable, costed as element-wise passes over float32 arrays of the variable's shape.
-
-These are synthetic supersteps (not graph ops): each reads and writes whole arrays of the
-variable's shape, the accumulation adding one micro-batch's gradient, the update reading the
-variable, its gradient and the optimizer's slots and writing the variable and slots back.
-"""
+"""The weight update's supersteps (synthetic, not graph ops): gradient accumulation and the
+optimizer's apply, one per trainable variable, each an element-wise pass over float32 arrays of
+the variable's shape."""
 
 from __future__ import annotations
 
