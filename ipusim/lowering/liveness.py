@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from ipusim.graph.graph import Node, Symbol
-from ipusim.lowering.tile_mapping import Placement
+from ipusim.graph.variable import Variable
+from ipusim.lowering.tile_mapping import Placement, TileMapper
 
 #: Categories alive for the whole program.
 ALWAYS_LIVE = ("weights", "optimizer-state", "gradient-accumulators", "code", "exchange-buffers")
@@ -106,7 +106,7 @@ def buffer_lifetimes(
     fetches: Sequence[Symbol],
     bytes_of: dict[tuple[int, int], int],
     place: Placer | None = None,
-    variable_tiles: Callable[[Any], Placement] | None = None,
+    variable_tiles: Callable[[Variable], Placement] | None = None,
     external: dict[tuple[int, int], Placement] | None = None,
 ) -> list[Buffer]:
     """The buffers ``nodes`` allocate when run in order, with their lifetimes.
@@ -168,7 +168,7 @@ def _input_tiles(
     sym: Symbol,
     buffer: dict[tuple[int, int], int],
     out: list[Buffer],
-    variable_tiles: Callable[[Any], Placement] | None,
+    variable_tiles: Callable[[Variable], Placement] | None,
     external: dict[tuple[int, int], Placement] | None = None,
 ) -> Placement | None:
     b = buffer.get((sym.node.id, sym.index))
@@ -353,7 +353,7 @@ def program_items(
     nodes: Sequence[Node],
     fetches: Sequence[Symbol],
     bytes_of: dict[tuple[int, int], int],
-    mapper: Any,
+    mapper: TileMapper,
     phase_of: Callable[[Node], str],
     stage: int = 0,
     first_step: int = 0,

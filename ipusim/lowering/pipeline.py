@@ -54,11 +54,6 @@ from ipusim.lowering.update import accumulate_steps, update_steps
 Nbytes = Callable[[TensorSpec], int]
 
 
-def one_stage(nodes: Sequence[Node]) -> StageLayout:
-    """The layout of a single IPU: every node that runs in stage 0."""
-    return StageLayout({n.id: 0 for n in nodes if n.op.name not in SOURCES}, {}, 1)
-
-
 def _top_invocation(graph: Graph, index: int) -> int:
     parent = graph.invocations[index].parent
     while parent is not None:
@@ -220,11 +215,11 @@ def build_program(ctx: LoweringContext) -> Program:
     groups = tuple(tuple(g) for g in given) or tuple((s,) for s in range(len(mapping)))
     if not ctx.fused:
         _check_pipeline(ctx, len(groups))
-    layout = (
-        assign_stages(ctx.step.graph, ctx.nodes, ctx.pipeline.invocation_stage, len(mapping))
-        if ctx.pipeline is not None
-        else one_stage(ctx.nodes)
-    )
+    if ctx.pipeline is None:  # a single IPU runs every node in its one stage
+        layout = StageLayout({n.id: 0 for n in ctx.nodes if n.op.name not in SOURCES}, {}, 1)
+    else:
+        invocation_stage = ctx.pipeline.invocation_stage
+        layout = assign_stages(ctx.step.graph, ctx.nodes, invocation_stage, len(mapping))
     plans = _stage_plans(ctx, layout, groups)
     pipeline = PipelineProgram(
         stages=tuple(_stage_program(ctx, s, plan) for s, plan in enumerate(plans)),

@@ -20,7 +20,10 @@ the points where an IPU meets the rest of the system.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ipusim.lowering.liveness import IPULiveness
 
 #: Trace phases of supersteps.
 PHASES = ("fwd", "bwd", "accumulate", "weight-update", "io")
@@ -139,7 +142,7 @@ class IPUMemoryPlan:
     budget_bytes: int
     tile_bytes: tuple[int, ...] = ()
     tile_budget_bytes: int = 0
-    liveness: Any = field(default=None, compare=False, repr=False)
+    liveness: IPULiveness | None = field(default=None, compare=False, repr=False)
     working_upper_bound: bool = False
 
     @property
