@@ -34,7 +34,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ipusim.cost import collectives as col
 from ipusim.cost.units import cycles_to_ps, seconds_to_ps, transfer_ps
@@ -43,6 +42,8 @@ from ipusim.errors import (
     PipelineConfigurationError,
     StreamingMemoryUnavailableError,
 )
+from ipusim.graph.graph import Node
+from ipusim.hardware.specs import StreamingMemorySpec, SystemSpec
 from ipusim.lowering.program import Timed
 
 
@@ -87,7 +88,9 @@ def check_norm_group(group: int, replicas: int) -> None:
         )
 
 
-def check_norm_group_pipeline(group: int, device_mapping: Sequence[int], layers: list[str]) -> None:
+def check_norm_group_pipeline(
+    group: int, device_mapping: Sequence[int], nodes: Sequence[Node]
+) -> None:
     """Raise unless distributed batch norm stays out of a pipeline over several IPUs.
 
     IPU TensorFlow documents the option as not for model parallelism (pipelining) across
@@ -96,9 +99,11 @@ def check_norm_group_pipeline(group: int, device_mapping: Sequence[int], layers:
     Args:
         group: ``norms.experimental.distributed_batch_norm_replica_group_size``.
         device_mapping: the IPU of each pipeline stage.
-        layers: the layers whose training batch norms the pipeline runs.
+        nodes: the nodes the pipeline runs.
     """
     ipus = sorted(set(device_mapping))
+    norms = [n for n in nodes if n.op.name == "batch_norm" and n.attrs.get("training", True)]
+    layers = [n.layer or n.name for n in norms]
     if group > 1 and len(ipus) > 1 and layers:
         raise PipelineConfigurationError(
             f"norms.experimental.distributed_batch_norm_replica_group_size = {group} shares "
@@ -114,7 +119,7 @@ class Distribution:
     """The resolved choices and the topology they run on, for one program."""
 
     spec: DistributionSpec
-    system: Any
+    system: SystemSpec
     ipus_per_replica: int
     offload_optimizer_state: bool
     shard_optimizer_state: bool
@@ -123,7 +128,7 @@ class Distribution:
     def resolve(
         cls,
         spec: DistributionSpec,
-        system: Any,
+        system: SystemSpec,
         ipus_per_replica: int,
         accumulating: bool,
         pipelined: bool,
@@ -233,8 +238,13 @@ class Distribution:
         latency = min(2 * half, 2 * steps)
         return latency, 2 * half - latency
 
-    def remote_bandwidth(self) -> float:
+    def _memory(self) -> StreamingMemorySpec:
         memory = self.system.streaming_memory
+        assert memory is not None  # resolve() refuses to offload without Streaming Memory
+        return memory
+
+    def remote_bandwidth(self) -> float:
+        memory = self._memory()
         active = min(self.system.ipus_per_chassis, self.replicas * self.ipus_per_replica)
         return min(
             memory.bandwidth_bytes_per_s_per_ipu,
@@ -245,7 +255,7 @@ class Distribution:
         """A load from or store to Streaming Memory of ``num_bytes``."""
         if num_bytes <= 0:
             return None
-        memory = self.system.streaming_memory
+        memory = self._memory()
         duration = transfer_ps(num_bytes, self.remote_bandwidth(), memory.latency_s)
         return Timed(name, "remote", duration, num_bytes, phase)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from ipusim.graph.graph import Node, Symbol
-from ipusim.lowering.tile_mapping import Placement
+from ipusim.graph.variable import Variable
+from ipusim.lowering.tile_mapping import Placement, TileMapper
 
 #: Categories alive for the whole program.
 ALWAYS_LIVE = ("weights", "optimizer-state", "gradient-accumulators", "code", "exchange-buffers")
@@ -106,7 +106,7 @@ def buffer_lifetimes(
     fetches: Sequence[Symbol],
     bytes_of: dict[tuple[int, int], int],
     place: Placer | None = None,
-    variable_tiles: Callable[[Any], Placement] | None = None,
+    variable_tiles: Callable[[Variable], Placement] | None = None,
     external: dict[tuple[int, int], Placement] | None = None,
 ) -> list[Buffer]:
     """The buffers ``nodes`` allocate when run in order, with their lifetimes.
@@ -143,14 +143,13 @@ def buffer_lifetimes(
                 buffer[key] = source
                 out[source].last = max(out[source].last, value_end)
                 continue
-            reuse = (
-                source is not None
-                and node.op.kind == "elementwise"
+            reuse = source is not None and (
+                node.op.kind == "elementwise"
                 and len(node.outputs) == 1
                 and out[source].last == i
                 and out[source].bytes >= nbytes
             )
-            if reuse:
+            if reuse and source is not None:
                 buffer[key] = source
                 out[source].last = value_end
                 continue
@@ -169,7 +168,7 @@ def _input_tiles(
     sym: Symbol,
     buffer: dict[tuple[int, int], int],
     out: list[Buffer],
-    variable_tiles: Callable[[Any], Placement] | None,
+    variable_tiles: Callable[[Variable], Placement] | None,
     external: dict[tuple[int, int], Placement] | None = None,
 ) -> Placement | None:
     b = buffer.get((sym.node.id, sym.index))
@@ -254,7 +253,8 @@ class IPULiveness:
     @property
     def total(self) -> np.ndarray:
         """Live bytes per program step."""
-        return np.sum([self.by_category[c] for c in LIVENESS_CATEGORIES], axis=0)
+        total: np.ndarray = np.sum([self.by_category[c] for c in LIVENESS_CATEGORIES], axis=0)
+        return total
 
     def step_label(self, step: int) -> str:
         """``"<op> (step k, <phase>)"`` of a program step."""
@@ -353,7 +353,7 @@ def program_items(
     nodes: Sequence[Node],
     fetches: Sequence[Symbol],
     bytes_of: dict[tuple[int, int], int],
-    mapper: Any,
+    mapper: TileMapper,
     phase_of: Callable[[Node], str],
     stage: int = 0,
     first_step: int = 0,
@@ -418,6 +418,7 @@ def program_items(
     for b in lifetimes:
         if b.bytes <= 0:
             continue
+        assert b.tiles is not None  # ``place`` maps every buffer
         first = int(position_step[min(b.first, len(nodes))])
         last = int(position_step[min(b.last, len(nodes))])
         items.append(LiveItem(b.name, "activations", b.bytes, first, max(first, last), b.tiles))

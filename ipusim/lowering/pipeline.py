@@ -1,6 +1,9 @@
-"""Lowering a pipelined step: nodes to stages, stages to IPUs, copies, stashes and memory.
+"""The stage builder: nodes to stages, stages to IPUs, copies, stashes, transfers and memory.
 
-Each node belongs to the stage of the top-level layer call that created it (backward nodes carry
+A single IPU is one fused stage whose forward block is the whole step; a pipelined step has one
+stage per pipeline stage, each with its blocks, accumulation and weight update
+(:mod:`ipusim.lowering.update`), collectives and offloading (:mod:`ipusim.lowering.distribution`),
+and each IPU its memory plan (:mod:`ipusim.lowering.memory`). Each node belongs to the stage of the top-level layer call that created it (backward nodes carry
 the call of the forward node they differentiate). Nodes outside any layer (the loss, the
 gradients that combine contributions) take the latest stage among the values they read, or the
 last stage. A value read in a later stage crosses every stage boundary in between (inputs and
@@ -24,63 +27,37 @@ upper bound on link traffic), and the infeed is read by the first physical stage
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ipusim.cost.sync import cross_ipu_sync_ps
 from ipusim.cost.units import seconds_to_ps
 from ipusim.errors import PipelineConfigurationError
-from ipusim.graph.graph import Graph, Node
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
-from ipusim.lowering.liveness import (
-    SHAPE_ONLY_INPUTS,
-    analyse,
-    live_from,
-    program_items,
-    resident,
-    working_peak,
-)
-from ipusim.lowering.memory import (
-    build_plan,
-    check_fits,
-    code_tiles,
-    exchange_tiles,
-)
-from ipusim.lowering.program import (
-    Block,
-    IPUMemoryPlan,
-    MemoryItem,
-    PipelineProgram,
-    Program,
-    StageProgram,
-    Superstep,
-)
+from ipusim.graph.graph import Graph, Node, Symbol
+from ipusim.graph.spec import TensorSpec
+from ipusim.graph.variable import Variable
+from ipusim.lowering.context import SOURCES, LoweringContext, StageLayout, StagePlan, is_forward
+from ipusim.lowering.liveness import SHAPE_ONLY_INPUTS
+from ipusim.lowering.memory import check_fits, ipu_plan
+from ipusim.lowering.program import Block, PipelineProgram, Program, StageProgram, Superstep, Timed
 from ipusim.lowering.recompute import (
     CHECKPOINT_OP,
     RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED,
-    StageRecomputation,
     plan_stage,
 )
-from ipusim.lowering.schedules import SCHEDULES, depth_multiple, in_flight
+from ipusim.lowering.schedules import SCHEDULES, depth_multiple
 from ipusim.lowering.shards import ipus_per_replica
-from ipusim.lowering.tile_mapping import at_start
+from ipusim.lowering.supersteps import in_order, recomputed
+from ipusim.lowering.update import accumulate_steps, update_steps
 
-_SOURCES = ("placeholder", "variable", "constant")
-
-
-@dataclass(frozen=True)
-class StageLayout:
-    """Where each node of a step graph runs."""
-
-    node_stage: dict[int, int]
-    variable_stage: dict[int, int]  # id(variable) -> stage
-    num_stages: int
+#: Bytes of a value from its TensorSpec, at the run's precision.
+Nbytes = Callable[[TensorSpec], int]
 
 
 def _top_invocation(graph: Graph, index: int) -> int:
-    while graph.invocations[index].parent is not None:
-        index = graph.invocations[index].parent
+    parent = graph.invocations[index].parent
+    while parent is not None:
+        index, parent = parent, graph.invocations[parent].parent
     return index
 
 
@@ -91,7 +68,7 @@ def assign_stages(
     stage: dict[int, int] = {}
     last = num_stages - 1
     for node in nodes:
-        if node.op.name in _SOURCES:
+        if node.op.name in SOURCES:
             continue
         if node.invocation is not None:
             top = _top_invocation(graph, node.invocation)
@@ -112,11 +89,7 @@ def assign_stages(
     return StageLayout(stage, variable_stage, num_stages)
 
 
-def _is_forward(node: Node) -> bool:
-    return node.phase in ("fwd", "loss", "update")
-
-
-def _through_checkpoints(sym: Any) -> Any:
+def _through_checkpoints(sym: Symbol) -> Symbol:
     """The value a recomputation checkpoint passes on (it holds no buffer of its own)."""
     while sym.node.op.name == CHECKPOINT_OP:
         sym = sym.node.inputs[0]
@@ -124,14 +97,13 @@ def _through_checkpoints(sym: Any) -> Any:
 
 
 def crossings(
-    nodes: Sequence[Node], layout: StageLayout, precision_bytes: Any
-) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Bytes crossing each stage boundary forwards and backwards, stash and stage-input bytes."""
+    nodes: Sequence[Node], layout: StageLayout, precision_bytes: Nbytes
+) -> tuple[list[int], list[int], list[int]]:
+    """Bytes crossing each stage boundary forwards and backwards, and each stage's stash."""
     s_count = layout.num_stages
     forward = [0] * s_count
     backward = [0] * s_count
     stash = [0] * s_count
-    inputs = [0] * s_count
     seen: set[tuple[int, int, int]] = set()
     stashed: set[tuple[int, int, int]] = set()
     for node in nodes:
@@ -149,9 +121,9 @@ def crossings(
                 else layout.node_stage.get(producer_node.id, consumer)
             )
             key = (producer_node.id, sym.index, consumer)
-            from_forward = producer_node.op.name == "placeholder" or _is_forward(producer_node)
+            from_forward = producer_node.op.name == "placeholder" or is_forward(producer_node)
             shape_only = k in SHAPE_ONLY_INPUTS.get(node.op.name, ())
-            if not _is_forward(node) and from_forward and producer <= consumer and not shape_only:
+            if not is_forward(node) and from_forward and producer <= consumer and not shape_only:
                 # Read by the backward pass: kept while in flight (a checkpoint is its input).
                 kept = _through_checkpoints(sym)
                 if (kept.node.id, kept.index, consumer) not in stashed:
@@ -163,218 +135,17 @@ def crossings(
             if producer < consumer:
                 for s in range(producer, consumer):
                     forward[s] += size
-                if _is_forward(node):
-                    inputs[consumer] += size
             elif producer > consumer:
                 for s in range(consumer + 1, producer + 1):
                     backward[s] += size
-            if producer_node.op.name == "placeholder" and consumer == 0 and _is_forward(node):
-                inputs[0] += size
-    return forward, backward, stash, inputs
-
-
-def lower_pipeline(
-    step: Any,
-    system: Any,
-    supersteps: dict[int, Superstep],
-    invocation_stage: dict[int, int],
-    device_mapping: Sequence[int],
-    schedule: str,
-    micro_batches: int,
-    recompute: str,
-    training: bool,
-    precision: str,
-    element: int,
-    optimizer: Any,
-    accumulate: dict,
-    update: dict,
-    check_memory: bool,
-    dist: Any = None,
-    replicas: int = 1,
-    groups: Sequence[Sequence[int]] = (),
-    mapper: Any = None,
-    without_norm_collectives: dict[int, Superstep] | None = None,
-) -> Program:
-    """Build the pipelined Program of a step (see the module docstring).
-
-    Args:
-        step: the StepDescription.
-        system: the SystemSpec.
-        supersteps: node id -> its superstep (nodes that do no work are absent).
-        invocation_stage: top-level invocation index -> stage.
-        device_mapping: IPU of each stage.
-        schedule: ``"grouped"``, ``"interleaved"`` or ``"sequential"``.
-        micro_batches: micro-batches per pipeline run.
-        recompute: the recomputation strategy (``ipusim.lowering.recompute``), or "" for none.
-        training: whether the step trains.
-        precision / element: precision name and bytes per float element.
-        optimizer: an OptimizerCost (for memory).
-        accumulate / update: variable id -> its accumulation / weight-update superstep.
-        check_memory: raise OutOfMemoryError when an IPU's plan does not fit.
-        dist: the resolved Distribution (training), for collectives and offloading.
-        replicas: number of replicas of this pipeline.
-        groups: the physical stages of each logical stage (empty: one each).
-        mapper: the step's :class:`~ipusim.lowering.tile_mapping.TileMapper` (tile mapping and
-            liveness of the memory plans); made here when None.
-        without_norm_collectives: node id -> its superstep without distributed batch norm's
-            all-reduces: what RecomputeAndBackpropagateInterleaved recomputes (it reuses the
-            statistics instead of all-reducing them again).
-    """
-    if mapper is None:
-        from ipusim.lowering.tile_mapping import TileMapper
-
-        mapper = TileMapper(step.graph.nodes_between(list(step.fetches)), system.ipu, precision)
-    if schedule not in SCHEDULES:
-        raise PipelineConfigurationError(f"unknown pipeline schedule {schedule!r}")
-    num_stages = len(device_mapping)
-    group_list = tuple(tuple(g) for g in groups) or tuple((s,) for s in range(num_stages))
-    concurrent = any(len(g) > 1 for g in group_list)
-    group_of = {p: g for g, members in enumerate(group_list) for p in members}
-    logical = len(group_list)
-    ipus = sorted(set(device_mapping))
-    if training and schedule == "interleaved" and len(ipus) < num_stages:
-        raise PipelineConfigurationError(
-            "The Interleaved schedule cannot train with several pipeline stages on the same "
-            f"IPU (device_mapping {list(device_mapping)}); use the Grouped or Sequential "
-            "schedule."
-        )
-    multiple = depth_multiple(schedule, logical, training, len(ipus))
-    if micro_batches % multiple or micro_batches < multiple:
-        what = "gradient_accumulation_steps_per_replica" if training else "steps_per_execution"
-        raise PipelineConfigurationError(
-            f"A {schedule} pipeline of {logical} stages on {len(ipus)} IPUs needs a depth "
-            f"that is a multiple of {multiple} and at least {multiple}, but {what} is "
-            f"{micro_batches}. Set {what} to a multiple of {multiple}."
-        )
-    nodes = step.graph.nodes_between(list(step.fetches))
-    layout = assign_stages(step.graph, nodes, invocation_stage, num_stages)
-
-    def nbytes(spec: TensorSpec) -> int:
-        return spec.size * (element if spec.dtype in FLOAT_DTYPES else spec.itemsize)
-
-    fwd_bytes, bwd_bytes, stash, _ = crossings(nodes, layout, nbytes)
-    if concurrent:
-        fwd_bytes, bwd_bytes = group_crossings(nodes, layout, group_list, nbytes)
-    forward: list[list[Superstep]] = [[] for _ in range(num_stages)]
-    backward: list[list[Superstep]] = [[] for _ in range(num_stages)]
-    forward_nodes: list[list[Node]] = [[] for _ in range(num_stages)]
-    backward_nodes: list[list[Node]] = [[] for _ in range(num_stages)]
-    for node in nodes:
-        if node.id not in layout.node_stage:
-            continue
-        stage = layout.node_stage[node.id]
-        (forward_nodes if _is_forward(node) else backward_nodes)[stage].append(node)
-        s = supersteps.get(node.id)
-        if s is None:
-            continue
-        (forward if _is_forward(node) else backward)[stage].append(s)
-    recomputation: list[StageRecomputation | None] = [None] * num_stages
-    if recompute and training:
-        last_group = group_list[-1]
-        recomputation = [
-            plan_stage(recompute, forward_nodes[s], backward_nodes[s], s in last_group, nbytes)
-            for s in range(num_stages)
-        ]
-    var_by_id = {id(v): v for v in step.weights}
-    stage_vars: list[list[Any]] = [[] for _ in range(num_stages)]
-    for var in step.trainable:
-        stage_vars[layout.variable_stage.get(id(var), num_stages - 1)].append(var)
-    # RecomputeAndBackpropagateInterleaved reuses distributed batch norms' statistics.
-    recomputed_as = (
-        {**supersteps, **without_norm_collectives}
-        if without_norm_collectives and recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
-        else supersteps
-    )
-    stages = []
-    for s in range(num_stages):
-        back = list(backward[s])
-        plan = recomputation[s]
-        if plan is not None:
-            again = {n.id for n in plan.recomputed}
-            back = [
-                _recomputed(recomputed_as[n.id]) if n.id in again else supersteps[n.id]
-                for n in plan.backward_order
-                if n.id in supersteps
-            ]
-        if training:
-            back += [accumulate[id(v)] for v in stage_vars[s] if id(v) in accumulate]
-        weight_update = [update[id(v)] for v in stage_vars[s] if id(v) in update]
-        stash_bytes = (plan.stash_bytes if plan is not None else stash[s]) if training else 0
-        extras = (
-            _stage_transfers(dist, stage_vars[s], element, optimizer, stash_bytes)
-            if training and dist is not None
-            else ((), (), (), ())
-        )
-        stages.append(
-            StageProgram(
-                stage=s,
-                ipu=device_mapping[s],
-                forward=Block(tuple(forward[s]), f"stage {s} fwd"),
-                backward=Block(tuple(back), f"stage {s} bwd"),
-                weight_update=Block(tuple(weight_update), f"stage {s} weight update"),
-                send_forward_bytes=fwd_bytes[s] if group_of[s] < logical - 1 else 0,
-                send_backward_bytes=bwd_bytes[s] if training and group_of[s] > 0 else 0,
-                stash_bytes=stash_bytes,
-                update_before=extras[0],
-                update_after=extras[1],
-                after_forward=extras[2],
-                before_backward=extras[3],
-            )
-        )
-    ipu_spec = system.ipu
-    link = system.ipu_link
-    pipeline = PipelineProgram(
-        stages=tuple(stages),
-        schedule=schedule,
-        micro_batches=micro_batches,
-        training=training,
-        sync_ps=cross_ipu_sync_ps(system, replicas * ipus_per_replica(device_mapping)),
-        link_bytes_per_s=link.neighbour_bandwidth_bytes_per_s,
-        pair_link_bytes_per_s=link.pair_bandwidth_bytes_per_s,
-        link_latency_ps=seconds_to_ps(link.latency_s),
-        infeed_bytes=step.infeed_bytes,
-        outfeed_bytes=step.outfeed_bytes,
-        outfeed_copies=step.outfeed_copies,
-        groups=group_list,
-    )
-    plans = _memory(
-        step,
-        nodes,
-        layout,
-        pipeline,
-        stage_vars,
-        var_by_id,
-        nbytes,
-        element,
-        optimizer,
-        training,
-        ipu_spec,
-        dist,
-        mapper,
-        recomputation if recompute and training else None,
-        recompute,
-    )
-    if check_memory:
-        for plan in plans:
-            check_fits(plan)
-    return Program(
-        kind=step.kind,
-        pipeline=pipeline,
-        replicas=replicas,
-        ipus_per_replica=ipus_per_replica(device_mapping),
-        batch_size=step.batch_size,
-        gradient_accumulation=micro_batches if training else 1,
-        readback_bytes=0,  # weights stay on the device between executions
-        memory=tuple(plans),
-        system_name=getattr(system, "name", ""),
-    )
+    return forward, backward, stash
 
 
 def group_crossings(
     nodes: Sequence[Node],
     layout: StageLayout,
     groups: Sequence[Sequence[int]],
-    nbytes: Any,
+    nbytes: Nbytes,
 ) -> tuple[list[int], list[int]]:
     """Bytes each physical stage sends after its forward and its backward pass, with stage
     groups: a value crosses each group boundary once, sent by its producer at the first
@@ -392,12 +163,13 @@ def group_crossings(
             producer_node = sym.node
             if producer_node.op.name in ("variable", "constant"):
                 continue
-            if producer_node.op.name == "placeholder":
-                producer_stage = 0
-            else:
-                producer_stage = layout.node_stage.get(producer_node.id)
-                if producer_stage is None:
-                    continue
+            producer_stage = (
+                0
+                if producer_node.op.name == "placeholder"
+                else layout.node_stage.get(producer_node.id)
+            )
+            if producer_stage is None:
+                continue
             producer = group_of[producer_stage]
             if producer == consumer:
                 continue
@@ -413,231 +185,206 @@ def group_crossings(
     return forward, backward
 
 
-def _stage_transfers(
-    dist: Any, variables: list[Any], element: int, optimizer: Any, stash_bytes: int
-) -> tuple[tuple, tuple, tuple, tuple]:
-    """Collectives and Streaming Memory traffic of one stage: around its weight update, after
-    each forward pass and before each backward pass."""
-    grads = sum(v.spec.size * element for v in variables)
-    weights = sum(v.spec.size * element for v in variables)
-    before, after = dist.update_instructions(
-        grads, optimizer.slots_per_variable * sum(v.spec.size * 4 for v in variables), weights
-    )
-    after_forward, before_backward = [], []
-    if dist.spec.offload_activations and stash_bytes:
-        after_forward.append(dist.remote("store stash", stash_bytes, "fwd"))
-        before_backward.append(dist.remote("load stash", stash_bytes, "bwd"))
-    if dist.spec.offload_gradient_accumulation_buffers and grads:
-        before_backward.append(dist.remote("load accumulators", grads, "accumulate"))
-        before_backward.append(dist.remote("store accumulators", grads, "accumulate"))
-    return before, after, tuple(after_forward), tuple(before_backward)
-
-
-def _sequential_peak(
-    working: Sequence[tuple[int, int]], stashes: Sequence[tuple[int, MemoryItem, int]]
-) -> tuple[int, int, list[MemoryItem]]:
-    """(working bytes, stage, stashes live) at the Sequential schedule's memory peak on one IPU.
-
-    Stage j's forward pass runs with the stashes of the stages before it, its backward pass with
-    those and its own, so the IPU needs max over j of (working_j + stashes of stages <= j).
-    """
-    stash_of = {stage: item for stage, item, _ in stashes}
-    best: tuple[int, int, int, list[MemoryItem]] | None = None
-    held: list[MemoryItem] = []
-    for peak, stage in sorted(working, key=lambda w: w[1]):
-        if stage in stash_of:
-            held = [*held, stash_of[stage]]
-        total = peak + sum(item.bytes for item in held)
-        if best is None or (total, peak) > (best[0], best[1]):
-            best = (total, peak, stage, held)
-    assert best is not None
-    return best[1], best[2], best[3]
-
-
-def _recomputed(s: Superstep) -> Superstep:
-    return replace(s, name=f"recompute {s.name}", phase="fwd")
-
-
-def _memory(
-    step: Any,
-    nodes: Sequence[Node],
-    layout: StageLayout,
-    pipeline: PipelineProgram,
-    stage_vars: list[list[Any]],
-    var_by_id: dict[int, Any],
-    nbytes: Any,
-    element: int,
-    optimizer: Any,
-    training: bool,
-    ipu_spec: Any,
-    dist: Any,
-    mapper: Any,
-    recomputation: Sequence[StageRecomputation | None] | None = None,
-    strategy: str = "",
-) -> list[IPUMemoryPlan]:
-    """Each IPU's memory plan and liveness: its stages' programs one after another (forward
-    and backward ops of a stage in graph order), stashes and always-live items resident."""
-    plans = []
-    s_count = pipeline.logical_stages
-    group_of = {p: g for g, members in enumerate(pipeline.groups) for p in members}
-    tiles = ipu_spec.tiles
-    for ipu in pipeline.ipus:
-        items: list[MemoryItem] = []
-        live = []
-
-        def add(
-            item: MemoryItem,
-            placement: Any,
-            category: str | None = None,
-            items: list[MemoryItem] = items,
-            live: list[Any] = live,
-        ) -> None:
-            items.append(item)
-            live.append(resident(item.name, category or item.category, item.bytes, placement))
-
-        mine = [p for p in pipeline.stages if p.ipu == ipu]
-        # Sequential: one micro-batch at a time runs forward through every stage, then backward
-        # from the last: a stage's stash lives from its forward pass until its backward pass
-        # reads it, so the stashes of the later stages are gone (or not yet made) while an
-        # earlier stage runs (D: the schedule's order).
-        one_at_a_time = training and pipeline.schedule == "sequential"
-        stashes: list[tuple[int, MemoryItem, int]] = []
-        stage_ids = {p.stage for p in mine}
-        ops_of = {
-            q.stage: [x for b in (q.forward, q.backward, q.weight_update) for x in b.supersteps]
-            for q in mine
-        }
-        # Stages sharing an IPU run one at a time, so their exchange buffers reuse the same
-        # memory: the IPU reserves the largest stage's (by bytes, then stage).
-        buffers = [
-            (int(e.sum()), s, e)
-            for s, e in ((s, exchange_tiles(o, tiles)) for s, o in ops_of.items())
-        ]
-        largest, buffer_stage, exchange = max(buffers, key=lambda b: (b[0], b[1]))
-        # The operand slices of the IPU's matmuls and convolutions arrive in those buffers
-        # (TileMapper.temporary).
-        mapper.receive_per_tile = int(exchange.max(initial=0))
-        working: list[tuple[int, int]] = []
-        steps: list[tuple[str, str, int]] = []
-        for vid, stage in sorted(layout.variable_stage.items(), key=lambda kv: kv[1]):
-            var = var_by_id.get(vid)
-            if var is not None and stage in stage_ids:
-                add(MemoryItem(var.name, "weights", nbytes(var.spec)), mapper.variable(var))
-        for p in mine:
-            for var in stage_vars[p.stage] if training else []:
-                state = optimizer.slots_per_variable * var.spec.size * 4
-                if dist is not None:
-                    state = dist.on_chip_optimizer_state(state)
-                if state:
-                    item = MemoryItem(f"{var.name} optimizer state", "optimizer-state", state)
-                    add(item, mapper.variable(var, state))
-                if dist is None or not dist.spec.offload_gradient_accumulation_buffers:
-                    size = var.spec.size * element
-                    item = MemoryItem(f"{var.name} accumulator", "gradient-accumulators", size)
-                    add(item, mapper.variable(var, size))
-            alive = (
-                in_flight(pipeline.schedule, s_count, group_of[p.stage], pipeline.micro_batches)
-                if training
-                else 0
-            )
-            if dist is not None and dist.spec.offload_activations:
-                alive = min(alive, 1)  # the others wait in Streaming Memory
-            stash_item = None
-            if p.stash_bytes and alive:
-                stash = p.stash_bytes * alive
-                stash_item = MemoryItem(
-                    f"stage {p.stage} stash ({alive} micro-batches in flight)", "activations", stash
-                )
-                if not one_at_a_time:
-                    # (E) a stash FIFO is mapped linearly over the IPU's tiles.
-                    add(stash_item, mapper.linear(stash), "stash")
-            stage_nodes = [n for n in nodes if layout.node_stage.get(n.id) == p.stage]
-            sizes = {(n.id, s.index): nbytes(s.spec) for n in stage_nodes for s in n.outputs}
-            outside = [s for n in stage_nodes for s in n.outputs]
-            plan = recomputation[p.stage] if recomputation is not None else None
-            phase = lambda node: "fwd" if _is_forward(node) else "bwd"  # noqa: E731
-            first = len(steps)
-            fwd = [n for n in stage_nodes if _is_forward(n)]
-            bwd = [n for n in stage_nodes if not _is_forward(n)]
-            if training and fwd and bwd:
-                # The forward block keeps nothing for the backward block: what the backward
-                # block reads of it waits in the stash (an item of its own, for every
-                # micro-batch in flight) and is received back when the backward block reads
-                # it; the backward block re-creates what it recomputes.
-                order = list(plan.backward_order) if plan is not None and plan.recomputed else bwd
-                segments = [(fwd, fwd[-1].outputs[:1]), (order, outside[-1:])]
-            else:
-                segments = [(stage_nodes, outside[-1:])]
-            stage_items: list[Any] = []
-            for segment, kept in segments:
-                seg_steps, seg_items = program_items(
-                    segment,
-                    kept,
-                    sizes,
-                    mapper,
-                    phase,
-                    p.stage,
-                    len(steps),
-                    lambda sym: nbytes(sym.spec),
-                )
-                steps += seg_steps
-                stage_items += seg_items
-            live += stage_items
-            working.append((working_peak(stage_items, first, len(steps) - first), p.stage))
-            if one_at_a_time and stash_item is not None:
-                stashes.append((p.stage, stash_item, first))
-            cloned = (
-                plan is not None
-                and plan.recomputed
-                and strategy == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
-            )
-            code = code_tiles(
-                [x for x in ops_of[p.stage] if not (cloned and x.name.startswith("recompute "))],
-                tiles,
-            )
-            add(
-                MemoryItem(f"stage {p.stage} code and vertex state", "code", int(code.sum())),
-                at_start(code),
-            )
-            if cloned:
-                # Cloned into the backward stage, the recomputed operations share no code with
-                # the forward pass (IPU TensorFlow: "less code reuse" than RecomputeThen...).
-                clones = [x for x in p.backward.supersteps if x.name.startswith("recompute ")]
-                clone_code = code_tiles(clones, tiles)
-                add(
-                    MemoryItem(
-                        f"stage {p.stage} recomputation code (not shared with the forward pass)",
-                        "code",
-                        int(clone_code.sum()),
-                    ),
-                    at_start(clone_code),
-                )
-        # Stages sharing an IPU run one at a time: their working activations and exchange
-        # buffers reuse the same memory, so the IPU needs the largest of them, not the sum
-        # (code stays resident for the whole run and adds up; so do stashes, except under the
-        # Sequential schedule, where only those of the running stage and the earlier ones live).
-        if one_at_a_time:
-            peak, stage, live_stashes = _sequential_peak(working, stashes)
-            for _, item, start in stashes:
-                # (E) a stash FIFO is mapped linearly over the IPU's tiles. This timeline runs
-                # stage after stage, so a stash is live from its stage's first step to the end:
-                # while its stage and the later ones run.
-                live.append(
-                    live_from(item.name, "stash", item.bytes, start, mapper.linear(item.bytes))
-                )
-            items.extend(live_stashes)
-        else:
-            peak, stage = max(working)
-        items.append(MemoryItem(f"stage {stage} working activations", "activations", peak))
-        name = f"stage {buffer_stage} exchange buffers"
-        add(MemoryItem(name, "exchange-buffers", largest), at_start(exchange))
-        liveness = analyse(ipu, steps, live, tiles)
-        recomputes = recomputation is not None and any(
-            recomputation[p.stage] is not None and recomputation[p.stage].recomputed for p in mine
+def _check_pipeline(ctx: LoweringContext, logical: int) -> None:
+    """Raise unless the schedule can run this pipeline of ``logical`` stages this deep."""
+    schedule, device_mapping, micro_batches = ctx.schedule, ctx.device_mapping, ctx.micro_batches
+    training = ctx.training
+    if schedule not in SCHEDULES:
+        raise PipelineConfigurationError(f"unknown pipeline schedule {schedule!r}")
+    ipus = sorted(set(device_mapping))
+    if training and schedule == "interleaved" and len(ipus) < len(device_mapping):
+        raise PipelineConfigurationError(
+            "The Interleaved schedule cannot train with several pipeline stages on the same "
+            f"IPU (device_mapping {list(device_mapping)}); use the Grouped or Sequential "
+            "schedule."
         )
+    multiple = depth_multiple(schedule, logical, training, len(ipus))
+    if micro_batches % multiple or micro_batches < multiple:
+        what = "gradient_accumulation_steps_per_replica" if training else "steps_per_execution"
+        raise PipelineConfigurationError(
+            f"A {schedule} pipeline of {logical} stages on {len(ipus)} IPUs needs a depth "
+            f"that is a multiple of {multiple} and at least {multiple}, but {what} is "
+            f"{micro_batches}. Set {what} to a multiple of {multiple}."
+        )
+
+
+def build_program(ctx: LoweringContext) -> Program:
+    """The Program of a lowered step (see the module docstring)."""
+    mapping = ctx.device_mapping
+    given = ctx.pipeline.groups if ctx.pipeline is not None else ()
+    groups = tuple(tuple(g) for g in given) or tuple((s,) for s in range(len(mapping)))
+    if not ctx.fused:
+        _check_pipeline(ctx, len(groups))
+    if ctx.pipeline is None:  # a single IPU runs every node in its one stage
+        layout = StageLayout({n.id: 0 for n in ctx.nodes if n.op.name not in SOURCES}, {}, 1)
+    else:
+        invocation_stage = ctx.pipeline.invocation_stage
+        layout = assign_stages(ctx.step.graph, ctx.nodes, invocation_stage, len(mapping))
+    plans = _stage_plans(ctx, layout, groups)
+    pipeline = PipelineProgram(
+        stages=tuple(_stage_program(ctx, s, plan) for s, plan in enumerate(plans)),
+        schedule=ctx.schedule,
+        micro_batches=ctx.micro_batches,
+        training=ctx.training,
+        infeed_bytes=ctx.step.infeed_bytes,
+        outfeed_bytes=ctx.step.outfeed_bytes,
+        outfeed_copies=ctx.step.outfeed_copies,
+        groups=groups,
+    )
+    if not ctx.fused:  # a single IPU crosses no IPU-Links
+        link = ctx.system.ipu_link
+        pipeline = replace(
+            pipeline,
+            sync_ps=cross_ipu_sync_ps(ctx.system, ctx.replicas * ipus_per_replica(mapping)),
+            link_bytes_per_s=link.neighbour_bandwidth_bytes_per_s,
+            pair_link_bytes_per_s=link.pair_bandwidth_bytes_per_s,
+            link_latency_ps=seconds_to_ps(link.latency_s),
+        )
+    memory = tuple(ipu_plan(ctx, layout, pipeline, plans, ipu) for ipu in pipeline.ipus)
+    if ctx.check_memory:
+        for plan in memory:
+            check_fits(plan)
+    return Program(
+        kind=ctx.step.kind,
+        pipeline=pipeline,
+        replicas=ctx.replicas,
+        ipus_per_replica=ipus_per_replica(mapping),
+        batch_size=ctx.step.batch_size,
+        gradient_accumulation=ctx.micro_batches if ctx.training else 1,
+        # Weights stay on the device between executions; the host reads them only when it asks
+        # (get_weights, checkpoints), which the run does not model.
+        readback_bytes=0,
+        memory=memory,
+        system_name=ctx.system.name,
+    )
+
+
+def _stage_plans(
+    ctx: LoweringContext, layout: StageLayout, groups: Sequence[Sequence[int]]
+) -> list[StagePlan]:
+    """Each stage's nodes, variables, recomputation, stash and copies."""
+    count = layout.num_stages
+    group_of = {p: g for g, members in enumerate(groups) for p in members}
+    nbytes = ctx.nbytes
+    fwd_bytes, bwd_bytes, stash = crossings(ctx.nodes, layout, nbytes)
+    if any(len(g) > 1 for g in groups):
+        fwd_bytes, bwd_bytes = group_crossings(ctx.nodes, layout, groups, nbytes)
+    forward: list[list[Node]] = [[] for _ in range(count)]
+    backward: list[list[Node]] = [[] for _ in range(count)]
+    for node in ctx.nodes:
+        if node.id in layout.node_stage:
+            passes = forward if ctx.fused or is_forward(node) else backward
+            passes[layout.node_stage[node.id]].append(node)
+    variables: list[list[Variable]] = [[] for _ in range(count)]
+    for var in ctx.step.trainable:
+        variables[layout.variable_stage.get(id(var), count - 1)].append(var)
+    trainable, ipu, precision = ctx.step.trainable, ctx.system.ipu, ctx.precision
+    accumulate = accumulate_steps(trainable, ipu, precision) if ctx.training else {}
+    update = update_steps(trainable, ipu, precision, ctx.optimizer) if ctx.training else {}
+    plans = []
+    for s in range(count):
+        plan = None
+        if ctx.recompute and ctx.training:
+            last = s in groups[-1]
+            plan = plan_stage(ctx.recompute, forward[s], backward[s], last, nbytes)
+        stash_bytes = (plan.stash_bytes if plan is not None else stash[s]) if ctx.training else 0
         plans.append(
-            build_plan(
-                ipu, items, ipu_spec.tiles, ipu_spec.sram_bytes_per_tile, liveness, recomputes
+            StagePlan(
+                forward=tuple(forward[s]),
+                backward=tuple(backward[s]),
+                variables=tuple(variables[s]),
+                accumulate=tuple(accumulate[id(v)] for v in variables[s] if id(v) in accumulate),
+                update=tuple(update[id(v)] for v in variables[s] if id(v) in update),
+                recomputation=plan,
+                stash_bytes=0 if ctx.fused else stash_bytes,
+                send_forward_bytes=fwd_bytes[s] if group_of[s] < len(groups) - 1 else 0,
+                send_backward_bytes=bwd_bytes[s] if ctx.training and group_of[s] > 0 else 0,
             )
         )
     return plans
+
+
+def _forward_block(ctx: LoweringContext, plan: StagePlan) -> list[Superstep]:
+    """The forward block: the stage's forward pass, or the whole step of a fused stage (each
+    backward op after the forward ops its instruction recomputation re-runs)."""
+    by_node = ctx.supersteps
+    if ctx.instructions is None:
+        return in_order(plan.forward, by_node)
+    out: list[Superstep] = []
+    for node in plan.forward:
+        again = ctx.instructions.before.get(node.id, ())
+        out += [recomputed(s) for s in in_order(again, by_node)]
+        out += in_order([node], by_node)
+    return out
+
+
+def _backward_block(ctx: LoweringContext, plan: StagePlan) -> list[Superstep]:
+    """The backward pass, with the forward supersteps the recomputation runs again."""
+    by_node = ctx.supersteps
+    recomputation = plan.recomputation
+    if recomputation is None:
+        return in_order(plan.backward, by_node)
+    # RecomputeAndBackpropagateInterleaved reuses distributed batch norms' statistics.
+    recomputed_as = by_node
+    if ctx.without_norm_collectives and ctx.recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED:
+        recomputed_as = {**by_node, **ctx.without_norm_collectives}
+    again = {n.id for n in recomputation.recomputed}
+    return [
+        recomputed(recomputed_as[n.id]) if n.id in again else by_node[n.id]
+        for n in recomputation.backward_order
+        if n.id in by_node
+    ]
+
+
+def _stage_program(ctx: LoweringContext, s: int, plan: StagePlan) -> StageProgram:
+    """One stage's blocks and transfers."""
+    forward = _forward_block(ctx, plan)
+    backward = _backward_block(ctx, plan)
+    if ctx.accumulates:
+        (forward if ctx.fused else backward).extend(plan.accumulate)
+    labels = (
+        (f"{ctx.step.kind} step", "", "weight update")
+        if ctx.fused
+        else (f"stage {s} fwd", f"stage {s} bwd", f"stage {s} weight update")
+    )
+    transfers = _transfers(ctx, plan)
+    return StageProgram(
+        stage=s,
+        ipu=ctx.device_mapping[s],
+        forward=Block(tuple(forward), labels[0]),
+        backward=Block(tuple(backward), labels[1]),
+        weight_update=Block(plan.update, labels[2]),
+        send_forward_bytes=plan.send_forward_bytes,
+        send_backward_bytes=plan.send_backward_bytes,
+        stash_bytes=plan.stash_bytes,
+        **transfers,
+    )
+
+
+def _transfers(ctx: LoweringContext, plan: StagePlan) -> dict[str, tuple[Timed, ...]]:
+    """Collectives and Streaming Memory traffic of one stage: around its weight update, after
+    each forward pass and before each backward pass (around the fused block of one IPU)."""
+    dist = ctx.dist
+    if not ctx.training or dist is None:
+        return {}
+    variables = plan.variables
+    grads = sum(v.spec.size * ctx.element for v in variables)
+    state = ctx.optimizer.slots_per_variable * sum(v.spec.size * 4 for v in variables)
+    weights = sum(ctx.nbytes(v.spec) for v in variables) if ctx.fused else grads
+    before, after = dist.update_instructions(grads, state, weights)
+    out = {"update_before": before, "update_after": after}
+    # Offloaded stashes and accumulators (a transfer of no bytes is none).
+    stash = plan.stash_bytes if dist.spec.offload_activations else 0
+    offload = dist.spec.offload_gradient_accumulation_buffers and ctx.accumulates
+    load = dist.remote("load accumulators", grads if offload else 0, "accumulate")
+    store = dist.remote("store accumulators", grads if offload else 0, "accumulate")
+    if ctx.fused:
+        out["before_forward"], out["after_forward"] = _present([load]), _present([store])
+    else:
+        out["after_forward"] = _present([dist.remote("store stash", stash, "fwd")])
+        out["before_backward"] = _present([dist.remote("load stash", stash, "bwd"), load, store])
+    return out
+
+
+def _present(transfers: Sequence[Timed | None]) -> tuple[Timed, ...]:
+    return tuple(t for t in transfers if t is not None)

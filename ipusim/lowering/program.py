@@ -12,15 +12,18 @@ run by several physical stages on their own IPUs at the same time. Per pipeline 
 ``micro_batches`` micro-batches the schedule's time steps run in lock step, then every IPU runs
 its stages' weight updates (training).
 
-:class:`Block` s of BSP supersteps run locally and are timed arithmetically; the other
-instructions (:class:`Timed` transfers, infeed reads and outfeed writes) are the points where an
-IPU meets the rest of the system.
+:class:`Block` s of BSP supersteps run locally and are timed arithmetically; :class:`Timed`
+transfers (collectives, Streaming Memory) and the stages' infeed reads and outfeed writes are
+the points where an IPU meets the rest of the system.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ipusim.lowering.liveness import IPULiveness
 
 #: Trace phases of supersteps.
 PHASES = ("fwd", "bwd", "accumulate", "weight-update", "io")
@@ -77,37 +80,6 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
-    """Execute a block."""
-
-    block: Block
-
-
-@dataclass(frozen=True, slots=True)
-class InfeedRead:
-    """Take the next input element from this IPU's infeed (stall while none has arrived).
-
-    Attributes:
-        bytes: size of one element (one micro-batch of inputs and targets).
-    """
-
-    bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class OutfeedWrite:
-    """Copy this step's results to the host outfeed (stall while the outfeed buffer is full).
-
-    Attributes:
-        bytes: size of one outfeed element (loss and metrics, or predictions).
-        copies: stream copies it takes (Keras outfeeds each metric as a tensor of its own).
-    """
-
-    bytes: int
-    copies: int = 1
-
-
-@dataclass(frozen=True, slots=True)
 class Timed:
     """An activity of known duration outside the compute sets: a collective over the links or
     a transfer to or from Streaming Memory.
@@ -125,9 +97,6 @@ class Timed:
     duration_ps: int
     bytes: int = 0
     phase: str = "weight-update"
-
-
-Instruction = Run | InfeedRead | OutfeedWrite | Timed
 
 
 @dataclass(frozen=True)
@@ -173,7 +142,7 @@ class IPUMemoryPlan:
     budget_bytes: int
     tile_bytes: tuple[int, ...] = ()
     tile_budget_bytes: int = 0
-    liveness: Any = field(default=None, compare=False, repr=False)
+    liveness: IPULiveness | None = field(default=None, compare=False, repr=False)
     working_upper_bound: bool = False
 
     @property

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from ipusim.errors import UnsupportedError
-from ipusim.graph.graph import Node
+from ipusim.graph.graph import Node, Symbol
+from ipusim.graph.spec import TensorSpec
 from ipusim.lowering.liveness import SHAPE_ONLY_INPUTS
 
 #: The two recomputation strategies.
@@ -163,7 +164,7 @@ def plan_stage(
     forward: Sequence[Node],
     backward: Sequence[Node],
     last_stage: bool,
-    nbytes: Callable[[object], int],
+    nbytes: Callable[[TensorSpec], int],
 ) -> StageRecomputation:
     """The recomputation of one stage.
 
@@ -202,9 +203,9 @@ _NON_LINEARITIES = frozenset({"relu", "sigmoid", "tanh", "gelu", "elu", "softplu
 class _Ref:
     """A value of a re-wired node (the part of a Symbol liveness reads)."""
 
-    node: object
+    node: _Rewired
     index: int
-    spec: object
+    spec: TensorSpec
 
 
 @dataclass(frozen=True)
@@ -214,13 +215,15 @@ class _Rewired:
 
     id: int
     op: object
-    inputs: tuple
-    outputs: tuple
+    inputs: tuple[Symbol | _Ref, ...]
+    outputs: tuple[Symbol | _Ref, ...]
     name: str
     phase: str
 
 
-def _read_clones(inputs: Sequence[Any], clone_of: dict[int, _Rewired]) -> tuple:
+def _read_clones(
+    inputs: Sequence[Symbol | _Ref], clone_of: dict[int, _Rewired]
+) -> tuple[Symbol | _Ref, ...]:
     """``inputs`` with every value of a recomputed node read from its clone instead."""
     return tuple(
         _Ref(clone_of[s.node.id], s.index, s.spec) if s.node.id in clone_of else s for s in inputs
@@ -239,7 +242,7 @@ class InstructionRecomputation:
     """
 
     before: dict[int, tuple[Node, ...]]
-    liveness_order: tuple
+    liveness_order: tuple[Node, ...]  # re-wired nodes stand in for the nodes they re-wire
     sizes: dict[tuple[int, int], int]
 
 
@@ -311,13 +314,15 @@ def instruction_recomputation(
             )
             for s in node.outputs:
                 sizes[(clone.id, s.index)] = sizes.get((node.id, s.index), 0)
-    order: list[object] = []
+    order: list[Node | _Rewired] = []
     for node in nodes:
         for original in before.get(node.id, ()):
             order.append(clone_of[original.id])
         if node.phase == "bwd" and any(s.node.id in clone_of for s in node.inputs):
             inputs = _read_clones(node.inputs, clone_of)
-            node = _Rewired(node.id, node.op, inputs, node.outputs, node.name, node.phase)
-        order.append(node)
+            order.append(_Rewired(node.id, node.op, inputs, node.outputs, node.name, node.phase))
+        else:
+            order.append(node)
     frozen = {k: tuple(v) for k, v in before.items()}
-    return InstructionRecomputation(frozen, tuple(order), sizes)
+    # Liveness reads of a re-wired node only what a Node has (id, op, inputs, outputs, name).
+    return InstructionRecomputation(frozen, cast(tuple[Node, ...], tuple(order)), sizes)

@@ -19,14 +19,6 @@ from collections.abc import Sequence
 
 from ipusim.errors import PipelineConfigurationError
 
-__all__ = [
-    "check_system_fits",
-    "ipus_per_replica",
-    "next_power_of_two",
-    "replication_factor",
-    "shard_count",
-]
-
 
 def next_power_of_two(n: int) -> int:
     """The smallest power of two >= ``n`` (1 for ``n <= 1``)."""

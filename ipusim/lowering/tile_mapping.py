@@ -25,14 +25,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from ipusim.cost import amp
 from ipusim.cost import constants as C
 from ipusim.cost.compute import PlannerOptions, op_plan
+from ipusim.graph.graph import Node
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.variable import Variable
+from ipusim.hardware.specs import IPUSpec
 
 #: Ops whose output takes its operand's mapping (Poplar clones the operand for the output).
 _FOLLOWS_INPUT = frozenset({"elementwise"})
@@ -155,11 +157,16 @@ def planned_output(plan: amp.ConvPlan, element_bytes: int) -> np.ndarray:
     return _frozen(per_tile.ravel().astype(np.int64) * element_bytes)
 
 
+def as_precision(spec: TensorSpec, precision: str) -> TensorSpec:
+    """``spec`` as the run holds it: floats in half precision unless the run is fp32."""
+    if precision != "fp32" and spec.dtype in FLOAT_DTYPES:
+        return spec.with_dtype("float16")
+    return spec
+
+
 def bytes_at(spec: TensorSpec, precision: str) -> int:
     """Bytes of ``spec`` at the run's precision (floats at 2 bytes below fp32)."""
-    if precision != "fp32" and spec.dtype in FLOAT_DTYPES:
-        return spec.size * 2
-    return spec.nbytes
+    return as_precision(spec, precision).nbytes
 
 
 class TileMapper:
@@ -175,8 +182,8 @@ class TileMapper:
 
     def __init__(
         self,
-        nodes: Sequence[Any],
-        ipu: Any,
+        nodes: Sequence[Node],
+        ipu: IPUSpec,
         precision: str,
         planner: PlannerOptions | None = None,
     ) -> None:
@@ -190,8 +197,8 @@ class TileMapper:
         for node in nodes:
             if node.op.name in ("placeholder", "variable", "constant"):
                 continue
-            ins = [self._at_precision(s) for s in node.in_specs]
-            outs = [self._at_precision(s) for s in node.out_specs]
+            ins = [as_precision(s, precision) for s in node.in_specs]
+            outs = [as_precision(s, precision) for s in node.out_specs]
             plan = op_plan(node.op.name, ins, outs, node.attrs, ipu, precision, planner)
             if plan is not None:
                 self.plans[node.id] = plan
@@ -206,11 +213,6 @@ class TileMapper:
                     if id(var) not in self._variables:
                         self._variables[id(var)] = self._variable_placement(node, k, var)
 
-    def _at_precision(self, spec: TensorSpec) -> TensorSpec:
-        if self.precision != "fp32" and spec.dtype in FLOAT_DTYPES:
-            return spec.with_dtype("float16")
-        return spec
-
     def linear(self, nbytes: int, grain: int = C.TILE_MAPPING_GRAIN_BYTES) -> Placement:
         """A tensor mapped linearly by IPU TensorFlow: ``mapTensorLinearly``, rotated to start
         where the previous such tensor ended unless it covers every tile (S:
@@ -224,7 +226,7 @@ class TileMapper:
         self._next_tile = (start + width) % self.tiles
         return Placement(start, vector)
 
-    def _variable_placement(self, consumer: Any, index: int, variable: Any) -> Placement:
+    def _variable_placement(self, consumer: Node, index: int, variable: Variable) -> Placement:
         nbytes = bytes_at(variable.spec, self.precision)
         plan = self.plans.get(consumer.id)
         if plan is not None:
@@ -234,7 +236,7 @@ class TileMapper:
             return self.linear(nbytes, max(nbytes // shape[0], 1))
         return self.linear(nbytes)
 
-    def variable(self, variable: Any, nbytes: int | None = None) -> Placement:
+    def variable(self, variable: Variable, nbytes: int | None = None) -> Placement:
         """Placement of a variable (or of ``nbytes`` on its tiles: its optimizer state, its
         accumulator)."""
         own = self._variables.get(id(variable))
@@ -246,11 +248,11 @@ class TileMapper:
             return own
         return Placement(own.start, linear(nbytes, max(own.width, 1)))
 
-    def _plan_of(self, node: Any) -> amp.ConvPlan | None:
+    def _plan_of(self, node: Node) -> amp.ConvPlan | None:
         # A recomputed clone (lowering/recompute.py) has id -(original id) - 1 and its plan.
         return self.plans.get(node.id if node.id >= 0 else -node.id - 1)
 
-    def value(self, node: Any, nbytes: int, inputs: Sequence[Placement | None]) -> Placement:
+    def value(self, node: Node, nbytes: int, inputs: Sequence[Placement | None]) -> Placement:
         """Placement of an output of ``node`` of ``nbytes`` bytes, given its inputs'."""
         plan = self._plan_of(node)
         if plan is not None and node.outputs:
@@ -266,7 +268,7 @@ class TileMapper:
                 return Placement(largest.start, linear(nbytes, max(largest.width, 1)))
         return self.linear(nbytes)  # a broadcast or a new layout: mapped linearly
 
-    def temporary(self, node: Any) -> Placement | None:
+    def temporary(self, node: Node) -> Placement | None:
         """The planned op's temporary memory per tile while it runs (None for other ops).
 
         It is the plan's temporary bytes per tile, at most ``availableMemoryProportion`` of the
