@@ -11,10 +11,11 @@ module registers them too and ``conv.max_pool2d`` etc. work.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -35,9 +36,12 @@ from ipusim.graph.ops.pool import (
     max_pool2d,
     max_pool2d_grad,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 __all__ = [
     "PADDINGS",
@@ -121,7 +125,7 @@ class _ConvBase(Op):
         ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
         strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
         sizes: dict[str, Any] = {name: tuple(size) for name, size in shape.items()}
-        return apply(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
+        return apply1(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
 
     @staticmethod
     def _flops(y: TensorSpec, filter_shape: tuple) -> int:
@@ -159,8 +163,15 @@ class _ConvForward(_ConvBase):
     """The convolution itself: ``(x, filters) -> y``."""
 
     def forward(
-        self, ctx: Any, x, filters, *, strides: Any = 1, padding: Any = "VALID", dilation_rate=1
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        filters: Array,
+        *,
+        strides: Any = 1,
+        padding: Any = "VALID",
+        dilation_rate: int = 1,
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         return self._run(ctx, x, filters, (x.shape, filters.shape), None, attrs)
 
@@ -172,7 +183,9 @@ class _ConvForward(_ConvBase):
             backprop_filter(x, dy, filters.shape, **node.attrs),
         ]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
 
 
@@ -181,15 +194,15 @@ class _ConvBackpropInput(_ConvBase):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
-        filters,
+        ctx: ExecContext,
+        dy: Array,
+        filters: Array,
         *,
         input_shape: tuple,
         strides: Any = 1,
         padding: Any = "VALID",
         dilation_rate: Any = 1,
-    ):
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         shapes = (input_shape, filters.shape)
         size = tuple(input_shape[1:])
@@ -201,7 +214,9 @@ class _ConvBackpropInput(_ConvBase):
         conv, _, backprop_filter = self.family
         return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
 
 
@@ -210,15 +225,15 @@ class _ConvBackpropFilter(_ConvBase):
 
     def forward(
         self,
-        ctx: Any,
-        x,
-        dy,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
         *,
         filter_shape: tuple,
         strides: Any = 1,
         padding: Any = "VALID",
         dilation_rate: Any = 1,
-    ):
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         size = tuple(filter_shape[: self.nd])
         return self._run(ctx, x, dy, (x.shape, filter_shape), size, attrs)
@@ -229,7 +244,9 @@ class _ConvBackpropFilter(_ConvBase):
         conv, backprop_input, _ = self.family
         return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
 
 
@@ -261,7 +278,11 @@ class Conv2D(_ConvForward):
 
 
 def conv2d(
-    x: Any, filters: Any, strides: Any = (1, 1), padding: str = "VALID", dilation_rate: Any = (1, 1)
+    x: TensorLike,
+    filters: TensorLike,
+    strides: Any = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """2-D convolution, ``tf.nn.conv2d`` semantics.
 
@@ -319,8 +340,8 @@ class Conv2DBackpropInput(_ConvBackpropInput):
 
 
 def conv2d_backprop_input(
-    dy: Any,
-    filters: Any,
+    dy: TensorLike,
+    filters: TensorLike,
     input_shape: tuple,
     strides: Any = (1, 1),
     padding: str = "VALID",
@@ -378,8 +399,8 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
 
 
 def conv2d_backprop_filter(
-    x: Any,
-    dy: Any,
+    x: TensorLike,
+    dy: TensorLike,
     filter_shape: tuple,
     strides: Any = (1, 1),
     padding: str = "VALID",

@@ -14,7 +14,7 @@ from numbers import Integral
 from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Symbol
+from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
 from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
 from ipusim.graph.ops.conv import (
@@ -127,7 +127,11 @@ class Conv3D(_Conv3DBase, _ConvForward):
 
 
 def conv3d(
-    x: Any, filters: Any, strides: Any = 1, padding: str = "VALID", dilation_rate: Any = 1
+    x: TensorLike,
+    filters: TensorLike,
+    strides: Any = 1,
+    padding: str = "VALID",
+    dilation_rate: Any = 1,
 ) -> Symbol:
     """3-D convolution, ``tf.nn.conv3d`` semantics.
 
@@ -175,8 +179,8 @@ class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
 
 
 def conv3d_backprop_input(
-    dy: Any,
-    filters: Any,
+    dy: TensorLike,
+    filters: TensorLike,
     input_shape: tuple,
     strides: Any = 1,
     padding: str = "VALID",
@@ -230,8 +234,8 @@ class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
 
 
 def conv3d_backprop_filter(
-    x: Any,
-    dy: Any,
+    x: TensorLike,
+    dy: TensorLike,
     filter_shape: tuple,
     strides: Any = 1,
     padding: str = "VALID",

@@ -13,10 +13,11 @@ one another, so every one is differentiable again, as for ``conv2d``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
     Pair,
@@ -27,9 +28,12 @@ from ipusim.graph.ops._window import (
     normalize_pair,
     spatial_geometry,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import depthwise as kd
 from ipusim.kernels import grouped_conv as kg
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 __all__ = [
     "depthwise_conv2d",
@@ -77,7 +81,9 @@ class _Depthwise(Op):
         n, ho, wo, cm = out_nhwc.shape
         return 2 * n * ho * wo * cm * filter_shape[0] * filter_shape[1]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # The forward output and dy (input 0 of the input gradient, input 1 of the filter
         # gradient) have the N·Ho·Wo·C·M shape; each product touches every tap once.
@@ -105,7 +111,15 @@ class DepthwiseConv2D(_Depthwise):
 
     name = "depthwise_conv2d"
 
-    def infer(self, x, filters, *, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
+    def infer(
+        self,
+        x: TensorSpec,
+        filters: TensorSpec,
+        *,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
         check_same_dtype(self.name, x, filters)
@@ -116,7 +130,16 @@ class DepthwiseConv2D(_Depthwise):
         c, m = filters.shape[2], filters.shape[3]
         return TensorSpec((x.shape[0], ho, wo, c * m), x.dtype)
 
-    def forward(self, ctx, x, filters, *, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        filters: Array,
+        *,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         out_hw, pads = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
@@ -138,8 +161,15 @@ class DepthwiseConv2DBackpropInput(_Depthwise):
     name = "depthwise_conv2d_backprop_input"
 
     def infer(
-        self, dy, filters, *, input_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
+        self,
+        dy: TensorSpec,
+        filters: TensorSpec,
+        *,
+        input_shape,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, dy, filters)
@@ -158,15 +188,15 @@ class DepthwiseConv2DBackpropInput(_Depthwise):
 
     def forward(
         self,
-        ctx,
-        dy,
-        filters,
+        ctx: ExecContext,
+        dy: Array,
+        filters: Array,
         *,
         input_shape,
         strides=(1, 1),
-        padding="VALID",
+        padding: str = "VALID",
         dilation_rate=(1, 1),
-    ):
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
@@ -190,7 +220,16 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
 
     name = "depthwise_conv2d_backprop_filter"
 
-    def infer(self, x, dy, *, filter_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
+    def infer(
+        self,
+        x: TensorSpec,
+        dy: TensorSpec,
+        *,
+        filter_shape,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
@@ -215,8 +254,16 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
         return fspec
 
     def forward(
-        self, ctx, x, dy, *, filter_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
+        *,
+        filter_shape,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
@@ -235,7 +282,11 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
 
 
 def depthwise_conv2d(
-    x: Any, filters: Any, strides: Any = (1, 1), padding: str = "VALID", dilation_rate: Any = (1, 1)
+    x: TensorLike,
+    filters: TensorLike,
+    strides: Any = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: Any = (1, 1),
 ) -> Symbol:
     """Depthwise 2-D convolution, ``tf.nn.depthwise_conv2d`` semantics.
 
@@ -250,18 +301,23 @@ def depthwise_conv2d(
         ``(batch, out_height, out_width, channels * depth_multiplier)``.
     """
     strides, padding, dilation = _attrs("depthwise_conv2d", strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         "depthwise_conv2d", x, filters, strides=strides, padding=padding, dilation_rate=dilation
     )
 
 
 def depthwise_conv2d_backprop_input(
-    dy: Any, filters: Any, input_shape: tuple, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
+    dy: TensorLike,
+    filters: TensorLike,
+    input_shape: tuple,
+    strides=(1, 1),
+    padding="VALID",
+    dilation_rate=(1, 1),
 ) -> Symbol:
     """Gradient of :func:`depthwise_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "depthwise_conv2d_backprop_input"
     strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         op,
         dy,
         filters,
@@ -273,12 +329,17 @@ def depthwise_conv2d_backprop_input(
 
 
 def depthwise_conv2d_backprop_filter(
-    x: Any, dy: Any, filter_shape: tuple, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
+    x: TensorLike,
+    dy: TensorLike,
+    filter_shape: tuple,
+    strides=(1, 1),
+    padding="VALID",
+    dilation_rate=(1, 1),
 ) -> Symbol:
     """Gradient of :func:`depthwise_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "depthwise_conv2d_backprop_filter"
     strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         op,
         x,
         dy,
@@ -293,7 +354,9 @@ def depthwise_conv2d_backprop_filter(
 class _Grouped(Op):
     kind = "conv"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
         big, filt = {
@@ -325,7 +388,16 @@ class GroupedConv2D(_Grouped):
 
     name = "grouped_conv2d"
 
-    def infer(self, x, filters, *, groups, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
+    def infer(
+        self,
+        x: TensorSpec,
+        filters: TensorSpec,
+        *,
+        groups,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
@@ -338,8 +410,16 @@ class GroupedConv2D(_Grouped):
         return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
 
     def forward(
-        self, ctx, x, filters, *, groups, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        filters: Array,
+        *,
+        groups,
+        strides=(1, 1),
+        padding: str = "VALID",
+        dilation_rate=(1, 1),
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         out_hw, pads = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
@@ -362,15 +442,15 @@ class GroupedConv2DBackpropInput(_Grouped):
 
     def infer(
         self,
-        dy,
-        filters,
+        dy: TensorSpec,
+        filters: TensorSpec,
         *,
         input_shape,
         groups,
         strides=(1, 1),
-        padding="VALID",
+        padding: str = "VALID",
         dilation_rate=(1, 1),
-    ):
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "dy", dy)
@@ -390,16 +470,16 @@ class GroupedConv2DBackpropInput(_Grouped):
 
     def forward(
         self,
-        ctx,
-        dy,
-        filters,
+        ctx: ExecContext,
+        dy: Array,
+        filters: Array,
         *,
         input_shape,
         groups,
         strides=(1, 1),
-        padding="VALID",
+        padding: str = "VALID",
         dilation_rate=(1, 1),
-    ):
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
@@ -425,15 +505,15 @@ class GroupedConv2DBackpropFilter(_Grouped):
 
     def infer(
         self,
-        x,
-        dy,
+        x: TensorSpec,
+        dy: TensorSpec,
         *,
         filter_shape,
         groups,
         strides=(1, 1),
-        padding="VALID",
+        padding: str = "VALID",
         dilation_rate=(1, 1),
-    ):
+    ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
@@ -458,16 +538,16 @@ class GroupedConv2DBackpropFilter(_Grouped):
 
     def forward(
         self,
-        ctx,
-        x,
-        dy,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
         *,
         filter_shape,
         groups,
         strides=(1, 1),
-        padding="VALID",
+        padding: str = "VALID",
         dilation_rate=(1, 1),
-    ):
+    ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
@@ -486,8 +566,8 @@ class GroupedConv2DBackpropFilter(_Grouped):
 
 
 def grouped_conv2d(
-    x: Any,
-    filters: Any,
+    x: TensorLike,
+    filters: TensorLike,
     groups: int,
     strides: Any = (1, 1),
     padding: str = "VALID",
@@ -503,7 +583,7 @@ def grouped_conv2d(
     """
     op = "grouped_conv2d"
     strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         op,
         x,
         filters,
@@ -515,8 +595,8 @@ def grouped_conv2d(
 
 
 def grouped_conv2d_backprop_input(
-    dy: Any,
-    filters: Any,
+    dy: TensorLike,
+    filters: TensorLike,
     input_shape: tuple,
     groups: int,
     strides=(1, 1),
@@ -526,7 +606,7 @@ def grouped_conv2d_backprop_input(
     """Gradient of :func:`grouped_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "grouped_conv2d_backprop_input"
     strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         op,
         dy,
         filters,
@@ -539,8 +619,8 @@ def grouped_conv2d_backprop_input(
 
 
 def grouped_conv2d_backprop_filter(
-    x: Any,
-    dy: Any,
+    x: TensorLike,
+    dy: TensorLike,
     filter_shape: tuple,
     groups: int,
     strides=(1, 1),
@@ -550,7 +630,7 @@ def grouped_conv2d_backprop_filter(
     """Gradient of :func:`grouped_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "grouped_conv2d_backprop_filter"
     strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    return apply1(
         op,
         x,
         dy,

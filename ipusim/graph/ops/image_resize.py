@@ -7,13 +7,17 @@ gradient scatters them back (:mod:`ipusim.cost.compute` costs both as gathers / 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: Source pixels each output pixel reads, per method (both axes).
 TAPS = {"bilinear": 4, "nearest": 1}
@@ -45,14 +49,16 @@ class ImageResize(Op):
             )
         return TensorSpec((x.shape[0], int(size[0]), int(size[1]), x.shape[3]), x.dtype)
 
-    def forward(self, ctx: Any, x: Any, *, size: tuple, method: str) -> Any:
+    def forward(self, ctx: ExecContext, x: Array, *, size: tuple, method: str) -> Array:
         return k.resize(x, tuple(size), method)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         hw = tuple(node.inputs[0].shape[1:3])
-        return [apply("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
+        return [apply1("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         flops = 2 * TAPS[attrs["method"]] * out_specs[0].size if attrs["method"] != "nearest" else 0
         return OpCost(flops, read, written, "data_movement")
@@ -69,12 +75,12 @@ class ImageResizeGrad(Op):
         _check(self.name, dy, input_hw, method)
         return TensorSpec((dy.shape[0], int(input_hw[0]), int(input_hw[1]), dy.shape[3]), dy.dtype)
 
-    def forward(self, ctx: Any, dy: Any, *, input_hw: tuple, method: str) -> Any:
+    def forward(self, ctx: ExecContext, dy: Array, *, input_hw: tuple, method: str) -> Array:
         return k.resize_grad(dy, tuple(input_hw), method)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [
-            apply(
+            apply1(
                 "image_resize",
                 g,
                 size=tuple(node.inputs[0].shape[1:3]),
@@ -82,11 +88,13 @@ class ImageResizeGrad(Op):
             )
         ]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * TAPS[attrs["method"]] * in_specs[0].size, read, written, "data_movement")
 
 
-def image_resize(x: Any, height: int, width: int, method: str = "bilinear") -> Symbol:
+def image_resize(x: TensorLike, height: int, width: int, method: str = "bilinear") -> Symbol:
     """``tf.image.resize(x, (height, width), method)`` for NHWC ``x`` (no antialiasing)."""
-    return apply("image_resize", x, size=(int(height), int(width)), method=str(method))
+    return apply1("image_resize", x, size=(int(height), int(width)), method=str(method))

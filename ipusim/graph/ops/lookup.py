@@ -9,16 +9,20 @@ each, a binary search per element (:mod:`ipusim.kernels.lookup`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import hashing
 from ipusim.kernels import lookup as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 
 def _search_cost(in_specs, out_specs, table: int) -> OpCost:
@@ -40,13 +44,15 @@ class Bucketize(Op):
             raise ConfigurationError(f"bucketize: boundaries must be sorted, received {boundaries}")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, boundaries: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple) -> Array:
         return k.bucketize(x, boundaries)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["boundaries"]))
 
 
@@ -78,7 +84,17 @@ class TableLookup(Op):
             )
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, keys, values, default, oov_buckets=0, strict=False):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        keys,
+        values,
+        default,
+        oov_buckets: int = 0,
+        strict: bool = False,
+    ) -> Array:
         out = k.lookup(x, keys, values, default, oov_buckets)
         absent = ~np.isin(x, np.asarray(keys, dtype=np.int64)) if strict else None
         if absent is not None and absent.any():
@@ -92,7 +108,9 @@ class TableLookup(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["keys"]))
 
 
@@ -116,34 +134,41 @@ class HashBucket(Op):
             raise ConfigurationError(f"hash_bucket: num_bins must be >= 1, received {num_bins}")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, num_bins: int):
+    def forward(self, ctx: ExecContext, x: Array, *, num_bins: int) -> Array:
         return hashing.hash_ints(x, num_bins)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(HASH_FLOPS_PER_ELEMENT * out_specs[0].size, read, written, "elementwise")
 
 
-def hash_bucket(x: Any, num_bins: int) -> Symbol:
+def hash_bucket(x: TensorLike, num_bins: int) -> Symbol:
     """Bucket of each integer by TensorFlow's fast string hash of its decimal text."""
-    return apply("hash_bucket", x, num_bins=int(num_bins))
+    return apply1("hash_bucket", x, num_bins=int(num_bins))
 
 
-def bucketize(x: Any, boundaries: Any) -> Symbol:
+def bucketize(x: TensorLike, boundaries: Any) -> Symbol:
     """Bucket index of each element for sorted ``boundaries`` (``tf.raw_ops.Bucketize``)."""
-    return apply("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
+    return apply1("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
 
 
 def table_lookup(
-    x: Any, keys: Any, values: Any, default: int, oov_buckets: int = 0, strict: bool = False
+    x: TensorLike,
+    keys: TensorLike,
+    values: TensorLike,
+    default: int,
+    oov_buckets: int = 0,
+    strict: bool = False,
 ) -> Symbol:
     """Map integer keys to integer values; keys not in the table map to ``default`` (spread over
     ``oov_buckets`` buckets by ``floormod`` when more than 1; an error with ``strict``)."""
     pairs = sorted(zip((int(k) for k in keys), (int(v) for v in values), strict=True))
-    return apply(
+    return apply1(
         "table_lookup",
         x,
         keys=tuple(p[0] for p in pairs),

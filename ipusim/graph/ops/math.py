@@ -7,15 +7,18 @@ Gradient rules that need a shape op (``expand_dims``, ``broadcast_like``) call i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per output element (per input element for reductions). Transcendentals (exp, log, sqrt,
 #: tanh, erf) count 4: the IPU's vector unit evaluates them in a few cycles rather than one, and
@@ -153,7 +156,7 @@ def unbroadcast(dy: Symbol, like: Symbol) -> Symbol:
     """Sum ``dy`` back to the shape of ``like`` (undoing broadcasting)."""
     if dy.shape == like.shape:
         return dy
-    return apply("sum_to_shape", dy, shape=like.shape)
+    return apply1("sum_to_shape", dy, shape=like.shape)
 
 
 # ---------------------------------------------------------------------------- binary ops
@@ -171,10 +174,10 @@ class _Binary(Op):
             require_float(self.name, "a", a)
         return TensorSpec(broadcast_shape(self.name, a.shape, b.shape), a.dtype)
 
-    def forward(self, ctx: Any, a, b):
+    def forward(self, ctx: ExecContext, a: Array, b: Array) -> Array:
         return self.kernel_fn(a, b)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -276,51 +279,53 @@ class MaskedGrad(Op):
         broadcast_shape(self.name, broadcast_shape(self.name, a.shape, b.shape), dy.shape)
         return TensorSpec(dy.shape, dy.dtype)
 
-    def forward(self, ctx: Any, dy, a, b, *, mode: str):
+    def forward(self, ctx: ExecContext, dy: Array, a: Array, b: Array, *, mode: str) -> Array:
         return k.masked_grad(dy, a, b, mode)
 
-    def cost(self, in_specs, out_specs, **attrs) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
-def add(a: Any, b: Any) -> Symbol:
+def add(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a + b`` with broadcasting."""
-    return apply("add", a, b)
+    return apply1("add", a, b)
 
 
-def subtract(a: Any, b: Any) -> Symbol:
+def subtract(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a - b`` with broadcasting."""
-    return apply("subtract", a, b)
+    return apply1("subtract", a, b)
 
 
-def multiply(a: Any, b: Any) -> Symbol:
+def multiply(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a * b`` with broadcasting."""
-    return apply("multiply", a, b)
+    return apply1("multiply", a, b)
 
 
-def divide(a: Any, b: Any) -> Symbol:
+def divide(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a / b`` with broadcasting (float operands)."""
-    return apply("divide", a, b)
+    return apply1("divide", a, b)
 
 
-def maximum(a: Any, b: Any) -> Symbol:
+def maximum(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise maximum with broadcasting; the gradient goes to ``a`` on ties."""
-    return apply("maximum", a, b)
+    return apply1("maximum", a, b)
 
 
-def minimum(a: Any, b: Any) -> Symbol:
+def minimum(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise minimum with broadcasting; the gradient goes to ``a`` on ties."""
-    return apply("minimum", a, b)
+    return apply1("minimum", a, b)
 
 
-def equal(a: Any, b: Any) -> Symbol:
+def equal(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a == b`` with broadcasting, as a bool tensor (no gradient)."""
-    return apply("equal", a, b)
+    return apply1("equal", a, b)
 
 
-def masked_grad(dy: Any, a: Any, b: Any, mode: str) -> Symbol:
+def masked_grad(dy: TensorLike, a: TensorLike, b: TensorLike, mode: str) -> Symbol:
     """``dy`` where ``a <mode> b`` holds (mode ge, gt, le or lt), else 0."""
-    return apply("masked_grad", dy, a, b, mode=mode)
+    return apply1("masked_grad", dy, a, b, mode=mode)
 
 
 # ---------------------------------------------------------------------------- unary ops
@@ -334,10 +339,12 @@ class _Unary(Op):
             require_float(self.name, "x", x)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, **attrs: Any):
+    def forward(self, ctx: ExecContext, x: Array, **attrs: Any) -> Array:
         return self.kernel_fn(x, **attrs)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -351,10 +358,12 @@ class _UnaryGrad(Op):
         require_float(self.name, "dy", dy)
         return TensorSpec(merge_shapes(self.name, dy, v), dy.dtype)
 
-    def forward(self, ctx: Any, dy, v, **attrs: Any):
+    def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: Any) -> Array:
         return self.kernel_fn(dy, v, **attrs)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -419,7 +428,7 @@ class Sqrt(_Unary):
     kernel_fn = staticmethod(k.sqrt)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("sqrt_grad", dy, node.outputs[0])]
+        return [apply1("sqrt_grad", dy, node.outputs[0])]
 
 
 @register
@@ -429,7 +438,7 @@ class Square(_Unary):
     float_only = False
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("square_grad", dy, node.inputs[0])]
+        return [apply1("square_grad", dy, node.inputs[0])]
 
 
 @register
@@ -439,7 +448,7 @@ class Abs(_Unary):
     float_only = False
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("abs_grad", dy, node.inputs[0])]
+        return [apply1("abs_grad", dy, node.inputs[0])]
 
 
 @register
@@ -484,7 +493,7 @@ class Softplus(_Unary):
     kernel_fn = staticmethod(k.softplus)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("softplus_grad", dy, node.inputs[0])]
+        return [apply1("softplus_grad", dy, node.inputs[0])]
 
 
 @register
@@ -498,87 +507,87 @@ class Clip(_Unary):
         return super().infer(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("clip_grad", dy, node.inputs[0], **node.attrs)]
+        return [apply1("clip_grad", dy, node.inputs[0], **node.attrs)]
 
 
-def negative(x: Any) -> Symbol:
+def negative(x: TensorLike) -> Symbol:
     """``-x``."""
-    return apply("negative", x)
+    return apply1("negative", x)
 
 
-def exp(x: Any) -> Symbol:
+def exp(x: TensorLike) -> Symbol:
     """``e**x``."""
-    return apply("exp", x)
+    return apply1("exp", x)
 
 
-def log(x: Any) -> Symbol:
+def log(x: TensorLike) -> Symbol:
     """Natural logarithm."""
-    return apply("log", x)
+    return apply1("log", x)
 
 
-def sqrt(x: Any) -> Symbol:
+def sqrt(x: TensorLike) -> Symbol:
     """Square root."""
-    return apply("sqrt", x)
+    return apply1("sqrt", x)
 
 
-def square(x: Any) -> Symbol:
+def square(x: TensorLike) -> Symbol:
     """``x * x``."""
-    return apply("square", x)
+    return apply1("square", x)
 
 
-def abs(x: Any) -> Symbol:
+def abs(x: TensorLike) -> Symbol:
     """``|x|`` (gradient ``sign(x)``, 0 at 0), as tf.abs; shadows the builtin in this module."""
-    return apply("abs", x)
+    return apply1("abs", x)
 
 
-def relu(x: Any) -> Symbol:
+def relu(x: TensorLike) -> Symbol:
     """``max(x, 0)``."""
-    return apply("relu", x)
+    return apply1("relu", x)
 
 
-def sigmoid(x: Any) -> Symbol:
+def sigmoid(x: TensorLike) -> Symbol:
     """``1 / (1 + e**-x)``."""
-    return apply("sigmoid", x)
+    return apply1("sigmoid", x)
 
 
-def tanh(x: Any) -> Symbol:
+def tanh(x: TensorLike) -> Symbol:
     """Hyperbolic tangent."""
-    return apply("tanh", x)
+    return apply1("tanh", x)
 
 
-def gelu(x: Any, approximate: bool = False) -> Symbol:
+def gelu(x: TensorLike, approximate: bool = False) -> Symbol:
     """GELU ``x * Phi(x)`` (erf form), or its tanh approximation when ``approximate`` (as Keras)."""
-    return apply("gelu", x, approximate=bool(approximate))
+    return apply1("gelu", x, approximate=bool(approximate))
 
 
-def softplus(x: Any) -> Symbol:
+def softplus(x: TensorLike) -> Symbol:
     """``log(1 + e**x)``, overflow-free."""
-    return apply("softplus", x)
+    return apply1("softplus", x)
 
 
-def clip(x: Any, lo: float, hi: float) -> Symbol:
+def clip(x: TensorLike, lo: float, hi: float) -> Symbol:
     """``x`` clipped to ``[lo, hi]``; the gradient passes where ``lo <= x <= hi`` (as TF)."""
-    return apply("clip", x, lo=float(lo), hi=float(hi))
+    return apply1("clip", x, lo=float(lo), hi=float(hi))
 
 
-def relu_grad(dy: Any, y: Any) -> Symbol:
+def relu_grad(dy: TensorLike, y: TensorLike) -> Symbol:
     """Gradient of relu from its output ``y``: ``dy`` where ``y > 0``."""
-    return apply("relu_grad", dy, y)
+    return apply1("relu_grad", dy, y)
 
 
-def sigmoid_grad(dy: Any, y: Any) -> Symbol:
+def sigmoid_grad(dy: TensorLike, y: TensorLike) -> Symbol:
     """Gradient of sigmoid from its output ``y``: ``dy * y * (1 - y)``."""
-    return apply("sigmoid_grad", dy, y)
+    return apply1("sigmoid_grad", dy, y)
 
 
-def tanh_grad(dy: Any, y: Any) -> Symbol:
+def tanh_grad(dy: TensorLike, y: TensorLike) -> Symbol:
     """Gradient of tanh from its output ``y``: ``dy * (1 - y**2)``."""
-    return apply("tanh_grad", dy, y)
+    return apply1("tanh_grad", dy, y)
 
 
-def gelu_grad(dy: Any, x: Any, approximate: bool = False) -> Symbol:
+def gelu_grad(dy: TensorLike, x: TensorLike, approximate: bool = False) -> Symbol:
     """Gradient of gelu from its input ``x``."""
-    return apply("gelu_grad", dy, x, approximate=bool(approximate))
+    return apply1("gelu_grad", dy, x, approximate=bool(approximate))
 
 
 # ---------------------------------------------------------------------------- casts and identities
@@ -592,7 +601,7 @@ class Cast(Op):
     def infer(self, x: TensorSpec, *, dtype: str) -> TensorSpec:
         return TensorSpec(x.shape, dtype)
 
-    def forward(self, ctx: Any, x, *, dtype: str):
+    def forward(self, ctx: ExecContext, x: Array, *, dtype: str) -> Array:
         return k.cast(x, dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -601,7 +610,9 @@ class Cast(Op):
             return [cast(dy, x.dtype)]
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -613,10 +624,10 @@ class _PassThrough(Op):
     def infer(self, x: TensorSpec) -> TensorSpec:
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return x
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
@@ -647,27 +658,27 @@ class StopGradient(_PassThrough):
         return [None]
 
 
-def cast(x: Any, dtype: object) -> Symbol:
+def cast(x: TensorLike, dtype: object) -> Symbol:
     """``x`` converted to ``dtype``; returns ``x`` itself when it already has that dtype (as TF)."""
     dtype = canonical_dtype(dtype)
     if isinstance(x, Symbol) and x.dtype == dtype:
         return x
-    return apply("cast", x, dtype=dtype)
+    return apply1("cast", x, dtype=dtype)
 
 
-def identity(x: Any) -> Symbol:
+def identity(x: TensorLike) -> Symbol:
     """``x`` unchanged (a new node; the gradient passes through)."""
-    return apply("identity", x)
+    return apply1("identity", x)
 
 
-def recomputation_checkpoint(x: Any) -> Symbol:
+def recomputation_checkpoint(x: TensorLike) -> Symbol:
     """``x`` unchanged, marked as a recomputation checkpoint (kept, not recomputed)."""
-    return apply("recomputation_checkpoint", x)
+    return apply1("recomputation_checkpoint", x)
 
 
-def stop_gradient(x: Any) -> Symbol:
+def stop_gradient(x: TensorLike) -> Symbol:
     """``x`` unchanged in the forward pass; no gradient flows back through it."""
-    return apply("stop_gradient", x)
+    return apply1("stop_gradient", x)
 
 
 # Reductions live in their own module; they are part of this module's public surface.

@@ -5,20 +5,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
 from ipusim.kernels import embedding as ke
 from ipusim.kernels import loss as kl
 from ipusim.kernels import softmax as ks
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element of the (logits-shaped) input. Transcendentals count 4, as in
 #: :data:`ipusim.graph.ops.math.FLOPS_PER_ELEMENT`: softmax = max + subtract + exp + sum + scale.
@@ -88,8 +92,15 @@ class MatMul(Op):
         return TensorSpec((m, n), a.dtype)
 
     def forward(
-        self, ctx: Any, a, b, *, transpose_a: bool = False, transpose_b: bool = False, **_: float
-    ):
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> Array:
         if computes_half(ctx):
             products = amp_products(ctx, "matmul")
             out = amp.matmul(a, b, transpose_a, transpose_b, products)
@@ -104,7 +115,7 @@ class MatMul(Op):
         extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
 
         def matmul(x: Any, y: Any, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
-            return apply("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+            return apply1("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
         # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
         if not ta and not tb:
@@ -122,8 +133,8 @@ class MatMul(Op):
 
     def cost(
         self,
-        in_specs,
-        out_specs,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
         *,
         transpose_a: bool = False,
         transpose_b: bool = False,
@@ -137,8 +148,8 @@ class MatMul(Op):
 
 
 def matmul(
-    a: Any,
-    b: Any,
+    a: TensorLike,
+    b: TensorLike,
     *,
     transpose_a: bool = False,
     transpose_b: bool = False,
@@ -151,7 +162,7 @@ def matmul(
         extra["available_memory_proportion"] = float(available_memory_proportion)
     if available_memory_proportion_bwd is not None:
         extra["available_memory_proportion_bwd"] = float(available_memory_proportion_bwd)
-    return apply("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+    return apply1("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
 
 _PROPORTIONS = ("available_memory_proportion", "available_memory_proportion_bwd")
@@ -185,11 +196,11 @@ class BiasAdd(Op):
         _check_float_pair("bias_add", x, bias)
         return x.with_shape(x.shape)
 
-    def forward(self, ctx: Any, x, bias):
+    def forward(self, ctx: ExecContext, x: Array, bias: Array) -> Array:
         return k.bias_add(x, bias)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy, apply("bias_add_grad", dy)]
+        return [dy, apply1("bias_add_grad", dy)]
 
 
 @register
@@ -202,17 +213,17 @@ class BiasAddGrad(Op):
     def infer(self, dy: TensorSpec) -> TensorSpec:
         return TensorSpec((dy.shape[-1],), dy.dtype)
 
-    def forward(self, ctx: Any, dy):
+    def forward(self, ctx: ExecContext, dy: Array) -> Array:
         return k.bias_add_grad(dy)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
 
-def bias_add(x: Any, bias: Any) -> Symbol:
+def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
     """Add a 1-D bias along the last axis."""
-    return apply("bias_add", x, bias)
+    return apply1("bias_add", x, bias)
 
 
 def _cost(name: str, size: int, in_specs, out_specs, kind: str) -> OpCost:
@@ -233,7 +244,9 @@ class _Softmax(Op):
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -243,11 +256,11 @@ class Softmax(_Softmax):
 
     name = "softmax"
 
-    def forward(self, ctx: Any, x, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
         return ks.softmax(x, axis % x.ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("softmax_grad", dy, node.outputs[0], **node.attrs)]
+        return [apply1("softmax_grad", dy, node.outputs[0], **node.attrs)]
 
 
 @register
@@ -256,11 +269,11 @@ class LogSoftmax(_Softmax):
 
     name = "log_softmax"
 
-    def forward(self, ctx: Any, x, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
         return ks.log_softmax(x, axis % x.ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("log_softmax_grad", dy, node.outputs[0], **node.attrs)]
+        return [apply1("log_softmax_grad", dy, node.outputs[0], **node.attrs)]
 
 
 class _SoftmaxGrad(_Softmax):
@@ -275,7 +288,7 @@ class _SoftmaxGrad(_Softmax):
 class SoftmaxGrad(_SoftmaxGrad):
     name = "softmax_grad"
 
-    def forward(self, ctx: Any, dy, y, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
         return ks.softmax_grad(dy, y, axis % y.ndim)
 
 
@@ -283,18 +296,18 @@ class SoftmaxGrad(_SoftmaxGrad):
 class LogSoftmaxGrad(_SoftmaxGrad):
     name = "log_softmax_grad"
 
-    def forward(self, ctx: Any, dy, y, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
         return ks.log_softmax_grad(dy, y, axis % y.ndim)
 
 
-def softmax(x: Any, axis: int = -1) -> Symbol:
+def softmax(x: TensorLike, axis: int = -1) -> Symbol:
     """Softmax along ``axis``."""
-    return apply("softmax", x, axis=int(axis))
+    return apply1("softmax", x, axis=int(axis))
 
 
-def log_softmax(x: Any, axis: int = -1) -> Symbol:
+def log_softmax(x: TensorLike, axis: int = -1) -> Symbol:
     """Log-softmax along ``axis``."""
-    return apply("log_softmax", x, axis=int(axis))
+    return apply1("log_softmax", x, axis=int(axis))
 
 
 # ---------------------------------------------------------------------------- cross-entropy losses
@@ -332,14 +345,14 @@ class SparseSoftmaxCrossEntropy(Op):
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_sparse(self.name, labels, logits), logits.dtype)
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         labels, logits = node.inputs
-        return [None, apply("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
+        return [None, apply1("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -355,10 +368,10 @@ class SparseSoftmaxCrossEntropyGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(shape, logits.dtype), "dy and labels")
         return TensorSpec(logits.shape, logits.dtype)
 
-    def forward(self, ctx: Any, dy, labels, logits):
+    def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy_grad(dy, labels, logits)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -377,17 +390,17 @@ class SoftmaxCrossEntropy(Op):
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_dense(self.name, labels, logits)[:-1], logits.dtype)
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.softmax_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         labels, logits = node.inputs
         return [
-            apply("softmax_cross_entropy_grad", dy, labels, logits, wrt=w)
+            apply1("softmax_cross_entropy_grad", dy, labels, logits, wrt=w)
             for w in ("labels", "logits")
         ]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -410,10 +423,14 @@ class SoftmaxCrossEntropyGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(shape[:-1], logits.dtype), "dy and the loss")
         return TensorSpec(shape, logits.dtype)
 
-    def forward(self, ctx: Any, dy, labels, logits, *, wrt: str):
+    def forward(
+        self, ctx: ExecContext, dy: Array, labels: Array, logits: Array, *, wrt: str
+    ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -430,17 +447,17 @@ class SigmoidCrossEntropy(Op):
             merge_shapes(self.name, labels, logits, "labels and logits"), logits.dtype
         )
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         labels, logits = node.inputs
         return [
-            negative(apply("multiply", dy, logits)),
-            apply("sigmoid_cross_entropy_grad", dy, labels, logits),
+            negative(apply1("multiply", dy, logits)),
+            apply1("sigmoid_cross_entropy_grad", dy, labels, logits),
         ]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -457,28 +474,28 @@ class SigmoidCrossEntropyGrad(Op):
             merge_shapes(self.name, dy, TensorSpec(shape, logits.dtype)), logits.dtype
         )
 
-    def forward(self, ctx: Any, dy, labels, logits):
+    def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy_grad_logits(dy, labels, logits)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
-def sparse_softmax_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def sparse_softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Per-example softmax cross-entropy with integer class ``labels`` of shape
     ``logits.shape[:-1]``. A label outside ``[0, classes)`` raises a ValueError at run time."""
-    return apply("sparse_softmax_cross_entropy_with_logits", labels, logits)
+    return apply1("sparse_softmax_cross_entropy_with_logits", labels, logits)
 
 
-def softmax_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Per-example softmax cross-entropy with one-hot / probability ``labels`` of logits' shape;
     differentiable w.r.t. both (as TF)."""
-    return apply("softmax_cross_entropy_with_logits", labels, logits)
+    return apply1("softmax_cross_entropy_with_logits", labels, logits)
 
 
-def sigmoid_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def sigmoid_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Elementwise binary cross-entropy of ``sigmoid(logits)`` against ``labels`` (stable form)."""
-    return apply("sigmoid_cross_entropy_with_logits", labels, logits)
+    return apply1("sigmoid_cross_entropy_with_logits", labels, logits)
 
 
 # ---------------------------------------------------------------------------- embeddings
@@ -505,7 +522,7 @@ class EmbeddingLookup(Op):
             )
         return TensorSpec(ids.shape + params.shape[1:], params.dtype)
 
-    def forward(self, ctx: Any, params, ids):
+    def forward(self, ctx: ExecContext, params: Array, ids: Array) -> Array:
         return ke.gather_rows(params, ids)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -515,9 +532,9 @@ class EmbeddingLookup(Op):
                 f"{self.name}: the gradient needs the shape of params "
                 f"known, received {params.shape}"
             )
-        return [apply("embedding_lookup_grad", dy, ids, shape=params.shape), None]
+        return [apply1("embedding_lookup_grad", dy, ids, shape=params.shape), None]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         # Only the gathered rows of params are read, plus the ids.
         read = in_specs[1].nbytes + out_specs[0].nbytes
         return OpCost(0, read, out_specs[0].nbytes, "data_movement")
@@ -540,15 +557,17 @@ class EmbeddingLookupGrad(Op):
         )
         return TensorSpec(tuple(shape), dy.dtype)
 
-    def forward(self, ctx: Any, dy, ids, *, shape: tuple):
+    def forward(self, ctx: ExecContext, dy: Array, ids: Array, *, shape: tuple) -> Array:
         return ke.scatter_add_rows(dy, ids, tuple(shape))
 
     def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:
         # A scatter-add is linear in dy: its gradient gathers the same rows back
         # (tf.scatter_nd / unsorted_segment_sum are built on this op).
-        return [apply("embedding_lookup", d_out, node.inputs[1]), None]
+        return [apply1("embedding_lookup", d_out, node.inputs[1]), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _cost(self.name, in_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -565,25 +584,29 @@ class OneHot(Op):
             raise ConfigurationError(f"{self.name}: depth must be non-negative, received {depth}")
         return TensorSpec(indices.shape + (depth,), dtype)
 
-    def forward(self, ctx: Any, indices, *, depth: int, dtype: str = "float32"):
+    def forward(
+        self, ctx: ExecContext, indices: Array, *, depth: int, dtype: str = "float32"
+    ) -> Array:
         return ke.one_hot(indices, depth, dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 
 
-def embedding_lookup(params: Any, ids: Any) -> Symbol:
+def embedding_lookup(params: TensorLike, ids: TensorLike) -> Symbol:
     """``params[ids]``; an id outside ``[0, params.shape[0])`` raises an IndexError at run time."""
-    return apply("embedding_lookup", params, ids)
+    return apply1("embedding_lookup", params, ids)
 
 
-def one_hot(indices: Any, depth: int, dtype: object = "float32") -> Symbol:
+def one_hot(indices: TensorLike, depth: int, dtype: object = "float32") -> Symbol:
     """One-hot encoding of integer ``indices`` along a new last axis of size ``depth``."""
-    return apply("one_hot", indices, depth=int(depth), dtype=canonical_dtype(dtype))
+    return apply1("one_hot", indices, depth=int(depth), dtype=canonical_dtype(dtype))
 
 
 __all__ = [

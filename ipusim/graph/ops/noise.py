@@ -10,15 +10,19 @@ into that input.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import normalize_axes
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 DISTRIBUTIONS = ("uniform", "normal", "bernoulli")
 
@@ -61,14 +65,18 @@ class RandomDraw(Op):
             )
         return TensorSpec(_resolve(shape, x.shape, self.name), x.dtype)
 
-    def forward(self, ctx: Any, x, *, distribution: str, seed: int, shape: tuple, a, b):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, distribution: str, seed: int, shape: tuple, a, b
+    ) -> Array:
         out_shape = _resolve(shape, x.shape, self.name)
         return k.draw(distribution, out_shape, seed, ctx.step, a, b, x.dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         written = out_specs[0].nbytes  # only x's shape is read, not its data
         flops = FLOPS_PER_ELEMENT[attrs["distribution"]] * out_specs[0].size
         return OpCost(flops, 0, written, "elementwise")
@@ -85,19 +93,21 @@ class Reverse(Op):
         normalize_axes(self.name, axes, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, axes: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, axes: tuple) -> Array:
         return layout.reverse(x, normalize_axes(self.name, axes, x.ndim))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [reverse(dy, node.attrs["axes"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 
 
 def random_draw(
-    x: Any, distribution: str, seed: int, shape: Any = None, a: float = 0.0, b: float = 1.0
+    x: TensorLike, distribution: str, seed: int, shape: Any = None, a: float = 0.0, b: float = 1.0
 ) -> Symbol:
     """Random numbers for a training step (see :class:`RandomDraw`).
 
@@ -110,7 +120,7 @@ def random_draw(
     """
     rank = len(x.shape)
     shape = (None,) * rank if shape is None else tuple(None if d is None else int(d) for d in shape)
-    return apply(
+    return apply1(
         "random_draw",
         x,
         distribution=distribution,
@@ -121,7 +131,7 @@ def random_draw(
     )
 
 
-def reverse(x: Any, axes: Any) -> Symbol:
+def reverse(x: TensorLike, axes: TensorLike) -> Symbol:
     """``x`` reversed along ``axes`` (an int or a sequence of ints)."""
     axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
-    return apply("reverse", x, axes=axes)
+    return apply1("reverse", x, axes=axes)

@@ -22,17 +22,21 @@ backward ``dx = γ·dy/√(var + ε)``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 
 def _check_float(op: str, arg: str, spec: TensorSpec) -> None:
@@ -108,17 +112,17 @@ class BatchNorm(Op):
 
     def forward(
         self,
-        ctx: Any,
-        x,
-        gamma,
-        beta,
-        moving_mean,
-        moving_var,
+        ctx: ExecContext,
+        x: Array,
+        gamma: Array,
+        beta: Array,
+        moving_mean: Array,
+        moving_var: Array,
         *,
         training: bool,
         epsilon: float = 1e-3,
         axis: int = -1,
-    ):
+    ) -> tuple[Array, ...]:
         ax = normalize_axis(self.name, axis, x.ndim)
         if training:
             mean, var = _batch_statistics(ctx, x, ax)
@@ -134,10 +138,17 @@ class BatchNorm(Op):
             return [None] * 5
         x, gamma = node.inputs[:2]
         _, mean, var = node.outputs
-        dx, dgamma, dbeta = apply("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
+        dx, dgamma, dbeta = apply_multi("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
         return [dx, dgamma, dbeta, None, None]
 
-    def cost(self, in_specs, out_specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        training: bool,
+        **attrs: Any,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[0].size
         # Statistics: a sum, then subtract-square-add per element; applying: multiply-add.
@@ -169,11 +180,11 @@ def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, n
 
 
 def batch_norm(
-    x: Any,
-    gamma: Any,
-    beta: Any,
-    moving_mean: Any,
-    moving_var: Any,
+    x: TensorLike,
+    gamma: TensorLike,
+    beta: TensorLike,
+    moving_mean: TensorLike,
+    moving_var: TensorLike,
     *,
     training: bool,
     epsilon: float = 1e-3,
@@ -194,7 +205,7 @@ def batch_norm(
         ``(y, mean, variance)``: the normalised tensor and the statistics used (batch mean and
         biased batch variance when training; the moving statistics otherwise).
     """
-    return apply(
+    return apply_multi(
         "batch_norm",
         x,
         gamma,
@@ -236,22 +247,29 @@ class BatchNormGrad(Op):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
-        x,
-        gamma,
-        mean,
-        var,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        gamma: Array,
+        mean: Array,
+        var: Array,
         *,
         training: bool,
         epsilon: float = 1e-3,
         axis: int = -1,
-    ):
+    ) -> tuple[Array, ...]:
         return k.batch_norm_grad(
             dy, x, gamma, mean, var, epsilon, normalize_axis(self.name, axis, x.ndim), training
         )
 
-    def cost(self, in_specs, out_specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        training: bool,
+        **attrs: Any,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[1].size
         # Two reductions (Σdy, Σdy·x̂) then the dx formula; inference needs the reductions only
@@ -299,16 +317,26 @@ class LayerNorm(Op):
         return x.with_shape(x.shape)
 
     def forward(
-        self, ctx: Any, x, gamma, beta, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        gamma: Array,
+        beta: Array,
+        *,
+        axis: Any = -1,
+        epsilon: float = 1e-3,
+        fused: bool = False,
+    ) -> Array:
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm(x, gamma, beta, epsilon, first, _one_pass(ctx, x, fused))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, gamma, _ = node.inputs
-        return list(apply("layer_norm_grad", dy, x, gamma, **node.attrs))
+        return list(apply_multi("layer_norm_grad", dy, x, gamma, **node.attrs))
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
@@ -323,7 +351,13 @@ def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
 
 
 def layer_norm(
-    x: Any, gamma: Any, beta: Any, *, axis: Any = -1, epsilon: float = 1e-3, fused: bool = False
+    x: TensorLike,
+    gamma: TensorLike,
+    beta: TensorLike,
+    *,
+    axis: Any = -1,
+    epsilon: float = 1e-3,
+    fused: bool = False,
 ) -> Symbol:
     """Layer normalisation ``γ·(x − mean)/√(var + ε) + β`` over the trailing ``axis`` (or axes).
 
@@ -339,7 +373,7 @@ def layer_norm(
             (the mean, then the mean squared deviation).
     """
     axis = tuple(axis) if isinstance(axis, list | tuple) else axis
-    return apply(
+    return apply1(
         "layer_norm",
         x,
         gamma,
@@ -375,11 +409,21 @@ class LayerNormGrad(Op):
         return x.with_shape(x.shape), gamma.with_shape(gamma.shape), gamma.with_shape(gamma.shape)
 
     def forward(
-        self, ctx: Any, dy, x, gamma, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
-    ):
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        gamma: Array,
+        *,
+        axis: Any = -1,
+        epsilon: float = 1e-3,
+        fused: bool = False,
+    ) -> tuple[Array, ...]:
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(14 * in_specs[1].size, read, written, "reduction")

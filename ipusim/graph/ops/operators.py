@@ -12,16 +12,20 @@ reads and writes (Poplar copies the selected region).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 __all__ = ["IndexKeyError", "canonical_index", "floor", "floordiv", "getitem", "mod", "power"]
 
@@ -128,13 +132,15 @@ class StridedSlice(Op):
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: Any, x, *, index: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, index: tuple) -> Array:
         return k.strided_slice(x, _as_index(index))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
+        return [apply1("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(out_specs, out_specs)  # only the selected region is read
         return OpCost(0, read, written, "data_movement")
 
@@ -149,24 +155,26 @@ class StridedSliceGrad(Op):
     def infer(self, dy: TensorSpec, like: TensorSpec, *, index: tuple) -> TensorSpec:
         return TensorSpec(like.shape, dy.dtype)
 
-    def forward(self, ctx: Any, dy, like, *, index: tuple):
+    def forward(self, ctx: ExecContext, dy: Array, like: Array, *, index: tuple) -> Array:
         return k.strided_slice_grad(dy, like.shape, _as_index(index))
 
     def gradient(self, node: Node, ddx: Symbol) -> list[Symbol | None]:
-        return [apply("strided_slice", ddx, index=node.attrs["index"]), None]
+        return [apply1("strided_slice", ddx, index=node.attrs["index"]), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)  # ``like`` gives its shape only
         return OpCost(0, read, written, "data_movement")
 
 
-def getitem(x: Any, key: Any) -> Symbol:
+def getitem(x: TensorLike, key: TensorLike) -> Symbol:
     """``x[key]`` as TensorFlow's ``Tensor.__getitem__`` computes it (basic indexing only)."""
     rank = x.ndim if hasattr(x, "ndim") else len(x.shape)
-    return apply("strided_slice", x, index=canonical_index(key, rank))
+    return apply1("strided_slice", x, index=canonical_index(key, rank))
 
 
-def power(x: Any, y: Any) -> Symbol:
+def power(x: TensorLike, y: TensorLike) -> Symbol:
     """``x ** y`` (``tf.pow``) from existing ops.
 
     Python-number exponents 0.5, 1, 2, 3 and small integers use sqrt / multiplications, which
@@ -202,30 +210,32 @@ class Floor(Op):
             raise ConfigurationError(f"floor: x must be a float tensor, received {x.dtype}")
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return rounding.floor(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
 
 
-def floor(x: Any) -> Symbol:
+def floor(x: TensorLike) -> Symbol:
     """``tf.floor``."""
-    return apply("floor", x)
+    return apply1("floor", x)
 
 
-def floordiv(x: Any, y: Any) -> Symbol:
+def floordiv(x: TensorLike, y: TensorLike) -> Symbol:
     """``x // y`` (``tf.math.floordiv`` of floats): ``floor(x / y)``."""
     from ipusim.graph.ops import math as m
 
     return floor(m.divide(x, y))
 
 
-def mod(x: Any, y: Any) -> Symbol:
+def mod(x: TensorLike, y: TensorLike) -> Symbol:
     """``x % y`` (``tf.math.floormod`` of floats): ``x - floor(x / y) * y``, the sign of ``y``."""
     from ipusim.graph.ops import math as m
 

@@ -8,10 +8,11 @@ window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import (
     Pair,
@@ -22,8 +23,11 @@ from ipusim.graph.ops._window import (
     normalize_pair,
     spatial_geometry,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import pool as kp
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 
 class _PoolBase(Op):
@@ -77,14 +81,29 @@ class MaxPool2D(_PoolBase):
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
-    def forward(self, ctx: Any, x, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        pool_size: Any,
+        strides: Any = None,
+        padding: Any = "VALID",
+    ) -> Array:
         out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
         return kp.max_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
+        return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -113,16 +132,32 @@ class MaxPool2DGrad(_PoolBase):
         return x.with_shape(x.shape)
 
     def forward(
-        self, ctx: Any, x, dy, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
+        *,
+        pool_size: Any,
+        strides: Any = None,
+        padding: Any = "VALID",
+    ) -> Array:
         _, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
 
 
-def max_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def max_pool2d(
+    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+) -> Symbol:
     """Max pooling of ``(batch, height, width, channels)`` ``x``.
 
     Args:
@@ -131,15 +166,15 @@ def max_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALI
         strides: int or ``(sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling2D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    return apply("max_pool2d", x, **_pool_attrs("max_pool2d", pool_size, strides, padding))
+    return apply1("max_pool2d", x, **_pool_attrs("max_pool2d", pool_size, strides, padding))
 
 
 def max_pool2d_grad(
-    x: Any, dy: Any, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, dy: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
 ) -> Symbol:
     """Gradient of :func:`max_pool2d` w.r.t. ``x`` given ``dy`` (the pooled output's gradient)."""
     op = "max_pool2d_grad"
-    return apply(op, x, dy, **_pool_attrs(op, pool_size, strides, padding))
+    return apply1(op, x, dy, **_pool_attrs(op, pool_size, strides, padding))
 
 
 @register
@@ -153,14 +188,29 @@ class AvgPool2D(_PoolBase):
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
-    def forward(self, ctx: Any, x, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        pool_size: Any,
+        strides: Any = None,
+        padding: Any = "VALID",
+    ) -> Array:
         out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
         return kp.avg_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
+        return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -196,40 +246,49 @@ class AvgPool2DGrad(_PoolBase):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
+        ctx: ExecContext,
+        dy: Array,
         *,
         input_shape: tuple,
         pool_size: Any,
         strides: Any = None,
         padding: Any = "VALID",
-    ):
+    ) -> Array:
         _, pool, strides, pads = self._geometry(input_shape[1:3], pool_size, strides, padding)
         return kp.avg_pool2d_grad(dy, tuple(input_shape[1:3]), pool, strides, pads)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [apply("avg_pool2d", g, **attrs)]
+        return [apply1("avg_pool2d", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
 
 
-def avg_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def avg_pool2d(
+    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+) -> Symbol:
     """Average pooling of NHWC ``x``; with ``"SAME"`` padding only real pixels are averaged.
 
     Args: as :func:`max_pool2d`.
     """
-    return apply("avg_pool2d", x, **_pool_attrs("avg_pool2d", pool_size, strides, padding))
+    return apply1("avg_pool2d", x, **_pool_attrs("avg_pool2d", pool_size, strides, padding))
 
 
 def avg_pool2d_grad(
-    dy: Any, input_shape: tuple, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    dy: TensorLike, input_shape: tuple, pool_size: Any, strides: Any = None, padding: str = "VALID"
 ) -> Symbol:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     op = "avg_pool2d_grad"
     attrs = _pool_attrs(op, pool_size, strides, padding)
-    return apply(op, dy, input_shape=tuple(input_shape), **attrs)
+    return apply1(op, dy, input_shape=tuple(input_shape), **attrs)
 
 
 @register
@@ -243,13 +302,13 @@ class GlobalAvgPool2D(Op):
         check_nhwc(self.name, "x", x)
         return TensorSpec((x.shape[0], x.shape[3]), x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return kp.global_avg_pool2d(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
+        return [apply1("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -270,22 +329,24 @@ class GlobalAvgPool2DGrad(Op):
             )
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(self, ctx: Any, dy, *, input_shape: tuple):
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: tuple) -> Array:
         return kp.global_avg_pool2d_grad(dy, tuple(input_shape[1:3]))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        return [apply("global_avg_pool2d", g)]
+        return [apply1("global_avg_pool2d", g)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "data_movement")
 
 
-def global_avg_pool2d(x: Any) -> Symbol:
+def global_avg_pool2d(x: TensorLike) -> Symbol:
     """Mean of NHWC ``x`` over height and width, giving ``(batch, channels)``."""
-    return apply("global_avg_pool2d", x)
+    return apply1("global_avg_pool2d", x)
 
 
-def global_avg_pool2d_grad(dy: Any, input_shape: tuple) -> Symbol:
+def global_avg_pool2d_grad(dy: TensorLike, input_shape: tuple) -> Symbol:
     """Gradient of :func:`global_avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
-    return apply("global_avg_pool2d_grad", dy, input_shape=tuple(input_shape))
+    return apply1("global_avg_pool2d_grad", dy, input_shape=tuple(input_shape))

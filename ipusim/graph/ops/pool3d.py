@@ -10,15 +10,19 @@ output, as the 2-D ops).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import pool3d as kp3
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 _ACTS = "(batch, depth, height, width, channels)"
 
@@ -67,11 +71,18 @@ class _Pool3DForward(_Pool3DBase):
     def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
         return self._out_spec(x, attrs)
 
-    def forward(self, ctx: Any, x: Any, **attrs: Any) -> Any:
+    def forward(self, ctx: ExecContext, x: Array, **attrs: Any) -> Array:
         out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return self.pool_kernel(x, out, pool, strides, pads)
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
 
 
@@ -83,7 +94,7 @@ class MaxPool3D(_Pool3DForward):
     pool_kernel = staticmethod(kp3.max_pool3d)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("max_pool3d_grad", node.inputs[0], node.outputs[0], dy, **node.attrs)]
+        return [apply1("max_pool3d_grad", node.inputs[0], node.outputs[0], dy, **node.attrs)]
 
 
 @register
@@ -100,11 +111,18 @@ class MaxPool3DGrad(_Pool3DBase):
         self._check_dy(dy, expected)
         return x
 
-    def forward(self, ctx: Any, x: Any, y: Any, dy: Any, **attrs: Any) -> Any:
+    def forward(self, ctx: ExecContext, x: Array, y: Array, dy: Array, **attrs: Any) -> Array:
         _, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return kp3.max_pool3d_grad(x, y, dy, pool, strides, pads)
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[2], pool_size)
 
 
@@ -116,7 +134,7 @@ class AvgPool3D(_Pool3DForward):
     pool_kernel = staticmethod(kp3.avg_pool3d)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("avg_pool3d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
+        return [apply1("avg_pool3d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
 
 
 @register
@@ -135,19 +153,28 @@ class AvgPool3DGrad(_Pool3DBase):
         self._check_dy(dy, self._out_spec(x, attrs))
         return x
 
-    def forward(self, ctx: Any, dy: Any, *, input_shape: tuple, **attrs: Any) -> Any:
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: tuple, **attrs: Any) -> Array:
         _, pool, strides, pads = self._geometry(tuple(input_shape[1:4]), attrs)
         return kp3.avg_pool3d_grad(dy, tuple(input_shape[1:4]), pool, strides, pads)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [apply("avg_pool3d", g, **attrs)]
+        return [apply1("avg_pool3d", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        pool_size: Any,
+        **attrs: Any,
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size)
 
 
-def max_pool3d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def max_pool3d(
+    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+) -> Symbol:
     """Max pooling of NDHWC ``x`` (``tf.nn.max_pool3d``).
 
     Args:
@@ -156,10 +183,12 @@ def max_pool3d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALI
         strides: int or ``(sd, sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling3D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    return apply("max_pool3d", x, **_pool_attrs("max_pool3d", pool_size, strides, padding))
+    return apply1("max_pool3d", x, **_pool_attrs("max_pool3d", pool_size, strides, padding))
 
 
-def avg_pool3d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def avg_pool3d(
+    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+) -> Symbol:
     """Average pooling of NDHWC ``x`` over the real voxels of each window (args as
     :func:`max_pool3d`)."""
-    return apply("avg_pool3d", x, **_pool_attrs("avg_pool3d", pool_size, strides, padding))
+    return apply1("avg_pool3d", x, **_pool_attrs("avg_pool3d", pool_size, strides, padding))

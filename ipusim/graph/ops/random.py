@@ -9,14 +9,18 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element: draw the random number and compare (counted as one, the IPU has a hardware
 #: random number generator) plus one multiply.
@@ -56,7 +60,15 @@ class Dropout(Op):
             )
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, rate: float, seed: int, noise_shape: tuple | None = None):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        rate: float,
+        seed: int,
+        noise_shape: tuple | None = None,
+    ) -> Array:
         if not ctx.training or rate == 0.0:
             return x
         if noise_shape is None:
@@ -70,16 +82,18 @@ class Dropout(Op):
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         # Same op, same seed, same step: the identical mask and scale applied to dy.
-        return [apply("dropout", dy, **node.attrs)]
+        return [apply1("dropout", dy, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(
             FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size, read, written, "elementwise"
         )
 
 
-def dropout(x: Any, rate: float, seed: int, noise_shape: Any = None) -> Symbol:
+def dropout(x: TensorLike, rate: float, seed: int, noise_shape: TensorLike = None) -> Symbol:
     """Inverted dropout: active only when the executor runs with ``training=True``.
 
     Args:
@@ -91,4 +105,4 @@ def dropout(x: Any, rate: float, seed: int, noise_shape: Any = None) -> Symbol:
     shape = (
         None if noise_shape is None else tuple(None if d is None else int(d) for d in noise_shape)
     )
-    return apply("dropout", x, rate=float(rate), seed=int(seed), noise_shape=shape)
+    return apply1("dropout", x, rate=float(rate), seed=int(seed), noise_shape=shape)

@@ -8,13 +8,17 @@ which TensorFlow does not differentiate either).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element drawn: splitmix64 is ~10 integer operations; Box-Muller adds a log, a sqrt
 #: and a cos (4 each, as ipusim.graph.ops.math.FLOPS_PER_ELEMENT counts transcendentals) (E).
@@ -49,14 +53,23 @@ class RandomDraw(Op):
             raise InvalidTypeError("random_tensor: integer draws need an integer dtype")
         return TensorSpec(tuple(shape), canonical_dtype(dtype))
 
-    def forward(self, ctx: Any, *, shape, dist, a, b, seed, dtype, stateless: bool = False):
+    def forward(
+        self, ctx: ExecContext, *, shape, dist, a, b, seed, dtype, stateless: bool = False
+    ) -> Array:
         # A stateless draw depends on its seed only; others also on the execution step.
         return k.draw(tuple(shape), dist, a, b, seed, 0 if stateless else ctx.step, dtype)
 
-    def gradient(self, node: Node, *dys: Any) -> list[None]:
+    def gradient(self, node: Node, *dys: Symbol) -> list[None]:
         return []
 
-    def cost(self, in_specs, out_specs, *, dist: str, **attrs: Any) -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        dist: str,
+        **attrs: Any,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(DRAW_FLOPS[dist] * out_specs[0].size, read, written, "elementwise")
 
@@ -76,13 +89,17 @@ class RandomCategorical(Op):
             )
         return TensorSpec((logits.shape[0], int(num_samples)), canonical_dtype(dtype))
 
-    def forward(self, ctx: Any, logits, *, num_samples: int, seed: int, dtype: str):
+    def forward(
+        self, ctx: ExecContext, logits: Array, *, num_samples: int, seed: int, dtype: str
+    ) -> Array:
         return k.categorical(logits, num_samples, seed, ctx.step, dtype)
 
-    def gradient(self, node: Node, dy: Any) -> list[None]:
+    def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         classes = in_specs[0].shape[1] or 1
         # exp per class per sample (4 FLOPs each) plus the running sum (E).
@@ -102,12 +119,12 @@ def random_draw(
     execution step (``tf.random.stateless_*``)."""
     attrs = {"shape": tuple(int(d) for d in shape), "dist": dist, "a": float(a), "b": float(b)}
     dtype = canonical_dtype(dtype)
-    return apply("random_tensor", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
+    return apply1("random_tensor", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
 
 
-def random_categorical(logits: Any, num_samples: int, seed: int, dtype: object) -> Symbol:
+def random_categorical(logits: TensorLike, num_samples: int, seed: int, dtype: object) -> Symbol:
     """Class indices drawn from ``softmax(logits)`` (see :class:`RandomCategorical`)."""
-    return apply(
+    return apply1(
         "random_categorical",
         logits,
         num_samples=int(num_samples),

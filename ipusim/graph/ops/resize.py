@@ -13,14 +13,18 @@ convolution.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 #: Source pixels an output pixel reads along each resized axis, per method.
 TAPS = {"bilinear": 2, "nearest": 1}
@@ -56,14 +60,21 @@ class Resize(Op):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x: Any, *, scale: Any, method: Any = "bilinear") -> Any:
+    def forward(self, ctx: ExecContext, x: Array, *, scale: Any, method: Any = "bilinear") -> Array:
         return kr.resize(x, *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x = node.inputs[0]
-        return [apply("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
+        return [apply1("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear") -> OpCost:
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        scale: Any,
+        method: str = "bilinear",
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
 
@@ -89,21 +100,29 @@ class ResizeGrad(Op):
         return TensorSpec((dy.shape[0], h, w, dy.shape[3]), dy.dtype)
 
     def forward(
-        self, ctx: Any, dy: Any, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
-    ) -> Any:
+        self, ctx: ExecContext, dy: Array, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+    ) -> Array:
         return kr.resize_grad(dy, tuple(input_hw), *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
-        return [apply("resize", g, **attrs)]
+        return [apply1("resize", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear", **attrs: Any):
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        scale: Any,
+        method: str = "bilinear",
+        **attrs: Any,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
 
 
-def resize(x: Any, scale: Any, method: str = "bilinear") -> Symbol:
+def resize(x: TensorLike, scale: TensorLike, method: str = "bilinear") -> Symbol:
     """Up-sample NHWC ``x`` by integer factors ``scale`` (int or ``(sh, sw)``) with ``method``
     (``"bilinear"`` or ``"nearest"``)."""
     scale, method = _attrs("resize", scale, method)
-    return apply("resize", x, scale=scale, method=method)
+    return apply1("resize", x, scale=scale, method=method)

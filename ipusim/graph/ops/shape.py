@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math as _pymath
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 
 def _rank_of(x: Any) -> int:
@@ -30,7 +33,9 @@ def _known_prod(dims: Sequence[int | None]) -> int:
 class _View(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -40,7 +45,9 @@ class _View(Op):
 class _Copy(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 
@@ -82,7 +89,7 @@ class Reshape(_View):
             )
         return TensorSpec(tuple(None if d == -1 else d for d in target), x.dtype)
 
-    def forward(self, ctx: Any, x, *, shape: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, shape: tuple) -> Array:
         target = tuple(-1 if d is None else d for d in shape)
         try:
             return x.reshape(target)
@@ -106,7 +113,7 @@ class ReshapeLike(_View):
             )
         return TensorSpec(like.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, like):
+    def forward(self, ctx: ExecContext, x: Array, like: Array) -> Array:
         return x.reshape(like.shape)
 
 
@@ -123,7 +130,7 @@ class ExpandDims(_View):
             tuple(1 if i in axes else next(dims) for i in range(x.rank + len(axes))), x.dtype
         )
 
-    def forward(self, ctx: Any, x, *, axis: Any):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: Any) -> Array:
         rank = x.ndim + (1 if isinstance(axis, int) else len(axis))
         axes = normalize_axes(self.name, axis, rank)
         dims = iter(x.shape)
@@ -149,7 +156,7 @@ class Squeeze(_View):
                 )
         return TensorSpec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
-    def forward(self, ctx: Any, x, *, axis: Any = None):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: Any = None) -> Array:
         if axis is None:
             return x.reshape(tuple(d for d in x.shape if d != 1))
         axes = normalize_axes(self.name, axis, x.ndim)
@@ -160,20 +167,20 @@ class Squeeze(_View):
         return x.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def reshape(x: Any, shape: Sequence[int | None]) -> Symbol:
+def reshape(x: TensorLike, shape: Sequence[int | None]) -> Symbol:
     """Reshape to ``shape`` (at most one -1). An unknown batch size stays unknown:
     ``(None, 28, 28)`` reshaped to ``(-1, 784)`` is ``(None, 784)``."""
-    return apply("reshape", x, shape=tuple(None if d is None else int(d) for d in shape))
+    return apply1("reshape", x, shape=tuple(None if d is None else int(d) for d in shape))
 
 
-def reshape_like(x: Any, like: Any) -> Symbol:
+def reshape_like(x: TensorLike, like: TensorLike) -> Symbol:
     """Reshape ``x`` to the shape ``like`` has at run time."""
-    return apply("reshape_like", x, like)
+    return apply1("reshape_like", x, like)
 
 
-def flatten(x: Any) -> Symbol:
+def flatten(x: TensorLike) -> Symbol:
     """Keep axis 0, flatten the rest: ``(b, d1, d2, ...)`` to ``(b, d1 * d2 * ...)``."""
-    x = x if isinstance(x, Symbol) else apply("identity", x)
+    x = x if isinstance(x, Symbol) else apply1("identity", x)
     rest = x.shape[1:]
     if None not in rest:
         return reshape(x, (-1, _pymath.prod(rest)))
@@ -185,16 +192,16 @@ def flatten(x: Any) -> Symbol:
     )
 
 
-def expand_dims(x: Any, axis: int | Sequence[int]) -> Symbol:
+def expand_dims(x: TensorLike, axis: int | Sequence[int]) -> Symbol:
     """Insert size-1 axes at ``axis`` (positions in the result; negatives count from its end)."""
-    return apply(
+    return apply1(
         "expand_dims", x, axis=int(axis) if isinstance(axis, int) else tuple(int(a) for a in axis)
     )
 
 
-def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Symbol:
+def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None) -> Symbol:
     """Remove size-1 axes (``axis`` or, when None, every size-1 axis)."""
-    return apply(
+    return apply1(
         "squeeze",
         x,
         axis=None
@@ -218,7 +225,7 @@ class Transpose(_Copy):
             )
         return TensorSpec(tuple(x.shape[p] for p in perm), x.dtype)
 
-    def forward(self, ctx: Any, x, *, perm: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, perm: tuple) -> Array:
         return k.transpose(x, perm)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -262,7 +269,7 @@ class Concat(_Copy):
                     shape[d] = b
         return TensorSpec(tuple(shape), first.dtype)
 
-    def forward(self, ctx: Any, *arrays, axis: int):
+    def forward(self, ctx: ExecContext, *arrays: Array, axis: int) -> Array:
         return k.concat(arrays, axis % arrays[0].ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -299,7 +306,7 @@ class Slice(_Copy):
             out.append(s if s != -1 else (None if d is None else d - b))
         return TensorSpec(tuple(out), x.dtype)
 
-    def forward(self, ctx: Any, x, *, begin: tuple, size: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, begin: tuple, size: tuple) -> Array:
         return k.slice_(x, begin, size)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -338,11 +345,13 @@ class Pad(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, paddings: tuple, constant_values: float = 0.0):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, paddings: tuple, constant_values: float = 0.0
+    ) -> Array:
         return k.pad(x, paddings, constant_values)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("unpad", dy, paddings=node.attrs["paddings"])]
+        return [apply1("unpad", dy, paddings=node.attrs["paddings"])]
 
 
 @register
@@ -360,7 +369,7 @@ class Unpad(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, paddings: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, paddings: tuple) -> Array:
         return k.unpad(x, paddings)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -380,11 +389,11 @@ class BroadcastTo(_Copy):
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: Any, x, *, shape: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, shape: tuple) -> Array:
         return k.broadcast_to(x, shape)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("sum_to_shape", dy, shape=node.inputs[0].shape)]
+        return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape)]
 
 
 @register
@@ -401,13 +410,15 @@ class BroadcastLike(_Copy):
         broadcast_shape(self.name, x.shape, like.shape)
         return TensorSpec(like.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, like):
+    def forward(self, ctx: ExecContext, x: Array, like: Array) -> Array:
         return k.broadcast_to(x, like.shape)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        return [apply("sum_to_shape", dy, shape=node.inputs[0].shape), None]
+        return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, read, written, "data_movement")
 
@@ -429,7 +440,7 @@ class Tile(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, multiples: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, multiples: tuple) -> Array:
         return k.tile(x, multiples)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -446,24 +457,24 @@ class Tile(_Copy):
         return [summed]
 
 
-def transpose(x: Any, perm: Sequence[int] | None = None) -> Symbol:
+def transpose(x: TensorLike, perm: Sequence[int] | None = None) -> Symbol:
     """Permute axes (default: reverse them)."""
     if perm is None:
         perm = tuple(reversed(range(_rank_of(x))))
-    return apply("transpose", x, perm=tuple(int(p) for p in perm))
+    return apply1("transpose", x, perm=tuple(int(p) for p in perm))
 
 
 def concat(values: Sequence[Any], axis: int) -> Symbol:
     """Join the tensors in ``values`` along ``axis``."""
-    return apply("concat", *values, axis=int(axis))
+    return apply1("concat", *values, axis=int(axis))
 
 
-def slice(x: Any, begin: Sequence[int], size: Sequence[int]) -> Symbol:
+def slice(x: TensorLike, begin: Sequence[int], size: Sequence[int]) -> Symbol:
     """``tf.slice``: ``size[i]`` elements from ``begin[i]`` on every axis (-1 = to the end)."""
-    return apply("slice", x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size))
+    return apply1("slice", x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size))
 
 
-def slice_axis(x: Any, begin: int, size: int, axis: int) -> Symbol:
+def slice_axis(x: TensorLike, begin: int, size: int, axis: int) -> Symbol:
     """``size`` elements from ``begin`` along ``axis`` only (-1 = to the end)."""
     rank = _rank_of(x)
     (ax,) = normalize_axes("slice_axis", axis, rank)
@@ -472,12 +483,14 @@ def slice_axis(x: Any, begin: int, size: int, axis: int) -> Symbol:
     return slice(x, begins, sizes)
 
 
-def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tuple[Symbol, ...]:
+def split(
+    x: TensorLike, num_or_size_splits: int | Sequence[int], axis: int = 0
+) -> tuple[Symbol, ...]:
     """Split along ``axis`` into equal parts (an int) or parts of the given sizes (one may be -1).
 
     Each part is its own ``slice`` node, so the gradient of each pads it back independently.
     """
-    x = x if isinstance(x, Symbol) else apply("identity", x)
+    x = x if isinstance(x, Symbol) else apply1("identity", x)
     (ax,) = normalize_axes("split", axis, x.ndim)
     dim = x.shape[ax]
     if isinstance(num_or_size_splits, int):
@@ -509,9 +522,9 @@ def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tup
     return tuple(slice_axis(x, b, s, ax) for b, s in zip(begins, sizes, strict=True))
 
 
-def pad(x: Any, paddings: Sequence[Sequence[int]], constant_values: float = 0.0) -> Symbol:
+def pad(x: TensorLike, paddings: Sequence[Sequence[int]], constant_values: float = 0.0) -> Symbol:
     """Pad every axis with ``(before, after)`` elements of ``constant_values``."""
-    return apply(
+    return apply1(
         "pad",
         x,
         paddings=tuple((int(b), int(a)) for b, a in paddings),
@@ -519,16 +532,16 @@ def pad(x: Any, paddings: Sequence[Sequence[int]], constant_values: float = 0.0)
     )
 
 
-def broadcast_to(x: Any, shape: Sequence[int]) -> Symbol:
+def broadcast_to(x: TensorLike, shape: Sequence[int]) -> Symbol:
     """Repeat ``x`` to ``shape`` by broadcasting (sizes must be known)."""
-    return apply("broadcast_to", x, shape=tuple(int(d) for d in shape))
+    return apply1("broadcast_to", x, shape=tuple(int(d) for d in shape))
 
 
-def broadcast_like(x: Any, like: Any) -> Symbol:
+def broadcast_like(x: TensorLike, like: TensorLike) -> Symbol:
     """Repeat ``x`` to the shape ``like`` has at run time."""
-    return apply("broadcast_like", x, like)
+    return apply1("broadcast_like", x, like)
 
 
-def tile(x: Any, multiples: Sequence[int]) -> Symbol:
+def tile(x: TensorLike, multiples: Sequence[int]) -> Symbol:
     """Repeat ``x`` ``multiples[i]`` times along axis ``i``."""
-    return apply("tile", x, multiples=tuple(int(m) for m in multiples))
+    return apply1("tile", x, multiples=tuple(int(m) for m in multiples))

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.graph.op import Op, OpCost, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
 
 
 class _Source(Op):
     kind = "data_movement"
 
-    def forward(self, ctx: Any, *arrays: Any, **attrs: Any) -> Any:
+    def forward(self, ctx: ExecContext, *arrays: Array, **attrs: Any) -> Array:
         raise RuntimeError(f"{self.name} nodes are filled by the executor, not computed")
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
