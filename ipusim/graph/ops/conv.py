@@ -11,8 +11,8 @@ module registers them too and ``conv.max_pool2d`` etc. work.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
@@ -36,12 +36,16 @@ from ipusim.graph.ops.pool import (
     max_pool2d,
     max_pool2d_grad,
 )
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
 
 if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
+
+#: The AMP unit's product of one GEMM, ``product(a, b, out, accumulate)`` (see
+#: :class:`ipusim.kernels.amp.AmpProducts`).
+ProductFn: TypeAlias = Callable[[Array, Array, Array, bool], None]
 
 __all__ = [
     "PADDINGS",
@@ -83,13 +87,17 @@ class _ConvBase(Op):
     rounds_half_outputs = True
     #: Spatial dimensions of the activations (NHWC: 2).
     nd = 2
-    _normalize: Any = staticmethod(normalize_pair)
-    _geometry: Any = staticmethod(spatial_geometry)
-    kernel: Any = None
-    family: tuple = ()
+    # Pair-valued here, Triple-valued in the 3-D subclass (``nd`` decides): typed loosely.
+    _normalize: ClassVar[Callable[..., tuple[int, ...]]] = staticmethod(normalize_pair)
+    _geometry: ClassVar[Callable[..., tuple[Any, tuple[int, ...]]]] = staticmethod(spatial_geometry)
+    kernel: ClassVar[Callable[..., Array]]
+    #: The op functions of the family: (forward, backprop input, backprop filter).
+    family: ClassVar[tuple[Callable[..., Symbol], ...]] = ()
 
     @staticmethod
-    def _half_run(ctx: Any, compute: Any, round_output: bool = False) -> Any:
+    def _half_run(
+        ctx: ExecContext, compute: Callable[[ProductFn | None], Array], round_output: bool = False
+    ) -> Array:
         """Run ``compute(product)`` with AMP products when the op computes in half precision."""
         if not computes_half(ctx):
             return compute(None)
@@ -109,7 +117,9 @@ class _ConvBase(Op):
         return out
 
     @classmethod
-    def _attrs(cls, op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple:
+    def _attrs(
+        cls, op: str, strides: object, padding: object, dilation_rate: object
+    ) -> tuple[Any, str, Any]:
         """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding."""
         return (
             cls._normalize(op, "strides", strides),
@@ -119,7 +129,14 @@ class _ConvBase(Op):
 
     @classmethod
     def _apply(
-        cls, op: str, a: Any, b: Any, strides: Any, padding: Any, dilation_rate: Any, **shape: Any
+        cls,
+        op: str,
+        a: TensorLike,
+        b: TensorLike,
+        strides: object,
+        padding: object,
+        dilation_rate: object,
+        **shape: Shape,
     ) -> Symbol:
         """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
         ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
@@ -128,19 +145,32 @@ class _ConvBase(Op):
         return apply1(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
 
     @staticmethod
-    def _flops(y: TensorSpec, filter_shape: tuple) -> int:
+    def _flops(y: TensorSpec, filter_shape: Shape) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
         # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
         return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
 
     @classmethod
-    def _cost(cls, in_specs: Any, out_specs: Any, y: TensorSpec, filter_shape: tuple) -> OpCost:
+    def _cost(
+        cls,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        y: TensorSpec,
+        filter_shape: Shape,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(cls._flops(y, filter_shape), read, written, "conv")
 
     def _run(
-        self, ctx: Any, a: Any, b: Any, shapes: tuple, size: Any, attrs: tuple, round_output=False
-    ) -> Any:
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        shapes: tuple[Shape, Shape],
+        size: Shape | None,
+        attrs: tuple[object, object, object],
+        round_output: bool = False,
+    ) -> Array:
         """Run ``kernel(a, b, size, strides, dilation, pads, product)``.
 
         ``shapes`` is (the forward input's shape, the filter shape), which give the padding;
@@ -198,7 +228,7 @@ class _ConvBackpropInput(_ConvBase):
         dy: Array,
         filters: Array,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         strides: Any = 1,
         padding: Any = "VALID",
         dilation_rate: Any = 1,
@@ -229,7 +259,7 @@ class _ConvBackpropFilter(_ConvBase):
         x: Array,
         dy: Array,
         *,
-        filter_shape: tuple,
+        filter_shape: Shape,
         strides: Any = 1,
         padding: Any = "VALID",
         dilation_rate: Any = 1,
@@ -311,7 +341,7 @@ class Conv2DBackpropInput(_ConvBackpropInput):
         dy: TensorSpec,
         filters: TensorSpec,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         strides: Any = (1, 1),
         padding: Any = "VALID",
         dilation_rate: Any = (1, 1),
@@ -342,7 +372,7 @@ class Conv2DBackpropInput(_ConvBackpropInput):
 def conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
-    input_shape: tuple,
+    input_shape: Shape,
     strides: Any = (1, 1),
     padding: str = "VALID",
     dilation_rate: Any = (1, 1),
@@ -371,7 +401,7 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        filter_shape: tuple,
+        filter_shape: Shape,
         strides: Any = (1, 1),
         padding: Any = "VALID",
         dilation_rate: Any = (1, 1),
@@ -401,7 +431,7 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
 def conv2d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
-    filter_shape: tuple,
+    filter_shape: Shape,
     strides: Any = (1, 1),
     padding: str = "VALID",
     dilation_rate: Any = (1, 1),

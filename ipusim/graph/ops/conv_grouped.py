@@ -28,7 +28,7 @@ from ipusim.graph.ops._window import (
     normalize_pair,
     spatial_geometry,
 )
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import depthwise as kd
 from ipusim.kernels import grouped_conv as kg
 
@@ -59,7 +59,7 @@ def _check_positive_groups(op: str, groups: Any) -> int:
     return groups
 
 
-def _check_out_hw(op: str, out_hw: tuple, dy: TensorSpec, input_shape: tuple) -> None:
+def _check_out_hw(op: str, out_hw: Shape, dy: TensorSpec, input_shape: Shape) -> None:
     if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
         raise ConfigurationError(
             f"{op}: dy has spatial size {dy.shape[1:3]} but an input of shape "
@@ -67,7 +67,7 @@ def _check_out_hw(op: str, out_hw: tuple, dy: TensorSpec, input_shape: tuple) ->
         )
 
 
-def _check_shape4(op: str, arg: str, shape: tuple, what: str) -> None:
+def _check_shape4(op: str, arg: str, shape: Shape, what: str) -> None:
     if len(shape) != 4 or any(d is None for d in shape[1:]):
         raise ConfigurationError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
 
@@ -77,7 +77,7 @@ class _Depthwise(Op):
     kind = "conv"
 
     @staticmethod
-    def _flops(out_nhwc: TensorSpec, filter_shape: tuple) -> int:
+    def _flops(out_nhwc: TensorSpec, filter_shape: Shape) -> int:
         n, ho, wo, cm = out_nhwc.shape
         return 2 * n * ho * wo * cm * filter_shape[0] * filter_shape[1]
 
@@ -309,7 +309,7 @@ def depthwise_conv2d(
 def depthwise_conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
-    input_shape: tuple,
+    input_shape: Shape,
     strides=(1, 1),
     padding="VALID",
     dilation_rate=(1, 1),
@@ -331,7 +331,7 @@ def depthwise_conv2d_backprop_input(
 def depthwise_conv2d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
-    filter_shape: tuple,
+    filter_shape: Shape,
     strides=(1, 1),
     padding="VALID",
     dilation_rate=(1, 1),
@@ -368,7 +368,7 @@ class _Grouped(Op):
         return OpCost(2 * big.size * kh * kw * cin_per_group, read, written, "conv")
 
 
-def _check_grouped(op: str, cin: int | None, filt: tuple, groups: int, what: str) -> None:
+def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str) -> None:
     kh, kw, cin_g, cout = filt
     if cout % groups:
         raise ConfigurationError(
@@ -597,7 +597,7 @@ def grouped_conv2d(
 def grouped_conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
-    input_shape: tuple,
+    input_shape: Shape,
     groups: int,
     strides=(1, 1),
     padding="VALID",
@@ -621,7 +621,7 @@ def grouped_conv2d_backprop_input(
 def grouped_conv2d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
-    filter_shape: tuple,
+    filter_shape: Shape,
     groups: int,
     strides=(1, 1),
     padding="VALID",

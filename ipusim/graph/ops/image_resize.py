@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.ops._window import known_hw
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 TAPS = {"bilinear": 4, "nearest": 1}
 
 
-def _check(op: str, x: TensorSpec, size: tuple, method: str) -> None:
+def _check(op: str, x: TensorSpec, size: tuple[int, int], method: str) -> None:
     if x.rank != 4 or x.dtype not in FLOAT_DTYPES:
         raise ConfigurationError(
             f"{op}: expects float (N, H, W, C) images, received {x.shape} {x.dtype}"
@@ -41,7 +42,7 @@ class ImageResize(Op):
     name = "image_resize"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, size: tuple, method: str) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, size: tuple[int, int], method: str) -> TensorSpec:
         _check(self.name, x, size, method)
         if x.shape[1] is None or x.shape[2] is None:
             raise ConfigurationError(
@@ -49,11 +50,11 @@ class ImageResize(Op):
             )
         return TensorSpec((x.shape[0], int(size[0]), int(size[1]), x.shape[3]), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, size: tuple, method: str) -> Array:
-        return k.resize(x, tuple(size), method)
+    def forward(self, ctx: ExecContext, x: Array, *, size: tuple[int, int], method: str) -> Array:
+        return k.resize(x, (size[0], size[1]), method)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        hw = tuple(node.inputs[0].shape[1:3])
+        hw = known_hw(tuple(node.inputs[0].shape[1:3]))  # infer checked they are known
         return [apply1("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
 
     def cost(
@@ -71,12 +72,14 @@ class ImageResizeGrad(Op):
     name = "image_resize_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_hw: tuple, method: str) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_hw: tuple[int, int], method: str) -> TensorSpec:
         _check(self.name, dy, input_hw, method)
         return TensorSpec((dy.shape[0], int(input_hw[0]), int(input_hw[1]), dy.shape[3]), dy.dtype)
 
-    def forward(self, ctx: ExecContext, dy: Array, *, input_hw: tuple, method: str) -> Array:
-        return k.resize_grad(dy, tuple(input_hw), method)
+    def forward(
+        self, ctx: ExecContext, dy: Array, *, input_hw: tuple[int, int], method: str
+    ) -> Array:
+        return k.resize_grad(dy, (input_hw[0], input_hw[1]), method)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [

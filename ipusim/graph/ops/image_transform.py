@@ -125,7 +125,13 @@ class AugmentTransforms(Op):
     kind = "elementwise"
 
     def infer(
-        self, images: TensorSpec, *, kind: str, seed: int, bounds: tuple, same: bool = False
+        self,
+        images: TensorSpec,
+        *,
+        kind: str,
+        seed: int,
+        bounds: tuple[float, ...],
+        same: bool = False,
     ) -> TensorSpec:
         if kind not in KINDS:
             raise ConfigurationError(
@@ -140,7 +146,7 @@ class AugmentTransforms(Op):
         *,
         kind: str,
         seed: int,
-        bounds: tuple,
+        bounds: tuple[float, ...],
         same: bool = False,
     ) -> Array:
         n = images.shape[0]

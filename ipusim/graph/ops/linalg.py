@@ -9,7 +9,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
 
 
-def _matrix(shape: tuple, transpose: bool) -> tuple:
+def _matrix(shape: Shape, transpose: bool) -> Shape:
     return (shape[-1], shape[-2]) if transpose else (shape[-2], shape[-1])
 
 

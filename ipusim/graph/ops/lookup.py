@@ -39,12 +39,12 @@ class Bucketize(Op):
     name = "bucketize"
     kind = "elementwise"
 
-    def infer(self, x: TensorSpec, *, boundaries: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, boundaries: tuple[float, ...]) -> TensorSpec:
         if list(boundaries) != sorted(boundaries):
             raise ConfigurationError(f"bucketize: boundaries must be sorted, received {boundaries}")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple[float, ...]) -> Array:
         return k.bucketize(x, boundaries)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
@@ -70,8 +70,8 @@ class TableLookup(Op):
         self,
         x: TensorSpec,
         *,
-        keys: tuple,
-        values: tuple,
+        keys: tuple[object, ...],
+        values: tuple[object, ...],
         default: int,
         oov_buckets: int = 0,
         strict: bool = False,

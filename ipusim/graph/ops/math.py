@@ -14,7 +14,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ FLOPS_PER_ELEMENT: dict[str, int] = {
 
 
 # ---------------------------------------------------------------------------- helpers
-def broadcast_shape(op: str, a: tuple, b: tuple) -> tuple:
+def broadcast_shape(op: str, a: Shape, b: Shape) -> Shape:
     """NumPy broadcasting of two shapes (``None`` = unknown) with a clear error."""
     rank = max(len(a), len(b))
     a = (1,) * (rank - len(a)) + tuple(a)
@@ -92,7 +92,7 @@ def require_float(op: str, arg: str, spec: TensorSpec) -> None:
         )
 
 
-def merge_shapes(op: str, a: TensorSpec, b: TensorSpec, names: str = "dy and x") -> tuple:
+def merge_shapes(op: str, a: TensorSpec, b: TensorSpec, names: str = "dy and x") -> Shape:
     """The shape two same-shape operands share (known sizes win over ``None``), else an error."""
     if a.dtype != b.dtype:
         raise InvalidTypeError(
@@ -162,7 +162,7 @@ def unbroadcast(dy: Symbol, like: Symbol) -> Symbol:
 # ---------------------------------------------------------------------------- binary ops
 class _Binary(Op):
     kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = False
 
     def infer(self, a: TensorSpec, b: TensorSpec) -> TensorSpec:
@@ -331,7 +331,7 @@ def masked_grad(dy: TensorLike, a: TensorLike, b: TensorLike, mode: str) -> Symb
 # ---------------------------------------------------------------------------- unary ops
 class _Unary(Op):
     kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = True
 
     def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
@@ -352,7 +352,7 @@ class _UnaryGrad(Op):
     """``dx`` from ``dy`` and one saved value ``v`` (the op's input or output) of the same shape."""
 
     kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: Any) -> TensorSpec:
         require_float(self.name, "dy", dy)

@@ -14,7 +14,7 @@ from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
-from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
 from ipusim.kernels import embedding as ke
@@ -319,7 +319,7 @@ def _check_logits(op: str, logits: TensorSpec) -> None:
         )
 
 
-def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> tuple:
+def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
     if labels.dtype not in _INT_DTYPES:
         raise InvalidTypeError(
@@ -375,7 +375,7 @@ class SparseSoftmaxCrossEntropyGrad(Op):
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
-def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> tuple:
+def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
     return merge_shapes(op, labels, logits, "labels and logits")
 
@@ -547,7 +547,7 @@ class EmbeddingLookupGrad(Op):
     name = "embedding_lookup_grad"
     kind = "elementwise"
 
-    def infer(self, dy: TensorSpec, ids: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, dy: TensorSpec, ids: TensorSpec, *, shape: Shape) -> TensorSpec:
         _check_ids(self.name, ids)
         merge_shapes(
             self.name,
@@ -557,7 +557,7 @@ class EmbeddingLookupGrad(Op):
         )
         return TensorSpec(tuple(shape), dy.dtype)
 
-    def forward(self, ctx: ExecContext, dy: Array, ids: Array, *, shape: tuple) -> Array:
+    def forward(self, ctx: ExecContext, dy: Array, ids: Array, *, shape: Shape) -> Array:
         return ke.scatter_add_rows(dy, ids, tuple(shape))
 
     def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:

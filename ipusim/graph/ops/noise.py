@@ -17,7 +17,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import normalize_axes
-from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
 
@@ -33,7 +33,7 @@ DISTRIBUTIONS = ("uniform", "normal", "bernoulli")
 FLOPS_PER_ELEMENT: dict[str, int] = {"uniform": 2, "normal": 14, "bernoulli": 2}
 
 
-def _resolve(shape: tuple, like: tuple, op: str) -> tuple:
+def _resolve(shape: Shape, like: Shape, op: str) -> Shape:
     if len(shape) != len(like):
         raise ConfigurationError(f"{op}: shape {shape} needs one entry per axis of {like}")
     return tuple(d if s is None else s for s, d in zip(shape, like, strict=True))
@@ -52,7 +52,7 @@ class RandomDraw(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, distribution: str, seed: int, shape: tuple, a: float, b: float
+        self, x: TensorSpec, *, distribution: str, seed: int, shape: Shape, a: float, b: float
     ) -> TensorSpec:
         if distribution not in DISTRIBUTIONS:
             raise ConfigurationError(
@@ -66,7 +66,7 @@ class RandomDraw(Op):
         return TensorSpec(_resolve(shape, x.shape, self.name), x.dtype)
 
     def forward(
-        self, ctx: ExecContext, x: Array, *, distribution: str, seed: int, shape: tuple, a, b
+        self, ctx: ExecContext, x: Array, *, distribution: str, seed: int, shape: Shape, a, b
     ) -> Array:
         out_shape = _resolve(shape, x.shape, self.name)
         return k.draw(distribution, out_shape, seed, ctx.step, a, b, x.dtype)
@@ -89,11 +89,11 @@ class Reverse(Op):
     name = "reverse"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, axes: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axes: tuple[int, ...]) -> TensorSpec:
         normalize_axes(self.name, axes, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, axes: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, axes: tuple[int, ...]) -> Array:
         return layout.reverse(x, normalize_axes(self.name, axes, x.ndim))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:

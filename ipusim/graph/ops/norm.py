@@ -31,7 +31,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
 
@@ -44,7 +44,7 @@ def _check_float(op: str, arg: str, spec: TensorSpec) -> None:
         raise InvalidTypeError(f"{op}: {arg} must be float32 or float64, received {spec.dtype}")
 
 
-def _check_like(op: str, arg: str, spec: TensorSpec, shape: tuple, dtype: str) -> None:
+def _check_like(op: str, arg: str, spec: TensorSpec, shape: Shape, dtype: str) -> None:
     if spec.dtype != dtype:
         raise InvalidTypeError(
             f"{op}: {arg} has dtype {spec.dtype} but x has {dtype}; cast it to match"

@@ -20,7 +20,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
 
@@ -67,7 +67,7 @@ def _entry(item: Any) -> Any:
     return int(item)
 
 
-def canonical_index(key: Any, rank: int) -> tuple:
+def canonical_index(key: Any, rank: int) -> Shape:
     """``key`` as index entries covering all ``rank`` axes (``...`` and missing axes filled).
 
     Raises:
@@ -97,7 +97,7 @@ def canonical_index(key: Any, rank: int) -> tuple:
     return tuple(out)
 
 
-def _as_index(index: Any) -> tuple:
+def _as_index(index: Any) -> Shape:
     """Node attributes read back from a saved config hold lists: triples become tuples again."""
     return tuple(tuple(e) if isinstance(e, list) else e for e in index)
 

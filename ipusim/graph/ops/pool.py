@@ -19,11 +19,12 @@ from ipusim.graph.ops._window import (
     check_nhwc,
     check_same_dtype,
     known_eq,
+    known_hw,
     normalize_padding,
     normalize_pair,
     spatial_geometry,
 )
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool as kp
 
 if TYPE_CHECKING:
@@ -47,14 +48,20 @@ class _PoolBase(Op):
         return TensorSpec((x.shape[0], ho, wo, x.shape[3]), x.dtype)
 
     def _geometry(
-        self, hw: tuple, pool_size: Any, strides: Any, padding: Any
-    ) -> tuple[tuple, Pair, Pair, Pair]:
+        self, hw: Pair, pool_size: Any, strides: Any, padding: Any
+    ) -> tuple[Pair, Pair, Pair, Pair]:
+        """Output size, window, strides and padding for an input of known size ``hw``."""
         pool, strides, padding = self._attrs(pool_size, strides, padding)
         out_hw, pads = spatial_geometry(self.name, hw, pool, strides, padding)
-        return out_hw, pool, strides, pads
+        return known_hw(out_hw), pool, strides, pads
 
     def _window_cost(
-        self, in_specs, out_specs, per: TensorSpec, pool_size: Any, kind: str
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        per: TensorSpec,
+        pool_size: Any,
+        kind: str,
     ) -> OpCost:
         pool = normalize_pair(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
@@ -90,7 +97,9 @@ class MaxPool2D(_PoolBase):
         strides: Any = None,
         padding: Any = "VALID",
     ) -> Array:
-        out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+        out_hw, pool, strides, pads = self._geometry(
+            known_hw(x.shape[1:3]), pool_size, strides, padding
+        )
         return kp.max_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -141,7 +150,7 @@ class MaxPool2DGrad(_PoolBase):
         strides: Any = None,
         padding: Any = "VALID",
     ) -> Array:
-        _, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+        _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
 
     def cost(
@@ -197,7 +206,9 @@ class AvgPool2D(_PoolBase):
         strides: Any = None,
         padding: Any = "VALID",
     ) -> Array:
-        out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+        out_hw, pool, strides, pads = self._geometry(
+            known_hw(x.shape[1:3]), pool_size, strides, padding
+        )
         return kp.avg_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -225,7 +236,7 @@ class AvgPool2DGrad(_PoolBase):
         self,
         dy: TensorSpec,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         pool_size: Any,
         strides: Any = None,
         padding: Any = "VALID",
@@ -249,13 +260,14 @@ class AvgPool2DGrad(_PoolBase):
         ctx: ExecContext,
         dy: Array,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         pool_size: Any,
         strides: Any = None,
         padding: Any = "VALID",
     ) -> Array:
-        _, pool, strides, pads = self._geometry(input_shape[1:3], pool_size, strides, padding)
-        return kp.avg_pool2d_grad(dy, tuple(input_shape[1:3]), pool, strides, pads)
+        hw = known_hw(tuple(input_shape[1:3]))
+        _, pool, strides, pads = self._geometry(hw, pool_size, strides, padding)
+        return kp.avg_pool2d_grad(dy, hw, pool, strides, pads)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
@@ -283,7 +295,7 @@ def avg_pool2d(
 
 
 def avg_pool2d_grad(
-    dy: TensorLike, input_shape: tuple, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    dy: TensorLike, input_shape: Shape, pool_size: Any, strides: Any = None, padding: str = "VALID"
 ) -> Symbol:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     op = "avg_pool2d_grad"
@@ -320,7 +332,7 @@ class GlobalAvgPool2DGrad(Op):
     name = "global_avg_pool2d_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_shape: tuple) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_shape: Shape) -> TensorSpec:
         if dy.rank != 2 or len(input_shape) != 4 or not known_eq(dy.shape[1], input_shape[3]):
             raise ConfigurationError(
                 f"{self.name}: dy must be (batch, channels) matching input_shape "
@@ -329,8 +341,8 @@ class GlobalAvgPool2DGrad(Op):
             )
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: tuple) -> Array:
-        return kp.global_avg_pool2d_grad(dy, tuple(input_shape[1:3]))
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: Shape) -> Array:
+        return kp.global_avg_pool2d_grad(dy, known_hw(tuple(input_shape[1:3])))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [apply1("global_avg_pool2d", g)]
@@ -347,6 +359,6 @@ def global_avg_pool2d(x: TensorLike) -> Symbol:
     return apply1("global_avg_pool2d", x)
 
 
-def global_avg_pool2d_grad(dy: TensorLike, input_shape: tuple) -> Symbol:
+def global_avg_pool2d_grad(dy: TensorLike, input_shape: Shape) -> Symbol:
     """Gradient of :func:`global_avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     return apply1("global_avg_pool2d_grad", dy, input_shape=tuple(input_shape))

@@ -10,15 +10,15 @@ output, as the 2-D ops).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool3d as kp3
 
 if TYPE_CHECKING:
@@ -39,7 +39,9 @@ def _pool_attrs(op: str, pool_size: Any, strides: Any, padding: Any) -> dict[str
 class _Pool3DBase(Op):
     kind = "reduction"
 
-    def _geometry(self, dhw: tuple, attrs: dict[str, Any]) -> tuple[tuple, Triple, Triple, Triple]:
+    def _geometry(
+        self, dhw: Shape, attrs: dict[str, Any]
+    ) -> tuple[tuple[int | None, ...], Triple, Triple, Triple]:
         a = _pool_attrs(self.name, attrs["pool_size"], attrs.get("strides"), attrs["padding"])
         out, pads = volume_geometry(
             self.name, dhw, a["pool_size"], a["strides"], a["padding"], (1, 1, 1)
@@ -57,7 +59,13 @@ class _Pool3DBase(Op):
                 f"{self.name}: dy must have the pooled shape {expected.shape}, received {dy.shape}"
             )
 
-    def _window_cost(self, in_specs, out_specs, per: TensorSpec, pool_size: Any) -> OpCost:
+    def _window_cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        per: TensorSpec,
+        pool_size: Any,
+    ) -> OpCost:
         pool = normalize_triple(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(per.size * pool[0] * pool[1] * pool[2], read, written, self.kind)
@@ -66,7 +74,7 @@ class _Pool3DBase(Op):
 class _Pool3DForward(_Pool3DBase):
     """A forward pooling op: ``pool_kernel`` (max or average) over each window of ``x``."""
 
-    pool_kernel: Any = None
+    pool_kernel: ClassVar[Callable[..., Array]]
 
     def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
         return self._out_spec(x, attrs)
@@ -144,7 +152,7 @@ class AvgPool3DGrad(_Pool3DBase):
     name = "avg_pool3d_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_shape: tuple, **attrs: Any) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_shape: Shape, **attrs: Any) -> TensorSpec:
         if len(input_shape) != 5:
             raise ConfigurationError(
                 f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
@@ -153,9 +161,10 @@ class AvgPool3DGrad(_Pool3DBase):
         self._check_dy(dy, self._out_spec(x, attrs))
         return x
 
-    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: tuple, **attrs: Any) -> Array:
-        _, pool, strides, pads = self._geometry(tuple(input_shape[1:4]), attrs)
-        return kp3.avg_pool3d_grad(dy, tuple(input_shape[1:4]), pool, strides, pads)
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: Shape, **attrs: Any) -> Array:
+        dhw = cast(Triple, tuple(input_shape[1:4]))  # the input's volume is known at run time
+        _, pool, strides, pads = self._geometry(dhw, attrs)
+        return kp3.avg_pool3d_grad(dy, dhw, pool, strides, pads)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}

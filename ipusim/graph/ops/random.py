@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 FLOPS_PER_ELEMENT: dict[str, int] = {"dropout": 2}
 
 
-def _fits(noise_shape: tuple, shape: tuple) -> bool:
+def _fits(noise_shape: Shape, shape: Shape) -> bool:
     """Whether every noise_shape entry is 1, None or the (possibly unknown) axis size."""
     return len(noise_shape) == len(shape) and all(
         n in (None, 1) or d is None or n == d for n, d in zip(noise_shape, shape, strict=True)
@@ -47,7 +47,7 @@ class Dropout(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, rate: float, seed: int, noise_shape: tuple | None = None
+        self, x: TensorSpec, *, rate: float, seed: int, noise_shape: Shape | None = None
     ) -> TensorSpec:
         if x.dtype not in FLOAT_DTYPES:
             raise InvalidTypeError(f"dropout: x must be a float tensor, received dtype {x.dtype}")
@@ -67,7 +67,7 @@ class Dropout(Op):
         *,
         rate: float,
         seed: int,
-        noise_shape: tuple | None = None,
+        noise_shape: Shape | None = None,
     ) -> Array:
         if not ctx.training or rate == 0.0:
             return x

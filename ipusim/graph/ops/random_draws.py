@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class RandomDraw(Op):
     def infer(
         self,
         *,
-        shape: tuple,
+        shape: Shape,
         dist: str,
         a: float,
         b: float,

@@ -20,7 +20,7 @@ from ipusim.graph.ops.math import (
     normalize_axes,
     require_float,
 )
-from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 from ipusim.kernels import reduce as kr
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
 
 
-def _reduced_shape(shape: tuple, axes: tuple[int, ...], keepdims: bool) -> tuple:
+def _reduced_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
@@ -36,7 +36,7 @@ def _reduced_shape(shape: tuple, axes: tuple[int, ...], keepdims: bool) -> tuple
 
 class _Reduce(Op):
     kind = "reduction"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(self, x: TensorSpec, *, axis: Any = None, keepdims: bool = False) -> TensorSpec:
         require_float(self.name, "x", x)
@@ -156,10 +156,10 @@ class SumToShape(Op):
     name = "sum_to_shape"
     kind = "reduction"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, shape: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
         lead = x.ndim - len(shape)
         known = tuple(x.shape[lead + i] if d is None else d for i, d in enumerate(shape))
         return k.sum_to_shape(x, known)
@@ -168,7 +168,7 @@ class SumToShape(Op):
         return [apply1("broadcast_like", dy, node.inputs[0])]
 
     def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, shape: tuple
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, shape: Shape
     ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")

@@ -87,7 +87,7 @@ class ResizeGrad(Op):
     kind = "conv"
 
     def infer(
-        self, dy: TensorSpec, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+        self, dy: TensorSpec, *, input_hw: tuple[int, int], scale: Any, method: Any = "bilinear"
     ) -> TensorSpec:
         check_nhwc(self.name, "dy", dy)
         (sh, sw), _ = _attrs(self.name, scale, method)
@@ -100,9 +100,15 @@ class ResizeGrad(Op):
         return TensorSpec((dy.shape[0], h, w, dy.shape[3]), dy.dtype)
 
     def forward(
-        self, ctx: ExecContext, dy: Array, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        *,
+        input_hw: tuple[int, int],
+        scale: Any,
+        method: Any = "bilinear",
     ) -> Array:
-        return kr.resize_grad(dy, tuple(input_hw), *_attrs(self.name, scale, method))
+        return kr.resize_grad(dy, (input_hw[0], input_hw[1]), *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}

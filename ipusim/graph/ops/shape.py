@@ -15,7 +15,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, io_bytes, register
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
-from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Reshape(_View):
 
     name = "reshape"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         target = tuple(-1 if d is None else int(d) for d in shape)
         if target.count(-1) > 1 or any(d < -1 for d in target):
             raise ConfigurationError(
@@ -89,7 +89,7 @@ class Reshape(_View):
             )
         return TensorSpec(tuple(None if d == -1 else d for d in target), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, shape: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
         target = tuple(-1 if d is None else d for d in shape)
         try:
             return x.reshape(target)
@@ -217,7 +217,7 @@ class Transpose(_Copy):
 
     name = "transpose"
 
-    def infer(self, x: TensorSpec, *, perm: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, perm: tuple[int, ...]) -> TensorSpec:
         if sorted(perm) != list(range(x.rank)):
             raise ConfigurationError(
                 f"transpose: perm {perm} is not a permutation of the {x.rank} axes "
@@ -225,7 +225,7 @@ class Transpose(_Copy):
             )
         return TensorSpec(tuple(x.shape[p] for p in perm), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, perm: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, perm: tuple[int, ...]) -> Array:
         return k.transpose(x, perm)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -291,7 +291,7 @@ class Slice(_Copy):
 
     name = "slice"
 
-    def infer(self, x: TensorSpec, *, begin: tuple, size: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, begin: tuple[int, ...], size: Shape) -> TensorSpec:
         if len(begin) != x.rank or len(size) != x.rank:
             raise ConfigurationError(
                 f"slice: begin {begin} and size {size} need one entry per axis of x "
@@ -306,7 +306,7 @@ class Slice(_Copy):
             out.append(s if s != -1 else (None if d is None else d - b))
         return TensorSpec(tuple(out), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, begin: tuple, size: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, begin: tuple[int, ...], size: Shape) -> Array:
         return k.slice_(x, begin, size)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -331,7 +331,9 @@ class Pad(_Copy):
 
     name = "pad"
 
-    def infer(self, x: TensorSpec, *, paddings: tuple, constant_values: float = 0.0) -> TensorSpec:
+    def infer(
+        self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...], constant_values: float = 0.0
+    ) -> TensorSpec:
         if len(paddings) != x.rank or any(len(p) != 2 or min(p) < 0 for p in paddings):
             raise ConfigurationError(
                 f"pad: paddings must hold one (before, after) pair of non-negative "
@@ -346,7 +348,12 @@ class Pad(_Copy):
         )
 
     def forward(
-        self, ctx: ExecContext, x: Array, *, paddings: tuple, constant_values: float = 0.0
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        paddings: tuple[tuple[int, int], ...],
+        constant_values: float = 0.0,
     ) -> Array:
         return k.pad(x, paddings, constant_values)
 
@@ -360,7 +367,7 @@ class Unpad(_Copy):
 
     name = "unpad"
 
-    def infer(self, x: TensorSpec, *, paddings: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...]) -> TensorSpec:
         return TensorSpec(
             tuple(
                 None if d is None else d - b - a
@@ -369,7 +376,9 @@ class Unpad(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: ExecContext, x: Array, *, paddings: tuple) -> Array:
+    def forward(
+        self, ctx: ExecContext, x: Array, *, paddings: tuple[tuple[int, int], ...]
+    ) -> Array:
         return k.unpad(x, paddings)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -382,14 +391,14 @@ class BroadcastTo(_Copy):
 
     name = "broadcast_to"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         if broadcast_shape(self.name, x.shape, shape) != tuple(shape):
             raise ConfigurationError(
                 f"broadcast_to: x of shape {x.shape} cannot be broadcast to {shape}"
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, shape: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
         return k.broadcast_to(x, shape)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -429,7 +438,7 @@ class Tile(_Copy):
 
     name = "tile"
 
-    def infer(self, x: TensorSpec, *, multiples: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, multiples: tuple[int, ...]) -> TensorSpec:
         if len(multiples) != x.rank or any(m < 0 for m in multiples):
             raise ConfigurationError(
                 f"tile: multiples must hold one non-negative int per axis of x "
@@ -440,7 +449,7 @@ class Tile(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: ExecContext, x: Array, *, multiples: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, multiples: tuple[int, ...]) -> Array:
         return k.tile(x, multiples)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
