@@ -114,6 +114,11 @@ def known_hw(hw: Shape) -> Pair:
     return cast(Pair, hw)
 
 
+def known_dims(shape: Shape) -> tuple[int, ...]:
+    """``shape`` of a tensor whose sizes are all known (weights, run-time arrays): no None."""
+    return cast(tuple[int, ...], shape)
+
+
 def known_eq(a: int | None, b: int | None) -> bool:
     """True unless both sizes are known and differ."""
     return a is None or b is None or a == b

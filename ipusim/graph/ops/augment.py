@@ -8,14 +8,13 @@ stream of :mod:`ipusim.kernels.random`), so the gradient op recomputes the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
@@ -43,9 +42,7 @@ def _check(op: str, x: TensorSpec, height: int, width: int) -> None:
 class _Crop(Op):
     kind = "data_movement"
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, min(read, written), written, "data_movement")
 

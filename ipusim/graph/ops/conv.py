@@ -11,13 +11,13 @@ module registers them too and ``conv.max_pool2d`` etc. work.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
     PADDINGS,
     check_nhwc,
@@ -153,8 +153,8 @@ class _ConvBase(Op):
     @classmethod
     def _cost(
         cls,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         y: TensorSpec,
         filter_shape: Shape,
     ) -> OpCost:
@@ -213,9 +213,7 @@ class _ConvForward(_ConvBase):
             backprop_filter(x, dy, filters.shape, **node.attrs),
         ]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
 
 
@@ -244,9 +242,7 @@ class _ConvBackpropInput(_ConvBase):
         conv, _, backprop_filter = self.family
         return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
 
 
@@ -274,9 +270,7 @@ class _ConvBackpropFilter(_ConvBase):
         conv, backprop_input, _ = self.family
         return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
 
 

@@ -13,17 +13,18 @@ one another, so every one is differentiable again, as for ``conv2d``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
     Pair,
     check_nhwc,
     check_same_dtype,
+    known_dims,
     known_eq,
+    known_hw,
     normalize_padding,
     normalize_pair,
     spatial_geometry,
@@ -78,12 +79,11 @@ class _Depthwise(Op):
 
     @staticmethod
     def _flops(out_nhwc: TensorSpec, filter_shape: Shape) -> int:
-        n, ho, wo, cm = out_nhwc.shape
-        return 2 * n * ho * wo * cm * filter_shape[0] * filter_shape[1]
+        n, ho, wo, cm = known_dims(out_nhwc.shape)
+        kh, kw = known_dims(filter_shape)[:2]
+        return 2 * n * ho * wo * cm * kh * kw
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # The forward output and dy (input 0 of the input gradient, input 1 of the filter
         # gradient) have the N·Ho·Wo·C·M shape; each product touches every tap once.
@@ -96,7 +96,7 @@ class _Depthwise(Op):
         return OpCost(self._flops(big, filt), read, written, "conv")
 
 
-def _check_depthwise_filters(op: str, channels: int | None, filters: TensorSpec, what: str):
+def _check_depthwise_filters(op: str, channels: int | None, filters: TensorSpec, what: str) -> None:
     check_nhwc(op, "filters", filters, "(height, width, in_channels, depth_multiplier)")
     if not known_eq(channels, filters.shape[2]):
         raise ConfigurationError(
@@ -116,9 +116,9 @@ class DepthwiseConv2D(_Depthwise):
         x: TensorSpec,
         filters: TensorSpec,
         *,
-        strides=(1, 1),
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
@@ -127,7 +127,7 @@ class DepthwiseConv2D(_Depthwise):
         (ho, wo), _ = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
         )
-        c, m = filters.shape[2], filters.shape[3]
+        c, m = known_dims(filters.shape)[2:4]  # filters have known sizes
         return TensorSpec((x.shape[0], ho, wo, c * m), x.dtype)
 
     def forward(
@@ -136,15 +136,15 @@ class DepthwiseConv2D(_Depthwise):
         x: Array,
         filters: Array,
         *,
-        strides=(1, 1),
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         out_hw, pads = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
         )
-        return kd.depthwise_conv2d(x, filters, out_hw, strides, dilation, pads)
+        return kd.depthwise_conv2d(x, filters, known_hw(out_hw), strides, dilation, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, filters = node.inputs
@@ -165,17 +165,17 @@ class DepthwiseConv2DBackpropInput(_Depthwise):
         dy: TensorSpec,
         filters: TensorSpec,
         *,
-        input_shape,
-        strides=(1, 1),
+        input_shape: Shape,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, dy, filters)
         _check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
         _check_depthwise_filters(self.name, input_shape[3], filters, "input_shape")
-        c, m = filters.shape[2], filters.shape[3]
+        c, m = known_dims(filters.shape)[2:4]  # filters have known sizes
         if not known_eq(dy.shape[3], c * m):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters give {c}·{m} = {c * m}"
@@ -192,17 +192,17 @@ class DepthwiseConv2DBackpropInput(_Depthwise):
         dy: Array,
         filters: Array,
         *,
-        input_shape,
-        strides=(1, 1),
+        input_shape: Shape,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
         )
         return kd.depthwise_conv2d_backprop_input(
-            dy, filters, tuple(input_shape[1:]), strides, dilation, pads
+            dy, filters, cast(tuple[int, int, int], tuple(input_shape[1:])), strides, dilation, pads
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -225,10 +225,10 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        filter_shape,
-        strides=(1, 1),
+        filter_shape: Shape,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
@@ -241,11 +241,12 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
                 f"depth_multiplier), received {filter_shape!r}"
             )
         fspec = TensorSpec(filter_shape, x.dtype)
+        channels = known_dims(filter_shape)[2] * known_dims(filter_shape)[3]
         _check_depthwise_filters(self.name, x.shape[3], fspec, "x")
-        if not known_eq(dy.shape[3], filter_shape[2] * filter_shape[3]):
+        if not known_eq(dy.shape[3], channels):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape} "
-                f"gives {filter_shape[2] * filter_shape[3]}"
+                f"gives {channels}"
             )
         out_hw, _ = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
@@ -259,17 +260,17 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
         x: Array,
         dy: Array,
         *,
-        filter_shape,
-        strides=(1, 1),
+        filter_shape: Shape,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
         )
         return kd.depthwise_conv2d_backprop_filter(
-            x, dy, tuple(filter_shape), strides, dilation, pads
+            x, dy, cast(tuple[int, int, int, int], tuple(filter_shape)), strides, dilation, pads
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -310,9 +311,9 @@ def depthwise_conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
     input_shape: Shape,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`depthwise_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "depthwise_conv2d_backprop_input"
@@ -332,9 +333,9 @@ def depthwise_conv2d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
     filter_shape: Shape,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`depthwise_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "depthwise_conv2d_backprop_filter"
@@ -354,9 +355,7 @@ def depthwise_conv2d_backprop_filter(
 class _Grouped(Op):
     kind = "conv"
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
         big, filt = {
@@ -364,12 +363,12 @@ class _Grouped(Op):
             "grouped_conv2d_backprop_input": (in_specs[0], in_specs[1].shape),
             "grouped_conv2d_backprop_filter": (in_specs[1], out_specs[0].shape),
         }[self.name]
-        kh, kw, cin_per_group, _ = filt
+        kh, kw, cin_per_group, _ = known_dims(filt)
         return OpCost(2 * big.size * kh * kw * cin_per_group, read, written, "conv")
 
 
 def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str) -> None:
-    kh, kw, cin_g, cout = filt
+    kh, kw, cin_g, cout = known_dims(filt)  # filters have known sizes
     if cout % groups:
         raise ConfigurationError(
             f"{op}: the filters' {cout} output channels do not split into groups={groups}; "
@@ -393,10 +392,10 @@ class GroupedConv2D(_Grouped):
         x: TensorSpec,
         filters: TensorSpec,
         *,
-        groups,
-        strides=(1, 1),
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
@@ -415,16 +414,16 @@ class GroupedConv2D(_Grouped):
         x: Array,
         filters: Array,
         *,
-        groups,
-        strides=(1, 1),
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         out_hw, pads = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
         )
-        return kg.grouped_conv2d(x, filters, groups, out_hw, strides, dilation, pads)
+        return kg.grouped_conv2d(x, filters, groups, known_hw(out_hw), strides, dilation, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, filters = node.inputs
@@ -445,11 +444,11 @@ class GroupedConv2DBackpropInput(_Grouped):
         dy: TensorSpec,
         filters: TensorSpec,
         *,
-        input_shape,
-        groups,
-        strides=(1, 1),
+        input_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
@@ -474,18 +473,24 @@ class GroupedConv2DBackpropInput(_Grouped):
         dy: Array,
         filters: Array,
         *,
-        input_shape,
-        groups,
-        strides=(1, 1),
+        input_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
         )
         return kg.grouped_conv2d_backprop_input(
-            dy, filters, groups, tuple(input_shape[1:]), strides, dilation, pads
+            dy,
+            filters,
+            groups,
+            cast(tuple[int, int, int], tuple(input_shape[1:])),
+            strides,
+            dilation,
+            pads,
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -508,11 +513,11 @@ class GroupedConv2DBackpropFilter(_Grouped):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        filter_shape,
-        groups,
-        strides=(1, 1),
+        filter_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
@@ -542,18 +547,18 @@ class GroupedConv2DBackpropFilter(_Grouped):
         x: Array,
         dy: Array,
         *,
-        filter_shape,
-        groups,
-        strides=(1, 1),
+        filter_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
         padding: str = "VALID",
-        dilation_rate=(1, 1),
+        dilation_rate: object = (1, 1),
     ) -> Array:
         strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
         )
         return kg.grouped_conv2d_backprop_filter(
-            x, dy, groups, tuple(filter_shape[:2]), strides, dilation, pads
+            x, dy, groups, known_hw(tuple(filter_shape[:2])), strides, dilation, pads
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -599,9 +604,9 @@ def grouped_conv2d_backprop_input(
     filters: TensorLike,
     input_shape: Shape,
     groups: int,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "grouped_conv2d_backprop_input"
@@ -623,9 +628,9 @@ def grouped_conv2d_backprop_filter(
     dy: TensorLike,
     filter_shape: Shape,
     groups: int,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "grouped_conv2d_backprop_filter"

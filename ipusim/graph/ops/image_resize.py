@@ -7,12 +7,11 @@ gradient scatters them back (:mod:`ipusim.cost.compute` costs both as gathers / 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import known_hw
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
@@ -57,9 +56,7 @@ class ImageResize(Op):
         hw = known_hw(tuple(node.inputs[0].shape[1:3]))  # infer checked they are known
         return [apply1("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         flops = 2 * TAPS[attrs["method"]] * out_specs[0].size if attrs["method"] != "nearest" else 0
         return OpCost(flops, read, written, "data_movement")
@@ -91,9 +88,7 @@ class ImageResizeGrad(Op):
             )
         ]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * TAPS[attrs["method"]] * in_specs[0].size, read, written, "data_movement")
 

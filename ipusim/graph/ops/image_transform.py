@@ -8,14 +8,13 @@ image_grad.py), not the exact adjoint of the bilinear sampling, so training matc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_transform as k
 from ipusim.kernels import random as kr
@@ -83,9 +82,7 @@ class ImageTransform(Op):
         attrs = dict(node.attrs, fill_value=0.0, inverse=not node.attrs.get("inverse", False))
         return [apply1("image_transform", dy, node.inputs[1], **attrs), None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         flops = FLOPS_PER_ELEMENT[attrs["interpolation"]] * out_specs[0].size
         return OpCost(flops, read, written, "elementwise")
@@ -161,9 +158,7 @@ class AugmentTransforms(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         # A few dozen scalar operations per image (two draws, a sine and a cosine). E
         return OpCost(
             32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32,

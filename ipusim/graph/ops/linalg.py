@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
@@ -87,8 +86,8 @@ class BatchMatMul(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         transpose_a: bool = False,
         transpose_b: bool = False,

@@ -6,14 +6,14 @@ Gradient rules that need a shape op (``expand_dims``, ``broadcast_like``) call i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 
@@ -144,8 +144,8 @@ def axis_attr(axis: Any) -> Any:
 
 def _elementwise_cost(
     name: str,
-    in_specs: Sequence[TensorSpec],
-    out_specs: Sequence[TensorSpec],
+    in_specs: Specs,
+    out_specs: Specs,
     kind: str = "elementwise",
 ) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
@@ -177,7 +177,7 @@ class _Binary(Op):
     def forward(self, ctx: ExecContext, a: Array, b: Array) -> Array:
         return self.kernel_fn(a, b)
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -282,9 +282,7 @@ class MaskedGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, a: Array, b: Array, *, mode: str) -> Array:
         return k.masked_grad(dy, a, b, mode)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -342,9 +340,7 @@ class _Unary(Op):
     def forward(self, ctx: ExecContext, x: Array, **attrs: Any) -> Array:
         return self.kernel_fn(x, **attrs)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -361,9 +357,7 @@ class _UnaryGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: Any) -> Array:
         return self.kernel_fn(dy, v, **attrs)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -610,9 +604,7 @@ class Cast(Op):
             return [cast(dy, x.dtype)]
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -627,7 +619,7 @@ class _PassThrough(Op):
     def forward(self, ctx: ExecContext, x: Array) -> Array:
         return x
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 

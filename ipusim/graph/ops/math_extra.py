@@ -10,12 +10,11 @@ TensorFlow's own gradient functions are; rounding ops have none, as in TensorFlo
 from __future__ import annotations
 
 import math as _math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
     broadcast_shape,
     divide,
@@ -149,9 +148,7 @@ class UnaryMath(Op):
             return [None]
         return [multiply(dy, _unary_derivative(fn, node.inputs[0], node.outputs[0]))]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, fn: str
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, fn: str) -> OpCost:
         return _elementwise(UNARY_FLOPS[fn], in_specs, out_specs)
 
 
@@ -174,9 +171,7 @@ class Predicate(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _elementwise(1, in_specs, out_specs)
 
 
@@ -220,9 +215,7 @@ class BinaryMath(Op):
         db = multiply(dy, multiply(node.outputs[0], log_a))
         return [unbroadcast(da, a), unbroadcast(db, b)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, fn: str
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, fn: str) -> OpCost:
         return _elementwise(BINARY_FLOPS[fn], in_specs, out_specs)
 
 
@@ -265,7 +258,7 @@ class Select(Op):
             unbroadcast(select(cond, zero, dy), b),
         ]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _elementwise(1, in_specs, out_specs)
 
 

@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
 from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
@@ -133,8 +132,8 @@ class MatMul(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         transpose_a: bool = False,
         transpose_b: bool = False,
@@ -216,7 +215,7 @@ class BiasAddGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array) -> Array:
         return k.bias_add_grad(dy)
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -244,9 +243,7 @@ class _Softmax(Op):
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -352,7 +349,7 @@ class SparseSoftmaxCrossEntropy(Op):
         labels, logits = node.inputs
         return [None, apply1("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -371,7 +368,7 @@ class SparseSoftmaxCrossEntropyGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy_grad(dy, labels, logits)
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -400,7 +397,7 @@ class SoftmaxCrossEntropy(Op):
             for w in ("labels", "logits")
         ]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -428,9 +425,7 @@ class SoftmaxCrossEntropyGrad(Op):
     ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -457,7 +452,7 @@ class SigmoidCrossEntropy(Op):
             apply1("sigmoid_cross_entropy_grad", dy, labels, logits),
         ]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -477,7 +472,7 @@ class SigmoidCrossEntropyGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy_grad_logits(dy, labels, logits)
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -534,7 +529,7 @@ class EmbeddingLookup(Op):
             )
         return [apply1("embedding_lookup_grad", dy, ids, shape=params.shape), None]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         # Only the gathered rows of params are read, plus the ids.
         read = in_specs[1].nbytes + out_specs[0].nbytes
         return OpCost(0, read, out_specs[0].nbytes, "data_movement")
@@ -565,9 +560,7 @@ class EmbeddingLookupGrad(Op):
         # (tf.scatter_nd / unsorted_segment_sum are built on this op).
         return [apply1("embedding_lookup", d_out, node.inputs[1]), None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _cost(self.name, in_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -592,9 +585,7 @@ class OneHot(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 

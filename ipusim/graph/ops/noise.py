@@ -10,12 +10,11 @@ into that input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import normalize_axes
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import layout
@@ -74,9 +73,7 @@ class RandomDraw(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         written = out_specs[0].nbytes  # only x's shape is read, not its data
         flops = FLOPS_PER_ELEMENT[attrs["distribution"]] * out_specs[0].size
         return OpCost(flops, 0, written, "elementwise")
@@ -99,9 +96,7 @@ class Reverse(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [reverse(dy, node.attrs["axes"])]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 

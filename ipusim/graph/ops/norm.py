@@ -22,7 +22,6 @@ backward ``dx = γ·dy/√(var + ε)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +29,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
@@ -143,8 +142,8 @@ class BatchNorm(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         training: bool,
         **attrs: Any,
@@ -264,8 +263,8 @@ class BatchNormGrad(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         training: bool,
         **attrs: Any,
@@ -334,9 +333,7 @@ class LayerNorm(Op):
         x, gamma, _ = node.inputs
         return list(apply_multi("layer_norm_grad", dy, x, gamma, **node.attrs))
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
@@ -422,8 +419,6 @@ class LayerNormGrad(Op):
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(14 * in_specs[1].size, read, written, "reduction")

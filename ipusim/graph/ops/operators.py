@@ -12,14 +12,13 @@ reads and writes (Poplar copies the selected region).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
@@ -138,9 +137,7 @@ class StridedSlice(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(out_specs, out_specs)  # only the selected region is read
         return OpCost(0, read, written, "data_movement")
 
@@ -161,9 +158,7 @@ class StridedSliceGrad(Op):
     def gradient(self, node: Node, ddx: Symbol) -> list[Symbol | None]:
         return [apply1("strided_slice", ddx, index=node.attrs["index"]), None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)  # ``like`` gives its shape only
         return OpCost(0, read, written, "data_movement")
 
@@ -216,9 +211,7 @@ class Floor(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
 

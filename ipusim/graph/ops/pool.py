@@ -8,12 +8,11 @@ window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
     Pair,
     check_nhwc,
@@ -57,8 +56,8 @@ class _PoolBase(Op):
 
     def _window_cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         per: TensorSpec,
         pool_size: Any,
         kind: str,
@@ -107,8 +106,8 @@ class MaxPool2D(_PoolBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -155,8 +154,8 @@ class MaxPool2DGrad(_PoolBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -216,8 +215,8 @@ class AvgPool2D(_PoolBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -275,8 +274,8 @@ class AvgPool2DGrad(_PoolBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -320,7 +319,7 @@ class GlobalAvgPool2D(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -347,9 +346,7 @@ class GlobalAvgPool2DGrad(Op):
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [apply1("global_avg_pool2d", g)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "data_movement")
 

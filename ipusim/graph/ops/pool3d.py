@@ -10,12 +10,12 @@ output, as the 2-D ops).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
 from ipusim.graph.spec import Array, Shape, TensorSpec
@@ -61,8 +61,8 @@ class _Pool3DBase(Op):
 
     def _window_cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         per: TensorSpec,
         pool_size: Any,
     ) -> OpCost:
@@ -85,8 +85,8 @@ class _Pool3DForward(_Pool3DBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -125,8 +125,8 @@ class MaxPool3DGrad(_Pool3DBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,
@@ -172,8 +172,8 @@ class AvgPool3DGrad(_Pool3DBase):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         pool_size: Any,
         **attrs: Any,

@@ -9,12 +9,11 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
@@ -84,9 +83,7 @@ class Dropout(Op):
         # Same op, same seed, same step: the identical mask and scale applied to dy.
         return [apply1("dropout", dy, **node.attrs)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(
             FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size, read, written, "elementwise"

@@ -8,12 +8,11 @@ which TensorFlow does not differentiate either).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
 
@@ -64,8 +63,8 @@ class RandomDraw(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         dist: str,
         **attrs: Any,
@@ -97,9 +96,7 @@ class RandomCategorical(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         classes = in_specs[0].shape[1] or 1
         # exp per class per sample (4 FLOPs each) plus the running sum (E).

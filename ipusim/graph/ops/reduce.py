@@ -5,14 +5,14 @@ Split from :mod:`ipusim.graph.ops.math`, which re-exports every public name defi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
     FLOPS_PER_ELEMENT,
     axis_attr,
@@ -48,9 +48,7 @@ class _Reduce(Op):
     ) -> Array:
         return self.kernel_fn(x, normalize_axes(self.name, axis, x.ndim), keepdims)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(FLOPS_PER_ELEMENT[self.name] * in_specs[0].size, read, written, "reduction")
 
@@ -104,9 +102,7 @@ class _ReduceGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(want, x.dtype), "dy and the reduced x")
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         # x is read only for its shape by reduce_mean_grad; reduce_max_grad compares against it.
         read_specs = in_specs if self.name == "reduce_max_grad" else in_specs[:1]
         read, written = io_bytes(read_specs, out_specs)
@@ -167,9 +163,7 @@ class SumToShape(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("broadcast_like", dy, node.inputs[0])]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, shape: Shape
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, shape: Shape) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -199,9 +193,7 @@ class Argmax(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 

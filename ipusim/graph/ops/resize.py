@@ -13,12 +13,11 @@ convolution.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
@@ -69,8 +68,8 @@ class Resize(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         scale: Any,
         method: str = "bilinear",
@@ -116,8 +115,8 @@ class ResizeGrad(Op):
 
     def cost(
         self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         scale: Any,
         method: str = "bilinear",

@@ -22,7 +22,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
-from ipusim.graph.op import VARIADIC, Op, OpCost, io_bytes, register
+from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import rnn as k
@@ -89,9 +89,7 @@ class UnstackTime(Op):
         parts = [_zeros_for(dy, out) for dy, out in zip(dys, node.outputs, strict=True)]
         return [apply1("stack_time", *parts, axis=node.attrs["axis"])]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         # popnn slices its input sequence in place (RnnSlice): no copy.
         return OpCost(0, 0, 0, "data_movement")
 
@@ -121,9 +119,7 @@ class StackTime(Op):
     def gradient(self, node: Node, dy: Symbol) -> Sequence[Symbol]:
         return apply_multi("unstack_time", dy, axis=node.attrs["axis"])
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 
@@ -144,9 +140,7 @@ class RnnZeros(Op):
     def gradient(self, node: Node, dy: Symbol | None) -> list[None]:
         return [None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
@@ -173,9 +167,7 @@ class RnnCarry(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [dy]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
@@ -203,9 +195,7 @@ def zero_state(like: TensorLike, units: int) -> Symbol:
 class _Cell(Op):
     kind = "elementwise"
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         state = min((*in_specs, *out_specs), key=lambda s: s.size)
         return OpCost(self.flops_per_unit * state.size, read, written, "elementwise")

@@ -9,12 +9,11 @@ picked (a one-hot product, no gradient for the indices).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import divide, multiply, normalize_axes, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
@@ -71,9 +70,7 @@ class Scan(Op):
             return [apply1("scan", dy, **back)]
         return [divide(apply1("scan", multiply(dy, node.outputs[0]), **back), x)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "elementwise")
 
@@ -128,9 +125,7 @@ class TopK(Op):
         spread = multiply(hot, apply1("expand_dims", dy, axis=-1))
         return [apply1("reduce_sum", spread, axis=-2, keepdims=False)]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], *, k: int
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, k: int) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         n = in_specs[0].shape[-1] or 1
         # A partial selection: about log2(k)+1 comparisons per element (E).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
@@ -33,9 +33,7 @@ def _known_prod(dims: Sequence[int | None]) -> int:
 class _View(Op):
     kind = "data_movement"
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -45,9 +43,7 @@ class _View(Op):
 class _Copy(Op):
     kind = "data_movement"
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(0, read, written, "data_movement")
 
@@ -425,9 +421,7 @@ class BroadcastLike(_Copy):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, read, written, "data_movement")
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ipusim.graph.op import Op, OpCost, register
+from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.spec import Array, TensorSpec
 
 if TYPE_CHECKING:
@@ -20,9 +19,7 @@ class _Source(Op):
     def forward(self, ctx: ExecContext, *arrays: Array, **attrs: Any) -> Array:
         raise RuntimeError(f"{self.name} nodes are filled by the executor, not computed")
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
