@@ -8,6 +8,7 @@ image_grad.py), not the exact adjoint of the bilinear sampling, so training matc
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,9 +71,9 @@ class ImageTransform(Op):
         images: Array,
         transforms: Array,
         *,
-        interpolation,
-        fill_mode,
-        fill_value,
+        interpolation: str,
+        fill_mode: str,
+        fill_value: float,
         inverse: bool = False,
     ) -> Array:
         maps = k.invert(transforms) if inverse else transforms
@@ -188,7 +189,7 @@ def image_transform(
 
 
 def augment_transforms(
-    images: TensorLike, kind: str, seed: int, bounds: TensorLike, same: bool = False
+    images: TensorLike, kind: str, seed: int, bounds: Iterable[float], same: bool = False
 ) -> Symbol:
     """Random maps (batch, 8) for ``images`` (see :class:`AugmentTransforms`)."""
     return apply1(

@@ -9,7 +9,8 @@ each, a binary search per element (:mod:`ipusim.kernels.lookup`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
 
 
-def _search_cost(in_specs, out_specs, table: int) -> OpCost:
+def _search_cost(in_specs: Specs, out_specs: Specs, table: int) -> OpCost:
     # One compare and branch per step of the binary search: ceil(log2(table + 1)) steps. D
     read, written = io_bytes(in_specs, out_specs)
     steps = max(1, math.ceil(math.log2(table + 1)))
@@ -44,7 +45,7 @@ class Bucketize(Op):
         return TensorSpec(x.shape, "int64")
 
     def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple[float, ...]) -> Array:
-        return k.bucketize(x, boundaries)
+        return k.bucketize(x, np.asarray(boundaries, np.float64))
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
@@ -67,8 +68,8 @@ class TableLookup(Op):
         self,
         x: TensorSpec,
         *,
-        keys: tuple[object, ...],
-        values: tuple[object, ...],
+        keys: tuple[int, ...],
+        values: tuple[int, ...],
         default: int,
         oov_buckets: int = 0,
         strict: bool = False,
@@ -86,13 +87,14 @@ class TableLookup(Op):
         ctx: ExecContext,
         x: Array,
         *,
-        keys,
-        values,
-        default,
+        keys: tuple[int, ...],
+        values: tuple[int, ...],
+        default: int,
         oov_buckets: int = 0,
         strict: bool = False,
     ) -> Array:
-        out = k.lookup(x, keys, values, default, oov_buckets)
+        table = np.asarray(keys, np.int64), np.asarray(values, np.int64)
+        out = k.lookup(x, *table, default, oov_buckets)
         absent = ~np.isin(x, np.asarray(keys, dtype=np.int64)) if strict else None
         if absent is not None and absent.any():
             missing = sorted({int(v) for v in np.asarray(x)[absent]})[:10]
@@ -145,15 +147,15 @@ def hash_bucket(x: TensorLike, num_bins: int) -> Symbol:
     return apply1("hash_bucket", x, num_bins=int(num_bins))
 
 
-def bucketize(x: TensorLike, boundaries: Any) -> Symbol:
+def bucketize(x: TensorLike, boundaries: Iterable[float]) -> Symbol:
     """Bucket index of each element for sorted ``boundaries`` (``tf.raw_ops.Bucketize``)."""
     return apply1("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
 
 
 def table_lookup(
     x: TensorLike,
-    keys: TensorLike,
-    values: TensorLike,
+    keys: Iterable[SupportsInt],
+    values: Iterable[SupportsInt],
     default: int,
     oov_buckets: int = 0,
     strict: bool = False,

@@ -10,11 +10,13 @@ into that input.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import normalize_axes
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import layout
@@ -65,10 +67,18 @@ class RandomDraw(Op):
         return TensorSpec(_resolve(shape, x.shape, self.name), x.dtype)
 
     def forward(
-        self, ctx: ExecContext, x: Array, *, distribution: str, seed: int, shape: Shape, a, b
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        distribution: str,
+        seed: int,
+        shape: Shape,
+        a: float,
+        b: float,
     ) -> Array:
         out_shape = _resolve(shape, x.shape, self.name)
-        return k.draw(distribution, out_shape, seed, ctx.step, a, b, x.dtype)
+        return k.draw(distribution, known_dims(out_shape), seed, ctx.step, a, b, x.dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
@@ -102,7 +112,12 @@ class Reverse(Op):
 
 
 def random_draw(
-    x: TensorLike, distribution: str, seed: int, shape: Any = None, a: float = 0.0, b: float = 1.0
+    x: TensorOperators,
+    distribution: str,
+    seed: int,
+    shape: Sequence[int | None] | None = None,
+    a: float = 0.0,
+    b: float = 1.0,
 ) -> Symbol:
     """Random numbers for a training step (see :class:`RandomDraw`).
 
@@ -126,7 +141,7 @@ def random_draw(
     )
 
 
-def reverse(x: TensorLike, axes: TensorLike) -> Symbol:
+def reverse(x: TensorLike, axes: int | Iterable[int]) -> Symbol:
     """``x`` reversed along ``axes`` (an int or a sequence of ints)."""
     axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
     return apply1("reverse", x, axes=axes)

@@ -204,7 +204,7 @@ def batch_norm(
         ``(y, mean, variance)``: the normalised tensor and the statistics used (batch mean and
         biased batch variance when training; the moving statistics otherwise).
     """
-    return apply_multi(
+    y, mean, variance = apply_multi(
         "batch_norm",
         x,
         gamma,
@@ -215,6 +215,7 @@ def batch_norm(
         epsilon=_check_epsilon("batch_norm", epsilon),
         axis=axis,
     )
+    return y, mean, variance
 
 
 @register

@@ -9,6 +9,7 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
@@ -90,7 +91,9 @@ class Dropout(Op):
         )
 
 
-def dropout(x: TensorLike, rate: float, seed: int, noise_shape: TensorLike = None) -> Symbol:
+def dropout(
+    x: TensorLike, rate: float, seed: int, noise_shape: Sequence[int | None] | None = None
+) -> Symbol:
     """Inverted dropout: active only when the executor runs with ``training=True``.
 
     Args:

@@ -8,7 +8,8 @@ which TensorFlow does not differentiate either).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, SupportsInt
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
@@ -53,7 +54,16 @@ class RandomDraw(Op):
         return TensorSpec(tuple(shape), canonical_dtype(dtype))
 
     def forward(
-        self, ctx: ExecContext, *, shape, dist, a, b, seed, dtype, stateless: bool = False
+        self,
+        ctx: ExecContext,
+        *,
+        shape: tuple[int, ...],
+        dist: str,
+        a: float,
+        b: float,
+        seed: int,
+        dtype: str,
+        stateless: bool = False,
     ) -> Array:
         # A stateless draw depends on its seed only; others also on the execution step.
         return k.draw(tuple(shape), dist, a, b, seed, 0 if stateless else ctx.step, dtype)
@@ -104,7 +114,7 @@ class RandomCategorical(Op):
 
 
 def random_draw(
-    shape: Any,
+    shape: Iterable[SupportsInt],
     dist: str,
     a: float,
     b: float,
@@ -114,9 +124,16 @@ def random_draw(
 ) -> Symbol:
     """A random tensor of ``shape`` (see :class:`RandomDraw`); ``stateless`` draws ignore the
     execution step (``tf.random.stateless_*``)."""
-    attrs = {"shape": tuple(int(d) for d in shape), "dist": dist, "a": float(a), "b": float(b)}
-    dtype = canonical_dtype(dtype)
-    return apply1("random_tensor", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
+    return apply1(
+        "random_tensor",
+        seed=int(seed),
+        dtype=canonical_dtype(dtype),
+        stateless=bool(stateless),
+        shape=tuple(int(d) for d in shape),
+        dist=dist,
+        a=float(a),
+        b=float(b),
+    )
 
 
 def random_categorical(logits: TensorLike, num_samples: int, seed: int, dtype: object) -> Symbol:

@@ -275,8 +275,8 @@ class LstmCellGrad(_Cell):
         c_prev: Array,
         c: Array,
         *,
-        activation,
-        recurrent_activation,
+        activation: str,
+        recurrent_activation: str,
     ) -> tuple[Array, ...]:
         return k.lstm_cell_grad(dh, dc, z, c_prev, c, activation, recurrent_activation)
 
@@ -289,7 +289,7 @@ def lstm_cell(
     recurrent_activation: str = "sigmoid",
 ) -> tuple[Symbol, Symbol]:
     """One LSTM step's gates (see :class:`LstmCell`); returns ``(h, c)``."""
-    return apply_multi(
+    h, c = apply_multi(
         "lstm_cell",
         z,
         c_prev,
@@ -298,6 +298,7 @@ def lstm_cell(
             "lstm_cell", "recurrent_activation", recurrent_activation
         ),
     )
+    return h, c
 
 
 # ------------------------------------------------------------------------------------- GRU
@@ -372,8 +373,8 @@ class GruCellGrad(_Cell):
         hg: Array,
         h_prev: Array,
         *,
-        activation,
-        recurrent_activation,
+        activation: str,
+        recurrent_activation: str,
     ) -> tuple[Array, ...]:
         return k.gru_cell_grad(dh, xg, hg, h_prev, activation, recurrent_activation)
 

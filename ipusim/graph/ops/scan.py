@@ -77,14 +77,16 @@ class Scan(Op):
 
 def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
     """Cumulative sum of ``x`` along ``axis``."""
-    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
-    return apply1("scan", x, product=False, **attrs)
+    return apply1(
+        "scan", x, product=False, axis=int(axis), exclusive=bool(exclusive), reverse=bool(reverse)
+    )
 
 
 def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
     """Cumulative product of ``x`` along ``axis``."""
-    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
-    return apply1("scan", x, product=True, **attrs)
+    return apply1(
+        "scan", x, product=True, axis=int(axis), exclusive=bool(exclusive), reverse=bool(reverse)
+    )
 
 
 @register
@@ -116,7 +118,9 @@ class TopK(Op):
 
         return run(x, k)
 
-    def gradient(self, node: Node, dy: Symbol | None, d_indices: Symbol = None) -> list[Any]:
+    def gradient(
+        self, node: Node, dy: Symbol | None, d_indices: Symbol | None = None
+    ) -> list[Symbol | None]:
         x = node.inputs[0]
         if dy is None or x.dtype not in ("float16", "float32", "float64"):
             return [None]
@@ -135,7 +139,8 @@ class TopK(Op):
 
 def top_k(x: TensorLike, k: int = 1) -> tuple[Symbol, Symbol]:
     """``(values, indices)`` of the ``k`` largest entries of the last axis."""
-    return apply_multi("top_k", x, k=int(k))
+    values, indices = apply_multi("top_k", x, k=int(k))
+    return values, indices
 
 
 __all__ = ["cumprod", "cumsum", "top_k"]
