@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import TensorSpec
@@ -112,9 +112,10 @@ class Op:
 
 
 _REGISTRY: dict[str, Op] = {}
+OpType = TypeVar("OpType", bound=type[Op])
 
 
-def register(cls: type[Op]) -> type[Op]:
+def register(cls: OpType) -> OpType:
     """Class decorator: instantiate the op once and register it under ``cls.name``."""
     if not cls.name:
         raise TypeError(f"{cls.__name__} must set a non-empty `name`")

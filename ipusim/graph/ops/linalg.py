@@ -8,6 +8,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
@@ -93,7 +94,7 @@ class BatchMatMul(Op):
         transpose_b: bool = False,
     ) -> OpCost:
         a = in_specs[0]
-        k_dim = _matrix(a.shape, transpose_a)[1]
+        k_dim = known_dims(_matrix(a.shape, transpose_a))[1]  # costed shapes are known
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * out_specs[0].size * k_dim, read, written, "matmul")
 

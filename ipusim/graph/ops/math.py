@@ -361,7 +361,7 @@ class _UnaryGrad(Op):
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
-def _grad_op(op_name: str, fn: Callable) -> type[_UnaryGrad]:
+def _grad_op(op_name: str, fn: Callable[..., Array]) -> type[_UnaryGrad]:
     cls = type(
         op_name.title().replace("_", ""),
         (_UnaryGrad,),
@@ -495,7 +495,8 @@ class Clip(_Unary):
     name = "clip"
     kernel_fn = staticmethod(k.clip)
 
-    def infer(self, x: TensorSpec, *, lo: float, hi: float) -> TensorSpec:
+    # Clip's attributes are its own (as every op's are; see Op's base signatures).
+    def infer(self, x: TensorSpec, *, lo: float, hi: float) -> TensorSpec:  # type: ignore[override]
         if not lo <= hi:
             raise ConfigurationError(f"clip: lo ({lo}) must not exceed hi ({hi})")
         return super().infer(x)

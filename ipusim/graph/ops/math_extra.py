@@ -138,7 +138,8 @@ class UnaryMath(Op):
     def forward(self, ctx: ExecContext, x: Array, *, fn: str) -> Array:
         if x.dtype.kind in "iu":
             if fn == "sign":
-                return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+                sign: Array = (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+                return sign
             return x.copy()  # floor / ceil / round of an integer is itself
         return k.unary(x, fn)
 

@@ -11,6 +11,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
 from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
@@ -140,8 +141,8 @@ class MatMul(Op):
         **_: float,
     ) -> OpCost:
         a = in_specs[0]
-        k_dim = a.shape[0] if transpose_a else a.shape[1]
-        m, n = out_specs[0].shape
+        k_dim = known_dims(a.shape)[0 if transpose_a else 1]  # costed shapes are known
+        m, n = known_dims(out_specs[0].shape)
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * m * n * k_dim, read, written, "matmul")
 
@@ -225,7 +226,7 @@ def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
     return apply1("bias_add", x, bias)
 
 
-def _cost(name: str, size: int, in_specs, out_specs, kind: str) -> OpCost:
+def _cost(name: str, size: int, in_specs: Specs, out_specs: Specs, kind: str) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
     return OpCost(FLOPS_PER_ELEMENT[name] * size, read, written, kind)
 
@@ -276,7 +277,10 @@ class LogSoftmax(_Softmax):
 class _SoftmaxGrad(_Softmax):
     """Gradient from ``dy`` and the forward output ``y``."""
 
-    def infer(self, dy: TensorSpec, y: TensorSpec, *, axis: int = -1) -> TensorSpec:
+    # The gradient takes (dy, y) where the softmax takes x: its own inputs, as every op's are.
+    def infer(  # type: ignore[override]
+        self, dy: TensorSpec, y: TensorSpec, *, axis: int = -1
+    ) -> TensorSpec:
         shape = merge_shapes(self.name, dy, y, "dy and y")
         return super().infer(TensorSpec(shape, dy.dtype), axis=axis)
 
@@ -553,7 +557,7 @@ class EmbeddingLookupGrad(Op):
         return TensorSpec(tuple(shape), dy.dtype)
 
     def forward(self, ctx: ExecContext, dy: Array, ids: Array, *, shape: Shape) -> Array:
-        return ke.scatter_add_rows(dy, ids, tuple(shape))
+        return ke.scatter_add_rows(dy, ids, known_dims(tuple(shape)))
 
     def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:
         # A scatter-add is linear in dy: its gradient gathers the same rows back

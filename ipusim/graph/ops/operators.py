@@ -12,14 +12,15 @@ reads and writes (Poplar copies the selected region).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
-from ipusim.graph.spec import Array, Shape, TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
 
@@ -29,11 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["IndexKeyError", "canonical_index", "floor", "floordiv", "getitem", "mod", "power"]
 
 
+#: One entry of a canonical index: an int, a ``(start, stop, step)`` slice or None (a new axis).
+IndexEntry: TypeAlias = int | tuple[int | None, ...] | None
+Index: TypeAlias = tuple[IndexEntry, ...]
+
+
 class IndexKeyError(IPUSimError, TypeError):
     """An index TensorFlow's ``Tensor.__getitem__`` rejects too (a list, a float, a tensor)."""
 
 
-def _entry(item: Any) -> Any:
+def _entry(item: object) -> IndexEntry:
     """One key item as an index entry (an int, a (start, stop, step) triple or None)."""
     if item is None:
         return None
@@ -66,7 +72,7 @@ def _entry(item: Any) -> Any:
     return int(item)
 
 
-def canonical_index(key: Any, rank: int) -> Shape:
+def canonical_index(key: object, rank: int) -> Index:
     """``key`` as index entries covering all ``rank`` axes (``...`` and missing axes filled).
 
     Raises:
@@ -85,7 +91,7 @@ def canonical_index(key: Any, rank: int) -> Shape:
             f"symbolic tensor index {key!r} indexes {consumed} axes of a tensor of rank {rank}"
         )
     full = (None, None, None)
-    out: list[Any] = []
+    out: list[IndexEntry] = []
     for item in items:
         if item is Ellipsis:
             out.extend([full] * (rank - consumed))
@@ -96,9 +102,9 @@ def canonical_index(key: Any, rank: int) -> Shape:
     return tuple(out)
 
 
-def _as_index(index: Any) -> Shape:
+def _as_index(index: Iterable[object]) -> Index:
     """Node attributes read back from a saved config hold lists: triples become tuples again."""
-    return tuple(tuple(e) if isinstance(e, list) else e for e in index)
+    return tuple(tuple(e) if isinstance(e, list) else cast(IndexEntry, e) for e in index)
 
 
 @register
@@ -108,7 +114,7 @@ class StridedSlice(Op):
     name = "strided_slice"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, index: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, index: Index) -> TensorSpec:
         index = _as_index(index)
         shape: list[int | None] = []
         axis = 0
@@ -131,7 +137,7 @@ class StridedSlice(Op):
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, index: tuple) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, index: Index) -> Array:
         return k.strided_slice(x, _as_index(index))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -149,10 +155,10 @@ class StridedSliceGrad(Op):
     name = "strided_slice_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, like: TensorSpec, *, index: tuple) -> TensorSpec:
+    def infer(self, dy: TensorSpec, like: TensorSpec, *, index: Index) -> TensorSpec:
         return TensorSpec(like.shape, dy.dtype)
 
-    def forward(self, ctx: ExecContext, dy: Array, like: Array, *, index: tuple) -> Array:
+    def forward(self, ctx: ExecContext, dy: Array, like: Array, *, index: Index) -> Array:
         return k.strided_slice_grad(dy, like.shape, _as_index(index))
 
     def gradient(self, node: Node, ddx: Symbol) -> list[Symbol | None]:
@@ -163,7 +169,7 @@ class StridedSliceGrad(Op):
         return OpCost(0, read, written, "data_movement")
 
 
-def getitem(x: TensorLike, key: TensorLike) -> Symbol:
+def getitem(x: TensorOperators, key: object) -> Symbol:
     """``x[key]`` as TensorFlow's ``Tensor.__getitem__`` computes it (basic indexing only)."""
     rank = x.ndim if hasattr(x, "ndim") else len(x.shape)
     return apply1("strided_slice", x, index=canonical_index(key, rank))
@@ -183,12 +189,15 @@ def power(x: TensorLike, y: TensorLike) -> Symbol:
         if y == 0.5:
             return m.sqrt(x)
         if float(y).is_integer() and 1 <= y <= 4:
-            out = x
-            for _ in range(int(y) - 1):
+            if int(y) == 1:
+                return m.identity(x)
+            out = m.multiply(x, x)
+            for _ in range(int(y) - 2):
                 out = m.multiply(out, x)
-            return out if int(y) > 1 else m.identity(x)
+            return out
     if isinstance(x, int | float | np.ndarray | np.generic):  # a constant base: log it here
-        return m.exp(m.multiply(y, np.log(np.asarray(x, dtype=np.float64)).astype(y.dtype)))
+        dtype = cast(TensorOperators, y).dtype  # y is the tensor here
+        return m.exp(m.multiply(y, np.log(np.asarray(x, dtype=np.float64)).astype(dtype)))
     return m.exp(m.multiply(y, m.log(x)))
 
 

@@ -8,12 +8,13 @@ tile) are ``data_movement``: no FLOPs, the bytes they read and write.
 from __future__ import annotations
 
 import math as _pymath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
@@ -26,7 +27,7 @@ def _rank_of(x: Any) -> int:
     return x.ndim if hasattr(x, "ndim") else len(getattr(x, "shape", ()))
 
 
-def _known_prod(dims: Sequence[int | None]) -> int:
+def _known_prod(dims: Iterable[int | None]) -> int:
     return _pymath.prod(d for d in dims if d is not None)
 
 
@@ -179,7 +180,7 @@ def flatten(x: TensorLike) -> Symbol:
     x = x if isinstance(x, Symbol) else apply1("identity", x)
     rest = x.shape[1:]
     if None not in rest:
-        return reshape(x, (-1, _pymath.prod(rest)))
+        return reshape(x, (-1, _pymath.prod(known_dims(rest))))
     if x.shape[0] is not None:
         return reshape(x, (x.shape[0], -1))
     raise ConfigurationError(
@@ -270,13 +271,14 @@ class Concat(_Copy):
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         (ax,) = normalize_axes(self.name, node.attrs["axis"], dy.ndim)
-        sizes = [v.shape[ax] for v in node.inputs]
-        if None in sizes:
+        shapes = [v.shape[ax] for v in node.inputs]
+        if None in shapes:
             raise UnsupportedError(
                 f"concat: the gradient needs the sizes along axis {ax} "
                 f"to be known, received input shapes "
                 f"{[v.shape for v in node.inputs]}"
             )
+        sizes = known_dims(tuple(shapes))
         begins = [sum(sizes[:i]) for i in range(len(sizes))]
         return [slice_axis(dy, b, s, ax) for b, s in zip(begins, sizes, strict=True)]
 
@@ -287,7 +289,7 @@ class Slice(_Copy):
 
     name = "slice"
 
-    def infer(self, x: TensorSpec, *, begin: tuple[int, ...], size: Shape) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, begin: tuple[int, ...], size: tuple[int, ...]) -> TensorSpec:
         if len(begin) != x.rank or len(size) != x.rank:
             raise ConfigurationError(
                 f"slice: begin {begin} and size {size} need one entry per axis of x "
@@ -302,7 +304,9 @@ class Slice(_Copy):
             out.append(s if s != -1 else (None if d is None else d - b))
         return TensorSpec(tuple(out), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, begin: tuple[int, ...], size: Shape) -> Array:
+    def forward(
+        self, ctx: ExecContext, x: Array, *, begin: tuple[int, ...], size: tuple[int, ...]
+    ) -> Array:
         return k.slice_(x, begin, size)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -395,7 +399,7 @@ class BroadcastTo(_Copy):
         return TensorSpec(tuple(shape), x.dtype)
 
     def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
-        return k.broadcast_to(x, shape)
+        return k.broadcast_to(x, known_dims(shape))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape)]
