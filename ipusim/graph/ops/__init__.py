@@ -4,6 +4,7 @@ from ipusim.graph.ops import (  # noqa: F401
     augment,
     conv,
     conv3d,
+    conv_depthwise,
     conv_grouped,
     image_resize,
     image_transform,
