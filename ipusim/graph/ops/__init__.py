@@ -6,6 +6,7 @@ from ipusim.graph.ops import (  # noqa: F401
     conv3d,
     conv_depthwise,
     conv_grouped,
+    embedding,
     image_resize,
     image_transform,
     linalg,

@@ -1,4 +1,5 @@
-"""Neural-network ops: dense products and bias, softmax, cross-entropy losses, embeddings.
+"""Neural-network ops: dense products and bias, softmax, cross-entropy losses (and, from
+:mod:`~ipusim.graph.ops.embedding`, the embedding ops).
 
 ``dropout`` lives in :mod:`ipusim.graph.ops.random` and is re-exported here.
 """
@@ -7,17 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import known_dims
+from ipusim.graph.ops.embedding import (  # the embedding ops are importable from here
+    INT_DTYPES,
+    embedding_lookup,
+    one_hot,
+)
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
-from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
-from ipusim.kernels import embedding as ke
 from ipusim.kernels import loss as kl
 from ipusim.kernels import softmax as ks
 
@@ -37,10 +42,7 @@ FLOPS_PER_ELEMENT: dict[str, int] = {
     "softmax_cross_entropy_grad": 14,
     "sigmoid_cross_entropy_with_logits": 12,
     "sigmoid_cross_entropy_grad": 8,
-    "embedding_lookup_grad": 1,
 }
-
-_INT_DTYPES = ("int32", "int64")
 
 
 def _check_float_pair(op: str, a: TensorSpec, b: TensorSpec) -> None:
@@ -322,7 +324,7 @@ def _check_logits(op: str, logits: TensorSpec) -> None:
 
 def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
-    if labels.dtype not in _INT_DTYPES:
+    if labels.dtype not in INT_DTYPES:
         raise InvalidTypeError(
             f"{op}: labels must be int32 or int64 class indices, received dtype {labels.dtype}; "
             "cast them with cast(labels, 'int32'), or use softmax_cross_entropy_with_logits "
@@ -495,113 +497,6 @@ def softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) ->
 def sigmoid_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Elementwise binary cross-entropy of ``sigmoid(logits)`` against ``labels`` (stable form)."""
     return apply1("sigmoid_cross_entropy_with_logits", labels, logits)
-
-
-# ---------------------------------------------------------------------------- embeddings
-def _check_ids(op: str, ids: TensorSpec) -> None:
-    if ids.dtype not in _INT_DTYPES:
-        raise InvalidTypeError(
-            f"{op}: ids must be int32 or int64, received dtype {ids.dtype}; cast "
-            "them with cast(ids, 'int32')"
-        )
-
-
-@register
-class EmbeddingLookup(Op):
-    """Rows of ``params`` picked by integer ``ids``: shape ``ids.shape + params.shape[1:]``."""
-
-    name = "embedding_lookup"
-    kind = "data_movement"
-
-    def infer(self, params: TensorSpec, ids: TensorSpec) -> TensorSpec:
-        _check_ids(self.name, ids)
-        if params.rank == 0:
-            raise ConfigurationError(
-                f"{self.name}: params must have at least one axis (rows), received a scalar"
-            )
-        return TensorSpec(ids.shape + params.shape[1:], params.dtype)
-
-    def forward(self, ctx: ExecContext, params: Array, ids: Array) -> Array:
-        return ke.gather_rows(params, ids)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        params, ids = node.inputs
-        if not params.spec.is_fully_defined:
-            raise UnsupportedError(
-                f"{self.name}: the gradient needs the shape of params "
-                f"known, received {params.shape}"
-            )
-        return [apply1("embedding_lookup_grad", dy, ids, shape=params.shape), None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        # Only the gathered rows of params are read, plus the ids.
-        read = in_specs[1].nbytes + out_specs[0].nbytes
-        return OpCost(0, read, out_specs[0].nbytes, "data_movement")
-
-
-@register
-class EmbeddingLookupGrad(Op):
-    """Dense gradient of ``params``: rows of ``dy`` scatter-added at their ``ids``."""
-
-    name = "embedding_lookup_grad"
-    kind = "elementwise"
-
-    def infer(self, dy: TensorSpec, ids: TensorSpec, *, shape: Shape) -> TensorSpec:
-        _check_ids(self.name, ids)
-        merge_shapes(
-            self.name,
-            dy,
-            TensorSpec(ids.shape + tuple(shape[1:]), dy.dtype),
-            "dy and ids.shape + params.shape[1:]",
-        )
-        return TensorSpec(tuple(shape), dy.dtype)
-
-    def forward(self, ctx: ExecContext, dy: Array, ids: Array, *, shape: Shape) -> Array:
-        return ke.scatter_add_rows(dy, ids, known_dims(tuple(shape)))
-
-    def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:
-        # A scatter-add is linear in dy: its gradient gathers the same rows back
-        # (tf.scatter_nd / unsorted_segment_sum are built on this op).
-        return [apply1("embedding_lookup", d_out, node.inputs[1]), None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        return _cost(self.name, in_specs[0].size, in_specs, out_specs, self.kind)
-
-
-@register
-class OneHot(Op):
-    """``indices.shape + (depth,)``: 1 at each index, 0 elsewhere (zero rows out of range)."""
-
-    name = "one_hot"
-    kind = "data_movement"
-
-    def infer(self, indices: TensorSpec, *, depth: int, dtype: str = "float32") -> TensorSpec:
-        _check_ids(self.name, indices)
-        if depth < 0:
-            raise ConfigurationError(f"{self.name}: depth must be non-negative, received {depth}")
-        return TensorSpec(indices.shape + (depth,), dtype)
-
-    def forward(
-        self, ctx: ExecContext, indices: Array, *, depth: int, dtype: str = "float32"
-    ) -> Array:
-        return ke.one_hot(indices, depth, dtype)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
-
-
-def embedding_lookup(params: TensorLike, ids: TensorLike) -> Symbol:
-    """``params[ids]``; an id outside ``[0, params.shape[0])`` raises an IndexError at run time."""
-    return apply1("embedding_lookup", params, ids)
-
-
-def one_hot(indices: TensorLike, depth: int, dtype: object = "float32") -> Symbol:
-    """One-hot encoding of integer ``indices`` along a new last axis of size ``depth``."""
-    return apply1("one_hot", indices, depth=int(depth), dtype=canonical_dtype(dtype))
 
 
 __all__ = [
