@@ -55,8 +55,7 @@ class TensorOperators:
         return self.spec.rank
 
     def _result(self, value: object) -> Self:
-        # Op functions return a Symbol for Symbols and, through the deferred-tensor hook, a tensor
-        # of the caller's own class for Keras tensors: the type of ``self`` either way.
+        """Op functions give back ``self``'s type (a Symbol, or the hook's Keras tensor)."""
         return cast(Self, value)
 
     def _binary(self, op: str, other: TensorLike, reverse: bool = False) -> Self:
@@ -587,11 +586,8 @@ def apply(op: Op | str, *inputs: TensorLike, graph: Graph | None = None, **attrs
 
 
 def apply1(op: Op | str, *inputs: TensorLike, graph: Graph | None = None, **attrs: Any) -> Symbol:
-    """:func:`apply` for an op with one output: its Symbol.
-
-    (Applied to Keras functional-construction tensors, the result is the deferred tensor the hook
-    made, which offers the same shape, dtype and operators.)
-    """
+    """:func:`apply` for an op with one output: its Symbol (on Keras functional-construction
+    tensors, the deferred tensor the hook made, which has the same shape, dtype and operators)."""
     out: Symbol = apply(op, *inputs, graph=graph, **attrs)
     return out
 
