@@ -106,7 +106,7 @@ def merge_shapes(op: str, a: TensorSpec, b: TensorSpec, names: str = "dy and x")
     return tuple(x if x is not None else y for x, y in zip(a.shape, b.shape, strict=True))
 
 
-def normalize_axes(op: str, axis: Any, rank: int) -> tuple[int, ...]:
+def normalize_axes(op: str, axis: object, rank: int) -> tuple[int, ...]:
     """``axis`` (None = all, an int or a sequence, negatives allowed) as sorted non-negative axes."""
     if axis is None:
         return tuple(range(rank))
@@ -132,7 +132,7 @@ def normalize_axes(op: str, axis: Any, rank: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def axis_attr(axis: Any) -> Any:
+def axis_attr(axis: object) -> Any:
     """An ``axis`` argument as a hashable attribute (lists become tuples, NumPy ints become int)."""
     if isinstance(axis, np.integer):
         return int(axis)

@@ -38,7 +38,7 @@ def normalize_pair(op: str, arg: str, value: Any) -> Pair:
     return (int(pair[0]), int(pair[1]))
 
 
-def normalize_padding(op: str, padding: Any) -> str:
+def normalize_padding(op: str, padding: object) -> str:
     """``padding`` upper-cased, checked against :data:`PADDINGS`."""
     if not isinstance(padding, str) or padding.upper() not in PADDINGS:
         raise ConfigurationError(

@@ -198,8 +198,8 @@ class _ConvForward(_ConvBase):
         x: Array,
         filters: Array,
         *,
-        strides: Any = 1,
-        padding: Any = "VALID",
+        strides: object = 1,
+        padding: object = "VALID",
         dilation_rate: int = 1,
     ) -> Array:
         attrs = (strides, padding, dilation_rate)
@@ -227,9 +227,9 @@ class _ConvBackpropInput(_ConvBase):
         filters: Array,
         *,
         input_shape: Shape,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        strides: object = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> Array:
         attrs = (strides, padding, dilation_rate)
         shapes = (input_shape, filters.shape)
@@ -256,9 +256,9 @@ class _ConvBackpropFilter(_ConvBase):
         dy: Array,
         *,
         filter_shape: Shape,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        strides: object = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> Array:
         attrs = (strides, padding, dilation_rate)
         size = tuple(filter_shape[: self.nd])
@@ -304,9 +304,9 @@ class Conv2D(_ConvForward):
 def conv2d(
     x: TensorLike,
     filters: TensorLike,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """2-D convolution, ``tf.nn.conv2d`` semantics.
 
@@ -367,9 +367,9 @@ def conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
     input_shape: Shape,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
     return _ConvBase._apply(
@@ -426,9 +426,9 @@ def conv2d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
     filter_shape: Shape,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     return _ConvBase._apply(

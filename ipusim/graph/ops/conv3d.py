@@ -130,9 +130,9 @@ class Conv3D(_Conv3DBase, _ConvForward):
 def conv3d(
     x: TensorLike,
     filters: TensorLike,
-    strides: Any = 1,
+    strides: object = 1,
     padding: str = "VALID",
-    dilation_rate: Any = 1,
+    dilation_rate: object = 1,
 ) -> Symbol:
     """3-D convolution, ``tf.nn.conv3d`` semantics.
 
@@ -183,9 +183,9 @@ def conv3d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
     input_shape: Shape,
-    strides: Any = 1,
+    strides: object = 1,
     padding: str = "VALID",
-    dilation_rate: Any = 1,
+    dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
     return _Conv3DBase._apply(
@@ -238,9 +238,9 @@ def conv3d_backprop_filter(
     x: TensorLike,
     dy: TensorLike,
     filter_shape: Shape,
-    strides: Any = 1,
+    strides: object = 1,
     padding: str = "VALID",
-    dilation_rate: Any = 1,
+    dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
     return _Conv3DBase._apply(

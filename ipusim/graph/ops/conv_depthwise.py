@@ -38,7 +38,9 @@ __all__ = [
 ]
 
 
-def conv_attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Pair, str, Pair]:
+def conv_attrs(
+    op: str, strides: object, padding: object, dilation_rate: object
+) -> tuple[Pair, str, Pair]:
     """``(strides, padding, dilation)`` checked and normalised (pairs, upper-case padding)."""
     return (
         normalize_pair(op, "strides", strides),
@@ -274,9 +276,9 @@ class DepthwiseConv2DBackpropFilter(_Depthwise):
 def depthwise_conv2d(
     x: TensorLike,
     filters: TensorLike,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Depthwise 2-D convolution, ``tf.nn.depthwise_conv2d`` semantics.
 

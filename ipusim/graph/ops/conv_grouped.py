@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-def _check_positive_groups(op: str, groups: Any) -> int:
+def _check_positive_groups(op: str, groups: object) -> int:
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ConfigurationError(f"{op}: groups must be a positive int, received {groups!r}")
     return groups
@@ -280,9 +280,9 @@ def grouped_conv2d(
     x: TensorLike,
     filters: TensorLike,
     groups: int,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Grouped 2-D convolution (``Conv2D(groups=...)``).
 

@@ -116,7 +116,9 @@ class MatMul(Op):
         bwd = node.attrs.get("available_memory_proportion_bwd")
         extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
 
-        def matmul(x: Any, y: Any, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
+        def matmul(
+            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
+        ) -> Symbol:
             return apply1("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
         # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.

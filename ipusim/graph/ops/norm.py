@@ -54,7 +54,7 @@ def _check_like(op: str, arg: str, spec: TensorSpec, shape: Shape, dtype: str) -
         raise ConfigurationError(f"{op}: {arg} must have shape {shape}, received {spec.shape}")
 
 
-def _check_epsilon(op: str, epsilon: Any) -> float:
+def _check_epsilon(op: str, epsilon: object) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon >= 0:
         raise ConfigurationError(
             f"{op}: epsilon must be a non-negative float, received {epsilon!r}"
@@ -62,7 +62,7 @@ def _check_epsilon(op: str, epsilon: Any) -> float:
     return float(epsilon)
 
 
-def normalize_axis(op: str, axis: Any, rank: int) -> int:
+def normalize_axis(op: str, axis: object, rank: int) -> int:
     """``axis`` (possibly negative) as an index in ``[0, rank)``."""
     if isinstance(axis, bool) or not isinstance(axis, int | np.integer) or not -rank <= axis < rank:
         raise ConfigurationError(
@@ -278,7 +278,7 @@ class BatchNormGrad(Op):
 
 
 # ---------------------------------------------------------------------------------- layer norm
-def _first_norm_axis(op: str, axis: Any, rank: int) -> int:
+def _first_norm_axis(op: str, axis: object, rank: int) -> int:
     """The first of the normalised axes, which must be the trailing axes of the input."""
     axes = axis if isinstance(axis, tuple | list) else (axis,)
     if not axes:
@@ -305,7 +305,7 @@ class LayerNorm(Op):
         gamma: TensorSpec,
         beta: TensorSpec,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> TensorSpec:
@@ -323,7 +323,7 @@ class LayerNorm(Op):
         gamma: Array,
         beta: Array,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> Array:
@@ -353,7 +353,7 @@ def layer_norm(
     gamma: TensorLike,
     beta: TensorLike,
     *,
-    axis: Any = -1,
+    axis: object = -1,
     epsilon: float = 1e-3,
     fused: bool = False,
 ) -> Symbol:
@@ -396,7 +396,7 @@ class LayerNormGrad(Op):
         x: TensorSpec,
         gamma: TensorSpec,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
@@ -413,7 +413,7 @@ class LayerNormGrad(Op):
         x: Array,
         gamma: Array,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> tuple[Array, ...]:

@@ -35,19 +35,21 @@ class _PoolBase(Op):
 
     kind = "reduction"
 
-    def _attrs(self, pool_size: Any, strides: Any, padding: Any) -> tuple[Pair, Pair, str]:
+    def _attrs(self, pool_size: object, strides: object, padding: object) -> tuple[Pair, Pair, str]:
         pool = normalize_pair(self.name, "pool_size", pool_size)
         strides = pool if strides is None else normalize_pair(self.name, "strides", strides)
         return pool, strides, normalize_padding(self.name, padding)
 
-    def _out_spec(self, x: TensorSpec, pool_size: Any, strides: Any, padding: Any) -> TensorSpec:
+    def _out_spec(
+        self, x: TensorSpec, pool_size: object, strides: object, padding: object
+    ) -> TensorSpec:
         check_nhwc(self.name, "x", x)
         pool, strides, padding = self._attrs(pool_size, strides, padding)
         (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], pool, strides, padding)
         return TensorSpec((x.shape[0], ho, wo, x.shape[3]), x.dtype)
 
     def _geometry(
-        self, hw: Pair, pool_size: Any, strides: Any, padding: Any
+        self, hw: Pair, pool_size: object, strides: object, padding: object
     ) -> tuple[Pair, Pair, Pair, Pair]:
         """Output size, window, strides and padding for an input of known size ``hw``."""
         pool, strides, padding = self._attrs(pool_size, strides, padding)
@@ -59,7 +61,7 @@ class _PoolBase(Op):
         in_specs: Specs,
         out_specs: Specs,
         per: TensorSpec,
-        pool_size: Any,
+        pool_size: object,
         kind: str,
     ) -> OpCost:
         pool = normalize_pair(self.name, "pool_size", pool_size)
@@ -67,7 +69,7 @@ class _PoolBase(Op):
         return OpCost(per.size * pool[0] * pool[1], read, written, kind)
 
 
-def _pool_attrs(op: str, pool_size: Any, strides: Any, padding: str) -> dict[str, Any]:
+def _pool_attrs(op: str, pool_size: object, strides: object, padding: str) -> dict[str, Any]:
     pool = normalize_pair(op, "pool_size", pool_size)
     return {
         "pool_size": pool,
@@ -83,7 +85,7 @@ class MaxPool2D(_PoolBase):
     name = "max_pool2d"
 
     def infer(
-        self, x: TensorSpec, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
+        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
@@ -92,9 +94,9 @@ class MaxPool2D(_PoolBase):
         ctx: ExecContext,
         x: Array,
         *,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> Array:
         out_hw, pool, strides, pads = self._geometry(
             known_hw(x.shape[1:3]), pool_size, strides, padding
@@ -109,7 +111,7 @@ class MaxPool2D(_PoolBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
@@ -126,9 +128,9 @@ class MaxPool2DGrad(_PoolBase):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> TensorSpec:
         expected = self._out_spec(x, pool_size, strides, padding)
         check_same_dtype(self.name, x, dy)
@@ -145,9 +147,9 @@ class MaxPool2DGrad(_PoolBase):
         x: Array,
         dy: Array,
         *,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> Array:
         _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
@@ -157,14 +159,14 @@ class MaxPool2DGrad(_PoolBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
 
 
 def max_pool2d(
-    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Max pooling of ``(batch, height, width, channels)`` ``x``.
 
@@ -178,7 +180,7 @@ def max_pool2d(
 
 
 def max_pool2d_grad(
-    x: TensorLike, dy: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, dy: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Gradient of :func:`max_pool2d` w.r.t. ``x`` given ``dy`` (the pooled output's gradient)."""
     op = "max_pool2d_grad"
@@ -192,7 +194,7 @@ class AvgPool2D(_PoolBase):
     name = "avg_pool2d"
 
     def infer(
-        self, x: TensorSpec, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
+        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
@@ -201,9 +203,9 @@ class AvgPool2D(_PoolBase):
         ctx: ExecContext,
         x: Array,
         *,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> Array:
         out_hw, pool, strides, pads = self._geometry(
             known_hw(x.shape[1:3]), pool_size, strides, padding
@@ -218,7 +220,7 @@ class AvgPool2D(_PoolBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
@@ -236,9 +238,9 @@ class AvgPool2DGrad(_PoolBase):
         dy: TensorSpec,
         *,
         input_shape: Shape,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> TensorSpec:
         if len(input_shape) != 4:
             raise ConfigurationError(
@@ -260,9 +262,9 @@ class AvgPool2DGrad(_PoolBase):
         dy: Array,
         *,
         input_shape: Shape,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> Array:
         hw = known_hw(tuple(input_shape[1:3]))
         _, pool, strides, pads = self._geometry(hw, pool_size, strides, padding)
@@ -277,14 +279,14 @@ class AvgPool2DGrad(_PoolBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
 
 
 def avg_pool2d(
-    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Average pooling of NHWC ``x``; with ``"SAME"`` padding only real pixels are averaged.
 
@@ -294,7 +296,11 @@ def avg_pool2d(
 
 
 def avg_pool2d_grad(
-    dy: TensorLike, input_shape: Shape, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    dy: TensorLike,
+    input_shape: Shape,
+    pool_size: object,
+    strides: object = None,
+    padding: str = "VALID",
 ) -> Symbol:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     op = "avg_pool2d_grad"

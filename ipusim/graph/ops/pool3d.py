@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _ACTS = "(batch, depth, height, width, channels)"
 
 
-def _pool_attrs(op: str, pool_size: Any, strides: Any, padding: Any) -> dict[str, Any]:
+def _pool_attrs(op: str, pool_size: object, strides: object, padding: object) -> dict[str, Any]:
     pool = normalize_triple(op, "pool_size", pool_size)
     return {
         "pool_size": pool,
@@ -64,7 +64,7 @@ class _Pool3DBase(Op):
         in_specs: Specs,
         out_specs: Specs,
         per: TensorSpec,
-        pool_size: Any,
+        pool_size: object,
     ) -> OpCost:
         pool = normalize_triple(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
@@ -88,7 +88,7 @@ class _Pool3DForward(_Pool3DBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
@@ -128,7 +128,7 @@ class MaxPool3DGrad(_Pool3DBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[2], pool_size)
@@ -175,14 +175,14 @@ class AvgPool3DGrad(_Pool3DBase):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        pool_size: Any,
+        pool_size: object,
         **attrs: Any,
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size)
 
 
 def max_pool3d(
-    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Max pooling of NDHWC ``x`` (``tf.nn.max_pool3d``).
 
@@ -196,7 +196,7 @@ def max_pool3d(
 
 
 def avg_pool3d(
-    x: TensorLike, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Average pooling of NDHWC ``x`` over the real voxels of each window (args as
     :func:`max_pool3d`)."""

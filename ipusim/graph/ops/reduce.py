@@ -38,13 +38,13 @@ class _Reduce(Op):
     kind = "reduction"
     kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(self, x: TensorSpec, *, axis: Any = None, keepdims: bool = False) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: object = None, keepdims: bool = False) -> TensorSpec:
         require_float(self.name, "x", x)
         axes = normalize_axes(self.name, axis, x.rank)
         return TensorSpec(_reduced_shape(x.shape, axes, keepdims), x.dtype)
 
     def forward(
-        self, ctx: ExecContext, x: Array, *, axis: Any = None, keepdims: bool = False
+        self, ctx: ExecContext, x: Array, *, axis: object = None, keepdims: bool = False
     ) -> Array:
         return self.kernel_fn(x, normalize_axes(self.name, axis, x.ndim), keepdims)
 
@@ -94,7 +94,7 @@ class _ReduceGrad(Op):
         dy: TensorSpec,
         x: TensorSpec,
         *saved: TensorSpec,
-        axis: Any = None,
+        axis: object = None,
         keepdims: bool = False,
     ) -> TensorSpec:
         axes = normalize_axes(self.name, axis, x.rank)
@@ -116,7 +116,7 @@ class ReduceMeanGrad(_ReduceGrad):
     name = "reduce_mean_grad"
 
     def forward(
-        self, ctx: ExecContext, dy: Array, x: Array, *, axis: Any = None, keepdims: bool = False
+        self, ctx: ExecContext, dy: Array, x: Array, *, axis: object = None, keepdims: bool = False
     ) -> Array:
         axes = normalize_axes(self.name, axis, x.ndim)
         count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
@@ -136,7 +136,7 @@ class ReduceMaxGrad(_ReduceGrad):
         x: Array,
         y: Array,
         *,
-        axis: Any = None,
+        axis: object = None,
         keepdims: bool = False,
     ) -> Array:
         return kr.reduce_max_grad(dy, x, y, normalize_axes(self.name, axis, x.ndim))
@@ -198,17 +198,17 @@ class Argmax(Op):
         return OpCost(in_specs[0].size, read, written, "reduction")
 
 
-def reduce_sum(x: TensorLike, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_sum(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Sum over ``axis`` (None = all; int or tuple, negatives allowed)."""
     return apply1("reduce_sum", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 
 
-def reduce_mean(x: TensorLike, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_mean(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Mean over ``axis`` (None = all; int or tuple, negatives allowed); NaN over empty axes."""
     return apply1("reduce_mean", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 
 
-def reduce_max(x: TensorLike, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_max(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Maximum over ``axis``; the gradient is shared equally by tied maxima, as TensorFlow."""
     return apply1("reduce_max", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 

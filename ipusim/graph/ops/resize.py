@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 TAPS = {"bilinear": 2, "nearest": 1}
 
 
-def _attrs(op: str, scale: Any, method: Any) -> tuple[tuple[int, int], str]:
+def _attrs(op: str, scale: object, method: object) -> tuple[tuple[int, int], str]:
     if method not in TAPS:
         raise ConfigurationError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
     return normalize_pair(op, "scale", scale), method
 
 
-def _flops(out: TensorSpec, scale: Any, method: str) -> int:
+def _flops(out: TensorSpec, scale: object, method: str) -> int:
     """A multiply-add per output pixel for each source pixel it reads."""
     taps = 1
     for s in normalize_pair("resize", "scale", scale):
@@ -50,7 +50,7 @@ class Resize(Op):
     name = "resize"
     kind = "conv"
 
-    def infer(self, x: TensorSpec, *, scale: Any, method: Any = "bilinear") -> TensorSpec:
+    def infer(self, x: TensorSpec, *, scale: object, method: object = "bilinear") -> TensorSpec:
         check_nhwc(self.name, "x", x)
         (sh, sw), _ = _attrs(self.name, scale, method)
         h, w = x.shape[1:3]
@@ -59,7 +59,9 @@ class Resize(Op):
             x.dtype,
         )
 
-    def forward(self, ctx: ExecContext, x: Array, *, scale: Any, method: Any = "bilinear") -> Array:
+    def forward(
+        self, ctx: ExecContext, x: Array, *, scale: object, method: object = "bilinear"
+    ) -> Array:
         return kr.resize(x, *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -71,7 +73,7 @@ class Resize(Op):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        scale: Any,
+        scale: object,
         method: str = "bilinear",
     ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
@@ -86,7 +88,12 @@ class ResizeGrad(Op):
     kind = "conv"
 
     def infer(
-        self, dy: TensorSpec, *, input_hw: tuple[int, int], scale: Any, method: Any = "bilinear"
+        self,
+        dy: TensorSpec,
+        *,
+        input_hw: tuple[int, int],
+        scale: object,
+        method: object = "bilinear",
     ) -> TensorSpec:
         check_nhwc(self.name, "dy", dy)
         (sh, sw), _ = _attrs(self.name, scale, method)
@@ -104,8 +111,8 @@ class ResizeGrad(Op):
         dy: Array,
         *,
         input_hw: tuple[int, int],
-        scale: Any,
-        method: Any = "bilinear",
+        scale: object,
+        method: object = "bilinear",
     ) -> Array:
         return kr.resize_grad(dy, (input_hw[0], input_hw[1]), *_attrs(self.name, scale, method))
 
@@ -118,7 +125,7 @@ class ResizeGrad(Op):
         in_specs: Specs,
         out_specs: Specs,
         *,
-        scale: Any,
+        scale: object,
         method: str = "bilinear",
         **attrs: Any,
     ) -> OpCost:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 CELL_ACTIVATIONS = tuple(k.ACTIVATIONS)
 
 
-def _check_activation(op: str, arg: str, value: Any) -> str:
+def _check_activation(op: str, arg: str, value: object) -> str:
     if value not in k.ACTIVATIONS:
         raise ConfigurationError(
             f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}"

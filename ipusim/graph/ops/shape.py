@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
 
 
-def _rank_of(x: Any) -> int:
+def _rank_of(x: object) -> int:
     return x.ndim if hasattr(x, "ndim") else len(getattr(x, "shape", ()))
 
 
@@ -140,7 +140,7 @@ class Squeeze(_View):
 
     name = "squeeze"
 
-    def infer(self, x: TensorSpec, *, axis: Any = None) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: object = None) -> TensorSpec:
         if axis is None:
             axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
         else:
@@ -153,7 +153,7 @@ class Squeeze(_View):
                 )
         return TensorSpec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, *, axis: Any = None) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, *, axis: object = None) -> Array:
         if axis is None:
             return x.reshape(tuple(d for d in x.shape if d != 1))
         axes = normalize_axes(self.name, axis, x.ndim)
