@@ -114,10 +114,6 @@ class OneHot(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
-
 
 def embedding_lookup(params: TensorLike, ids: TensorLike) -> Symbol:
     """``params[ids]``; an id outside ``[0, params.shape[0])`` raises an IndexError at run time."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import normalize_axes
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
@@ -105,10 +105,6 @@ class Reverse(Op):
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [reverse(dy, node.attrs["axes"])]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
 
 
 def random_draw(

@@ -119,10 +119,6 @@ class StackTime(Op):
     def gradient(self, node: Node, dy: Symbol) -> Sequence[Symbol]:
         return apply_multi("unstack_time", dy, axis=node.attrs["axis"])
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
-
 
 @register
 class RnnZeros(Op):
