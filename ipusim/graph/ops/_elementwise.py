@@ -7,7 +7,7 @@ modules do not import :mod:`ipusim.graph.ops.shape` (which imports them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -15,9 +15,6 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol, apply1
 from ipusim.graph.op import OpCost, Specs, io_bytes
 from ipusim.graph.spec import FLOAT_DTYPES, Shape, TensorSpec
-
-if TYPE_CHECKING:
-    pass
 
 #: FLOPs per output element (per input element for reductions). Transcendentals (exp, log, sqrt,
 #: tanh, erf) count 4: the IPU's vector unit evaluates them in a few cycles rather than one, and

@@ -8,19 +8,17 @@ stream of :mod:`ipusim.kernels.random`), so the gradient op recomputes the same 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def crop_offsets(seed: int, step: int, spare_h: int, spare_w: int) -> tuple[int, int]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
@@ -39,9 +40,6 @@ from ipusim.graph.ops.pool import (
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: The AMP unit's product of one GEMM, ``product(a, b, out, accumulate)`` (see
 #: :class:`ipusim.kernels.amp.AmpProducts`).

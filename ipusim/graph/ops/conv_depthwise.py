@@ -9,9 +9,10 @@ and shape checks here are shared with :mod:`ipusim.graph.ops.conv_grouped`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -27,9 +28,6 @@ from ipusim.graph.ops._window import (
 )
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import depthwise as kd
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 __all__ = [
     "depthwise_conv2d",

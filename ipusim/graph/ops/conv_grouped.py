@@ -14,9 +14,10 @@ one another, so every one is differentiable again, as for ``conv2d``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -37,9 +38,6 @@ from ipusim.graph.ops.conv_depthwise import (  # the depthwise ops are importabl
 )
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import grouped_conv as kg
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 __all__ = [
     "depthwise_conv2d",

@@ -5,18 +5,16 @@ They are importable from :mod:`ipusim.graph.ops.nn` too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import merge_shapes
 from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import embedding as ke
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: Integer dtypes an index tensor may have.
 INT_DTYPES = ("int32", "int64")

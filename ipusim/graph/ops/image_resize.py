@@ -7,17 +7,15 @@ gradient scatters them back (:mod:`ipusim.cost.compute` costs both as gathers / 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import known_hw
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: Source pixels each output pixel reads, per method (both axes).
 TAPS = {"bilinear": 4, "nearest": 1}

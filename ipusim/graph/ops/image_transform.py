@@ -9,19 +9,17 @@ image_grad.py), not the exact adjoint of the bilinear sampling, so training matc
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_transform as k
 from ipusim.kernels import random as kr
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per output element: the map (8 multiply-adds and a divide per pixel, shared by the
 #: channels, counted once per element as an upper bound) plus bilinear's 4 taps x 2 and the

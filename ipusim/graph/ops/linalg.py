@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
@@ -12,9 +11,6 @@ from ipusim.graph.ops._window import known_dims
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _matrix(shape: Shape, transpose: bool) -> Shape:

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, SupportsInt
+from typing import Any, SupportsInt
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import hashing
 from ipusim.kernels import lookup as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _search_cost(in_specs: Specs, out_specs: Specs, table: int) -> OpCost:

@@ -8,17 +8,12 @@ reductions (:mod:`~ipusim.graph.ops.reduce`) are importable from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, register
-from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
-from ipusim.kernels import elementwise as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
-
 from ipusim.graph.ops._elementwise import FLOPS_PER_ELEMENT as FLOPS_PER_ELEMENT
 from ipusim.graph.ops._elementwise import _elementwise_cost
 from ipusim.graph.ops._elementwise import axis_attr as axis_attr
@@ -27,6 +22,8 @@ from ipusim.graph.ops._elementwise import merge_shapes as merge_shapes
 from ipusim.graph.ops._elementwise import normalize_axes as normalize_axes
 from ipusim.graph.ops._elementwise import require_float as require_float
 from ipusim.graph.ops._elementwise import unbroadcast as unbroadcast
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
+from ipusim.kernels import elementwise as k
 
 
 # ---------------------------------------------------------------------------- binary ops

@@ -10,9 +10,10 @@ TensorFlow's own gradient functions are; rounding ops have none, as in TensorFlo
 from __future__ import annotations
 
 import math as _math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
@@ -28,9 +29,6 @@ from ipusim.graph.ops.math import (
 )
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per output element. Transcendentals count 4 as in :data:`ipusim.graph.ops.math.
 #: FLOPS_PER_ELEMENT` (the vector unit evaluates them in a few cycles); inverse trigonometric and

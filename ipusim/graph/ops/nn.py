@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
@@ -25,9 +26,6 @@ from ipusim.kernels import amp
 from ipusim.kernels import dense as k
 from ipusim.kernels import loss as kl
 from ipusim.kernels import softmax as ks
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element of the (logits-shaped) input. Transcendentals count 4, as in
 #: :data:`ipusim.graph.ops.math.FLOPS_PER_ELEMENT`: softmax = max + subtract + exp + sum + scale.

@@ -11,9 +11,10 @@ into that input.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
 from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.ops._window import known_dims
@@ -21,9 +22,6 @@ from ipusim.graph.ops.math import normalize_axes
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 DISTRIBUTIONS = ("uniform", "normal", "bernoulli")
 

@@ -22,20 +22,18 @@ backward ``dx = γ·dy/√(var + ε)``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _check_float(op: str, arg: str, spec: TensorSpec) -> None:

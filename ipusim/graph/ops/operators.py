@@ -13,19 +13,17 @@ reads and writes (Poplar copies the selected region).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 __all__ = ["IndexKeyError", "canonical_index", "floor", "floordiv", "getitem", "mod", "power"]
 

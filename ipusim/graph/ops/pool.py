@@ -8,9 +8,10 @@ window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
@@ -25,9 +26,6 @@ from ipusim.graph.ops._window import (
 )
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool as kp
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 class _PoolBase(Op):

@@ -11,18 +11,16 @@ output, as the 2-D ops).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool3d as kp3
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 _ACTS = "(batch, depth, height, width, channels)"
 

@@ -10,17 +10,15 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element: draw the random number and compare (counted as one, the IPU has a hardware
 #: random number generator) plus one multiply.

@@ -9,16 +9,14 @@ which TensorFlow does not differentiate either).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, SupportsInt
+from typing import Any, SupportsInt
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: FLOPs per element drawn: splitmix64 is ~10 integer operations; Box-Muller adds a log, a sqrt
 #: and a cos (4 each, as ipusim.graph.ops.math.FLOPS_PER_ELEMENT counts transcendentals) (E).

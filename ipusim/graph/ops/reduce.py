@@ -6,11 +6,12 @@ Split from :mod:`ipusim.graph.ops.math`, which re-exports every public name defi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
@@ -23,9 +24,6 @@ from ipusim.graph.ops.math import (
 from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 from ipusim.kernels import reduce as kr
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _reduced_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:

@@ -13,17 +13,15 @@ convolution.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: Source pixels an output pixel reads along each resized axis, per method.
 TAPS = {"bilinear": 2, "nearest": 1}

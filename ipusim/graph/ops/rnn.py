@@ -16,19 +16,17 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import rnn as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 #: Activations the fused gate kernels compute (Keras names).
 CELL_ACTIVATIONS = tuple(k.ACTIVATIONS)

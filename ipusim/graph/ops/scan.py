@@ -9,17 +9,15 @@ picked (a one-hot product, no gradient for the indices).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import divide, multiply, normalize_axes, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _axis(op: str, axis: int, rank: int) -> int:

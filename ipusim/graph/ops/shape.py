@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import math as _pymath
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 def _rank_of(x: object) -> int:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.spec import Array, TensorSpec
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
 
 
 class _Source(Op):

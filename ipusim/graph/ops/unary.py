@@ -4,18 +4,15 @@ gradients (``relu_grad(dy, y)`` ...)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.ops._elementwise import _elementwise_cost, merge_shapes, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import elementwise as k
-
-if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext
-
-from ipusim.graph.ops._elementwise import _elementwise_cost, merge_shapes, require_float
 
 
 # ---------------------------------------------------------------------------- unary ops
