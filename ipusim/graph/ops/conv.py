@@ -285,8 +285,8 @@ class Conv2D(_ConvForward):
         filters: TensorSpec,
         *,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs("conv2d", strides, padding, dilation_rate)
         check_nhwc("conv2d", "x", x)
@@ -335,8 +335,8 @@ class Conv2DBackpropInput(_ConvBackpropInput):
         *,
         input_shape: Shape,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         op = "conv2d_backprop_input"
         strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)
@@ -395,8 +395,8 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
         *,
         filter_shape: Shape,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         op = "conv2d_backprop_filter"
         strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)

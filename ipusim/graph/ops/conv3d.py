@@ -113,8 +113,8 @@ class Conv3D(_Conv3DBase, _ConvForward):
         filters: TensorSpec,
         *,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
@@ -159,8 +159,8 @@ class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
         *,
         input_shape: Shape,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "dy", dy, _ACTS)
@@ -213,8 +213,8 @@ class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
         *,
         filter_shape: Shape,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)

@@ -50,7 +50,7 @@ _NO_GRADIENT = frozenset({"floor", "ceil", "round"})
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
-def _elementwise(flops: int, in_specs: Any, out_specs: Any) -> OpCost:
+def _elementwise(flops: int, in_specs: Specs, out_specs: Specs) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
     return OpCost(flops * sum(s.size for s in out_specs), read, written, "elementwise")
 

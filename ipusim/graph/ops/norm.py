@@ -154,7 +154,7 @@ class BatchNorm(Op):
         return OpCost(2 * size, read, written, "elementwise")
 
 
-def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+def _batch_statistics(ctx: ExecContext, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """The batch mean and biased variance as the IPU computes them: one pass, or two with
     ``norms.use_stable_statistics``; half-precision activations store the mean (and the
     deviations) as half (see :func:`ipusim.kernels.norm.ipu_batch_norm_stats`)."""
@@ -337,7 +337,7 @@ class LayerNorm(Op):
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
 
-def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
+def _one_pass(ctx: ExecContext, x: np.ndarray, fused: bool) -> bool:
     """Whether a layer norm's row statistics take PopLibs' single pass: the fused kernel (see
     :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
     if not fused or x.dtype != np.float32:

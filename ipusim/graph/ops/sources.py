@@ -9,6 +9,7 @@ import numpy as np
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.variable import Variable
 
 
 class _Source(Op):
@@ -37,7 +38,7 @@ class ReadVariable(_Source):
 
     name = "variable"
 
-    def infer(self, *, variable: Any) -> TensorSpec:
+    def infer(self, *, variable: Variable) -> TensorSpec:
         return TensorSpec(variable.shape, variable.dtype, variable.name)
 
 
