@@ -139,10 +139,7 @@ def axis_attr(axis: object) -> Any:
 
 
 def _elementwise_cost(
-    name: str,
-    in_specs: Specs,
-    out_specs: Specs,
-    kind: str = "elementwise",
+    name: str, in_specs: Specs, out_specs: Specs, kind: str = "elementwise"
 ) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
     return OpCost(FLOPS_PER_ELEMENT[name] * sum(s.size for s in out_specs), read, written, kind)

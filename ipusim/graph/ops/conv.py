@@ -149,13 +149,7 @@ class _ConvBase(Op):
         return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
 
     @classmethod
-    def _cost(
-        cls,
-        in_specs: Specs,
-        out_specs: Specs,
-        y: TensorSpec,
-        filter_shape: Shape,
-    ) -> OpCost:
+    def _cost(cls, in_specs: Specs, out_specs: Specs, y: TensorSpec, filter_shape: Shape) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(cls._flops(y, filter_shape), read, written, "conv")
 

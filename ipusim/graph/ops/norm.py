@@ -138,14 +138,7 @@ class BatchNorm(Op):
         dx, dgamma, dbeta = apply_multi("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
         return [dx, dgamma, dbeta, None, None]
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        training: bool,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[0].size
         # Statistics: a sum, then subtract-square-add per element; applying: multiply-add.
@@ -260,14 +253,7 @@ class BatchNormGrad(Op):
             dy, x, gamma, mean, var, epsilon, normalize_axis(self.name, axis, x.ndim), training
         )
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        training: bool,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[1].size
         # Two reductions (Σdy, Σdy·x̂) then the dx formula; inference needs the reductions only

@@ -55,12 +55,7 @@ class _PoolBase(Op):
         return known_hw(out_hw), pool, strides, pads
 
     def _window_cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        per: TensorSpec,
-        pool_size: object,
-        kind: str,
+        self, in_specs: Specs, out_specs: Specs, per: TensorSpec, pool_size: object, kind: str
     ) -> OpCost:
         pool = normalize_pair(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
@@ -104,14 +99,7 @@ class MaxPool2D(_PoolBase):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -152,14 +140,7 @@ class MaxPool2DGrad(_PoolBase):
         _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
 
 
@@ -213,14 +194,7 @@ class AvgPool2D(_PoolBase):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -272,14 +246,7 @@ class AvgPool2DGrad(_PoolBase):
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
         return [apply1("avg_pool2d", g, **attrs)]
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
 
 

@@ -58,11 +58,7 @@ class _Pool3DBase(Op):
             )
 
     def _window_cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        per: TensorSpec,
-        pool_size: object,
+        self, in_specs: Specs, out_specs: Specs, per: TensorSpec, pool_size: object
     ) -> OpCost:
         pool = normalize_triple(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
@@ -81,14 +77,7 @@ class _Pool3DForward(_Pool3DBase):
         out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return self.pool_kernel(x, out, pool, strides, pads)
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
 
 
@@ -121,14 +110,7 @@ class MaxPool3DGrad(_Pool3DBase):
         _, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return kp3.max_pool3d_grad(x, y, dy, pool, strides, pads)
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[2], pool_size)
 
 
@@ -168,14 +150,7 @@ class AvgPool3DGrad(_Pool3DBase):
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
         return [apply1("avg_pool3d", g, **attrs)]
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        pool_size: object,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size)
 
 

@@ -69,14 +69,7 @@ class RandomDraw(Op):
     def gradient(self, node: Node, *dys: Symbol) -> list[None]:
         return []
 
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        dist: str,
-        **attrs: Any,
-    ) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, dist: str, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(DRAW_FLOPS[dist] * out_specs[0].size, read, written, "elementwise")
 

@@ -67,12 +67,7 @@ class Resize(Op):
         return [apply1("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
     def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        scale: object,
-        method: str = "bilinear",
+        self, in_specs: Specs, out_specs: Specs, *, scale: object, method: str = "bilinear"
     ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
