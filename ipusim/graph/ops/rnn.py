@@ -175,7 +175,7 @@ def unstack_time(x: TensorLike, axis: int) -> tuple[Symbol, ...]:
     return tuple(apply_multi("unstack_time", x, axis=int(axis)))
 
 
-def stack_time(steps: Sequence[Any], axis: int) -> Symbol:
+def stack_time(steps: Sequence[TensorLike], axis: int) -> Symbol:
     """``steps`` stacked along a new ``axis``."""
     return apply1("stack_time", *steps, axis=int(axis))
 

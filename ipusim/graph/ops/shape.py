@@ -467,7 +467,7 @@ def transpose(x: TensorLike, perm: Sequence[int] | None = None) -> Symbol:
     return apply1("transpose", x, perm=tuple(int(p) for p in perm))
 
 
-def concat(values: Sequence[Any], axis: int) -> Symbol:
+def concat(values: Sequence[TensorLike], axis: int) -> Symbol:
     """Join the tensors in ``values`` along ``axis``."""
     return apply1("concat", *values, axis=int(axis))
 
