@@ -8,8 +8,6 @@ stream of :mod:`ipusim.kernels.random`), so the gradient op recomputes the same 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ipusim.errors import ConfigurationError
@@ -40,7 +38,7 @@ def _check(op: str, x: TensorSpec, height: int, width: int) -> None:
 class _Crop(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, min(read, written), written, "data_movement")
 

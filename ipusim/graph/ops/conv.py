@@ -205,7 +205,7 @@ class _ConvForward(_ConvBase):
             backprop_filter(x, dy, filters.shape, **node.attrs),
         ]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
 
 
@@ -234,7 +234,7 @@ class _ConvBackpropInput(_ConvBase):
         conv, _, backprop_filter = self.family
         return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
 
 
@@ -262,7 +262,7 @@ class _ConvBackpropFilter(_ConvBase):
         conv, backprop_input, _ = self.family
         return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
 
 

@@ -9,7 +9,7 @@ and shape checks here are shared with :mod:`ipusim.graph.ops.conv_grouped`.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -72,7 +72,7 @@ class _Depthwise(Op):
         kh, kw = known_dims(filter_shape)[:2]
         return 2 * n * ho * wo * cm * kh * kw
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # The forward output and dy (input 0 of the input gradient, input 1 of the filter
         # gradient) have the N·Ho·Wo·C·M shape; each product touches every tap once.

@@ -14,7 +14,7 @@ one another, so every one is differentiable again, as for ``conv2d``.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -59,7 +59,7 @@ def _check_positive_groups(op: str, groups: object) -> int:
 class _Grouped(Op):
     kind = "conv"
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
         big, filt = {

@@ -5,8 +5,6 @@ They are importable from :mod:`ipusim.graph.ops.nn` too.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
@@ -86,7 +84,7 @@ class EmbeddingLookupGrad(Op):
         # (tf.scatter_nd / unsorted_segment_sum are built on this op).
         return [apply1("embedding_lookup", d_out, node.inputs[1]), None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, self.kind)  # one add per dy element
 

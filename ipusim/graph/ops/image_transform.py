@@ -157,7 +157,7 @@ class AugmentTransforms(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # A few dozen scalar operations per image (two draws, a sine and a cosine). E
         return OpCost(
             32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32,

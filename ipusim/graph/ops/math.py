@@ -8,7 +8,7 @@ reductions (:mod:`~ipusim.graph.ops.reduce`) are importable from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -149,7 +149,7 @@ class MaskedGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, a: Array, b: Array, *, mode: str) -> Array:
         return k.masked_grad(dy, a, b, mode)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -213,7 +213,7 @@ class Cast(Op):
             return [cast(dy, x.dtype)]
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 

@@ -10,7 +10,6 @@ TensorFlow's own gradient functions are; rounding ops have none, as in TensorFlo
 from __future__ import annotations
 
 import math as _math
-from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -170,7 +169,7 @@ class Predicate(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise(1, in_specs, out_specs)
 
 

@@ -246,7 +246,7 @@ class _Softmax(Op):
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -431,7 +431,7 @@ class SoftmaxCrossEntropyGrad(Op):
     ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 

@@ -22,8 +22,6 @@ backward ``dx = γ·dy/√(var + ε)``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
@@ -138,7 +136,7 @@ class BatchNorm(Op):
         dx, dgamma, dbeta = apply_multi("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
         return [dx, dgamma, dbeta, None, None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[0].size
         # Statistics: a sum, then subtract-square-add per element; applying: multiply-add.
@@ -253,7 +251,7 @@ class BatchNormGrad(Op):
             dy, x, gamma, mean, var, epsilon, normalize_axis(self.name, axis, x.ndim), training
         )
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[1].size
         # Two reductions (Σdy, Σdy·x̂) then the dx formula; inference needs the reductions only
@@ -318,7 +316,7 @@ class LayerNorm(Op):
         x, gamma, _ = node.inputs
         return list(apply_multi("layer_norm_grad", dy, x, gamma, **node.attrs))
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
@@ -404,6 +402,6 @@ class LayerNormGrad(Op):
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(14 * in_specs[1].size, read, written, "reduction")

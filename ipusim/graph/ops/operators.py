@@ -13,7 +13,7 @@ reads and writes (Poplar copies the selected region).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypeAlias, cast
+from typing import TypeAlias, cast
 
 import numpy as np
 
@@ -141,7 +141,7 @@ class StridedSlice(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(out_specs, out_specs)  # only the selected region is read
         return OpCost(0, read, written, "data_movement")
 
@@ -162,7 +162,7 @@ class StridedSliceGrad(Op):
     def gradient(self, node: Node, ddx: Symbol) -> list[Symbol | None]:
         return [apply1("strided_slice", ddx, index=node.attrs["index"]), None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)  # ``like`` gives its shape only
         return OpCost(0, read, written, "data_movement")
 
@@ -218,7 +218,7 @@ class Floor(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
 

@@ -99,7 +99,9 @@ class MaxPool2D(_PoolBase):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -140,7 +142,9 @@ class MaxPool2DGrad(_PoolBase):
         _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
 
 
@@ -194,7 +198,9 @@ class AvgPool2D(_PoolBase):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -246,7 +252,9 @@ class AvgPool2DGrad(_PoolBase):
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
         return [apply1("avg_pool2d", g, **attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
 
 
@@ -317,7 +325,7 @@ class GlobalAvgPool2DGrad(Op):
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [apply1("global_avg_pool2d", g)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "data_movement")
 

@@ -70,14 +70,16 @@ class _Pool3DForward(_Pool3DBase):
 
     pool_kernel: ClassVar[Callable[..., Array]]
 
-    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
+    def infer(self, x: TensorSpec, **attrs: object) -> TensorSpec:
         return self._out_spec(x, attrs)
 
-    def forward(self, ctx: ExecContext, x: Array, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, **attrs: object) -> Array:
         out, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return self.pool_kernel(x, out, pool, strides, pads)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size)
 
 
@@ -98,7 +100,7 @@ class MaxPool3DGrad(_Pool3DBase):
 
     name = "max_pool3d_grad"
 
-    def infer(self, x: TensorSpec, y: TensorSpec, dy: TensorSpec, **attrs: Any) -> TensorSpec:
+    def infer(self, x: TensorSpec, y: TensorSpec, dy: TensorSpec, **attrs: object) -> TensorSpec:
         expected = self._out_spec(x, attrs)
         check_same_dtype(self.name, x, dy)
         check_same_dtype(self.name, x, y)
@@ -106,11 +108,13 @@ class MaxPool3DGrad(_Pool3DBase):
         self._check_dy(dy, expected)
         return x
 
-    def forward(self, ctx: ExecContext, x: Array, y: Array, dy: Array, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, y: Array, dy: Array, **attrs: object) -> Array:
         _, pool, strides, pads = self._geometry(x.shape[1:4], attrs)
         return kp3.max_pool3d_grad(x, y, dy, pool, strides, pads)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[2], pool_size)
 
 
@@ -132,7 +136,7 @@ class AvgPool3DGrad(_Pool3DBase):
     name = "avg_pool3d_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_shape: Shape, **attrs: Any) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_shape: Shape, **attrs: object) -> TensorSpec:
         if len(input_shape) != 5:
             raise ConfigurationError(
                 f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
@@ -141,7 +145,7 @@ class AvgPool3DGrad(_Pool3DBase):
         self._check_dy(dy, self._out_spec(x, attrs))
         return x
 
-    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: Shape, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: Shape, **attrs: object) -> Array:
         dhw = cast(Triple, tuple(input_shape[1:4]))  # the input's volume is known at run time
         _, pool, strides, pads = self._geometry(dhw, attrs)
         return kp3.avg_pool3d_grad(dy, dhw, pool, strides, pads)
@@ -150,7 +154,9 @@ class AvgPool3DGrad(_Pool3DBase):
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
         return [apply1("avg_pool3d", g, **attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size)
 
 

@@ -10,7 +10,6 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -82,7 +81,7 @@ class Dropout(Op):
         # Same op, same seed, same step: the identical mask and scale applied to dy.
         return [apply1("dropout", dy, **node.attrs)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(
             FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size, read, written, "elementwise"

@@ -9,7 +9,7 @@ which TensorFlow does not differentiate either).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, SupportsInt
+from typing import SupportsInt
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -69,7 +69,7 @@ class RandomDraw(Op):
     def gradient(self, node: Node, *dys: Symbol) -> list[None]:
         return []
 
-    def cost(self, in_specs: Specs, out_specs: Specs, *, dist: str, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, dist: str, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(DRAW_FLOPS[dist] * out_specs[0].size, read, written, "elementwise")
 
@@ -97,7 +97,7 @@ class RandomCategorical(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         classes = in_specs[0].shape[1] or 1
         # exp per class per sample (4 FLOPs each) plus the running sum (E).

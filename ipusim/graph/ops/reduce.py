@@ -6,7 +6,7 @@ Split from :mod:`ipusim.graph.ops.math`, which re-exports every public name defi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class _Reduce(Op):
     ) -> Array:
         return self.kernel_fn(x, normalize_axes(self.name, axis, x.ndim), keepdims)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(FLOPS_PER_ELEMENT[self.name] * in_specs[0].size, read, written, "reduction")
 
@@ -100,7 +100,7 @@ class _ReduceGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(want, x.dtype), "dy and the reduced x")
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # x is read only for its shape by reduce_mean_grad; reduce_max_grad compares against it.
         read_specs = in_specs if self.name == "reduce_max_grad" else in_specs[:1]
         read, written = io_bytes(read_specs, out_specs)
@@ -191,7 +191,7 @@ class Argmax(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 

@@ -13,8 +13,6 @@ convolution.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
@@ -120,7 +118,7 @@ class ResizeGrad(Op):
         *,
         scale: object,
         method: str = "bilinear",
-        **attrs: Any,
+        **attrs: object,
     ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")

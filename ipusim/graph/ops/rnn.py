@@ -16,7 +16,6 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -87,7 +86,7 @@ class UnstackTime(Op):
         parts = [_zeros_for(dy, out) for dy, out in zip(dys, node.outputs, strict=True)]
         return [apply1("stack_time", *parts, axis=node.attrs["axis"])]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # popnn slices its input sequence in place (RnnSlice): no copy.
         return OpCost(0, 0, 0, "data_movement")
 
@@ -134,7 +133,7 @@ class RnnZeros(Op):
     def gradient(self, node: Node, dy: Symbol | None) -> list[None]:
         return [None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
@@ -161,7 +160,7 @@ class RnnCarry(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [dy]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
@@ -189,7 +188,7 @@ def zero_state(like: TensorLike, units: int) -> Symbol:
 class _Cell(Op):
     kind = "elementwise"
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         state = min((*in_specs, *out_specs), key=lambda s: s.size)
         return OpCost(self.flops_per_unit * state.size, read, written, "elementwise")

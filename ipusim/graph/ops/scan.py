@@ -9,8 +9,6 @@ picked (a one-hot product, no gradient for the indices).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
@@ -68,7 +66,7 @@ class Scan(Op):
             return [apply1("scan", dy, **back)]
         return [divide(apply1("scan", multiply(dy, node.outputs[0]), **back), x)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "elementwise")
 

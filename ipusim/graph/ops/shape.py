@@ -32,7 +32,7 @@ def _known_prod(dims: Iterable[int | None]) -> int:
 class _View(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -421,7 +421,7 @@ class BroadcastLike(_Copy):
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, read, written, "data_movement")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ipusim.graph.execute import ExecContext
@@ -15,10 +13,10 @@ from ipusim.graph.variable import Variable
 class _Source(Op):
     kind = "data_movement"
 
-    def forward(self, ctx: ExecContext, *arrays: Array, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, *arrays: Array, **attrs: object) -> Array:
         raise RuntimeError(f"{self.name} nodes are filled by the executor, not computed")
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 

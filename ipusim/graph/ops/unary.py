@@ -4,7 +4,7 @@ gradients (``relu_grad(dy, y)`` ...)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -21,15 +21,15 @@ class _Unary(Op):
     kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = True
 
-    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
+    def infer(self, x: TensorSpec, **attrs: object) -> TensorSpec:
         if self.float_only:
             require_float(self.name, "x", x)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: ExecContext, x: Array, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, x: Array, **attrs: object) -> Array:
         return self.kernel_fn(x, **attrs)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -39,14 +39,14 @@ class _UnaryGrad(Op):
     kind = "elementwise"
     kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: Any) -> TensorSpec:
+    def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: object) -> TensorSpec:
         require_float(self.name, "dy", dy)
         return TensorSpec(merge_shapes(self.name, dy, v), dy.dtype)
 
-    def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: Any) -> Array:
+    def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: object) -> Array:
         return self.kernel_fn(dy, v, **attrs)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
