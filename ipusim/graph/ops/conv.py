@@ -23,6 +23,7 @@ from ipusim.graph.ops._window import (
     PADDINGS,
     check_nhwc,
     check_same_dtype,
+    known_dims,
     known_eq,
     normalize_padding,
     normalize_pair,
@@ -146,7 +147,7 @@ class _ConvBase(Op):
     def _flops(y: TensorSpec, filter_shape: Shape) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
         # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
-        return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
+        return 2 * math.prod(known_dims(y.shape[:-1])) * math.prod(known_dims(filter_shape))
 
     @classmethod
     def _cost(cls, in_specs: Specs, out_specs: Specs, y: TensorSpec, filter_shape: Shape) -> OpCost:
