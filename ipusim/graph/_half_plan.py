@@ -22,6 +22,7 @@ Rules (``docs/numerics.md`` states them for users):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ipusim.graph.numerics import FloatingPointTrap, Numerics
+from ipusim.graph.spec import Array
 from ipusim.kernels.half import round_to_half, stream_key, widen
 
 if TYPE_CHECKING:
-    from ipusim.graph.execute import ExecContext, Executor
+    from ipusim.graph.execute import ExecContext, Executor, ForwardFn
 
 #: Ops whose infinities from finite operands are divisions by zero (IEEE 754 divideByZero: x/0
 #: and log(0)), when an operand holds a zero.
@@ -41,7 +43,7 @@ DIV0_OPS = frozenset({"divide", "log", "sqrt_grad"})
 
 @dataclass
 class _Entry:
-    fn: Any
+    fn: ForwardFn
     ins: tuple[int, ...]
     outs: tuple[int, ...]
     multi: bool
@@ -66,7 +68,7 @@ class HalfPlan:
         self.emulate = emulate_half
         slot_of = executor._slot_of
         self.entries: list[_Entry] = []
-        self.constants: list[tuple[int, np.ndarray]] = []
+        self.constants: list[tuple[int, Array]] = []
         for node in executor._nodes:
             name = node.op.name
             outs = tuple(slot_of[(node.id, s.index)] for s in node.outputs)
@@ -110,7 +112,9 @@ class HalfPlan:
     def _emulated(self, dtype: str) -> bool:
         return self.emulate and dtype == "float32"
 
-    def run(self, values: list[Any], feeds: Any, ctx: ExecContext, numerics: Numerics) -> None:
+    def run(
+        self, values: list[Any], feeds: Sequence[Array], ctx: ExecContext, numerics: Numerics
+    ) -> None:
         """Execute once, writing every slot of ``values``."""
         ex = self.executor
         for feed_index, slot, spec in ex._feed_plan:
@@ -164,12 +168,12 @@ def _clock() -> float:
     return time.perf_counter()
 
 
-def _floats(arrays: list[Any]) -> list[np.ndarray]:
+def _floats(arrays: Sequence[object]) -> list[Array]:
     return [a for a in arrays if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
 
 
 def _check_traps(
-    e: _Entry, args: list[Any], results: list[Any], overflows: int, numerics: Numerics
+    e: _Entry, args: list[Array], results: list[Array], overflows: int, numerics: Numerics
 ) -> None:
     where = f"{e.node_name}" + (f" (layer {e.layer!r})" if e.layer else "")
     if overflows and numerics.trap_overflow:

@@ -15,16 +15,25 @@ NaN on overflow); matrix products and convolutions round their partial sums them
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Graph, Symbol
 from ipusim.graph.numerics import Numerics, numerics_of
+from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.variable import Variable
+
+if TYPE_CHECKING:
+    from ipusim.graph._half_plan import HalfPlan
+
+#: A node's forward function with its attributes bound: ``fn(ctx, *input_arrays)`` -> its output
+#: array, or a tuple of them for an op with several outputs (which one, only the op knows).
+ForwardFn: TypeAlias = Callable[..., Any]
 
 
 @dataclass
@@ -83,10 +92,10 @@ class Executor:
             if sym.node.op.name != "placeholder":
                 raise ConfigurationError(f"feed {i} ({sym!r}) is not a placeholder")
             feed_slots[sym.node.id] = i
-        self._feed_plan: list[tuple[int, int, Any]] = []
-        self._variable_plan: list[tuple[int, Any]] = []
-        self._constants: list[tuple[int, np.ndarray]] = []
-        self._plan: list[tuple[Any, tuple[int, ...], tuple[int, ...]]] = []
+        self._feed_plan: list[tuple[int, int, TensorSpec]] = []
+        self._variable_plan: list[tuple[int, Variable]] = []
+        self._constants: list[tuple[int, Array]] = []
+        self._plan: list[tuple[ForwardFn, tuple[int, ...], tuple[int, ...] | int]] = []
         self._plan_ops: list[str] = []
         for node in nodes:
             outs = tuple(slot_of[(node.id, s.index)] for s in node.outputs)
@@ -103,19 +112,21 @@ class Executor:
                 self._constants.append((outs[0], node.attrs["value"]))
             else:
                 ins = tuple(slot_of[(s.node.id, s.index)] for s in node.inputs)
-                fn = partial(node.op.forward, **node.attrs) if node.attrs else node.op.forward
+                fn: ForwardFn = (
+                    partial(node.op.forward, **node.attrs) if node.attrs else node.op.forward
+                )
                 multi = node.op.num_outputs != 1
                 self._plan.append((fn, ins, outs if multi else outs[0]))
                 self._plan_ops.append(node.op.name)
         self._fetch_slots = [slot_of[(s.node.id, s.index)] for s in self.fetches]
         self._nodes = nodes
         self._slot_of = slot_of
-        self._half_plans: dict[bool, Any] = {}
+        self._half_plans: dict[bool, HalfPlan] = {}
         self._has_half = any(
             s.spec.dtype == "float16" for n in nodes for s in (*n.inputs, *n.outputs)
         )
 
-    def run(self, feeds: Sequence[np.ndarray], ctx: ExecContext | None = None) -> list[np.ndarray]:
+    def run(self, feeds: Sequence[Array], ctx: ExecContext | None = None) -> list[Array]:
         """Execute once and return the fetched arrays.
 
         Args:
@@ -146,12 +157,12 @@ class Executor:
                     for slot, value in zip(outs, result):
                         values[slot] = value
         else:
-            self._run_profiled(values, ctx)
+            self._run_profiled(values, ctx, ctx.profile)
         return [values[i] for i in self._fetch_slots]
 
     def _run_numerics(
-        self, feeds: Sequence[np.ndarray], ctx: ExecContext, numerics: Numerics
-    ) -> list[np.ndarray]:
+        self, feeds: Sequence[Array], ctx: ExecContext, numerics: Numerics
+    ) -> list[Array]:
         from ipusim.graph._half_plan import HalfPlan
 
         plan = self._half_plans.get(numerics.emulate_half)
@@ -162,9 +173,8 @@ class Executor:
         plan.run(values, feeds, ctx, numerics)
         return [values[i] for i in self._fetch_slots]
 
-    def _run_profiled(self, values: list[Any], ctx: ExecContext) -> None:
+    def _run_profiled(self, values: list[Any], ctx: ExecContext, profile: dict[str, float]) -> None:
         clock = time.perf_counter
-        profile = ctx.profile
         for (fn, ins, outs), name in zip(self._plan, self._plan_ops):
             start = clock()
             result = fn(ctx, *[values[i] for i in ins])
@@ -176,7 +186,7 @@ class Executor:
                     values[slot] = value
 
 
-def check_feed(array: Any, spec: Any) -> np.ndarray:
+def check_feed(array: object, spec: TensorSpec) -> Array:
     """``array`` converted to ``spec``'s dtype, C-contiguous, its shape checked against ``spec``."""
     array = np.asarray(array)
     if array.dtype.name != spec.dtype:

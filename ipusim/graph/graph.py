@@ -12,16 +12,21 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self, TypeAlias, cast
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.op import VARIADIC, Op, OpCost, get_op
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.variable import Variable
 
 #: Phases a node can belong to.
 PHASES = ("fwd", "bwd", "loss", "update")
+
+#: What an op function accepts as an input: a :class:`Symbol`, a deferred (Keras) tensor, a
+#: :class:`Variable`, a NumPy array or a Python scalar; :func:`to_symbol` converts it.
+TensorLike: TypeAlias = object
 
 
 class TensorOperators:
@@ -49,96 +54,100 @@ class TensorOperators:
     def ndim(self) -> int:
         return self.spec.rank
 
-    def _binary(self, op: str, other: Any, reverse: bool = False) -> Any:
+    def _result(self, value: object) -> Self:
+        """Op functions give back ``self``'s type (a Symbol, or the hook's Keras tensor)."""
+        return cast(Self, value)
+
+    def _binary(self, op: str, other: TensorLike, reverse: bool = False) -> Self:
         from ipusim.graph.ops import math as m
 
         fn = getattr(m, op)
-        return fn(other, self) if reverse else fn(self, other)
+        return self._result(fn(other, self) if reverse else fn(self, other))
 
-    def __add__(self, other: Any) -> Any:
+    def __add__(self, other: TensorLike) -> Self:
         return self._binary("add", other)
 
-    def __radd__(self, other: Any) -> Any:
+    def __radd__(self, other: TensorLike) -> Self:
         return self._binary("add", other, True)
 
-    def __sub__(self, other: Any) -> Any:
+    def __sub__(self, other: TensorLike) -> Self:
         return self._binary("subtract", other)
 
-    def __rsub__(self, other: Any) -> Any:
+    def __rsub__(self, other: TensorLike) -> Self:
         return self._binary("subtract", other, True)
 
-    def __mul__(self, other: Any) -> Any:
+    def __mul__(self, other: TensorLike) -> Self:
         return self._binary("multiply", other)
 
-    def __rmul__(self, other: Any) -> Any:
+    def __rmul__(self, other: TensorLike) -> Self:
         return self._binary("multiply", other, True)
 
-    def __truediv__(self, other: Any) -> Any:
+    def __truediv__(self, other: TensorLike) -> Self:
         return self._binary("divide", other)
 
-    def __rtruediv__(self, other: Any) -> Any:
+    def __rtruediv__(self, other: TensorLike) -> Self:
         return self._binary("divide", other, True)
 
-    def __matmul__(self, other: Any) -> Any:
+    def __matmul__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops import nn
 
-        return nn.matmul(self, other)
+        return self._result(nn.matmul(self, other))
 
-    def __rmatmul__(self, other: Any) -> Any:
+    def __rmatmul__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops import nn
 
-        return nn.matmul(other, self)
+        return self._result(nn.matmul(other, self))
 
-    def __neg__(self) -> Any:
+    def __neg__(self) -> Self:
         from ipusim.graph.ops import math as m
 
-        return m.negative(self)
+        return self._result(m.negative(self))
 
-    def __pos__(self) -> Any:
+    def __pos__(self) -> Self:
         return self
 
-    def __abs__(self) -> Any:
+    def __abs__(self) -> Self:
         from ipusim.graph.ops import math as m
 
-        return m.abs(self)
+        return self._result(m.abs(self))
 
-    def __pow__(self, other: Any) -> Any:
+    def __pow__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import power
 
-        return power(self, other)
+        return self._result(power(self, other))
 
-    def __rpow__(self, other: Any) -> Any:
+    def __rpow__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import power
 
-        return power(other, self)
+        return self._result(power(other, self))
 
-    def __floordiv__(self, other: Any) -> Any:
+    def __floordiv__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import floordiv
 
-        return floordiv(self, other)
+        return self._result(floordiv(self, other))
 
-    def __rfloordiv__(self, other: Any) -> Any:
+    def __rfloordiv__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import floordiv
 
-        return floordiv(other, self)
+        return self._result(floordiv(other, self))
 
-    def __mod__(self, other: Any) -> Any:
+    def __mod__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import mod
 
-        return mod(self, other)
+        return self._result(mod(self, other))
 
-    def __rmod__(self, other: Any) -> Any:
+    def __rmod__(self, other: TensorLike) -> Self:
         from ipusim.graph.ops.operators import mod
 
-        return mod(other, self)
+        return self._result(mod(other, self))
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: object) -> Self:
         """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
         from ipusim.graph.ops.operators import getitem
 
-        return getitem(self, key)
+        return self._result(getitem(self, key))
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Self]:
         """``for row in x`` / ``a, b = x``: the slices along the first axis, as TensorFlow
         unstacks a tensor whose first dimension is known; otherwise TensorFlow's TypeError."""
         if not self.shape or self.shape[0] is None:
@@ -152,37 +161,37 @@ class TensorOperators:
     # ``==`` and ``!=`` keep Python's identity meaning (the IR looks symbols up in containers),
     # so elementwise equality is ``tf.equal`` / ``tf.not_equal``. Python reflects ``0 < x`` to
     # ``x > 0``. The comparison op is registered by whoever provides it (the compat runtime).
-    def _compare(self, kind: str, other: Any) -> Any:
+    def _compare(self, kind: str, other: TensorLike) -> Self:
         if _comparison_op is None:
             raise InvalidTypeError(
                 f"'{kind}' comparison of symbolic tensors needs ipusim.compat (import "
                 "ipusim.compat.tf); or compare with tf.less / tf.greater"
             )
-        return apply(_comparison_op, self, other, comparison=kind)
+        return self._result(apply(_comparison_op, self, other, comparison=kind))
 
-    def __lt__(self, other: Any) -> Any:
+    def __lt__(self, other: TensorLike) -> Self:
         return self._compare("less", other)
 
-    def __le__(self, other: Any) -> Any:
+    def __le__(self, other: TensorLike) -> Self:
         return self._compare("less_equal", other)
 
-    def __gt__(self, other: Any) -> Any:
+    def __gt__(self, other: TensorLike) -> Self:
         return self._compare("greater", other)
 
-    def __ge__(self, other: Any) -> Any:
+    def __ge__(self, other: TensorLike) -> Self:
         return self._compare("greater_equal", other)
 
     # ``a & b`` / ``a | b`` of bool tensors (masks built from comparisons), as TensorFlow's.
-    def __and__(self, other: Any) -> Any:
+    def __and__(self, other: TensorLike) -> Self:
         return self._compare("logical_and", other)
 
-    def __rand__(self, other: Any) -> Any:
+    def __rand__(self, other: TensorLike) -> Self:
         return self._compare("logical_and", other)
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self, other: TensorLike) -> Self:
         return self._compare("logical_or", other)
 
-    def __ror__(self, other: Any) -> Any:
+    def __ror__(self, other: TensorLike) -> Self:
         return self._compare("logical_or", other)
 
     __hash__ = object.__hash__
@@ -274,7 +283,7 @@ class Invocation:
         pipeline_stage: the stage of the ``PipelineStage`` scope the call was made in, or None.
     """
 
-    layer: Any
+    layer: object
     node_index: int
     inputs: list[Symbol] = field(default_factory=list)
     outputs: list[Symbol] = field(default_factory=list)
@@ -312,7 +321,7 @@ class Graph:
         self._tags: list[_Tag] = [_Tag(None, None, "fwd")]
         self._call_counts: dict[int, int] = {}
         #: State updates applied after a training step: (variable, symbol of its new value).
-        self.updates: list[tuple[Any, Symbol]] = []
+        self.updates: list[tuple[Variable, Symbol]] = []
         #: Outputs of nodes that must run at every execution though nothing reads them (an
         #: outfeed enqueue in a Keras layer's call).
         self.side_effects: list[Symbol] = []
@@ -345,30 +354,30 @@ class Graph:
     def placeholder(self, spec: TensorSpec, name: str | None = None) -> Symbol:
         """Declare an input of the graph."""
         label = name or spec.name or f"input_{len(self.placeholders)}"
-        sym = apply("placeholder", graph=self, spec=spec.with_shape(spec.shape), name=label)
+        sym = apply1("placeholder", graph=self, spec=spec.with_shape(spec.shape), name=label)
         self.placeholders.append(sym)
         return sym
 
-    def read_variable(self, variable: Any) -> Symbol:
+    def read_variable(self, variable: Variable) -> Symbol:
         """The symbol reading ``variable`` (one node per variable per graph)."""
         key = id(variable)
         sym = self._variable_reads.get(key)
         if sym is None:
             with self.tag(layer=None, invocation=None, phase="fwd"):
-                sym = apply("variable", graph=self, variable=variable)
+                sym = apply1("variable", graph=self, variable=variable)
             self._variable_reads[key] = sym
         return sym
 
-    def constant(self, value: Any, dtype: object | None = None) -> Symbol:
+    def constant(self, value: object, dtype: object | None = None) -> Symbol:
         """A constant node holding ``value`` (converted to ``dtype`` if given)."""
         array = np.asarray(value, dtype=None if dtype is None else canonical_dtype(dtype))
         if array.dtype == np.float64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.float32)  # Python floats are float32 unless asked otherwise
         if array.dtype == np.int64 and dtype is None and not isinstance(value, np.ndarray):
             array = array.astype(np.int32)
-        return apply("constant", graph=self, value=np.array(array, order="C"))
+        return apply1("constant", graph=self, value=np.array(array, order="C"))
 
-    def add_update(self, variable: Any, new_value: Symbol) -> None:
+    def add_update(self, variable: Variable, new_value: Symbol) -> None:
         """Assign ``new_value`` to ``variable`` after each training execution (e.g. moving stats)."""
         if tuple(new_value.shape) != tuple(variable.shape):
             raise ConfigurationError(
@@ -377,7 +386,7 @@ class Graph:
         self.updates.append((variable, new_value))
 
     @property
-    def variables(self) -> list[Any]:
+    def variables(self) -> list[Variable]:
         """Variables read by this graph, in first-read order."""
         return [s.node.attrs["variable"] for s in self._variable_reads.values()]
 
@@ -423,7 +432,7 @@ class Graph:
         return self._tags[-1].invocation
 
     @contextmanager
-    def invoke(self, layer: Any, inputs: Sequence[Symbol]) -> Iterator[Invocation]:
+    def invoke(self, layer: object, inputs: Sequence[Symbol]) -> Iterator[Invocation]:
         """Record a call of ``layer``; nodes created inside are tagged with it."""
         count = self._call_counts.get(id(layer), 0)
         self._call_counts[id(layer)] = count + 1
@@ -467,7 +476,8 @@ _state = threading.local()
 def _stack() -> list[Graph]:
     if not hasattr(_state, "graphs"):
         _state.graphs = []
-    return _state.graphs
+    graphs: list[Graph] = _state.graphs
+    return graphs
 
 
 @contextmanager
@@ -485,25 +495,25 @@ def current_graph() -> Graph | None:
     return stack[-1] if stack else None
 
 
-def is_symbolic(value: Any) -> bool:
+def is_symbolic(value: object) -> bool:
     return isinstance(value, Symbol)
 
 
-def _find_graph(inputs: Sequence[Any]) -> Graph | None:
+def _find_graph(inputs: Sequence[TensorLike]) -> Graph | None:
     for value in inputs:
         if isinstance(value, Symbol):
             return value.graph
     return current_graph()
 
 
-def _first_float_dtype(inputs: Sequence[Any]) -> str | None:
+def _first_float_dtype(inputs: Sequence[TensorLike]) -> str | None:
     for value in inputs:
         if isinstance(value, Symbol):
             return value.dtype
     return None
 
 
-def to_symbol(value: Any, graph: Graph, like_dtype: str | None = None) -> Symbol:
+def to_symbol(value: TensorLike, graph: Graph, like_dtype: str | None = None) -> Symbol:
     """Turn a Symbol, variable or constant into a Symbol of ``graph``.
 
     Python scalars take the dtype of the other operands (``like_dtype``), as TensorFlow's weak
@@ -517,10 +527,10 @@ def to_symbol(value: Any, graph: Graph, like_dtype: str | None = None) -> Symbol
             )
         return value
     if hasattr(value, "_is_ipusim_variable"):
-        sym = graph.read_variable(value)
+        sym = graph.read_variable(cast(Variable, value))  # the only class with the marker
         target = graph.autocast_dtype
         if target is not None and sym.dtype != target and sym.dtype in FLOAT_DTYPES:
-            sym = apply("cast", sym, graph=graph, dtype=target)
+            sym = apply1("cast", sym, graph=graph, dtype=target)
         return sym
     if isinstance(value, bool | int | float) and like_dtype is not None:
         return graph.constant(value, dtype=like_dtype)
@@ -529,7 +539,8 @@ def to_symbol(value: Any, graph: Graph, like_dtype: str | None = None) -> Symbol
 
 #: Handles ops applied to deferred symbolic tensors (Keras functional-construction tensors, which
 #: belong to no graph). Installed by ``ipusim.keras``; graph/ itself knows nothing of Keras.
-_deferred_hook: Callable[[Op, tuple, dict], Any] | None = None
+DeferredHook: TypeAlias = Callable[[Op, tuple[TensorLike, ...], dict[str, Any]], Any]
+_deferred_hook: DeferredHook | None = None
 _comparison_op: str | None = None
 
 
@@ -539,13 +550,13 @@ def set_comparison_op(name: str | None) -> None:
     _comparison_op = name
 
 
-def set_deferred_tensor_hook(hook: Callable[[Op, tuple, dict], Any] | None) -> None:
+def set_deferred_tensor_hook(hook: DeferredHook | None) -> None:
     """Install the handler for ops applied to tensors marked ``_is_deferred_tensor``."""
     global _deferred_hook
     _deferred_hook = hook
 
 
-def apply(op: Op | str, *inputs: Any, graph: Graph | None = None, **attrs: Any) -> Any:
+def apply(op: Op | str, *inputs: TensorLike, graph: Graph | None = None, **attrs: Any) -> Any:
     """Apply ``op`` to ``inputs``: add a node and return its output Symbol (or tuple of them).
 
     Args:
@@ -572,3 +583,18 @@ def apply(op: Op | str, *inputs: Any, graph: Graph | None = None, **attrs: Any) 
     symbols = tuple(to_symbol(v, graph, like) for v in inputs)
     node = graph.add_node(op, symbols, attrs)
     return node.outputs[0] if op.num_outputs == 1 else node.outputs
+
+
+def apply1(op: Op | str, *inputs: TensorLike, graph: Graph | None = None, **attrs: Any) -> Symbol:
+    """:func:`apply` for an op with one output: its Symbol (on Keras functional-construction
+    tensors, the deferred tensor the hook made, which has the same shape, dtype and operators)."""
+    out: Symbol = apply(op, *inputs, graph=graph, **attrs)
+    return out
+
+
+def apply_multi(
+    op: Op | str, *inputs: TensorLike, graph: Graph | None = None, **attrs: Any
+) -> tuple[Symbol, ...]:
+    """:func:`apply` for an op with several outputs: one Symbol per output."""
+    out: tuple[Symbol, ...] = apply(op, *inputs, graph=graph, **attrs)
+    return out

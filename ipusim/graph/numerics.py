@@ -27,9 +27,14 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ipusim.errors import ConfigurationError, IPUSimError
+
+if TYPE_CHECKING:
+    from ipusim.config import IPUConfig
+    from ipusim.graph.execute import ExecContext
+    from ipusim.kernels.amp import AmpProducts
 
 #: Values of PopLibs' ``partialsType`` option that ipusim understands (S: PopLibs matmul and
 #: convolution options).
@@ -115,7 +120,7 @@ class FloatingPointTrap(IPUSimError, FloatingPointError):
         )
 
 
-def _partials(options: Any, default: str, where: str) -> str:
+def _partials(options: dict[str, object] | None, default: str, where: str) -> str:
     value = (options or {}).get("partialsType", default)
     text = str(value).lower()
     if text not in PARTIALS_TYPES:
@@ -125,7 +130,7 @@ def _partials(options: Any, default: str, where: str) -> str:
     return text
 
 
-def from_config(config: Any, seed: int | None = None) -> Numerics:
+def from_config(config: IPUConfig | None, seed: int | None = None) -> Numerics:
     """The numerics an IPUConfig asks for (``None``: IPU TensorFlow's defaults).
 
     Raises:
@@ -166,13 +171,14 @@ def current_numerics() -> Numerics:
     key = (id(config), _SEED["seed"])
     cached = getattr(_state, "cached", None)
     if cached is not None and cached[0] == key and cached[2] is config:
-        return cached[1]
+        hit: Numerics = cached[1]
+        return hit
     numerics = from_config(config)
     _state.cached = (key, numerics, config)
     return numerics
 
 
-def numerics_of(ctx: Any) -> Numerics:
+def numerics_of(ctx: ExecContext | None) -> Numerics:
     """The numerics an execution context runs with: its own, else the active configuration's
     (the executor's plain float32 path leaves ``ctx.numerics`` unset)."""
     numerics = getattr(ctx, "numerics", None)
@@ -190,7 +196,7 @@ def rounding_seed() -> int:
     return _SEED["seed"]
 
 
-def amp_products(ctx: Any, kind: str) -> Any:
+def amp_products(ctx: ExecContext, kind: str) -> AmpProducts:
     """The :class:`~ipusim.kernels.amp.AmpProducts` of a half-precision product op's execution
     (``kind``: ``"matmul"`` or ``"conv"``), from its execution context."""
     from ipusim.kernels.amp import AmpProducts
@@ -204,6 +210,6 @@ def amp_products(ctx: Any, kind: str) -> Any:
     )
 
 
-def computes_half(ctx: Any) -> bool:
+def computes_half(ctx: ExecContext | None) -> bool:
     """Whether the op being run has half-precision outputs (set by the executor)."""
     return bool(getattr(ctx, "half", False))

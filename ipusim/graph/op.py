@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 if TYPE_CHECKING:
     from ipusim.graph.graph import Symbol
+
+#: The input or output specs of one op application, in order.
+Specs: TypeAlias = Sequence[TensorSpec]
 
 #: ``Op.num_outputs`` of an op whose output count depends on its inputs (``unstack_time``).
 VARIADIC = -1
@@ -59,7 +62,7 @@ class OpCost:
         )
 
 
-def io_bytes(in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec]) -> tuple[int, int]:
+def io_bytes(in_specs: Specs, out_specs: Specs) -> tuple[int, int]:
     """Bytes read (all inputs) and written (all outputs); specs must be fully defined."""
     return sum(s.nbytes for s in in_specs), sum(s.nbytes for s in out_specs)
 
@@ -98,8 +101,8 @@ class Op:
 
         Called as ``cost(in_specs, out_specs, **attrs)``.
         """
-        in_specs: Sequence[TensorSpec] = args[0]
-        out_specs: Sequence[TensorSpec] = args[1]
+        in_specs: Specs = args[0]
+        out_specs: Specs = args[1]
         read, written = io_bytes(in_specs, out_specs)
         flops = sum(s.size for s in out_specs) if self.kind != "data_movement" else 0
         return OpCost(flops, read, written, self.kind)
@@ -109,9 +112,10 @@ class Op:
 
 
 _REGISTRY: dict[str, Op] = {}
+OpType = TypeVar("OpType", bound=type[Op])
 
 
-def register(cls: type[Op]) -> type[Op]:
+def register(cls: OpType) -> OpType:
     """Class decorator: instantiate the op once and register it under ``cls.name``."""
     if not cls.name:
         raise TypeError(f"{cls.__name__} must set a non-empty `name`")

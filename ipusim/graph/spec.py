@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 
@@ -23,6 +25,13 @@ DTYPE_BYTES: dict[str, int] = {
 
 FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 
+#: A tensor shape; ``None`` marks a dimension whose size is not known yet (usually the batch).
+Shape: TypeAlias = tuple[int | None, ...]
+
+#: The value of a tensor at run time; its element type is the tensor's dtype (float16/32, int32,
+#: bool, ...), which only the spec knows, hence ``Any`` here.
+Array: TypeAlias = NDArray[Any]
+
 
 def canonical_dtype(dtype: object) -> str:
     """Return the canonical dtype name for a numpy dtype, a type or a string.
@@ -32,11 +41,12 @@ def canonical_dtype(dtype: object) -> str:
     """
     if isinstance(dtype, str) and dtype in DTYPE_BYTES:
         return dtype
-    name = getattr(dtype, "name", None)  # ipusim / compat DType objects carry a name
-    if isinstance(name, str) and name in DTYPE_BYTES:
-        return name
+    label = getattr(dtype, "name", None)  # ipusim / compat DType objects carry a name
+    if isinstance(label, str) and label in DTYPE_BYTES:
+        return label
     try:
-        name = np.dtype(dtype).name
+        # Any dtype-like object is accepted here; np.dtype raises TypeError on the rest.
+        name: str = np.dtype(dtype).name  # type: ignore[call-overload]
     except TypeError as exc:
         raise InvalidTypeError(
             f"dtype {dtype!r} is not understood; expected one of {sorted(DTYPE_BYTES)}"
@@ -58,7 +68,7 @@ class TensorSpec:
         name: optional label (used for dataset element specs and model inputs).
     """
 
-    shape: tuple[int | None, ...]
+    shape: Shape
     dtype: str = "float32"
     name: str | None = None
 
@@ -82,7 +92,7 @@ class TensorSpec:
         """Number of elements; the shape must be fully defined."""
         if not self.is_fully_defined:
             raise ConfigurationError(f"shape {self.shape} is not fully defined, so it has no size")
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(np.prod(self.shape, dtype=np.int64))  # type: ignore[arg-type]  # no None here
 
     @property
     def itemsize(self) -> int:
@@ -94,7 +104,7 @@ class TensorSpec:
         """Bytes the whole tensor occupies; the shape must be fully defined."""
         return self.size * self.itemsize
 
-    def with_shape(self, shape: tuple[int | None, ...]) -> TensorSpec:
+    def with_shape(self, shape: Shape) -> TensorSpec:
         return TensorSpec(tuple(shape), self.dtype, self.name)
 
     def with_dtype(self, dtype: object) -> TensorSpec:
@@ -107,7 +117,7 @@ class TensorSpec:
         return all(a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
 
     @classmethod
-    def from_array(cls, array: np.ndarray, name: str | None = None) -> TensorSpec:
+    def from_array(cls, array: Array, name: str | None = None) -> TensorSpec:
         return cls(tuple(array.shape), canonical_dtype(array.dtype), name)
 
     def __repr__(self) -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
 
 
 class Variable:
@@ -22,11 +23,11 @@ class Variable:
     __slots__ = ("name", "trainable", "_value", "spec", "_initializer")
 
     def __init__(
-        self, value: np.ndarray, name: str, trainable: bool = True, dtype: object | None = None
+        self, value: Array, name: str, trainable: bool = True, dtype: object | None = None
     ) -> None:
         array = np.asarray(value, dtype=None if dtype is None else canonical_dtype(dtype))
-        self._value: np.ndarray | None = np.array(array, order="C", copy=True)
-        self._initializer: Callable[[], np.ndarray] | None = None
+        self._value: Array | None = np.array(array, order="C", copy=True)
+        self._initializer: Callable[[], Array] | None = None
         self.name = name
         self.trainable = bool(trainable)
         self.spec = TensorSpec(self._value.shape, self._value.dtype.name, name)
@@ -36,7 +37,7 @@ class Variable:
         cls,
         shape: tuple[int, ...],
         dtype: object,
-        initializer: Callable[[], np.ndarray],
+        initializer: Callable[[], Array],
         name: str,
         trainable: bool = True,
     ) -> Variable:
@@ -53,10 +54,11 @@ class Variable:
         return variable
 
     @property
-    def value(self) -> np.ndarray:
+    def value(self) -> Array:
         """The current array (shared, not copied: kernels update it in place)."""
         if self._value is None:
-            array = np.asarray(self._initializer(), dtype=self.spec.dtype)
+            initializer = cast(Callable[[], Array], self._initializer)  # set while _value is None
+            array = np.asarray(initializer(), dtype=self.spec.dtype)
             if array.shape != self.spec.shape:
                 raise ConfigurationError(
                     f"the initializer of {self.name!r} made an array of shape {array.shape}, "
@@ -73,13 +75,13 @@ class Variable:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.spec.shape
+        return cast(tuple[int, ...], self.spec.shape)  # a variable's shape is always known
 
     @property
     def dtype(self) -> str:
         return self.spec.dtype
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> Array:
         """A copy of the current value."""
         return self.value.copy()
 

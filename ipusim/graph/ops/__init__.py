@@ -4,7 +4,9 @@ from ipusim.graph.ops import (  # noqa: F401
     augment,
     conv,
     conv3d,
+    conv_depthwise,
     conv_grouped,
+    embedding,
     image_resize,
     image_transform,
     linalg,
@@ -23,4 +25,5 @@ from ipusim.graph.ops import (  # noqa: F401
     scan,
     shape,
     sources,
+    unary,
 )

@@ -8,10 +8,10 @@ half before the first pixel, where ``k_eff = (k − 1)·dilation + 1``.
 from __future__ import annotations
 
 from numbers import Integral
-from typing import Any
+from typing import Any, cast
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Shape, TensorSpec
 
 #: Padding modes accepted by every windowed op (case-insensitive).
 PADDINGS = ("VALID", "SAME")
@@ -38,7 +38,7 @@ def normalize_pair(op: str, arg: str, value: Any) -> Pair:
     return (int(pair[0]), int(pair[1]))
 
 
-def normalize_padding(op: str, padding: Any) -> str:
+def normalize_padding(op: str, padding: object) -> str:
     """``padding`` upper-cased, checked against :data:`PADDINGS`."""
     if not isinstance(padding, str) or padding.upper() not in PADDINGS:
         raise ConfigurationError(
@@ -75,15 +75,15 @@ def window_geometry(
 
 
 def spatial_geometry(
-    op: str, hw: tuple, kernel_hw: tuple, strides: Pair, padding: str, dilation: Pair = (1, 1)
+    op: str, hw: Shape, kernel_hw: Shape, strides: Pair, padding: str, dilation: Pair = (1, 1)
 ) -> tuple[tuple[int | None, int | None], Pair]:
-    """``((Ho, Wo), (pad_top, pad_left))`` for an input of spatial size ``hw``."""
-    ho, pt = window_geometry(
-        op, hw[0], (kernel_hw[0] - 1) * dilation[0] + 1, strides[0], padding, "height"
-    )
-    wo, pl = window_geometry(
-        op, hw[1], (kernel_hw[1] - 1) * dilation[1] + 1, strides[1], padding, "width"
-    )
+    """``((Ho, Wo), (pad_top, pad_left))`` for an input of spatial size ``hw``.
+
+    The output size is None where the input's is (an unknown size); window sizes are always known.
+    """
+    kh, kw = cast(Pair, kernel_hw)
+    ho, pt = window_geometry(op, hw[0], (kh - 1) * dilation[0] + 1, strides[0], padding, "height")
+    wo, pl = window_geometry(op, hw[1], (kw - 1) * dilation[1] + 1, strides[1], padding, "width")
     return (ho, wo), (pt, pl)
 
 
@@ -107,6 +107,16 @@ def check_same_dtype(op: str, a: TensorSpec, b: TensorSpec) -> None:
         raise InvalidTypeError(
             f"{op}: operands have dtypes {a.dtype} and {b.dtype}; cast one so both match"
         )
+
+
+def known_hw(hw: Shape) -> Pair:
+    """``hw`` as the pair of ints it is when it comes from a real array (run time, no None)."""
+    return cast(Pair, hw)
+
+
+def known_dims(shape: Shape) -> tuple[int, ...]:
+    """``shape`` of a tensor whose sizes are all known (weights, run-time arrays): no None."""
+    return cast(tuple[int, ...], shape)
 
 
 def known_eq(a: int | None, b: int | None) -> bool:

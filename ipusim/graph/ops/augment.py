@@ -8,14 +8,13 @@ stream of :mod:`ipusim.kernels.random`), so the gradient op recomputes the same 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
 
@@ -39,7 +38,7 @@ def _check(op: str, x: TensorSpec, height: int, width: int) -> None:
 class _Crop(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, min(read, written), written, "data_movement")
 
@@ -54,7 +53,7 @@ class RandomCrop(_Crop):
         _check(self.name, x, height, width)
         return TensorSpec((*x.shape[:-3], height, width, x.shape[-1]), x.dtype)
 
-    def forward(self, ctx: Any, x, *, height: int, width: int, seed: int):
+    def forward(self, ctx: ExecContext, x: Array, *, height: int, width: int, seed: int) -> Array:
         h, w = x.shape[-3], x.shape[-2]
         top, left = crop_offsets(seed, ctx.step, h - height, w - width)
         begin = [0] * x.ndim
@@ -64,7 +63,7 @@ class RandomCrop(_Crop):
         return layout.slice_(x, begin, size)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("random_crop_grad", dy, node.inputs[0], **node.attrs)]
+        return [apply1("random_crop_grad", dy, node.inputs[0], **node.attrs)]
 
 
 @register
@@ -79,7 +78,9 @@ class RandomCropGrad(_Crop):
         _check(self.name, x, height, width)
         return TensorSpec(x.shape, dy.dtype)
 
-    def forward(self, ctx: Any, dy, x, *, height: int, width: int, seed: int):
+    def forward(
+        self, ctx: ExecContext, dy: Array, x: Array, *, height: int, width: int, seed: int
+    ) -> Array:
         h, w = x.shape[-3], x.shape[-2]
         top, left = crop_offsets(seed, ctx.step, h - height, w - width)
         paddings = [(0, 0)] * dy.ndim
@@ -88,6 +89,6 @@ class RandomCropGrad(_Crop):
         return layout.pad(dy, paddings)
 
 
-def random_crop(x: Any, height: int, width: int, seed: int) -> Symbol:
+def random_crop(x: TensorLike, height: int, width: int, seed: int) -> Symbol:
     """A ``height`` x ``width`` crop of images ``(..., H, W, C)`` at a random offset per step."""
-    return apply("random_crop", x, height=int(height), width=int(width), seed=int(seed))
+    return apply1("random_crop", x, height=int(height), width=int(width), seed=int(seed))

@@ -11,16 +11,19 @@ module registers them too and ``conv.max_pool2d`` etc. work.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
     PADDINGS,
     check_nhwc,
     check_same_dtype,
+    known_dims,
     known_eq,
     normalize_padding,
     normalize_pair,
@@ -35,9 +38,13 @@ from ipusim.graph.ops.pool import (
     max_pool2d,
     max_pool2d_grad,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
+
+#: The AMP unit's product of one GEMM, ``product(a, b, out, accumulate)`` (see
+#: :class:`ipusim.kernels.amp.AmpProducts`).
+ProductFn: TypeAlias = Callable[[Array, Array, Array, bool], None]
 
 __all__ = [
     "PADDINGS",
@@ -79,13 +86,17 @@ class _ConvBase(Op):
     rounds_half_outputs = True
     #: Spatial dimensions of the activations (NHWC: 2).
     nd = 2
-    _normalize: Any = staticmethod(normalize_pair)
-    _geometry: Any = staticmethod(spatial_geometry)
-    kernel: Any = None
-    family: tuple = ()
+    # Pair-valued here, Triple-valued in the 3-D subclass (``nd`` decides): typed loosely.
+    _normalize: ClassVar[Callable[..., tuple[int, ...]]] = staticmethod(normalize_pair)
+    _geometry: ClassVar[Callable[..., tuple[Any, tuple[int, ...]]]] = staticmethod(spatial_geometry)
+    kernel: ClassVar[Callable[..., Array]]
+    #: The op functions of the family: (forward, backprop input, backprop filter).
+    family: ClassVar[tuple[Callable[..., Symbol], ...]] = ()
 
     @staticmethod
-    def _half_run(ctx: Any, compute: Any, round_output: bool = False) -> Any:
+    def _half_run(
+        ctx: ExecContext, compute: Callable[[ProductFn | None], Array], round_output: bool = False
+    ) -> Array:
         """Run ``compute(product)`` with AMP products when the op computes in half precision."""
         if not computes_half(ctx):
             return compute(None)
@@ -105,7 +116,9 @@ class _ConvBase(Op):
         return out
 
     @classmethod
-    def _attrs(cls, op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple:
+    def _attrs(
+        cls, op: str, strides: object, padding: object, dilation_rate: object
+    ) -> tuple[Any, str, Any]:
         """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding."""
         return (
             cls._normalize(op, "strides", strides),
@@ -115,28 +128,42 @@ class _ConvBase(Op):
 
     @classmethod
     def _apply(
-        cls, op: str, a: Any, b: Any, strides: Any, padding: Any, dilation_rate: Any, **shape: Any
+        cls,
+        op: str,
+        a: TensorLike,
+        b: TensorLike,
+        strides: object,
+        padding: object,
+        dilation_rate: object,
+        **shape: Shape,
     ) -> Symbol:
         """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
         ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
         strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
         sizes: dict[str, Any] = {name: tuple(size) for name, size in shape.items()}
-        return apply(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
+        return apply1(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
 
     @staticmethod
-    def _flops(y: TensorSpec, filter_shape: tuple) -> int:
+    def _flops(y: TensorSpec, filter_shape: Shape) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
         # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
-        return 2 * math.prod(y.shape[:-1]) * math.prod(filter_shape)  # type: ignore[arg-type]
+        return 2 * math.prod(known_dims(y.shape[:-1])) * math.prod(known_dims(filter_shape))
 
     @classmethod
-    def _cost(cls, in_specs: Any, out_specs: Any, y: TensorSpec, filter_shape: tuple) -> OpCost:
+    def _cost(cls, in_specs: Specs, out_specs: Specs, y: TensorSpec, filter_shape: Shape) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(cls._flops(y, filter_shape), read, written, "conv")
 
     def _run(
-        self, ctx: Any, a: Any, b: Any, shapes: tuple, size: Any, attrs: tuple, round_output=False
-    ) -> Any:
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        shapes: tuple[Shape, Shape],
+        size: Shape | None,
+        attrs: tuple[object, object, object],
+        round_output: bool = False,
+    ) -> Array:
         """Run ``kernel(a, b, size, strides, dilation, pads, product)``.
 
         ``shapes`` is (the forward input's shape, the filter shape), which give the padding;
@@ -159,8 +186,15 @@ class _ConvForward(_ConvBase):
     """The convolution itself: ``(x, filters) -> y``."""
 
     def forward(
-        self, ctx: Any, x, filters, *, strides: Any = 1, padding: Any = "VALID", dilation_rate=1
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        filters: Array,
+        *,
+        strides: object = 1,
+        padding: object = "VALID",
+        dilation_rate: int = 1,
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         return self._run(ctx, x, filters, (x.shape, filters.shape), None, attrs)
 
@@ -172,7 +206,7 @@ class _ConvForward(_ConvBase):
             backprop_filter(x, dy, filters.shape, **node.attrs),
         ]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
 
 
@@ -181,15 +215,15 @@ class _ConvBackpropInput(_ConvBase):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
-        filters,
+        ctx: ExecContext,
+        dy: Array,
+        filters: Array,
         *,
-        input_shape: tuple,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
-    ):
+        input_shape: Shape,
+        strides: object = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         shapes = (input_shape, filters.shape)
         size = tuple(input_shape[1:])
@@ -201,7 +235,7 @@ class _ConvBackpropInput(_ConvBase):
         conv, _, backprop_filter = self.family
         return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
 
 
@@ -210,15 +244,15 @@ class _ConvBackpropFilter(_ConvBase):
 
     def forward(
         self,
-        ctx: Any,
-        x,
-        dy,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
         *,
-        filter_shape: tuple,
-        strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
-    ):
+        filter_shape: Shape,
+        strides: object = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
+    ) -> Array:
         attrs = (strides, padding, dilation_rate)
         size = tuple(filter_shape[: self.nd])
         return self._run(ctx, x, dy, (x.shape, filter_shape), size, attrs)
@@ -229,7 +263,7 @@ class _ConvBackpropFilter(_ConvBase):
         conv, backprop_input, _ = self.family
         return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
 
 
@@ -246,8 +280,8 @@ class Conv2D(_ConvForward):
         filters: TensorSpec,
         *,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs("conv2d", strides, padding, dilation_rate)
         check_nhwc("conv2d", "x", x)
@@ -261,7 +295,11 @@ class Conv2D(_ConvForward):
 
 
 def conv2d(
-    x: Any, filters: Any, strides: Any = (1, 1), padding: str = "VALID", dilation_rate: Any = (1, 1)
+    x: TensorLike,
+    filters: TensorLike,
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """2-D convolution, ``tf.nn.conv2d`` semantics.
 
@@ -290,10 +328,10 @@ class Conv2DBackpropInput(_ConvBackpropInput):
         dy: TensorSpec,
         filters: TensorSpec,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         op = "conv2d_backprop_input"
         strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)
@@ -319,12 +357,12 @@ class Conv2DBackpropInput(_ConvBackpropInput):
 
 
 def conv2d_backprop_input(
-    dy: Any,
-    filters: Any,
-    input_shape: tuple,
-    strides: Any = (1, 1),
+    dy: TensorLike,
+    filters: TensorLike,
+    input_shape: Shape,
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
     return _ConvBase._apply(
@@ -350,10 +388,10 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        filter_shape: tuple,
+        filter_shape: Shape,
         strides: Any = (1, 1),
-        padding: Any = "VALID",
-        dilation_rate: Any = (1, 1),
+        padding: object = "VALID",
+        dilation_rate: object = (1, 1),
     ) -> TensorSpec:
         op = "conv2d_backprop_filter"
         strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)
@@ -378,12 +416,12 @@ class Conv2DBackpropFilter(_ConvBackpropFilter):
 
 
 def conv2d_backprop_filter(
-    x: Any,
-    dy: Any,
-    filter_shape: tuple,
-    strides: Any = (1, 1),
+    x: TensorLike,
+    dy: TensorLike,
+    filter_shape: Shape,
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     return _ConvBase._apply(

@@ -11,10 +11,10 @@ three field dimensions (``poplin::ConvParams`` takes any number); see
 from __future__ import annotations
 
 from numbers import Integral
-from typing import Any
+from typing import Any, cast
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Symbol
+from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
 from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
 from ipusim.graph.ops.conv import (
@@ -23,7 +23,7 @@ from ipusim.graph.ops.conv import (
     _ConvBase,
     _ConvForward,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Shape, TensorSpec
 from ipusim.kernels import conv3d as k3
 
 Triple = tuple[int, int, int]
@@ -50,11 +50,12 @@ def normalize_triple(op: str, arg: str, value: Any) -> Triple:
 
 
 def volume_geometry(
-    op: str, dhw: tuple, kernel: tuple, strides: Triple, padding: str, dilation: Triple
-) -> tuple[tuple, Triple]:
+    op: str, dhw: Shape, kernel: Shape, strides: Triple, padding: str, dilation: Triple
+) -> tuple[Shape, Triple]:
     """``((Do, Ho, Wo), (pad_front, pad_top, pad_left))`` for an input volume ``dhw``."""
     outs, pads = [], []
-    for size, k, s, d, axis in zip(dhw, kernel, strides, dilation, _AXES, strict=True):
+    sizes = cast(Triple, kernel)  # window sizes are always known
+    for size, k, s, d, axis in zip(dhw, sizes, strides, dilation, _AXES, strict=True):
         out, pad = window_geometry(op, size, (k - 1) * d + 1, s, padding, axis)
         outs.append(out)
         pads.append(pad)
@@ -76,7 +77,7 @@ _ACTS = "(batch, depth, height, width, channels)"
 _FILTERS = "(depth, height, width, in_channels, out_channels)"
 
 
-def _check_channels(op: str, what: str, got: int | None, filter_shape: tuple, axis: int) -> None:
+def _check_channels(op: str, what: str, got: int | None, filter_shape: Shape, axis: int) -> None:
     if not known_eq(got, filter_shape[axis]):
         raise ConfigurationError(
             f"{op}: {what} has {got} channels but the filters {tuple(filter_shape)} expect "
@@ -84,7 +85,7 @@ def _check_channels(op: str, what: str, got: int | None, filter_shape: tuple, ax
         )
 
 
-def _check_dy(op: str, dy: TensorSpec, out_dhw: tuple) -> None:
+def _check_dy(op: str, dy: TensorSpec, out_dhw: Shape) -> None:
     if not all(known_eq(a, b) for a, b in zip(out_dhw, dy.shape[1:4], strict=True)):
         raise ConfigurationError(
             f"{op}: dy has spatial size {dy.shape[1:4]} but the forward convolution gives {out_dhw}"
@@ -112,8 +113,8 @@ class Conv3D(_Conv3DBase, _ConvForward):
         filters: TensorSpec,
         *,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
@@ -127,7 +128,11 @@ class Conv3D(_Conv3DBase, _ConvForward):
 
 
 def conv3d(
-    x: Any, filters: Any, strides: Any = 1, padding: str = "VALID", dilation_rate: Any = 1
+    x: TensorLike,
+    filters: TensorLike,
+    strides: object = 1,
+    padding: str = "VALID",
+    dilation_rate: object = 1,
 ) -> Symbol:
     """3-D convolution, ``tf.nn.conv3d`` semantics.
 
@@ -152,10 +157,10 @@ class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
         dy: TensorSpec,
         filters: TensorSpec,
         *,
-        input_shape: tuple,
+        input_shape: Shape,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "dy", dy, _ACTS)
@@ -175,12 +180,12 @@ class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
 
 
 def conv3d_backprop_input(
-    dy: Any,
-    filters: Any,
-    input_shape: tuple,
-    strides: Any = 1,
+    dy: TensorLike,
+    filters: TensorLike,
+    input_shape: Shape,
+    strides: object = 1,
     padding: str = "VALID",
-    dilation_rate: Any = 1,
+    dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
     return _Conv3DBase._apply(
@@ -206,10 +211,10 @@ class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        filter_shape: tuple,
+        filter_shape: Shape,
         strides: Any = 1,
-        padding: Any = "VALID",
-        dilation_rate: Any = 1,
+        padding: object = "VALID",
+        dilation_rate: object = 1,
     ) -> TensorSpec:
         strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
         _check_5d(self.name, "x", x, _ACTS)
@@ -230,12 +235,12 @@ class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
 
 
 def conv3d_backprop_filter(
-    x: Any,
-    dy: Any,
-    filter_shape: tuple,
-    strides: Any = 1,
+    x: TensorLike,
+    dy: TensorLike,
+    filter_shape: Shape,
+    strides: object = 1,
     padding: str = "VALID",
-    dilation_rate: Any = 1,
+    dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
     return _Conv3DBase._apply(

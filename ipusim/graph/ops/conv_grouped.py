@@ -7,28 +7,36 @@
 - ``grouped_conv2d(x, filters, groups=G)``: ``Conv2D(groups=G)``. Filters ``(Kh, Kw, Cin/G, Cout)``;
   G ordinary convolutions side by side (kind ``conv``, planned with G conv groups).
 
+The depthwise ops live in :mod:`ipusim.graph.ops.conv_depthwise` and are importable from here.
 Each has two backward ops (input and filter gradients); the three ops of a family are adjoints of
 one another, so every one is differentiable again, as for ``conv2d``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
-    Pair,
     check_nhwc,
     check_same_dtype,
+    known_dims,
     known_eq,
-    normalize_padding,
-    normalize_pair,
+    known_hw,
     spatial_geometry,
 )
-from ipusim.graph.spec import TensorSpec
-from ipusim.kernels import depthwise as kd
+from ipusim.graph.ops.conv_depthwise import (  # the depthwise ops are importable from here
+    check_out_hw,
+    check_shape4,
+    conv_attrs,
+    depthwise_conv2d,
+    depthwise_conv2d_backprop_filter,
+    depthwise_conv2d_backprop_input,
+)
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import grouped_conv as kg
 
 __all__ = [
@@ -41,259 +49,17 @@ __all__ = [
 ]
 
 
-def _attrs(op: str, strides: Any, padding: Any, dilation_rate: Any) -> tuple[Pair, str, Pair]:
-    return (
-        normalize_pair(op, "strides", strides),
-        normalize_padding(op, padding),
-        normalize_pair(op, "dilation_rate", dilation_rate),
-    )
-
-
-def _check_positive_groups(op: str, groups: Any) -> int:
+def _check_positive_groups(op: str, groups: object) -> int:
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ConfigurationError(f"{op}: groups must be a positive int, received {groups!r}")
     return groups
-
-
-def _check_out_hw(op: str, out_hw: tuple, dy: TensorSpec, input_shape: tuple) -> None:
-    if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-        raise ConfigurationError(
-            f"{op}: dy has spatial size {dy.shape[1:3]} but an input of shape "
-            f"{tuple(input_shape)} gives an output of {out_hw}"
-        )
-
-
-def _check_shape4(op: str, arg: str, shape: tuple, what: str) -> None:
-    if len(shape) != 4 or any(d is None for d in shape[1:]):
-        raise ConfigurationError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
-
-
-# ================================================================================== depthwise
-class _Depthwise(Op):
-    kind = "conv"
-
-    @staticmethod
-    def _flops(out_nhwc: TensorSpec, filter_shape: tuple) -> int:
-        n, ho, wo, cm = out_nhwc.shape
-        return 2 * n * ho * wo * cm * filter_shape[0] * filter_shape[1]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        # The forward output and dy (input 0 of the input gradient, input 1 of the filter
-        # gradient) have the N·Ho·Wo·C·M shape; each product touches every tap once.
-        big = {
-            "depthwise_conv2d": out_specs[0],
-            "depthwise_conv2d_backprop_input": in_specs[0],
-            "depthwise_conv2d_backprop_filter": in_specs[1],
-        }[self.name]
-        filt = out_specs[0].shape if self.name.endswith("filter") else in_specs[1].shape
-        return OpCost(self._flops(big, filt), read, written, "conv")
-
-
-def _check_depthwise_filters(op: str, channels: int | None, filters: TensorSpec, what: str):
-    check_nhwc(op, "filters", filters, "(height, width, in_channels, depth_multiplier)")
-    if not known_eq(channels, filters.shape[2]):
-        raise ConfigurationError(
-            f"{op}: {what} has {channels} channels but the depthwise filters (Kh, Kw, C, M) = "
-            f"{filters.shape} expect {filters.shape[2]}; make them agree"
-        )
-
-
-@register
-class DepthwiseConv2D(_Depthwise):
-    """Depthwise convolution of NHWC ``x`` with ``(Kh, Kw, C, M)`` filters."""
-
-    name = "depthwise_conv2d"
-
-    def infer(self, x, filters, *, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        check_nhwc(self.name, "x", x)
-        check_same_dtype(self.name, x, filters)
-        _check_depthwise_filters(self.name, x.shape[3], filters, "x")
-        (ho, wo), _ = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        c, m = filters.shape[2], filters.shape[3]
-        return TensorSpec((x.shape[0], ho, wo, c * m), x.dtype)
-
-    def forward(self, ctx, x, filters, *, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        out_hw, pads = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return kd.depthwise_conv2d(x, filters, out_hw, strides, dilation, pads)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        x, filters = node.inputs
-        return [
-            depthwise_conv2d_backprop_input(dy, filters, x.shape, **node.attrs),
-            depthwise_conv2d_backprop_filter(x, dy, filters.shape, **node.attrs),
-        ]
-
-
-@register
-class DepthwiseConv2DBackpropInput(_Depthwise):
-    """Gradient of depthwise_conv2d w.r.t. its input."""
-
-    name = "depthwise_conv2d_backprop_input"
-
-    def infer(
-        self, dy, filters, *, input_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        check_nhwc(self.name, "dy", dy)
-        check_same_dtype(self.name, dy, filters)
-        _check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
-        _check_depthwise_filters(self.name, input_shape[3], filters, "input_shape")
-        c, m = filters.shape[2], filters.shape[3]
-        if not known_eq(dy.shape[3], c * m):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, the filters give {c}·{m} = {c * m}"
-            )
-        out_hw, _ = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        _check_out_hw(self.name, out_hw, dy, input_shape)
-        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
-
-    def forward(
-        self,
-        ctx,
-        dy,
-        filters,
-        *,
-        input_shape,
-        strides=(1, 1),
-        padding="VALID",
-        dilation_rate=(1, 1),
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return kd.depthwise_conv2d_backprop_input(
-            dy, filters, tuple(input_shape[1:]), strides, dilation, pads
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        dy, filters = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [
-            depthwise_conv2d(g, filters, **attrs),
-            depthwise_conv2d_backprop_filter(g, dy, filters.shape, **attrs),
-        ]
-
-
-@register
-class DepthwiseConv2DBackpropFilter(_Depthwise):
-    """Gradient of depthwise_conv2d w.r.t. its filters."""
-
-    name = "depthwise_conv2d_backprop_filter"
-
-    def infer(self, x, dy, *, filter_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        check_nhwc(self.name, "x", x)
-        check_nhwc(self.name, "dy", dy)
-        check_same_dtype(self.name, x, dy)
-        filter_shape = tuple(filter_shape)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 4 known sizes (height, width, channels, "
-                f"depth_multiplier), received {filter_shape!r}"
-            )
-        fspec = TensorSpec(filter_shape, x.dtype)
-        _check_depthwise_filters(self.name, x.shape[3], fspec, "x")
-        if not known_eq(dy.shape[3], filter_shape[2] * filter_shape[3]):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape} "
-                f"gives {filter_shape[2] * filter_shape[3]}"
-            )
-        out_hw, _ = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
-        _check_out_hw(self.name, out_hw, dy, x.shape)
-        return fspec
-
-    def forward(
-        self, ctx, x, dy, *, filter_shape, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
-        return kd.depthwise_conv2d_backprop_filter(
-            x, dy, tuple(filter_shape), strides, dilation, pads
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        x, dy = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
-        return [
-            depthwise_conv2d_backprop_input(dy, g, x.shape, **attrs),
-            depthwise_conv2d(x, g, **attrs),
-        ]
-
-
-def depthwise_conv2d(
-    x: Any, filters: Any, strides: Any = (1, 1), padding: str = "VALID", dilation_rate: Any = (1, 1)
-) -> Symbol:
-    """Depthwise 2-D convolution, ``tf.nn.depthwise_conv2d`` semantics.
-
-    Args:
-        x: input ``(batch, height, width, channels)``.
-        filters: ``(kernel_height, kernel_width, channels, depth_multiplier)``.
-        strides: int or ``(sh, sw)``, in pixels.
-        padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
-        dilation_rate: int or ``(dh, dw)``.
-
-    Returns:
-        ``(batch, out_height, out_width, channels * depth_multiplier)``.
-    """
-    strides, padding, dilation = _attrs("depthwise_conv2d", strides, padding, dilation_rate)
-    return apply(
-        "depthwise_conv2d", x, filters, strides=strides, padding=padding, dilation_rate=dilation
-    )
-
-
-def depthwise_conv2d_backprop_input(
-    dy: Any, filters: Any, input_shape: tuple, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-) -> Symbol:
-    """Gradient of :func:`depthwise_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
-    op = "depthwise_conv2d_backprop_input"
-    strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
-        dy,
-        filters,
-        input_shape=tuple(input_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
-    )
-
-
-def depthwise_conv2d_backprop_filter(
-    x: Any, dy: Any, filter_shape: tuple, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-) -> Symbol:
-    """Gradient of :func:`depthwise_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
-    op = "depthwise_conv2d_backprop_filter"
-    strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
-        op,
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
-    )
 
 
 # ==================================================================================== grouped
 class _Grouped(Op):
     kind = "conv"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
         big, filt = {
@@ -301,12 +67,12 @@ class _Grouped(Op):
             "grouped_conv2d_backprop_input": (in_specs[0], in_specs[1].shape),
             "grouped_conv2d_backprop_filter": (in_specs[1], out_specs[0].shape),
         }[self.name]
-        kh, kw, cin_per_group, _ = filt
+        kh, kw, cin_per_group, _ = known_dims(filt)
         return OpCost(2 * big.size * kh * kw * cin_per_group, read, written, "conv")
 
 
-def _check_grouped(op: str, cin: int | None, filt: tuple, groups: int, what: str) -> None:
-    kh, kw, cin_g, cout = filt
+def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str) -> None:
+    kh, kw, cin_g, cout = known_dims(filt)  # filters have known sizes
     if cout % groups:
         raise ConfigurationError(
             f"{op}: the filters' {cout} output channels do not split into groups={groups}; "
@@ -325,8 +91,17 @@ class GroupedConv2D(_Grouped):
 
     name = "grouped_conv2d"
 
-    def infer(self, x, filters, *, groups, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+    def infer(
+        self,
+        x: TensorSpec,
+        filters: TensorSpec,
+        *,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> TensorSpec:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
@@ -338,13 +113,21 @@ class GroupedConv2D(_Grouped):
         return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
 
     def forward(
-        self, ctx, x, filters, *, groups, strides=(1, 1), padding="VALID", dilation_rate=(1, 1)
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        self,
+        ctx: ExecContext,
+        x: Array,
+        filters: Array,
+        *,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> Array:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         out_hw, pads = spatial_geometry(
             self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
         )
-        return kg.grouped_conv2d(x, filters, groups, out_hw, strides, dilation, pads)
+        return kg.grouped_conv2d(x, filters, groups, known_hw(out_hw), strides, dilation, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, filters = node.inputs
@@ -362,21 +145,21 @@ class GroupedConv2DBackpropInput(_Grouped):
 
     def infer(
         self,
-        dy,
-        filters,
+        dy: TensorSpec,
+        filters: TensorSpec,
         *,
-        input_shape,
-        groups,
-        strides=(1, 1),
-        padding="VALID",
-        dilation_rate=(1, 1),
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        input_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> TensorSpec:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "dy", dy)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
         check_same_dtype(self.name, dy, filters)
-        _check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
+        check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
         _check_grouped(self.name, input_shape[3], filters.shape, groups, "input_shape")
         if not known_eq(dy.shape[3], filters.shape[3]):
             raise ConfigurationError(
@@ -385,27 +168,33 @@ class GroupedConv2DBackpropInput(_Grouped):
         out_hw, _ = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
         )
-        _check_out_hw(self.name, out_hw, dy, input_shape)
+        check_out_hw(self.name, out_hw, dy, input_shape)
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
     def forward(
         self,
-        ctx,
-        dy,
-        filters,
+        ctx: ExecContext,
+        dy: Array,
+        filters: Array,
         *,
-        input_shape,
-        groups,
-        strides=(1, 1),
-        padding="VALID",
-        dilation_rate=(1, 1),
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        input_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> Array:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
         )
         return kg.grouped_conv2d_backprop_input(
-            dy, filters, groups, tuple(input_shape[1:]), strides, dilation, pads
+            dy,
+            filters,
+            groups,
+            cast(tuple[int, int, int], tuple(input_shape[1:])),
+            strides,
+            dilation,
+            pads,
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -425,16 +214,16 @@ class GroupedConv2DBackpropFilter(_Grouped):
 
     def infer(
         self,
-        x,
-        dy,
+        x: TensorSpec,
+        dy: TensorSpec,
         *,
-        filter_shape,
-        groups,
-        strides=(1, 1),
-        padding="VALID",
-        dilation_rate=(1, 1),
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        filter_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> TensorSpec:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
@@ -453,27 +242,27 @@ class GroupedConv2DBackpropFilter(_Grouped):
         out_hw, _ = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
         )
-        _check_out_hw(self.name, out_hw, dy, x.shape)
+        check_out_hw(self.name, out_hw, dy, x.shape)
         return TensorSpec(filter_shape, x.dtype)
 
     def forward(
         self,
-        ctx,
-        x,
-        dy,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
         *,
-        filter_shape,
-        groups,
-        strides=(1, 1),
-        padding="VALID",
-        dilation_rate=(1, 1),
-    ):
-        strides, padding, dilation = _attrs(self.name, strides, padding, dilation_rate)
+        filter_shape: Shape,
+        groups: int,
+        strides: object = (1, 1),
+        padding: str = "VALID",
+        dilation_rate: object = (1, 1),
+    ) -> Array:
+        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
         _, pads = spatial_geometry(
             self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
         )
         return kg.grouped_conv2d_backprop_filter(
-            x, dy, groups, tuple(filter_shape[:2]), strides, dilation, pads
+            x, dy, groups, known_hw(tuple(filter_shape[:2])), strides, dilation, pads
         )
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
@@ -486,12 +275,12 @@ class GroupedConv2DBackpropFilter(_Grouped):
 
 
 def grouped_conv2d(
-    x: Any,
-    filters: Any,
+    x: TensorLike,
+    filters: TensorLike,
     groups: int,
-    strides: Any = (1, 1),
+    strides: object = (1, 1),
     padding: str = "VALID",
-    dilation_rate: Any = (1, 1),
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Grouped 2-D convolution (``Conv2D(groups=...)``).
 
@@ -502,8 +291,8 @@ def grouped_conv2d(
         strides, padding, dilation_rate: as :func:`ipusim.graph.ops.conv.conv2d`.
     """
     op = "grouped_conv2d"
-    strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
+    return apply1(
         op,
         x,
         filters,
@@ -515,18 +304,18 @@ def grouped_conv2d(
 
 
 def grouped_conv2d_backprop_input(
-    dy: Any,
-    filters: Any,
-    input_shape: tuple,
+    dy: TensorLike,
+    filters: TensorLike,
+    input_shape: Shape,
     groups: int,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "grouped_conv2d_backprop_input"
-    strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
+    return apply1(
         op,
         dy,
         filters,
@@ -539,18 +328,18 @@ def grouped_conv2d_backprop_input(
 
 
 def grouped_conv2d_backprop_filter(
-    x: Any,
-    dy: Any,
-    filter_shape: tuple,
+    x: TensorLike,
+    dy: TensorLike,
+    filter_shape: Shape,
     groups: int,
-    strides=(1, 1),
-    padding="VALID",
-    dilation_rate=(1, 1),
+    strides: object = (1, 1),
+    padding: str = "VALID",
+    dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "grouped_conv2d_backprop_filter"
-    strides, padding, dilation = _attrs(op, strides, padding, dilation_rate)
-    return apply(
+    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
+    return apply1(
         op,
         x,
         dy,

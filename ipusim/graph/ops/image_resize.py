@@ -10,16 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_hw
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
 
 #: Source pixels each output pixel reads, per method (both axes).
 TAPS = {"bilinear": 4, "nearest": 1}
 
 
-def _check(op: str, x: TensorSpec, size: tuple, method: str) -> None:
+def _check(op: str, x: TensorSpec, size: tuple[int, int], method: str) -> None:
     if x.rank != 4 or x.dtype not in FLOAT_DTYPES:
         raise ConfigurationError(
             f"{op}: expects float (N, H, W, C) images, received {x.shape} {x.dtype}"
@@ -37,7 +39,7 @@ class ImageResize(Op):
     name = "image_resize"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, size: tuple, method: str) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, size: tuple[int, int], method: str) -> TensorSpec:
         _check(self.name, x, size, method)
         if x.shape[1] is None or x.shape[2] is None:
             raise ConfigurationError(
@@ -45,14 +47,14 @@ class ImageResize(Op):
             )
         return TensorSpec((x.shape[0], int(size[0]), int(size[1]), x.shape[3]), x.dtype)
 
-    def forward(self, ctx: Any, x: Any, *, size: tuple, method: str) -> Any:
-        return k.resize(x, tuple(size), method)
+    def forward(self, ctx: ExecContext, x: Array, *, size: tuple[int, int], method: str) -> Array:
+        return k.resize(x, (size[0], size[1]), method)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        hw = tuple(node.inputs[0].shape[1:3])
-        return [apply("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
+        hw = known_hw(tuple(node.inputs[0].shape[1:3]))  # infer checked they are known
+        return [apply1("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         flops = 2 * TAPS[attrs["method"]] * out_specs[0].size if attrs["method"] != "nearest" else 0
         return OpCost(flops, read, written, "data_movement")
@@ -65,16 +67,18 @@ class ImageResizeGrad(Op):
     name = "image_resize_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_hw: tuple, method: str) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_hw: tuple[int, int], method: str) -> TensorSpec:
         _check(self.name, dy, input_hw, method)
         return TensorSpec((dy.shape[0], int(input_hw[0]), int(input_hw[1]), dy.shape[3]), dy.dtype)
 
-    def forward(self, ctx: Any, dy: Any, *, input_hw: tuple, method: str) -> Any:
-        return k.resize_grad(dy, tuple(input_hw), method)
+    def forward(
+        self, ctx: ExecContext, dy: Array, *, input_hw: tuple[int, int], method: str
+    ) -> Array:
+        return k.resize_grad(dy, (input_hw[0], input_hw[1]), method)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         return [
-            apply(
+            apply1(
                 "image_resize",
                 g,
                 size=tuple(node.inputs[0].shape[1:3]),
@@ -82,11 +86,11 @@ class ImageResizeGrad(Op):
             )
         ]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * TAPS[attrs["method"]] * in_specs[0].size, read, written, "data_movement")
 
 
-def image_resize(x: Any, height: int, width: int, method: str = "bilinear") -> Symbol:
+def image_resize(x: TensorLike, height: int, width: int, method: str = "bilinear") -> Symbol:
     """``tf.image.resize(x, (height, width), method)`` for NHWC ``x`` (no antialiasing)."""
-    return apply("image_resize", x, size=(int(height), int(width)), method=str(method))
+    return apply1("image_resize", x, size=(int(height), int(width)), method=str(method))

@@ -8,14 +8,16 @@ image_grad.py), not the exact adjoint of the bilinear sampling, so training matc
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_transform as k
 from ipusim.kernels import random as kr
 
@@ -62,16 +64,24 @@ class ImageTransform(Op):
         return TensorSpec(images.shape, images.dtype)
 
     def forward(
-        self, ctx: Any, images, transforms, *, interpolation, fill_mode, fill_value, inverse=False
-    ):
+        self,
+        ctx: ExecContext,
+        images: Array,
+        transforms: Array,
+        *,
+        interpolation: str,
+        fill_mode: str,
+        fill_value: float,
+        inverse: bool = False,
+    ) -> Array:
         maps = k.invert(transforms) if inverse else transforms
         return k.transform(images, maps, interpolation, fill_mode, fill_value)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         attrs = dict(node.attrs, fill_value=0.0, inverse=not node.attrs.get("inverse", False))
-        return [apply("image_transform", dy, node.inputs[1], **attrs), None]
+        return [apply1("image_transform", dy, node.inputs[1], **attrs), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         flops = FLOPS_PER_ELEMENT[attrs["interpolation"]] * out_specs[0].size
         return OpCost(flops, read, written, "elementwise")
@@ -111,7 +121,13 @@ class AugmentTransforms(Op):
     kind = "elementwise"
 
     def infer(
-        self, images: TensorSpec, *, kind: str, seed: int, bounds: tuple, same: bool = False
+        self,
+        images: TensorSpec,
+        *,
+        kind: str,
+        seed: int,
+        bounds: tuple[float, ...],
+        same: bool = False,
     ) -> TensorSpec:
         if kind not in KINDS:
             raise ConfigurationError(
@@ -119,7 +135,16 @@ class AugmentTransforms(Op):
             )
         return TensorSpec((images.shape[0], 8), "float32")
 
-    def forward(self, ctx: Any, images, *, kind: str, seed: int, bounds: tuple, same=False):
+    def forward(
+        self,
+        ctx: ExecContext,
+        images: Array,
+        *,
+        kind: str,
+        seed: int,
+        bounds: tuple[float, ...],
+        same: bool = False,
+    ) -> Array:
         n = images.shape[0]
         u = kr.draw("uniform", (n, 2), seed, ctx.step, 0.0, 1.0, np.float32)
         low = np.array(bounds[0::2], np.float32)
@@ -132,7 +157,7 @@ class AugmentTransforms(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # A few dozen scalar operations per image (two draws, a sine and a cosine). E
         return OpCost(
             32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32,
@@ -143,14 +168,14 @@ class AugmentTransforms(Op):
 
 
 def image_transform(
-    images: Any,
-    transforms: Any,
+    images: TensorLike,
+    transforms: TensorLike,
     interpolation: str = "bilinear",
     fill_mode: str = "reflect",
     fill_value: float = 0.0,
 ) -> Symbol:
     """``tf.raw_ops.ImageProjectiveTransformV3`` with the output size of the input."""
-    return apply(
+    return apply1(
         "image_transform",
         images,
         transforms,
@@ -162,10 +187,10 @@ def image_transform(
 
 
 def augment_transforms(
-    images: Any, kind: str, seed: int, bounds: Any, same: bool = False
+    images: TensorLike, kind: str, seed: int, bounds: Iterable[float], same: bool = False
 ) -> Symbol:
     """Random maps (batch, 8) for ``images`` (see :class:`AugmentTransforms`)."""
-    return apply(
+    return apply1(
         "augment_transforms",
         images,
         kind=kind,

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
 
 
-def _matrix(shape: tuple, transpose: bool) -> tuple:
+def _matrix(shape: Shape, transpose: bool) -> Shape:
     return (shape[-1], shape[-2]) if transpose else (shape[-2], shape[-1])
 
 
@@ -51,7 +51,15 @@ class BatchMatMul(Op):
             )
         return TensorSpec((*lead, m, n), a.dtype)
 
-    def forward(self, ctx: Any, a, b, *, transpose_a: bool = False, transpose_b: bool = False):
+    def forward(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+    ) -> Array:
         if computes_half(ctx):
             products = amp_products(ctx, "matmul")
             out = amp.batch_matmul(a, b, transpose_a, transpose_b, products)
@@ -74,14 +82,21 @@ class BatchMatMul(Op):
         ]
 
     def cost(
-        self, in_specs, out_specs, *, transpose_a: bool = False, transpose_b: bool = False
+        self,
+        in_specs: Specs,
+        out_specs: Specs,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
     ) -> OpCost:
         a = in_specs[0]
-        k_dim = _matrix(a.shape, transpose_a)[1]
+        k_dim = known_dims(_matrix(a.shape, transpose_a))[1]  # costed shapes are known
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * out_specs[0].size * k_dim, read, written, "matmul")
 
 
-def batch_matmul(a: Any, b: Any, *, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
+def batch_matmul(
+    a: TensorLike, b: TensorLike, *, transpose_a: bool = False, transpose_b: bool = False
+) -> Symbol:
     """Batched matrix product over the leading dimensions of two rank->=3 tensors."""
-    return apply("batch_matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    return apply1("batch_matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b)

@@ -9,19 +9,21 @@ each, a binary search per element (:mod:`ipusim.kernels.lookup`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, SupportsInt
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import hashing
 from ipusim.kernels import lookup as k
 
 
-def _search_cost(in_specs, out_specs, table: int) -> OpCost:
+def _search_cost(in_specs: Specs, out_specs: Specs, table: int) -> OpCost:
     # One compare and branch per step of the binary search: ceil(log2(table + 1)) steps. D
     read, written = io_bytes(in_specs, out_specs)
     steps = max(1, math.ceil(math.log2(table + 1)))
@@ -35,18 +37,18 @@ class Bucketize(Op):
     name = "bucketize"
     kind = "elementwise"
 
-    def infer(self, x: TensorSpec, *, boundaries: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, boundaries: tuple[float, ...]) -> TensorSpec:
         if list(boundaries) != sorted(boundaries):
             raise ConfigurationError(f"bucketize: boundaries must be sorted, received {boundaries}")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, boundaries: tuple):
-        return k.bucketize(x, boundaries)
+    def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple[float, ...]) -> Array:
+        return k.bucketize(x, np.asarray(boundaries, np.float64))
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["boundaries"]))
 
 
@@ -64,8 +66,8 @@ class TableLookup(Op):
         self,
         x: TensorSpec,
         *,
-        keys: tuple,
-        values: tuple,
+        keys: tuple[int, ...],
+        values: tuple[int, ...],
         default: int,
         oov_buckets: int = 0,
         strict: bool = False,
@@ -78,8 +80,19 @@ class TableLookup(Op):
             )
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, keys, values, default, oov_buckets=0, strict=False):
-        out = k.lookup(x, keys, values, default, oov_buckets)
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        keys: tuple[int, ...],
+        values: tuple[int, ...],
+        default: int,
+        oov_buckets: int = 0,
+        strict: bool = False,
+    ) -> Array:
+        table = np.asarray(keys, np.int64), np.asarray(values, np.int64)
+        out = k.lookup(x, *table, default, oov_buckets)
         absent = ~np.isin(x, np.asarray(keys, dtype=np.int64)) if strict else None
         if absent is not None and absent.any():
             missing = sorted({int(v) for v in np.asarray(x)[absent]})[:10]
@@ -92,7 +105,7 @@ class TableLookup(Op):
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["keys"]))
 
 
@@ -116,34 +129,39 @@ class HashBucket(Op):
             raise ConfigurationError(f"hash_bucket: num_bins must be >= 1, received {num_bins}")
         return TensorSpec(x.shape, "int64")
 
-    def forward(self, ctx: Any, x, *, num_bins: int):
+    def forward(self, ctx: ExecContext, x: Array, *, num_bins: int) -> Array:
         return hashing.hash_ints(x, num_bins)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(HASH_FLOPS_PER_ELEMENT * out_specs[0].size, read, written, "elementwise")
 
 
-def hash_bucket(x: Any, num_bins: int) -> Symbol:
+def hash_bucket(x: TensorLike, num_bins: int) -> Symbol:
     """Bucket of each integer by TensorFlow's fast string hash of its decimal text."""
-    return apply("hash_bucket", x, num_bins=int(num_bins))
+    return apply1("hash_bucket", x, num_bins=int(num_bins))
 
 
-def bucketize(x: Any, boundaries: Any) -> Symbol:
+def bucketize(x: TensorLike, boundaries: Iterable[float]) -> Symbol:
     """Bucket index of each element for sorted ``boundaries`` (``tf.raw_ops.Bucketize``)."""
-    return apply("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
+    return apply1("bucketize", x, boundaries=tuple(float(b) for b in boundaries))
 
 
 def table_lookup(
-    x: Any, keys: Any, values: Any, default: int, oov_buckets: int = 0, strict: bool = False
+    x: TensorLike,
+    keys: Iterable[SupportsInt],
+    values: Iterable[SupportsInt],
+    default: int,
+    oov_buckets: int = 0,
+    strict: bool = False,
 ) -> Symbol:
     """Map integer keys to integer values; keys not in the table map to ``default`` (spread over
     ``oov_buckets`` buckets by ``floormod`` when more than 1; an error with ``strict``)."""
     pairs = sorted(zip((int(k) for k in keys), (int(v) for v in values), strict=True))
-    return apply(
+    return apply1(
         "table_lookup",
         x,
         keys=tuple(p[0] for p in pairs),

@@ -1,165 +1,35 @@
-"""Elementwise, comparison, cast and reduction ops. Binary ops broadcast like NumPy.
+"""Elementwise binary, comparison, cast and pass-through ops; binary ops broadcast like NumPy.
 
-Gradient rules that need a shape op (``expand_dims``, ``broadcast_like``) call it by name through
-:func:`apply`, so this module does not import :mod:`ipusim.graph.ops.shape` (which imports this one).
+This module is also the public surface of the elementwise family: the shared rules
+(:mod:`~ipusim.graph.ops._elementwise`), the unary ops (:mod:`~ipusim.graph.ops.unary`) and the
+reductions (:mod:`~ipusim.graph.ops.reduce`) are importable from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
-
-import numpy as np
+from collections.abc import Callable
+from typing import ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.ops._elementwise import FLOPS_PER_ELEMENT as FLOPS_PER_ELEMENT
+from ipusim.graph.ops._elementwise import _elementwise_cost
+from ipusim.graph.ops._elementwise import axis_attr as axis_attr
+from ipusim.graph.ops._elementwise import broadcast_shape as broadcast_shape
+from ipusim.graph.ops._elementwise import merge_shapes as merge_shapes
+from ipusim.graph.ops._elementwise import normalize_axes as normalize_axes
+from ipusim.graph.ops._elementwise import require_float as require_float
+from ipusim.graph.ops._elementwise import unbroadcast as unbroadcast
+from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
-
-#: FLOPs per output element (per input element for reductions). Transcendentals (exp, log, sqrt,
-#: tanh, erf) count 4: the IPU's vector unit evaluates them in a few cycles rather than one, and
-#: composite functions count the sum of their parts (sigmoid = exp + add + divide, ...).
-FLOPS_PER_ELEMENT: dict[str, int] = {
-    "add": 1,
-    "subtract": 1,
-    "multiply": 1,
-    "divide": 1,
-    "maximum": 1,
-    "minimum": 1,
-    "equal": 1,
-    "masked_grad": 1,
-    "negative": 1,
-    "square": 1,
-    "abs": 1,
-    "relu": 1,
-    "clip": 2,
-    "cast": 1,
-    "sqrt": 4,
-    "exp": 4,
-    "log": 4,
-    "sigmoid": 6,
-    "tanh": 4,
-    "softplus": 10,
-    "gelu": 12,
-    "relu_grad": 1,
-    "abs_grad": 1,
-    "clip_grad": 2,
-    "square_grad": 2,
-    "sqrt_grad": 2,
-    "sigmoid_grad": 3,
-    "tanh_grad": 3,
-    "softplus_grad": 7,
-    "gelu_grad": 16,
-    "reduce_sum": 1,
-    "reduce_mean": 1,
-    "reduce_max": 1,
-    "sum_to_shape": 1,
-    "argmax": 1,
-    "reduce_mean_grad": 1,
-    "reduce_max_grad": 3,
-}
-
-
-# ---------------------------------------------------------------------------- helpers
-def broadcast_shape(op: str, a: tuple, b: tuple) -> tuple:
-    """NumPy broadcasting of two shapes (``None`` = unknown) with a clear error."""
-    rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b, strict=True):
-        if x == 1:
-            out.append(y)
-        elif y == 1 or x == y:
-            out.append(x)
-        elif x is None or y is None:
-            out.append(x if y is None else y)
-        else:
-            raise ConfigurationError(f"{op}: shapes {a} and {b} cannot be broadcast together")
-    return tuple(out)
-
-
-def require_float(op: str, arg: str, spec: TensorSpec) -> None:
-    """Raise a TypeError naming ``arg`` unless ``spec`` has a float dtype."""
-    if spec.dtype not in FLOAT_DTYPES:
-        raise InvalidTypeError(
-            f"{op}: {arg} must be a float tensor, received dtype {spec.dtype}; "
-            f"cast it first, e.g. cast({arg}, 'float32')"
-        )
-
-
-def merge_shapes(op: str, a: TensorSpec, b: TensorSpec, names: str = "dy and x") -> tuple:
-    """The shape two same-shape operands share (known sizes win over ``None``), else an error."""
-    if a.dtype != b.dtype:
-        raise InvalidTypeError(
-            f"{op}: {names} must have the same dtype, received {a.dtype} and {b.dtype}"
-        )
-    if a.rank != b.rank or any(
-        x is not None and y is not None and x != y for x, y in zip(a.shape, b.shape, strict=True)
-    ):
-        raise ConfigurationError(
-            f"{op}: {names} must have the same shape, received {a.shape} and {b.shape}"
-        )
-    return tuple(x if x is not None else y for x, y in zip(a.shape, b.shape, strict=True))
-
-
-def normalize_axes(op: str, axis: Any, rank: int) -> tuple[int, ...]:
-    """``axis`` (None = all, an int or a sequence, negatives allowed) as sorted non-negative axes."""
-    if axis is None:
-        return tuple(range(rank))
-    if not isinstance(axis, int | np.integer | list | tuple):
-        raise InvalidTypeError(
-            f"{op}: axis must be None, an int or a tuple of ints, received {axis!r}"
-        )
-    axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
-    out = []
-    for a in axes:
-        if isinstance(a, bool) or not isinstance(a, int | np.integer):
-            raise InvalidTypeError(
-                f"{op}: axis must be an int or a tuple of ints, received {axis!r}"
-            )
-        if not -rank <= a < rank:
-            raise ConfigurationError(
-                f"{op}: axis {int(a)} is out of range for a tensor of rank {rank}; "
-                f"expected an axis in [{-rank}, {rank})"
-            )
-        out.append(int(a) % rank)
-    if len(set(out)) != len(out):
-        raise ConfigurationError(f"{op}: axis {axis!r} names the same axis twice")
-    return tuple(sorted(out))
-
-
-def axis_attr(axis: Any) -> Any:
-    """An ``axis`` argument as a hashable attribute (lists become tuples, NumPy ints become int)."""
-    if isinstance(axis, np.integer):
-        return int(axis)
-    if isinstance(axis, list | tuple):
-        return tuple(int(a) if isinstance(a, np.integer) else a for a in axis)
-    return axis  # None, an int, or something normalize_axes will reject with a clear message
-
-
-def _elementwise_cost(
-    name: str,
-    in_specs: Sequence[TensorSpec],
-    out_specs: Sequence[TensorSpec],
-    kind: str = "elementwise",
-) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(FLOPS_PER_ELEMENT[name] * sum(s.size for s in out_specs), read, written, kind)
-
-
-def unbroadcast(dy: Symbol, like: Symbol) -> Symbol:
-    """Sum ``dy`` back to the shape of ``like`` (undoing broadcasting)."""
-    if dy.shape == like.shape:
-        return dy
-    return apply("sum_to_shape", dy, shape=like.shape)
 
 
 # ---------------------------------------------------------------------------- binary ops
 class _Binary(Op):
     kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = False
 
     def infer(self, a: TensorSpec, b: TensorSpec) -> TensorSpec:
@@ -171,10 +41,10 @@ class _Binary(Op):
             require_float(self.name, "a", a)
         return TensorSpec(broadcast_shape(self.name, a.shape, b.shape), a.dtype)
 
-    def forward(self, ctx: Any, a, b):
+    def forward(self, ctx: ExecContext, a: Array, b: Array) -> Array:
         return self.kernel_fn(a, b)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -276,309 +146,51 @@ class MaskedGrad(Op):
         broadcast_shape(self.name, broadcast_shape(self.name, a.shape, b.shape), dy.shape)
         return TensorSpec(dy.shape, dy.dtype)
 
-    def forward(self, ctx: Any, dy, a, b, *, mode: str):
+    def forward(self, ctx: ExecContext, dy: Array, a: Array, b: Array, *, mode: str) -> Array:
         return k.masked_grad(dy, a, b, mode)
 
-    def cost(self, in_specs, out_specs, **attrs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
-def add(a: Any, b: Any) -> Symbol:
+def add(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a + b`` with broadcasting."""
-    return apply("add", a, b)
+    return apply1("add", a, b)
 
 
-def subtract(a: Any, b: Any) -> Symbol:
+def subtract(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a - b`` with broadcasting."""
-    return apply("subtract", a, b)
+    return apply1("subtract", a, b)
 
 
-def multiply(a: Any, b: Any) -> Symbol:
+def multiply(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a * b`` with broadcasting."""
-    return apply("multiply", a, b)
+    return apply1("multiply", a, b)
 
 
-def divide(a: Any, b: Any) -> Symbol:
+def divide(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a / b`` with broadcasting (float operands)."""
-    return apply("divide", a, b)
+    return apply1("divide", a, b)
 
 
-def maximum(a: Any, b: Any) -> Symbol:
+def maximum(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise maximum with broadcasting; the gradient goes to ``a`` on ties."""
-    return apply("maximum", a, b)
+    return apply1("maximum", a, b)
 
 
-def minimum(a: Any, b: Any) -> Symbol:
+def minimum(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise minimum with broadcasting; the gradient goes to ``a`` on ties."""
-    return apply("minimum", a, b)
+    return apply1("minimum", a, b)
 
 
-def equal(a: Any, b: Any) -> Symbol:
+def equal(a: TensorLike, b: TensorLike) -> Symbol:
     """Elementwise ``a == b`` with broadcasting, as a bool tensor (no gradient)."""
-    return apply("equal", a, b)
+    return apply1("equal", a, b)
 
 
-def masked_grad(dy: Any, a: Any, b: Any, mode: str) -> Symbol:
+def masked_grad(dy: TensorLike, a: TensorLike, b: TensorLike, mode: str) -> Symbol:
     """``dy`` where ``a <mode> b`` holds (mode ge, gt, le or lt), else 0."""
-    return apply("masked_grad", dy, a, b, mode=mode)
-
-
-# ---------------------------------------------------------------------------- unary ops
-class _Unary(Op):
-    kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
-    float_only: ClassVar[bool] = True
-
-    def infer(self, x: TensorSpec, **attrs: Any) -> TensorSpec:
-        if self.float_only:
-            require_float(self.name, "x", x)
-        return TensorSpec(x.shape, x.dtype)
-
-    def forward(self, ctx: Any, x, **attrs: Any):
-        return self.kernel_fn(x, **attrs)
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
-
-
-class _UnaryGrad(Op):
-    """``dx`` from ``dy`` and one saved value ``v`` (the op's input or output) of the same shape."""
-
-    kind = "elementwise"
-    kernel_fn: ClassVar[Callable]
-
-    def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: Any) -> TensorSpec:
-        require_float(self.name, "dy", dy)
-        return TensorSpec(merge_shapes(self.name, dy, v), dy.dtype)
-
-    def forward(self, ctx: Any, dy, v, **attrs: Any):
-        return self.kernel_fn(dy, v, **attrs)
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
-
-
-def _grad_op(op_name: str, fn: Callable) -> type[_UnaryGrad]:
-    cls = type(
-        op_name.title().replace("_", ""),
-        (_UnaryGrad,),
-        {
-            "name": op_name,
-            "kernel_fn": staticmethod(fn),
-            "__doc__": f"Gradient kernel op ``{op_name}(dy, v)``: {fn.__doc__}",
-        },
-    )
-    return register(cls)
-
-
-for _name in (
-    "relu_grad",
-    "sigmoid_grad",
-    "tanh_grad",
-    "gelu_grad",
-    "softplus_grad",
-    "sqrt_grad",
-    "square_grad",
-    "abs_grad",
-    "clip_grad",
-):
-    _grad_op(_name, getattr(k, _name))
-
-
-@register
-class Negative(_Unary):
-    name = "negative"
-    kernel_fn = staticmethod(k.negative)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [negative(dy)]
-
-
-@register
-class Exp(_Unary):
-    name = "exp"
-    kernel_fn = staticmethod(k.exp)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [multiply(dy, node.outputs[0])]
-
-
-@register
-class Log(_Unary):
-    name = "log"
-    kernel_fn = staticmethod(k.log)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [divide(dy, node.inputs[0])]
-
-
-@register
-class Sqrt(_Unary):
-    name = "sqrt"
-    kernel_fn = staticmethod(k.sqrt)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("sqrt_grad", dy, node.outputs[0])]
-
-
-@register
-class Square(_Unary):
-    name = "square"
-    kernel_fn = staticmethod(k.square)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("square_grad", dy, node.inputs[0])]
-
-
-@register
-class Abs(_Unary):
-    name = "abs"
-    kernel_fn = staticmethod(k.abs_)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("abs_grad", dy, node.inputs[0])]
-
-
-@register
-class Relu(_Unary):
-    name = "relu"
-    kernel_fn = staticmethod(k.relu)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [relu_grad(dy, node.outputs[0])]
-
-
-@register
-class Sigmoid(_Unary):
-    name = "sigmoid"
-    kernel_fn = staticmethod(k.sigmoid)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [sigmoid_grad(dy, node.outputs[0])]
-
-
-@register
-class Tanh(_Unary):
-    name = "tanh"
-    kernel_fn = staticmethod(k.tanh)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [tanh_grad(dy, node.outputs[0])]
-
-
-@register
-class Gelu(_Unary):
-    name = "gelu"
-    kernel_fn = staticmethod(k.gelu)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [gelu_grad(dy, node.inputs[0], node.attrs.get("approximate", False))]
-
-
-@register
-class Softplus(_Unary):
-    name = "softplus"
-    kernel_fn = staticmethod(k.softplus)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("softplus_grad", dy, node.inputs[0])]
-
-
-@register
-class Clip(_Unary):
-    name = "clip"
-    kernel_fn = staticmethod(k.clip)
-
-    def infer(self, x: TensorSpec, *, lo: float, hi: float) -> TensorSpec:
-        if not lo <= hi:
-            raise ConfigurationError(f"clip: lo ({lo}) must not exceed hi ({hi})")
-        return super().infer(x)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("clip_grad", dy, node.inputs[0], **node.attrs)]
-
-
-def negative(x: Any) -> Symbol:
-    """``-x``."""
-    return apply("negative", x)
-
-
-def exp(x: Any) -> Symbol:
-    """``e**x``."""
-    return apply("exp", x)
-
-
-def log(x: Any) -> Symbol:
-    """Natural logarithm."""
-    return apply("log", x)
-
-
-def sqrt(x: Any) -> Symbol:
-    """Square root."""
-    return apply("sqrt", x)
-
-
-def square(x: Any) -> Symbol:
-    """``x * x``."""
-    return apply("square", x)
-
-
-def abs(x: Any) -> Symbol:
-    """``|x|`` (gradient ``sign(x)``, 0 at 0), as tf.abs; shadows the builtin in this module."""
-    return apply("abs", x)
-
-
-def relu(x: Any) -> Symbol:
-    """``max(x, 0)``."""
-    return apply("relu", x)
-
-
-def sigmoid(x: Any) -> Symbol:
-    """``1 / (1 + e**-x)``."""
-    return apply("sigmoid", x)
-
-
-def tanh(x: Any) -> Symbol:
-    """Hyperbolic tangent."""
-    return apply("tanh", x)
-
-
-def gelu(x: Any, approximate: bool = False) -> Symbol:
-    """GELU ``x * Phi(x)`` (erf form), or its tanh approximation when ``approximate`` (as Keras)."""
-    return apply("gelu", x, approximate=bool(approximate))
-
-
-def softplus(x: Any) -> Symbol:
-    """``log(1 + e**x)``, overflow-free."""
-    return apply("softplus", x)
-
-
-def clip(x: Any, lo: float, hi: float) -> Symbol:
-    """``x`` clipped to ``[lo, hi]``; the gradient passes where ``lo <= x <= hi`` (as TF)."""
-    return apply("clip", x, lo=float(lo), hi=float(hi))
-
-
-def relu_grad(dy: Any, y: Any) -> Symbol:
-    """Gradient of relu from its output ``y``: ``dy`` where ``y > 0``."""
-    return apply("relu_grad", dy, y)
-
-
-def sigmoid_grad(dy: Any, y: Any) -> Symbol:
-    """Gradient of sigmoid from its output ``y``: ``dy * y * (1 - y)``."""
-    return apply("sigmoid_grad", dy, y)
-
-
-def tanh_grad(dy: Any, y: Any) -> Symbol:
-    """Gradient of tanh from its output ``y``: ``dy * (1 - y**2)``."""
-    return apply("tanh_grad", dy, y)
-
-
-def gelu_grad(dy: Any, x: Any, approximate: bool = False) -> Symbol:
-    """Gradient of gelu from its input ``x``."""
-    return apply("gelu_grad", dy, x, approximate=bool(approximate))
+    return apply1("masked_grad", dy, a, b, mode=mode)
 
 
 # ---------------------------------------------------------------------------- casts and identities
@@ -592,7 +204,7 @@ class Cast(Op):
     def infer(self, x: TensorSpec, *, dtype: str) -> TensorSpec:
         return TensorSpec(x.shape, dtype)
 
-    def forward(self, ctx: Any, x, *, dtype: str):
+    def forward(self, ctx: ExecContext, x: Array, *, dtype: str) -> Array:
         return k.cast(x, dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -601,7 +213,7 @@ class Cast(Op):
             return [cast(dy, x.dtype)]
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise_cost(self.name, in_specs, out_specs)
 
 
@@ -613,10 +225,10 @@ class _PassThrough(Op):
     def infer(self, x: TensorSpec) -> TensorSpec:
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return x
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
@@ -647,31 +259,48 @@ class StopGradient(_PassThrough):
         return [None]
 
 
-def cast(x: Any, dtype: object) -> Symbol:
+def cast(x: TensorLike, dtype: object) -> Symbol:
     """``x`` converted to ``dtype``; returns ``x`` itself when it already has that dtype (as TF)."""
     dtype = canonical_dtype(dtype)
     if isinstance(x, Symbol) and x.dtype == dtype:
         return x
-    return apply("cast", x, dtype=dtype)
+    return apply1("cast", x, dtype=dtype)
 
 
-def identity(x: Any) -> Symbol:
+def identity(x: TensorLike) -> Symbol:
     """``x`` unchanged (a new node; the gradient passes through)."""
-    return apply("identity", x)
+    return apply1("identity", x)
 
 
-def recomputation_checkpoint(x: Any) -> Symbol:
+def recomputation_checkpoint(x: TensorLike) -> Symbol:
     """``x`` unchanged, marked as a recomputation checkpoint (kept, not recomputed)."""
-    return apply("recomputation_checkpoint", x)
+    return apply1("recomputation_checkpoint", x)
 
 
-def stop_gradient(x: Any) -> Symbol:
+def stop_gradient(x: TensorLike) -> Symbol:
     """``x`` unchanged in the forward pass; no gradient flows back through it."""
-    return apply("stop_gradient", x)
+    return apply1("stop_gradient", x)
 
 
+# The unary ops live in their own module; they are part of this module's public surface.
 # Reductions live in their own module; they are part of this module's public surface.
 from ipusim.graph.ops.reduce import argmax as argmax  # noqa: E402
 from ipusim.graph.ops.reduce import reduce_max as reduce_max  # noqa: E402
 from ipusim.graph.ops.reduce import reduce_mean as reduce_mean  # noqa: E402
 from ipusim.graph.ops.reduce import reduce_sum as reduce_sum  # noqa: E402
+from ipusim.graph.ops.unary import abs as abs  # noqa: E402
+from ipusim.graph.ops.unary import clip as clip  # noqa: E402
+from ipusim.graph.ops.unary import exp as exp  # noqa: E402
+from ipusim.graph.ops.unary import gelu as gelu  # noqa: E402
+from ipusim.graph.ops.unary import gelu_grad as gelu_grad  # noqa: E402
+from ipusim.graph.ops.unary import log as log  # noqa: E402
+from ipusim.graph.ops.unary import negative as negative  # noqa: E402
+from ipusim.graph.ops.unary import relu as relu  # noqa: E402
+from ipusim.graph.ops.unary import relu_grad as relu_grad  # noqa: E402
+from ipusim.graph.ops.unary import sigmoid as sigmoid  # noqa: E402
+from ipusim.graph.ops.unary import sigmoid_grad as sigmoid_grad  # noqa: E402
+from ipusim.graph.ops.unary import softplus as softplus  # noqa: E402
+from ipusim.graph.ops.unary import sqrt as sqrt  # noqa: E402
+from ipusim.graph.ops.unary import square as square  # noqa: E402
+from ipusim.graph.ops.unary import tanh as tanh  # noqa: E402
+from ipusim.graph.ops.unary import tanh_grad as tanh_grad  # noqa: E402

@@ -10,11 +10,11 @@ TensorFlow's own gradient functions are; rounding ops have none, as in TensorFlo
 from __future__ import annotations
 
 import math as _math
-from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
     broadcast_shape,
     divide,
@@ -26,7 +26,7 @@ from ipusim.graph.ops.math import (
     subtract,
     unbroadcast,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
 
 #: FLOPs per output element. Transcendentals count 4 as in :data:`ipusim.graph.ops.math.
@@ -49,14 +49,14 @@ _NO_GRADIENT = frozenset({"floor", "ceil", "round"})
 _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
-def _elementwise(flops: int, in_specs: Any, out_specs: Any) -> OpCost:
+def _elementwise(flops: int, in_specs: Specs, out_specs: Specs) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
     return OpCost(flops * sum(s.size for s in out_specs), read, written, "elementwise")
 
 
-def unary(fn: str, x: Any) -> Symbol:
+def unary(fn: str, x: TensorLike) -> Symbol:
     """``fn`` (a key of ``UNARY_FLOPS``) of every element of ``x``."""
-    return apply("unary_math", x, fn=fn)
+    return apply1("unary_math", x, fn=fn)
 
 
 def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:  # noqa: C901 - a table
@@ -66,19 +66,19 @@ def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:  # noqa: C901 - 
     if fn == "cos":
         return negative(unary("sin", x))
     if fn == "tan":
-        return apply("add", square(y), 1.0)
+        return apply1("add", square(y), 1.0)
     if fn == "asin":
         return unary("rsqrt", subtract(1.0, square(x)))
     if fn == "acos":
         return negative(unary("rsqrt", subtract(1.0, square(x))))
     if fn == "atan":
-        return unary("reciprocal", apply("add", square(x), 1.0))
+        return unary("reciprocal", apply1("add", square(x), 1.0))
     if fn == "sinh":
         return unary("cosh", x)
     if fn == "cosh":
         return unary("sinh", x)
     if fn == "asinh":
-        return unary("rsqrt", apply("add", square(x), 1.0))
+        return unary("rsqrt", apply1("add", square(x), 1.0))
     if fn == "acosh":
         return unary("rsqrt", subtract(square(x), 1.0))
     if fn == "atanh":
@@ -93,11 +93,11 @@ def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:  # noqa: C901 - 
     if fn == "rsqrt":
         return multiply(multiply(square(y), y), -0.5)
     if fn == "expm1":
-        return apply("add", y, 1.0)
+        return apply1("add", y, 1.0)
     if fn == "log1p":
-        return unary("reciprocal", apply("add", x, 1.0))
+        return unary("reciprocal", apply1("add", x, 1.0))
     if fn == "softsign":
-        return unary("reciprocal", square(apply("add", apply("abs", x), 1.0)))
+        return unary("reciprocal", square(apply1("add", apply1("abs", x), 1.0)))
     if fn in ("elu", "selu"):
         return _elu_derivative(fn, x, y)
     if fn == "relu6":  # 1 on (0, 6), else 0
@@ -107,15 +107,15 @@ def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:  # noqa: C901 - 
 
 def positive_mask(x: Symbol) -> Symbol:
     """1.0 where ``x > 0``, else 0.0 (``relu(sign(x))``; a float mask for finite gradients)."""
-    return apply("relu", unary("sign", x))
+    return apply1("relu", unary("sign", x))
 
 
 def _elu_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:
     """elu: 1 above 0, y + 1 below; selu: scale above 0, y + scale * alpha below (as TF)."""
     scale, alpha = (1.0, 1.0) if fn == "elu" else (k._SELU_SCALE, k._SELU_ALPHA)
     mask = positive_mask(x)
-    below = apply("add", y, scale * alpha)
-    return apply("add", multiply(mask, scale), multiply(subtract(1.0, mask), below))
+    below = apply1("add", y, scale * alpha)
+    return apply1("add", multiply(mask, scale), multiply(subtract(1.0, mask), below))
 
 
 @register
@@ -132,10 +132,11 @@ class UnaryMath(Op):
             require_float(fn, "x", x)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, fn: str):
+    def forward(self, ctx: ExecContext, x: Array, *, fn: str) -> Array:
         if x.dtype.kind in "iu":
             if fn == "sign":
-                return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+                sign: Array = (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+                return sign
             return x.copy()  # floor / ceil / round of an integer is itself
         return k.unary(x, fn)
 
@@ -145,7 +146,7 @@ class UnaryMath(Op):
             return [None]
         return [multiply(dy, _unary_derivative(fn, node.inputs[0], node.outputs[0]))]
 
-    def cost(self, in_specs, out_specs, *, fn: str) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, fn: str) -> OpCost:
         return _elementwise(UNARY_FLOPS[fn], in_specs, out_specs)
 
 
@@ -162,13 +163,13 @@ class Predicate(Op):
         require_float(fn, "x", x)
         return TensorSpec(x.shape, "bool")
 
-    def forward(self, ctx: Any, x, *, fn: str):
+    def forward(self, ctx: ExecContext, x: Array, *, fn: str) -> Array:
         return k.predicate(x, fn)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise(1, in_specs, out_specs)
 
 
@@ -192,7 +193,7 @@ class BinaryMath(Op):
             raise InvalidTypeError(f"{fn}: operands must be integers, received {a.dtype}")
         return TensorSpec(broadcast_shape(fn, a.shape, b.shape), a.dtype)
 
-    def forward(self, ctx: Any, a, b, *, fn: str):
+    def forward(self, ctx: ExecContext, a: Array, b: Array, *, fn: str) -> Array:
         return k.binary(a, b, fn)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -203,27 +204,27 @@ class BinaryMath(Op):
         if fn == "floormod":  # a - floor(a / b) * b
             return [unbroadcast(dy, a), unbroadcast(multiply(dy, negative(floordiv(a, b))), b)]
         if fn == "atan2":  # d/da = b / (a² + b²), d/db = -a / (a² + b²)
-            over = divide(dy, apply("add", square(a), square(b)))
+            over = divide(dy, apply1("add", square(a), square(b)))
             return [unbroadcast(multiply(over, b), a), unbroadcast(negative(multiply(over, a)), b)]
         # pow: d/da = b a^(b-1); d/db = y log(a) where a > 0, else 0 (as TensorFlow)
         da = multiply(dy, multiply(b, pow_(a, subtract(b, 1.0))))
         mask = positive_mask(a)
-        log_a = multiply(apply("log", apply("add", multiply(a, mask), subtract(1.0, mask))), mask)
+        log_a = multiply(apply1("log", apply1("add", multiply(a, mask), subtract(1.0, mask))), mask)
         db = multiply(dy, multiply(node.outputs[0], log_a))
         return [unbroadcast(da, a), unbroadcast(db, b)]
 
-    def cost(self, in_specs, out_specs, *, fn: str) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, fn: str) -> OpCost:
         return _elementwise(BINARY_FLOPS[fn], in_specs, out_specs)
 
 
-def pow_(a: Any, b: Any) -> Symbol:
+def pow_(a: TensorLike, b: TensorLike) -> Symbol:
     """``a ** b`` elementwise."""
-    return apply("binary_math", a, b, fn="pow")
+    return apply1("binary_math", a, b, fn="pow")
 
 
-def floordiv(a: Any, b: Any) -> Symbol:
+def floordiv(a: TensorLike, b: TensorLike) -> Symbol:
     """``floor(a / b)`` elementwise (integers or floats)."""
-    return apply("binary_math", a, b, fn="floordiv")
+    return apply1("binary_math", a, b, fn="floordiv")
 
 
 @register
@@ -243,7 +244,7 @@ class Select(Op):
         shape = broadcast_shape("where", broadcast_shape("where", cond.shape, a.shape), b.shape)
         return TensorSpec(shape, a.dtype)
 
-    def forward(self, ctx: Any, cond, a, b):
+    def forward(self, ctx: ExecContext, cond: Array, a: Array, b: Array) -> Array:
         return k.select(cond, a, b)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -255,18 +256,18 @@ class Select(Op):
             unbroadcast(select(cond, zero, dy), b),
         ]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _elementwise(1, in_specs, out_specs)
 
 
-def select(cond: Any, a: Any, b: Any) -> Symbol:
+def select(cond: TensorLike, a: TensorLike, b: TensorLike) -> Symbol:
     """``a`` where ``cond`` holds, else ``b``."""
-    return apply("select", cond, a, b)
+    return apply1("select", cond, a, b)
 
 
 __all__ = ["UNARY_FLOPS", "apply_binary", "floordiv", "positive_mask", "pow_", "select", "unary"]
 
 
-def apply_binary(fn: str, a: Any, b: Any) -> Symbol:
+def apply_binary(fn: str, a: TensorLike, b: TensorLike) -> Symbol:
     """``fn`` (a key of ``BINARY_FLOPS``) of ``a`` and ``b`` with broadcasting."""
-    return apply("binary_math", a, b, fn=fn)
+    return apply1("binary_math", a, b, fn=fn)

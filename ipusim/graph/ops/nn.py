@@ -1,4 +1,5 @@
-"""Neural-network ops: dense products and bias, softmax, cross-entropy losses, embeddings.
+"""Neural-network ops: dense products and bias, softmax, cross-entropy losses (and, from
+:mod:`~ipusim.graph.ops.embedding`, the embedding ops).
 
 ``dropout`` lives in :mod:`ipusim.graph.ops.random` and is re-exported here.
 """
@@ -7,16 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
+from ipusim.graph.ops.embedding import (  # the embedding ops are importable from here
+    INT_DTYPES,
+    embedding_lookup,
+    one_hot,
+)
 from ipusim.graph.ops.math import merge_shapes, negative, normalize_axes, require_float
 from ipusim.graph.ops.random import dropout
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import amp
 from ipusim.kernels import dense as k
-from ipusim.kernels import embedding as ke
 from ipusim.kernels import loss as kl
 from ipusim.kernels import softmax as ks
 
@@ -33,10 +40,7 @@ FLOPS_PER_ELEMENT: dict[str, int] = {
     "softmax_cross_entropy_grad": 14,
     "sigmoid_cross_entropy_with_logits": 12,
     "sigmoid_cross_entropy_grad": 8,
-    "embedding_lookup_grad": 1,
 }
-
-_INT_DTYPES = ("int32", "int64")
 
 
 def _check_float_pair(op: str, a: TensorSpec, b: TensorSpec) -> None:
@@ -88,8 +92,15 @@ class MatMul(Op):
         return TensorSpec((m, n), a.dtype)
 
     def forward(
-        self, ctx: Any, a, b, *, transpose_a: bool = False, transpose_b: bool = False, **_: float
-    ):
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> Array:
         if computes_half(ctx):
             products = amp_products(ctx, "matmul")
             out = amp.matmul(a, b, transpose_a, transpose_b, products)
@@ -103,8 +114,10 @@ class MatMul(Op):
         bwd = node.attrs.get("available_memory_proportion_bwd")
         extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
 
-        def matmul(x: Any, y: Any, transpose_a: bool = False, transpose_b: bool = False) -> Symbol:
-            return apply("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+        def matmul(
+            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
+        ) -> Symbol:
+            return apply1("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
         # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
         if not ta and not tb:
@@ -122,23 +135,23 @@ class MatMul(Op):
 
     def cost(
         self,
-        in_specs,
-        out_specs,
+        in_specs: Specs,
+        out_specs: Specs,
         *,
         transpose_a: bool = False,
         transpose_b: bool = False,
         **_: float,
     ) -> OpCost:
         a = in_specs[0]
-        k_dim = a.shape[0] if transpose_a else a.shape[1]
-        m, n = out_specs[0].shape
+        k_dim = known_dims(a.shape)[0 if transpose_a else 1]  # costed shapes are known
+        m, n = known_dims(out_specs[0].shape)
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(2 * m * n * k_dim, read, written, "matmul")
 
 
 def matmul(
-    a: Any,
-    b: Any,
+    a: TensorLike,
+    b: TensorLike,
     *,
     transpose_a: bool = False,
     transpose_b: bool = False,
@@ -151,7 +164,7 @@ def matmul(
         extra["available_memory_proportion"] = float(available_memory_proportion)
     if available_memory_proportion_bwd is not None:
         extra["available_memory_proportion_bwd"] = float(available_memory_proportion_bwd)
-    return apply("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
+    return apply1("matmul", a, b, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
 
 
 _PROPORTIONS = ("available_memory_proportion", "available_memory_proportion_bwd")
@@ -185,11 +198,11 @@ class BiasAdd(Op):
         _check_float_pair("bias_add", x, bias)
         return x.with_shape(x.shape)
 
-    def forward(self, ctx: Any, x, bias):
+    def forward(self, ctx: ExecContext, x: Array, bias: Array) -> Array:
         return k.bias_add(x, bias)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy, apply("bias_add_grad", dy)]
+        return [dy, apply1("bias_add_grad", dy)]
 
 
 @register
@@ -202,20 +215,20 @@ class BiasAddGrad(Op):
     def infer(self, dy: TensorSpec) -> TensorSpec:
         return TensorSpec((dy.shape[-1],), dy.dtype)
 
-    def forward(self, ctx: Any, dy):
+    def forward(self, ctx: ExecContext, dy: Array) -> Array:
         return k.bias_add_grad(dy)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
 
-def bias_add(x: Any, bias: Any) -> Symbol:
+def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
     """Add a 1-D bias along the last axis."""
-    return apply("bias_add", x, bias)
+    return apply1("bias_add", x, bias)
 
 
-def _cost(name: str, size: int, in_specs, out_specs, kind: str) -> OpCost:
+def _cost(name: str, size: int, in_specs: Specs, out_specs: Specs, kind: str) -> OpCost:
     read, written = io_bytes(in_specs, out_specs)
     return OpCost(FLOPS_PER_ELEMENT[name] * size, read, written, kind)
 
@@ -233,7 +246,7 @@ class _Softmax(Op):
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -243,11 +256,11 @@ class Softmax(_Softmax):
 
     name = "softmax"
 
-    def forward(self, ctx: Any, x, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
         return ks.softmax(x, axis % x.ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("softmax_grad", dy, node.outputs[0], **node.attrs)]
+        return [apply1("softmax_grad", dy, node.outputs[0], **node.attrs)]
 
 
 @register
@@ -256,17 +269,20 @@ class LogSoftmax(_Softmax):
 
     name = "log_softmax"
 
-    def forward(self, ctx: Any, x, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
         return ks.log_softmax(x, axis % x.ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("log_softmax_grad", dy, node.outputs[0], **node.attrs)]
+        return [apply1("log_softmax_grad", dy, node.outputs[0], **node.attrs)]
 
 
 class _SoftmaxGrad(_Softmax):
     """Gradient from ``dy`` and the forward output ``y``."""
 
-    def infer(self, dy: TensorSpec, y: TensorSpec, *, axis: int = -1) -> TensorSpec:
+    # The gradient takes (dy, y) where the softmax takes x: its own inputs, as every op's are.
+    def infer(  # type: ignore[override]
+        self, dy: TensorSpec, y: TensorSpec, *, axis: int = -1
+    ) -> TensorSpec:
         shape = merge_shapes(self.name, dy, y, "dy and y")
         return super().infer(TensorSpec(shape, dy.dtype), axis=axis)
 
@@ -275,7 +291,7 @@ class _SoftmaxGrad(_Softmax):
 class SoftmaxGrad(_SoftmaxGrad):
     name = "softmax_grad"
 
-    def forward(self, ctx: Any, dy, y, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
         return ks.softmax_grad(dy, y, axis % y.ndim)
 
 
@@ -283,18 +299,18 @@ class SoftmaxGrad(_SoftmaxGrad):
 class LogSoftmaxGrad(_SoftmaxGrad):
     name = "log_softmax_grad"
 
-    def forward(self, ctx: Any, dy, y, *, axis: int = -1):
+    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
         return ks.log_softmax_grad(dy, y, axis % y.ndim)
 
 
-def softmax(x: Any, axis: int = -1) -> Symbol:
+def softmax(x: TensorLike, axis: int = -1) -> Symbol:
     """Softmax along ``axis``."""
-    return apply("softmax", x, axis=int(axis))
+    return apply1("softmax", x, axis=int(axis))
 
 
-def log_softmax(x: Any, axis: int = -1) -> Symbol:
+def log_softmax(x: TensorLike, axis: int = -1) -> Symbol:
     """Log-softmax along ``axis``."""
-    return apply("log_softmax", x, axis=int(axis))
+    return apply1("log_softmax", x, axis=int(axis))
 
 
 # ---------------------------------------------------------------------------- cross-entropy losses
@@ -306,9 +322,9 @@ def _check_logits(op: str, logits: TensorSpec) -> None:
         )
 
 
-def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> tuple:
+def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
-    if labels.dtype not in _INT_DTYPES:
+    if labels.dtype not in INT_DTYPES:
         raise InvalidTypeError(
             f"{op}: labels must be int32 or int64 class indices, received dtype {labels.dtype}; "
             "cast them with cast(labels, 'int32'), or use softmax_cross_entropy_with_logits "
@@ -332,14 +348,14 @@ class SparseSoftmaxCrossEntropy(Op):
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_sparse(self.name, labels, logits), logits.dtype)
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         labels, logits = node.inputs
-        return [None, apply("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
+        return [None, apply1("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -355,14 +371,14 @@ class SparseSoftmaxCrossEntropyGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(shape, logits.dtype), "dy and labels")
         return TensorSpec(logits.shape, logits.dtype)
 
-    def forward(self, ctx: Any, dy, labels, logits):
+    def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy_grad(dy, labels, logits)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
-def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> tuple:
+def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
     return merge_shapes(op, labels, logits, "labels and logits")
 
@@ -377,17 +393,17 @@ class SoftmaxCrossEntropy(Op):
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_dense(self.name, labels, logits)[:-1], logits.dtype)
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.softmax_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         labels, logits = node.inputs
         return [
-            apply("softmax_cross_entropy_grad", dy, labels, logits, wrt=w)
+            apply1("softmax_cross_entropy_grad", dy, labels, logits, wrt=w)
             for w in ("labels", "logits")
         ]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
 
 
@@ -410,10 +426,12 @@ class SoftmaxCrossEntropyGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(shape[:-1], logits.dtype), "dy and the loss")
         return TensorSpec(shape, logits.dtype)
 
-    def forward(self, ctx: Any, dy, labels, logits, *, wrt: str):
+    def forward(
+        self, ctx: ExecContext, dy: Array, labels: Array, logits: Array, *, wrt: str
+    ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -430,17 +448,17 @@ class SigmoidCrossEntropy(Op):
             merge_shapes(self.name, labels, logits, "labels and logits"), logits.dtype
         )
 
-    def forward(self, ctx: Any, labels, logits):
+    def forward(self, ctx: ExecContext, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy(labels, logits)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         labels, logits = node.inputs
         return [
-            negative(apply("multiply", dy, logits)),
-            apply("sigmoid_cross_entropy_grad", dy, labels, logits),
+            negative(apply1("multiply", dy, logits)),
+            apply1("sigmoid_cross_entropy_grad", dy, labels, logits),
         ]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
@@ -457,133 +475,28 @@ class SigmoidCrossEntropyGrad(Op):
             merge_shapes(self.name, dy, TensorSpec(shape, logits.dtype)), logits.dtype
         )
 
-    def forward(self, ctx: Any, dy, labels, logits):
+    def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy_grad_logits(dy, labels, logits)
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
-def sparse_softmax_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def sparse_softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Per-example softmax cross-entropy with integer class ``labels`` of shape
     ``logits.shape[:-1]``. A label outside ``[0, classes)`` raises a ValueError at run time."""
-    return apply("sparse_softmax_cross_entropy_with_logits", labels, logits)
+    return apply1("sparse_softmax_cross_entropy_with_logits", labels, logits)
 
 
-def softmax_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Per-example softmax cross-entropy with one-hot / probability ``labels`` of logits' shape;
     differentiable w.r.t. both (as TF)."""
-    return apply("softmax_cross_entropy_with_logits", labels, logits)
+    return apply1("softmax_cross_entropy_with_logits", labels, logits)
 
 
-def sigmoid_cross_entropy_with_logits(labels: Any, logits: Any) -> Symbol:
+def sigmoid_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
     """Elementwise binary cross-entropy of ``sigmoid(logits)`` against ``labels`` (stable form)."""
-    return apply("sigmoid_cross_entropy_with_logits", labels, logits)
-
-
-# ---------------------------------------------------------------------------- embeddings
-def _check_ids(op: str, ids: TensorSpec) -> None:
-    if ids.dtype not in _INT_DTYPES:
-        raise InvalidTypeError(
-            f"{op}: ids must be int32 or int64, received dtype {ids.dtype}; cast "
-            "them with cast(ids, 'int32')"
-        )
-
-
-@register
-class EmbeddingLookup(Op):
-    """Rows of ``params`` picked by integer ``ids``: shape ``ids.shape + params.shape[1:]``."""
-
-    name = "embedding_lookup"
-    kind = "data_movement"
-
-    def infer(self, params: TensorSpec, ids: TensorSpec) -> TensorSpec:
-        _check_ids(self.name, ids)
-        if params.rank == 0:
-            raise ConfigurationError(
-                f"{self.name}: params must have at least one axis (rows), received a scalar"
-            )
-        return TensorSpec(ids.shape + params.shape[1:], params.dtype)
-
-    def forward(self, ctx: Any, params, ids):
-        return ke.gather_rows(params, ids)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        params, ids = node.inputs
-        if not params.spec.is_fully_defined:
-            raise UnsupportedError(
-                f"{self.name}: the gradient needs the shape of params "
-                f"known, received {params.shape}"
-            )
-        return [apply("embedding_lookup_grad", dy, ids, shape=params.shape), None]
-
-    def cost(self, in_specs, out_specs) -> OpCost:
-        # Only the gathered rows of params are read, plus the ids.
-        read = in_specs[1].nbytes + out_specs[0].nbytes
-        return OpCost(0, read, out_specs[0].nbytes, "data_movement")
-
-
-@register
-class EmbeddingLookupGrad(Op):
-    """Dense gradient of ``params``: rows of ``dy`` scatter-added at their ``ids``."""
-
-    name = "embedding_lookup_grad"
-    kind = "elementwise"
-
-    def infer(self, dy: TensorSpec, ids: TensorSpec, *, shape: tuple) -> TensorSpec:
-        _check_ids(self.name, ids)
-        merge_shapes(
-            self.name,
-            dy,
-            TensorSpec(ids.shape + tuple(shape[1:]), dy.dtype),
-            "dy and ids.shape + params.shape[1:]",
-        )
-        return TensorSpec(tuple(shape), dy.dtype)
-
-    def forward(self, ctx: Any, dy, ids, *, shape: tuple):
-        return ke.scatter_add_rows(dy, ids, tuple(shape))
-
-    def gradient(self, node: Node, d_out: Symbol) -> list[Symbol | None]:
-        # A scatter-add is linear in dy: its gradient gathers the same rows back
-        # (tf.scatter_nd / unsorted_segment_sum are built on this op).
-        return [apply("embedding_lookup", d_out, node.inputs[1]), None]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return _cost(self.name, in_specs[0].size, in_specs, out_specs, self.kind)
-
-
-@register
-class OneHot(Op):
-    """``indices.shape + (depth,)``: 1 at each index, 0 elsewhere (zero rows out of range)."""
-
-    name = "one_hot"
-    kind = "data_movement"
-
-    def infer(self, indices: TensorSpec, *, depth: int, dtype: str = "float32") -> TensorSpec:
-        _check_ids(self.name, indices)
-        if depth < 0:
-            raise ConfigurationError(f"{self.name}: depth must be non-negative, received {depth}")
-        return TensorSpec(indices.shape + (depth,), dtype)
-
-    def forward(self, ctx: Any, indices, *, depth: int, dtype: str = "float32"):
-        return ke.one_hot(indices, depth, dtype)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
-
-
-def embedding_lookup(params: Any, ids: Any) -> Symbol:
-    """``params[ids]``; an id outside ``[0, params.shape[0])`` raises an IndexError at run time."""
-    return apply("embedding_lookup", params, ids)
-
-
-def one_hot(indices: Any, depth: int, dtype: object = "float32") -> Symbol:
-    """One-hot encoding of integer ``indices`` along a new last axis of size ``depth``."""
-    return apply("one_hot", indices, depth=int(depth), dtype=canonical_dtype(dtype))
+    return apply1("sigmoid_cross_entropy_with_logits", labels, logits)
 
 
 __all__ = [

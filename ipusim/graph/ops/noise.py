@@ -10,13 +10,16 @@ into that input.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
+from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import normalize_axes
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import layout
 from ipusim.kernels import random as k
 
@@ -29,7 +32,7 @@ DISTRIBUTIONS = ("uniform", "normal", "bernoulli")
 FLOPS_PER_ELEMENT: dict[str, int] = {"uniform": 2, "normal": 14, "bernoulli": 2}
 
 
-def _resolve(shape: tuple, like: tuple, op: str) -> tuple:
+def _resolve(shape: Shape, like: Shape, op: str) -> Shape:
     if len(shape) != len(like):
         raise ConfigurationError(f"{op}: shape {shape} needs one entry per axis of {like}")
     return tuple(d if s is None else s for s, d in zip(shape, like, strict=True))
@@ -48,7 +51,7 @@ class RandomDraw(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, distribution: str, seed: int, shape: tuple, a: float, b: float
+        self, x: TensorSpec, *, distribution: str, seed: int, shape: Shape, a: float, b: float
     ) -> TensorSpec:
         if distribution not in DISTRIBUTIONS:
             raise ConfigurationError(
@@ -61,14 +64,24 @@ class RandomDraw(Op):
             )
         return TensorSpec(_resolve(shape, x.shape, self.name), x.dtype)
 
-    def forward(self, ctx: Any, x, *, distribution: str, seed: int, shape: tuple, a, b):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        distribution: str,
+        seed: int,
+        shape: Shape,
+        a: float,
+        b: float,
+    ) -> Array:
         out_shape = _resolve(shape, x.shape, self.name)
-        return k.draw(distribution, out_shape, seed, ctx.step, a, b, x.dtype)
+        return k.draw(distribution, known_dims(out_shape), seed, ctx.step, a, b, x.dtype)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         written = out_specs[0].nbytes  # only x's shape is read, not its data
         flops = FLOPS_PER_ELEMENT[attrs["distribution"]] * out_specs[0].size
         return OpCost(flops, 0, written, "elementwise")
@@ -81,23 +94,24 @@ class Reverse(Op):
     name = "reverse"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, axes: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axes: tuple[int, ...]) -> TensorSpec:
         normalize_axes(self.name, axes, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, axes: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, axes: tuple[int, ...]) -> Array:
         return layout.reverse(x, normalize_axes(self.name, axes, x.ndim))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [reverse(dy, node.attrs["axes"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
-
 
 def random_draw(
-    x: Any, distribution: str, seed: int, shape: Any = None, a: float = 0.0, b: float = 1.0
+    x: TensorOperators,
+    distribution: str,
+    seed: int,
+    shape: Sequence[int | None] | None = None,
+    a: float = 0.0,
+    b: float = 1.0,
 ) -> Symbol:
     """Random numbers for a training step (see :class:`RandomDraw`).
 
@@ -110,7 +124,7 @@ def random_draw(
     """
     rank = len(x.shape)
     shape = (None,) * rank if shape is None else tuple(None if d is None else int(d) for d in shape)
-    return apply(
+    return apply1(
         "random_draw",
         x,
         distribution=distribution,
@@ -121,7 +135,7 @@ def random_draw(
     )
 
 
-def reverse(x: Any, axes: Any) -> Symbol:
+def reverse(x: TensorLike, axes: int | Iterable[int]) -> Symbol:
     """``x`` reversed along ``axes`` (an int or a sequence of ints)."""
     axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
-    return apply("reverse", x, axes=axes)
+    return apply1("reverse", x, axes=axes)

@@ -22,15 +22,14 @@ backward ``dx = γ·dy/√(var + ε)``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
 
@@ -40,7 +39,7 @@ def _check_float(op: str, arg: str, spec: TensorSpec) -> None:
         raise InvalidTypeError(f"{op}: {arg} must be float32 or float64, received {spec.dtype}")
 
 
-def _check_like(op: str, arg: str, spec: TensorSpec, shape: tuple, dtype: str) -> None:
+def _check_like(op: str, arg: str, spec: TensorSpec, shape: Shape, dtype: str) -> None:
     if spec.dtype != dtype:
         raise InvalidTypeError(
             f"{op}: {arg} has dtype {spec.dtype} but x has {dtype}; cast it to match"
@@ -51,7 +50,7 @@ def _check_like(op: str, arg: str, spec: TensorSpec, shape: tuple, dtype: str) -
         raise ConfigurationError(f"{op}: {arg} must have shape {shape}, received {spec.shape}")
 
 
-def _check_epsilon(op: str, epsilon: Any) -> float:
+def _check_epsilon(op: str, epsilon: object) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not epsilon >= 0:
         raise ConfigurationError(
             f"{op}: epsilon must be a non-negative float, received {epsilon!r}"
@@ -59,7 +58,7 @@ def _check_epsilon(op: str, epsilon: Any) -> float:
     return float(epsilon)
 
 
-def normalize_axis(op: str, axis: Any, rank: int) -> int:
+def normalize_axis(op: str, axis: object, rank: int) -> int:
     """``axis`` (possibly negative) as an index in ``[0, rank)``."""
     if isinstance(axis, bool) or not isinstance(axis, int | np.integer) or not -rank <= axis < rank:
         raise ConfigurationError(
@@ -108,17 +107,17 @@ class BatchNorm(Op):
 
     def forward(
         self,
-        ctx: Any,
-        x,
-        gamma,
-        beta,
-        moving_mean,
-        moving_var,
+        ctx: ExecContext,
+        x: Array,
+        gamma: Array,
+        beta: Array,
+        moving_mean: Array,
+        moving_var: Array,
         *,
         training: bool,
         epsilon: float = 1e-3,
         axis: int = -1,
-    ):
+    ) -> tuple[Array, ...]:
         ax = normalize_axis(self.name, axis, x.ndim)
         if training:
             mean, var = _batch_statistics(ctx, x, ax)
@@ -134,10 +133,10 @@ class BatchNorm(Op):
             return [None] * 5
         x, gamma = node.inputs[:2]
         _, mean, var = node.outputs
-        dx, dgamma, dbeta = apply("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
+        dx, dgamma, dbeta = apply_multi("batch_norm_grad", dy, x, gamma, mean, var, **node.attrs)
         return [dx, dgamma, dbeta, None, None]
 
-    def cost(self, in_specs, out_specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[0].size
         # Statistics: a sum, then subtract-square-add per element; applying: multiply-add.
@@ -146,7 +145,7 @@ class BatchNorm(Op):
         return OpCost(2 * size, read, written, "elementwise")
 
 
-def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+def _batch_statistics(ctx: ExecContext, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """The batch mean and biased variance as the IPU computes them: one pass, or two with
     ``norms.use_stable_statistics``; half-precision activations store the mean (and the
     deviations) as half (see :func:`ipusim.kernels.norm.ipu_batch_norm_stats`)."""
@@ -169,11 +168,11 @@ def _batch_statistics(ctx: Any, x: np.ndarray, axis: int) -> tuple[np.ndarray, n
 
 
 def batch_norm(
-    x: Any,
-    gamma: Any,
-    beta: Any,
-    moving_mean: Any,
-    moving_var: Any,
+    x: TensorLike,
+    gamma: TensorLike,
+    beta: TensorLike,
+    moving_mean: TensorLike,
+    moving_var: TensorLike,
     *,
     training: bool,
     epsilon: float = 1e-3,
@@ -194,7 +193,7 @@ def batch_norm(
         ``(y, mean, variance)``: the normalised tensor and the statistics used (batch mean and
         biased batch variance when training; the moving statistics otherwise).
     """
-    return apply(
+    y, mean, variance = apply_multi(
         "batch_norm",
         x,
         gamma,
@@ -205,6 +204,7 @@ def batch_norm(
         epsilon=_check_epsilon("batch_norm", epsilon),
         axis=axis,
     )
+    return y, mean, variance
 
 
 @register
@@ -236,22 +236,22 @@ class BatchNormGrad(Op):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
-        x,
-        gamma,
-        mean,
-        var,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        gamma: Array,
+        mean: Array,
+        var: Array,
         *,
         training: bool,
         epsilon: float = 1e-3,
         axis: int = -1,
-    ):
+    ) -> tuple[Array, ...]:
         return k.batch_norm_grad(
             dy, x, gamma, mean, var, epsilon, normalize_axis(self.name, axis, x.ndim), training
         )
 
-    def cost(self, in_specs, out_specs, *, training: bool, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         size = in_specs[1].size
         # Two reductions (Σdy, Σdy·x̂) then the dx formula; inference needs the reductions only
@@ -260,7 +260,7 @@ class BatchNormGrad(Op):
 
 
 # ---------------------------------------------------------------------------------- layer norm
-def _first_norm_axis(op: str, axis: Any, rank: int) -> int:
+def _first_norm_axis(op: str, axis: object, rank: int) -> int:
     """The first of the normalised axes, which must be the trailing axes of the input."""
     axes = axis if isinstance(axis, tuple | list) else (axis,)
     if not axes:
@@ -287,7 +287,7 @@ class LayerNorm(Op):
         gamma: TensorSpec,
         beta: TensorSpec,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> TensorSpec:
@@ -299,21 +299,29 @@ class LayerNorm(Op):
         return x.with_shape(x.shape)
 
     def forward(
-        self, ctx: Any, x, gamma, beta, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
-    ):
+        self,
+        ctx: ExecContext,
+        x: Array,
+        gamma: Array,
+        beta: Array,
+        *,
+        axis: object = -1,
+        epsilon: float = 1e-3,
+        fused: bool = False,
+    ) -> Array:
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm(x, gamma, beta, epsilon, first, _one_pass(ctx, x, fused))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x, gamma, _ = node.inputs
-        return list(apply("layer_norm_grad", dy, x, gamma, **node.attrs))
+        return list(apply_multi("layer_norm_grad", dy, x, gamma, **node.attrs))
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(8 * in_specs[0].size, read, written, "reduction")
 
 
-def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
+def _one_pass(ctx: ExecContext, x: np.ndarray, fused: bool) -> bool:
     """Whether a layer norm's row statistics take PopLibs' single pass: the fused kernel (see
     :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
     if not fused or x.dtype != np.float32:
@@ -323,7 +331,13 @@ def _one_pass(ctx: Any, x: np.ndarray, fused: bool) -> bool:
 
 
 def layer_norm(
-    x: Any, gamma: Any, beta: Any, *, axis: Any = -1, epsilon: float = 1e-3, fused: bool = False
+    x: TensorLike,
+    gamma: TensorLike,
+    beta: TensorLike,
+    *,
+    axis: object = -1,
+    epsilon: float = 1e-3,
+    fused: bool = False,
 ) -> Symbol:
     """Layer normalisation ``γ·(x − mean)/√(var + ε) + β`` over the trailing ``axis`` (or axes).
 
@@ -339,7 +353,7 @@ def layer_norm(
             (the mean, then the mean squared deviation).
     """
     axis = tuple(axis) if isinstance(axis, list | tuple) else axis
-    return apply(
+    return apply1(
         "layer_norm",
         x,
         gamma,
@@ -364,7 +378,7 @@ class LayerNormGrad(Op):
         x: TensorSpec,
         gamma: TensorSpec,
         *,
-        axis: Any = -1,
+        axis: object = -1,
         epsilon: float = 1e-3,
         fused: bool = False,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
@@ -375,11 +389,19 @@ class LayerNormGrad(Op):
         return x.with_shape(x.shape), gamma.with_shape(gamma.shape), gamma.with_shape(gamma.shape)
 
     def forward(
-        self, ctx: Any, dy, x, gamma, *, axis: Any = -1, epsilon: float = 1e-3, fused=False
-    ):
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        gamma: Array,
+        *,
+        axis: object = -1,
+        epsilon: float = 1e-3,
+        fused: bool = False,
+    ) -> tuple[Array, ...]:
         first = _first_norm_axis(self.name, axis, x.ndim)
         return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(14 * in_specs[1].size, read, written, "reduction")

@@ -12,25 +12,32 @@ reads and writes (Poplar copies the selected region).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TypeAlias, cast
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
 
 __all__ = ["IndexKeyError", "canonical_index", "floor", "floordiv", "getitem", "mod", "power"]
 
 
+#: One entry of a canonical index: an int, a ``(start, stop, step)`` slice or None (a new axis).
+IndexEntry: TypeAlias = int | tuple[int | None, ...] | None
+Index: TypeAlias = tuple[IndexEntry, ...]
+
+
 class IndexKeyError(IPUSimError, TypeError):
     """An index TensorFlow's ``Tensor.__getitem__`` rejects too (a list, a float, a tensor)."""
 
 
-def _entry(item: Any) -> Any:
+def _entry(item: object) -> IndexEntry:
     """One key item as an index entry (an int, a (start, stop, step) triple or None)."""
     if item is None:
         return None
@@ -63,7 +70,7 @@ def _entry(item: Any) -> Any:
     return int(item)
 
 
-def canonical_index(key: Any, rank: int) -> tuple:
+def canonical_index(key: object, rank: int) -> Index:
     """``key`` as index entries covering all ``rank`` axes (``...`` and missing axes filled).
 
     Raises:
@@ -82,7 +89,7 @@ def canonical_index(key: Any, rank: int) -> tuple:
             f"symbolic tensor index {key!r} indexes {consumed} axes of a tensor of rank {rank}"
         )
     full = (None, None, None)
-    out: list[Any] = []
+    out: list[IndexEntry] = []
     for item in items:
         if item is Ellipsis:
             out.extend([full] * (rank - consumed))
@@ -93,9 +100,9 @@ def canonical_index(key: Any, rank: int) -> tuple:
     return tuple(out)
 
 
-def _as_index(index: Any) -> tuple:
+def _as_index(index: Iterable[object]) -> Index:
     """Node attributes read back from a saved config hold lists: triples become tuples again."""
-    return tuple(tuple(e) if isinstance(e, list) else e for e in index)
+    return tuple(tuple(e) if isinstance(e, list) else cast(IndexEntry, e) for e in index)
 
 
 @register
@@ -105,7 +112,7 @@ class StridedSlice(Op):
     name = "strided_slice"
     kind = "data_movement"
 
-    def infer(self, x: TensorSpec, *, index: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, index: Index) -> TensorSpec:
         index = _as_index(index)
         shape: list[int | None] = []
         axis = 0
@@ -128,13 +135,13 @@ class StridedSlice(Op):
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: Any, x, *, index: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, index: Index) -> Array:
         return k.strided_slice(x, _as_index(index))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
+        return [apply1("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(out_specs, out_specs)  # only the selected region is read
         return OpCost(0, read, written, "data_movement")
 
@@ -146,27 +153,27 @@ class StridedSliceGrad(Op):
     name = "strided_slice_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, like: TensorSpec, *, index: tuple) -> TensorSpec:
+    def infer(self, dy: TensorSpec, like: TensorSpec, *, index: Index) -> TensorSpec:
         return TensorSpec(like.shape, dy.dtype)
 
-    def forward(self, ctx: Any, dy, like, *, index: tuple):
+    def forward(self, ctx: ExecContext, dy: Array, like: Array, *, index: Index) -> Array:
         return k.strided_slice_grad(dy, like.shape, _as_index(index))
 
     def gradient(self, node: Node, ddx: Symbol) -> list[Symbol | None]:
-        return [apply("strided_slice", ddx, index=node.attrs["index"]), None]
+        return [apply1("strided_slice", ddx, index=node.attrs["index"]), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)  # ``like`` gives its shape only
         return OpCost(0, read, written, "data_movement")
 
 
-def getitem(x: Any, key: Any) -> Symbol:
+def getitem(x: TensorOperators, key: object) -> Symbol:
     """``x[key]`` as TensorFlow's ``Tensor.__getitem__`` computes it (basic indexing only)."""
     rank = x.ndim if hasattr(x, "ndim") else len(x.shape)
-    return apply("strided_slice", x, index=canonical_index(key, rank))
+    return apply1("strided_slice", x, index=canonical_index(key, rank))
 
 
-def power(x: Any, y: Any) -> Symbol:
+def power(x: TensorLike, y: TensorLike) -> Symbol:
     """``x ** y`` (``tf.pow``) from existing ops.
 
     Python-number exponents 0.5, 1, 2, 3 and small integers use sqrt / multiplications, which
@@ -180,12 +187,15 @@ def power(x: Any, y: Any) -> Symbol:
         if y == 0.5:
             return m.sqrt(x)
         if float(y).is_integer() and 1 <= y <= 4:
-            out = x
-            for _ in range(int(y) - 1):
+            if int(y) == 1:
+                return m.identity(x)
+            out = m.multiply(x, x)
+            for _ in range(int(y) - 2):
                 out = m.multiply(out, x)
-            return out if int(y) > 1 else m.identity(x)
+            return out
     if isinstance(x, int | float | np.ndarray | np.generic):  # a constant base: log it here
-        return m.exp(m.multiply(y, np.log(np.asarray(x, dtype=np.float64)).astype(y.dtype)))
+        dtype = cast(TensorOperators, y).dtype  # y is the tensor here
+        return m.exp(m.multiply(y, np.log(np.asarray(x, dtype=np.float64)).astype(dtype)))
     return m.exp(m.multiply(y, m.log(x)))
 
 
@@ -202,30 +212,30 @@ class Floor(Op):
             raise ConfigurationError(f"floor: x must be a float tensor, received {x.dtype}")
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return rounding.floor(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
 
 
-def floor(x: Any) -> Symbol:
+def floor(x: TensorLike) -> Symbol:
     """``tf.floor``."""
-    return apply("floor", x)
+    return apply1("floor", x)
 
 
-def floordiv(x: Any, y: Any) -> Symbol:
+def floordiv(x: TensorLike, y: TensorLike) -> Symbol:
     """``x // y`` (``tf.math.floordiv`` of floats): ``floor(x / y)``."""
     from ipusim.graph.ops import math as m
 
     return floor(m.divide(x, y))
 
 
-def mod(x: Any, y: Any) -> Symbol:
+def mod(x: TensorLike, y: TensorLike) -> Symbol:
     """``x % y`` (``tf.math.floormod`` of floats): ``x - floor(x / y) * y``, the sign of ``y``."""
     from ipusim.graph.ops import math as m
 

@@ -11,18 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
     Pair,
     check_nhwc,
     check_same_dtype,
     known_eq,
+    known_hw,
     normalize_padding,
     normalize_pair,
     spatial_geometry,
 )
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool as kp
 
 
@@ -31,33 +33,36 @@ class _PoolBase(Op):
 
     kind = "reduction"
 
-    def _attrs(self, pool_size: Any, strides: Any, padding: Any) -> tuple[Pair, Pair, str]:
+    def _attrs(self, pool_size: object, strides: object, padding: object) -> tuple[Pair, Pair, str]:
         pool = normalize_pair(self.name, "pool_size", pool_size)
         strides = pool if strides is None else normalize_pair(self.name, "strides", strides)
         return pool, strides, normalize_padding(self.name, padding)
 
-    def _out_spec(self, x: TensorSpec, pool_size: Any, strides: Any, padding: Any) -> TensorSpec:
+    def _out_spec(
+        self, x: TensorSpec, pool_size: object, strides: object, padding: object
+    ) -> TensorSpec:
         check_nhwc(self.name, "x", x)
         pool, strides, padding = self._attrs(pool_size, strides, padding)
         (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], pool, strides, padding)
         return TensorSpec((x.shape[0], ho, wo, x.shape[3]), x.dtype)
 
     def _geometry(
-        self, hw: tuple, pool_size: Any, strides: Any, padding: Any
-    ) -> tuple[tuple, Pair, Pair, Pair]:
+        self, hw: Pair, pool_size: object, strides: object, padding: object
+    ) -> tuple[Pair, Pair, Pair, Pair]:
+        """Output size, window, strides and padding for an input of known size ``hw``."""
         pool, strides, padding = self._attrs(pool_size, strides, padding)
         out_hw, pads = spatial_geometry(self.name, hw, pool, strides, padding)
-        return out_hw, pool, strides, pads
+        return known_hw(out_hw), pool, strides, pads
 
     def _window_cost(
-        self, in_specs, out_specs, per: TensorSpec, pool_size: Any, kind: str
+        self, in_specs: Specs, out_specs: Specs, per: TensorSpec, pool_size: object, kind: str
     ) -> OpCost:
         pool = normalize_pair(self.name, "pool_size", pool_size)
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(per.size * pool[0] * pool[1], read, written, kind)
 
 
-def _pool_attrs(op: str, pool_size: Any, strides: Any, padding: str) -> dict[str, Any]:
+def _pool_attrs(op: str, pool_size: object, strides: object, padding: str) -> dict[str, Any]:
     pool = normalize_pair(op, "pool_size", pool_size)
     return {
         "pool_size": pool,
@@ -73,18 +78,30 @@ class MaxPool2D(_PoolBase):
     name = "max_pool2d"
 
     def infer(
-        self, x: TensorSpec, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
+        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
-    def forward(self, ctx: Any, x, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"):
-        out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> Array:
+        out_hw, pool, strides, pads = self._geometry(
+            known_hw(x.shape[1:3]), pool_size, strides, padding
+        )
         return kp.max_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
+        return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -99,9 +116,9 @@ class MaxPool2DGrad(_PoolBase):
         x: TensorSpec,
         dy: TensorSpec,
         *,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> TensorSpec:
         expected = self._out_spec(x, pool_size, strides, padding)
         check_same_dtype(self.name, x, dy)
@@ -113,16 +130,27 @@ class MaxPool2DGrad(_PoolBase):
         return x.with_shape(x.shape)
 
     def forward(
-        self, ctx: Any, x, dy, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
-    ):
-        _, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+        self,
+        ctx: ExecContext,
+        x: Array,
+        dy: Array,
+        *,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> Array:
+        _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
         return kp.max_pool2d_grad(x, dy, pool, strides, pads)
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
 
 
-def max_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def max_pool2d(
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
+) -> Symbol:
     """Max pooling of ``(batch, height, width, channels)`` ``x``.
 
     Args:
@@ -131,15 +159,15 @@ def max_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALI
         strides: int or ``(sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling2D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    return apply("max_pool2d", x, **_pool_attrs("max_pool2d", pool_size, strides, padding))
+    return apply1("max_pool2d", x, **_pool_attrs("max_pool2d", pool_size, strides, padding))
 
 
 def max_pool2d_grad(
-    x: Any, dy: Any, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    x: TensorLike, dy: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
 ) -> Symbol:
     """Gradient of :func:`max_pool2d` w.r.t. ``x`` given ``dy`` (the pooled output's gradient)."""
     op = "max_pool2d_grad"
-    return apply(op, x, dy, **_pool_attrs(op, pool_size, strides, padding))
+    return apply1(op, x, dy, **_pool_attrs(op, pool_size, strides, padding))
 
 
 @register
@@ -149,18 +177,30 @@ class AvgPool2D(_PoolBase):
     name = "avg_pool2d"
 
     def infer(
-        self, x: TensorSpec, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"
+        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
     ) -> TensorSpec:
         return self._out_spec(x, pool_size, strides, padding)
 
-    def forward(self, ctx: Any, x, *, pool_size: Any, strides: Any = None, padding: Any = "VALID"):
-        out_hw, pool, strides, pads = self._geometry(x.shape[1:3], pool_size, strides, padding)
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> Array:
+        out_hw, pool, strides, pads = self._geometry(
+            known_hw(x.shape[1:3]), pool_size, strides, padding
+        )
         return kp.avg_pool2d(x, out_hw, pool, strides, pads)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
+        return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
@@ -175,10 +215,10 @@ class AvgPool2DGrad(_PoolBase):
         self,
         dy: TensorSpec,
         *,
-        input_shape: tuple,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
+        input_shape: Shape,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
     ) -> TensorSpec:
         if len(input_shape) != 4:
             raise ConfigurationError(
@@ -196,40 +236,49 @@ class AvgPool2DGrad(_PoolBase):
 
     def forward(
         self,
-        ctx: Any,
-        dy,
+        ctx: ExecContext,
+        dy: Array,
         *,
-        input_shape: tuple,
-        pool_size: Any,
-        strides: Any = None,
-        padding: Any = "VALID",
-    ):
-        _, pool, strides, pads = self._geometry(input_shape[1:3], pool_size, strides, padding)
-        return kp.avg_pool2d_grad(dy, tuple(input_shape[1:3]), pool, strides, pads)
+        input_shape: Shape,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> Array:
+        hw = known_hw(tuple(input_shape[1:3]))
+        _, pool, strides, pads = self._geometry(hw, pool_size, strides, padding)
+        return kp.avg_pool2d_grad(dy, hw, pool, strides, pads)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [apply("avg_pool2d", g, **attrs)]
+        return [apply1("avg_pool2d", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, *, pool_size: Any, **attrs: Any) -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
         return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
 
 
-def avg_pool2d(x: Any, pool_size: Any, strides: Any = None, padding: str = "VALID") -> Symbol:
+def avg_pool2d(
+    x: TensorLike, pool_size: object, strides: object = None, padding: str = "VALID"
+) -> Symbol:
     """Average pooling of NHWC ``x``; with ``"SAME"`` padding only real pixels are averaged.
 
     Args: as :func:`max_pool2d`.
     """
-    return apply("avg_pool2d", x, **_pool_attrs("avg_pool2d", pool_size, strides, padding))
+    return apply1("avg_pool2d", x, **_pool_attrs("avg_pool2d", pool_size, strides, padding))
 
 
 def avg_pool2d_grad(
-    dy: Any, input_shape: tuple, pool_size: Any, strides: Any = None, padding: str = "VALID"
+    dy: TensorLike,
+    input_shape: Shape,
+    pool_size: object,
+    strides: object = None,
+    padding: str = "VALID",
 ) -> Symbol:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     op = "avg_pool2d_grad"
     attrs = _pool_attrs(op, pool_size, strides, padding)
-    return apply(op, dy, input_shape=tuple(input_shape), **attrs)
+    return apply1(op, dy, input_shape=tuple(input_shape), **attrs)
 
 
 @register
@@ -243,13 +292,13 @@ class GlobalAvgPool2D(Op):
         check_nhwc(self.name, "x", x)
         return TensorSpec((x.shape[0], x.shape[3]), x.dtype)
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return kp.global_avg_pool2d(x)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
+        return [apply1("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
 
-    def cost(self, in_specs, out_specs) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -261,7 +310,7 @@ class GlobalAvgPool2DGrad(Op):
     name = "global_avg_pool2d_grad"
     kind = "data_movement"
 
-    def infer(self, dy: TensorSpec, *, input_shape: tuple) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_shape: Shape) -> TensorSpec:
         if dy.rank != 2 or len(input_shape) != 4 or not known_eq(dy.shape[1], input_shape[3]):
             raise ConfigurationError(
                 f"{self.name}: dy must be (batch, channels) matching input_shape "
@@ -270,22 +319,22 @@ class GlobalAvgPool2DGrad(Op):
             )
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(self, ctx: Any, dy, *, input_shape: tuple):
-        return kp.global_avg_pool2d_grad(dy, tuple(input_shape[1:3]))
+    def forward(self, ctx: ExecContext, dy: Array, *, input_shape: Shape) -> Array:
+        return kp.global_avg_pool2d_grad(dy, known_hw(tuple(input_shape[1:3])))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        return [apply("global_avg_pool2d", g)]
+        return [apply1("global_avg_pool2d", g)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "data_movement")
 
 
-def global_avg_pool2d(x: Any) -> Symbol:
+def global_avg_pool2d(x: TensorLike) -> Symbol:
     """Mean of NHWC ``x`` over height and width, giving ``(batch, channels)``."""
-    return apply("global_avg_pool2d", x)
+    return apply1("global_avg_pool2d", x)
 
 
-def global_avg_pool2d_grad(dy: Any, input_shape: tuple) -> Symbol:
+def global_avg_pool2d_grad(dy: TensorLike, input_shape: Shape) -> Symbol:
     """Gradient of :func:`global_avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
-    return apply("global_avg_pool2d_grad", dy, input_shape=tuple(input_shape))
+    return apply1("global_avg_pool2d_grad", dy, input_shape=tuple(input_shape))

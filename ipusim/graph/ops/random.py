@@ -9,12 +9,13 @@ training step). Outside training (``ExecContext.training`` False) dropout is the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
 
@@ -23,7 +24,7 @@ from ipusim.kernels import random as k
 FLOPS_PER_ELEMENT: dict[str, int] = {"dropout": 2}
 
 
-def _fits(noise_shape: tuple, shape: tuple) -> bool:
+def _fits(noise_shape: Shape, shape: Shape) -> bool:
     """Whether every noise_shape entry is 1, None or the (possibly unknown) axis size."""
     return len(noise_shape) == len(shape) and all(
         n in (None, 1) or d is None or n == d for n, d in zip(noise_shape, shape, strict=True)
@@ -43,7 +44,7 @@ class Dropout(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, rate: float, seed: int, noise_shape: tuple | None = None
+        self, x: TensorSpec, *, rate: float, seed: int, noise_shape: Shape | None = None
     ) -> TensorSpec:
         if x.dtype not in FLOAT_DTYPES:
             raise InvalidTypeError(f"dropout: x must be a float tensor, received dtype {x.dtype}")
@@ -56,7 +57,15 @@ class Dropout(Op):
             )
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, rate: float, seed: int, noise_shape: tuple | None = None):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        rate: float,
+        seed: int,
+        noise_shape: Shape | None = None,
+    ) -> Array:
         if not ctx.training or rate == 0.0:
             return x
         if noise_shape is None:
@@ -70,16 +79,18 @@ class Dropout(Op):
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         # Same op, same seed, same step: the identical mask and scale applied to dy.
-        return [apply("dropout", dy, **node.attrs)]
+        return [apply1("dropout", dy, **node.attrs)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(
             FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size, read, written, "elementwise"
         )
 
 
-def dropout(x: Any, rate: float, seed: int, noise_shape: Any = None) -> Symbol:
+def dropout(
+    x: TensorLike, rate: float, seed: int, noise_shape: Sequence[int | None] | None = None
+) -> Symbol:
     """Inverted dropout: active only when the executor runs with ``training=True``.
 
     Args:
@@ -91,4 +102,4 @@ def dropout(x: Any, rate: float, seed: int, noise_shape: Any = None) -> Symbol:
     shape = (
         None if noise_shape is None else tuple(None if d is None else int(d) for d in noise_shape)
     )
-    return apply("dropout", x, rate=float(rate), seed=int(seed), noise_shape=shape)
+    return apply1("dropout", x, rate=float(rate), seed=int(seed), noise_shape=shape)

@@ -8,12 +8,14 @@ which TensorFlow does not differentiate either).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import SupportsInt
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
 
 #: FLOPs per element drawn: splitmix64 is ~10 integer operations; Box-Muller adds a log, a sqrt
@@ -31,7 +33,7 @@ class RandomDraw(Op):
     def infer(
         self,
         *,
-        shape: tuple,
+        shape: Shape,
         dist: str,
         a: float,
         b: float,
@@ -49,14 +51,25 @@ class RandomDraw(Op):
             raise InvalidTypeError("random_tensor: integer draws need an integer dtype")
         return TensorSpec(tuple(shape), canonical_dtype(dtype))
 
-    def forward(self, ctx: Any, *, shape, dist, a, b, seed, dtype, stateless: bool = False):
+    def forward(
+        self,
+        ctx: ExecContext,
+        *,
+        shape: tuple[int, ...],
+        dist: str,
+        a: float,
+        b: float,
+        seed: int,
+        dtype: str,
+        stateless: bool = False,
+    ) -> Array:
         # A stateless draw depends on its seed only; others also on the execution step.
         return k.draw(tuple(shape), dist, a, b, seed, 0 if stateless else ctx.step, dtype)
 
-    def gradient(self, node: Node, *dys: Any) -> list[None]:
+    def gradient(self, node: Node, *dys: Symbol) -> list[None]:
         return []
 
-    def cost(self, in_specs, out_specs, *, dist: str, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, dist: str, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(DRAW_FLOPS[dist] * out_specs[0].size, read, written, "elementwise")
 
@@ -76,13 +89,15 @@ class RandomCategorical(Op):
             )
         return TensorSpec((logits.shape[0], int(num_samples)), canonical_dtype(dtype))
 
-    def forward(self, ctx: Any, logits, *, num_samples: int, seed: int, dtype: str):
+    def forward(
+        self, ctx: ExecContext, logits: Array, *, num_samples: int, seed: int, dtype: str
+    ) -> Array:
         return k.categorical(logits, num_samples, seed, ctx.step, dtype)
 
-    def gradient(self, node: Node, dy: Any) -> list[None]:
+    def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         classes = in_specs[0].shape[1] or 1
         # exp per class per sample (4 FLOPs each) plus the running sum (E).
@@ -90,7 +105,7 @@ class RandomCategorical(Op):
 
 
 def random_draw(
-    shape: Any,
+    shape: Iterable[SupportsInt],
     dist: str,
     a: float,
     b: float,
@@ -100,14 +115,21 @@ def random_draw(
 ) -> Symbol:
     """A random tensor of ``shape`` (see :class:`RandomDraw`); ``stateless`` draws ignore the
     execution step (``tf.random.stateless_*``)."""
-    attrs = {"shape": tuple(int(d) for d in shape), "dist": dist, "a": float(a), "b": float(b)}
-    dtype = canonical_dtype(dtype)
-    return apply("random_tensor", seed=int(seed), dtype=dtype, stateless=bool(stateless), **attrs)
+    return apply1(
+        "random_tensor",
+        seed=int(seed),
+        dtype=canonical_dtype(dtype),
+        stateless=bool(stateless),
+        shape=tuple(int(d) for d in shape),
+        dist=dist,
+        a=float(a),
+        b=float(b),
+    )
 
 
-def random_categorical(logits: Any, num_samples: int, seed: int, dtype: object) -> Symbol:
+def random_categorical(logits: TensorLike, num_samples: int, seed: int, dtype: object) -> Symbol:
     """Class indices drawn from ``softmax(logits)`` (see :class:`RandomCategorical`)."""
-    return apply(
+    return apply1(
         "random_categorical",
         logits,
         num_samples=int(num_samples),

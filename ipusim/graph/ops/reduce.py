@@ -6,13 +6,14 @@ Split from :mod:`ipusim.graph.ops.math`, which re-exports every public name defi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import (
     FLOPS_PER_ELEMENT,
     axis_attr,
@@ -20,12 +21,12 @@ from ipusim.graph.ops.math import (
     normalize_axes,
     require_float,
 )
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 from ipusim.kernels import reduce as kr
 
 
-def _reduced_shape(shape: tuple, axes: tuple[int, ...], keepdims: bool) -> tuple:
+def _reduced_shape(shape: Shape, axes: tuple[int, ...], keepdims: bool) -> Shape:
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
@@ -33,17 +34,19 @@ def _reduced_shape(shape: tuple, axes: tuple[int, ...], keepdims: bool) -> tuple
 
 class _Reduce(Op):
     kind = "reduction"
-    kernel_fn: ClassVar[Callable]
+    kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(self, x: TensorSpec, *, axis: Any = None, keepdims: bool = False) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: object = None, keepdims: bool = False) -> TensorSpec:
         require_float(self.name, "x", x)
         axes = normalize_axes(self.name, axis, x.rank)
         return TensorSpec(_reduced_shape(x.shape, axes, keepdims), x.dtype)
 
-    def forward(self, ctx: Any, x, *, axis: Any = None, keepdims: bool = False):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, axis: object = None, keepdims: bool = False
+    ) -> Array:
         return self.kernel_fn(x, normalize_axes(self.name, axis, x.ndim), keepdims)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(FLOPS_PER_ELEMENT[self.name] * in_specs[0].size, read, written, "reduction")
 
@@ -57,8 +60,8 @@ class ReduceSum(_Reduce):
         x = node.inputs[0]
         axes = normalize_axes(self.name, node.attrs.get("axis"), x.ndim)
         if not node.attrs.get("keepdims", False) and axes:
-            dy = apply("expand_dims", dy, axis=axes)
-        return [apply("broadcast_like", dy, x)]
+            dy = apply1("expand_dims", dy, axis=axes)
+        return [apply1("broadcast_like", dy, x)]
 
 
 @register
@@ -67,7 +70,7 @@ class ReduceMean(_Reduce):
     kernel_fn = staticmethod(kr.reduce_mean)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("reduce_mean_grad", dy, node.inputs[0], **node.attrs)]
+        return [apply1("reduce_mean_grad", dy, node.inputs[0], **node.attrs)]
 
 
 @register
@@ -76,7 +79,7 @@ class ReduceMax(_Reduce):
     kernel_fn = staticmethod(kr.reduce_max)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("reduce_max_grad", dy, node.inputs[0], node.outputs[0], **node.attrs)]
+        return [apply1("reduce_max_grad", dy, node.inputs[0], node.outputs[0], **node.attrs)]
 
 
 class _ReduceGrad(Op):
@@ -89,7 +92,7 @@ class _ReduceGrad(Op):
         dy: TensorSpec,
         x: TensorSpec,
         *saved: TensorSpec,
-        axis: Any = None,
+        axis: object = None,
         keepdims: bool = False,
     ) -> TensorSpec:
         axes = normalize_axes(self.name, axis, x.rank)
@@ -97,7 +100,7 @@ class _ReduceGrad(Op):
         merge_shapes(self.name, dy, TensorSpec(want, x.dtype), "dy and the reduced x")
         return TensorSpec(x.shape, x.dtype)
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # x is read only for its shape by reduce_mean_grad; reduce_max_grad compares against it.
         read_specs = in_specs if self.name == "reduce_max_grad" else in_specs[:1]
         read, written = io_bytes(read_specs, out_specs)
@@ -110,7 +113,9 @@ class ReduceMeanGrad(_ReduceGrad):
 
     name = "reduce_mean_grad"
 
-    def forward(self, ctx: Any, dy, x, *, axis: Any = None, keepdims: bool = False):
+    def forward(
+        self, ctx: ExecContext, dy: Array, x: Array, *, axis: object = None, keepdims: bool = False
+    ) -> Array:
         axes = normalize_axes(self.name, axis, x.ndim)
         count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         return kr.broadcast_reduced(dy, x.shape, axes, 1.0 / count if count else np.nan)
@@ -122,7 +127,16 @@ class ReduceMaxGrad(_ReduceGrad):
 
     name = "reduce_max_grad"
 
-    def forward(self, ctx: Any, dy, x, y, *, axis: Any = None, keepdims: bool = False):
+    def forward(
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        y: Array,
+        *,
+        axis: object = None,
+        keepdims: bool = False,
+    ) -> Array:
         return kr.reduce_max_grad(dy, x, y, normalize_axes(self.name, axis, x.ndim))
 
 
@@ -136,18 +150,18 @@ class SumToShape(Op):
     name = "sum_to_shape"
     kind = "reduction"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: Any, x, *, shape: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
         lead = x.ndim - len(shape)
         known = tuple(x.shape[lead + i] if d is None else d for i, d in enumerate(shape))
         return k.sum_to_shape(x, known)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("broadcast_like", dy, node.inputs[0])]
+        return [apply1("broadcast_like", dy, node.inputs[0])]
 
-    def cost(self, in_specs, out_specs, *, shape: tuple) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, shape: Shape) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
@@ -169,32 +183,34 @@ class Argmax(Op):
             raise ConfigurationError(f"argmax: axis {axis} of x (shape {x.shape}) is empty")
         return TensorSpec(x.shape[:ax] + x.shape[ax + 1 :], output_type)
 
-    def forward(self, ctx: Any, x, *, axis: int = -1, output_type: str = "int64"):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, axis: int = -1, output_type: str = "int64"
+    ) -> Array:
         return kr.argmax(x, axis % x.ndim, output_type)
 
     def gradient(self, node: Node, dy: Symbol) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(in_specs[0].size, read, written, "reduction")
 
 
-def reduce_sum(x: Any, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_sum(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Sum over ``axis`` (None = all; int or tuple, negatives allowed)."""
-    return apply("reduce_sum", x, axis=axis_attr(axis), keepdims=bool(keepdims))
+    return apply1("reduce_sum", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 
 
-def reduce_mean(x: Any, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_mean(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Mean over ``axis`` (None = all; int or tuple, negatives allowed); NaN over empty axes."""
-    return apply("reduce_mean", x, axis=axis_attr(axis), keepdims=bool(keepdims))
+    return apply1("reduce_mean", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 
 
-def reduce_max(x: Any, axis: Any = None, keepdims: bool = False) -> Symbol:
+def reduce_max(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:
     """Maximum over ``axis``; the gradient is shared equally by tied maxima, as TensorFlow."""
-    return apply("reduce_max", x, axis=axis_attr(axis), keepdims=bool(keepdims))
+    return apply1("reduce_max", x, axis=axis_attr(axis), keepdims=bool(keepdims))
 
 
-def argmax(x: Any, axis: int = -1, output_type: object = "int64") -> Symbol:
+def argmax(x: TensorLike, axis: int = -1, output_type: object = "int64") -> Symbol:
     """Index of the first maximum along ``axis``, as ``output_type`` (int32 or int64)."""
-    return apply("argmax", x, axis=int(axis), output_type=canonical_dtype(output_type))
+    return apply1("argmax", x, axis=int(axis), output_type=canonical_dtype(output_type))

@@ -13,26 +13,25 @@ convolution.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
 
 #: Source pixels an output pixel reads along each resized axis, per method.
 TAPS = {"bilinear": 2, "nearest": 1}
 
 
-def _attrs(op: str, scale: Any, method: Any) -> tuple[tuple[int, int], str]:
+def _attrs(op: str, scale: object, method: object) -> tuple[tuple[int, int], str]:
     if method not in TAPS:
         raise ConfigurationError(f"{op}: method must be one of {sorted(TAPS)}, received {method!r}")
     return normalize_pair(op, "scale", scale), method
 
 
-def _flops(out: TensorSpec, scale: Any, method: str) -> int:
+def _flops(out: TensorSpec, scale: object, method: str) -> int:
     """A multiply-add per output pixel for each source pixel it reads."""
     taps = 1
     for s in normalize_pair("resize", "scale", scale):
@@ -47,7 +46,7 @@ class Resize(Op):
     name = "resize"
     kind = "conv"
 
-    def infer(self, x: TensorSpec, *, scale: Any, method: Any = "bilinear") -> TensorSpec:
+    def infer(self, x: TensorSpec, *, scale: object, method: object = "bilinear") -> TensorSpec:
         check_nhwc(self.name, "x", x)
         (sh, sw), _ = _attrs(self.name, scale, method)
         h, w = x.shape[1:3]
@@ -56,14 +55,18 @@ class Resize(Op):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x: Any, *, scale: Any, method: Any = "bilinear") -> Any:
+    def forward(
+        self, ctx: ExecContext, x: Array, *, scale: object, method: object = "bilinear"
+    ) -> Array:
         return kr.resize(x, *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         x = node.inputs[0]
-        return [apply("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
+        return [apply1("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
-    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear") -> OpCost:
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, scale: object, method: str = "bilinear"
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
 
@@ -76,7 +79,12 @@ class ResizeGrad(Op):
     kind = "conv"
 
     def infer(
-        self, dy: TensorSpec, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
+        self,
+        dy: TensorSpec,
+        *,
+        input_hw: tuple[int, int],
+        scale: object,
+        method: object = "bilinear",
     ) -> TensorSpec:
         check_nhwc(self.name, "dy", dy)
         (sh, sw), _ = _attrs(self.name, scale, method)
@@ -89,21 +97,35 @@ class ResizeGrad(Op):
         return TensorSpec((dy.shape[0], h, w, dy.shape[3]), dy.dtype)
 
     def forward(
-        self, ctx: Any, dy: Any, *, input_hw: tuple, scale: Any, method: Any = "bilinear"
-    ) -> Any:
-        return kr.resize_grad(dy, tuple(input_hw), *_attrs(self.name, scale, method))
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        *,
+        input_hw: tuple[int, int],
+        scale: object,
+        method: object = "bilinear",
+    ) -> Array:
+        return kr.resize_grad(dy, (input_hw[0], input_hw[1]), *_attrs(self.name, scale, method))
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
-        return [apply("resize", g, **attrs)]
+        return [apply1("resize", g, **attrs)]
 
-    def cost(self, in_specs, out_specs, *, scale: Any, method: str = "bilinear", **attrs: Any):
+    def cost(
+        self,
+        in_specs: Specs,
+        out_specs: Specs,
+        *,
+        scale: object,
+        method: str = "bilinear",
+        **attrs: object,
+    ) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
 
 
-def resize(x: Any, scale: Any, method: str = "bilinear") -> Symbol:
+def resize(x: TensorLike, scale: TensorLike, method: str = "bilinear") -> Symbol:
     """Up-sample NHWC ``x`` by integer factors ``scale`` (int or ``(sh, sw)``) with ``method``
     (``"bilinear"`` or ``"nearest"``)."""
     scale, method = _attrs("resize", scale, method)
-    return apply("resize", x, scale=scale, method=method)
+    return apply1("resize", x, scale=scale, method=method)

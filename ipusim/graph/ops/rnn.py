@@ -16,22 +16,22 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import VARIADIC, Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
+from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import require_float
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import rnn as k
 
 #: Activations the fused gate kernels compute (Keras names).
 CELL_ACTIVATIONS = tuple(k.ACTIVATIONS)
 
 
-def _check_activation(op: str, arg: str, value: Any) -> str:
+def _check_activation(op: str, arg: str, value: object) -> str:
     if value not in k.ACTIVATIONS:
         raise ConfigurationError(
             f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}"
@@ -58,7 +58,7 @@ def _check_gates(op: str, arg: str, spec: TensorSpec, state: TensorSpec, gates: 
 
 
 def _zeros_for(dy: Symbol | None, like: Symbol) -> Symbol:
-    return dy if dy is not None else apply("rnn_zeros", like, units=like.shape[-1])
+    return dy if dy is not None else apply1("rnn_zeros", like, units=like.shape[-1])
 
 
 # ----------------------------------------------------------------------------- time axis
@@ -79,14 +79,14 @@ class UnstackTime(Op):
         step = x.with_shape(x.shape[:axis] + x.shape[axis + 1 :])
         return tuple(step for _ in range(int(x.shape[axis] or 0)))
 
-    def forward(self, ctx: Any, x, *, axis: int):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int) -> tuple[Array, ...]:
         return k.unstack(x, axis)
 
     def gradient(self, node: Node, *dys: Symbol | None) -> list[Symbol]:
         parts = [_zeros_for(dy, out) for dy, out in zip(dys, node.outputs, strict=True)]
-        return [apply("stack_time", *parts, axis=node.attrs["axis"])]
+        return [apply1("stack_time", *parts, axis=node.attrs["axis"])]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # popnn slices its input sequence in place (RnnSlice): no copy.
         return OpCost(0, 0, 0, "data_movement")
 
@@ -110,15 +110,11 @@ class StackTime(Op):
             )
         return first.with_shape(first.shape[:axis] + (len(steps),) + first.shape[axis:])
 
-    def forward(self, ctx: Any, *steps, axis: int):
+    def forward(self, ctx: ExecContext, *steps: Array, axis: int) -> Array:
         return k.stack(steps, axis)
 
     def gradient(self, node: Node, dy: Symbol) -> Sequence[Symbol]:
-        return apply("unstack_time", dy, axis=node.attrs["axis"])
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
+        return apply_multi("unstack_time", dy, axis=node.attrs["axis"])
 
 
 @register
@@ -131,13 +127,13 @@ class RnnZeros(Op):
     def infer(self, like: TensorSpec, *, units: int) -> TensorSpec:
         return like.with_shape((*like.shape[:-1], int(units)))
 
-    def forward(self, ctx: Any, like, *, units: int):
+    def forward(self, ctx: ExecContext, like: Array, *, units: int) -> Array:
         return np.zeros((*like.shape[:-1], units), dtype=like.dtype)
 
     def gradient(self, node: Node, dy: Symbol | None) -> list[None]:
         return [None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
@@ -158,41 +154,41 @@ class RnnCarry(Op):
     def infer(self, x: TensorSpec) -> TensorSpec:
         return x
 
-    def forward(self, ctx: Any, x):
+    def forward(self, ctx: ExecContext, x: Array) -> Array:
         return x
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [dy]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
-def carry(x: Any) -> Symbol:
+def carry(x: TensorLike) -> Symbol:
     """``x`` handed to the next time step (see :class:`RnnCarry`)."""
-    return apply("rnn_carry", x)
+    return apply1("rnn_carry", x)
 
 
-def unstack_time(x: Any, axis: int) -> tuple[Symbol, ...]:
+def unstack_time(x: TensorLike, axis: int) -> tuple[Symbol, ...]:
     """The time steps of ``x`` along ``axis``."""
-    return tuple(apply("unstack_time", x, axis=int(axis)))
+    return tuple(apply_multi("unstack_time", x, axis=int(axis)))
 
 
-def stack_time(steps: Sequence[Any], axis: int) -> Symbol:
+def stack_time(steps: Sequence[TensorLike], axis: int) -> Symbol:
     """``steps`` stacked along a new ``axis``."""
-    return apply("stack_time", *steps, axis=int(axis))
+    return apply1("stack_time", *steps, axis=int(axis))
 
 
-def zero_state(like: Any, units: int) -> Symbol:
+def zero_state(like: TensorLike, units: int) -> Symbol:
     """Zeros of shape ``(batch, units)`` for the batch of ``like``."""
-    return apply("rnn_zeros", like, units=int(units))
+    return apply1("rnn_zeros", like, units=int(units))
 
 
 # ------------------------------------------------------------------------------------ LSTM
 class _Cell(Op):
     kind = "elementwise"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         state = min((*in_specs, *out_specs), key=lambda s: s.size)
         return OpCost(self.flops_per_unit * state.size, read, written, "elementwise")
@@ -219,13 +215,21 @@ class LstmCell(_Cell):
         _check_state(self.name, "c_prev", c_prev, c_prev.with_dtype(z.dtype))
         return c_prev, c_prev
 
-    def forward(self, ctx: Any, z, c_prev, *, activation: str, recurrent_activation: str):
+    def forward(
+        self,
+        ctx: ExecContext,
+        z: Array,
+        c_prev: Array,
+        *,
+        activation: str,
+        recurrent_activation: str,
+    ) -> tuple[Array, ...]:
         return k.lstm_cell(z, c_prev, activation, recurrent_activation)
 
     def gradient(self, node: Node, dh: Symbol | None, dc: Symbol | None) -> list[Symbol]:
         z, c_prev = node.inputs
         h, c = node.outputs
-        dz, dc_prev = apply(
+        dz, dc_prev = apply_multi(
             "lstm_cell_grad", _zeros_for(dh, h), _zeros_for(dc, c), z, c_prev, c, **node.attrs
         )
         return [dz, dc_prev]
@@ -255,15 +259,30 @@ class LstmCellGrad(_Cell):
             _check_state(self.name, arg, spec, c_prev)
         return z, c_prev
 
-    def forward(self, ctx: Any, dh, dc, z, c_prev, c, *, activation, recurrent_activation):
+    def forward(
+        self,
+        ctx: ExecContext,
+        dh: Array,
+        dc: Array,
+        z: Array,
+        c_prev: Array,
+        c: Array,
+        *,
+        activation: str,
+        recurrent_activation: str,
+    ) -> tuple[Array, ...]:
         return k.lstm_cell_grad(dh, dc, z, c_prev, c, activation, recurrent_activation)
 
 
 def lstm_cell(
-    z: Any, c_prev: Any, *, activation: str = "tanh", recurrent_activation: str = "sigmoid"
+    z: TensorLike,
+    c_prev: TensorLike,
+    *,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
 ) -> tuple[Symbol, Symbol]:
     """One LSTM step's gates (see :class:`LstmCell`); returns ``(h, c)``."""
-    return apply(
+    h, c = apply_multi(
         "lstm_cell",
         z,
         c_prev,
@@ -272,6 +291,7 @@ def lstm_cell(
             "lstm_cell", "recurrent_activation", recurrent_activation
         ),
     )
+    return h, c
 
 
 # ------------------------------------------------------------------------------------- GRU
@@ -300,11 +320,20 @@ class GruCell(_Cell):
         _check_state(self.name, "h_prev", h_prev, h_prev.with_dtype(xg.dtype))
         return h_prev
 
-    def forward(self, ctx: Any, xg, hg, h_prev, *, activation: str, recurrent_activation: str):
+    def forward(
+        self,
+        ctx: ExecContext,
+        xg: Array,
+        hg: Array,
+        h_prev: Array,
+        *,
+        activation: str,
+        recurrent_activation: str,
+    ) -> Array:
         return k.gru_cell(xg, hg, h_prev, activation, recurrent_activation)
 
     def gradient(self, node: Node, dh: Symbol) -> list[Symbol]:
-        return list(apply("gru_cell_grad", dh, *node.inputs, **node.attrs))
+        return list(apply_multi("gru_cell_grad", dh, *node.inputs, **node.attrs))
 
 
 @register
@@ -329,20 +358,30 @@ class GruCellGrad(_Cell):
         _check_state(self.name, "dh", dh, h_prev)
         return xg, hg, h_prev
 
-    def forward(self, ctx: Any, dh, xg, hg, h_prev, *, activation, recurrent_activation):
+    def forward(
+        self,
+        ctx: ExecContext,
+        dh: Array,
+        xg: Array,
+        hg: Array,
+        h_prev: Array,
+        *,
+        activation: str,
+        recurrent_activation: str,
+    ) -> tuple[Array, ...]:
         return k.gru_cell_grad(dh, xg, hg, h_prev, activation, recurrent_activation)
 
 
 def gru_cell(
-    xg: Any,
-    hg: Any,
-    h_prev: Any,
+    xg: TensorLike,
+    hg: TensorLike,
+    h_prev: TensorLike,
     *,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
 ) -> Symbol:
     """One GRU step with the reset gate after the recurrent product (see :class:`GruCell`)."""
-    return apply(
+    return apply1(
         "gru_cell",
         xg,
         hg,

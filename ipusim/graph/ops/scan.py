@@ -9,13 +9,12 @@ picked (a one-hot product, no gradient for the indices).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops.math import divide, multiply, normalize_axes, require_float
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
 
 
@@ -43,7 +42,16 @@ class Scan(Op):
             raise InvalidTypeError(f"{op}: the input must be numeric, received bool")
         return TensorSpec(x.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, *, axis: int, product: bool, exclusive: bool, reverse: bool):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        axis: int,
+        product: bool,
+        exclusive: bool,
+        reverse: bool,
+    ) -> Array:
         return k.scan(x, _axis(self.name, axis, x.ndim), product, exclusive, reverse).astype(
             x.dtype, copy=False
         )
@@ -55,24 +63,26 @@ class Scan(Op):
             return [None]
         back = dict(attrs, reverse=not attrs["reverse"], product=False)
         if not attrs["product"]:
-            return [apply("scan", dy, **back)]
-        return [divide(apply("scan", multiply(dy, node.outputs[0]), **back), x)]
+            return [apply1("scan", dy, **back)]
+        return [divide(apply1("scan", multiply(dy, node.outputs[0]), **back), x)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(out_specs[0].size, read, written, "elementwise")
 
 
-def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
+def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
     """Cumulative sum of ``x`` along ``axis``."""
-    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
-    return apply("scan", x, product=False, **attrs)
+    return apply1(
+        "scan", x, product=False, axis=int(axis), exclusive=bool(exclusive), reverse=bool(reverse)
+    )
 
 
-def cumprod(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
+def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
     """Cumulative product of ``x`` along ``axis``."""
-    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
-    return apply("scan", x, product=True, **attrs)
+    return apply1(
+        "scan", x, product=True, axis=int(axis), exclusive=bool(exclusive), reverse=bool(reverse)
+    )
 
 
 @register
@@ -99,21 +109,23 @@ class TopK(Op):
         shape = x.shape[:-1] + (k,)
         return TensorSpec(shape, x.dtype), TensorSpec(shape, "int32")
 
-    def forward(self, ctx: Any, x, *, k: int):
+    def forward(self, ctx: ExecContext, x: Array, *, k: int) -> tuple[Array, ...]:
         from ipusim.kernels.math_extra import top_k as run
 
         return run(x, k)
 
-    def gradient(self, node: Node, dy: Symbol | None, d_indices: Any = None) -> list[Any]:
+    def gradient(
+        self, node: Node, dy: Symbol | None, d_indices: Symbol | None = None
+    ) -> list[Symbol | None]:
         x = node.inputs[0]
         if dy is None or x.dtype not in ("float16", "float32", "float64"):
             return [None]
         require_float("top_k", "dy", dy.spec)
-        hot = apply("one_hot", node.outputs[1], depth=x.shape[-1], dtype=dy.dtype)  # [..., k, n]
-        spread = multiply(hot, apply("expand_dims", dy, axis=-1))
-        return [apply("reduce_sum", spread, axis=-2, keepdims=False)]
+        hot = apply1("one_hot", node.outputs[1], depth=x.shape[-1], dtype=dy.dtype)  # [..., k, n]
+        spread = multiply(hot, apply1("expand_dims", dy, axis=-1))
+        return [apply1("reduce_sum", spread, axis=-2, keepdims=False)]
 
-    def cost(self, in_specs, out_specs, *, k: int) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, *, k: int) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         n = in_specs[0].shape[-1] or 1
         # A partial selection: about log2(k)+1 comparisons per element (E).
@@ -121,9 +133,10 @@ class TopK(Op):
         return OpCost(flops if n else 0, read, written, "elementwise")
 
 
-def top_k(x: Any, k: int = 1) -> tuple[Symbol, Symbol]:
+def top_k(x: TensorLike, k: int = 1) -> tuple[Symbol, Symbol]:
     """``(values, indices)`` of the ``k`` largest entries of the last axis."""
-    return apply("top_k", x, k=int(k))
+    values, indices = apply_multi("top_k", x, k=int(k))
+    return values, indices
 
 
 __all__ = ["cumprod", "cumsum", "top_k"]

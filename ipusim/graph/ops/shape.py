@@ -8,29 +8,31 @@ tile) are ``data_movement``: no FLOPs, the bytes they read and write.
 from __future__ import annotations
 
 import math as _pymath
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, io_bytes, register
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import layout as k
 
 
-def _rank_of(x: Any) -> int:
+def _rank_of(x: object) -> int:
     return x.ndim if hasattr(x, "ndim") else len(getattr(x, "shape", ()))
 
 
-def _known_prod(dims: Sequence[int | None]) -> int:
+def _known_prod(dims: Iterable[int | None]) -> int:
     return _pymath.prod(d for d in dims if d is not None)
 
 
 class _View(Op):
     kind = "data_movement"
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
@@ -38,11 +40,9 @@ class _View(Op):
 
 
 class _Copy(Op):
-    kind = "data_movement"
+    """An op that copies data: no FLOPs, its inputs read and output written (Op's default cost)."""
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(0, read, written, "data_movement")
+    kind = "data_movement"
 
 
 # ---------------------------------------------------------------------------- views
@@ -52,7 +52,7 @@ class Reshape(_View):
 
     name = "reshape"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         target = tuple(-1 if d is None else int(d) for d in shape)
         if target.count(-1) > 1 or any(d < -1 for d in target):
             raise ConfigurationError(
@@ -82,7 +82,7 @@ class Reshape(_View):
             )
         return TensorSpec(tuple(None if d == -1 else d for d in target), x.dtype)
 
-    def forward(self, ctx: Any, x, *, shape: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
         target = tuple(-1 if d is None else d for d in shape)
         try:
             return x.reshape(target)
@@ -106,7 +106,7 @@ class ReshapeLike(_View):
             )
         return TensorSpec(like.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, like):
+    def forward(self, ctx: ExecContext, x: Array, like: Array) -> Array:
         return x.reshape(like.shape)
 
 
@@ -123,7 +123,7 @@ class ExpandDims(_View):
             tuple(1 if i in axes else next(dims) for i in range(x.rank + len(axes))), x.dtype
         )
 
-    def forward(self, ctx: Any, x, *, axis: Any):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: Any) -> Array:
         rank = x.ndim + (1 if isinstance(axis, int) else len(axis))
         axes = normalize_axes(self.name, axis, rank)
         dims = iter(x.shape)
@@ -136,7 +136,7 @@ class Squeeze(_View):
 
     name = "squeeze"
 
-    def infer(self, x: TensorSpec, *, axis: Any = None) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: object = None) -> TensorSpec:
         if axis is None:
             axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
         else:
@@ -149,7 +149,7 @@ class Squeeze(_View):
                 )
         return TensorSpec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
-    def forward(self, ctx: Any, x, *, axis: Any = None):
+    def forward(self, ctx: ExecContext, x: Array, *, axis: object = None) -> Array:
         if axis is None:
             return x.reshape(tuple(d for d in x.shape if d != 1))
         axes = normalize_axes(self.name, axis, x.ndim)
@@ -160,23 +160,23 @@ class Squeeze(_View):
         return x.reshape(tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
-def reshape(x: Any, shape: Sequence[int | None]) -> Symbol:
+def reshape(x: TensorLike, shape: Sequence[int | None]) -> Symbol:
     """Reshape to ``shape`` (at most one -1). An unknown batch size stays unknown:
     ``(None, 28, 28)`` reshaped to ``(-1, 784)`` is ``(None, 784)``."""
-    return apply("reshape", x, shape=tuple(None if d is None else int(d) for d in shape))
+    return apply1("reshape", x, shape=tuple(None if d is None else int(d) for d in shape))
 
 
-def reshape_like(x: Any, like: Any) -> Symbol:
+def reshape_like(x: TensorLike, like: TensorLike) -> Symbol:
     """Reshape ``x`` to the shape ``like`` has at run time."""
-    return apply("reshape_like", x, like)
+    return apply1("reshape_like", x, like)
 
 
-def flatten(x: Any) -> Symbol:
+def flatten(x: TensorLike) -> Symbol:
     """Keep axis 0, flatten the rest: ``(b, d1, d2, ...)`` to ``(b, d1 * d2 * ...)``."""
-    x = x if isinstance(x, Symbol) else apply("identity", x)
+    x = x if isinstance(x, Symbol) else apply1("identity", x)
     rest = x.shape[1:]
     if None not in rest:
-        return reshape(x, (-1, _pymath.prod(rest)))
+        return reshape(x, (-1, _pymath.prod(known_dims(rest))))
     if x.shape[0] is not None:
         return reshape(x, (x.shape[0], -1))
     raise ConfigurationError(
@@ -185,16 +185,16 @@ def flatten(x: Any) -> Symbol:
     )
 
 
-def expand_dims(x: Any, axis: int | Sequence[int]) -> Symbol:
+def expand_dims(x: TensorLike, axis: int | Sequence[int]) -> Symbol:
     """Insert size-1 axes at ``axis`` (positions in the result; negatives count from its end)."""
-    return apply(
+    return apply1(
         "expand_dims", x, axis=int(axis) if isinstance(axis, int) else tuple(int(a) for a in axis)
     )
 
 
-def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Symbol:
+def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None) -> Symbol:
     """Remove size-1 axes (``axis`` or, when None, every size-1 axis)."""
-    return apply(
+    return apply1(
         "squeeze",
         x,
         axis=None
@@ -210,7 +210,7 @@ class Transpose(_Copy):
 
     name = "transpose"
 
-    def infer(self, x: TensorSpec, *, perm: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, perm: tuple[int, ...]) -> TensorSpec:
         if sorted(perm) != list(range(x.rank)):
             raise ConfigurationError(
                 f"transpose: perm {perm} is not a permutation of the {x.rank} axes "
@@ -218,7 +218,7 @@ class Transpose(_Copy):
             )
         return TensorSpec(tuple(x.shape[p] for p in perm), x.dtype)
 
-    def forward(self, ctx: Any, x, *, perm: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, perm: tuple[int, ...]) -> Array:
         return k.transpose(x, perm)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -262,18 +262,19 @@ class Concat(_Copy):
                     shape[d] = b
         return TensorSpec(tuple(shape), first.dtype)
 
-    def forward(self, ctx: Any, *arrays, axis: int):
+    def forward(self, ctx: ExecContext, *arrays: Array, axis: int) -> Array:
         return k.concat(arrays, axis % arrays[0].ndim)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         (ax,) = normalize_axes(self.name, node.attrs["axis"], dy.ndim)
-        sizes = [v.shape[ax] for v in node.inputs]
-        if None in sizes:
+        shapes = [v.shape[ax] for v in node.inputs]
+        if None in shapes:
             raise UnsupportedError(
                 f"concat: the gradient needs the sizes along axis {ax} "
                 f"to be known, received input shapes "
                 f"{[v.shape for v in node.inputs]}"
             )
+        sizes = known_dims(tuple(shapes))
         begins = [sum(sizes[:i]) for i in range(len(sizes))]
         return [slice_axis(dy, b, s, ax) for b, s in zip(begins, sizes, strict=True)]
 
@@ -284,7 +285,7 @@ class Slice(_Copy):
 
     name = "slice"
 
-    def infer(self, x: TensorSpec, *, begin: tuple, size: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, begin: tuple[int, ...], size: tuple[int, ...]) -> TensorSpec:
         if len(begin) != x.rank or len(size) != x.rank:
             raise ConfigurationError(
                 f"slice: begin {begin} and size {size} need one entry per axis of x "
@@ -299,7 +300,9 @@ class Slice(_Copy):
             out.append(s if s != -1 else (None if d is None else d - b))
         return TensorSpec(tuple(out), x.dtype)
 
-    def forward(self, ctx: Any, x, *, begin: tuple, size: tuple):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, begin: tuple[int, ...], size: tuple[int, ...]
+    ) -> Array:
         return k.slice_(x, begin, size)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -324,7 +327,9 @@ class Pad(_Copy):
 
     name = "pad"
 
-    def infer(self, x: TensorSpec, *, paddings: tuple, constant_values: float = 0.0) -> TensorSpec:
+    def infer(
+        self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...], constant_values: float = 0.0
+    ) -> TensorSpec:
         if len(paddings) != x.rank or any(len(p) != 2 or min(p) < 0 for p in paddings):
             raise ConfigurationError(
                 f"pad: paddings must hold one (before, after) pair of non-negative "
@@ -338,11 +343,18 @@ class Pad(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, paddings: tuple, constant_values: float = 0.0):
+    def forward(
+        self,
+        ctx: ExecContext,
+        x: Array,
+        *,
+        paddings: tuple[tuple[int, int], ...],
+        constant_values: float = 0.0,
+    ) -> Array:
         return k.pad(x, paddings, constant_values)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("unpad", dy, paddings=node.attrs["paddings"])]
+        return [apply1("unpad", dy, paddings=node.attrs["paddings"])]
 
 
 @register
@@ -351,7 +363,7 @@ class Unpad(_Copy):
 
     name = "unpad"
 
-    def infer(self, x: TensorSpec, *, paddings: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...]) -> TensorSpec:
         return TensorSpec(
             tuple(
                 None if d is None else d - b - a
@@ -360,7 +372,9 @@ class Unpad(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, paddings: tuple):
+    def forward(
+        self, ctx: ExecContext, x: Array, *, paddings: tuple[tuple[int, int], ...]
+    ) -> Array:
         return k.unpad(x, paddings)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -373,18 +387,18 @@ class BroadcastTo(_Copy):
 
     name = "broadcast_to"
 
-    def infer(self, x: TensorSpec, *, shape: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, shape: Shape) -> TensorSpec:
         if broadcast_shape(self.name, x.shape, shape) != tuple(shape):
             raise ConfigurationError(
                 f"broadcast_to: x of shape {x.shape} cannot be broadcast to {shape}"
             )
         return TensorSpec(tuple(shape), x.dtype)
 
-    def forward(self, ctx: Any, x, *, shape: tuple):
-        return k.broadcast_to(x, shape)
+    def forward(self, ctx: ExecContext, x: Array, *, shape: Shape) -> Array:
+        return k.broadcast_to(x, known_dims(shape))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply("sum_to_shape", dy, shape=node.inputs[0].shape)]
+        return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape)]
 
 
 @register
@@ -401,13 +415,13 @@ class BroadcastLike(_Copy):
         broadcast_shape(self.name, x.shape, like.shape)
         return TensorSpec(like.shape, x.dtype)
 
-    def forward(self, ctx: Any, x, like):
+    def forward(self, ctx: ExecContext, x: Array, like: Array) -> Array:
         return k.broadcast_to(x, like.shape)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        return [apply("sum_to_shape", dy, shape=node.inputs[0].shape), None]
+        return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs[:1], out_specs)
         return OpCost(0, read, written, "data_movement")
 
@@ -418,7 +432,7 @@ class Tile(_Copy):
 
     name = "tile"
 
-    def infer(self, x: TensorSpec, *, multiples: tuple) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, multiples: tuple[int, ...]) -> TensorSpec:
         if len(multiples) != x.rank or any(m < 0 for m in multiples):
             raise ConfigurationError(
                 f"tile: multiples must hold one non-negative int per axis of x "
@@ -429,7 +443,7 @@ class Tile(_Copy):
             x.dtype,
         )
 
-    def forward(self, ctx: Any, x, *, multiples: tuple):
+    def forward(self, ctx: ExecContext, x: Array, *, multiples: tuple[int, ...]) -> Array:
         return k.tile(x, multiples)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
@@ -446,24 +460,24 @@ class Tile(_Copy):
         return [summed]
 
 
-def transpose(x: Any, perm: Sequence[int] | None = None) -> Symbol:
+def transpose(x: TensorLike, perm: Sequence[int] | None = None) -> Symbol:
     """Permute axes (default: reverse them)."""
     if perm is None:
         perm = tuple(reversed(range(_rank_of(x))))
-    return apply("transpose", x, perm=tuple(int(p) for p in perm))
+    return apply1("transpose", x, perm=tuple(int(p) for p in perm))
 
 
-def concat(values: Sequence[Any], axis: int) -> Symbol:
+def concat(values: Sequence[TensorLike], axis: int) -> Symbol:
     """Join the tensors in ``values`` along ``axis``."""
-    return apply("concat", *values, axis=int(axis))
+    return apply1("concat", *values, axis=int(axis))
 
 
-def slice(x: Any, begin: Sequence[int], size: Sequence[int]) -> Symbol:
+def slice(x: TensorLike, begin: Sequence[int], size: Sequence[int]) -> Symbol:
     """``tf.slice``: ``size[i]`` elements from ``begin[i]`` on every axis (-1 = to the end)."""
-    return apply("slice", x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size))
+    return apply1("slice", x, begin=tuple(int(b) for b in begin), size=tuple(int(s) for s in size))
 
 
-def slice_axis(x: Any, begin: int, size: int, axis: int) -> Symbol:
+def slice_axis(x: TensorLike, begin: int, size: int, axis: int) -> Symbol:
     """``size`` elements from ``begin`` along ``axis`` only (-1 = to the end)."""
     rank = _rank_of(x)
     (ax,) = normalize_axes("slice_axis", axis, rank)
@@ -472,12 +486,14 @@ def slice_axis(x: Any, begin: int, size: int, axis: int) -> Symbol:
     return slice(x, begins, sizes)
 
 
-def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tuple[Symbol, ...]:
+def split(
+    x: TensorLike, num_or_size_splits: int | Sequence[int], axis: int = 0
+) -> tuple[Symbol, ...]:
     """Split along ``axis`` into equal parts (an int) or parts of the given sizes (one may be -1).
 
     Each part is its own ``slice`` node, so the gradient of each pads it back independently.
     """
-    x = x if isinstance(x, Symbol) else apply("identity", x)
+    x = x if isinstance(x, Symbol) else apply1("identity", x)
     (ax,) = normalize_axes("split", axis, x.ndim)
     dim = x.shape[ax]
     if isinstance(num_or_size_splits, int):
@@ -509,9 +525,9 @@ def split(x: Any, num_or_size_splits: int | Sequence[int], axis: int = 0) -> tup
     return tuple(slice_axis(x, b, s, ax) for b, s in zip(begins, sizes, strict=True))
 
 
-def pad(x: Any, paddings: Sequence[Sequence[int]], constant_values: float = 0.0) -> Symbol:
+def pad(x: TensorLike, paddings: Sequence[Sequence[int]], constant_values: float = 0.0) -> Symbol:
     """Pad every axis with ``(before, after)`` elements of ``constant_values``."""
-    return apply(
+    return apply1(
         "pad",
         x,
         paddings=tuple((int(b), int(a)) for b, a in paddings),
@@ -519,16 +535,16 @@ def pad(x: Any, paddings: Sequence[Sequence[int]], constant_values: float = 0.0)
     )
 
 
-def broadcast_to(x: Any, shape: Sequence[int]) -> Symbol:
+def broadcast_to(x: TensorLike, shape: Sequence[int]) -> Symbol:
     """Repeat ``x`` to ``shape`` by broadcasting (sizes must be known)."""
-    return apply("broadcast_to", x, shape=tuple(int(d) for d in shape))
+    return apply1("broadcast_to", x, shape=tuple(int(d) for d in shape))
 
 
-def broadcast_like(x: Any, like: Any) -> Symbol:
+def broadcast_like(x: TensorLike, like: TensorLike) -> Symbol:
     """Repeat ``x`` to the shape ``like`` has at run time."""
-    return apply("broadcast_like", x, like)
+    return apply1("broadcast_like", x, like)
 
 
-def tile(x: Any, multiples: Sequence[int]) -> Symbol:
+def tile(x: TensorLike, multiples: Sequence[int]) -> Symbol:
     """Repeat ``x`` ``multiples[i]`` times along axis ``i``."""
-    return apply("tile", x, multiples=tuple(int(m) for m in multiples))
+    return apply1("tile", x, multiples=tuple(int(m) for m in multiples))

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ipusim.graph.op import Op, OpCost, register
-from ipusim.graph.spec import TensorSpec
+from ipusim.graph.execute import ExecContext
+from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.spec import Array, TensorSpec
+from ipusim.graph.variable import Variable
 
 
 class _Source(Op):
     kind = "data_movement"
 
-    def forward(self, ctx: Any, *arrays: Any, **attrs: Any) -> Any:
+    def forward(self, ctx: ExecContext, *arrays: Array, **attrs: object) -> Array:
         raise RuntimeError(f"{self.name} nodes are filled by the executor, not computed")
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
 
@@ -36,7 +36,7 @@ class ReadVariable(_Source):
 
     name = "variable"
 
-    def infer(self, *, variable: Any) -> TensorSpec:
+    def infer(self, *, variable: Variable) -> TensorSpec:
         return TensorSpec(variable.shape, variable.dtype, variable.name)
 
 
