@@ -23,4 +23,5 @@ from ipusim.graph.ops import (  # noqa: F401
     scan,
     shape,
     sources,
+    update,
 )

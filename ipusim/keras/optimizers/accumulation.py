@@ -1,11 +1,11 @@
 """``keras.ipu.optimizers.GradientAccumulationOptimizer`` (Graphcore's Keras, SDK 3.x): apply the
 wrapped optimizer once every ``num_mini_batches`` calls, to the gradients accumulated in between.
 
-The accumulation itself (:class:`GradientAccumulator`) is shared with
-:class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`. SUM adds (the SDK's
-default: no division by the number of mini-batches), MEAN adds then divides once, RUNNING_MEAN
-keeps the running mean (:mod:`ipusim.kernels.accumulate`). float16 accumulators are kept in
-float32 storage (the kernels have no half path).
+The accumulation is the one driver, :class:`ipusim.graph.ops.update.GradientAccumulator` (shared
+with :class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`, Keras' ``fit`` and
+the compat runtime). SUM adds (the SDK's default: no division by the number of mini-batches),
+MEAN adds then divides once, RUNNING_MEAN keeps the running mean; float16 accumulators round
+every addition to half precision.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.spec import canonical_dtype
+from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
-from ipusim.kernels.accumulate import accumulate, finish
 
-__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer", "GradientAccumulator"]
+__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer", "make_accumulator"]
 
 
 def check_mini_batches(value: Any) -> int:
@@ -31,49 +30,18 @@ def check_mini_batches(value: Any) -> int:
     return int(value)
 
 
-class GradientAccumulator:
-    """Accumulates gradients over ``num_mini_batches`` calls of :meth:`add`.
-
-    Args:
-        num_mini_batches: calls per window.
-        dtype: accumulator dtype: None (the variable's), a dtype, or ``callable(var) -> dtype``.
-        reduction_method: SUM, MEAN or RUNNING_MEAN (or their names).
-    """
-
-    def __init__(self, num_mini_batches: int, dtype: Any, reduction_method: Any) -> None:
-        self.num_mini_batches = check_mini_batches(num_mini_batches)
-        self.dtype = dtype
-        self.method = GradientAccumulationReductionMethod.parse(reduction_method)
-        self._accumulators: list[np.ndarray] | None = None
-        self._count = 0
-
-    def _storage(self, variable: Variable) -> np.ndarray:
-        dtype = self.dtype(variable) if callable(self.dtype) else self.dtype
-        name = canonical_dtype(dtype) if dtype is not None else variable.value.dtype.name
-        return np.zeros(variable.shape, np.float32 if name == "float16" else name)
-
-    def add(self, grads: list[Any], variables: list[Variable]) -> list[np.ndarray] | None:
-        """Fold one call's gradients in; the gradients to apply when the window is full."""
-        if self._accumulators is None:
-            self._accumulators = [self._storage(v) for v in variables]
-        kernel = self.method.kernel_name
-        for acc, grad in zip(self._accumulators, grads, strict=True):
-            accumulate(acc, np.asarray(grad), self._count, kernel)
-        self._count += 1
-        if self._count < self.num_mini_batches:
-            return None
-        applied = []
-        for acc, variable in zip(self._accumulators, variables, strict=True):
-            finish(acc, self.num_mini_batches, kernel)
-            applied.append(acc.astype(variable.value.dtype))
-            acc[...] = 0
-        self._count = 0
-        return applied
+def make_accumulator(
+    num_mini_batches: Any, dtype: Any, reduction_method: Any
+) -> GradientAccumulator:
+    """The accumulator of a wrapper, from the SDK's arguments (checked)."""
+    count = check_mini_batches(num_mini_batches)
+    method = GradientAccumulationReductionMethod.parse(reduction_method)
+    return GradientAccumulator(count, method.kernel_name, dtype)
 
 
 class AccumulatingWrapper:
     """``num_mini_batches`` and the ``get_config`` entries of the accumulating wrappers (their
-    ``__init__`` sets the :class:`GradientAccumulator` and the SDK's placement arguments)."""
+    ``__init__`` sets the accumulator (:func:`make_accumulator`) and the SDK's placement arguments)."""
 
     _accumulator: GradientAccumulator
     offload_weight_update_variables: Any
@@ -89,7 +57,7 @@ class AccumulatingWrapper:
             "offload_weight_update_variables": self.offload_weight_update_variables,
             "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
             "dtype": self._accumulator.dtype,
-            "reduction_method": self._accumulator.method,
+            "reduction_method": GradientAccumulationReductionMethod.parse(self._accumulator.method),
         }
 
 
@@ -102,7 +70,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
         num_mini_batches: calls per update (≥ 1).
         offload_weight_update_variables, replicated_optimizer_state_sharding: placement of the
             optimizer state (kept for the timing model).
-        dtype: accumulator dtype (see :class:`GradientAccumulator`).
+        dtype: accumulator dtype: None (the variable's), a dtype, or ``callable(var) -> dtype``.
         reduction_method: SUM (default), MEAN or RUNNING_MEAN.
         name: the wrapper's name.
     """
@@ -128,7 +96,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
             )
         self.__dict__["_opt"] = opt
         self._wrapper_name = name
-        self._accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        self._accumulator = make_accumulator(num_mini_batches, dtype, reduction_method)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
@@ -169,8 +137,8 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
     ) -> Any:
         """Accumulate; every ``num_mini_batches`` calls, apply with the wrapped optimizer."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if any(hasattr(g, "graph") for g, _ in pairs):
-            return Optimizer.apply_gradients(self, pairs)  # the traced-code path (compat)
+        if has_traced_gradient(pairs):  # the update becomes a node of the traced graph
+            return Optimizer.apply_gradients(self, pairs)
         variables = [v for _, v in pairs]
         applied = self._accumulator.add([g for g, _ in pairs], variables)
         if applied is None:

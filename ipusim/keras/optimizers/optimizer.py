@@ -35,6 +35,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, KeyNotFoundError, UnsupportedError
 from ipusim.graph.numerics import FloatingPointTrap, current_numerics
+from ipusim.graph.ops import update as update_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.kernels import optim as optim_kernels
@@ -277,17 +278,21 @@ class Optimizer:
         grads_and_vars: Iterable[tuple[np.ndarray | None, Variable]],
         name: str | None = None,
         experimental_aggregate_gradients: bool = True,
-    ) -> int | None:
+    ) -> Any:
         """Update each variable in place from its gradient, then increment :attr:`iterations`.
 
         Args:
             grads_and_vars: ``(gradient, variable)`` pairs; a ``None`` gradient skips the variable
-                (with a warning). Gradients are converted to the variable's dtype.
+                (with a warning). Gradients are converted to the variable's dtype. Traced
+                gradients (graph Symbols, in a ``tf.function``) add the update to the graph being
+                traced instead (:func:`ipusim.graph.ops.update.trace_apply`); it runs at every
+                execution of that graph.
             name: ignored (Keras API compatibility).
             experimental_aggregate_gradients: ignored (gradients arrive already aggregated).
 
         Returns:
-            The new value of :attr:`iterations`, or None when ``grads_and_vars`` is empty.
+            The new value of :attr:`iterations`, or None when ``grads_and_vars`` is empty (with
+            traced gradients: the update's operation).
 
         Raises:
             ValueError: if every gradient is None, or a gradient's shape differs from its
@@ -295,6 +300,9 @@ class Optimizer:
             TypeError: if a variable is not an ipusim Variable or not float32/float64.
         """
         del name, experimental_aggregate_gradients
+        grads_and_vars = list(grads_and_vars)
+        if update_ops.has_traced_gradient(grads_and_vars):  # traced code: a node of its graph
+            return update_ops.trace_apply(self, grads_and_vars)
         pairs = self._filter_grads(grads_and_vars)
         if not pairs:
             return None
