@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError
-from ipusim.graph.graph import Symbol
+from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.numerics import Numerics, current_numerics
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec, canonical_dtype
@@ -49,6 +49,7 @@ __all__ = [
     "GradientAccumulator",
     "UpdateTracer",
     "accumulate_cost",
+    "add_update",
     "cross_replica_mean",
     "has_traced_gradient",
     "trace_apply",
@@ -171,14 +172,14 @@ def cross_replica_mean(staged: Sequence[Sequence[Any]]) -> list[np.ndarray]:
 
 
 # ---------------------------------------------------------------------- costs
-def accumulate_cost(shape: tuple[int, ...]) -> OpCost:
+def accumulate_cost(shape: tuple[int | None, ...]) -> OpCost:
     """One gradient folded into its accumulator: a read of both, a write of the accumulator
     (float32, as the timing model stores accumulators)."""
     spec = TensorSpec(shape, "float32")
     return OpCost(spec.size, 2 * spec.nbytes, spec.nbytes, "elementwise")
 
 
-def update_cost(shape: tuple[int, ...], slots: int, flops_per_element: int) -> OpCost:
+def update_cost(shape: tuple[int | None, ...], slots: int, flops_per_element: int) -> OpCost:
     """One variable's optimizer update: reads the variable, its gradient and ``slots`` state
     arrays, writes the variable and the slots (float32)."""
     spec = TensorSpec(shape, "float32")
@@ -230,7 +231,9 @@ class AccumulateGradients(Op):
             applied = [a.astype(v.value.dtype) for a, v in zip(accumulator.accumulators, variables)]
         return tuple(applied)
 
-    def cost(self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any):
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
         return _total([accumulate_cost(s.shape) for s in in_specs])
 
 
@@ -315,3 +318,21 @@ def has_traced_gradient(pairs: Sequence[Any]) -> bool:
     """Whether any ``(gradient, variable)`` pair holds a traced gradient (a graph Symbol);
     malformed pairs count as not traced (``apply_gradients`` reports them)."""
     return any(isinstance(p, tuple | list) and p and isinstance(p[0], Symbol) for p in pairs)
+
+
+def add_update(
+    grads: Sequence[Symbol],
+    variables: Sequence[Any],
+    optimizer: UpdateOptimizer,
+    accumulator: GradientAccumulator | None = None,
+) -> Symbol:
+    """The update phase as nodes of the gradients' graph: ``accumulate_gradients`` (with an
+    accumulator) then ``apply_gradients``. Keep the returned Symbol as a side effect."""
+    if accumulator is not None:
+        grads = list(
+            apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
+        )
+    done: Symbol = apply(
+        "apply_gradients", *grads, optimizer=optimizer, variables=variables, accumulator=accumulator
+    )
+    return done

@@ -157,6 +157,10 @@ class Optimizer:
     slots_per_variable: int = 0
     #: Arithmetic operations per variable element in one update (overridden by subclasses).
     update_flops_per_element: int = 0
+    #: What :meth:`get_config` lists after the base keys: hyperparameters (serialized: a
+    #: schedule as its config) and plain attributes, in Keras' order.
+    _config_hyper: tuple[str, ...] = ()
+    _config_fields: tuple[str, ...] = ()
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -353,14 +357,11 @@ class Optimizer:
         return self.iterations
 
     def get_config(self) -> dict[str, Any]:
-        """Constructor arguments (Keras 2 keys) that :meth:`from_config` accepts."""
-        config: dict[str, Any] = {"name": self._name}
-        if self.clipnorm is not None:
-            config["clipnorm"] = self.clipnorm
-        if self.clipvalue is not None:
-            config["clipvalue"] = self.clipvalue
-        if self.global_clipnorm is not None:
-            config["global_clipnorm"] = self.global_clipnorm
+        """Constructor arguments (Keras 2 keys) that :meth:`from_config` accepts: the base
+        entries (:meth:`_base_config`), then ``_config_hyper`` and ``_config_fields``."""
+        config = self._base_config()
+        config.update(self._serialize_hyperparameters(*self._config_hyper))
+        config.update({field: getattr(self, field) for field in self._config_fields})
         return config
 
     @classmethod
@@ -381,6 +382,14 @@ class Optimizer:
         return f"<{type(self).__name__} name={self._name!r} iterations={self.iterations}>"
 
     # --- subclass hooks --------------------------------------------------------------------------
+
+    def _base_config(self) -> dict[str, Any]:
+        """The first entries of :meth:`get_config`: the name and the clipping arguments set."""
+        config: dict[str, Any] = {"name": self._name}
+        for key in ("clipnorm", "clipvalue", "global_clipnorm"):
+            if getattr(self, key) is not None:
+                config[key] = getattr(self, key)
+        return config
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         """``(slot_name, initial_value)`` in Keras' creation order."""
