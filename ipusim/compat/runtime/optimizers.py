@@ -260,24 +260,6 @@ class CrossReplicaOptimizer(IpuOptimizer):
         super().__init__(opt, name)
 
 
-def _check_mini_batches(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ConfigurationError(
-            f"num_mini_batches must be a positive number: received {value!r}; pass the number "
-            "of mini-batches to accumulate before each update, e.g. 4"
-        )
-    return int(value)
-
-
-def _reduction(value: Any) -> GradientAccumulationReductionMethod:
-    try:
-        return GradientAccumulationReductionMethod.parse(value)
-    except ValueError:
-        raise ConfigurationError(
-            f"reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received {value!r}"
-        ) from None
-
-
 class GradientAccumulationOptimizerV2(IpuOptimizer):
     """Accumulates ``num_mini_batches`` gradients, then applies them once (see module doc).
 
@@ -303,21 +285,17 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         name: str = "GradientAccumulationOptimizerV2",
     ) -> None:
         super().__init__(opt, name)
-        self._num_mini_batches = _check_mini_batches(num_mini_batches)
-        self._method = _reduction(reduction_method)
-        self._accumulator = GradientAccumulator(
-            self._num_mini_batches, self._method.kernel_name, dtype
-        )
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = bool(replicated_optimizer_state_sharding)
 
     @property
     def num_mini_batches(self) -> int:
-        return self._num_mini_batches
+        return self._accumulator.num_mini_batches
 
     @property
     def reduction_method(self) -> GradientAccumulationReductionMethod:
-        return self._method
+        return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
         accumulated = self._accumulator.add(grads, variables)

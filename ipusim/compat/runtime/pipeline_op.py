@@ -354,11 +354,8 @@ class PipelineRuntime:
     def _run(self, arrays: list[Any], replicas: int) -> None:
         n_out = len(self.outfeed_values)
         n_loss = 1 if self.loss is not None else 0
-        accumulator = GradientAccumulator(
-            self.args.gac,
-            self.args.reduction_method.kernel_name,
-            self.options.get("gradient_accumulation_dtype"),
-        )
+        dtype = self.options.get("gradient_accumulation_dtype")
+        accumulator = GradientAccumulator(self.args.gac, self.args.reduction_method, dtype)
         applied = None
         outfeed_sum: list[np.ndarray] | None = None
         for _ in range(self.args.gac):

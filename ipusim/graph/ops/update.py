@@ -27,6 +27,8 @@ live there) records it.
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,12 +42,12 @@ from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.kernels.accumulate import accumulate, finish
 from ipusim.kernels.half import round_to_half, stream_key
+from ipusim.pipelining import GradientAccumulationReductionMethod
 
 if TYPE_CHECKING:
     from ipusim.graph.variable import Variable
 
 __all__ = [
-    "METHODS",
     "GradientAccumulator",
     "UpdateTracer",
     "accumulate_cost",
@@ -56,10 +58,6 @@ __all__ = [
     "tracers",
     "update_cost",
 ]
-
-#: Reduction methods of :class:`GradientAccumulator` (``GradientAccumulationReductionMethod``'s
-#: kernel names).
-METHODS = ("sum", "mean", "running_mean")
 
 #: Stream of the accumulators' stochastic rounding (``stream_key(seed, _ACC_STREAM, step, i)``).
 _ACC_STREAM = 0xACC
@@ -72,18 +70,33 @@ class GradientAccumulator:
     """Accumulates one gradient per variable over ``num_mini_batches`` calls of :meth:`add`.
 
     Args:
-        num_mini_batches: gradients per window (≥ 1).
-        method: ``"sum"``, ``"mean"`` or ``"running_mean"``.
+        num_mini_batches: gradients per window (a positive int).
+        reduction_method: a ``GradientAccumulationReductionMethod`` or its name (any case).
         dtype: the accumulator dtype (see the module docstring).
+
+    Raises:
+        ValueError: ``num_mini_batches`` is not a positive int, or an unknown reduction method
+            (IPU TensorFlow's messages).
     """
 
-    def __init__(self, num_mini_batches: int, method: str, dtype: DtypeSelector = None) -> None:
-        if method not in METHODS:
+    def __init__(
+        self, num_mini_batches: Any, reduction_method: Any = "sum", dtype: DtypeSelector = None
+    ) -> None:
+        n = num_mini_batches
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise ConfigurationError(
-                f"reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received {method!r}"
+                f"num_mini_batches must be a positive number: received {n!r}; pass the number "
+                "of mini-batches to accumulate before each update, e.g. 4"
             )
-        self.num_mini_batches = int(num_mini_batches)
-        self.method = method
+        try:
+            self.reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
+        except ValueError:
+            raise ConfigurationError(
+                "reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received "
+                f"{reduction_method!r}"
+            ) from None
+        self.num_mini_batches = int(n)
+        self.method = self.reduction_method.kernel_name
         self.dtype = dtype
         self.accumulators: list[np.ndarray] = []
         self._half: list[bool] = []
@@ -99,10 +112,6 @@ class GradientAccumulator:
         if dtype is None:
             return variable.value.dtype.name, False
         return canonical_dtype(dtype), True
-
-    def reset(self) -> None:
-        """Forget the accumulators (the next :meth:`add` creates them afresh)."""
-        self.accumulators, self._half, self.count, self.complete = [], [], 0, False
 
     def _create(self, variables: Sequence[Variable], numerics: Numerics) -> None:
         self.accumulators, self._half = [], []
@@ -192,10 +201,7 @@ def update_cost(shape: tuple[int | None, ...], slots: int, flops_per_element: in
 
 
 def _total(costs: Sequence[OpCost]) -> OpCost:
-    total = costs[0]
-    for cost in costs[1:]:
-        total = total + cost
-    return total
+    return functools.reduce(operator.add, costs)
 
 
 # ---------------------------------------------------------------------- ops

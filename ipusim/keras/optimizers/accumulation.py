@@ -12,36 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.errors import InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
 
-__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer", "make_accumulator"]
-
-
-def check_mini_batches(value: Any) -> int:
-    """``num_mini_batches`` as a positive int (the SDK's message otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ConfigurationError(f"num_mini_batches must be >= 1, received {value!r}")
-    return int(value)
-
-
-def make_accumulator(
-    num_mini_batches: Any, dtype: Any, reduction_method: Any
-) -> GradientAccumulator:
-    """The accumulator of a wrapper, from the SDK's arguments (checked)."""
-    count = check_mini_batches(num_mini_batches)
-    method = GradientAccumulationReductionMethod.parse(reduction_method)
-    return GradientAccumulator(count, method.kernel_name, dtype)
+__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer"]
 
 
 class AccumulatingWrapper:
     """``num_mini_batches`` and the ``get_config`` entries of the accumulating wrappers (their
-    ``__init__`` sets the accumulator (:func:`make_accumulator`) and the SDK's placement arguments)."""
+    ``__init__`` sets the :class:`GradientAccumulator` and the SDK's placement arguments)."""
 
     _accumulator: GradientAccumulator
     offload_weight_update_variables: Any
@@ -57,7 +39,7 @@ class AccumulatingWrapper:
             "offload_weight_update_variables": self.offload_weight_update_variables,
             "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
             "dtype": self._accumulator.dtype,
-            "reduction_method": GradientAccumulationReductionMethod.parse(self._accumulator.method),
+            "reduction_method": self._accumulator.reduction_method,
         }
 
 
@@ -96,7 +78,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
             )
         self.__dict__["_opt"] = opt
         self._wrapper_name = name
-        self._accumulator = make_accumulator(num_mini_batches, dtype, reduction_method)
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.ops.update import has_traced_gradient
+from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.accumulation import AccumulatingWrapper, make_accumulator
+from ipusim.keras.optimizers.accumulation import AccumulatingWrapper
 from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
 from ipusim.kernels import loss_scaling
 
@@ -402,7 +402,7 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        accumulator = make_accumulator(num_mini_batches, dtype, reduction_method)
+        accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
         self._als = als_optimizer
         self._als_name = name
