@@ -174,10 +174,28 @@ class GradientAccumulator:
         )
 
 
-def cross_replica_mean(staged: Sequence[Sequence[Any]]) -> list[np.ndarray]:
-    """The mean over replicas of each gradient (``staged[replica][variable]``), as the
-    all-reduce of ``CrossReplicaOptimizer`` computes it."""
-    return [np.mean(np.stack(parts), axis=0) for parts in zip(*staged)]
+def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+    """The mean over replicas of each array (``per_replica[replica][i]``), as the all-reduce of
+    ``CrossReplicaOptimizer`` and of a replicated Keras step computes it (one replica: its
+    arrays as they are).
+
+    The sum runs in float32 (float64 for float64 arrays); half-precision arrays (float16, or
+    float32 when the run computes float32 as half) get the mean rounded to half once.
+    """
+    if len(per_replica) == 1:
+        return list(per_replica[0])
+    numerics = current_numerics()
+    out = []
+    for arrays in zip(*per_replica):
+        dtype = np.asarray(arrays[0]).dtype
+        acc = np.zeros(np.shape(arrays[0]), dtype=np.float64 if dtype == np.float64 else np.float32)
+        for count, array in enumerate(arrays):
+            accumulate(acc, np.asarray(array, dtype=acc.dtype), count, "sum")
+        finish(acc, len(arrays), "mean")
+        if dtype == np.float16 or (dtype == np.float32 and numerics.emulate_half):
+            acc = round_to_half(acc, nan_on_overflow=numerics.nan_on_overflow)[0]
+        out.append(acc.astype(dtype, copy=False))
+    return out
 
 
 # ---------------------------------------------------------------------- costs
