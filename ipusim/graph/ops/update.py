@@ -100,6 +100,7 @@ class GradientAccumulator:
         self.dtype = dtype
         self.accumulators: list[np.ndarray] = []
         self._half: list[bool] = []
+        self._variables: list[int] = []
         self.count = 0
         #: True right after the :meth:`add` that completed a window (its gradients are applied).
         self.complete = False
@@ -115,6 +116,7 @@ class GradientAccumulator:
 
     def _create(self, variables: Sequence[Variable], numerics: Numerics) -> None:
         self.accumulators, self._half = [], []
+        self._variables = [id(v) for v in variables]
         for variable in variables:
             dtype, explicit = self.dtype_of(variable)
             storage = np.float64 if dtype == "float64" else np.float32
@@ -142,7 +144,7 @@ class GradientAccumulator:
         numerics = current_numerics()
         step = self._calls if step is None else step
         self._calls += 1
-        if len(self.accumulators) != len(grads):
+        if self._variables != [id(v) for v in variables]:  # first call, or other variables
             self._create(variables, numerics)
         for index, (acc, grad) in enumerate(zip(self.accumulators, grads, strict=True)):
             accumulate(acc, np.asarray(grad, dtype=acc.dtype), self.count, self.method)
