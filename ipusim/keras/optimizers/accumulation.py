@@ -16,9 +16,36 @@ from ipusim.errors import InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
+from ipusim.keras.optimizers.optimizer import Optimizer
 
-__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer"]
+__all__ = [
+    "AccumulatingWrapper",
+    "GradientAccumulationOptimizer",
+    "from_wrapped_config",
+    "wrapped_config",
+]
+
+
+def wrapped_config(opt: Any) -> dict[str, Any]:
+    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
+    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
+
+
+def from_wrapped_config(
+    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Any:
+    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
+    from ipusim.keras import optimizers
+
+    config = dict(config)
+    inner = optimizers.deserialize(
+        {
+            "class_name": config.pop("inner_optimizer_type"),
+            "config": config.pop("inner_optimizer_config"),
+        },
+        custom_objects,
+    )
+    return cls(inner, **config)
 
 
 class AccumulatingWrapper:

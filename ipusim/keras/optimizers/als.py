@@ -38,8 +38,12 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.accumulation import AccumulatingWrapper
-from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
+from ipusim.keras.optimizers.accumulation import (
+    AccumulatingWrapper,
+    from_wrapped_config,
+    wrapped_config,
+)
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 
 ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, KeyNotFoundError, UnsupportedError
-from ipusim.graph.numerics import FloatingPointTrap, current_numerics
+from ipusim.graph.numerics import FloatingPointTrap, Numerics, current_numerics
 from ipusim.graph.ops import update as update_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
@@ -92,28 +92,6 @@ def resolve_hyper(value: Any, step: int) -> float:
     if callable(value):
         return float(value(step) if _accepts_step(value) else value())
     return float(value)
-
-
-def wrapped_config(opt: Any) -> dict[str, Any]:
-    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
-    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
-
-
-def from_wrapped_config(
-    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
-) -> Any:
-    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
-    from ipusim.keras import optimizers
-
-    config = dict(config)
-    inner = optimizers.deserialize(
-        {
-            "class_name": config.pop("inner_optimizer_type"),
-            "config": config.pop("inner_optimizer_config"),
-        },
-        custom_objects,
-    )
-    return cls(inner, **config)
 
 
 class Hyper:
@@ -332,19 +310,7 @@ class Optimizer:
                 self._apply_half(update, grad, var.value, slots, half_coefficients)
                 count = update.overflows
             else:
-                emulated = numerics.emulate_half and var.value.dtype == np.float32
-                if emulated:  # the device holds the weight in half precision
-                    round_to_half(var.value, out=var.value)
-                self._apply_dense(grad, var.value, slots, coefficients)
-                count = 0
-                if emulated:
-                    _, count = round_to_half(
-                        var.value,
-                        stochastic=numerics.stochastic_rounding_updates,
-                        key=key,
-                        nan_on_overflow=numerics.nan_on_overflow,
-                        out=var.value,
-                    )
+                count = self._apply_wide(grad, var.value, slots, coefficients, numerics, key)
             if count:
                 overflows.append(var.name)
         self._iterations.value[...] += 1
@@ -355,6 +321,32 @@ class Optimizer:
                 f"the update of {overflows} overflowed the half-precision range",
             )
         return self.iterations
+
+    def _apply_wide(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+        numerics: Numerics,
+        key: int,
+    ) -> int:
+        """Update a float32/float64 variable; under fp16.x precision a float32 weight lives in
+        half precision (rounded before and after). Returns the elements that overflowed."""
+        emulated = numerics.emulate_half and var.dtype == np.float32
+        if emulated:
+            round_to_half(var, out=var)
+        self._apply_dense(grad, var, slots, coefficients)
+        if not emulated:
+            return 0
+        _, count = round_to_half(
+            var,
+            stochastic=numerics.stochastic_rounding_updates,
+            key=key,
+            nan_on_overflow=numerics.nan_on_overflow,
+            out=var,
+        )
+        return int(count)
 
     def get_config(self) -> dict[str, Any]:
         """Constructor arguments (Keras 2 keys) that :meth:`from_config` accepts: the base
