@@ -1,13 +1,17 @@
-"""The weight update's supersteps (synthetic, not graph ops): gradient accumulation and the
-optimizer's apply, one per trainable variable, each an element-wise pass over float32 arrays of
-the variable's shape."""
+"""The weight update's supersteps: gradient accumulation and the optimizer's apply, one per
+trainable variable, each an element-wise pass over float32 arrays of the variable's shape.
+
+Their costs are those of the update graph ops (:func:`ipusim.graph.ops.update.accumulate_cost`,
+:func:`~ipusim.graph.ops.update.update_cost`), through the same superstep costing as every
+other op."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ipusim.graph.op import OpCost
+from ipusim.graph.ops.update import accumulate_cost, update_cost
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.hardware.specs import IPUSpec
@@ -37,7 +41,7 @@ def accumulate_steps(
     trainable: Sequence[Variable], ipu: IPUSpec, precision: str
 ) -> dict[int, Superstep]:
     """variable id -> the superstep adding one micro-batch's gradient into its accumulator."""
-    return _per_variable(trainable, ipu, precision, "accumulate", 0, 1, 1)
+    return _per_variable(trainable, ipu, precision, "accumulate", 2, accumulate_cost)
 
 
 def update_steps(
@@ -47,7 +51,14 @@ def update_steps(
     the slots, and writes the variable and the slots."""
     slots = optimizer.slots_per_variable
     flops = optimizer.update_flops_per_element
-    return _per_variable(trainable, ipu, precision, "weight_update", slots, flops, 1 + slots)
+    return _per_variable(
+        trainable,
+        ipu,
+        precision,
+        "weight_update",
+        2 + slots,
+        lambda shape: update_cost(shape, slots, flops),
+    )
 
 
 def _per_variable(
@@ -55,26 +66,19 @@ def _per_variable(
     ipu: IPUSpec,
     precision: str,
     op: str,
-    slots: int,
-    flops_per_element: int,
-    written: int,
+    arrays: int,
+    cost_of: Callable[[tuple[int | None, ...]], OpCost],
 ) -> dict[int, Superstep]:
-    """variable id -> an element-wise superstep over float32 arrays of its shape: it reads
-    ``2 + slots`` of them (the accumulator or variable, the gradient, the slots), writes
-    ``written`` and does ``flops_per_element`` FLOPs per element."""
+    """variable id -> an element-wise superstep costing ``cost_of(shape)`` whose operands are
+    ``arrays`` float32 arrays of the variable's shape (the accumulator or variable, the
+    gradient, the optimizer's slots)."""
     name, phase = (
         ("accumulate", "accumulate") if op == "accumulate" else ("update", "weight-update")
     )
     out = {}
     for var in trainable:
         spec = TensorSpec(var.shape, "float32")
-        arrays = 2 + slots
-        cost = OpCost(
-            flops_per_element * spec.size,
-            arrays * spec.nbytes,
-            written * spec.nbytes,
-            "elementwise",
-        )
+        cost = cost_of(var.shape)
         ins, outs = [spec] * arrays, [spec]
         label = (f"{var.name}/{name}", layer_of(var), op, phase)
         s = superstep(label, cost, ins, outs, {}, ipu, precision)

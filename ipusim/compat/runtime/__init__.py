@@ -8,7 +8,3 @@ optimizer wrappers (:mod:`.optimizers`) and ``pipeline()`` (:mod:`.pipeline_op`)
 
 The ``ipusim.compat`` namespaces (``tf``, ``ipu``) forward their custom-loop names here.
 """
-
-from ipusim.compat.runtime.optimizers import install_symbolic_apply
-
-install_symbolic_apply()

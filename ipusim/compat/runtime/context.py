@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.graph.graph import Graph, Symbol
+from ipusim.graph.ops.update import tracers as update_tracers
 
 _local = threading.local()
 _steps = itertools.count()
@@ -88,11 +89,17 @@ class TraceContext:
     def add_side_effect(self, symbol: Symbol) -> None:
         self.side_effects.append(symbol)
 
+    def trace_apply(self, optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
+        """Record an optimizer update with this trace's gradients (see ``optimizers``)."""
+        from ipusim.compat.runtime.optimizers import symbolic_apply
+
+        return symbolic_apply(optimizer, pairs)
+
 
 def _stack() -> list[TraceContext]:
-    if not hasattr(_local, "stack"):
-        _local.stack = []
-    return _local.stack
+    # The graph's stack of update tracers: a Keras optimizer given traced gradients finds the
+    # innermost trace there (ipusim.graph.ops.update.trace_apply).
+    return update_tracers()
 
 
 def current() -> TraceContext | None:

@@ -16,8 +16,10 @@ ipu.keras.optimizers to wrap V2 optimizers" restriction has nothing to separate 
 
 In a traced function ``apply_gradients`` adds an ``ipu_apply_gradients`` node (a side effect):
 each execution hands the gradients to the optimizer's update, which runs in Numba kernels as in
-Keras' own training loop. The same happens for a plain Keras optimizer's ``apply_gradients``
-called with traced gradients (installed by :func:`install_symbolic_apply`).
+Keras' own training loop. A plain Keras optimizer's ``apply_gradients`` given traced gradients
+does the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
+Accumulation and the cross-replica mean use the one driver of
+:mod:`ipusim.graph.ops.update`.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from ipusim.compat.runtime.ops_control import call_program
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, to_symbol
+from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
-from ipusim.kernels.accumulate import accumulate, finish
 from ipusim.session.exchange import instance_exchange, job_replicas
 
 log = logging.getLogger("ipusim")
@@ -92,8 +94,7 @@ class ApplyHandle:
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
         staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
-        means = [np.mean(np.stack(parts), axis=0) for parts in zip(*staged)]
-        apply_arrays(self.optimizer, means, self.variables)
+        apply_arrays(self.optimizer, cross_replica_mean(staged), self.variables)
 
 
 def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None:
@@ -259,24 +260,6 @@ class CrossReplicaOptimizer(IpuOptimizer):
         super().__init__(opt, name)
 
 
-def _check_mini_batches(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ConfigurationError(
-            f"num_mini_batches must be a positive number: received {value!r}; pass the number "
-            "of mini-batches to accumulate before each update, e.g. 4"
-        )
-    return int(value)
-
-
-def _reduction(value: Any) -> GradientAccumulationReductionMethod:
-    try:
-        return GradientAccumulationReductionMethod.parse(value)
-    except ValueError:
-        raise ConfigurationError(
-            f"reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received {value!r}"
-        ) from None
-
-
 class GradientAccumulationOptimizerV2(IpuOptimizer):
     """Accumulates ``num_mini_batches`` gradients, then applies them once (see module doc).
 
@@ -302,49 +285,22 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         name: str = "GradientAccumulationOptimizerV2",
     ) -> None:
         super().__init__(opt, name)
-        self._num_mini_batches = _check_mini_batches(num_mini_batches)
-        self._method = _reduction(reduction_method)
-        self._dtype = dtype
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = bool(replicated_optimizer_state_sharding)
-        self._accumulators: dict[int, np.ndarray] = {}
-        self._count = 0
 
     @property
     def num_mini_batches(self) -> int:
-        return self._num_mini_batches
+        return self._accumulator.num_mini_batches
 
     @property
     def reduction_method(self) -> GradientAccumulationReductionMethod:
-        return self._method
-
-    def _accumulator_dtype(self, variable: Any) -> Any:
-        dtype = self._dtype(variable) if callable(self._dtype) else self._dtype
-        if dtype is None:
-            return variable.value.dtype
-        from ipusim.graph.spec import canonical_dtype
-
-        return np.dtype(canonical_dtype(dtype))
+        return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        method = self._method.kernel_name
-        for grad, variable in zip(grads, variables):
-            acc = self._accumulators.get(id(variable))
-            if acc is None:
-                acc = np.zeros(variable.shape, dtype=self._accumulator_dtype(variable))
-                self._accumulators[id(variable)] = acc
-            accumulate(acc, np.asarray(grad), self._count, method)
-        self._count += 1
-        if self._count < self._num_mini_batches:
-            return
-        accumulated = []
-        for variable in variables:
-            acc = self._accumulators[id(variable)]
-            finish(acc, self._num_mini_batches, method)
-            accumulated.append(acc.copy())
-            acc[...] = 0
-        self._count = 0
-        apply_arrays(self._opt, accumulated, variables)
+        accumulated = self._accumulator.add(grads, variables)
+        if accumulated is not None:
+            apply_arrays(self._opt, accumulated, variables)
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):
@@ -430,32 +386,3 @@ class MapGradientOptimizer(IpuOptimizer):
     ) -> Any:
         pairs = [(None if g is None else self._map(g, v), v) for g, v in grads_and_vars]
         return super().apply_gradients(pairs, global_step, name)
-
-
-# ---------------------------------------------------------------------- Keras optimizers
-_KERAS_APPLY = Optimizer.apply_gradients
-
-
-def install_symbolic_apply() -> None:
-    """Let a Keras optimizer's ``apply_gradients`` take traced gradients (idempotent).
-
-    ``Optimizer.apply_gradients`` updates arrays; with graph Symbols it now adds an update node
-    to the function being traced instead. Concrete gradients go to the original method as
-    before.
-    """
-    if getattr(Optimizer.apply_gradients, "_ipusim_symbolic", False):
-        return
-
-    def apply_gradients(self: Any, grads_and_vars: Any, *args: Any, **kwargs: Any) -> Any:
-        pairs = list(grads_and_vars)
-        try:
-            grads = [item[0] for item in pairs]
-        except (TypeError, IndexError, KeyError):
-            grads = []  # malformed pairs: the original method reports them
-        if _is_symbolic(grads):
-            return symbolic_apply(self, pairs)
-        return _KERAS_APPLY(self, pairs, *args, **kwargs)
-
-    apply_gradients._ipusim_symbolic = True  # type: ignore[attr-defined]
-    apply_gradients.__doc__ = _KERAS_APPLY.__doc__
-    Optimizer.apply_gradients = apply_gradients  # type: ignore[method-assign]

@@ -50,10 +50,10 @@ from ipusim.compat.runtime.pipeline_checks import (
 )
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
+from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.kernels.accumulate import accumulate, finish
 
 log = logging.getLogger("ipusim")
 
@@ -337,11 +337,6 @@ class PipelineRuntime:
         self.variables = [v for _, v in kept]
 
     # ------------------------------------------------------------------ numerics
-    def _accumulator_dtype(self, variable: Any) -> Any:
-        selector = self.options.get("gradient_accumulation_dtype")
-        dtype = selector(variable) if callable(selector) else selector
-        return variable.value.dtype if dtype is None else np.dtype(canonical_dtype(dtype))
-
     def execute(self, exec_ctx: Any, arrays: list[Any]) -> None:
         """One call: ``repeat_count`` pipeline runs of ``gradient_accumulation_count``
         micro-batches each."""
@@ -357,13 +352,13 @@ class PipelineRuntime:
             self.runs += 1
 
     def _run(self, arrays: list[Any], replicas: int) -> None:
-        gac = self.args.gac
-        method = self.args.reduction_method.kernel_name
         n_out = len(self.outfeed_values)
         n_loss = 1 if self.loss is not None else 0
-        accumulators = [np.zeros(v.shape, dtype=self._accumulator_dtype(v)) for v in self.variables]
+        dtype = self.options.get("gradient_accumulation_dtype")
+        accumulator = GradientAccumulator(self.args.gac, self.args.reduction_method, dtype)
+        applied = None
         outfeed_sum: list[np.ndarray] | None = None
-        for micro_batch in range(gac):
+        for _ in range(self.args.gac):
             runs = [self.compiled.run_flat(arrays) for _ in range(replicas)]
             if n_out:
                 outs = [
@@ -377,16 +372,13 @@ class PipelineRuntime:
                 else:
                     self.outfeed._push(self.outfeed_structure, outs)
             grads = [r[n_out + n_loss :] for r in runs]
-            for i, acc in enumerate(accumulators):
-                grad = grads[0][i] if replicas == 1 else np.mean([g[i] for g in grads], axis=0)
-                accumulate(acc, grad, micro_batch, method)
+            if self.optimizer is not None:
+                grad = grads[0] if replicas == 1 else cross_replica_mean(grads)
+                applied = accumulator.add(grad, self.variables)
         if outfeed_sum is not None:
             self.outfeed._push(self.outfeed_structure, outfeed_sum)
-        if self.optimizer is None:
-            return
-        for acc in accumulators:
-            finish(acc, gac, method)
-        apply_arrays(self.optimizer, accumulators, self.variables)
+        if applied is not None:
+            apply_arrays(self.optimizer, applied, self.variables)
 
     # ------------------------------------------------------------------ timing
     def timing(self, config: Any, system: Any, replicas: int) -> Any:

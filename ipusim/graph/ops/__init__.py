@@ -26,4 +26,5 @@ from ipusim.graph.ops import (  # noqa: F401
     shape,
     sources,
     unary,
+    update,
 )

@@ -1,74 +1,51 @@
 """``keras.ipu.optimizers.GradientAccumulationOptimizer`` (Graphcore's Keras, SDK 3.x): apply the
 wrapped optimizer once every ``num_mini_batches`` calls, to the gradients accumulated in between.
 
-The accumulation itself (:class:`GradientAccumulator`) is shared with
-:class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`. SUM adds (the SDK's
-default: no division by the number of mini-batches), MEAN adds then divides once, RUNNING_MEAN
-keeps the running mean (:mod:`ipusim.kernels.accumulate`). float16 accumulators are kept in
-float32 storage (the kernels have no half path).
+The accumulation is the one driver, :class:`ipusim.graph.ops.update.GradientAccumulator` (shared
+with :class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`, Keras' ``fit`` and
+the compat runtime). SUM adds (the SDK's default: no division by the number of mini-batches),
+MEAN adds then divides once, RUNNING_MEAN keeps the running mean; float16 accumulators round
+every addition to half precision.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.spec import canonical_dtype
+from ipusim.errors import InvalidTypeError
+from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
-from ipusim.kernels.accumulate import accumulate, finish
+from ipusim.keras.optimizers.optimizer import Optimizer
 
-__all__ = ["AccumulatingWrapper", "GradientAccumulationOptimizer", "GradientAccumulator"]
-
-
-def check_mini_batches(value: Any) -> int:
-    """``num_mini_batches`` as a positive int (the SDK's message otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ConfigurationError(f"num_mini_batches must be >= 1, received {value!r}")
-    return int(value)
+__all__ = [
+    "AccumulatingWrapper",
+    "GradientAccumulationOptimizer",
+    "from_wrapped_config",
+    "wrapped_config",
+]
 
 
-class GradientAccumulator:
-    """Accumulates gradients over ``num_mini_batches`` calls of :meth:`add`.
+def wrapped_config(opt: Any) -> dict[str, Any]:
+    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
+    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
 
-    Args:
-        num_mini_batches: calls per window.
-        dtype: accumulator dtype: None (the variable's), a dtype, or ``callable(var) -> dtype``.
-        reduction_method: SUM, MEAN or RUNNING_MEAN (or their names).
-    """
 
-    def __init__(self, num_mini_batches: int, dtype: Any, reduction_method: Any) -> None:
-        self.num_mini_batches = check_mini_batches(num_mini_batches)
-        self.dtype = dtype
-        self.method = GradientAccumulationReductionMethod.parse(reduction_method)
-        self._accumulators: list[np.ndarray] | None = None
-        self._count = 0
+def from_wrapped_config(
+    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Any:
+    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
+    from ipusim.keras import optimizers
 
-    def _storage(self, variable: Variable) -> np.ndarray:
-        dtype = self.dtype(variable) if callable(self.dtype) else self.dtype
-        name = canonical_dtype(dtype) if dtype is not None else variable.value.dtype.name
-        return np.zeros(variable.shape, np.float32 if name == "float16" else name)
-
-    def add(self, grads: list[Any], variables: list[Variable]) -> list[np.ndarray] | None:
-        """Fold one call's gradients in; the gradients to apply when the window is full."""
-        if self._accumulators is None:
-            self._accumulators = [self._storage(v) for v in variables]
-        kernel = self.method.kernel_name
-        for acc, grad in zip(self._accumulators, grads, strict=True):
-            accumulate(acc, np.asarray(grad), self._count, kernel)
-        self._count += 1
-        if self._count < self.num_mini_batches:
-            return None
-        applied = []
-        for acc, variable in zip(self._accumulators, variables, strict=True):
-            finish(acc, self.num_mini_batches, kernel)
-            applied.append(acc.astype(variable.value.dtype))
-            acc[...] = 0
-        self._count = 0
-        return applied
+    config = dict(config)
+    inner = optimizers.deserialize(
+        {
+            "class_name": config.pop("inner_optimizer_type"),
+            "config": config.pop("inner_optimizer_config"),
+        },
+        custom_objects,
+    )
+    return cls(inner, **config)
 
 
 class AccumulatingWrapper:
@@ -89,7 +66,7 @@ class AccumulatingWrapper:
             "offload_weight_update_variables": self.offload_weight_update_variables,
             "replicated_optimizer_state_sharding": self.replicated_optimizer_state_sharding,
             "dtype": self._accumulator.dtype,
-            "reduction_method": self._accumulator.method,
+            "reduction_method": self._accumulator.reduction_method,
         }
 
 
@@ -102,7 +79,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
         num_mini_batches: calls per update (≥ 1).
         offload_weight_update_variables, replicated_optimizer_state_sharding: placement of the
             optimizer state (kept for the timing model).
-        dtype: accumulator dtype (see :class:`GradientAccumulator`).
+        dtype: accumulator dtype: None (the variable's), a dtype, or ``callable(var) -> dtype``.
         reduction_method: SUM (default), MEAN or RUNNING_MEAN.
         name: the wrapper's name.
     """
@@ -128,7 +105,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
             )
         self.__dict__["_opt"] = opt
         self._wrapper_name = name
-        self._accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
@@ -169,8 +146,8 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
     ) -> Any:
         """Accumulate; every ``num_mini_batches`` calls, apply with the wrapped optimizer."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if any(hasattr(g, "graph") for g, _ in pairs):
-            return Optimizer.apply_gradients(self, pairs)  # the traced-code path (compat)
+        if has_traced_gradient(pairs):  # the update becomes a node of the traced graph
+            return Optimizer.apply_gradients(self, pairs)
         variables = [v for _, v in pairs]
         applied = self._accumulator.add([g for g, _ in pairs], variables)
         if applied is None:

@@ -50,6 +50,8 @@ class Adadelta(Optimizer):
     rho = Hyper()
     slots_per_variable = 2
     update_flops_per_element = 17
+    _config_hyper = ("learning_rate", "decay", "rho")
+    _config_fields = ("epsilon",)
 
     def __init__(
         self,
@@ -100,13 +102,6 @@ class Adadelta(Optimizer):
             c["epsilon"],
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "rho"),
-            "epsilon": self.epsilon,
-        }
-
 
 class Adamax(Optimizer):
     """Adamax (Adam with the infinity norm) as ``tf.keras.optimizers.Adamax``.
@@ -127,6 +122,8 @@ class Adamax(Optimizer):
     beta_2 = Hyper()
     slots_per_variable = 2
     update_flops_per_element = 10
+    _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
+    _config_fields = ("epsilon",)
 
     def __init__(
         self,
@@ -187,13 +184,6 @@ class Adamax(Optimizer):
             c["epsilon"],
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
-            "epsilon": self.epsilon,
-        }
-
 
 class Nadam(Optimizer):
     """Nadam (Adam with Nesterov momentum) as ``tf.keras.optimizers.Nadam`` (Keras 2).
@@ -220,6 +210,8 @@ class Nadam(Optimizer):
     beta_2 = Hyper()
     slots_per_variable = 2
     update_flops_per_element = 18
+    _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
+    _config_fields = ("epsilon",)
 
     def __init__(
         self,
@@ -300,13 +292,6 @@ class Nadam(Optimizer):
         update.run(
             half_kernels.nadam, [var, grad, slots["m"], slots["v"]], coefficients["coefficients"]
         )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
-            "epsilon": self.epsilon,
-        }
 
 
 def _non_negative(name: str, value: float) -> float:

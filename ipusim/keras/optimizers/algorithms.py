@@ -59,6 +59,8 @@ class SGD(Optimizer):
     """
 
     momentum = Hyper()
+    _config_hyper = ("learning_rate", "decay", "momentum")
+    _config_fields = ("nesterov",)
 
     def __init__(
         self,
@@ -118,13 +120,6 @@ class SGD(Optimizer):
         else:
             update.run("sgd", [var, grad], coefficients["lr"])
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "momentum"),
-            "nesterov": self.nesterov,
-        }
-
 
 class RMSprop(Optimizer):
     """RMSprop as ``tf.keras.optimizers.RMSprop`` (TF 2.x: slots start at zero).
@@ -145,6 +140,8 @@ class RMSprop(Optimizer):
 
     rho = Hyper()
     momentum = Hyper()
+    _config_hyper = ("learning_rate", "decay", "rho", "momentum")
+    _config_fields = ("epsilon", "centered")
 
     def __init__(
         self,
@@ -229,14 +226,6 @@ class RMSprop(Optimizer):
                 c["epsilon"],
             )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "rho", "momentum"),
-            "epsilon": self.epsilon,
-            "centered": self.centered,
-        }
-
 
 class Adam(Optimizer):
     """Adam as ``tf.keras.optimizers.Adam`` (bias correction folded into the step size).
@@ -258,6 +247,8 @@ class Adam(Optimizer):
 
     beta_1 = Hyper()
     beta_2 = Hyper()
+    _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
+    _config_fields = ("epsilon", "amsgrad")
 
     def __init__(
         self,
@@ -337,14 +328,6 @@ class Adam(Optimizer):
             c["epsilon"],
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
-            "epsilon": self.epsilon,
-            "amsgrad": self.amsgrad,
-        }
-
 
 class Adagrad(Optimizer):
     """Adagrad as ``tf.keras.optimizers.Adagrad``: ``acc += g²; var -= lr * g / (√acc + ε)``.
@@ -359,6 +342,8 @@ class Adagrad(Optimizer):
 
     slots_per_variable = 1
     update_flops_per_element = 7
+    _config_hyper = ("learning_rate", "decay")
+    _config_fields = ("initial_accumulator_value", "epsilon")
 
     def __init__(
         self,
@@ -395,11 +380,3 @@ class Adagrad(Optimizer):
             coefficients["lr"],
             coefficients["epsilon"],
         )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay"),
-            "initial_accumulator_value": self.initial_accumulator_value,
-            "epsilon": self.epsilon,
-        }

@@ -35,10 +35,15 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-from ipusim.keras.optimizers.accumulation import AccumulatingWrapper, GradientAccumulator
-from ipusim.keras.optimizers.optimizer import Optimizer, from_wrapped_config, wrapped_config
+from ipusim.keras.optimizers.accumulation import (
+    AccumulatingWrapper,
+    from_wrapped_config,
+    wrapped_config,
+)
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 
 ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
@@ -54,10 +59,6 @@ def _power_of_two(owner: str, name: str, value: Any) -> float:
             f"{name} must be a power of two, received {value!r}; use e.g. 1, 2, 128 or 32768"
         )
     return number
-
-
-def _is_symbolic(grads: list[Any]) -> bool:
-    return any(hasattr(g, "graph") for g in grads)
 
 
 class ALSOptimizer(Optimizer):
@@ -330,8 +331,8 @@ class ALSOptimizer(Optimizer):
         same at every execution.
         """
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if _is_symbolic([g for g, _ in pairs]):
-            return Optimizer.apply_gradients(self, pairs)  # the traced-code path (compat)
+        if has_traced_gradient(pairs):  # the update becomes a node of the traced graph
+            return Optimizer.apply_gradients(self, pairs)
         grads = [g for g, _ in pairs]
         self.add_gradient_statistics(grads)
         unscaled = self.unscale(grads)
@@ -405,7 +406,7 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        accumulator = GradientAccumulator(num_mini_batches, dtype, reduction_method)
+        accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
         self._als = als_optimizer
         self._als_name = name
@@ -426,7 +427,7 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
     ) -> Any:
         """Statistics, unscale and LSF step now; the update every ``num_mini_batches`` calls."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if _is_symbolic([g for g, _ in pairs]):
+        if has_traced_gradient(pairs):
             return Optimizer.apply_gradients(self, pairs)
         grads, variables = [g for g, _ in pairs], [v for _, v in pairs]
         self.add_gradient_statistics(grads)

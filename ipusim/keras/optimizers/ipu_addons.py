@@ -76,13 +76,15 @@ class IpuOptimizerBase(Optimizer):
         step = delta.astype(var.dtype)
         var[...] = (var.astype(np.float32) - step.astype(np.float32)).astype(var.dtype)
 
-    def get_config(self) -> dict[str, Any]:
+    def _ipu_config(self) -> dict[str, Any]:
         return {
-            **super().get_config(),
             "optimizer_compute_precisions": self.opt_dtypes,
             "outline_apply_gradients": self.outline_apply_gradients,
             "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
         }
+
+    def _base_config(self) -> dict[str, Any]:
+        return {**super()._base_config(), **self._ipu_config()}
 
 
 class SGDIpuOptimizer(IpuOptimizerBase, SGD):
@@ -136,10 +138,15 @@ class SGDIpuOptimizer(IpuOptimizerBase, SGD):
         accum[...] = work.astype(accum.dtype)
         self._subtract(var, -delta)
 
+    def _base_config(self) -> dict[str, Any]:
+        return Optimizer._base_config(self)  # SGD's entries come first, as in the SDK
+
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config["momentum_accum_dtype"] = self.momentum_accum_dtype
-        return config
+        return {
+            **super().get_config(),
+            **self._ipu_config(),
+            "momentum_accum_dtype": self.momentum_accum_dtype,
+        }
 
 
 class _AdamFamily(IpuOptimizerBase):
@@ -185,6 +192,9 @@ class AdamIpuOptimizer(_AdamFamily):
     (``debiasing=False``: no division); AMSGrad keeps ``vhat = max(vhat, v_hat)``.
     """
 
+    _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
+    _config_fields = ("epsilon", "amsgrad", "m_dtype", "v_dtype", "vhat_dtype", "debiasing")
+
     def __init__(
         self,
         learning_rate: Any = 0.001,
@@ -229,18 +239,6 @@ class AdamIpuOptimizer(_AdamFamily):
         delta = np.float32(coefficients["lr"]) * direction
         self._subtract(var, delta.reshape(var.shape))
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "decay", "beta_1", "beta_2"),
-            "epsilon": self.epsilon,
-            "amsgrad": self.amsgrad,
-            "m_dtype": self.m_dtype,
-            "v_dtype": self.v_dtype,
-            "vhat_dtype": self.vhat_dtype,
-            "debiasing": self.debiasing,
-        }
-
 
 class LAMBIpuOptimizer(_AdamFamily):
     """LAMB (You et al. 2019) as ``LAMBIpuOptimizer``: Adam's direction plus weight decay,
@@ -250,6 +248,8 @@ class LAMBIpuOptimizer(_AdamFamily):
     """
 
     weight_decay_rate = Hyper()
+    _config_hyper = ("learning_rate", "weight_decay_rate", "decay", "beta_1", "beta_2")
+    _config_fields = ("epsilon", "m_dtype", "v_dtype", "debiasing")
 
     def __init__(
         self,
@@ -321,15 +321,3 @@ class LAMBIpuOptimizer(_AdamFamily):
                 ratio = np.float32(w_norm) / np.float32(u_norm)
         scale = np.float32(coefficients["lr"]) * ratio
         self._subtract(var, (scale * direction).reshape(var.shape))
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters(
-                "learning_rate", "weight_decay_rate", "decay", "beta_1", "beta_2"
-            ),
-            "epsilon": self.epsilon,
-            "m_dtype": self.m_dtype,
-            "v_dtype": self.v_dtype,
-            "debiasing": self.debiasing,
-        }

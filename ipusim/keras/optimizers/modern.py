@@ -149,6 +149,8 @@ class Lion(_WeightDecay, Optimizer):
     beta_1 = Hyper()
     beta_2 = Hyper()
     slots_per_variable = 1
+    _config_hyper = ("learning_rate", "beta_1", "beta_2")
+    _config_fields = ("weight_decay",)
 
     def __init__(
         self,
@@ -218,13 +220,6 @@ class Lion(_WeightDecay, Optimizer):
             c["one_minus_beta_2"],
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate", "beta_1", "beta_2"),
-            "weight_decay": self.weight_decay,
-        }
-
 
 class Adafactor(_WeightDecay, Optimizer):
     """Adafactor, as ``tf.keras.optimizers.Adafactor`` (tf-keras 2.11+).
@@ -246,6 +241,15 @@ class Adafactor(_WeightDecay, Optimizer):
     """
 
     slots_per_variable = 1
+    _config_hyper = ("learning_rate",)
+    _config_fields = (
+        "beta_2_decay",
+        "epsilon_1",
+        "epsilon_2",
+        "clip_threshold",
+        "relative_step",
+        "weight_decay",
+    )
 
     def __init__(
         self,
@@ -316,15 +320,3 @@ class Adafactor(_WeightDecay, Optimizer):
             self.epsilon_1,
             self.clip_threshold,
         )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **self._serialize_hyperparameters("learning_rate"),
-            "beta_2_decay": self.beta_2_decay,
-            "epsilon_1": self.epsilon_1,
-            "epsilon_2": self.epsilon_2,
-            "clip_threshold": self.clip_threshold,
-            "relative_step": self.relative_step,
-            "weight_decay": self.weight_decay,
-        }

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, KeyNotFoundError, UnsupportedError
-from ipusim.graph.numerics import FloatingPointTrap, current_numerics
+from ipusim.graph.numerics import FloatingPointTrap, Numerics, current_numerics
+from ipusim.graph.ops import update as update_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.kernels import optim as optim_kernels
@@ -93,28 +94,6 @@ def resolve_hyper(value: Any, step: int) -> float:
     return float(value)
 
 
-def wrapped_config(opt: Any) -> dict[str, Any]:
-    """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
-    return {"inner_optimizer_type": type(opt).__name__, "inner_optimizer_config": opt.get_config()}
-
-
-def from_wrapped_config(
-    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
-) -> Any:
-    """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
-    from ipusim.keras import optimizers
-
-    config = dict(config)
-    inner = optimizers.deserialize(
-        {
-            "class_name": config.pop("inner_optimizer_type"),
-            "config": config.pop("inner_optimizer_config"),
-        },
-        custom_objects,
-    )
-    return cls(inner, **config)
-
-
 class Hyper:
     """Descriptor for a hyperparameter stored in ``obj._hyper`` (settable after construction)."""
 
@@ -156,6 +135,10 @@ class Optimizer:
     slots_per_variable: int = 0
     #: Arithmetic operations per variable element in one update (overridden by subclasses).
     update_flops_per_element: int = 0
+    #: What :meth:`get_config` lists after the base keys: hyperparameters (serialized: a
+    #: schedule as its config) and plain attributes, in Keras' order.
+    _config_hyper: tuple[str, ...] = ()
+    _config_fields: tuple[str, ...] = ()
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -277,17 +260,21 @@ class Optimizer:
         grads_and_vars: Iterable[tuple[np.ndarray | None, Variable]],
         name: str | None = None,
         experimental_aggregate_gradients: bool = True,
-    ) -> int | None:
+    ) -> Any:
         """Update each variable in place from its gradient, then increment :attr:`iterations`.
 
         Args:
             grads_and_vars: ``(gradient, variable)`` pairs; a ``None`` gradient skips the variable
-                (with a warning). Gradients are converted to the variable's dtype.
+                (with a warning). Gradients are converted to the variable's dtype. Traced
+                gradients (graph Symbols, in a ``tf.function``) add the update to the graph being
+                traced instead (:func:`ipusim.graph.ops.update.trace_apply`); it runs at every
+                execution of that graph.
             name: ignored (Keras API compatibility).
             experimental_aggregate_gradients: ignored (gradients arrive already aggregated).
 
         Returns:
-            The new value of :attr:`iterations`, or None when ``grads_and_vars`` is empty.
+            The new value of :attr:`iterations`, or None when ``grads_and_vars`` is empty (with
+            traced gradients: the update's operation).
 
         Raises:
             ValueError: if every gradient is None, or a gradient's shape differs from its
@@ -295,6 +282,9 @@ class Optimizer:
             TypeError: if a variable is not an ipusim Variable or not float32/float64.
         """
         del name, experimental_aggregate_gradients
+        grads_and_vars = list(grads_and_vars)
+        if update_ops.has_traced_gradient(grads_and_vars):  # traced code: a node of its graph
+            return update_ops.trace_apply(self, grads_and_vars)
         pairs = self._filter_grads(grads_and_vars)
         if not pairs:
             return None
@@ -320,19 +310,7 @@ class Optimizer:
                 self._apply_half(update, grad, var.value, slots, half_coefficients)
                 count = update.overflows
             else:
-                emulated = numerics.emulate_half and var.value.dtype == np.float32
-                if emulated:  # the device holds the weight in half precision
-                    round_to_half(var.value, out=var.value)
-                self._apply_dense(grad, var.value, slots, coefficients)
-                count = 0
-                if emulated:
-                    _, count = round_to_half(
-                        var.value,
-                        stochastic=numerics.stochastic_rounding_updates,
-                        key=key,
-                        nan_on_overflow=numerics.nan_on_overflow,
-                        out=var.value,
-                    )
+                count = self._apply_wide(grad, var.value, slots, coefficients, numerics, key)
             if count:
                 overflows.append(var.name)
         self._iterations.value[...] += 1
@@ -344,15 +322,38 @@ class Optimizer:
             )
         return self.iterations
 
+    def _apply_wide(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+        numerics: Numerics,
+        key: int,
+    ) -> int:
+        """Update a float32/float64 variable; under fp16.x precision a float32 weight lives in
+        half precision (rounded before and after). Returns the elements that overflowed."""
+        emulated = numerics.emulate_half and var.dtype == np.float32
+        if emulated:
+            round_to_half(var, out=var)
+        self._apply_dense(grad, var, slots, coefficients)
+        if not emulated:
+            return 0
+        _, count = round_to_half(
+            var,
+            stochastic=numerics.stochastic_rounding_updates,
+            key=key,
+            nan_on_overflow=numerics.nan_on_overflow,
+            out=var,
+        )
+        return int(count)
+
     def get_config(self) -> dict[str, Any]:
-        """Constructor arguments (Keras 2 keys) that :meth:`from_config` accepts."""
-        config: dict[str, Any] = {"name": self._name}
-        if self.clipnorm is not None:
-            config["clipnorm"] = self.clipnorm
-        if self.clipvalue is not None:
-            config["clipvalue"] = self.clipvalue
-        if self.global_clipnorm is not None:
-            config["global_clipnorm"] = self.global_clipnorm
+        """Constructor arguments (Keras 2 keys) that :meth:`from_config` accepts: the base
+        entries (:meth:`_base_config`), then ``_config_hyper`` and ``_config_fields``."""
+        config = self._base_config()
+        config.update(self._serialize_hyperparameters(*self._config_hyper))
+        config.update({field: getattr(self, field) for field in self._config_fields})
         return config
 
     @classmethod
@@ -373,6 +374,14 @@ class Optimizer:
         return f"<{type(self).__name__} name={self._name!r} iterations={self.iterations}>"
 
     # --- subclass hooks --------------------------------------------------------------------------
+
+    def _base_config(self) -> dict[str, Any]:
+        """The first entries of :meth:`get_config`: the name and the clipping arguments set."""
+        config: dict[str, Any] = {"name": self._name}
+        for key in ("clipnorm", "clipvalue", "global_clipnorm"):
+            if getattr(self, key) is not None:
+                config[key] = getattr(self, key)
+        return config
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         """``(slot_name, initial_value)`` in Keras' creation order."""

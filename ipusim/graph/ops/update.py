@@ -1,0 +1,364 @@
+"""The weight-update phase: gradient accumulation, the cross-replica mean and the optimizer's
+apply, as one numeric driver and as graph ops.
+
+:class:`GradientAccumulator` is the one driver of gradient accumulation; Keras' ``fit``, the
+accumulating optimizer wrappers (Keras and ``ipu.optimizers``) and ``pipeline()`` all fold their
+gradients through it. Its semantics are IPU TensorFlow's (``GradientAccumulationOptimizerV2``
+and ``gradient_accumulation_dtype``):
+
+* the accumulator has the requested dtype: None (the variable's), a dtype, or a callable
+  ``variable -> dtype``. A float16 accumulator adds in half precision: the value, kept in float32
+  storage (the kernels have no half path), is rounded to binary16 after every addition, with
+  stochastic rounding when the run enables it. When the run computes float32 as half (precision
+  fp16.16 / fp16.32) a float32 accumulator nobody asked for is half precision too;
+* SUM adds, MEAN adds and divides by N once at the end, RUNNING_MEAN keeps the running mean
+  (:mod:`ipusim.kernels.accumulate`);
+* the gradient handed to the optimizer has the variable's dtype (the optimizer casts to it
+  anyway).
+
+The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
+``forward`` calls the driver and the optimizer, their ``cost`` is what one update costs per
+variable (:func:`accumulate_cost`, :func:`update_cost`).
+
+:func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
+the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
+live there) records it.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from ipusim.errors import ConfigurationError, IncompatibleStateError
+from ipusim.graph.graph import Symbol, apply
+from ipusim.graph.numerics import Numerics, current_numerics
+from ipusim.graph.op import Op, OpCost, register
+from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.kernels.accumulate import accumulate, finish
+from ipusim.kernels.half import round_to_half, stream_key
+from ipusim.pipelining import GradientAccumulationReductionMethod
+
+if TYPE_CHECKING:
+    from ipusim.graph.variable import Variable
+
+__all__ = [
+    "GradientAccumulator",
+    "UpdateTracer",
+    "accumulate_cost",
+    "add_update",
+    "cross_replica_mean",
+    "has_traced_gradient",
+    "trace_apply",
+    "tracers",
+    "update_cost",
+]
+
+#: Stream of the accumulators' stochastic rounding (``stream_key(seed, _ACC_STREAM, step, i)``).
+_ACC_STREAM = 0xACC
+
+#: The accumulator dtype: None (the variable's), a dtype, or ``callable(variable) -> dtype``.
+DtypeSelector = Any
+
+
+class GradientAccumulator:
+    """Accumulates one gradient per variable over ``num_mini_batches`` calls of :meth:`add`.
+
+    Args:
+        num_mini_batches: gradients per window (a positive int).
+        reduction_method: a ``GradientAccumulationReductionMethod`` or its name (any case).
+        dtype: the accumulator dtype (see the module docstring).
+
+    Raises:
+        ValueError: ``num_mini_batches`` is not a positive int, or an unknown reduction method
+            (IPU TensorFlow's messages).
+    """
+
+    def __init__(
+        self, num_mini_batches: Any, reduction_method: Any = "sum", dtype: DtypeSelector = None
+    ) -> None:
+        n = num_mini_batches
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise ConfigurationError(
+                f"num_mini_batches must be a positive number: received {n!r}; pass the number "
+                "of mini-batches to accumulate before each update, e.g. 4"
+            )
+        try:
+            self.reduction_method = GradientAccumulationReductionMethod.parse(reduction_method)
+        except ValueError:
+            raise ConfigurationError(
+                "reduction_method must be set to SUM, MEAN or RUNNING_MEAN, received "
+                f"{reduction_method!r}"
+            ) from None
+        self.num_mini_batches = int(n)
+        self.method = self.reduction_method.kernel_name
+        self.dtype = dtype
+        self.accumulators: list[np.ndarray] = []
+        self._half: list[bool] = []
+        self._variables: list[int] = []
+        self.count = 0
+        #: True right after the :meth:`add` that completed a window (its gradients are applied).
+        self.complete = False
+        self._calls = 0
+
+    def dtype_of(self, variable: Variable) -> tuple[str, bool]:
+        """The accumulator dtype of ``variable`` and whether it was asked for."""
+        selector = self.dtype
+        dtype = selector(variable) if callable(selector) else selector
+        if dtype is None:
+            return variable.value.dtype.name, False
+        return canonical_dtype(dtype), True
+
+    def _create(self, variables: Sequence[Variable], numerics: Numerics) -> None:
+        self.accumulators, self._half = [], []
+        self._variables = [id(v) for v in variables]
+        for variable in variables:
+            dtype, explicit = self.dtype_of(variable)
+            storage = np.float64 if dtype == "float64" else np.float32
+            self.accumulators.append(np.zeros(variable.shape, dtype=storage))
+            self._half.append(
+                dtype == "float16"
+                or (dtype == "float32" and numerics.emulate_half and not explicit)
+            )
+        self.count = 0
+
+    def add(
+        self, grads: Sequence[Any], variables: Sequence[Variable], step: int | None = None
+    ) -> list[np.ndarray] | None:
+        """Fold one call's gradients in; the gradients to apply when the window is full.
+
+        Args:
+            grads: one gradient per variable (array-like).
+            variables: the variables, in the same order at every call.
+            step: the execution step keying stochastic rounding (default: calls so far).
+
+        Returns:
+            None while the window fills; then one gradient per variable, in its dtype (and the
+            accumulators start again from zero).
+        """
+        numerics = current_numerics()
+        step = self._calls if step is None else step
+        self._calls += 1
+        if self._variables != [id(v) for v in variables]:  # first call, or other variables
+            self._create(variables, numerics)
+        for index, (acc, grad) in enumerate(zip(self.accumulators, grads, strict=True)):
+            accumulate(acc, np.asarray(grad, dtype=acc.dtype), self.count, self.method)
+            self._round(index, numerics, step)
+        self.count += 1
+        self.complete = self.count == self.num_mini_batches
+        if not self.complete:
+            return None
+        applied = []
+        for index, (acc, variable) in enumerate(zip(self.accumulators, variables, strict=True)):
+            finish(acc, self.num_mini_batches, self.method)
+            self._round(index, numerics, step)
+            applied.append(acc.astype(variable.value.dtype))
+            acc[...] = 0
+        self.count = 0
+        return applied
+
+    def _round(self, index: int, numerics: Numerics, step: int) -> None:
+        """Round a half-precision accumulator (kept in float32 storage) after an update."""
+        if not self._half[index]:
+            return
+        acc = self.accumulators[index]
+        round_to_half(
+            acc,
+            stochastic=numerics.stochastic_rounding,
+            key=stream_key(numerics.seed, _ACC_STREAM, step, index),
+            nan_on_overflow=numerics.nan_on_overflow,
+            out=acc,
+        )
+
+
+def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+    """The mean over replicas of each array (``per_replica[replica][i]``), as the all-reduce of
+    ``CrossReplicaOptimizer`` and of a replicated Keras step computes it (one replica: its
+    arrays as they are).
+
+    The sum runs in float32 (float64 for float64 arrays); half-precision arrays (float16, or
+    float32 when the run computes float32 as half) get the mean rounded to half once.
+    """
+    if len(per_replica) == 1:
+        return list(per_replica[0])
+    numerics = current_numerics()
+    out = []
+    for arrays in zip(*per_replica):
+        dtype = np.asarray(arrays[0]).dtype
+        acc = np.zeros(np.shape(arrays[0]), dtype=np.float64 if dtype == np.float64 else np.float32)
+        for count, array in enumerate(arrays):
+            accumulate(acc, np.asarray(array, dtype=acc.dtype), count, "sum")
+        finish(acc, len(arrays), "mean")
+        if dtype == np.float16 or (dtype == np.float32 and numerics.emulate_half):
+            acc = round_to_half(acc, nan_on_overflow=numerics.nan_on_overflow)[0]
+        out.append(acc.astype(dtype, copy=False))
+    return out
+
+
+# ---------------------------------------------------------------------- costs
+def accumulate_cost(shape: tuple[int | None, ...]) -> OpCost:
+    """One gradient folded into its accumulator: a read of both, a write of the accumulator
+    (float32, as the timing model stores accumulators)."""
+    spec = TensorSpec(shape, "float32")
+    return OpCost(spec.size, 2 * spec.nbytes, spec.nbytes, "elementwise")
+
+
+def update_cost(shape: tuple[int | None, ...], slots: int, flops_per_element: int) -> OpCost:
+    """One variable's optimizer update: reads the variable, its gradient and ``slots`` state
+    arrays, writes the variable and the slots (float32)."""
+    spec = TensorSpec(shape, "float32")
+    return OpCost(
+        flops_per_element * spec.size,
+        (2 + slots) * spec.nbytes,
+        (1 + slots) * spec.nbytes,
+        "elementwise",
+    )
+
+
+def _total(costs: Sequence[OpCost]) -> OpCost:
+    return functools.reduce(operator.add, costs)
+
+
+# ---------------------------------------------------------------------- ops
+class UpdateOptimizer(Protocol):
+    """What the ``apply_gradients`` op needs of an optimizer."""
+
+    slots_per_variable: int
+    update_flops_per_element: int
+
+    def apply_gradients(self, grads_and_vars: Any) -> Any: ...
+
+
+@register
+class AccumulateGradients(Op):
+    """Folds one gradient per variable into ``accumulator``; outputs the accumulated gradients
+    (the finished ones when the call completes the window). Attributes: ``accumulator`` (a
+    :class:`GradientAccumulator`), ``variables``."""
+
+    name = "accumulate_gradients"
+    kind = "elementwise"
+    num_outputs = -1  # VARIADIC: one per variable
+
+    def infer(
+        self, *grads: TensorSpec, accumulator: GradientAccumulator, variables: Sequence[Any]
+    ) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(g.shape, v.value.dtype.name) for g, v in zip(grads, variables))
+
+    def forward(
+        self, ctx: Any, *grads: Any, accumulator: GradientAccumulator, variables: Sequence[Any]
+    ) -> tuple[np.ndarray, ...]:
+        applied = accumulator.add(list(grads), list(variables), getattr(ctx, "step", None))
+        if applied is None:
+            applied = [a.astype(v.value.dtype) for a, v in zip(accumulator.accumulators, variables)]
+        return tuple(applied)
+
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
+        return _total([accumulate_cost(s.shape) for s in in_specs])
+
+
+@register
+class ApplyGradients(Op):
+    """The optimizer's update of ``variables`` from one gradient each (run when ``accumulator``
+    is None or has just completed a window); outputs the optimizer's iteration count.
+    Attributes: ``optimizer``, ``variables``, ``accumulator`` (optional)."""
+
+    name = "apply_gradients"
+    kind = "elementwise"
+
+    def infer(
+        self,
+        *grads: TensorSpec,
+        optimizer: UpdateOptimizer,
+        variables: Sequence[Any],
+        accumulator: GradientAccumulator | None = None,
+    ) -> TensorSpec:
+        return TensorSpec((), "int64")
+
+    def forward(
+        self,
+        ctx: Any,
+        *grads: Any,
+        optimizer: UpdateOptimizer,
+        variables: Sequence[Any],
+        accumulator: GradientAccumulator | None = None,
+    ) -> np.ndarray:
+        if accumulator is None or accumulator.complete:
+            optimizer.apply_gradients(list(zip(grads, variables)))
+        return np.asarray(getattr(optimizer, "iterations", 0), dtype=np.int64)
+
+    def cost(
+        self,
+        in_specs: Sequence[TensorSpec],
+        out_specs: Sequence[TensorSpec],
+        *,
+        optimizer: UpdateOptimizer,
+        **attrs: Any,
+    ) -> OpCost:
+        slots, flops = optimizer.slots_per_variable, optimizer.update_flops_per_element
+        return _total([update_cost(s.shape, slots, flops) for s in in_specs])
+
+
+# ---------------------------------------------------------------------- tracing
+class UpdateTracer(Protocol):
+    """A trace that records optimizer updates made with its traced gradients."""
+
+    def trace_apply(self, optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any: ...
+
+
+_local = threading.local()
+
+
+def tracers() -> list[Any]:
+    """This thread's traces that take optimizer updates, innermost last (the compat runtime
+    keeps its trace contexts here, so entering a trace is all it takes)."""
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    stack: list[Any] = _local.stack
+    return stack
+
+
+def trace_apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """Add ``optimizer``'s update with traced gradients to the innermost trace.
+
+    Raises:
+        IncompatibleStateError: no trace is being built (the gradients outlived their function).
+    """
+    stack = tracers()
+    if not stack:
+        raise IncompatibleStateError(
+            "apply_gradients received traced gradients outside a device function; call it in "
+            "the tf.function (or loop body) that computed them"
+        )
+    tracer: UpdateTracer = stack[-1]
+    return tracer.trace_apply(optimizer, pairs)
+
+
+def has_traced_gradient(pairs: Sequence[Any]) -> bool:
+    """Whether any ``(gradient, variable)`` pair holds a traced gradient (a graph Symbol);
+    malformed pairs count as not traced (``apply_gradients`` reports them)."""
+    return any(isinstance(p, tuple | list) and p and isinstance(p[0], Symbol) for p in pairs)
+
+
+def add_update(
+    grads: Sequence[Symbol],
+    variables: Sequence[Any],
+    optimizer: UpdateOptimizer,
+    accumulator: GradientAccumulator | None = None,
+) -> Symbol:
+    """The update phase as nodes of the gradients' graph: ``accumulate_gradients`` (with an
+    accumulator) then ``apply_gradients``. Keep the returned Symbol as a side effect."""
+    if accumulator is not None:
+        grads = list(
+            apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
+        )
+    done: Symbol = apply(
+        "apply_gradients", *grads, optimizer=optimizer, variables=variables, accumulator=accumulator
+    )
+    return done
