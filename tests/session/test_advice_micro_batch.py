@@ -1,0 +1,51 @@
+"""report.advice() tries a larger micro-batch by tracing the Keras step again: its gain is the
+gain of running that configuration directly, and a micro-batch that does not fit is not offered."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+from ipusim.errors import OutOfMemoryError
+from workloads import mnist_cnn
+
+#: The MNIST CNN on one GC200 at 1,024 per micro-batch: 2,048 fits, 4,096 does not (the
+#: lowering's own check, asserted below by running 4,096 directly).
+CNN = "--timing-only --optimizer sgd --system IPU --steps-per-execution 4"
+
+
+def _run(argv: str):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return mnist_cnn.main(argv.split())
+
+
+def _by_change(advice, prefix):
+    return [a for a in advice if a.change.startswith(prefix)]
+
+
+def test_the_larger_micro_batch_gain_is_the_gain_of_running_it():
+    report = _run(f"{CNN} --steps 48 --micro-batch 64")
+    advice = report.advice()
+    for factor, steps in ((2, 24), (4, 12)):
+        (item,) = _by_change(advice, f"batch_size={64 * factor} ")
+        assert f"now 64; {steps} steps per epoch (same samples)" in item.change
+        direct = _run(f"{CNN} --steps {steps} --micro-batch {64 * factor}")
+        gain = direct.throughput_samples_per_s / report.throughput_samples_per_s - 1
+        assert item.gain == pytest.approx(gain, rel=1e-9)
+        assert item.throughput == pytest.approx(direct.throughput_samples_per_s, rel=1e-9)
+    assert report.what_if.notes == []
+
+
+def test_a_micro_batch_that_does_not_fit_is_not_offered():
+    report = _run(f"{CNN} --steps 8 --micro-batch 1024")
+    what_if = report.what_if
+    tried = {v[0].split()[0]: v for v in what_if.variants()}
+    fits = what_if.measure(tried["batch_size=2048"])
+    direct = _run(f"{CNN} --steps 4 --micro-batch 2048")
+    assert fits.throughput == pytest.approx(direct.throughput_samples_per_s, rel=1e-9)
+    assert what_if.measure(tried["batch_size=4096"]) is None
+    assert not _by_change(report.advice(), "batch_size=4096 ")
+    with pytest.raises(OutOfMemoryError):
+        _run(f"{CNN} --steps 4 --micro-batch 4096")
