@@ -21,9 +21,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import IPUSimError
+
+if TYPE_CHECKING:
+    from ipusim.lowering import StepDescription
+    from ipusim.session.run import LoweredRun, RunDescription
+    from ipusim.trace import Report
 
 __all__ = ["Advice", "WhatIf"]
 
@@ -59,10 +65,11 @@ class Advice:
         return f"{self.change}: {self.throughput:,.0f} samples/s ({self.gain:+.1%})"
 
 
-Variant = tuple[str, Callable[[], tuple[Any, Sequence[tuple[int, int]]]]]
+Executions = Sequence[tuple[int, int]]
+Variant = tuple[str, Callable[[], "tuple[LoweredRun, Executions]"]]
 #: Traces the run's step again for a micro-batch of the given size (per replica) and returns its
 #: ``RunDescription`` (raises ``IPUSimError`` where the model cannot take that batch).
-Retrace = Callable[[int], Any]
+Retrace = Callable[[int], "RunDescription"]
 #: Why a run does not try a larger micro-batch when its front end gave no :data:`Retrace`.
 NO_RETRACE_NOTE = (
     "a larger micro-batch was not tried: this run's front end (a custom training loop or a "
@@ -73,7 +80,7 @@ NO_RETRACE_NOTE = (
 class WhatIf:
     """A simulated run that can be simulated again with one change (see the module)."""
 
-    def __init__(self, lowered: Any, executions: Sequence[tuple[int, int]], throughput: float):
+    def __init__(self, lowered: LoweredRun, executions: Executions, throughput: float) -> None:
         self.lowered = lowered
         self.executions = tuple(executions)
         self.throughput = float(throughput)
@@ -84,7 +91,7 @@ class WhatIf:
         self._advice: list[Advice] | None = None
 
     # ------------------------------------------------------------------ variants
-    def _relower(self, description: Any = None, config: Any = None) -> Any:
+    def _relower(self, description: RunDescription | None = None, config: Any = None) -> LoweredRun:
         from ipusim.session.run import lower
 
         return lower(
@@ -98,7 +105,7 @@ class WhatIf:
         change(config)
         return config
 
-    def _step(self, **fields: Any) -> Any:
+    def _step(self, **fields: Any) -> RunDescription:
         description = self.lowered.description
         return replace(description, step=replace(description.step, **fields))
 
@@ -149,7 +156,7 @@ class WhatIf:
             plan = self._micro_batch_plan(factor)
             if plan is not None:
                 what, ga, executions = plan
-                found.append((what, lambda f=factor, g=ga, e=executions: self._retraced(f, g, e)))
+                found.append((what, partial(self._retraced, factor, ga, executions)))
         return found
 
     def _micro_batch_plan(self, factor: int) -> tuple[str, int, list[tuple[int, int]]] | None:
@@ -180,8 +187,8 @@ class WhatIf:
         return what, new_ga, executions
 
     def _retraced(
-        self, factor: int, ga: int, executions: Sequence[tuple[int, int]]
-    ) -> tuple[Any, Sequence[tuple[int, int]]]:
+        self, factor: int, ga: int, executions: Executions
+    ) -> tuple[LoweredRun, Executions]:
         assert self.retrace is not None  # only variants of a run with a Retrace call this
         description = self.retrace(factor * self.lowered.description.step.batch_size)
         micro_batches = description.micro_batches
@@ -208,10 +215,10 @@ class WhatIf:
             )
         return found
 
-    def _lowered(self, description: Any) -> tuple[Any, Sequence[tuple[int, int]]]:
+    def _lowered(self, description: RunDescription) -> tuple[LoweredRun, Executions]:
         return self._relower(description=description), self.executions
 
-    def _configured(self, change: Callable[[Any], None]) -> tuple[Any, Sequence[tuple[int, int]]]:
+    def _configured(self, change: Callable[[Any], None]) -> tuple[LoweredRun, Executions]:
         return self._relower(config=self._config(change)), self.executions
 
     def _settings(self) -> list[Variant]:
@@ -254,7 +261,7 @@ class WhatIf:
                     found.append(
                         (
                             f"pipeline_schedule={schedule.capitalize()}",
-                            lambda d=changed: self._lowered(d),
+                            partial(self._lowered, changed),
                         )
                     )
         if description.step.kind == "train" and description.step.trainable:
@@ -266,7 +273,7 @@ class WhatIf:
                     found.append(
                         (
                             f"offload_weight_update_variables={value}",
-                            lambda d=changed: self._lowered(d),
+                            partial(self._lowered, changed),
                         )
                     )
         return found
@@ -309,7 +316,7 @@ class WhatIf:
             self._advice = sorted(found, key=lambda a: -a.gain)
         return list(self._advice)
 
-    def host_range_line(self, report: Any) -> str | None:
+    def host_range_line(self, report: Report) -> str | None:
         """The range of throughputs across the system's host presets, in words, when a host
         resource bounds ``report``'s run (see :mod:`ipusim.session.uncertainty`)."""
         from ipusim.session.uncertainty import host_range_line
@@ -327,7 +334,7 @@ def _set_io_tiles(config: Any) -> None:
     config.io_tiles.num_io_tiles = IO_TILES
 
 
-def _eight_bit_infeed_bytes(step: Any) -> int:
+def _eight_bit_infeed_bytes(step: StepDescription) -> int:
     """The infeed bytes with every floating-point input of two or more dimensions (images,
     feature rows; not targets) fed as one byte per element."""
     saved = 0
@@ -339,4 +346,4 @@ def _eight_bit_infeed_bytes(step: Any) -> int:
             if spec.dtype in ("float32", "float16") and len(spec.shape) >= 2:
                 elements = spec.nbytes // (4 if spec.dtype == "float32" else 2)
                 saved += spec.nbytes - elements
-    return max(step.infeed_bytes - saved, 0)
+    return max(int(step.infeed_bytes) - saved, 0)
