@@ -1,0 +1,188 @@
+"""The measured figures the prose of README.md and docs/ quotes (wall times, TF-parity errors,
+half-precision kernel speed), each checked against the ``bench/results`` file its bench script
+wrote, as :mod:`docs.build.claims` checks the simulated ones: a figure edited by hand, or a
+results file regenerated without updating the prose, fails ``tests/docs``.
+
+A wall time is never measured by a test (it varies run to run); the prose quotes the committed
+result of the bench script named beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+
+from docs.build.artefacts import ROOT
+from docs.build.claims import README, VALIDATION_JSON, VALIDATION_MD, Claim
+
+RESULTS = ROOT / "bench" / "results"
+NUMERICS_MD = ROOT / "docs" / "numerics.md"
+SIMULATED_TIME_MD = ROOT / "docs" / "simulated_time.md"
+
+
+@cache
+def _json(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def _sci(value: float, digits: int = 2) -> str:
+    """``value`` in the prose's scientific form: ``2.9e-7`` (``digits`` significant)."""
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _power_above(value: float) -> str:
+    """The power of ten at or above ``value``, as ``1e-6``."""
+    return f"1e{math.ceil(math.log10(value))}"
+
+
+def _span(values: list[float], digits: int = 0) -> tuple[str, str]:
+    """The lowest and highest of ``values``, rounded to ``digits`` decimals."""
+    return (f"{min(values):.{digits}f}", f"{max(values):.{digits}f}")
+
+
+def _tf_parity_groups() -> tuple[str, ...]:
+    data = _json("tf_parity.json")
+    found: list[str] = []
+    for group in ("layers", "losses", "optimizers", "metrics"):
+        found += [str(data[group]["cases"]), _sci(data[group]["worst"])]
+    return tuple(found)
+
+
+def _tf_parity_training() -> tuple[str, ...]:
+    runs = _json("tf_parity.json")["training"]["runs"]
+    close = [
+        runs[name]["loss_per_step_worst"]
+        for name in runs
+        if name.startswith("mlp/") or name in ("cnn/sgd_momentum", "cnn/adagrad")
+    ]
+    rms, adam = runs["cnn/rmsprop"], runs["cnn/adam"]
+    first = max(rms["loss_per_step_worst_first_32"], adam["loss_per_step_worst_first_32"])
+    return (
+        _power_above(max(close)),
+        _sci(first, 1),
+        _sci(rms["loss_per_step_worst"], 1),
+        _sci(adam["loss_per_step_worst"], 1),
+    )
+
+
+def _tf_parity_spatial() -> tuple[str, ...]:
+    data = _json("tf_parity_spatial.json")
+    return (str(data["cases"]), _sci(data["worst"]))
+
+
+def _fp16_speed() -> tuple[str, ...]:
+    data = _json("fp16_kernels.json")
+    rounding = [f"{r['ns_per_element']:.1f}" for r in data["rounding"]]
+    matmuls = [o for o in data["ops"] if o["op"].startswith("matmul")]
+    convs = [o for o in data["ops"] if o["op"].startswith("conv")]
+    step = data["training"][0]
+    return (
+        *rounding,
+        *_span([o["fp16.32_over_fp32"] for o in matmuls]),
+        *_span([o["fp16.16_over_fp32"] for o in matmuls]),
+        *_span([o["fp16.16_gflops"] for o in matmuls]),
+        *_span([o["fp16.32_over_fp32"] for o in convs], 1),
+        *_span([o["fp16.16_over_fp32"] for o in convs]),
+        f"{step['fp16.32_over_fp32']:.1f}",
+        f"{step['fp16.16_over_fp32']:.1f}",
+    )
+
+
+def _fp16_updates() -> tuple[str, ...]:
+    updates = _json("fp16_kernels.json")["optimizers"]
+    return tuple(f"{1e3 * u['float16_s']:.0f}" for u in updates)
+
+
+def _validation_wall() -> tuple[str, ...]:
+    data = json.loads(VALIDATION_JSON.read_text(encoding="utf-8"))
+    return (f"{data['wall_s']:.0f}",)
+
+
+def _bert_wall() -> tuple[str, ...]:
+    data = _json("bert.json")
+    return (f"{data['optimizer_steps']:,}", f"{data['wall_s_median']:.1f}")
+
+
+def _clock_rounding() -> tuple[str, ...]:
+    """The spacing of doubles at today's ``time.time()`` (2**30 to 2**31 s: 2004 to 2038)."""
+    return (f"{math.ulp(2.0**30) * 1e6:.2f}",)
+
+
+def _engine_choice() -> tuple[str, ...]:
+    from ipusim.engine.simulator import AUTO_FAST_MIN_INSTANCES
+
+    rows = _json("engine_choice.json")["rows"]
+    short = rows[0]
+    return (
+        f"{AUTO_FAST_MIN_INSTANCES:,}",
+        f"{short['instances']:,}",
+        f"{short['fast_first_s']:.1f}",
+        f"{1e3 * short['simpy_first_s']:.0f}",
+    )
+
+
+MEASURED_CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        NUMERICS_MD,
+        r"Results \(`bench/results/tf_parity.json`\): (\d+) layer cases \(worst relative error "
+        r"(\S+)\),\s+(\d+) loss\s+cases \((\S+)\), (\d+) optimizer trajectories of 20 steps "
+        r"\((\S+)\),\s+(\d+) metric cases \((\S+)\):",
+        _tf_parity_groups,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"every step's loss is within (\S+) of\s+TensorFlow's.*?The CNN with RMSprop and Adam "
+        r"stays within (\S+) for its\s+first 32 steps, then drifts to (\S+)\s+\(RMSprop\) and "
+        r"(\S+) \(Adam\)",
+        _tf_parity_training,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"LocallyConnected1D/2D:\s+(\d+) cases, worst relative error (\S+) \(forward",
+        _tf_parity_spatial,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"rounding costs ([\d.]+) ns per element \(nearest-even\)\s+and ([\d.]+) ns "
+        r"\(stochastic\), against ([\d.]+) ns for NumPy's float16 round trip\. A seed-MLP matrix "
+        r"product\s+costs (\d+)-(\d+)x float32 in fp16\.32 .*? and (\d+)-(\d+)x in fp16\.16\s+"
+        r"\(the AMP emulation: (\d+)-(\d+) GFLOP/s\); the MNIST CNN's second convolution "
+        r"([\d.]+)-([\d.]+)x and (\d+)-(\d+)x; a\s+whole seed-MLP training step ([\d.]+)x "
+        r"\(fp16\.32\) and ([\d.]+)x \(fp16\.16\)",
+        _fp16_speed,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"Float16 weight updates round every operation: (\d+) ms \(SGD\) and (\d+) ms \(Adam\)",
+        _fp16_updates,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"ipusim validate\s+# every row, with the leave-one-out refits \((\d+) s, validation.json\)",
+        _validation_wall,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"The full run \(`python bench/bench_validation.py`, (\d+) s on 2 cores",
+        _validation_wall,
+    ),
+    Claim(
+        README,
+        r"so\s+(\S+) BERT-Large\s+optimizer steps on a POD16 take ([\d.]+) s",
+        _bert_wall,
+    ),
+    Claim(
+        README,
+        r"below (\S+) block instances\), which finishes before the\s+recurrence's compiled code "
+        r"has loaded: a (\S+)-instance run takes ([\d.]+) s on the fast path against\s+(\d+) ms "
+        r"on SimPy",
+        _engine_choice,
+    ),
+    Claim(
+        SIMULATED_TIME_MD,
+        r"the rounding of a double near the CPU's clock value \(([\d.]+) us for `time.time\(\)`\)",
+        _clock_rounding,
+    ),
+)
