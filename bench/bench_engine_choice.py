@@ -25,6 +25,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +57,8 @@ from workloads import mnist_cnn
 argv = f"--timing-only --steps {sys.argv[2]} --micro-batch 32 --engine {sys.argv[1]}".split()
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     mnist_cnn.main(argv)
-print(json.dumps({"first_s": calls[0][0], "again_s": calls[1][0], "engine": calls[0][1],
+import ipusim
+print(json.dumps({"ipusim": ipusim.__file__, "first_s": calls[0][0], "again_s": calls[1][0], "engine": calls[0][1],
                   "numba_before": calls[0][2], "instances": instances[0], "wall_s": time.perf_counter() - start}))
 """
 
@@ -75,7 +77,7 @@ def _child(env: dict[str, str], engine: str, steps: int) -> dict:
         text=True,
         env=env,
         check=True,
-        cwd=ROOT,
+        cwd=tempfile.gettempdir(),  # not a checkout: PYTHONPATH decides which ipusim runs
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -112,7 +114,8 @@ def main() -> None:
     rows = []
     for steps in STEPS:
         runs = {e: [_child(env, e, steps) for _ in range(args.repeats)] for e in engines}
-        row: dict = {"steps": steps, "instances": runs[engines[0]][0]["instances"]}
+        first = runs[engines[0]][0]
+        row: dict = {"steps": steps, "instances": first["instances"], "ipusim": first["ipusim"]}
         for engine, found in runs.items():
             row[f"{engine}_ran"] = sorted({r["engine"] for r in found})
             for key in ("first_s", "again_s", "wall_s"):

@@ -6,9 +6,18 @@ from __future__ import annotations
 import contextlib
 import io
 
+import numpy as np
 import pytest
 
+import ipusim
+from ipusim.compat.runtime import loops
+from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
+from ipusim.compat.runtime.function import function
+from ipusim.config import reset_ipu_configuration
+from ipusim.data import Dataset
 from ipusim.errors import OutOfMemoryError
+from ipusim.session.advice import NO_RETRACE_NOTE
+from ipusim.strategy import IPUStrategy
 from workloads import mnist_cnn
 
 #: The MNIST CNN on one GC200 at 1,024 per micro-batch: 2,048 fits, 4,096 does not (the
@@ -49,3 +58,30 @@ def test_a_micro_batch_that_does_not_fit_is_not_offered():
     assert not _by_change(report.advice(), "batch_size=4096 ")
     with pytest.raises(OutOfMemoryError):
         _run(f"{CNN} --steps 4 --micro-batch 4096")
+
+
+def test_a_custom_loop_does_not_try_a_larger_micro_batch_and_says_so():
+    reset_ipu_configuration()
+    cfg = ipusim.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    try:
+        infeed = IPUInfeedQueue(Dataset.from_tensors(np.ones(16, np.float32)).repeat())
+        outfeed = IPUOutfeedQueue()
+        strategy = IPUStrategy()
+        with strategy.scope():
+
+            def body(x):
+                outfeed.enqueue(x * 2.0)
+
+            @function(experimental_compile=True)
+            def net():
+                return loops.repeat(6, body, [], infeed)
+
+            strategy.run(net)
+        what_if = strategy.last_simulation.what_if
+        assert not any(v[0].startswith("batch_size=") for v in what_if.variants())
+        assert what_if.notes == [NO_RETRACE_NOTE]
+        assert f"note: {NO_RETRACE_NOTE}" in strategy.last_simulation.summary(advice=1)
+    finally:
+        reset_ipu_configuration()
