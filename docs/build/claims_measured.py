@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
+from pathlib import Path
 
 from docs.build.artefacts import ROOT
 from docs.build.claims import README, VALIDATION_JSON, VALIDATION_MD, Claim
@@ -186,3 +188,49 @@ MEASURED_CLAIMS: tuple[Claim, ...] = (
         _clock_rounding,
     ),
 )
+
+
+def _row_errors() -> tuple[dict[str, str], dict[str, str]]:
+    """Each validation row's signed error and leave-one-out error, as the prose writes them."""
+    rows = json.loads(VALIDATION_JSON.read_text(encoding="utf-8"))["rows"]
+    return (
+        {r["id"]: f"{100 * r['error']:+.1f}" for r in rows},
+        {r["id"]: f"{100 * r['loo_error']:+.1f}" for r in rows},
+    )
+
+
+def row_error_problems(doc: Path = VALIDATION_MD) -> list[str]:
+    """Every row error ``doc``'s prose quotes next to its row, against validation.json.
+
+    The forms read: ``**ID (+x.y%)``, ``ID (+x.y%``, ``(ID, ...: +x.y%)``, ``+x.y% (ID,`` and
+    ``ID +x.y%`` (a leave-one-out error where the sentence says so).
+    """
+    errors, loo = _row_errors()
+    prose = "\n".join(
+        line
+        for line in re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.S).split(
+            "\n"
+        )
+        if not line.startswith("|")
+    )
+    ids = "|".join(re.escape(i) for i in sorted(errors, key=len, reverse=True))
+    pct = r"([+-]\d+\.\d)%"
+    forms = (
+        (rf"\b({ids}) \({pct}", 1, 2),
+        (rf"\(({ids}), [^():%]*: {pct}\)", 1, 2),
+        (rf"(?<!/ ){pct} \(({ids})[,)]", 2, 1),
+    )
+    problems, seen = [], 0
+    for pattern, row, value in forms:
+        for found in re.finditer(pattern, prose):
+            seen += 1
+            if found[value] != errors[found[row]]:
+                problems.append(f"{doc.name}: {found[0]!r}: {found[row]} is {errors[found[row]]}%")
+    for found in re.finditer(rf"leave-one-out errors \(({ids}) {pct}, ({ids}) {pct}\)", prose):
+        seen += 1
+        for row, value in ((found[1], found[2]), (found[3], found[4])):
+            if value != loo[row]:
+                problems.append(f"{doc.name}: {found[0]!r}: {row}'s is {loo[row]}%")
+    if not seen:
+        problems.append(f"{doc.name}: no row error found in the prose")
+    return problems

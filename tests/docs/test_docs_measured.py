@@ -48,3 +48,21 @@ def test_a_figure_edited_by_hand_is_caught(tmp_path):
 def test_the_clock_rounding_is_the_spacing_of_doubles_in_these_years():
     # time.time() between 2**30 s (2004) and 2**31 s (2038): doubles 2**-22 s apart.
     assert claims_measured._clock_rounding() == (f"{2.0**-22 * 1e6:.2f}",)
+
+
+def test_the_row_errors_validation_md_quotes_are_validation_jsons():
+    assert claims_measured.row_error_problems() == []
+
+
+def test_a_stale_row_error_is_caught(tmp_path):
+    text = claims_measured.VALIDATION_MD.read_text(encoding="utf-8")
+    assert "**G1 (+32.8%)**" in text and "(B7-384, SDK 3.3: -6.4%)" in text
+    doc = tmp_path / "validation.md"
+    doc.write_text(
+        text.replace("**G1 (+32.8%)**", "**G1 (+35.2%)**").replace(
+            "(B7-384, SDK 3.3: -6.4%)", "(B7-384, SDK 3.3: -6.2%)"
+        ),
+        encoding="utf-8",
+    )
+    problems = claims_measured.row_error_problems(doc)
+    assert len(problems) == 2 and "G1 is +32.8%" in problems[0] and "B7-384" in problems[1]
