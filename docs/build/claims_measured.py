@@ -74,6 +74,49 @@ def _tf_parity_spatial() -> tuple[str, ...]:
     return (str(data["cases"]), _sci(data["worst"]))
 
 
+def _tf_against_itself() -> tuple[str, ...]:
+    """TensorFlow's CNN runs with one thread and with oneDNN against the fixture's (two threads,
+    oneDNN off): worst per-step relative loss error, from the two fixture files."""
+    import numpy as np
+
+    fixtures = ROOT / "bench" / "tf_parity" / "fixtures"
+    with (
+        np.load(fixtures / "cnn_branches.npz") as branches,
+        np.load(fixtures / "training.npz") as training,
+    ):
+
+        def worst(config: str, optimizer: str, steps: int | None = None) -> float:
+            want = training[f"cnn/{optimizer}/losses"][:steps]
+            got = branches[f"{config}/{optimizer}"][:steps]
+            return float(np.max(np.abs(got - want) / np.abs(want)))
+
+        optimizers = ("sgd_momentum", "rmsprop", "adam", "adagrad")
+        return (
+            _sci(worst("eigen_1thread", "rmsprop")),
+            _sci(worst("eigen_1thread", "rmsprop", 40)),
+            _sci(worst("eigen_1thread", "adam")),
+            _sci(max(worst("onednn_default", o) for o in optimizers)),
+        )
+
+
+def _branches() -> tuple[str, ...]:
+    data = _json("tf_parity_branches.json")
+    errors, flips = data["errors"], data["first_step_over"]
+    ipusim, tf_order, f64 = errors["ipusim"], errors["tf_order"], errors["float64"]
+    return (
+        str(flips["ipusim"]["rmsprop"]),
+        _sci(data["flip"], 1),
+        _sci(ipusim["adam"]["eigen_default"]),
+        _sci(ipusim["adam"]["eigen_1thread"]),
+        _sci(tf_order["rmsprop"]["eigen_1thread"]),
+        _sci(tf_order["rmsprop"]["eigen_default"]),
+        _sci(tf_order["adam"]["eigen_default"]),
+        _sci(f64["rmsprop"]["eigen_default"]),
+        _sci(f64["adam"]["eigen_default"]),
+        _sci(min(f64["sgd_momentum"].values())),
+    )
+
+
 def _fp16_speed() -> tuple[str, ...]:
     data = _json("fp16_kernels.json")
     rounding = [f"{r['ns_per_element']:.1f}" for r in data["rounding"]]
@@ -139,6 +182,22 @@ MEASURED_CLAIMS: tuple[Claim, ...] = (
         r"stays within (\S+) for its\s+first 32 steps, then drifts to (\S+)\s+\(RMSprop\) and "
         r"(\S+) \(Adam\)",
         _tf_parity_training,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"reductions\) and ends (\S+) \(RMSprop, (\S+) within the first 40 steps\) and (\S+) "
+        r"\(Adam\) from\s+the fixture; with oneDNN on it stays within (\S+) \(",
+        _tf_against_itself,
+    ),
+    Claim(
+        NUMERICS_MD,
+        r"\(step (\d+) of ipusim's RMSprop run is the first more than (\S+) from the fixture\) .*?"
+        r"ipusim's Adam run is within (\S+) of the fixture at\s+every step and (\S+) from "
+        r"TensorFlow's one-thread run .*?ipusim's RMSprop run is then (\S+) from TensorFlow's "
+        r"one-thread run and (\S+) from the fixture,\s+its Adam run (\S+) from the fixture; a "
+        r"float64 GEMM \(ties kept too\) puts RMSprop within (\S+)\s+of the fixture but Adam "
+        r"(\S+) and SGD-momentum (\S+) away from it, and SGD-momentum as far\s+from all three",
+        _branches,
     ),
     Claim(
         NUMERICS_MD,

@@ -45,10 +45,11 @@ from ipusim.lowering.program import Program
 from ipusim.trace import Trace
 from ipusim.trace.counters import Counters
 
-#: ``engine="auto"`` runs SimPy below this many block instances: there SimPy (about 16-30 us per
-#: instance) ends before the fast path has loaded Numba and its cached kernel (about 1.2 s in a
-#: timing-only process, 0.5 s once Numba is loaded). M: bench/bench_engine_choice.py, results in
-#: bench/results/engine_choice.json (the crossing of the two engines' wall times).
+#: ``engine="auto"`` runs SimPy below this many block instances: there SimPy ends before the fast
+#: path has loaded Numba and its cached kernel. M: bench/bench_engine_choice.py (the MNIST CNN,
+#: timing-only; bench/results/engine_choice.json): SimPy takes 5-8 us per instance and loading
+#: 0.37-0.47 s on a quiet machine, so they cross near 60,000 instances; on a loaded one 20-35 us
+#: and 1.9-2.8 s, crossing near 60,000-80,000. Below both crossings.
 AUTO_FAST_MIN_INSTANCES = 50_000
 
 
