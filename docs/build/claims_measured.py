@@ -139,6 +139,63 @@ def _bert_wall() -> tuple[str, ...]:
     return (f"{data['optimizer_steps']:,}", f"{data['wall_s_median']:.1f}")
 
 
+def _rows() -> dict[str, dict]:
+    rows = json.loads(VALIDATION_JSON.read_text(encoding="utf-8"))["rows"]
+    return {r["id"]: r for r in rows}
+
+
+def _ratio_error(rows: dict[str, dict], a: str, b: str) -> str:
+    """The error of ipusim's ratio of rows ``a`` and ``b`` against the published ratio."""
+    return f"{100 * ((1 + rows[a]['error']) / (1 + rows[b]['error']) - 1):+.1f}"
+
+
+def _scale_out() -> tuple[str, ...]:
+    rows = _rows()
+    pairs = (
+        ("R2-pod128", "R2-pod64"),
+        ("R2-pod256", "R2-pod64"),
+        ("BM2-pod128", "BM2-pod64"),
+        ("BM2-pod256", "BM2-pod64"),
+        ("G5-pod128", "G5-pod64"),
+        ("R4-pod256", "R4-pod64"),
+        ("BM1-pod128", "BM1-pod64"),
+    )
+    return tuple(_ratio_error(rows, a, b) for a, b in pairs)
+
+
+def _chips() -> tuple[str, ...]:
+    rows = _rows()
+    found: list[str] = []
+    for bow, gc200 in (("G5", "R2"), ("R4-pod16", "R1")):
+        published = rows[bow]["measured"] / rows[gc200]["measured"]
+        predicted = rows[bow]["predicted"] / rows[gc200]["predicted"]
+        found += [
+            f"{published:.2f}",
+            f"{predicted:.2f}",
+            f"{100 * (predicted / published - 1):+.1f}",
+        ]
+    return tuple(found)
+
+
+def _in_pod() -> tuple[str, ...]:
+    rows = _rows()
+    one_pod = "R1 R2 R2-pod64 R4-pod16 R4-pod64 G5 B1 B4 B7 B4-pod64 B7-384 G5-pod64 BM1-pod16"
+    deep = [100 * rows[i]["error"] for i in ("BM0-pod64", "BM1-pod64", "BM2-pod64")]
+    return (
+        f"{max(100 * abs(rows[i]['error']) for i in one_pod.split()):.0f}",
+        f"{min(deep):.0f}",
+        f"{max(deep):.0f}",
+    )
+
+
+def _gw_constants() -> tuple[str, ...]:
+    import tomllib
+
+    preset = ROOT / "ipusim" / "hardware" / "presets" / "system-m2000.toml"
+    gw = tomllib.loads(preset.read_text(encoding="utf-8"))["gw_link"]
+    return (gw["latency"].removesuffix("us"), gw["collective_bandwidth"].removesuffix("GB/s"))
+
+
 def _clock_rounding() -> tuple[str, ...]:
     """The spacing of doubles at today's ``time.time()`` (2**30 to 2**31 s: 2004 to 2038)."""
     return (f"{math.ulp(2.0**30) * 1e6:.2f}",)
@@ -218,6 +275,32 @@ MEASURED_CLAIMS: tuple[Claim, ...] = (
         VALIDATION_MD,
         r"The full run \(`python bench/bench_validation.py`, (\d+) s on 2 cores",
         _validation_wall,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"within\s+([+-]\d+\.\d)% / ([+-]\d+\.\d)% \(R2\), ([+-]\d+\.\d)% / ([+-]\d+\.\d)% \(BM2\), "
+        r"and, not fitted, ([+-]\d+\.\d)% \(G5-pod128 against G5-pod64\),\s+([+-]\d+\.\d)% "
+        r"\(R4-pod256 against R4-pod64\) and ([+-]\d+\.\d)% \(BM1-pod128 against BM1-pod64",
+        _scale_out,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"published ([\d.]+)\) comes out at ([\d.]+) \(([+-]\d+\.\d)%\)\. The pair\s+R1 / R4-pod16 "
+        r"\(SDK 2\.1 against a pre-2\.5 Bow table, published ([\d.]+)\) comes out at\s+([\d.]+) "
+        r"\(([+-]\d+\.\d)%\)",
+        _chips,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"from one GC200 to a Bow Pod64, within (\d+)%; the 8-IPU BERT pipelines of the\s+MLPerf "
+        r"logs \(BM0-pod64, BM1-pod64, BM2-pod64\) less well, \+(\d+)% to \+(\d+)%",
+        _in_pod,
+    ),
+    Claim(
+        VALIDATION_MD,
+        r"\(`gw_link\.latency`, (\d+) µs\).*?\(`gw_link\.collective_bandwidth`, ([\d.]+) GB/s per "
+        r"Pod\)",
+        _gw_constants,
     ),
     Claim(
         README,
