@@ -39,8 +39,7 @@ def main() -> None:
     errors: dict[str, dict[str, dict[str, float]]] = {}
     flips: dict[str, dict[str, int]] = {}
     for variant, gemm in branches_of.VARIANTS.items():
-        # The op holds its kernel (patching the kernels module, as branch_report.py does, no
-        # longer reaches it).
+        # The op holds its kernel: the op's attribute is what a variant replaces.
         Conv2D.kernel = original if gemm is None else staticmethod(branches_of._conv_with(gemm))
         try:
             for name in OPTIMIZERS:
