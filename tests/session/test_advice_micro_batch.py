@@ -85,3 +85,38 @@ def test_a_custom_loop_does_not_try_a_larger_micro_batch_and_says_so():
         assert f"note: {NO_RETRACE_NOTE}" in strategy.last_simulation.summary(advice=1)
     finally:
         reset_ipu_configuration()
+
+
+def _two_fits(advise: bool) -> list:
+    reset_ipu_configuration()
+    cfg = ipusim.IPUConfig()
+    cfg.auto_select_ipus = 1
+    cfg.configure_ipu_system()
+    x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    y = np.random.default_rng(1).integers(0, 4, 64)
+    try:
+        with IPUStrategy().scope():
+            ipusim.keras.utils.set_random_seed(0)
+            model = ipusim.keras.Sequential(
+                [
+                    ipusim.keras.layers.Dense(16, input_shape=(8,)),
+                    ipusim.keras.layers.Dropout(0.5),
+                    ipusim.keras.layers.Dense(4),
+                ]
+            )
+            loss = ipusim.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            model.compile("sgd", loss, steps_per_execution=4)
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+            if advise:
+                changes = [a.change for a in model.last_simulation.advice()]
+                assert any(c.startswith("batch_size=16 ") for c in changes)
+            model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+            return [np.asarray(w) for w in model.get_weights()]
+    finally:
+        reset_ipu_configuration()
+
+
+def test_tracing_the_step_again_leaves_the_training_unchanged():
+    """Dropout's seeds included: training after advice() is bit for bit training without it."""
+    for plain, advised in zip(_two_fits(False), _two_fits(True), strict=True):
+        np.testing.assert_array_equal(plain, advised)
