@@ -305,6 +305,8 @@ def _print_advice(report: Any, stream: TextIO) -> None:
         print(f"[ipusim]   {spread}", file=stream)
     for advice in report.advice(top=ADVICE_LINES):
         print(f"[ipusim]   would help: {advice.line()}", file=stream)
+    for note in report.what_if.notes:  # changes that could not be tried for this run
+        print(f"[ipusim]   note: {note}", file=stream)
 
 
 def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:

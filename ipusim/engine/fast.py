@@ -64,18 +64,6 @@ _INFEED_MODES = {"overlapped": INFEED_OVERLAPPED, "staged": INFEED_STAGED, "dire
 ) = range(18)
 
 
-def fast_path_blockers(tables: RunTables, options: HostOptions) -> list[str]:
-    """Why the run needs the SimPy engine: what of the outfeed's host side could make the IPUs
-    wait (empty when the fast path applies)."""
-    reasons = []
-    draining = tables.outfeed_bytes and options.outfeed_mode == "all"
-    if draining and options.outfeed_drain_ps:
-        reasons.append("the host drains the outfeed slowly (IPUConfig.ipusim.host_outfeed_drain_s)")
-    if draining and options.asynchronous_callbacks and options.callback_ps:
-        reasons.append("asynchronous callbacks run on every outfeed element")
-    return reasons
-
-
 @kernel
 def _emit(
     n_out: int,

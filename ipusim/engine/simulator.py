@@ -1,29 +1,40 @@
 """Run a lowered program: the compiled fast path when the run is a max-plus recurrence, SimPy
 otherwise; both give the same end times and the same trace.
 
-``engine="auto"`` (``IPUConfig.ipusim.engine``) picks the fast path whenever
-:func:`~ipusim.engine.fast.fast_path_blockers` finds nothing on the outfeed's side that could
-make the IPUs wait for the host (a slow outfeed drain, per-element callbacks) - the input
-pipeline, its dataset rate and queues included, is part of the recurrence - and SimPy otherwise;
-``"fast"`` insists on the fast path (an error names what stands in its way); ``"simpy"`` always
-uses SimPy.
+``engine="auto"`` (``IPUConfig.ipusim.engine``) picks the fast path when both hold:
+
+- :func:`fast_path_blockers` finds nothing on the outfeed's side that could make the IPUs wait
+  for the host (a slow outfeed drain, per-element callbacks) - the input pipeline, its dataset
+  rate and queues included, is part of the recurrence;
+- the run is long enough to pay for loading the fast path's compiled code: at least
+  :data:`AUTO_FAST_MIN_INSTANCES` block instances (the SimPy processes' work, from
+  :func:`~ipusim.engine.recorder.execution_sizes`). Below that SimPy finishes first, because
+  loading Numba and the cached kernel costs about a second of a short run.
+
+and SimPy otherwise. ``"fast"`` insists on the fast path (an error names what stands in its
+way); ``"simpy"`` always uses SimPy. :mod:`ipusim.engine.fast` (and through it Numba) is
+imported only when the fast path runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import simpy
+from simpy.core import SimTime
+from simpy.events import NORMAL, Event, EventPriority
 
 from ipusim.choices import ENGINES
-from ipusim.engine.fast import fast_path_blockers, run_fast
 from ipusim.engine.host import HostProcesses
 from ipusim.engine.options import HostLink, HostOptions, RunPlan
 from ipusim.engine.pipeline import PipelineDriver
 from ipusim.engine.recorder import (
     DEFAULT_RECORD_BUDGET,
     InstanceRecorder,
+    KeepPlan,
+    execution_sizes,
     keep_plan,
     trace_detail,
 )
@@ -33,6 +44,47 @@ from ipusim.errors import ConfigurationError
 from ipusim.lowering.program import Program
 from ipusim.trace import Trace
 from ipusim.trace.counters import Counters
+
+#: ``engine="auto"`` runs SimPy below this many block instances: there SimPy ends before the fast
+#: path has loaded Numba and its cached kernel. M: bench/bench_engine_choice.py (the MNIST CNN,
+#: timing-only; bench/results/engine_choice.json): SimPy takes 5-8 us per instance and loading
+#: 0.37-0.47 s on a quiet machine, so they cross near 60,000 instances; on a loaded one 20-35 us
+#: and 1.9-2.8 s, crossing near 60,000-80,000. Below both crossings.
+AUTO_FAST_MIN_INSTANCES = 50_000
+
+
+def fast_path_blockers(tables: RunTables, options: HostOptions) -> list[str]:
+    """Why the run needs the SimPy engine: what of the outfeed's host side could make the IPUs
+    wait (empty when the fast path applies)."""
+    reasons = []
+    draining = tables.outfeed_bytes and options.outfeed_mode == "all"
+    if draining and options.outfeed_drain_ps:
+        reasons.append("the host drains the outfeed slowly (IPUConfig.ipusim.host_outfeed_drain_s)")
+    if draining and options.asynchronous_callbacks and options.callback_ps:
+        reasons.append("asynchronous callbacks run on every outfeed element")
+    return reasons
+
+
+def choose_engine(engine: str, tables: RunTables, plan: RunPlan, options: HostOptions) -> str:
+    """The backend that runs: ``"fast"`` or ``"simpy"`` (see the module docstring).
+
+    Raises:
+        ConfigurationError: an unknown engine, or ``"fast"`` for a run the host can hold back.
+    """
+    if engine not in ENGINES:
+        raise ConfigurationError(f"engine must be one of {ENGINES}, received {engine!r}")
+    blockers = fast_path_blockers(tables, options)
+    if engine == "fast" and blockers:
+        raise ConfigurationError(
+            "engine='fast' needs a run whose outfeed the host cannot hold back, but "
+            + "; ".join(blockers)
+            + ". Use engine='auto' or 'simpy'."
+        )
+    if engine == "auto":
+        instances = int(execution_sizes(tables, plan)[1].sum())
+        long_enough = instances >= AUTO_FAST_MIN_INSTANCES
+        return "fast" if long_enough and not blockers else "simpy"
+    return engine
 
 
 @dataclass(frozen=True)
@@ -65,7 +117,7 @@ class CountingEnvironment(simpy.Environment):
         super().__init__()
         self.events_scheduled = 0
 
-    def schedule(self, event, priority=simpy.core.NORMAL, delay=0) -> None:  # noqa: ANN001
+    def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: SimTime = 0) -> None:
         self.events_scheduled += 1
         super().schedule(event, priority, delay)
 
@@ -102,7 +154,7 @@ class Simulation:
         self.driver = PipelineDriver(self)
         self.host = HostProcesses(self)
 
-    def run(self) -> tuple[Counters, dict, tuple[int, ...], int]:
+    def run(self) -> tuple[Counters, dict[str, Any], tuple[int, ...], int]:
         """Run to the end; returns the counters, the kept instances, the execution ends and the
         events scheduled."""
         env = self.env
@@ -152,29 +204,15 @@ def simulate(
         ValueError: an unknown engine or detail, or ``engine="fast"`` for a run the host can
             hold back.
     """
-    if engine not in ENGINES:
-        raise ConfigurationError(f"engine must be one of {ENGINES}, received {engine!r}")
     options = options or HostOptions()
     link = link or HostLink(12.5e9, 12.5e9, 0)
     check_run_length(program, plan, options)
     tables = compile_program(program, options, link)
     keep = keep_plan(tables, plan, detail, record_budget)
-    blockers = fast_path_blockers(tables, options)
-    if engine == "fast" and blockers:
-        raise ConfigurationError(
-            "engine='fast' needs a run whose outfeed the host cannot hold back, but "
-            + "; ".join(blockers)
-            + ". Use engine='auto' or 'simpy'."
-        )
-    use_fast = engine == "fast" or (engine == "auto" and not blockers)
-    if use_fast:
-        instances, count, stretch, waiting, ends = run_fast(tables, plan, options, keep)
-        counters = Counters(tables.slots, count, stretch, waiting)
-        execution_end = tuple(int(e) for e in ends)
+    chosen = choose_engine(engine, tables, plan, options)
+    if chosen == "fast":
+        counters, instances, execution_end = _run_fast(tables, plan, options, keep, progress)
         events = 0
-        if progress is not None:
-            for _ in plan.executions:
-                progress()
     else:
         sim = Simulation(
             program, plan, options, link, progress, tables=tables, keep_steps=keep.steps
@@ -199,5 +237,23 @@ def simulate(
         steps=plan.total_steps,
         samples=plan.total_steps * program.samples_per_step,
         events=events,
-        engine="fast" if use_fast else "simpy",
+        engine=chosen,
     )
+
+
+def _run_fast(
+    tables: RunTables,
+    plan: RunPlan,
+    options: HostOptions,
+    keep: KeepPlan,
+    progress: Callable[[], None] | None,
+) -> tuple[Counters, dict[str, Any], tuple[int, ...]]:
+    """The fast path's counters, kept instances and execution ends (imported here: loading it
+    costs Numba and its compiled kernel, paid only by runs that take it)."""
+    from ipusim.engine.fast import run_fast
+
+    instances, count, stretch, waiting, ends = run_fast(tables, plan, options, keep)
+    if progress is not None:
+        for _ in plan.executions:
+            progress()
+    return Counters(tables.slots, count, stretch, waiting), instances, tuple(int(e) for e in ends)

@@ -7,7 +7,13 @@ outfed, 8-bit input, 32 I/O tiles, another pipeline schedule, twice the accumula
 pipeline, recomputation on or off, optimizer state offloaded or kept on chip, twice the host
 processes feeding the replicas. A change that no longer fits in
 memory (lowering raises ``OutOfMemoryError``) or that IPU TensorFlow refuses for this program is
-left out. A change that needs the model traced again (a larger micro-batch) is not tried.
+left out.
+
+A larger micro-batch (2x and 4x) needs the step traced again at that batch: the front end gives
+the handle a :data:`Retrace` (the Keras front end does, for every model and workload built on
+it). The samples of an epoch stay the same (fewer steps), and so does the global batch where the
+gradient accumulation count divides by the factor. A run whose front end cannot trace its step
+again (a custom training loop) does not try it and says so in :attr:`WhatIf.notes`.
 """
 
 from __future__ import annotations
@@ -15,9 +21,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import IPUSimError
+
+if TYPE_CHECKING:
+    from ipusim.lowering import StepDescription
+    from ipusim.session.run import LoweredRun, RunDescription
+    from ipusim.trace import Report
 
 __all__ = ["Advice", "WhatIf"]
 
@@ -30,6 +42,8 @@ SPE_FACTOR = 10
 #: A change below this relative gain is noise, not advice (E).
 MIN_GAIN = 0.005
 _SCHEDULES = ("grouped", "interleaved", "sequential")
+#: Micro-batch factors tried (E: the doubling steps IPU examples' batch-size studies use).
+MICRO_BATCH_FACTORS = (2, 4)
 
 
 @dataclass(frozen=True)
@@ -51,20 +65,33 @@ class Advice:
         return f"{self.change}: {self.throughput:,.0f} samples/s ({self.gain:+.1%})"
 
 
-Variant = tuple[str, Callable[[], tuple[Any, Sequence[tuple[int, int]]]]]
+Executions = Sequence[tuple[int, int]]
+Variant = tuple[str, Callable[[], "tuple[LoweredRun, Executions]"]]
+#: Traces the run's step again for a micro-batch of the given size (per replica) and returns its
+#: ``RunDescription`` (raises ``IPUSimError`` where the model cannot take that batch).
+Retrace = Callable[[int], "RunDescription"]
+#: Why a run does not try a larger micro-batch when its front end gave no :data:`Retrace`.
+NO_RETRACE_NOTE = (
+    "a larger micro-batch was not tried: this run's front end (a custom training loop or a "
+    "step described directly) cannot trace its step again at another batch size"
+)
 
 
 class WhatIf:
     """A simulated run that can be simulated again with one change (see the module)."""
 
-    def __init__(self, lowered: Any, executions: Sequence[tuple[int, int]], throughput: float):
+    def __init__(self, lowered: LoweredRun, executions: Executions, throughput: float) -> None:
         self.lowered = lowered
         self.executions = tuple(executions)
         self.throughput = float(throughput)
+        #: Set by a front end that can trace the step again (see :data:`Retrace`).
+        self.retrace: Retrace | None = None
+        #: Changes that could not be tried for this run, and why (filled by :meth:`variants`).
+        self.notes: list[str] = []
         self._advice: list[Advice] | None = None
 
     # ------------------------------------------------------------------ variants
-    def _relower(self, description: Any = None, config: Any = None) -> Any:
+    def _relower(self, description: RunDescription | None = None, config: Any = None) -> LoweredRun:
         from ipusim.session.run import lower
 
         return lower(
@@ -78,15 +105,20 @@ class WhatIf:
         change(config)
         return config
 
-    def _step(self, **fields: Any) -> Any:
+    def _step(self, **fields: Any) -> RunDescription:
         description = self.lowered.description
         return replace(description, step=replace(description.step, **fields))
 
-    def _longer_executions(self) -> list[Variant]:
-        spe = max(n for _, n in self.executions)
+    def _per_epoch(self) -> dict[int, int]:
+        """Steps run in each epoch."""
         per_epoch: dict[int, int] = {}
         for epoch, n in self.executions:
             per_epoch[epoch] = per_epoch.get(epoch, 0) + n
+        return per_epoch
+
+    def _longer_executions(self) -> list[Variant]:
+        spe = max(n for _, n in self.executions)
+        per_epoch = self._per_epoch()
         steps = min(per_epoch.values())
         longer = [k * spe for k in range(SPE_FACTOR, 1, -1) if steps % (k * spe) == 0]
         if not longer:
@@ -113,6 +145,60 @@ class WhatIf:
             )
         ]
 
+    def _larger_micro_batches(self) -> list[Variant]:
+        """The micro-batch :data:`MICRO_BATCH_FACTORS` times larger, the step traced again, for
+        the same samples per epoch in 1/factor of the steps."""
+        if self.retrace is None:
+            self.notes.append(NO_RETRACE_NOTE)
+            return []
+        found: list[Variant] = []
+        for factor in MICRO_BATCH_FACTORS:
+            plan = self._micro_batch_plan(factor)
+            if plan is not None:
+                what, ga, executions = plan
+                found.append((what, partial(self._retraced, factor, ga, executions)))
+        return found
+
+    def _micro_batch_plan(self, factor: int) -> tuple[str, int, list[tuple[int, int]]] | None:
+        """What ``factor`` times the micro-batch means for this run: the change in words, the
+        accumulation count and the executions; None when the epochs' steps or the steps per
+        execution do not split into whole larger steps."""
+        description = self.lowered.description
+        batch, ga = description.step.batch_size, description.gradient_accumulation
+        per_epoch = self._per_epoch()
+        spe = max(n for _, n in self.executions)
+        if any(total % factor for total in per_epoch.values()):
+            return None
+        same_global = ga % factor == 0
+        new_ga = ga // factor if same_global else ga
+        steps = {e: total // factor for e, total in per_epoch.items()}
+        new_spe = spe if all(n % spe == 0 for n in steps.values()) else spe // factor
+        if new_spe < 1 or any(n % new_spe for n in steps.values()) or new_spe % new_ga:
+            return None
+        executions = [(e, new_spe) for e, n in sorted(steps.items()) for _ in range(n // new_spe)]
+        words = [f"{min(steps.values())} steps per epoch (same samples)"]
+        if new_spe != spe:
+            words.append(f"steps_per_execution={new_spe}")
+        if new_ga != ga:
+            words.append(f"gradient_accumulation_steps_per_replica={new_ga}, same global batch")
+        else:
+            words.append("a larger global batch")
+        what = f"batch_size={factor * batch} per replica (now {batch}; {', '.join(words)})"
+        return what, new_ga, executions
+
+    def _retraced(
+        self, factor: int, ga: int, executions: Executions
+    ) -> tuple[LoweredRun, Executions]:
+        assert self.retrace is not None  # only variants of a run with a Retrace call this
+        description = self.retrace(factor * self.lowered.description.step.batch_size)
+        micro_batches = description.micro_batches
+        if description.pipeline is not None and description.step.kind == "train":
+            micro_batches = ga  # a pipelined training step runs its accumulation count
+        elif description.pipeline is not None:
+            micro_batches = max(n for _, n in executions)
+        changed = replace(description, gradient_accumulation=ga, micro_batches=micro_batches)
+        return self._relower(description=changed), executions
+
     def _feeds(self) -> list[Variant]:
         step = self.lowered.description.step
         found: list[Variant] = []
@@ -129,10 +215,10 @@ class WhatIf:
             )
         return found
 
-    def _lowered(self, description: Any) -> tuple[Any, Sequence[tuple[int, int]]]:
+    def _lowered(self, description: RunDescription) -> tuple[LoweredRun, Executions]:
         return self._relower(description=description), self.executions
 
-    def _configured(self, change: Callable[[Any], None]) -> tuple[Any, Sequence[tuple[int, int]]]:
+    def _configured(self, change: Callable[[Any], None]) -> tuple[LoweredRun, Executions]:
         return self._relower(config=self._config(change)), self.executions
 
     def _settings(self) -> list[Variant]:
@@ -175,7 +261,7 @@ class WhatIf:
                     found.append(
                         (
                             f"pipeline_schedule={schedule.capitalize()}",
-                            lambda d=changed: self._lowered(d),
+                            partial(self._lowered, changed),
                         )
                     )
         if description.step.kind == "train" and description.step.trainable:
@@ -187,15 +273,17 @@ class WhatIf:
                     found.append(
                         (
                             f"offload_weight_update_variables={value}",
-                            lambda d=changed: self._lowered(d),
+                            partial(self._lowered, changed),
                         )
                     )
         return found
 
     def variants(self) -> list[Variant]:
         """Every change tried for this run: (what, a function giving (lowered, executions))."""
+        self.notes.clear()
         return [
             *self._longer_executions(),
+            *self._larger_micro_batches(),
             *self._more_accumulation(),
             *self._feeds(),
             *self._settings(),
@@ -228,7 +316,7 @@ class WhatIf:
             self._advice = sorted(found, key=lambda a: -a.gain)
         return list(self._advice)
 
-    def host_range_line(self, report: Any) -> str | None:
+    def host_range_line(self, report: Report) -> str | None:
         """The range of throughputs across the system's host presets, in words, when a host
         resource bounds ``report``'s run (see :mod:`ipusim.session.uncertainty`)."""
         from ipusim.session.uncertainty import host_range_line
@@ -246,7 +334,7 @@ def _set_io_tiles(config: Any) -> None:
     config.io_tiles.num_io_tiles = IO_TILES
 
 
-def _eight_bit_infeed_bytes(step: Any) -> int:
+def _eight_bit_infeed_bytes(step: StepDescription) -> int:
     """The infeed bytes with every floating-point input of two or more dimensions (images,
     feature rows; not targets) fed as one byte per element."""
     saved = 0
@@ -258,4 +346,4 @@ def _eight_bit_infeed_bytes(step: Any) -> int:
             if spec.dtype in ("float32", "float16") and len(spec.shape) >= 2:
                 elements = spec.nbytes // (4 if spec.dtype == "float32" else 2)
                 saved += spec.nbytes - elements
-    return max(step.infeed_bytes - saved, 0)
+    return max(int(step.infeed_bytes) - saved, 0)

@@ -4,7 +4,8 @@ One pool per process (:func:`get_pool`) serves every ``run_sweep(..., jobs=N)`` 
 worker processes start on first use and stay for the next sweep with the same ``jobs``, so a
 study script that runs several sweeps pays the workers' start-up (imports, Numba's first
 compilation) once. Each sweep sends its workload and its environment, import path and working
-folder to the workers first (see :mod:`ipusim.sweep.worker`).
+folder to the workers first (see :mod:`ipusim.sweep.worker`), the thread pools in that
+environment sized for one worker's share of the cores (:func:`ipusim._threads.worker_environment`).
 
 Scheduling: configurations go out in study order, in chunks sized from the measured cost of the
 configurations already run: about :data:`CHUNK_TARGET_S` of work per chunk, and at most
@@ -45,6 +46,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from ipusim._threads import worker_environment
 from ipusim.errors import IncompatibleStateError
 from ipusim.sweep.errors import SweepError, WorkerDied, describe_exit
 from ipusim.sweep.worker import worker_main
@@ -350,7 +352,9 @@ class _Run:
         self.warm_up = warm_up
         self.generation = pool._runs
         try:
-            self.blob = pickle.dumps((task, dict(os.environ), list(sys.path), os.getcwd()))
+            # Each worker's thread pools sized for its share of the cores (see ipusim._threads).
+            environ = worker_environment(os.environ, pool.jobs)
+            self.blob = pickle.dumps((task, environ, list(sys.path), os.getcwd()))
         except Exception as exc:
             raise SweepError(
                 f"the workload cannot be sent to worker processes ({type(exc).__name__}: {exc}). "

@@ -29,6 +29,8 @@ import time
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ipusim._threads import resize_loaded_blas
+
 __all__ = ["PARENT_GONE_EXIT_CODE", "worker_main"]
 
 #: Exit status of a worker that ended because the sweep process died.
@@ -65,6 +67,9 @@ def _take_setup(blob: bytes) -> Any:
     if dict(os.environ) != environ:
         os.environ.clear()
         os.environ.update(environ)
+    blas = environ.get("OPENBLAS_NUM_THREADS", "")
+    if blas.isdigit() and int(blas) > 0:  # a forked worker's pools were sized by the sweep
+        resize_loaded_blas(int(blas))
     sys.path[:] = sys_path
     if os.getcwd() != cwd:
         os.chdir(cwd)

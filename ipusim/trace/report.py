@@ -276,6 +276,8 @@ class Report:
             found = self.advice(top=advice)
             lines = [f"  {a.line()}" for a in found] or ["  (no change tried raised throughput)"]
             text += "\n\nWould help (each simulated)\n" + "\n".join(lines)
+            notes = self.what_if.notes if self.what_if is not None else []
+            text += "".join(f"\n  note: {note}" for note in notes)
         return text
 
     def __str__(self) -> str:

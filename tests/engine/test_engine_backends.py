@@ -18,6 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ipusim.engine import HostLink, HostOptions, RunPlan, simulate
+from ipusim.engine.recorder import execution_sizes
+from ipusim.engine.simulator import AUTO_FAST_MIN_INSTANCES
+from ipusim.engine.tables import compile_program
 from ipusim.lowering.program import (
     Block,
     PipelineProgram,
@@ -193,6 +196,20 @@ def test_both_backends_keep_the_same_detail(case, budget, detail) -> None:
     np.testing.assert_array_equal(fast.trace.totals().duration_ps, full.trace.totals().duration_ps)
 
 
+def _long_enough(program: Program, options: HostOptions, link: HostLink) -> int:
+    """The fewest steps (one execution) with AUTO_FAST_MIN_INSTANCES block instances."""
+    tables = compile_program(program, options, link)
+
+    def work(steps: int) -> int:
+        return int(execution_sizes(tables, RunPlan((steps,)))[1].sum())
+
+    low, high = 0, AUTO_FAST_MIN_INSTANCES  # every step runs at least one block instance
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if work(middle) < AUTO_FAST_MIN_INSTANCES else (low, middle)
+    return high
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -205,8 +222,26 @@ def test_auto_picks_simpy_when_the_outfeed_can_hold_the_ipus_back(options) -> No
     pipeline = PipelineProgram((stage,), "sequential", 1, False, infeed_bytes=8, outfeed_bytes=8)
     program = Program("predict", pipeline, batch_size=2)
     link = HostLink(1e12, 1e12, 0)
-    assert simulate(program, RunPlan((4,)), options, link).engine == "simpy"
+    long = RunPlan((_long_enough(program, options, link),))
+    assert simulate(program, long, options, link, detail="summary").engine == "simpy"
     with pytest.raises(ValueError, match="engine='fast' needs a run whose outfeed"):
         simulate(program, RunPlan((4,)), options, link, engine="fast")
     for plain in (HostOptions(), HostOptions(sample_ps=5)):  # a dataset rate is max-plus too
-        assert simulate(program, RunPlan((4,)), plain, link).engine == "fast"
+        assert simulate(program, long, plain, link, detail="summary").engine == "fast"
+
+
+@pytest.mark.parametrize("feeds", [0, 8])
+def test_auto_picks_the_fast_path_from_the_documented_amount_of_work(feeds) -> None:
+    """engine="auto" runs SimPy below AUTO_FAST_MIN_INSTANCES block instances (the recorder's
+    estimate of the run's work) and the fast path from there on."""
+    stage = StageProgram(0, 0, Block((Superstep("a", "", "a", "fwd", 10, 0, 0),)))
+    pipeline = PipelineProgram(
+        (stage,), "sequential", 1, False, infeed_bytes=feeds, outfeed_bytes=feeds
+    )
+    program = Program("predict", pipeline, batch_size=2)
+    options, link = HostOptions(), HostLink(1e12, 1e12, 0)
+    steps = _long_enough(program, options, link)
+    below = simulate(program, RunPlan((steps - 1,)), options, link, detail="summary")
+    at = simulate(program, RunPlan((steps,)), options, link, detail="summary")
+    assert (below.engine, at.engine) == ("simpy", "fast")
+    assert simulate(program, RunPlan((4,)), options, link).engine == "simpy"

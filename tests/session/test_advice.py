@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 
 import pytest
 
@@ -26,8 +27,24 @@ def _run(module, argv: str) -> Report:
         return module.main(argv.split())
 
 
+def _micro_batch_flags(change: str) -> str:
+    """The workload flags of a larger micro-batch change: ``batch_size=N per replica (now M;
+    S steps per epoch (same samples)[, steps_per_execution=X][,
+    gradient_accumulation_steps_per_replica=G, ...])``."""
+    batch = re.match(r"batch_size=(\d+) ", change)[1]
+    steps = re.search(r"; (\d+) steps per epoch", change)[1]
+    flags = f"--micro-batch {batch} --steps {steps}"
+    if spe := re.search(r"steps_per_execution=(\d+)", change):
+        flags += f" --steps-per-execution {spe[1]}"
+    if ga := re.search(r"gradient_accumulation_steps_per_replica=(\d+)", change):
+        flags += f" --accumulation {ga[1]}"
+    return flags
+
+
 def _flags(change: str) -> str | None:
     """The workload flags that make the same change (None: no flag expresses it)."""
+    if change.startswith("batch_size="):
+        return _micro_batch_flags(change)
     name, _, value = change.partition("=")
     value = value.split()[0] if value else ""
     return {

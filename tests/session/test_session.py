@@ -13,6 +13,7 @@ from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
 from ipusim.compat.runtime.function import function
 from ipusim.config import reset_ipu_configuration
 from ipusim.data import Dataset
+from ipusim.engine import simulator
 from ipusim.errors import ConfigurationError
 from ipusim.strategy import IPUStrategy
 
@@ -30,6 +31,13 @@ def _configure(**ipusim_options) -> None:
 def _reset():
     yield
     reset_ipu_configuration()
+
+
+@pytest.fixture
+def long_enough(monkeypatch):
+    """Every run counts as long enough for the fast path (engine="auto"'s other condition,
+    AUTO_FAST_MIN_INSTANCES, is tested in tests/engine/test_engine_backends.py)."""
+    monkeypatch.setattr(simulator, "AUTO_FAST_MIN_INSTANCES", 0)
 
 
 def _fit(steps_per_execution: int = 4, epochs: int = 2) -> keras.Model:
@@ -69,7 +77,7 @@ def _custom_loop() -> IPUStrategy:
     return strategy
 
 
-def test_every_report_of_both_front_ends_reaches_the_hooks() -> None:
+def test_every_report_of_both_front_ends_reaches_the_hooks(long_enough) -> None:
     from ipusim.keras.extensions.simulation import ON_REPORT
 
     assert ON_REPORT is session.ON_REPORT  # one list, whichever front end registers
@@ -97,7 +105,7 @@ def test_the_configuration_picks_the_engine_and_both_agree() -> None:
     assert fast.trace == slow.trace
 
 
-def test_auto_uses_simpy_when_the_outfeed_can_hold_the_ipus_back() -> None:
+def test_auto_uses_simpy_when_the_outfeed_can_hold_the_ipus_back(long_enough) -> None:
     _configure(host_outfeed_drain_s=1e-6)
     assert _fit().last_simulation.extra["engine"] == "simpy"
     _configure(host_outfeed_drain_s=1e-6, engine="fast")
@@ -105,7 +113,7 @@ def test_auto_uses_simpy_when_the_outfeed_can_hold_the_ipus_back() -> None:
         _fit()
 
 
-def test_a_slow_input_pipeline_stays_on_the_fast_path_and_agrees_with_simpy() -> None:
+def test_a_slow_input_pipeline_stays_on_the_fast_path_and_agrees_with_simpy(long_enough) -> None:
     reports = {}
     for engine in ("auto", "simpy"):
         _configure(host_dataset_rate=2000.0, engine=engine)  # far slower than the device
@@ -114,6 +122,12 @@ def test_a_slow_input_pipeline_stays_on_the_fast_path_and_agrees_with_simpy() ->
     assert fast.extra["engine"] == "fast"
     assert fast.trace == slow.trace
     assert fast.bottleneck.resource == "host input pipeline"
+
+
+def test_auto_runs_a_short_run_on_simpy() -> None:
+    _configure()  # both short runs: far fewer block instances than AUTO_FAST_MIN_INSTANCES
+    assert _fit().last_simulation.extra["engine"] == "simpy"
+    assert _custom_loop().last_simulation.extra["engine"] == "simpy"
 
 
 def test_the_configuration_picks_what_the_trace_keeps() -> None:

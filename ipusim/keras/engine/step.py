@@ -59,6 +59,8 @@ class StepProgram:
         if kind not in KINDS:
             raise ConfigurationError(f"step kind must be one of {KINDS}, received {kind!r}")
         self.kind = kind
+        #: The specs traced (the advice traces the step again at another batch from them).
+        self.specs = (x_spec, y_spec, sample_weight_spec)
         self.trace = model.trace(x_spec, training=kind == "train")
         graph = self.trace.graph
         self.graph = graph

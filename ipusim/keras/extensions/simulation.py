@@ -9,6 +9,7 @@ from typing import Any
 from ipusim import session
 from ipusim.config._env import using_synthetic_data
 from ipusim.keras.engine.step import StepProgram
+from ipusim.keras.extensions.retrace import attach_retrace
 from ipusim.progress import ProgressBar
 from ipusim.session import DistributionSpec, OptimizerCost, PipelineSpec, StepDescription
 from ipusim.trace import Report
@@ -181,4 +182,5 @@ def simulate_program(
     bar = ProgressBar(len(executions), unit="executions", enabled=progress)
     with bar:
         run = session.simulate(lowered, executions, progress=bar.advance)
+    attach_retrace(model, lowered, run.report)  # the advice may try a larger micro-batch
     return run.report, list(run.epoch_seconds)
