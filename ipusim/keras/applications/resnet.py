@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import InvalidTypeError, UnsupportedError
+from ipusim.errors import UnsupportedError
 from ipusim.keras import layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -59,11 +59,10 @@ def _resnet(
     classifier_activation: Any,
 ) -> Functional:
     name = model_name
-    _common.check_weights(name, weights, include_top, classes)
-    _common.check_classifier(name, include_top, weights, classifier_activation)
-    _common.check_pooling(name, pooling)
-    shape = _common.input_shape_for(name, input_shape, 224, 32, include_top, weights)
-    inputs = _common.model_input(input_tensor, shape)
+    _, inputs = _common.checked_input(
+        name, include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation,
+    )  # fmt: skip
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(inputs)
     x = layers.Conv2D(64, 7, strides=2, name="conv1_conv")(x)
     x = layers.BatchNormalization(epsilon=_BN_EPSILON, name="conv1_bn")(x)
@@ -103,7 +102,7 @@ def ResNet50(  # noqa: N802 - Keras' name
         classes: output classes of the top.
         classifier_activation: activation of the top layer.
     """
-    _no_kwargs("ResNet50", kwargs)
+    _common.no_kwargs("ResNet50", kwargs)
 
     def stack_fn(x: Any) -> Any:
         x = _stack(x, 64, 3, stride1=1, name="conv2")
@@ -135,7 +134,7 @@ def ResNet101(  # noqa: N802 - Keras' name
     **kwargs: Any,
 ) -> Functional:
     """ResNet-101: stages of 3, 4, 23 and 3 bottleneck blocks (arguments as :func:`ResNet50`)."""
-    _no_kwargs("ResNet101", kwargs)
+    _common.no_kwargs("ResNet101", kwargs)
 
     def stack_fn(x: Any) -> Any:
         x = _stack(x, 64, 3, stride1=1, name="conv2")
@@ -154,11 +153,6 @@ def ResNet101(  # noqa: N802 - Keras' name
         classes,
         classifier_activation,
     )
-
-
-def _no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
-    if kwargs:
-        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:
