@@ -8,7 +8,6 @@ count is Keras' (ResNet50 with the top: 25,636,712).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import UnsupportedError
@@ -48,7 +47,7 @@ def _stack(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
 
 
 def _resnet(
-    stack_fn: Callable[[Any], Any],
+    conv4_blocks: int,
     model_name: str,
     include_top: bool,
     weights: Any,
@@ -69,7 +68,10 @@ def _resnet(
     x = layers.Activation("relu", name="conv1_relu")(x)
     x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), name="pool1_pad")(x)
     x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
-    x = stack_fn(x)
+    x = _stack(x, 64, 3, stride1=1, name="conv2")
+    x = _stack(x, 128, 4, name="conv3")
+    x = _stack(x, 256, conv4_blocks, name="conv4")
+    x = _stack(x, 512, 3, name="conv5")
     if include_top:
         x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
         x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
@@ -103,15 +105,8 @@ def ResNet50(  # noqa: N802 - Keras' name
         classifier_activation: activation of the top layer.
     """
     _common.no_kwargs("ResNet50", kwargs)
-
-    def stack_fn(x: Any) -> Any:
-        x = _stack(x, 64, 3, stride1=1, name="conv2")
-        x = _stack(x, 128, 4, name="conv3")
-        x = _stack(x, 256, 6, name="conv4")
-        return _stack(x, 512, 3, name="conv5")
-
     return _resnet(
-        stack_fn,
+        6,
         "resnet50",
         include_top,
         weights,
@@ -135,15 +130,8 @@ def ResNet101(  # noqa: N802 - Keras' name
 ) -> Functional:
     """ResNet-101: stages of 3, 4, 23 and 3 bottleneck blocks (arguments as :func:`ResNet50`)."""
     _common.no_kwargs("ResNet101", kwargs)
-
-    def stack_fn(x: Any) -> Any:
-        x = _stack(x, 64, 3, stride1=1, name="conv2")
-        x = _stack(x, 128, 4, name="conv3")
-        x = _stack(x, 256, 23, name="conv4")
-        return _stack(x, 512, 3, name="conv5")
-
     return _resnet(
-        stack_fn,
+        23,
         "resnet101",
         include_top,
         weights,
