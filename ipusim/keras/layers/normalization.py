@@ -16,6 +16,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import norm as norm_ops
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import no_regularizers
 
 
 class _Normalization(Layer):
@@ -67,13 +68,7 @@ class BatchNormalization(_Normalization):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if any(
-            x is not None
-            for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
-        ):
-            raise UnsupportedError(
-                "BatchNormalization: regularizers/constraints are not supported yet"
-            )
+        no_regularizers("BatchNormalization", locals())
         if not 0 <= momentum <= 1:
             raise ConfigurationError(
                 f"BatchNormalization: `momentum` must be in [0, 1], received {momentum}"
@@ -195,13 +190,7 @@ class LayerNormalization(_Normalization):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if any(
-            x is not None
-            for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
-        ):
-            raise UnsupportedError(
-                "LayerNormalization: regularizers/constraints are not supported yet"
-            )
+        no_regularizers("LayerNormalization", locals())
         if epsilon <= 0:
             raise ConfigurationError(
                 f"LayerNormalization: `epsilon` must be positive, received {epsilon}"
