@@ -31,7 +31,8 @@ def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
     )
     if given:
         raise UnsupportedError(
-            f"{layer}: {', '.join(given)} are not supported by ipusim yet; leave them None"
+            f"{layer}: ipusim does not simulate {', '.join(given)}; leave "
+            f"{'it' if len(given) == 1 else 'them'} None"
         )
 
 
