@@ -122,25 +122,15 @@ def _pointwise(ufunc: Callable[..., Any]) -> Callable[..., Any]:
     return apply
 
 
-_exp, _log, _sqrt, _tanh = (_pointwise(f) for f in (np.exp, np.log, np.sqrt, np.tanh))
-
-
-@kernel
-def _negative(x, out):
-    for i in range(x.size):
-        out[i] = -x[i]
+_negative, _abs, _exp, _log, _sqrt, _tanh = (
+    _pointwise(f) for f in (operator.neg, abs, np.exp, np.log, np.sqrt, np.tanh)
+)
 
 
 @kernel
 def _square(x, out):
     for i in range(x.size):
         out[i] = x[i] * x[i]
-
-
-@kernel
-def _abs(x, out):
-    for i in range(x.size):
-        out[i] = abs(x[i])
 
 
 @kernel
