@@ -34,6 +34,23 @@ class _Normalization(Layer):
     def _narrow(self, y: Any) -> Any:
         return m.cast(y, self._compute_dtype) if y.dtype != self._compute_dtype else y
 
+    def _add_gamma_beta(self, channels: int) -> None:
+        """The scale and offset weights (frozen, not absent, when ``scale`` / ``center`` is off)."""
+        self.gamma = self.add_weight(
+            "gamma",
+            (channels,),
+            initializer=self.gamma_initializer,
+            trainable=self.scale,
+            dtype=self._param_dtype,
+        )
+        self.beta = self.add_weight(
+            "beta",
+            (channels,),
+            initializer=self.beta_initializer,
+            trainable=self.center,
+            dtype=self._param_dtype,
+        )
+
 
 class BatchNormalization(_Normalization):
     """Normalise with batch statistics in training and moving statistics in inference.
@@ -97,20 +114,7 @@ class BatchNormalization(_Normalization):
                 f"BatchNormalization {self.name!r}: the feature axis of input shape "
                 f"{input_shape} must be known"
             )
-        self.gamma = self.add_weight(
-            "gamma",
-            (channels,),
-            initializer=self.gamma_initializer,
-            trainable=self.scale,
-            dtype=self._param_dtype,
-        )
-        self.beta = self.add_weight(
-            "beta",
-            (channels,),
-            initializer=self.beta_initializer,
-            trainable=self.center,
-            dtype=self._param_dtype,
-        )
+        self._add_gamma_beta(channels)
         self.moving_mean = self.add_weight(
             "moving_mean",
             (channels,),
@@ -207,20 +211,7 @@ class LayerNormalization(_Normalization):
                 f"LayerNormalization: only the last axis is supported, received axis={self.axis}"
             )
         channels = input_shape[-1]
-        self.gamma = self.add_weight(
-            "gamma",
-            (channels,),
-            initializer=self.gamma_initializer,
-            trainable=self.scale,
-            dtype=self._param_dtype,
-        )
-        self.beta = self.add_weight(
-            "beta",
-            (channels,),
-            initializer=self.beta_initializer,
-            trainable=self.center,
-            dtype=self._param_dtype,
-        )
+        self._add_gamma_beta(channels)
         self.built = True
 
     def call(self, inputs: Any) -> Any:
