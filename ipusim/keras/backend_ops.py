@@ -157,7 +157,7 @@ def int_shape(x: Any) -> tuple[int | None, ...]:
     """The static shape as a tuple of ints (None for unknown sizes); NumPy's for other values."""
     shape = getattr(x, "shape", None)
     if shape is None:
-        return np.shape(x)
+        return tuple(np.shape(x))
     return tuple(None if d is None else int(d) for d in shape)
 
 

@@ -63,7 +63,7 @@ def input_shape_for(
     return shape
 
 
-def model_input(input_tensor: Any, shape: tuple) -> Any:
+def model_input(input_tensor: Any, shape: tuple[int | None, ...]) -> Any:
     """``keras.Input(shape)`` or the caller's ``input_tensor`` (a keras.Input tensor)."""
     if input_tensor is None:
         return Input(shape=shape)

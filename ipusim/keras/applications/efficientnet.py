@@ -5,6 +5,7 @@ counts (B0 with the top: 5,330,571)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.keras import initializers, layers
@@ -100,9 +101,9 @@ def _block(
 
 def _round_filters(filters: int, width: float, divisor: int = 8) -> int:
     """``filters * width`` rounded to a multiple of ``divisor``, at most 10% down (as Keras)."""
-    filters *= width
-    new = max(divisor, int(filters + divisor / 2) // divisor * divisor)
-    if new < 0.9 * filters:
+    scaled = filters * width
+    new = max(divisor, int(scaled + divisor / 2) // divisor * divisor)
+    if new < 0.9 * scaled:
         new += divisor
     return int(new)
 
@@ -168,7 +169,9 @@ def _efficientnet(
     return model
 
 
-def _variant(model_name: str, width: float, depth: float, size: int, dropout: float):
+def _variant(
+    model_name: str, width: float, depth: float, size: int, dropout: float
+) -> Callable[..., Functional]:
     def build(
         include_top: bool = True,
         weights: Any = "imagenet",

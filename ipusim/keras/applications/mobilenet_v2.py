@@ -13,7 +13,7 @@ from ipusim.keras.engine.functional import Functional
 
 __all__ = ["MobileNetV2", "preprocess_input"]
 
-_BN = {"epsilon": 1e-3, "momentum": 0.999}
+_BN: dict[str, Any] = {"epsilon": 1e-3, "momentum": 0.999}
 
 #: (filters, stride, expansion) of the 17 inverted residual blocks, in order.
 _BLOCKS = [

@@ -20,7 +20,9 @@ __all__ = ["ResNet50", "ResNet101", "decode_predictions", "preprocess_input"]
 _BN_EPSILON = 1.001e-5
 
 
-def _block(x: Any, filters: int, stride: int = 1, conv_shortcut: bool = True, name: str = ""):
+def _block(
+    x: Any, filters: int, stride: int = 1, conv_shortcut: bool = True, name: str = ""
+) -> Any:
     """The bottleneck residual block (Keras' ``block1``)."""
     if conv_shortcut:
         shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=f"{name}_0_conv")(x)

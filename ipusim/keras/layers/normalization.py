@@ -23,6 +23,10 @@ class _Normalization(Layer):
     """What both normalisation layers share: float32 parameters and arithmetic for float16."""
 
     _autocast_variables = False
+    gamma_initializer: Any
+    beta_initializer: Any
+    scale: bool
+    center: bool
 
     @property
     def _param_dtype(self) -> str:
