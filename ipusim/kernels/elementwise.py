@@ -24,25 +24,30 @@ _GELU_CUBIC = 0.044715
 
 
 # ---------------------------------------------------------------------------- binary (broadcasting)
+def _named_kernel(fn: Callable[..., Any], kind: str, op: Callable[..., Any]) -> Callable[..., Any]:
+    # A name of its own per op: Numba names a cached kernel's files after its qualified name, and
+    # kernels sharing files could overwrite each other's entries when processes compile at once.
+    fn.__name__ = fn.__qualname__ = f"_{kind}_{op.__name__}"
+    return kernel(fn)
+
+
 def _broadcasting(op: Callable[..., Any]) -> Callable[..., Any]:
     """A kernel applying ``op`` (an operator or NumPy ufunc) to two arrays as a Numba array
     expression: one compiled, cached version per ``op`` and operand types."""
 
-    @kernel
     def apply(a, b):
         return op(a, b)
 
-    return apply
+    return _named_kernel(apply, "broadcasting", op)
 
 
 def _masking(compare: Callable[..., Any]) -> Callable[..., Any]:
     """A kernel ``dy * compare(a, b)``: the gradient through a comparison-selected operand."""
 
-    @kernel
     def apply(dy, a, b):
         return dy * compare(a, b)
 
-    return apply
+    return _named_kernel(apply, "masking", compare)
 
 
 _add, _subtract, _multiply, _divide, _maximum, _minimum, _equal = (
@@ -114,12 +119,11 @@ def masked_grad(dy: np.ndarray, a: np.ndarray, b: np.ndarray, mode: str) -> np.n
 def _pointwise(ufunc: Callable[..., Any]) -> Callable[..., Any]:
     """A kernel ``out[i] = ufunc(x[i])`` over flat views (one compiled version per ufunc)."""
 
-    @kernel
     def apply(x, out):
         for i in range(x.size):
             out[i] = ufunc(x[i])
 
-    return apply
+    return _named_kernel(apply, "pointwise", ufunc)
 
 
 _negative, _abs, _exp, _log, _sqrt, _tanh = (
