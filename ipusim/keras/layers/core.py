@@ -36,6 +36,11 @@ def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
         )
 
 
+def same_shape(layer: Any, input_shape: Any) -> tuple[Any, ...]:
+    """``compute_output_shape`` of a layer whose output has its input's shape (no tracing)."""
+    return tuple(input_shape)
+
+
 def add_bias(layer: Any, shape: tuple) -> None:
     """Add ``layer``'s ``bias`` weight of ``shape`` (None when ``use_bias`` is off); mark it built.
 

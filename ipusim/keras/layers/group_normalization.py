@@ -13,7 +13,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import no_regularizers
+from ipusim.keras.layers.core import no_regularizers, same_shape
 
 
 class GroupNormalization(Layer):
@@ -102,8 +102,7 @@ class GroupNormalization(Layer):
         y = m.add(m.multiply(x, inv), offset)
         return s.reshape(y, [-1 if d is None else d for d in dims])
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {
