@@ -146,7 +146,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("ipusim/keras/layers/recurrent.py", "_Recurrent.reset_states", "AttributeError"): (
         "Keras raises AttributeError('Layer must be stateful.') here and scripts test for it"
     ),
-    ("ipusim/compat/runner.py", "resolve", "KeyError"): (
+    ("ipusim/compat/redirect.py", "resolve", "KeyError"): (
         "the import hook's 'not a redirected module' answer, caught by the finder"
     ),
     ("ipusim/compat/runner.py", "_split_options", "SystemExit"): (

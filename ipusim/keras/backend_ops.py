@@ -154,13 +154,16 @@ def l2_normalize(x: Any, axis: Any = None) -> Any:
 
 # ----------------------------------------------------------------------------------- shapes
 def int_shape(x: Any) -> tuple[int | None, ...]:
-    """The static shape as a tuple (None for unknown sizes)."""
-    return tuple(x.shape)
+    """The static shape as a tuple of ints (None for unknown sizes); NumPy's for other values."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return tuple(np.shape(x))
+    return tuple(None if d is None else int(d) for d in shape)
 
 
 def ndim(x: Any) -> int:
     """The rank."""
-    return len(x.shape)
+    return len(int_shape(x))
 
 
 expand_dims = _either(
@@ -175,11 +178,10 @@ flatten = _either(lambda x: gs.reshape(x, (-1,)), lambda x: np.reshape(x, (-1,))
 
 def batch_flatten(x: Any) -> Any:
     """``x`` as (batch, everything else)."""
-    return (
-        gs.reshape(x, (-1, int(np.prod(x.shape[1:]))))
-        if _symbolic(x)
-        else np.reshape(x, (len(x), -1))
-    )
+    if not _symbolic(x):
+        return np.reshape(x, (len(x), -1))
+    batch = x.shape[0] if x.shape[0] is not None else -1
+    return gs.reshape(x, (batch, int(np.prod(x.shape[1:]))))
 
 
 def permute_dimensions(x: Any, pattern: Any) -> Any:

@@ -9,7 +9,9 @@ Every kernel is dtype-generic: it computes in the dtype of its inputs (float32 o
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,59 +24,43 @@ _GELU_CUBIC = 0.044715
 
 
 # ---------------------------------------------------------------------------- binary (broadcasting)
-@kernel
-def _add(a, b):
-    return a + b
+def _named_kernel(fn: Callable[..., Any], kind: str, op: Callable[..., Any]) -> Callable[..., Any]:
+    # A name of its own per op: Numba names a cached kernel's files after its qualified name, and
+    # kernels sharing files could overwrite each other's entries when processes compile at once.
+    fn.__name__ = fn.__qualname__ = f"_{kind}_{op.__name__}"
+    return kernel(fn)
 
 
-@kernel
-def _subtract(a, b):
-    return a - b
+def _broadcasting(op: Callable[..., Any]) -> Callable[..., Any]:
+    """A kernel applying ``op`` (an operator or NumPy ufunc) to two arrays as a Numba array
+    expression: one compiled, cached version per ``op`` and operand types."""
+
+    def apply(a, b):
+        return op(a, b)
+
+    return _named_kernel(apply, "broadcasting", op)
 
 
-@kernel
-def _multiply(a, b):
-    return a * b
+def _masking(compare: Callable[..., Any]) -> Callable[..., Any]:
+    """A kernel ``dy * compare(a, b)``: the gradient through a comparison-selected operand."""
+
+    def apply(dy, a, b):
+        return dy * compare(a, b)
+
+    return _named_kernel(apply, "masking", compare)
 
 
-@kernel
-def _divide(a, b):
-    return a / b
-
-
-@kernel
-def _maximum(a, b):
-    return np.maximum(a, b)
-
-
-@kernel
-def _minimum(a, b):
-    return np.minimum(a, b)
-
-
-@kernel
-def _equal(a, b):
-    return a == b
-
-
-@kernel
-def _mask_ge(dy, a, b):
-    return dy * (a >= b)
-
-
-@kernel
-def _mask_gt(dy, a, b):
-    return dy * (a > b)
-
-
-@kernel
-def _mask_le(dy, a, b):
-    return dy * (a <= b)
-
-
-@kernel
-def _mask_lt(dy, a, b):
-    return dy * (a < b)
+_add, _subtract, _multiply, _divide, _maximum, _minimum, _equal = (
+    _broadcasting(op)
+    for op in (operator.add, operator.sub, operator.mul, operator.truediv, np.maximum,
+               np.minimum, operator.eq)
+)  # fmt: skip
+_MASKS = {
+    "ge": _masking(operator.ge),
+    "gt": _masking(operator.gt),
+    "le": _masking(operator.le),
+    "lt": _masking(operator.lt),
+}
 
 
 def _same_rank(*arrays: np.ndarray) -> list[np.ndarray]:
@@ -124,49 +110,31 @@ def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _binary(_equal, np.dtype(np.bool_), a, b)
 
 
-_MASKS = {"ge": _mask_ge, "gt": _mask_gt, "le": _mask_le, "lt": _mask_lt}
-
-
 def masked_grad(dy: np.ndarray, a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
     """``dy`` where ``a <mode> b`` holds (mode: ge, gt, le, lt), else 0; shape of ``dy``."""
     return _binary(_MASKS[mode], dy.dtype, dy, a, b)
 
 
 # ---------------------------------------------------------------------------- unary
-@kernel
-def _negative(x, out):
-    for i in range(x.size):
-        out[i] = -x[i]
+def _pointwise(ufunc: Callable[..., Any]) -> Callable[..., Any]:
+    """A kernel ``out[i] = ufunc(x[i])`` over flat views (one compiled version per ufunc)."""
+
+    def apply(x, out):
+        for i in range(x.size):
+            out[i] = ufunc(x[i])
+
+    return _named_kernel(apply, "pointwise", ufunc)
 
 
-@kernel
-def _exp(x, out):
-    for i in range(x.size):
-        out[i] = np.exp(x[i])
-
-
-@kernel
-def _log(x, out):
-    for i in range(x.size):
-        out[i] = np.log(x[i])
-
-
-@kernel
-def _sqrt(x, out):
-    for i in range(x.size):
-        out[i] = np.sqrt(x[i])
+_negative, _abs, _exp, _log, _sqrt, _tanh = (
+    _pointwise(f) for f in (operator.neg, abs, np.exp, np.log, np.sqrt, np.tanh)
+)
 
 
 @kernel
 def _square(x, out):
     for i in range(x.size):
         out[i] = x[i] * x[i]
-
-
-@kernel
-def _abs(x, out):
-    for i in range(x.size):
-        out[i] = abs(x[i])
 
 
 @kernel
@@ -185,12 +153,6 @@ def _sigmoid(x, out):
         else:  # exp of a negative number cannot overflow
             e = np.exp(v)
             out[i] = e / (1.0 + e)
-
-
-@kernel
-def _tanh(x, out):
-    for i in range(x.size):
-        out[i] = np.tanh(x[i])
 
 
 @kernel

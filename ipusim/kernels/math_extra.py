@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ipusim.kernels._jit import kernel
-from ipusim.kernels.elementwise import _binary
+from ipusim.kernels.elementwise import _binary, _broadcasting
 
 #: Unary function name -> code of :func:`_unary_fn`.
 UNARY_CODES: dict[str, int] = {
@@ -140,66 +140,19 @@ def predicate(x: np.ndarray, fn: str) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- binary
 @kernel
-def _pow(a, b):
-    return np.power(a, b)
-
-
-@kernel
-def _atan2(a, b):
-    return np.arctan2(a, b)
-
-
-@kernel
-def _floordiv(a, b):
-    return np.floor_divide(a, b)
-
-
-@kernel
-def _floormod(a, b):
-    return np.remainder(a, b)
-
-
-@kernel
 def _select(c, a, b):
     return np.where(c, a, b)
 
 
-@kernel
-def _bitwise_and(a, b):
-    return np.bitwise_and(a, b)
-
-
-@kernel
-def _bitwise_or(a, b):
-    return np.bitwise_or(a, b)
-
-
-@kernel
-def _bitwise_xor(a, b):
-    return np.bitwise_xor(a, b)
-
-
-@kernel
-def _left_shift(a, b):
-    return np.left_shift(a, b)
-
-
-@kernel
-def _right_shift(a, b):
-    return np.right_shift(a, b)
-
-
 _BINARY = {
-    "pow": _pow,
-    "atan2": _atan2,
-    "floordiv": _floordiv,
-    "floormod": _floormod,
-    "bitwise_and": _bitwise_and,
-    "bitwise_or": _bitwise_or,
-    "bitwise_xor": _bitwise_xor,
-    "left_shift": _left_shift,
-    "right_shift": _right_shift,
-}
+    name: _broadcasting(ufunc)
+    for name, ufunc in (
+        ("pow", np.power), ("atan2", np.arctan2), ("floordiv", np.floor_divide),
+        ("floormod", np.remainder), ("bitwise_and", np.bitwise_and),
+        ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
+        ("left_shift", np.left_shift), ("right_shift", np.right_shift),
+    )
+}  # fmt: skip
 
 
 def binary(a: np.ndarray, b: np.ndarray, fn: str) -> np.ndarray:

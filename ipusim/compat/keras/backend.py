@@ -6,7 +6,9 @@ Settings are read from and written to :mod:`ipusim.keras.backend` itself (this m
 forwards), so ``K.set_floatx`` here is the one every ipusim layer sees. The runtime's tensor
 functions come first: they also run on ``tf.Variable`` objects inside a ``tf.function`` and
 return eager tensors, where :mod:`ipusim.keras.backend_ops` (the same names, for ipusim's own
-Keras code) computes with NumPy outside a model.
+Keras code) computes with NumPy outside a model. Where the two agree on the graph they build
+(``K.int_shape``, ``K.ndim``, ``K.flatten``, ``K.batch_flatten``) the runtime uses
+:mod:`ipusim.keras.backend_ops`; the others are the runtime's TensorFlow ops under Keras' names.
 """
 
 from ipusim.compat._alias import runtime_getattr

@@ -22,8 +22,9 @@ from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.ops import math as gm
-from ipusim.graph.ops import shape as gs
 from ipusim.keras import backend as _settings
+from ipusim.keras import backend_ops as _keras
+from ipusim.keras.backend_ops import int_shape
 
 _image_format = {"value": "channels_last"}
 _learning_phase = {"value": 0}
@@ -260,17 +261,12 @@ def expand_dims(x: Any, axis: int = -1) -> Any:
 
 def flatten(x: Any) -> Any:
     """``K.flatten``: a 1-D tensor."""
-    return _op(lambda v: gs.reshape(v, (-1,)), x)
+    return _op(_keras.flatten, x)
 
 
 def batch_flatten(x: Any) -> Any:
     """``K.batch_flatten``: ``(batch, everything else)``."""
-    return _op(
-        lambda v: gs.reshape(
-            v, (v.shape[0] if v.shape[0] is not None else -1, int(np.prod(v.shape[1:])))
-        ),
-        x,
-    )
+    return _op(_keras.batch_flatten, x)
 
 
 def stack(x: Any, axis: int = 0) -> Any:
@@ -378,19 +374,6 @@ def update_sub(x: Any, decrement: Any) -> Any:
 def eval(x: Any) -> Any:  # noqa: A001
     """``K.eval``: the value of a concrete tensor or variable."""
     return get_value(x)
-
-
-def int_shape(x: Any) -> tuple | None:
-    """``K.int_shape``: the static shape as a tuple of ints (None where unknown)."""
-    shape = getattr(x, "shape", None)
-    if shape is None:
-        return np.shape(x)
-    return tuple(None if d is None else int(d) for d in shape)
-
-
-def ndim(x: Any) -> int:
-    """``K.ndim``."""
-    return len(int_shape(x) or ())
 
 
 def shape(x: Any) -> Any:

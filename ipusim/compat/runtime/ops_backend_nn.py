@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime import ops, ops_array, ops_nn_extra, ops_random
+from ipusim.compat.runtime import ops, ops_array, ops_misc, ops_nn_extra, ops_random
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_backend import get_value, update, variable
 from ipusim.compat.runtime.ops_math import _op
@@ -239,21 +239,13 @@ def map_fn(fn: Callable[..., Any], elems: Any, name: Any = None, dtype: Any = No
 
 
 def foldl(fn: Callable[..., Any], elems: Any, initializer: Any = None, name: Any = None) -> Any:
-    """``K.foldl``: left fold over the first axis (unrolled when traced)."""
-    items = ops_array.unstack(elems)
-    acc = items.pop(0) if initializer is None else initializer
-    for item in items:
-        acc = fn(acc, item)
-    return acc
+    """``K.foldl``: ``tf.foldl``, a left fold over the first axis (unrolled when traced)."""
+    return ops_misc.foldl(fn, elems, initializer)
 
 
 def foldr(fn: Callable[..., Any], elems: Any, initializer: Any = None, name: Any = None) -> Any:
-    """``K.foldr``: right fold over the first axis (unrolled when traced)."""
-    items = ops_array.unstack(elems)[::-1]
-    acc = items.pop(0) if initializer is None else initializer
-    for item in items:
-        acc = fn(acc, item)
-    return acc
+    """``K.foldr``: ``tf.foldr``, a right fold over the first axis (unrolled when traced)."""
+    return ops_misc.foldr(fn, elems, initializer)
 
 
 def print_tensor(x: Any, message: str = "", summarize: int = 3) -> Any:

@@ -248,60 +248,24 @@ def _positive(name: str, value: Any) -> int:
     return int(value)
 
 
-def check_pipeline_args(
-    computational_stages: Any,
-    gradient_accumulation_count: Any,
-    repeat_count: Any,
-    batch_serialization_iterations: Any,
-    infeed_queue: Any,
-    outfeed_queue: Any,
-    optimizer_function: Any,
-    device_mapping: Any,
-    pipeline_schedule: Any,
-    recomputation_mode: Any,
-    options: dict[str, Any],
-) -> PipelineArgs:
-    """Validate ``pipeline()``'s arguments (conditions of reference §4) and fill in defaults."""
-    from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedMode, IPUOutfeedQueue
-
-    # The checks pipeline() shares with Keras' set_pipelining_options: one implementation.
-    shared = PipelineOptions.from_kwargs(
-        pipeline_schedule=pipeline_schedule, recomputation_mode=recomputation_mode, **options
-    )
-    if not isinstance(computational_stages, list | tuple):
-        raise InvalidTypeError(
-            "computational_stages argument needs to be a list or a tuple of stage functions, "
-            f"received {type(computational_stages).__name__}"
-        )
-    if gradient_accumulation_count is None:
+def _check_gac(gac: Any) -> int:
+    if gac is None:
         raise ConfigurationError(
             "gradient_accumulation_count must be specified: pass the number of micro-batches "
             "per pipeline run (e.g. gradient_accumulation_count=16)."
         )
-    gac = gradient_accumulation_count
     if isinstance(gac, bool) or not isinstance(gac, int | np.integer):
         raise InvalidTypeError(f"gradient_accumulation_count must be an int, received {gac!r}")
     if gac < 0:
         raise ConfigurationError(f"gradient_accumulation_count must be >= 0, received {gac}")
     if gac >= _MAX_INT32:
         raise ConfigurationError(f"gradient_accumulation_count must be < max int32, received {gac}")
-    method = shared.reduction_method
-    bsi = _positive("batch_serialization_iterations", batch_serialization_iterations)
-    if bsi != 1 and method is not GradientAccumulationReductionMethod.SUM:
-        raise ConfigurationError(
-            "batch_serialization_iterations != 1 is only supported when reduction_method is "
-            f"GradientAccumulationReductionMethod.SUM (received {method.name})."
-        )
-    repeats = _positive("repeat_count", repeat_count)
-    schedule = shared.schedule
-    if pipeline_schedule is None and bsi > 1:
-        schedule = PipelineSchedule.Sequential
-    if bsi > 1 and schedule is not PipelineSchedule.Sequential:
-        raise UnsupportedError(
-            "Batch serialization is only supported with the `Sequential` schedule: set "
-            "pipeline_schedule=PipelineSchedule.Sequential."
-        )
-    mode = shared.recomputation_mode
+    return int(gac)
+
+
+def _check_feeds(infeed_queue: Any, outfeed_queue: Any) -> None:
+    from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
+
     if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
         raise InvalidTypeError(
             "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue (received "
@@ -311,6 +275,14 @@ def check_pipeline_args(
         raise InvalidTypeError(
             "outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue (received "
             f"{type(outfeed_queue).__name__})"
+        )
+
+
+def _check_slots(computational_stages: Any) -> tuple[Any, ...]:
+    if not isinstance(computational_stages, list | tuple):
+        raise InvalidTypeError(
+            "computational_stages argument needs to be a list or a tuple of stage functions, "
+            f"received {type(computational_stages).__name__}"
         )
     slots = tuple(computational_stages)
     if len(slots) < 2:
@@ -324,6 +296,13 @@ def check_pipeline_args(
                 f"every computational stage must be a function (or a list of concurrent "
                 f"functions), received {slot!r}"
             )
+    return slots
+
+
+def _map_devices(
+    device_mapping: Any, slots: tuple[Any, ...], bsi: int
+) -> tuple[Any, list[tuple[int, ...]], list[int]]:
+    """The mapping (default filled in), each slot's indices into the flat list, the flat IPUs."""
     if device_mapping is None:
         device_mapping = [0] * len(slots) if bsi > 1 else list(range(len(slots)))
         device_mapping = [
@@ -361,19 +340,12 @@ def check_pipeline_args(
                 )
         groups.append(tuple(range(len(flat), len(flat) + len(entries))))
         flat += [int(i) for i in entries]
-    training = optimizer_function is not None
-    if training and schedule is PipelineSchedule.Interleaved and len(set(flat)) < len(flat):
-        raise UnsupportedError(
-            "The pipelining schedule 'Interleaved' does not currently support multiple pipeline "
-            f"stages on the same device for training graphs (device_mapping {list(device_mapping)}). "
-            "Please use a different pipeline schedule."
-        )
-    if bsi > 1 and len(set(flat)) != 1:
-        raise UnsupportedError(
-            "When using batch serialization, all the pipeline stages need to be mapped to a "
-            f"single IPU (device_mapping {list(device_mapping)})."
-        )
-    check_stage_option_lengths(options, len(slots))
+    return device_mapping, groups, flat
+
+
+def _check_outfeed_options(options: dict[str, Any], outfeed_queue: Any, training: bool) -> None:
+    from ipusim.compat.runtime.feeds import IPUOutfeedMode
+
     mask, outfeed_loss = options.get("outfeed_mask"), options.get("outfeed_loss")
     if mask is not None and not training:
         raise ConfigurationError("An optimizer_function must be provided when outfeed_mask is set.")
@@ -399,9 +371,11 @@ def check_pipeline_args(
                 warnings.warn(
                     f"{name} will have no effect since this pipeline is in inference.",
                     UserWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
-    multiple = pipeline_depth_multiple(schedule.name.lower(), len(slots), training, len(set(flat)))
+
+
+def _check_iterations(gac: int, multiple: int) -> None:
     context_sentence = (
         "This number might be called `gradient_accumulation_count`, "
         "`gradient_accumulation_steps_per_replica` or `steps_per_execution` depending on the "
@@ -417,14 +391,72 @@ def check_pipeline_args(
             f"The number of iterations of the pipeline must be at least {multiple}, but it is "
             f"{gac}. {context_sentence}"
         )
+
+
+def check_pipeline_args(
+    computational_stages: Any,
+    gradient_accumulation_count: Any,
+    repeat_count: Any,
+    batch_serialization_iterations: Any,
+    infeed_queue: Any,
+    outfeed_queue: Any,
+    optimizer_function: Any,
+    device_mapping: Any,
+    pipeline_schedule: Any,
+    recomputation_mode: Any,
+    options: dict[str, Any],
+) -> PipelineArgs:
+    """Validate ``pipeline()``'s arguments (conditions of reference §4) and fill in defaults."""
+    # The checks pipeline() shares with Keras' set_pipelining_options: one implementation.
+    shared = PipelineOptions.from_kwargs(
+        pipeline_schedule=pipeline_schedule, recomputation_mode=recomputation_mode, **options
+    )
+    if not isinstance(computational_stages, list | tuple):  # TF checks the type first
+        _check_slots(computational_stages)
+    gac = _check_gac(gradient_accumulation_count)
+    method = shared.reduction_method
+    bsi = _positive("batch_serialization_iterations", batch_serialization_iterations)
+    if bsi != 1 and method is not GradientAccumulationReductionMethod.SUM:
+        raise ConfigurationError(
+            "batch_serialization_iterations != 1 is only supported when reduction_method is "
+            f"GradientAccumulationReductionMethod.SUM (received {method.name})."
+        )
+    repeats = _positive("repeat_count", repeat_count)
+    schedule = shared.schedule
+    if pipeline_schedule is None and bsi > 1:
+        schedule = PipelineSchedule.Sequential
+    if bsi > 1 and schedule is not PipelineSchedule.Sequential:
+        raise UnsupportedError(
+            "Batch serialization is only supported with the `Sequential` schedule: set "
+            "pipeline_schedule=PipelineSchedule.Sequential."
+        )
+    _check_feeds(infeed_queue, outfeed_queue)
+    slots = _check_slots(computational_stages)
+    device_mapping, groups, flat = _map_devices(device_mapping, slots, bsi)
+    training = optimizer_function is not None
+    if training and schedule is PipelineSchedule.Interleaved and len(set(flat)) < len(flat):
+        raise UnsupportedError(
+            "The pipelining schedule 'Interleaved' does not currently support multiple pipeline "
+            f"stages on the same device for training graphs (device_mapping {list(device_mapping)}). "
+            "Please use a different pipeline schedule."
+        )
+    if bsi > 1 and len(set(flat)) != 1:
+        raise UnsupportedError(
+            "When using batch serialization, all the pipeline stages need to be mapped to a "
+            f"single IPU (device_mapping {list(device_mapping)})."
+        )
+    check_stage_option_lengths(options, len(slots))
+    _check_outfeed_options(options, outfeed_queue, training)
+    multiple = pipeline_depth_multiple(schedule.name.lower(), len(slots), training, len(set(flat)))
+    _check_iterations(gac, multiple)
     return PipelineArgs(
         slots=slots,
         groups=tuple(groups),
         device_mapping=tuple(flat),
-        gac=int(gac),
+        gac=gac,
         repeat_count=repeats,
         schedule=schedule,
-        recomputation_mode=mode,
+        recomputation_mode=shared.recomputation_mode,
         reduction_method=method,
         training=training,
         options=shared,

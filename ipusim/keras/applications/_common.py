@@ -10,7 +10,7 @@ import os
 import warnings
 from typing import Any
 
-from ipusim.errors import ConfigurationError
+from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import layers
 from ipusim.keras.engine.input_layer import Input
 from ipusim.keras.engine.keras_tensor import KerasTensor
@@ -63,7 +63,7 @@ def input_shape_for(
     return shape
 
 
-def model_input(input_tensor: Any, shape: tuple) -> Any:
+def model_input(input_tensor: Any, shape: tuple[int | None, ...]) -> Any:
     """``keras.Input(shape)`` or the caller's ``input_tensor`` (a keras.Input tensor)."""
     if input_tensor is None:
         return Input(shape=shape)
@@ -72,6 +72,31 @@ def model_input(input_tensor: Any, shape: tuple) -> Any:
             f"`input_tensor` must be a tensor from keras.Input(...), received {input_tensor!r}"
         )
     return input_tensor
+
+
+def no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
+    """Keras' applications take no other keyword arguments."""
+    if kwargs:
+        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+
+
+def checked_input(
+    name: str,
+    include_top: bool,
+    weights: Any,
+    input_tensor: Any,
+    input_shape: Any,
+    pooling: Any,
+    classes: int,
+    classifier_activation: Any,
+    default_size: int = 224,
+) -> tuple[tuple[int | None, int | None, int], Any]:
+    """The checks every application makes, then its input shape and input tensor."""
+    check_weights(name, weights, include_top, classes)
+    check_classifier(name, include_top, weights, classifier_activation)
+    check_pooling(name, pooling)
+    shape = input_shape_for(name, input_shape, default_size, 32, include_top, weights)
+    return shape, model_input(input_tensor, shape)
 
 
 def check_classifier(name: str, include_top: bool, weights: Any, activation: Any) -> None:

@@ -5,9 +5,9 @@ counts (B0 with the top: 5,330,571)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import InvalidTypeError
 from ipusim.keras import initializers, layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -43,6 +43,19 @@ def _dense_init() -> initializers.Initializer:
     return initializers.VarianceScaling(1.0 / 3.0, "fan_out", "uniform")
 
 
+def _conv(filters: int, name: str, kernel_size: int = 1, **options: Any) -> layers.Conv2D:
+    """A 'same' convolution without bias (unless ``options`` say otherwise), He-style init."""
+    options = {"padding": "same", "use_bias": False, **options}
+    return layers.Conv2D(
+        filters, kernel_size, kernel_initializer=_conv_init(), name=name, **options
+    )
+
+
+def _bn_swish(x: Any, bn_name: str, activation_name: str) -> Any:
+    x = layers.BatchNormalization(name=bn_name)(x)
+    return layers.Activation("swish", name=activation_name)(x)
+
+
 def _block(
     inputs: Any,
     drop_rate: float,
@@ -57,16 +70,8 @@ def _block(
     filters = filters_in * expand_ratio
     x = inputs
     if expand_ratio != 1:
-        x = layers.Conv2D(
-            filters,
-            1,
-            padding="same",
-            use_bias=False,
-            kernel_initializer=_conv_init(),
-            name=name + "expand_conv",
-        )(x)
-        x = layers.BatchNormalization(name=name + "expand_bn")(x)
-        x = layers.Activation("swish", name=name + "expand_activation")(x)
+        x = _conv(filters, name + "expand_conv")(x)
+        x = _bn_swish(x, name + "expand_bn", name + "expand_activation")
     if strides == 2:
         pad = _common.correct_pad(x, kernel_size)
         x = layers.ZeroPadding2D(padding=pad, name=name + "dwconv_pad")(x)
@@ -78,41 +83,44 @@ def _block(
         depthwise_initializer=_conv_init(),
         name=name + "dwconv",
     )(x)
-    x = layers.BatchNormalization(name=name + "bn")(x)
-    x = layers.Activation("swish", name=name + "activation")(x)
+    x = _bn_swish(x, name + "bn", name + "activation")
     filters_se = max(1, int(filters_in * _SE_RATIO))
     se = layers.GlobalAveragePooling2D(name=name + "se_squeeze")(x)
     se = layers.Reshape((1, 1, filters), name=name + "se_reshape")(se)
-    se = layers.Conv2D(
-        filters_se,
-        1,
-        padding="same",
-        activation="swish",
-        kernel_initializer=_conv_init(),
-        name=name + "se_reduce",
-    )(se)
-    se = layers.Conv2D(
-        filters,
-        1,
-        padding="same",
-        activation="sigmoid",
-        kernel_initializer=_conv_init(),
-        name=name + "se_expand",
-    )(se)
+    se = _conv(filters_se, name + "se_reduce", activation="swish", use_bias=True)(se)
+    se = _conv(filters, name + "se_expand", activation="sigmoid", use_bias=True)(se)
     x = layers.Multiply(name=name + "se_excite")([x, se])
-    x = layers.Conv2D(
-        filters_out,
-        1,
-        padding="same",
-        use_bias=False,
-        kernel_initializer=_conv_init(),
-        name=name + "project_conv",
-    )(x)
+    x = _conv(filters_out, name + "project_conv")(x)
     x = layers.BatchNormalization(name=name + "project_bn")(x)
     if strides == 1 and filters_in == filters_out:
         if drop_rate > 0:
             x = layers.Dropout(drop_rate, noise_shape=(None, 1, 1, 1), name=name + "drop")(x)
         x = layers.Add(name=name + "add")([x, inputs])
+    return x
+
+
+def _round_filters(filters: int, width: float, divisor: int = 8) -> int:
+    """``filters * width`` rounded to a multiple of ``divisor``, at most 10% down (as Keras)."""
+    scaled = filters * width
+    new = max(divisor, int(scaled + divisor / 2) // divisor * divisor)
+    if new < 0.9 * scaled:
+        new += divisor
+    return int(new)
+
+
+def _blocks(x: Any, width: float, depth: float, drop_connect_rate: float = 0.2) -> Any:
+    """The MBConv stages, scaled by ``width`` (channels) and ``depth`` (repeats)."""
+    repeats_of = [int(math.ceil(depth * stage[1])) for stage in _STAGES]
+    total_blocks = float(sum(repeats_of))
+    b = 0
+    for i, (kernel, _, f_in, f_out, expand, strides) in enumerate(_STAGES):
+        f_in, f_out = _round_filters(f_in, width), _round_filters(f_out, width)
+        for j in range(repeats_of[i]):
+            if j > 0:
+                strides, f_in = 1, f_out
+            drop = drop_connect_rate * b / total_blocks
+            x = _block(x, drop, f"block{i + 1}{chr(j + 97)}_", f_in, f_out, kernel, strides, expand)
+            b += 1
     return x
 
 
@@ -130,70 +138,20 @@ def _efficientnet(
     classes: int,
     classifier_activation: Any,
     kwargs: dict[str, Any],
-    drop_connect_rate: float = 0.2,
-    depth_divisor: int = 8,
 ) -> Functional:
-    name = model_name
-    if kwargs:
-        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
-    _common.check_weights(name, weights, include_top, classes)
-    _common.check_classifier(name, include_top, weights, classifier_activation)
-    _common.check_pooling(name, pooling)
-    shape = _common.input_shape_for(name, input_shape, default_size, 32, include_top, weights)
-
-    def round_filters(filters: int) -> int:
-        filters *= width
-        new = max(depth_divisor, int(filters + depth_divisor / 2) // depth_divisor * depth_divisor)
-        if new < 0.9 * filters:
-            new += depth_divisor
-        return int(new)
-
-    def round_repeats(repeats: int) -> int:
-        return int(math.ceil(depth * repeats))
-
-    inputs = _common.model_input(input_tensor, shape)
+    _common.no_kwargs(model_name, kwargs)
+    _, inputs = _common.checked_input(
+        model_name, include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation, default_size,
+    )  # fmt: skip
     x = layers.Rescaling(1.0 / 255.0)(inputs)
     x = layers.Normalization(axis=-1)(x)
     x = layers.ZeroPadding2D(padding=_common.correct_pad(x, 3), name="stem_conv_pad")(x)
-    x = layers.Conv2D(
-        round_filters(32),
-        3,
-        strides=2,
-        padding="valid",
-        use_bias=False,
-        kernel_initializer=_conv_init(),
-        name="stem_conv",
-    )(x)
-    x = layers.BatchNormalization(name="stem_bn")(x)
-    x = layers.Activation("swish", name="stem_activation")(x)
-    total_blocks = float(sum(round_repeats(stage[1]) for stage in _STAGES))
-    b = 0
-    for i, (kernel, repeats, f_in, f_out, expand, strides) in enumerate(_STAGES):
-        f_in, f_out = round_filters(f_in), round_filters(f_out)
-        for j in range(round_repeats(repeats)):
-            if j > 0:
-                strides, f_in = 1, f_out
-            x = _block(
-                x,
-                drop_connect_rate * b / total_blocks,
-                f"block{i + 1}{chr(j + 97)}_",
-                f_in,
-                f_out,
-                kernel,
-                strides,
-                expand,
-            )
-            b += 1
-    x = layers.Conv2D(
-        round_filters(1280),
-        1,
-        padding="same",
-        use_bias=False,
-        kernel_initializer=_conv_init(),
-        name="top_conv",
-    )(x)
-    x = layers.BatchNormalization(name="top_bn")(x)
-    x = layers.Activation("swish", name="top_activation")(x)
+    x = _conv(_round_filters(32, width), "stem_conv", 3, strides=2, padding="valid")(x)
+    x = _bn_swish(x, "stem_bn", "stem_activation")
+    x = _blocks(x, width, depth)
+    x = _conv(_round_filters(1280, width), "top_conv")(x)
+    x = _bn_swish(x, "top_bn", "top_activation")
     if include_top:
         x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
         if dropout_rate > 0:
@@ -211,7 +169,9 @@ def _efficientnet(
     return model
 
 
-def _variant(model_name: str, width: float, depth: float, size: int, dropout: float):
+def _variant(
+    model_name: str, width: float, depth: float, size: int, dropout: float
+) -> Callable[..., Functional]:
     def build(
         include_top: bool = True,
         weights: Any = "imagenet",

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.errors import ConfigurationError
 from ipusim.keras import layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
 
 __all__ = ["MobileNetV2", "preprocess_input"]
 
-_BN = {"epsilon": 1e-3, "momentum": 0.999}
+_BN: dict[str, Any] = {"epsilon": 1e-3, "momentum": 0.999}
 
 #: (filters, stride, expansion) of the 17 inverted residual blocks, in order.
 _BLOCKS = [
@@ -101,15 +101,13 @@ def MobileNetV2(  # noqa: N802 - Keras' name
             :func:`ipusim.keras.applications.ResNet50`.
     """
     name = "MobileNetV2"
-    if kwargs:
-        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+    _common.no_kwargs(name, kwargs)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha <= 0:
         raise ConfigurationError(f"{name}: `alpha` must be a positive number, received {alpha!r}")
-    _common.check_weights(name, weights, include_top, classes)
-    _common.check_classifier(name, include_top, weights, classifier_activation)
-    _common.check_pooling(name, pooling)
-    shape = _common.input_shape_for(name, input_shape, 224, 32, include_top, weights)
-    inputs = _common.model_input(input_tensor, shape)
+    shape, inputs = _common.checked_input(
+        name, include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation,
+    )  # fmt: skip
     x = layers.Conv2D(
         _make_divisible(32 * alpha, 8),
         3,

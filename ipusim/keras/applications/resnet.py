@@ -8,10 +8,9 @@ count is Keras' (ResNet50 with the top: 25,636,712).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from ipusim.errors import InvalidTypeError, UnsupportedError
+from ipusim.errors import UnsupportedError
 from ipusim.keras import layers
 from ipusim.keras.applications import _common
 from ipusim.keras.engine.functional import Functional
@@ -21,7 +20,9 @@ __all__ = ["ResNet50", "ResNet101", "decode_predictions", "preprocess_input"]
 _BN_EPSILON = 1.001e-5
 
 
-def _block(x: Any, filters: int, stride: int = 1, conv_shortcut: bool = True, name: str = ""):
+def _block(
+    x: Any, filters: int, stride: int = 1, conv_shortcut: bool = True, name: str = ""
+) -> Any:
     """The bottleneck residual block (Keras' ``block1``)."""
     if conv_shortcut:
         shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=f"{name}_0_conv")(x)
@@ -48,7 +49,7 @@ def _stack(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
 
 
 def _resnet(
-    stack_fn: Callable[[Any], Any],
+    conv4_blocks: int,
     model_name: str,
     include_top: bool,
     weights: Any,
@@ -59,18 +60,20 @@ def _resnet(
     classifier_activation: Any,
 ) -> Functional:
     name = model_name
-    _common.check_weights(name, weights, include_top, classes)
-    _common.check_classifier(name, include_top, weights, classifier_activation)
-    _common.check_pooling(name, pooling)
-    shape = _common.input_shape_for(name, input_shape, 224, 32, include_top, weights)
-    inputs = _common.model_input(input_tensor, shape)
+    _, inputs = _common.checked_input(
+        name, include_top, weights, input_tensor, input_shape, pooling, classes,
+        classifier_activation,
+    )  # fmt: skip
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(inputs)
     x = layers.Conv2D(64, 7, strides=2, name="conv1_conv")(x)
     x = layers.BatchNormalization(epsilon=_BN_EPSILON, name="conv1_bn")(x)
     x = layers.Activation("relu", name="conv1_relu")(x)
     x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), name="pool1_pad")(x)
     x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
-    x = stack_fn(x)
+    x = _stack(x, 64, 3, stride1=1, name="conv2")
+    x = _stack(x, 128, 4, name="conv3")
+    x = _stack(x, 256, conv4_blocks, name="conv4")
+    x = _stack(x, 512, 3, name="conv5")
     if include_top:
         x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
         x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
@@ -103,16 +106,9 @@ def ResNet50(  # noqa: N802 - Keras' name
         classes: output classes of the top.
         classifier_activation: activation of the top layer.
     """
-    _no_kwargs("ResNet50", kwargs)
-
-    def stack_fn(x: Any) -> Any:
-        x = _stack(x, 64, 3, stride1=1, name="conv2")
-        x = _stack(x, 128, 4, name="conv3")
-        x = _stack(x, 256, 6, name="conv4")
-        return _stack(x, 512, 3, name="conv5")
-
+    _common.no_kwargs("ResNet50", kwargs)
     return _resnet(
-        stack_fn,
+        6,
         "resnet50",
         include_top,
         weights,
@@ -135,16 +131,9 @@ def ResNet101(  # noqa: N802 - Keras' name
     **kwargs: Any,
 ) -> Functional:
     """ResNet-101: stages of 3, 4, 23 and 3 bottleneck blocks (arguments as :func:`ResNet50`)."""
-    _no_kwargs("ResNet101", kwargs)
-
-    def stack_fn(x: Any) -> Any:
-        x = _stack(x, 64, 3, stride1=1, name="conv2")
-        x = _stack(x, 128, 4, name="conv3")
-        x = _stack(x, 256, 23, name="conv4")
-        return _stack(x, 512, 3, name="conv5")
-
+    _common.no_kwargs("ResNet101", kwargs)
     return _resnet(
-        stack_fn,
+        23,
         "resnet101",
         include_top,
         weights,
@@ -154,11 +143,6 @@ def ResNet101(  # noqa: N802 - Keras' name
         classes,
         classifier_activation,
     )
-
-
-def _no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
-    if kwargs:
-        raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:

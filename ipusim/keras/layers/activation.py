@@ -13,6 +13,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import same_shape
 
 
 def _number(layer: str, arg: str, value: Any, minimum: float | None = None) -> float:
@@ -52,8 +53,7 @@ class LeakyReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return leaky(inputs, self.alpha)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "alpha": self.alpha}
@@ -70,8 +70,7 @@ class ELU(Layer):
         negative_part = m.subtract(m.exp(m.minimum(inputs, 0.0)), 1.0)
         return m.add(m.relu(inputs), m.multiply(negative_part, self.alpha))
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "alpha": self.alpha}
@@ -87,8 +86,7 @@ class ThresholdedReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return m.multiply(inputs, step_mask(inputs, self.theta, "gt"))
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "theta": self.theta}
@@ -147,8 +145,7 @@ class PReLU(Layer):
         negative_part = m.multiply(self.alpha, m.relu(m.negative(inputs)))
         return m.subtract(m.relu(inputs), negative_part)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {

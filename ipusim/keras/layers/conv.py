@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import add_bias, bias_and_activation
+from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -96,11 +96,7 @@ class Conv2D(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if any(
-            x is not None
-            for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError("Conv2D: regularizers and constraints are not supported yet")
+        no_regularizers("Conv2D", locals())
         if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
             raise ConfigurationError(
                 f"Conv2D: `filters` must be a positive integer, received {filters!r}"

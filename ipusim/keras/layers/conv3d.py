@@ -21,7 +21,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
-from ipusim.keras.layers.core import add_bias, bias_and_activation
+from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -58,11 +58,7 @@ class Conv3D(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
-        if any(
-            x is not None
-            for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError(f"{name}: regularizers and constraints are not supported yet")
+        no_regularizers(name, locals())
         if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
             raise ConfigurationError(
                 f"{name}: `filters` must be a positive integer, received {filters!r}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
@@ -22,15 +22,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
     normalize_pair,
 )
-from ipusim.keras.layers.core import add_bias, bias_and_activation
-
-
-def _no_regularizers(layer: str, **options: Any) -> None:
-    given = sorted(k for k, v in options.items() if v is not None)
-    if given:
-        raise UnsupportedError(
-            f"{layer}: {', '.join(given)} are not supported by ipusim yet; leave them None"
-        )
+from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
 
 
 def _positive_int(value: Any, name: str, layer: str) -> int:
@@ -75,13 +67,7 @@ class DepthwiseConv2D(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
-        _no_regularizers(
-            name,
-            depthwise_regularizer=depthwise_regularizer,
-            bias_regularizer=bias_regularizer,
-            depthwise_constraint=depthwise_constraint,
-            bias_constraint=bias_constraint,
-        )
+        no_regularizers(name, locals())
         check_data_format(data_format, name)
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", name)
         self.strides = normalize_pair(strides, "strides", name)
@@ -168,11 +154,7 @@ class SeparableConv2D(DepthwiseConv2D):
         bias_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
-        _no_regularizers(
-            "SeparableConv2D",
-            pointwise_regularizer=pointwise_regularizer,
-            pointwise_constraint=pointwise_constraint,
-        )
+        no_regularizers("SeparableConv2D", locals())
         super().__init__(
             kernel_size,
             strides=strides,

@@ -21,6 +21,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import no_regularizers
 
 
 def _pair(layer: str, arg: str, value: Any, rank: int) -> tuple[int, ...]:
@@ -67,10 +68,7 @@ class _ConvLSTM(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
-        extras = (kernel_regularizer, recurrent_regularizer, bias_regularizer)
-        extras += (kernel_constraint, recurrent_constraint, bias_constraint)
-        if any(v is not None for v in extras):
-            raise UnsupportedError(f"{name}: regularizers and constraints are not simulated")
+        no_regularizers(name, locals())
         if stateful or dropout or recurrent_dropout:
             raise UnsupportedError(
                 f"{name}: stateful=True, dropout and recurrent_dropout are not simulated by "

@@ -19,6 +19,28 @@ def _positive_int(layer: str, arg: str, value: Any) -> int:
     return int(value)
 
 
+def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
+    """Refuse, naming them, the ``*_regularizer`` / ``*_constraint`` arguments among a layer's
+    ``arguments`` (its ``locals()``) that are set: ipusim does not simulate them
+    (``activity_regularizer`` is the base Layer's and is simulated)."""
+    kinds = ("_regularizer", "_constraint")
+    given = sorted(
+        k
+        for k, v in arguments.items()
+        if k.endswith(kinds) and k != "activity_regularizer" and v is not None
+    )
+    if given:
+        raise UnsupportedError(
+            f"{layer}: ipusim does not simulate {', '.join(given)}; leave "
+            f"{'it' if len(given) == 1 else 'them'} None"
+        )
+
+
+def same_shape(layer: Any, input_shape: Any) -> tuple[Any, ...]:
+    """``compute_output_shape`` of a layer whose output has its input's shape (no tracing)."""
+    return tuple(input_shape)
+
+
 def add_bias(layer: Any, shape: tuple) -> None:
     """Add ``layer``'s ``bias`` weight of ``shape`` (None when ``use_bias`` is off); mark it built.
 
@@ -67,11 +89,7 @@ class Dense(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if any(
-            x is not None
-            for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError("Dense: regularizers and constraints are not supported yet")
+        no_regularizers("Dense", locals())
         self.units = _positive_int("Dense", "units", units)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -273,8 +291,7 @@ class Embedding(Layer):
         if input_length is not None and "input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,)
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if embeddings_regularizer is not None or embeddings_constraint is not None:
-            raise UnsupportedError("Embedding: regularizers/constraints are not supported yet")
+        no_regularizers("Embedding", locals())
         if mask_zero:
             raise UnsupportedError("Embedding: mask_zero is not supported yet")
         self.input_dim = _positive_int("Embedding", "input_dim", input_dim)

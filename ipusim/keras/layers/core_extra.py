@@ -16,6 +16,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import same_shape
 
 log = logging.getLogger("ipusim")
 
@@ -35,8 +36,7 @@ class Identity(Layer):
     def call(self, inputs: Any) -> Any:
         return m.identity(inputs)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
 
 class Masking(Layer):
@@ -61,8 +61,7 @@ class Masking(Layer):
         keep = m.reduce_max(differs, axis=-1, keepdims=True)
         return m.multiply(inputs, m.stop_gradient(keep))
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "mask_value": self.mask_value}
@@ -85,8 +84,7 @@ class ActivityRegularization(Layer):
     def call(self, inputs: Any) -> Any:
         return m.identity(inputs)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "l1": self.l1, "l2": self.l2}
@@ -110,8 +108,7 @@ class UnitNormalization(Layer):
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis
         return l2_normalize(inputs, axis)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "axis": self.axis}

@@ -20,6 +20,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import no_regularizers
 
 _EQUATION = re.compile(r"^([a-zA-Z.]+),([a-zA-Z]+)->([a-zA-Z.]+)$")
 _SPARE = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -127,13 +128,7 @@ class EinsumDense(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if any(
-            v is not None
-            for v in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError(
-                "EinsumDense: regularizers and constraints are not simulated by ipusim"
-            )
+        no_regularizers("EinsumDense", locals())
         self.equation = str(equation)
         shape = [output_shape] if isinstance(output_shape, int) else list(output_shape)
         self.partial_output_shape = [None if d is None else int(d) for d in shape]

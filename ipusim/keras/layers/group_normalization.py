@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import no_regularizers, same_shape
 
 
 class GroupNormalization(Layer):
@@ -41,13 +42,7 @@ class GroupNormalization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if any(
-            v is not None
-            for v in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
-        ):
-            raise UnsupportedError(
-                "GroupNormalization: regularizers and constraints are not simulated by ipusim"
-            )
+        no_regularizers("GroupNormalization", locals())
         self.groups, self.axis, self.epsilon = int(groups), int(axis), float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
         self.beta_initializer = initializers.get(beta_initializer)
@@ -107,8 +102,7 @@ class GroupNormalization(Layer):
         y = m.add(m.multiply(x, inv), offset)
         return s.reshape(y, [-1 if d is None else d for d in dims])
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {

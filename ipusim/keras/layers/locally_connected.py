@@ -23,7 +23,7 @@ from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_pair
 from ipusim.keras.layers.conv1d import normalize_single
-from ipusim.keras.layers.core import add_bias
+from ipusim.keras.layers.core import add_bias, no_regularizers
 
 
 class _LocallyConnected(Layer):
@@ -50,11 +50,7 @@ class _LocallyConnected(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
-        if any(
-            x is not None
-            for x in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError(f"{name}: regularizers and constraints are not supported yet")
+        no_regularizers(name, locals())
         if implementation != 1:
             raise UnsupportedError(
                 f"{name}: implementation={implementation!r} is not simulated by ipusim; use "

@@ -20,6 +20,7 @@ from ipusim.graph.ops.linalg import batch_matmul
 from ipusim.keras import backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.attention import causal_mask, masked_softmax, merge_masks
+from ipusim.keras.layers.core import no_regularizers
 from ipusim.keras.layers.einsum_dense import EinsumDense
 
 
@@ -69,13 +70,7 @@ class MultiHeadAttention(Layer):
         for key in ("query_shape", "key_shape", "value_shape"):
             kwargs.pop(key, None)  # saved by tf.keras' get_config; the call decides the shapes
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if any(
-            v is not None
-            for v in (kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint)
-        ):
-            raise UnsupportedError(
-                "MultiHeadAttention: regularizers and constraints are not simulated by ipusim"
-            )
+        no_regularizers("MultiHeadAttention", locals())
         if softmax_robust_masking:
             raise UnsupportedError(
                 "MultiHeadAttention: softmax_robust_masking=True is not simulated by ipusim"

@@ -17,7 +17,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops.noise import random_draw
 from ipusim.keras import backend
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import Dropout
+from ipusim.keras.layers.core import Dropout, same_shape
 
 #: SELU's constants (Klambauer et al. 2017), as tf.keras' AlphaDropout uses them. S
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -38,8 +38,7 @@ class _Noise(Layer):
         self.seed = seed
         self._op_seed = backend.next_seed() if seed is None else int(seed)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "seed": self.seed}
@@ -138,8 +137,7 @@ class _SpatialDropout(Dropout):
         noise = (None, None, *ones) if channels_first else (None, *ones, None)
         return nn.dropout(inputs, rate=self.rate, seed=self._op_seed, noise_shape=noise)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return tuple(input_shape)
+    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

@@ -16,12 +16,17 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import norm as norm_ops
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import no_regularizers
 
 
 class _Normalization(Layer):
     """What both normalisation layers share: float32 parameters and arithmetic for float16."""
 
     _autocast_variables = False
+    gamma_initializer: Any
+    beta_initializer: Any
+    scale: bool
+    center: bool
 
     @property
     def _param_dtype(self) -> str:
@@ -32,6 +37,23 @@ class _Normalization(Layer):
 
     def _narrow(self, y: Any) -> Any:
         return m.cast(y, self._compute_dtype) if y.dtype != self._compute_dtype else y
+
+    def _add_gamma_beta(self, channels: int) -> None:
+        """The scale and offset weights (frozen, not absent, when ``scale`` / ``center`` is off)."""
+        self.gamma = self.add_weight(
+            "gamma",
+            (channels,),
+            initializer=self.gamma_initializer,
+            trainable=self.scale,
+            dtype=self._param_dtype,
+        )
+        self.beta = self.add_weight(
+            "beta",
+            (channels,),
+            initializer=self.beta_initializer,
+            trainable=self.center,
+            dtype=self._param_dtype,
+        )
 
 
 class BatchNormalization(_Normalization):
@@ -67,13 +89,7 @@ class BatchNormalization(_Normalization):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if any(
-            x is not None
-            for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
-        ):
-            raise UnsupportedError(
-                "BatchNormalization: regularizers/constraints are not supported yet"
-            )
+        no_regularizers("BatchNormalization", locals())
         if not 0 <= momentum <= 1:
             raise ConfigurationError(
                 f"BatchNormalization: `momentum` must be in [0, 1], received {momentum}"
@@ -102,20 +118,7 @@ class BatchNormalization(_Normalization):
                 f"BatchNormalization {self.name!r}: the feature axis of input shape "
                 f"{input_shape} must be known"
             )
-        self.gamma = self.add_weight(
-            "gamma",
-            (channels,),
-            initializer=self.gamma_initializer,
-            trainable=self.scale,
-            dtype=self._param_dtype,
-        )
-        self.beta = self.add_weight(
-            "beta",
-            (channels,),
-            initializer=self.beta_initializer,
-            trainable=self.center,
-            dtype=self._param_dtype,
-        )
+        self._add_gamma_beta(channels)
         self.moving_mean = self.add_weight(
             "moving_mean",
             (channels,),
@@ -195,13 +198,7 @@ class LayerNormalization(_Normalization):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if any(
-            x is not None
-            for x in (beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint)
-        ):
-            raise UnsupportedError(
-                "LayerNormalization: regularizers/constraints are not supported yet"
-            )
+        no_regularizers("LayerNormalization", locals())
         if epsilon <= 0:
             raise ConfigurationError(
                 f"LayerNormalization: `epsilon` must be positive, received {epsilon}"
@@ -218,20 +215,7 @@ class LayerNormalization(_Normalization):
                 f"LayerNormalization: only the last axis is supported, received axis={self.axis}"
             )
         channels = input_shape[-1]
-        self.gamma = self.add_weight(
-            "gamma",
-            (channels,),
-            initializer=self.gamma_initializer,
-            trainable=self.scale,
-            dtype=self._param_dtype,
-        )
-        self.beta = self.add_weight(
-            "beta",
-            (channels,),
-            initializer=self.beta_initializer,
-            trainable=self.center,
-            dtype=self._param_dtype,
-        )
+        self._add_gamma_beta(channels)
         self.built = True
 
     def call(self, inputs: Any) -> Any:

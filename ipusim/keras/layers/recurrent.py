@@ -24,7 +24,7 @@ from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int
+from ipusim.keras.layers.core import _positive_int, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
@@ -202,16 +202,7 @@ class _Recurrent(_GatedLayer):
         **kwargs: Any,
     ) -> None:
         kind = type(self).__name__
-        for arg, value in (
-            ("kernel_regularizer", kernel_regularizer),
-            ("recurrent_regularizer", recurrent_regularizer),
-            ("bias_regularizer", bias_regularizer),
-            ("kernel_constraint", kernel_constraint),
-            ("recurrent_constraint", recurrent_constraint),
-            ("bias_constraint", bias_constraint),
-        ):
-            if value is not None:
-                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
+        no_regularizers(kind, locals())
         super().__init__(
             units,
             activation,
