@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.engine.options import HostOptions, RunPlan
 from ipusim.engine.recorder import KeepPlan, execution_sizes
 from ipusim.engine.tables import OP_FIXED, OP_INFEED, RunTables
-from ipusim.kernels._jit import kernel
 
 INFEED_NONE = 0
 INFEED_OVERLAPPED = 1
