@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.errors import TraceError
 from ipusim.trace._schema import (
     COLUMNS,
     HOST,
@@ -20,7 +21,6 @@ from ipusim.trace._schema import (
     IPU_STATE_TRACKS,
     TRACE_PHASES,
     TRACKS,
-    TraceError,
     check_record,
 )
 from ipusim.trace.counters import Counters
@@ -76,7 +76,7 @@ def from_coded_records(cols: Mapping[str, np.ndarray], names: tuple[str, ...]) -
     unique, template = np.unique(content, axis=0, return_inverse=True)
     template = template.reshape(-1)
     t = len(unique)
-    records = {
+    records: dict[str, np.ndarray] = {
         "track": unique[:, 0].astype(np.int8),
         "name": unique[:, 1].astype(np.int32),
         "layer": unique[:, 2].astype(np.int32),

@@ -193,7 +193,8 @@ def to_chrome_json(
         if str(path).endswith(".gz"):
             data = gzip.compress(data, compresslevel=6, mtime=0)
         write_bytes_atomic(path, data)
-    return json.loads(text)
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def execution_window(trace: Trace, executions: tuple[int, int]) -> tuple[int, int]:

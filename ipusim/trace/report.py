@@ -304,7 +304,7 @@ class Report:
                 "in this process; a report loaded from disk has no run to simulate. Run the "
                 "program again (ipusim run prints the advice at the end)."
             )
-        found = self.what_if.advice()
+        found: list[Any] = self.what_if.advice()
         return found if top is None else found[:top]
 
     # ------------------------------------------------------------------ files
