@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ipusim.errors import TraceError
 from ipusim.lowering.program import PHASES
@@ -83,7 +83,7 @@ def check_record(ipu: int, track: str, name: str, phase: str, start_ps: int, end
         )
 
 
-def int_column(name: str, values: Any) -> np.ndarray:
+def int_column(name: str, values: ArrayLike) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise TraceError(f"column {name!r} must be one-dimensional; got shape {arr.shape}")
@@ -108,7 +108,7 @@ def int_column(name: str, values: Any) -> np.ndarray:
     return arr.astype("<i8", copy=False)
 
 
-def str_column(name: str, values: Any) -> np.ndarray:
+def str_column(name: str, values: ArrayLike) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise TraceError(f"column {name!r} must be one-dimensional; got shape {arr.shape}")

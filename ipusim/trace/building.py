@@ -9,7 +9,6 @@ IPU's idle time under the host's round-trip work by interval arithmetic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -156,7 +155,7 @@ class TraceRecorder:
     """
 
     def __init__(self) -> None:
-        self._cols: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self._cols: dict[str, list[int | str]] = {name: [] for name in COLUMNS}
 
     def __len__(self) -> int:
         return len(self._cols["ipu"])
@@ -202,8 +201,12 @@ class TraceRecorder:
                 raise TraceError(
                     f"{label} must be a str; got {text!r} of type {type(text).__name__}"
                 )
-        values = (ipu, track, name, layer, op, phase, step, micro_batch, start_ps, end_ps)
-        for column, value in zip(COLUMNS, (*values, bytes, flops)):
+        values: tuple[int | str, ...] = (
+            *(ipu, track, name, layer, op, phase, step, micro_batch, start_ps, end_ps),
+            bytes,
+            flops,
+        )
+        for column, value in zip(COLUMNS, values):
             self._cols[column].append(value)
 
     def freeze(self) -> Trace:

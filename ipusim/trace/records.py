@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ipusim.errors import KeyNotFoundError, TraceError
 from ipusim.trace._schema import (
@@ -118,7 +119,7 @@ class Trace:
     _checked: bool
     _cache: _Cache
 
-    def __init__(self, columns: Mapping[str, Any]) -> None:
+    def __init__(self, columns: Mapping[str, ArrayLike]) -> None:
         missing = [name for name in COLUMNS if name not in columns]
         if missing:
             raise TraceError(f"trace columns {missing} are missing; expected all of {COLUMNS}")
