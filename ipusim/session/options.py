@@ -8,7 +8,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ipusim.cost.compute import PlannerOptions
 from ipusim.engine import HostLink, HostOptions
 from ipusim.engine.options import OUTFEED_MODES
 from ipusim.engine.recorder import DEFAULT_RECORD_BUDGET
@@ -190,15 +189,6 @@ def host_link(
     return resolve_plan(config, system).host_link(program)
 
 
-def planner_options(config: IPUConfig | None) -> PlannerOptions:
-    """The PopLibs options of matmuls and convolutions from the IPUConfig."""
-    if config is None:
-        return PlannerOptions()
-    return PlannerOptions.from_poplar_options(
-        config.convolutions.poplar_options, config.matmuls.poplar_options
-    )
-
-
 def pipeline_distribution(
     options: PipelineOptions, replicas: int, config: IPUConfig | None
 ) -> DistributionSpec:
@@ -226,11 +216,6 @@ def remote_buffers(config: IPUConfig | None) -> bool:
         config.device_connection.type.name == "ALWAYS"
         or config.device_connection.enable_remote_buffers
     )
-
-
-def precision(config: IPUConfig | None) -> str:
-    """The run's arithmetic (``IPUConfig.ipusim.precision``; fp32 by default)."""
-    return str(config.ipusim.precision) if config is not None else "fp32"
 
 
 #: Set within :func:`full_trace`: the runs simulated there keep every record.

@@ -28,10 +28,7 @@ from ipusim.session.options import (
     FeedOptions,
     configured_engine,
     host_cpu_per_process,
-    planner_options,
-    precision,
     process_count,
-    remote_buffers,
 )
 
 if TYPE_CHECKING:
@@ -74,7 +71,6 @@ class SessionPlan:
         processes: host processes running the replicas (``process_count``).
         feeding_processes: the processes sharing out the replicas' outfeed drains and stream
             copies (1 without an IPUConfig).
-        remote_buffers: whether the device offers remote buffers.
         batch_norm_group / stable_norm_statistics: the ``norms`` options (None: no IPUConfig,
             the distribution's own).
         host: the host figures.
@@ -89,7 +85,6 @@ class SessionPlan:
     io_tiles: int
     processes: int
     feeding_processes: int
-    remote_buffers: bool
     batch_norm_group: int | None
     stable_norm_statistics: bool
     host: HostSettings
@@ -252,13 +247,18 @@ def resolve_plan(config: IPUConfig | None, system: SystemSpec) -> SessionPlan:
     return SessionPlan(
         config=config,
         system=system,
-        precision=precision(config),
-        planner=planner_options(config),
+        precision=str(config.ipusim.precision) if config is not None else "fp32",
+        planner=(
+            PlannerOptions.from_poplar_options(
+                config.convolutions.poplar_options, config.matmuls.poplar_options
+            )
+            if config is not None
+            else PlannerOptions()
+        ),
         recompute=bool(config is not None and config.allow_recompute),
         io_tiles=int(config.io_tiles.num_io_tiles) if config is not None else 0,
         processes=processes,
         feeding_processes=processes if config is not None else 1,
-        remote_buffers=remote_buffers(config),
         batch_norm_group=(
             int(norms.experimental.distributed_batch_norm_replica_group_size)
             if norms is not None

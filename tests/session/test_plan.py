@@ -9,7 +9,6 @@ import pytest
 
 import ipusim
 from ipusim import session
-from ipusim.config import DeviceConnectionType
 from ipusim.cost.compute import PlannerOptions
 from ipusim.hardware import load_system
 from ipusim.lowering.distribution import DistributionSpec
@@ -30,9 +29,6 @@ def _config() -> ipusim.IPUConfig:
     cfg.ipusim.engine = "simpy"
     cfg.ipusim.trace_records = 500
     cfg.norms.use_stable_statistics = True
-    # Attached on demand without remote buffers: no Streaming Memory.
-    cfg.device_connection.type = DeviceConnectionType.ON_DEMAND
-    cfg.device_connection.enable_remote_buffers = False
     return cfg
 
 
@@ -41,7 +37,6 @@ def test_a_plan_holds_what_the_config_says() -> None:
     plan = resolve_plan(_config(), system)
     assert plan.system is system
     assert (plan.precision, plan.recompute, plan.io_tiles) == ("fp16.16", True, 32)
-    assert plan.remote_buffers is False
     assert plan.host == HostSettings(2000.0, 0.001, 2e-6, 3e-6, "")
     assert (plan.engine.engine, plan.engine.record_budget) == ("simpy", 500)
     spec = plan.distribution(DistributionSpec(replicas=2))
@@ -53,7 +48,6 @@ def test_without_a_config_the_plan_is_ipu_tensorflow_s_defaults() -> None:
     plan = resolve_plan(None, system)
     assert (plan.precision, plan.recompute, plan.io_tiles, plan.processes) == ("fp32", False, 0, 1)
     assert plan.planner == PlannerOptions()
-    assert plan.remote_buffers is True
     spec = DistributionSpec(replicas=4)
     assert plan.distribution(spec) is spec
     options = plan.host_options(session.FeedOptions())
