@@ -121,12 +121,6 @@ def str_column(name: str, values: ArrayLike) -> np.ndarray:
     return arr.astype(f"<U{width}", copy=False)
 
 
-def track_codes(track: np.ndarray) -> np.ndarray:
-    """Each record's track as its index in :data:`TRACKS` (tracks already validated)."""
-    names, inverse = np.unique(track, return_inverse=True)
-    return np.array([_TRACK_INDEX[str(t)] for t in names], dtype=np.int64)[inverse]
-
-
 def validate(cols: Mapping[str, np.ndarray]) -> None:
     ipu, track, phase = cols["ipu"], cols["track"], cols["phase"]
     start, end = cols["start_ps"], cols["end_ps"]
