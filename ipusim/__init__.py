@@ -7,7 +7,7 @@ Public surface::
 
 ``import ipusim`` itself is light: the names above, and any submodule reached as an attribute
 (``ipusim.sweep``), are imported on first use (PEP 562), and Numba only when a kernel first runs
-(see :mod:`ipusim.kernels._jit`).
+(see :mod:`ipusim._jit`).
 """
 
 from __future__ import annotations

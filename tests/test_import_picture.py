@@ -5,7 +5,8 @@ including the ones inside functions.
   runtime describes its steps and hands them to ``ipusim.session``;
 - no two packages of ``ipusim`` (its subpackages and top-level modules) import each other
   (``ipusim.pipelining`` and the Keras extensions, ``ipusim.strategy`` and the compat runtime
-  used to), except the pairs of :data:`KNOWN_CYCLES`, each with its reason.
+  used to), except the pairs of :data:`KNOWN_CYCLES`, each with its reason;
+- ``ipusim.engine`` imports nothing from ``ipusim.kernels`` (it does no tensor math).
 """
 
 from __future__ import annotations
@@ -96,3 +97,16 @@ def test_the_front_ends_reach_the_core_through_the_session() -> None:
         targets = {t for module, ts in found.items() if module.startswith(prefix) for t in ts}
         assert any(t.startswith("ipusim.session") for t in targets)
         assert not any(t.startswith("ipusim.engine") for t in targets)
+
+
+def test_the_engine_imports_no_kernels() -> None:
+    # The engine does no tensor math: its compiled fast path takes the JIT decorator from
+    # ipusim._jit, never from the kernels package.
+    offending = sorted(
+        (module, target)
+        for module, targets in imports().items()
+        if unit(module) == "ipusim.engine"
+        for target in targets
+        if target.startswith("ipusim.kernels")
+    )
+    assert offending == []

@@ -4,8 +4,9 @@ Two backends run the same tables (``ipusim.engine.tables``): a compiled max-plus
 (``ipusim.engine.fast``) when the host cannot hold the IPUs back, SimPy processes otherwise.
 """
 
+from ipusim.choices import ENGINES
 from ipusim.engine.options import HostLink, HostOptions, RunPlan
-from ipusim.engine.simulator import ENGINES, Simulation, SimulationResult, simulate
+from ipusim.engine.simulator import Simulation, SimulationResult, simulate
 
 __all__ = [
     "ENGINES",

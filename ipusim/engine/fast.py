@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.engine.options import HostOptions, RunPlan
 from ipusim.engine.recorder import KeepPlan, execution_sizes
 from ipusim.engine.tables import OP_FIXED, OP_INFEED, RunTables
-from ipusim.kernels._jit import kernel
 
 INFEED_NONE = 0
 INFEED_OVERLAPPED = 1
@@ -322,19 +322,9 @@ def _flatten(tables: RunTables) -> dict[str, np.ndarray]:
     }
 
 
-def run_fast(
-    tables: RunTables, plan: RunPlan, options: HostOptions, keep: KeepPlan
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Run the recurrence over ``plan``.
-
-    Returns:
-        The kept instances (columns), the per-(template, slot) instance counts and stretch
-        durations, each IPU slot's waiting time and the end of every execution.
-    """
+def _host_vector(tables: RunTables, options: HostOptions, callbacks_ps: int) -> np.ndarray:
+    """The host's templates and times as the kernel's ``h`` vector (indices ``H_*``)."""
     host = tables.host
-    for first, n in zip(np.cumsum((0, *plan.executions[:-1])), plan.executions):
-        tables.pieces(int(first), n)  # a pipeline of several stages runs whole runs
-    callbacks_ps = options.callback_ps if not options.asynchronous_callbacks else 0
     h = np.zeros(18, dtype=np.int64)
     h[H_INFEED_MODE] = _INFEED_MODES[options.infeed] if tables.infeed_bytes else INFEED_NONE
     h[H_INFEED_PS] = host.infeed_copy_ps
@@ -354,6 +344,23 @@ def run_fast(
     h[H_QUEUE] = options.host_queue_depth
     h[H_PRODUCE_PS] = options.sample_ps * tables.program.batch_size
     h[H_DATASET] = host.dataset
+    return h
+
+
+def run_fast(
+    tables: RunTables, plan: RunPlan, options: HostOptions, keep: KeepPlan
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the recurrence over ``plan``.
+
+    Returns:
+        The kept instances (columns), the per-(template, slot) instance counts and stretch
+        durations, each IPU slot's waiting time and the end of every execution.
+    """
+    host = tables.host
+    for first, n in zip(np.cumsum((0, *plan.executions[:-1])), plan.executions):
+        tables.pieces(int(first), n)  # a pipeline of several stages runs whole runs
+    callbacks_ps = options.callback_ps if not options.asynchronous_callbacks else 0
+    h = _host_vector(tables, options, callbacks_ps)
     flat = _flatten(tables)
     n_templates, n_slots = len(tables.templates), len(tables.slots)
     count = np.zeros((n_templates, n_slots), dtype=np.int64)

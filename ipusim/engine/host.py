@@ -36,6 +36,9 @@ from ipusim.trace import HOST
 if TYPE_CHECKING:
     from ipusim.engine.simulator import Simulation
 
+#: A SimPy process: it yields events and is resumed with their values (a queue's item, say).
+Process = Generator[simpy.Event, Any, None]
+
 
 class HostProcesses:
     """The host side of one simulation (the feeds of replica 0's first and last stage)."""
@@ -61,29 +64,29 @@ class HostProcesses:
     # ------------------------------------------------------------------ transfers
     def _copy(
         self, link: simpy.Resource, duration: int, template: int, owner: int, step: int
-    ) -> Generator[Any, Any, None]:
+    ) -> Process:
         """Hold ``link`` for one transfer and record it on ``owner``'s host-io track."""
         env = self.sim.env
         with link.request() as request:
             yield request
-            start = env.now
+            start = int(env.now)
             if duration:
                 yield env.timeout(duration)
-            self.sim.recorder.add(template, owner, start, env.now, step, -1)
+            self.sim.recorder.add(template, owner, start, int(env.now), step, -1)
 
     # ------------------------------------------------------------------ infeed
-    def producer(self) -> Generator[Any, Any, None]:
+    def producer(self) -> Process:
         env = self.sim.env
         produce_ps = self.sim.options.sample_ps * self.sim.program.batch_size
         add = self.sim.recorder.add
         for step in range(self.sim.plan.total_steps):
             if produce_ps:
-                start = env.now
+                start = int(env.now)
                 yield env.timeout(produce_ps)
-                add(self.host.dataset, HOST, start, env.now, step, -1)
+                add(self.host.dataset, HOST, start, int(env.now), step, -1)
             yield self.host_queue.put(step)
 
-    def copier(self) -> Generator[Any, Any, None]:
+    def copier(self) -> Process:
         duration = self.host.infeed_copy_ps
         for _ in range(self.sim.plan.total_steps):
             step = yield self.host_queue.get()
@@ -91,14 +94,14 @@ class HostProcesses:
             yield from self._copy(self.h2d, duration, self.host.infeed_copy_host, HOST, step)
             yield self.ready.put(step)
 
-    def infeed_read(self, ipu: int, step: int) -> Generator[Any, Any, None]:
+    def infeed_read(self, ipu: int, step: int) -> Process:
         env = self.sim.env
-        start = env.now
+        start = int(env.now)
         infeed = self.sim.options.infeed
         if infeed != "direct":
             yield self.ready.get()
             if env.now > start:
-                self.sim.recorder.add(self.host.infeed_stall, ipu, start, env.now, step, -1)
+                self.sim.recorder.add(self.host.infeed_stall, ipu, start, int(env.now), step, -1)
             if infeed == "staged":  # the IPU copies the staged element itself
                 yield from self._copy(
                     self.port, self.host.infeed_port_ps, self.host.infeed_copy_ipu, ipu, step
@@ -107,13 +110,13 @@ class HostProcesses:
             return
         yield self.host_queue.get()
         if env.now > start:
-            self.sim.recorder.add(self.host.infeed_stall, ipu, start, env.now, step, -1)
+            self.sim.recorder.add(self.host.infeed_stall, ipu, start, int(env.now), step, -1)
         yield from self._copy(
             self.h2d, self.host.infeed_copy_ps, self.host.infeed_copy_ipu, ipu, step
         )
 
     # ------------------------------------------------------------------ outfeed
-    def outfeed_write(self, ipu: int, step: int) -> Generator[Any, Any, None]:
+    def outfeed_write(self, ipu: int, step: int) -> Process:
         env = self.sim.env
         yield from self._copy(
             self.d2h, self.host.outfeed_copy_ps, self.host.outfeed_copy, ipu, step
@@ -122,25 +125,25 @@ class HostProcesses:
         if self.sim.options.outfeed_mode == "last":
             self._count_drained(self.written)  # overwritten in place: nothing to wait for
             return
-        start = env.now
+        start = int(env.now)
         yield self.outfeed.put(step)
         if env.now > start:
-            self.sim.recorder.add(self.host.outfeed_stall, ipu, start, env.now, step, -1)
+            self.sim.recorder.add(self.host.outfeed_stall, ipu, start, int(env.now), step, -1)
 
-    def drainer(self) -> Generator[Any, Any, None]:
+    def drainer(self) -> Process:
         env = self.sim.env
         opts = self.sim.options
         add = self.sim.recorder.add
         while True:
             step = yield self.outfeed.get()
             if opts.outfeed_drain_ps:
-                start = env.now
+                start = int(env.now)
                 yield env.timeout(opts.outfeed_drain_ps)
-                add(self.host.drain, HOST, start, env.now, step, -1)
+                add(self.host.drain, HOST, start, int(env.now), step, -1)
             if opts.asynchronous_callbacks and opts.callback_ps:
-                start = env.now
+                start = int(env.now)
                 yield env.timeout(opts.callback_ps)
-                add(self.host.callback, HOST, start, env.now, step, -1)
+                add(self.host.callback, HOST, start, int(env.now), step, -1)
             self._count_drained(self.drained + 1)
 
     def _count_drained(self, count: int) -> None:
@@ -160,14 +163,14 @@ class HostProcesses:
         return event
 
     # ------------------------------------------------------------------ control
-    def _host_work(self, template: int, duration: int, step: int) -> Generator[Any, Any, None]:
+    def _host_work(self, template: int, duration: int, step: int) -> Process:
         env = self.sim.env
-        start = env.now
+        start = int(env.now)
         yield env.timeout(duration)
-        self.sim.recorder.add(template, HOST, start, env.now, step, -1)
+        self.sim.recorder.add(template, HOST, start, int(env.now), step, -1)
         self.sim.recorder.host_round_trip(duration)
 
-    def control(self) -> Generator[Any, Any, None]:
+    def control(self) -> Process:
         sim = self.sim
         env = sim.env
         opts = sim.options
@@ -185,15 +188,16 @@ class HostProcesses:
             if sim.tables.outfeed_bytes:
                 yield self.drained_to(steps_done)
             if sim.program.readback_bytes:
-                start = env.now
+                start = int(env.now)
                 yield from self._copy(
                     self.d2h, self.host.readback_ps, self.host.readback, HOST, steps_done - 1
                 )
-                recorder.host_round_trip(env.now - start)
+                recorder.host_round_trip(int(env.now) - start)
             if opts.callback_ps and not opts.asynchronous_callbacks:
                 yield from self._host_work(self.host.callbacks, opts.callback_ps, steps_done - 1)
-            sim.execution_end_ps.append(env.now)
-            recorder.execution_done(window_start, env.now)
-            window_start = env.now
+            window_end = int(env.now)  # integral: every timeout is whole picoseconds
+            sim.execution_end_ps.append(window_end)
+            recorder.execution_done(window_start, window_end)
+            window_start = window_end
             if sim.progress is not None:
                 sim.progress()

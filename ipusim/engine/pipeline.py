@@ -17,9 +17,9 @@ runs only.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ipusim.engine.host import Process
 from ipusim.engine.tables import OP_FIXED, OP_INFEED, Op, TimeStep
 
 if TYPE_CHECKING:
@@ -34,14 +34,14 @@ class PipelineDriver:
         self.tables = sim.tables
         self.ipus = self.tables.ipus
 
-    def _ops(self, ipu: int, ops: tuple[Op, ...], first_step: int) -> Generator[Any, Any, None]:
+    def _ops(self, ipu: int, ops: tuple[Op, ...], first_step: int) -> Process:
         sim = self.sim
         env = sim.env
         add = sim.recorder.add
         for op in ops:
             step = first_step + op.micro_batch
             if op.kind == OP_FIXED:
-                start = env.now
+                start = int(env.now)
                 add(op.template, ipu, start, start + op.duration_ps, step, op.micro_batch)
                 yield env.timeout(op.duration_ps)
             elif op.kind == OP_INFEED:
@@ -49,7 +49,7 @@ class PipelineDriver:
             else:
                 yield from sim.host.outfeed_write(ipu, step)
 
-    def _step(self, step: TimeStep, first_step: int, sync_step: int) -> Generator[Any, Any, None]:
+    def _step(self, step: TimeStep, first_step: int, sync_step: int) -> Process:
         env = self.sim.env
         if len(step.work) == 1:
             ipu, ops = step.work[0]
@@ -60,20 +60,20 @@ class PipelineDriver:
             )
         add = self.sim.recorder.add
         if step.copies:
-            start = env.now
+            start = int(env.now)
             durations = self.tables.templates.duration_ps
             for ipu, template in step.copies:
                 add(template, ipu, start, start + int(durations[template]), first_step, -1)
             yield env.timeout(step.copy_ps)
         sync = self.tables.sync_template
         if sync >= 0:
-            start = env.now
+            start = int(env.now)
             sync_ps = self.tables.pipeline.sync_ps
             for ipu in self.ipus:
                 add(sync, ipu, start, start + sync_ps, sync_step, -1)
             yield env.timeout(sync_ps)
 
-    def run_piece(self, run: int, lo: int, hi: int) -> Generator[Any, Any, None]:
+    def run_piece(self, run: int, lo: int, hi: int) -> Process:
         """Micro-batches ``lo`` to ``hi - 1`` of pipeline run ``run`` (and its weight update
         when ``hi`` ends the run)."""
         tables = self.tables
@@ -84,7 +84,7 @@ class PipelineDriver:
         if hi == m and tables.update is not None:
             yield from self._step(tables.update, first_step, first_step + m - 1)
 
-    def run(self) -> Generator[Any, Any, None]:
+    def run(self) -> Process:
         sim = self.sim
         step = 0
         for execution, n_steps in enumerate(sim.plan.executions):

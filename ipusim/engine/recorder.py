@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ipusim.engine.options import RunPlan
-from ipusim.engine.tables import OP_INFEED, OP_OUTFEED, RunTables
+from ipusim.engine.tables import OP_INFEED, OP_OUTFEED, RunTables, TimeStep
 from ipusim.errors import ConfigurationError
 from ipusim.trace import HOST, TraceDetail
 from ipusim.trace.counters import Counters
@@ -55,8 +55,7 @@ def execution_sizes(tables: RunTables, plan: RunPlan) -> tuple[np.ndarray, np.nd
     """Upper bounds of the records (full detail) and instances of each execution."""
     sizes = tables.templates.sizes
 
-    def counts(step_index: int | None) -> tuple[int, int]:
-        step = tables.update if step_index is None else tables.steps[step_index]
+    def counts(step: TimeStep) -> tuple[int, int]:
         records = instances = 0
         for _, ops in step.work:
             for op in ops:
@@ -68,10 +67,10 @@ def execution_sizes(tables: RunTables, plan: RunPlan) -> tuple[np.ndarray, np.nd
         n_copies = len(step.copies) + (len(tables.ipus) if tables.sync_template >= 0 else 0)
         return records + n_copies, instances + n_copies
 
-    per_step = [counts(u) for u in range(len(tables.steps))]
+    per_step = [counts(step) for step in tables.steps]
     rec_prefix = np.concatenate(([0], np.cumsum([r for r, _ in per_step])))
     inst_prefix = np.concatenate(([0], np.cumsum([i for _, i in per_step])))
-    update = counts(None) if tables.update is not None else (0, 0)
+    update = counts(tables.update) if tables.update is not None else (0, 0)
     host_per_step = 4  # infeed copy, dataset, outfeed drain, callback
     records, instances = [], []
     first = 0

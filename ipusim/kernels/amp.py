@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.errors import ConfigurationError
-from ipusim.kernels._jit import kernel
 from ipusim.kernels.half import round_span, round_to_half
 
 #: Contraction elements the AMP sums in float32 before touching the partials (D/E, see above).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 
 @kernel

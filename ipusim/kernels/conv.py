@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 #: Upper bound on the im2col buffer (bytes); larger batches are processed in chunks.
 COLS_BUDGET_BYTES = 64 * 1024 * 1024

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.errors import IndexOutOfRangeError
-from ipusim.kernels._jit import kernel
 
 
 @kernel

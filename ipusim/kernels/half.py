@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 from ipusim.kernels.random import _mix64
 
 #: Largest finite binary16 value (S: IEEE 754).

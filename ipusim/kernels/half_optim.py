@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 from ipusim.kernels.half import _GOLDEN, round_value
 from ipusim.kernels.random import _mix64
 

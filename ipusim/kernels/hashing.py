@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 _K0 = np.uint64(0xC3A5C85C97CB3127)
 _K1 = np.uint64(0xB492B66FBE98F273)

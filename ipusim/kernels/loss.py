@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.errors import InputDataError
-from ipusim.kernels._jit import kernel
 
 
 @kernel

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 #: ALS' level: ``float16.max - 2 * K.epsilon()`` as a float32 constant, which rounds to 65504 (S:
 #: graphcore/keras ``keras/ipu/optimizers/als_optimizer.py``, ``_get_updated_hist``).

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 from ipusim.kernels.elementwise import _binary, _broadcasting
 
 #: Unary function name -> code of :func:`_unary_fn`.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 
 @kernel

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 from ipusim.kernels.optim import _flat
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.errors import ConfigurationError
-from ipusim.kernels._jit import kernel
 
 _MASK64 = (1 << 64) - 1
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 from ipusim.kernels.random import _stream_key, _u64, _uniform
 
 #: Distribution name -> code of :func:`_draw`.

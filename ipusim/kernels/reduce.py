@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ipusim._jit import kernel
 from ipusim.errors import ConfigurationError
-from ipusim.kernels._jit import kernel
 
 
 class _Layout:

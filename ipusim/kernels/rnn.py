@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 #: Activation name -> code understood by the kernels. ``hard_sigmoid`` is Keras 2's
 #: ``clip(0.2·x + 0.5, 0, 1)`` (tf_keras ``backend.hard_sigmoid``).

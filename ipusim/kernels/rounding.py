@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 __all__ = ["floor"]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ipusim.kernels._jit import kernel
+from ipusim._jit import kernel
 
 
 @kernel

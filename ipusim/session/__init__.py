@@ -3,6 +3,9 @@
 The Keras extensions (``ipusim.keras.extensions.simulation``) and the custom-loop runtime
 (``ipusim.compat.runtime.simulation``) build a :class:`RunDescription` and call :func:`lower`
 and :func:`simulate`; :data:`ON_REPORT` hooks see every Report (``ipusim run`` saves them).
+:func:`lower` resolves the IPUConfig and the system once into a typed :class:`SessionPlan`
+(precision, planner options, host figures, processes, engine settings), from which lowering, the
+host's behaviour and the engine's settings are taken.
 
 The session also re-exports what a description is made of (:class:`StepDescription`,
 :class:`OptimizerCost`, :class:`PipelineSpec`, :class:`DistributionSpec`) and the one shards rule
@@ -25,12 +28,11 @@ from ipusim.session.options import (
     host_options,
     local_replicas,
     pipeline_distribution,
-    planner_options,
-    precision,
     process_count,
     remote_buffers,
     replication_factor,
 )
+from ipusim.session.plan import SessionPlan, resolve_plan
 from ipusim.session.run import (
     ON_REPORT,
     LoweredRun,
@@ -52,6 +54,7 @@ __all__ = [
     "PipelineSpec",
     "Program",
     "RunDescription",
+    "SessionPlan",
     "SimulatedRun",
     "StepDescription",
     "engine_settings",
@@ -67,11 +70,10 @@ __all__ = [
     "simulated_time",
     "pipeline_depth_multiple",
     "pipeline_distribution",
-    "planner_options",
-    "precision",
     "process_count",
     "remote_buffers",
     "replication_factor",
+    "resolve_plan",
     "shard_count",
     "simulate",
 ]

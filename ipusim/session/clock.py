@@ -30,8 +30,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _datetime_module
 import time as _time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ipusim.trace import Report
 
 __all__ = ["SimulatedClock", "active_clock", "real_time", "simulated_time"]
 
@@ -62,7 +65,7 @@ class SimulatedClock:
 
     def __init__(self) -> None:
         self._origin_ns = {
-            name: _REAL[name + "_ns"]() for name in ("time", "perf_counter", "monotonic")
+            name: int(_REAL[name + "_ns"]()) for name in ("time", "perf_counter", "monotonic")
         }
         self.elapsed_ps = 0
         self._run_base_ps: int | None = None
@@ -87,7 +90,7 @@ class SimulatedClock:
         ``base_ps`` plus its duration instead of adding the duration again."""
         self._run_base_ps = int(base_ps)
 
-    def __call__(self, report: Any) -> None:
+    def __call__(self, report: Report) -> None:
         """A report was published (a :data:`~ipusim.session.ON_REPORT` hook): move on by its
         duration (from the start given to :meth:`expect_run_from`, else from now)."""
         base = self._run_base_ps if self._run_base_ps is not None else self.elapsed_ps
@@ -116,19 +119,21 @@ class SimulatedDatetime(_REAL_DATETIME, metaclass=_DatetimeType):
     """``datetime.datetime`` whose ``now`` / ``utcnow`` / ``today`` read the simulated clock."""
 
     @classmethod
-    def now(cls, tz: _datetime_module.tzinfo | None = None) -> _datetime_module.datetime:
+    def now(  # type: ignore[override]  # returns a real datetime, as the class stands in for it
+        cls, tz: _datetime_module.tzinfo | None = None
+    ) -> _datetime_module.datetime:
         return _REAL_DATETIME.fromtimestamp(_time.time(), tz)
 
     @classmethod
-    def utcnow(cls) -> _datetime_module.datetime:
+    def utcnow(cls) -> _datetime_module.datetime:  # type: ignore[override]  # as now()
         return _REAL_DATETIME.fromtimestamp(_time.time(), _datetime_module.UTC).replace(tzinfo=None)
 
     @classmethod
-    def today(cls) -> _datetime_module.datetime:
+    def today(cls) -> _datetime_module.datetime:  # type: ignore[override]  # as now()
         return cls.now()
 
 
-def _patched(clock: SimulatedClock) -> dict[str, Any]:
+def _patched(clock: SimulatedClock) -> dict[str, Callable[[], float]]:
     return {
         "time": lambda: clock.reading("time"),
         "time_ns": lambda: clock.reading_ns("time"),

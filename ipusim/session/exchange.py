@@ -123,7 +123,7 @@ def job_replicas(per_replica: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
         return per_replica
     width = len(per_replica[0])
     flat = [array for replica in per_replica for array in replica]
-    out = []
+    out: list[list[np.ndarray]] = []
     for arrays in exchange.all_gather(flat):
         out.extend(arrays[i : i + width] for i in range(0, len(arrays), width))
     return out

@@ -11,25 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ipusim.data.datasets import data_note
-from ipusim.engine import HostLink, HostOptions, RunPlan
+from ipusim.engine import HostLink, HostOptions, RunPlan, SimulationResult
 from ipusim.engine import simulate as run_engine
+from ipusim.hardware.specs import SystemSpec
 from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescription
 from ipusim.lowering import lower as lower_program
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.lowering.memory import build_plan
-from ipusim.session.options import (
-    FeedOptions,
-    engine_settings,
-    host_link,
-    host_options,
-    planner_options,
-    precision,
-    with_norms,
-)
+from ipusim.session.options import FeedOptions, traced
+from ipusim.session.plan import SessionPlan, resolve_plan
 from ipusim.trace import Report
+
+if TYPE_CHECKING:
+    from ipusim.config import IPUConfig
+
+#: A report's scalar figures (``Report.extra``).
+Figures = Mapping[str, object]
 
 #: Called with every Report a simulation makes, in order (``ipusim run`` saves them from here).
 ON_REPORT: list[Callable[[Report], None]] = []
@@ -72,47 +72,62 @@ class LoweredRun:
         description: what it was lowered from.
         host: the host's behaviour.
         link: replica 0's host link.
-        config / system: the IPUConfig (or None) and the SystemSpec.
+        plan: the IPUConfig and the system, resolved.
     """
 
     program: Program
     description: RunDescription
     host: HostOptions
     link: HostLink
-    config: Any
-    system: Any
+    plan: SessionPlan
+
+    @property
+    def config(self) -> IPUConfig | None:
+        """The IPUConfig (None: none configured)."""
+        return self.plan.config
+
+    @property
+    def system(self) -> SystemSpec:
+        """The system simulated."""
+        return self.plan.system
+
+    def on(self, plan: SessionPlan) -> LoweredRun:
+        """The same program run by ``plan``'s host (another host preset, say)."""
+        host, link = _host_of(plan, self.description, self.program)
+        return replace(self, plan=plan, host=host, link=link)
 
 
-def lower(description: RunDescription, config: Any, system: Any) -> LoweredRun:
+def _host_of(
+    plan: SessionPlan, description: RunDescription, program: Program
+) -> tuple[HostOptions, HostLink]:
+    """The host's behaviour and replica 0's host link for ``program``."""
+    pipeline = description.pipeline
+    schedule = pipeline.schedule if pipeline is not None else None
+    return (
+        plan.host_options(description.feeds, schedule, program.replicas),
+        plan.host_link(program),
+    )
+
+
+def lower(description: RunDescription, config: IPUConfig | None, system: SystemSpec) -> LoweredRun:
     """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit)."""
+    plan = resolve_plan(config, system)
     program = lower_program(
         description.step,
         system,
-        precision=precision(config),
+        precision=plan.precision,
         gradient_accumulation=description.gradient_accumulation,
         optimizer=description.optimizer,
         pipeline=description.pipeline,
         micro_batches=description.micro_batches,
-        distribution=with_norms(description.distribution, config),
-        planner=planner_options(config),
-        recompute=bool(config is not None and config.allow_recompute),
+        distribution=plan.distribution(description.distribution),
+        planner=plan.planner,
+        recompute=plan.recompute,
     )
     if not description.read_back_weights:
         program = replace(program, readback_bytes=0)
-    return LoweredRun(
-        program,
-        description,
-        host_options(
-            config,
-            system,
-            description.feeds,
-            description.pipeline.schedule if description.pipeline is not None else None,
-            program.replicas,
-        ),
-        host_link(system, program, config),
-        config,
-        system,
-    )
+    host, link = _host_of(plan, description, program)
+    return LoweredRun(program, description, host, link, plan)
 
 
 @dataclass(frozen=True)
@@ -129,7 +144,7 @@ def simulate(
     executions: Sequence[tuple[int, int]],
     *,
     progress: Callable[[], None] | None = None,
-    extra: Mapping[str, Any] | None = None,
+    extra: Figures | None = None,
     publish: bool = True,
 ) -> SimulatedRun:
     """Simulate ``executions`` ((epoch, steps) pairs) of a lowered step and make its Report
@@ -144,7 +159,7 @@ def simulate(
             :func:`publish` it later if they ran as planned).
     """
     plan = RunPlan(tuple(n for _, n in executions), tuple(e for e, _ in executions))
-    settings = engine_settings(lowered.config)
+    settings = traced(lowered.plan.engine)
     result = run_engine(
         lowered.program,
         plan,
@@ -155,26 +170,31 @@ def simulate(
         detail=settings.detail,
         record_budget=settings.record_budget,
     )
-    figures: dict[str, Any] = {
+    figures: dict[str, object] = {
         "executions": len(plan.executions),
         "steps_per_execution": max(plan.executions),
         "engine": result.engine,
         "host": host_preset_name(lowered),
     }
-    config_settings = lowered.config.ipusim if lowered.config is not None else None
-    if config_settings is not None and config_settings.host_dataset_rate > 0:
-        figures["host_dataset_rate"] = config_settings.host_dataset_rate
+    rate = lowered.plan.host.dataset_rate
+    if rate is not None and rate > 0:
+        figures["host_dataset_rate"] = rate
     if lowered.description.label:
         figures["segment"] = lowered.description.label
     figures.update(extra or {})
     report = make_report(
-        lowered.program, result, lowered.system, precision(lowered.config), figures, publish
+        lowered.program, result, lowered.system, lowered.plan.precision, figures, publish
     )
     from ipusim.session.advice import WhatIf
 
     # A frozen dataclass: set the re-simulation handle the way its __post_init__ sets fields.
     what_if = WhatIf(lowered, executions, report.throughput_samples_per_s)
     object.__setattr__(report, "what_if", what_if)
+    return SimulatedRun(report, _epoch_seconds(plan, result), result.engine)
+
+
+def _epoch_seconds(plan: RunPlan, result: SimulationResult) -> tuple[float, ...]:
+    """Simulated seconds of each epoch of ``plan`` (s)."""
     epoch_end: dict[int, int] = {}
     for epoch, end in zip(plan.epochs, result.execution_end_ps):
         epoch_end[epoch] = end
@@ -182,7 +202,7 @@ def simulate(
     for epoch in sorted(epoch_end):
         seconds.append((epoch_end[epoch] - start) / 1e12)
         start = epoch_end[epoch]
-    return SimulatedRun(report, tuple(seconds), result.engine)
+    return tuple(seconds)
 
 
 def publish(report: Report) -> None:
@@ -202,16 +222,15 @@ def host_preset_name(lowered: LoweredRun) -> str:
     """The host preset the run was simulated on (``cfg.ipusim.host``, else the system's own)."""
     from ipusim.hardware.hosts import default_host, load_host
 
-    name = lowered.config.ipusim.host if lowered.config is not None else ""
-    return load_host(name or default_host(lowered.system)).name
+    return load_host(lowered.plan.host.preset or default_host(lowered.system)).name
 
 
 def make_report(
     program: Program,
-    result: Any,
-    system: Any,
+    result: SimulationResult,
+    system: SystemSpec,
     precision_name: str,
-    extra: Mapping[str, Any],
+    extra: Figures,
     publish_report: bool = True,
 ) -> Report:
     """The Report of a simulation of ``program``: replica 0's trace with the replica layout,

@@ -12,10 +12,15 @@ user's host and stay as given.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ipusim.errors import IncompatibleStateError
+
+if TYPE_CHECKING:
+    from ipusim.hardware.hosts import HostPreset
+    from ipusim.hardware.specs import SystemSpec
+    from ipusim.trace import Report
 
 __all__ = ["HOST_RESOURCES", "HostRange", "depends_on", "host_range", "host_range_line"]
 
@@ -72,7 +77,9 @@ class HostRange:
         )
 
 
-def depends_on(shares: Mapping[str, float], system: Any, preset: Any) -> tuple[str, ...]:
+def depends_on(
+    shares: Mapping[str, float], system: SystemSpec, preset: HostPreset
+) -> tuple[str, ...]:
     """The E / D figures behind the host resources that take at least 5% of the time."""
     from ipusim.hardware import parse_flags
 
@@ -93,14 +100,13 @@ def depends_on(shares: Mapping[str, float], system: Any, preset: Any) -> tuple[s
     return tuple(dict.fromkeys(out))
 
 
-def host_range(report: Any) -> HostRange:
+def host_range(report: Report) -> HostRange:
     """``report``'s run simulated again on each plausible host preset of its system.
 
     Raises:
         IncompatibleStateError: ``report`` was not simulated in this process (loaded from disk).
     """
     from ipusim.hardware.hosts import load_host, plausible_hosts, with_host
-    from ipusim.session.options import host_link, host_options
     from ipusim.session.run import host_preset_name, simulate
 
     what_if = getattr(report, "what_if", None)
@@ -112,30 +118,17 @@ def host_range(report: Any) -> HostRange:
     lowered, executions = what_if.lowered, what_if.executions
     current = str(report.extra.get("host") or host_preset_name(lowered))
     predictions = {current: report.throughput_samples_per_s}
-    pipeline = lowered.description.pipeline
     for name in plausible_hosts(lowered.system):
         if name in predictions:
             continue
         system = with_host(lowered.system, name, current=current)
-        program = lowered.program
-        run = replace(
-            lowered,
-            system=system,
-            host=host_options(
-                lowered.config,
-                system,
-                lowered.description.feeds,
-                pipeline.schedule if pipeline is not None else None,
-                program.replicas,
-            ),
-            link=host_link(system, program, lowered.config),
-        )
+        run = lowered.on(lowered.plan.with_system(system))
         predictions[name] = simulate(run, executions, publish=False).report.throughput_samples_per_s
     shares = report.bottleneck.shares
     return HostRange(current, predictions, depends_on(shares, lowered.system, load_host(current)))
 
 
-def host_range_line(report: Any) -> str | None:
+def host_range_line(report: Report) -> str | None:
     """:func:`host_range` in words when ``report``'s run is bound by a host resource and can be
     simulated again; None otherwise (a device-bound or loaded report)."""
     if getattr(report, "what_if", None) is None or report.bottleneck.resource not in HOST_RESOURCES:

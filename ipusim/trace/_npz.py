@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from ipusim._read_npz import read_npz
-from ipusim.errors import FileFormatError, MissingFileError, TraceFileError
+from ipusim.errors import FileFormatError, MissingFileError, TraceError, TraceFileError
 from ipusim.trace._checks import MAX_TIME_PS, check_meta, check_trace
-from ipusim.trace._schema import COLUMNS, TraceError
+from ipusim.trace._schema import COLUMNS
 from ipusim.trace.counters import Counters
 from ipusim.trace.expand import INSTANCE_FIELDS
 from ipusim.trace.records import Trace
@@ -53,7 +53,7 @@ def trace_to_npz(trace: Trace) -> bytes:
         __format__=np.array(_FORMAT),
         __version__=np.array(_VERSION),
         __meta__=np.array(json.dumps(meta, sort_keys=True)),
-        **arrays,
+        **arrays,  # type: ignore[arg-type]  # numpy's stub takes ** as allow_pickle's type
     )
     return buffer.getvalue()
 

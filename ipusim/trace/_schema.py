@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ipusim.errors import TraceError
 from ipusim.lowering.program import PHASES
@@ -83,7 +83,7 @@ def check_record(ipu: int, track: str, name: str, phase: str, start_ps: int, end
         )
 
 
-def int_column(name: str, values: Any) -> np.ndarray:
+def int_column(name: str, values: ArrayLike) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise TraceError(f"column {name!r} must be one-dimensional; got shape {arr.shape}")
@@ -108,7 +108,7 @@ def int_column(name: str, values: Any) -> np.ndarray:
     return arr.astype("<i8", copy=False)
 
 
-def str_column(name: str, values: Any) -> np.ndarray:
+def str_column(name: str, values: ArrayLike) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise TraceError(f"column {name!r} must be one-dimensional; got shape {arr.shape}")
@@ -119,12 +119,6 @@ def str_column(name: str, values: Any) -> np.ndarray:
     # The narrowest width, so equal content always has an equal dtype (and fingerprint).
     width = max(1, int(np.char.str_len(arr).max()))
     return arr.astype(f"<U{width}", copy=False)
-
-
-def track_codes(track: np.ndarray) -> np.ndarray:
-    """Each record's track as its index in :data:`TRACKS` (tracks already validated)."""
-    names, inverse = np.unique(track, return_inverse=True)
-    return np.array([_TRACK_INDEX[str(t)] for t in names], dtype=np.int64)[inverse]
 
 
 def validate(cols: Mapping[str, np.ndarray]) -> None:

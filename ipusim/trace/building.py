@@ -9,10 +9,10 @@ IPU's idle time under the host's round-trip work by interval arithmetic.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
+from ipusim.errors import TraceError
 from ipusim.trace._schema import (
     COLUMNS,
     HOST,
@@ -20,7 +20,6 @@ from ipusim.trace._schema import (
     IPU_STATE_TRACKS,
     TRACE_PHASES,
     TRACKS,
-    TraceError,
     check_record,
 )
 from ipusim.trace.counters import Counters
@@ -76,7 +75,7 @@ def from_coded_records(cols: Mapping[str, np.ndarray], names: tuple[str, ...]) -
     unique, template = np.unique(content, axis=0, return_inverse=True)
     template = template.reshape(-1)
     t = len(unique)
-    records = {
+    records: dict[str, np.ndarray] = {
         "track": unique[:, 0].astype(np.int8),
         "name": unique[:, 1].astype(np.int32),
         "layer": unique[:, 2].astype(np.int32),
@@ -156,7 +155,7 @@ class TraceRecorder:
     """
 
     def __init__(self) -> None:
-        self._cols: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+        self._cols: dict[str, list[int | str]] = {name: [] for name in COLUMNS}
 
     def __len__(self) -> int:
         return len(self._cols["ipu"])
@@ -202,8 +201,12 @@ class TraceRecorder:
                 raise TraceError(
                     f"{label} must be a str; got {text!r} of type {type(text).__name__}"
                 )
-        values = (ipu, track, name, layer, op, phase, step, micro_batch, start_ps, end_ps)
-        for column, value in zip(COLUMNS, (*values, bytes, flops)):
+        values: tuple[int | str, ...] = (
+            *(ipu, track, name, layer, op, phase, step, micro_batch, start_ps, end_ps),
+            bytes,
+            flops,
+        )
+        for column, value in zip(COLUMNS, values):
             self._cols[column].append(value)
 
     def freeze(self) -> Trace:

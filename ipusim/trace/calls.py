@@ -19,7 +19,6 @@ until :meth:`CallSeries.report`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -178,7 +177,7 @@ class CallSeries:
             detail=detail,
             execution_end_ps=np.concatenate(self._ends),
         )
-        extra: dict[str, Any] = dict(self.first.extra)
+        extra: dict[str, object] = dict(self.first.extra)
         extra["executions"] = self._executions
         extra["calls"] = len(self._rows)
         samples = sum(row[4] for row in self._rows)

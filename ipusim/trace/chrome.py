@@ -47,11 +47,10 @@ from typing import Any
 import numpy as np
 
 from ipusim.trace._atomic import write_bytes_atomic
-from ipusim.trace._schema import TRACE_PHASES
+from ipusim.trace._schema import _TRACK_INDEX, TRACE_PHASES
 from ipusim.trace.expand import replicate
 from ipusim.trace.records import HOST, TRACKS, Trace, TraceError
 
-_TRACK_INDEX = {track: i for i, track in enumerate(TRACKS)}
 #: Chrome process id of the host (IPU ``i`` is ``i + 1``); its sort index is 0, so it shows first.
 HOST_PID = 1_000_000
 #: Spacing of the thread sort indices of one track's lanes.
@@ -193,7 +192,8 @@ def to_chrome_json(
         if str(path).endswith(".gz"):
             data = gzip.compress(data, compresslevel=6, mtime=0)
         write_bytes_atomic(path, data)
-    return json.loads(text)
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def execution_window(trace: Trace, executions: tuple[int, int]) -> tuple[int, int]:

@@ -8,10 +8,13 @@ memory, bottleneck and top ops, with the differences named.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ipusim.trace.reports import UTILISATION_STATES, state_column
 from ipusim.trace.top_ops import top_ops
+
+if TYPE_CHECKING:
+    from ipusim.trace.report import Report
 
 __all__ = ["Comparison", "compare_reports", "format_comparison"]
 
@@ -40,7 +43,7 @@ def _ratio(a: float, b: float) -> str:
     return f"{b / a:.2f}x"
 
 
-def _figures(report: Any) -> dict[str, float]:
+def _figures(report: Report) -> dict[str, float]:
     util = report.utilisation
     memory = report.memory
     figures = {
@@ -63,12 +66,12 @@ def _text(name: str, value: float) -> str:
     return f"{value:,.4g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
-def _top_names(report: Any) -> list[str]:
+def _top_names(report: Report) -> list[str]:
     table = top_ops(report, _TOP, "time")
     return list(dict.fromkeys(table.name))[:_TOP]
 
 
-def compare_reports(a: Any, b: Any) -> Comparison:
+def compare_reports(a: Report, b: Report) -> Comparison:
     """Compare report ``b`` with report ``a`` (see the module docstring)."""
     fa, fb = _figures(a), _figures(b)
     rows = [
@@ -101,7 +104,7 @@ def compare_reports(a: Any, b: Any) -> Comparison:
     return Comparison(tuple(rows), tuple(differences))
 
 
-def format_comparison(a: Any, b: Any, names: tuple[str, str] = ("A", "B")) -> str:
+def format_comparison(a: Report, b: Report, names: tuple[str, str] = ("A", "B")) -> str:
     """The table and the differences, as ``ipusim compare`` prints them."""
     result = compare_reports(a, b)
     width = max(len(r[0]) for r in result.rows)

@@ -96,11 +96,13 @@ class Totals:
 
     def state_ps(self) -> np.ndarray:
         """Per slot, time in each of :data:`~ipusim.trace.IPU_STATE_TRACKS` (slots x states)."""
-        return self.duration_ps.sum(axis=2)[:, _STATE_CODES]
+        states: np.ndarray = self.duration_ps.sum(axis=2)[:, _STATE_CODES]
+        return states
 
     def busy_ps(self) -> np.ndarray:
         """Per slot, time in any state track."""
-        return self.state_ps().sum(axis=1)
+        busy: np.ndarray = self.state_ps().sum(axis=1)
+        return busy
 
 
 def _per_template(templates: TemplateTable) -> tuple[np.ndarray, ...]:

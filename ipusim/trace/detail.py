@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ipusim.trace._schema import TraceError
+from ipusim.errors import TraceError
 
 #: Detail a trace can keep: every record, one record per block, or counters only.
 DETAIL_LEVELS = ("full", "blocks", "summary")

@@ -27,13 +27,15 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from ipusim.errors import KeyNotFoundError
+from ipusim.errors import KeyNotFoundError, TraceError
 from ipusim.trace._schema import (
     COLUMNS,
     HOST,
@@ -42,7 +44,6 @@ from ipusim.trace._schema import (
     STRING_COLUMNS,
     TRACE_PHASES,
     TRACKS,
-    TraceError,
     int_column,
     str_column,
     validate,
@@ -72,6 +73,17 @@ _PHASE_ARRAY = np.array(TRACE_PHASES, dtype=str)
 _STATE_CODES = [TRACKS.index(t) for t in IPU_STATE_TRACKS]
 
 
+@dataclass(slots=True)
+class _Cache:
+    """What a trace computed once from its compact form (it never changes after)."""
+
+    totals: Totals | None = None
+    length: int | None = None
+    fingerprint: str | None = None
+    coded: dict[tuple[str, bool], dict[str, np.ndarray]] = field(default_factory=dict)
+    decoded: dict[tuple[str, str, bool], np.ndarray] = field(default_factory=dict)
+
+
 class Trace:
     """An immutable trace: templates, kept instances, whole-run counters, replica layout.
 
@@ -96,8 +108,18 @@ class Trace:
         "_cache",
         "__weakref__",
     )
+    _templates: TemplateTable
+    _instances: dict[str, np.ndarray]
+    _counters: Counters
+    _end_ps: int
+    _replicas: int
+    _per_replica: int
+    _detail: TraceDetail
+    _executions: np.ndarray
+    _checked: bool
+    _cache: _Cache
 
-    def __init__(self, columns: Mapping[str, Any]) -> None:
+    def __init__(self, columns: Mapping[str, ArrayLike]) -> None:
         missing = [name for name in COLUMNS if name not in columns]
         if missing:
             raise TraceError(f"trace columns {missing} are missing; expected all of {COLUMNS}")
@@ -183,7 +205,7 @@ class Trace:
         ends = np.array(execution_end_ps, dtype=np.int64).reshape(-1)
         ends.flags.writeable = False
         trace._executions = ends
-        trace._cache = {}
+        trace._cache = _Cache()
         return trace
 
     @classmethod
@@ -235,9 +257,9 @@ class Trace:
 
     def totals(self) -> Totals:
         """Whole-run totals per IPU (replica 0 and the host), track and phase."""
-        cached = self._cache.get("totals")
+        cached = self._cache.totals
         if cached is None:
-            cached = self._cache["totals"] = totals(self._templates, self._counters)
+            cached = self._cache.totals = totals(self._templates, self._counters)
         return cached
 
     # ------------------------------------------------------------------ records
@@ -245,14 +267,14 @@ class Trace:
         level = level or self._detail.level
         if level not in DETAIL_LEVELS:
             raise TraceError(f"level must be one of {DETAIL_LEVELS}; got {level!r}")
-        key = ("coded", level, replicas)
-        cols = self._cache.get(key)
+        key = (level, replicas)
+        cols = self._cache.coded.get(key)
         if cols is None:
             r = self._replicas if replicas else 1
             cols = materialise(self._templates, self._instances, level, r, self._per_replica)
             for arr in cols.values():
                 arr.flags.writeable = False
-            self._cache[key] = cols
+            self._cache.coded[key] = cols
         return cols
 
     def codes(self, column: str, *, level: str | None = None, replicas: bool = False) -> np.ndarray:
@@ -264,8 +286,8 @@ class Trace:
         return self._coded(level, replicas)[column]
 
     def _decoded(self, column: str, level: str | None = None, replicas: bool = False) -> np.ndarray:
-        key = ("decoded", column, level or self._detail.level, replicas)
-        arr = self._cache.get(key)
+        key = (column, level or self._detail.level, replicas)
+        arr = self._cache.decoded.get(key)
         if arr is None:
             codes = self.codes(column, level=level, replicas=replicas)
             if column == "track":
@@ -278,13 +300,13 @@ class Trace:
             else:
                 arr = codes
             arr.flags.writeable = False
-            self._cache[key] = arr
+            self._cache.decoded[key] = arr
         return arr
 
     def __len__(self) -> int:
-        cached = self._cache.get("len")
+        cached = self._cache.length
         if cached is None:
-            cached = self._cache["len"] = record_count(
+            cached = self._cache.length = record_count(
                 self._templates, self._instances, self._detail.level
             )
         return cached
@@ -342,7 +364,7 @@ class Trace:
         """SHA-256 (hex) of the content: the kept records (strings by value), the whole-run
         totals, the replica layout, the end and the detail. Equal traces have equal
         fingerprints, however their records were grouped into templates."""
-        cached = self._cache.get("fingerprint")
+        cached = self._cache.fingerprint
         if cached is not None:
             return cached
         digest = hashlib.sha256(_FINGERPRINT_TAG)
@@ -367,7 +389,7 @@ class Trace:
         meta = (self._end_ps, self._replicas, self._per_replica, d.level, d.kept_executions)
         digest.update(repr(meta + (d.executions, d.kept_steps, d.steps)).encode())
         digest.update(np.ascontiguousarray(self._executions).tobytes())
-        self._cache["fingerprint"] = out = digest.hexdigest()
+        self._cache.fingerprint = out = digest.hexdigest()
         return out
 
     # ------------------------------------------------------------------ views
@@ -407,10 +429,12 @@ class Trace:
         for column, wanted in (("ipu", ipu), ("track", track), ("phase", phase)):
             if wanted is None:
                 continue
-            values = [wanted] if isinstance(wanted, int | np.integer | str) else list(wanted)
+            chosen: list[object] = (
+                [wanted] if isinstance(wanted, int | np.integer | str) else list(wanted)
+            )
             if column in tables:
-                values = [tables[column].index(v) for v in values if v in tables[column]]
-            mask &= np.isin(cols[column], values)
+                chosen = [tables[column].index(v) for v in chosen if v in tables[column]]
+            mask &= np.isin(cols[column], np.asarray(chosen))
         picked = {name: arr[mask] for name, arr in cols.items()}
         from ipusim.trace.building import from_coded_records
 
@@ -508,7 +532,7 @@ class Trace:
         return trace_from_npz(Path(path))
 
 
-class _Columns(Mapping):
+class _Columns(Mapping[str, np.ndarray]):
     """The columns of a trace, decoded on access."""
 
     def __init__(self, trace: Trace) -> None:
@@ -530,4 +554,5 @@ def _narrow(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype="<U1")
     used = np.unique(codes)
     width = max(1, int(np.char.str_len(table[used]).max()))
-    return table.astype(f"<U{width}")[codes]
+    narrowed: np.ndarray = table.astype(f"<U{width}")[codes]
+    return narrowed

@@ -70,7 +70,7 @@ _REQUIRED = (
 )
 
 
-def _check_count(name: str, value: Any) -> int:
+def _check_count(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ConfigurationError(f"{name} must be an integer >= 0; got {value!r}")
     return value
@@ -306,7 +306,7 @@ class Report:
                 "in this process; a report loaded from disk has no run to simulate. Run the "
                 "program again (ipusim run prints the advice at the end)."
             )
-        found = self.what_if.advice()
+        found: list[Any] = self.what_if.advice()
         return found if top is None else found[:top]
 
     # ------------------------------------------------------------------ files
@@ -405,7 +405,7 @@ class Report:
             raise TraceFileError(f"{str(path)!r} holds an invalid figure: {exc}") from None
 
 
-def _bad_figure(path: Path, key: str, expected: str, value: Any) -> TraceFileError:
+def _bad_figure(path: Path, key: str, expected: str, value: object) -> TraceFileError:
     return TraceFileError(
         f"{str(path)!r}: {key}: expected {expected}, got {value!r}; the report is damaged or was "
         "edited. Save the report again (Report.save, ipusim run)."

@@ -111,28 +111,7 @@ def utilisation(
         ValueError: if a peak or ``end_ps`` is invalid.
     """
     peaks = _check_peaks(peak_flops_per_s)
-    if trace.states_checked:
-        # The engine's states never overlap and end by the run's end: no record is read.
-        latest = trace.end_ps if trace.counters.ipus else 0
-    else:
-        trace.check_ipu_states()
-        ipu_col, end_col = trace.codes("ipu"), trace.codes("end_ps")
-        on_ipu = ipu_col != HOST
-        latest = int(end_col[on_ipu].max()) if on_ipu.any() else 0
-    if end_ps is None:
-        total_ps = trace.end_ps
-    else:
-        if not isinstance(end_ps, int | np.integer) or isinstance(end_ps, bool):
-            raise ConfigurationError(
-                f"end_ps must be an integer number of picoseconds; got {end_ps!r}"
-            )
-        total_ps = int(end_ps)
-        if total_ps < latest:
-            what = "the run" if trace.states_checked else "the last IPU record"
-            raise TraceError(
-                f"end_ps ({total_ps}) is before the end of {what} ({latest} ps); "
-                f"pass the end of the run, or None to use the trace's end"
-            )
+    total_ps = _run_end_ps(trace, end_ps)
     totals = trace.totals()
     state_ps = totals.state_ps()
     flops = totals.flops.sum(axis=(1, 2))
@@ -165,6 +144,30 @@ def utilisation(
             }
         )
     return pd.DataFrame(records, columns=_utilisation_columns()).astype({"ipu": "int64"})
+
+
+def _run_end_ps(trace: Trace, end_ps: int | None) -> int:
+    """The end of the run: ``end_ps`` (checked against the IPU records) or the trace's end."""
+    if trace.states_checked:
+        # The engine's states never overlap and end by the run's end: no record is read.
+        latest = trace.end_ps if trace.counters.ipus else 0
+    else:
+        trace.check_ipu_states()
+        ipu_col, end_col = trace.codes("ipu"), trace.codes("end_ps")
+        on_ipu = ipu_col != HOST
+        latest = int(end_col[on_ipu].max()) if on_ipu.any() else 0
+    if end_ps is None:
+        return trace.end_ps
+    if not isinstance(end_ps, int | np.integer) or isinstance(end_ps, bool):
+        raise ConfigurationError(f"end_ps must be an integer number of picoseconds; got {end_ps!r}")
+    total_ps = int(end_ps)
+    if total_ps < latest:
+        what = "the run" if trace.states_checked else "the last IPU record"
+        raise TraceError(
+            f"end_ps ({total_ps}) is before the end of {what} ({latest} ps); "
+            f"pass the end of the run, or None to use the trace's end"
+        )
+    return total_ps
 
 
 def _utilisation_columns() -> list[str]:

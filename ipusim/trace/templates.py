@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ipusim.errors import ConfigurationError
-from ipusim.trace._schema import MAX_TIME_PS, TRACE_PHASES, TRACKS, TraceError
+from ipusim.errors import ConfigurationError, TraceError
+from ipusim.trace._schema import MAX_TIME_PS, TRACE_PHASES, TRACKS
 
 _TRACK_CODE = {t: i for i, t in enumerate(TRACKS)}
 _PHASE_CODE = {p: i for i, p in enumerate(TRACE_PHASES)}
@@ -164,7 +164,7 @@ class TemplateBuilder:
         self._stretch: list[bool] = []
         self._duration: list[int] = []
         self._label: list[int] = []
-        self._index: dict[tuple, int] = {}
+        self._index: dict[tuple[tuple[tuple[int, ...], ...], bool, int, int], int] = {}
 
     def __len__(self) -> int:
         return len(self._stretch)

@@ -5,16 +5,19 @@ step (``IPUMemoryPlan.tile_bytes``), that step, and the tile budget."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ipusim.lowering.program import IPUMemoryPlan
 
 __all__ = ["TILE_COLUMNS", "tile_table"]
 
 TILE_COLUMNS = ["ipu", "tile", "bytes", "peak_step", "tile_budget_bytes"]
 
 
-def tile_table(plans: Sequence[Any]) -> pd.DataFrame:
+def tile_table(plans: Sequence[IPUMemoryPlan]) -> pd.DataFrame:
     """One row per (IPU, tile) of the plans that have per-tile bytes (replica 0's IPUs)."""
     frames = []
     for plan in plans:

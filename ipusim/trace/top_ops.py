@@ -8,11 +8,14 @@ report --top-ops`` prints.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ipusim.trace.report import Report
 
 __all__ = ["TOP_OPS_BY", "format_top_ops", "top_ops"]
 
@@ -28,7 +31,7 @@ def _check(by: str, n: int) -> None:
         raise ConfigurationError(f"n must be an integer >= 1; got {n!r}")
 
 
-def top_ops(report: Any, n: int = 10, by: str = "time", ipu: int | None = None) -> pd.DataFrame:
+def top_ops(report: Report, n: int = 10, by: str = "time", ipu: int | None = None) -> pd.DataFrame:
     """The ``n`` compute sets (or memory items) of each IPU that take the most.
 
     Args:
@@ -84,7 +87,7 @@ def top_ops(report: Any, n: int = 10, by: str = "time", ipu: int | None = None) 
     return ranked.groupby("ipu").head(n).reset_index(drop=True)[_COLUMNS]
 
 
-def format_top_ops(report: Any, n: int = 10) -> str:
+def format_top_ops(report: Report, n: int = 10) -> str:
     """The text of ``ipusim report --top-ops``: per IPU, the top compute sets by compute time,
     by exchange time, and the largest memory items."""
     blocks = []
