@@ -25,9 +25,11 @@ from typing import Any
 
 from ipusim.cost import amp, rnn, vector
 from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
+from ipusim.cost.shapes import dims
 from ipusim.errors import ConfigurationError
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
+from ipusim.hardware.specs import IPUSpec
 
 #: Fixed cycles of an exchange phase (S: graphcore/poplibs ``lib/popnn/CTCLossPlan.cpp``: "a
 #: fixed overhead which usually dominates the exchange cost", 100 cycles).
@@ -109,7 +111,11 @@ _GROUPED_CONVS = {
 }
 
 
-def _ungrouped(op: str, specs: Sequence[TensorSpec], attrs: dict[str, Any]) -> tuple[str, int, Any]:
+#: An op's (input specs, output specs).
+_Specs = tuple[Sequence[TensorSpec], Sequence[TensorSpec]]
+
+
+def _ungrouped(op: str, specs: _Specs, attrs: dict[str, Any]) -> tuple[str, int, _Specs]:
     """A grouped op as its plain counterpart on one group: (op, groups, per-group specs).
 
     ``specs`` are the op's (input specs, output specs) with the filters HWIO per group:
@@ -119,16 +125,17 @@ def _ungrouped(op: str, specs: Sequence[TensorSpec], attrs: dict[str, Any]) -> t
     ins, outs = specs
     if op.startswith("depthwise"):
         filt = outs[0] if op.endswith("filter") else ins[1]
-        kh, kw, groups, mult = filt.shape
+        kh, kw, groups, mult = dims(filt)
         per_group_filter = TensorSpec((kh, kw, 1, mult), filt.dtype)
     else:
         groups = int(attrs["groups"])
         filt = outs[0] if op.endswith("filter") else ins[1]
-        kh, kw, cin_g, cout = filt.shape
+        kh, kw, cin_g, cout = dims(filt)
         per_group_filter = TensorSpec((kh, kw, cin_g, cout // groups), filt.dtype)
 
     def per_group(spec: TensorSpec) -> TensorSpec:
-        return TensorSpec((*spec.shape[:3], spec.shape[3] // groups), spec.dtype)
+        shape = dims(spec)
+        return TensorSpec((*shape[:3], shape[3] // groups), spec.dtype)
 
     plain = _GROUPED_CONVS[op]
     if plain == "conv2d":
@@ -235,18 +242,18 @@ def conv_problem(
     """The planner's view of a forward or input-gradient convolution pass."""
     sh, sw = _pair(attrs.get("strides", 1))
     if op == "conv2d":
-        n, h, w, cin = in_specs[0].shape
-        kh, kw, _, cout = in_specs[1].shape
-        _, ho, wo, _ = out_specs[0].shape
+        n, h, w, cin = dims(in_specs[0])
+        kh, kw, _, cout = dims(in_specs[1])
+        _, ho, wo, _ = dims(out_specs[0])
         if kh == kw == 1 and sh == sw == 1:
             field = n * ho * wo
             return amp.ConvProblem(1, 1, field, 1, field, 1, 1, 1, cin, cout, flat=True)
         in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * sw + kw  # with the padding the output needs
         return amp.ConvProblem(n, ho, wo, in_h, in_w, kh, kw, sh, cin, cout)
     if op == "conv2d_backprop_input":
-        n, h, w, cin = out_specs[0].shape
-        _, ho, wo, cout = in_specs[0].shape
-        kh, kw = in_specs[1].shape[:2]
+        n, h, w, cin = dims(out_specs[0])
+        _, ho, wo, cout = dims(in_specs[0])
+        kh, kw = dims(in_specs[1])[:2]
         flipped = kh * kw * cin * cout  # the weights, transposed and flipped first
         if kh == kw == 1 and sh == sw == 1:
             field = n * h * w
@@ -274,8 +281,8 @@ def amp_plan(
     if op in _GROUPED_CONVS:
         plain, groups, (ins, outs) = _ungrouped(op, (in_specs, out_specs), attrs)
         if plain == "conv2d_backprop_filter":
-            kh, kw, cin, cout = outs[0].shape
-            n, ho, wo, _ = ins[1].shape
+            kh, kw, cin, cout = dims(outs[0])
+            n, ho, wo, _ = dims(ins[1])
             rearranged = (ins[0].size + ins[1].size) * groups
             as_matmul = amp.plan_matmul(
                 kh * kw * cin, cout, n * ho * wo, target, groups, memory_proportion, rearranged
@@ -300,21 +307,21 @@ def amp_plan(
             memory_proportion,
         )
     if op == "matmul":
-        a = in_specs[0].shape
+        a = dims(in_specs[0])
         k = a[0] if attrs.get("transpose_a") else a[1]
-        m, n = out_specs[0].shape
+        m, n = dims(out_specs[0])
         return amp.plan_matmul(int(m), int(n), int(k), target, 1, memory_proportion)
     if op == "batch_matmul":
-        out = out_specs[0].shape
-        a = in_specs[0].shape
+        out = dims(out_specs[0])
+        a = dims(in_specs[0])
         k = a[-2] if attrs.get("transpose_a") else a[-1]
         groups = math.prod(int(d) for d in out[:-2])
         return amp.plan_matmul(
             int(out[-2]), int(out[-1]), int(k), target, groups, memory_proportion
         )
     if op == "conv3d_backprop_filter":  # as the 2-D one: [kd·kh·kw·cin, N·Do·Ho·Wo] @ [., cout]
-        kd, kh, kw, cin, cout = out_specs[0].shape
-        n, do, ho, wo, _ = in_specs[1].shape
+        kd, kh, kw, cin, cout = dims(out_specs[0])
+        n, do, ho, wo, _ = dims(in_specs[1])
         rearranged = in_specs[0].size + in_specs[1].size
         return amp.plan_matmul(
             kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
@@ -330,8 +337,8 @@ def amp_plan(
     if op == "conv2d_backprop_filter":
         # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],
         # after rearranging the activations and the gradients.
-        kh, kw, cin, cout = out_specs[0].shape
-        n, ho, wo, _ = in_specs[1].shape
+        kh, kw, cin, cout = dims(out_specs[0])
+        n, ho, wo, _ = dims(in_specs[1])
         rearranged = in_specs[0].size + in_specs[1].size
         return amp.plan_matmul(
             kh * kw * cin, cout, n * ho * wo, target, 1, memory_proportion, rearranged
@@ -339,7 +346,7 @@ def amp_plan(
     return amp.plan_conv(conv_problem(op, in_specs, out_specs, attrs), target, memory_proportion)
 
 
-def _broadcastable(small: tuple, big: tuple) -> bool:
+def _broadcastable(small: tuple[int | None, ...], big: tuple[int | None, ...]) -> bool:
     if len(small) > len(big):
         return False
     return all(s in (1, b) for s, b in zip(reversed(small), reversed(big)))
@@ -381,11 +388,12 @@ def vector_work(
         return vector.elementwise("fill", out.size, ebytes, tiles)
     if op in rnn.CELL_OPS:
         state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
-        return rnn.cell_work(op, state.shape[0], state.shape[-1], ebytes, tiles)
+        batch, units = dims(state)[0], dims(state)[-1]
+        return rnn.cell_work(op, batch, units, ebytes, tiles)
     if op in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
         x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
         axis = attrs.get("axis", -1)
-        channels = x.shape[axis] if op.startswith("batch") else x.size // x.shape[-1]
+        channels = dims(x)[axis] if op.startswith("batch") else x.size // dims(x)[-1]
         if op == "batch_norm" and not attrs.get("training", True):
             passes = (0.25 + 0.25, 1.0 + 1.0, 2)
             return vector.composite(passes, 0, x.size, channels, ebytes, tiles)
@@ -394,7 +402,7 @@ def vector_work(
         return vector.composite(passes, 2 if forward else 4, x.size, channels, ebytes, tiles)
     if op in _SOFTMAX_FWD or op in _SOFTMAX_BWD:
         logits = big
-        rows = logits.size // max(logits.shape[-1], 1)
+        rows = logits.size // max(dims(logits)[-1], 1)
         if op in _SOFTMAX_FWD:
             return vector.composite(vector.SOFTMAX_FWD, 2, logits.size, rows, ebytes, tiles)
         return vector.composite(vector.SOFTMAX_BWD, 1, logits.size, rows, ebytes, tiles)
@@ -405,7 +413,8 @@ def vector_work(
         window = size * size if isinstance(size, int) else math.prod(int(v) for v in size)
         pooled = min((s for s in (*in_specs, *out_specs)), key=lambda s: s.size)
         # Rows of the pooled field (batch and every spatial axis but the innermost).
-        rows = math.prod(pooled.shape[:-2]) if len(pooled.shape) >= 4 else pooled.size
+        shape = dims(pooled)
+        rows = math.prod(shape[:-2]) if len(shape) >= 4 else pooled.size
         return vector.pooling(
             pooled.size, window, rows, ebytes, tiles, backward=op.endswith("_grad")
         )
@@ -445,7 +454,7 @@ def op_plan(
     in_specs: Sequence[TensorSpec],
     out_specs: Sequence[TensorSpec],
     attrs: dict[str, Any],
-    ipu: Any,
+    ipu: IPUSpec,
     precision: str,
     planner: PlannerOptions | None = None,
 ) -> amp.ConvPlan | None:
@@ -466,7 +475,7 @@ def superstep_cycles(
     in_specs: Sequence[TensorSpec],
     out_specs: Sequence[TensorSpec],
     attrs: dict[str, Any],
-    ipu: Any,
+    ipu: IPUSpec,
     precision: str,
     planner: PlannerOptions | None = None,
 ) -> SuperstepCycles | None:
