@@ -68,9 +68,7 @@ __all__ = [
 ]
 
 
-def _costed(
-    problem: ConvProblem, target: AmpTarget, memory_proportion: float
-) -> tuple[list[Candidates], list[str]]:
+def _costed(problem: ConvProblem, target: AmpTarget) -> tuple[list[Candidates], list[str]]:
     """The costed candidates of ``problem`` on each vertex family that can run it, and the family
     of each candidate (``"AMP"``, ``"VMAC"`` or ``"SLIC"``)."""
     results: list[Candidates] = []
@@ -86,7 +84,7 @@ def _costed(
         icpgs = [g for g in (2, 4, 8, 16) if g < target.in_group and g >= problem.cin][:1] or icpgs
     for units, ocpg in amp_vertex_types(target):
         for icpg in icpgs:
-            add("AMP", evaluate_amp(problem, target, units, ocpg, icpg, memory_proportion))
+            add("AMP", evaluate_amp(problem, target, units, ocpg, icpg))
     if vmac_applies(problem, target):
         for cgpg in vmac_group_sizes(target):
             add("VMAC", evaluate_vmac(problem, target, cgpg))
@@ -103,7 +101,7 @@ def plan_conv(
     """The fastest plan of ``problem`` whose temporary memory fits ``memory_proportion`` of a
     tile (doubling the bound up to twice the tile, then unbounded, as Poplar retries); ties go
     to the plan on fewer tiles."""
-    results, methods = _costed(problem, target, memory_proportion)
+    results, methods = _costed(problem, target)
     if not results:
         raise ValueError(f"no AMP plan for {problem}")
     c = Candidates(*(np.concatenate(column) for column in zip(*results, strict=True)))

@@ -120,8 +120,10 @@ def assemble(
 
 
 def evaluate_amp(
-    problem: ConvProblem, target: AmpTarget, units: int, ocpg: int, icpg: int, proportion: float
+    problem: ConvProblem, target: AmpTarget, units: int, ocpg: int, icpg: int
 ) -> Candidates | None:
+    """The candidates of ``problem`` on the AMP vertex with ``units`` engines, ``ocpg`` output
+    and ``icpg`` input channels per group (None when no partition fits the tiles)."""
     icg = -(-problem.cin // icpg)
     ocg = -(-problem.cout // ocpg)
     c = candidates(problem, target.tiles, icg, ocg)

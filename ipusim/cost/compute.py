@@ -138,9 +138,7 @@ def _ungrouped(op: str, specs: _Specs, attrs: dict[str, Any]) -> tuple[str, int,
         return TensorSpec((*shape[:3], shape[3] // groups), spec.dtype)
 
     plain = _GROUPED_CONVS[op]
-    if plain == "conv2d":
-        return plain, groups, ([per_group(ins[0]), per_group_filter], [per_group(outs[0])])
-    if plain == "conv2d_backprop_input":
+    if plain != "conv2d_backprop_filter":  # the forward pass and the input gradient
         return plain, groups, ([per_group(ins[0]), per_group_filter], [per_group(outs[0])])
     return plain, groups, ([per_group(ins[0]), per_group(ins[1])], [per_group_filter])
 
@@ -230,7 +228,8 @@ class SuperstepCycles:
         return self.compute + self.exchange + self.sync
 
 
-def _pair(value: Any) -> tuple[int, int]:
+def _pair(value: int | Sequence[int]) -> tuple[int, int]:
+    """A stride given as one int or as (rows, columns)."""
     if isinstance(value, int):
         return value, value
     return int(value[0]), int(value[1])
