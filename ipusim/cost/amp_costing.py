@@ -56,6 +56,30 @@ class Candidates(NamedTuple):
     out_group: IntArray
 
 
+def _reductions(
+    n_out: IntArray, depth: IntArray, target: AmpTarget
+) -> tuple[IntArray, IntArray, IntArray]:
+    """(cycles, exchange cycles of later stages, compute sets) of each candidate's reduction of
+    its ``depth`` partials of ``n_out`` outputs (kernel-row and input-channel splits), or, with
+    nothing to reduce, of its cast of float partials to half outputs."""
+    reduce = np.zeros(len(depth), dtype=np.int64)
+    later = np.zeros(len(depth), dtype=np.int64)
+    sets = np.ones(len(depth), dtype=np.int64)
+    deep = depth > 1
+    for d in np.unique(depth[deep]).tolist():  # the candidates of each depth at once
+        same = depth == d
+        held = cdiv(n_out[same], d) * d  # outputs rounded up to a multiple of the depth
+        cycles, exchange, stages = reduction(
+            held, d, target.half_partials, target.exchange_bytes_per_cycle
+        )
+        reduce[same], later[same], sets[same] = cycles, exchange, 1 + stages
+    if target.half_inputs and not target.half_partials:
+        shallow = ~deep
+        reduce[shallow] = cast_cycles(n_out[shallow])
+        sets[shallow] += 1
+    return reduce, later, sets
+
+
 def assemble(
     problem: ConvProblem,
     target: AmpTarget,
@@ -66,11 +90,12 @@ def assemble(
     temp: IntArray,
     out_group: int,
 ) -> Candidates:
-    """The fields :func:`~ipusim.cost.amp.plan_conv` compares, from a vertex's cycles ``partial`` and the tile's
-    ``counts`` of input, weight and output elements: exchange (inputs duplicated over output
-    channel splits, shared by a supertile's two tiles when those splits are even; weights
-    duplicated over field splits; the partials), the reduction of partials over kernel-row and
-    input-channel splits (or the cast of float partials to half outputs), rearrangements."""
+    """The fields :func:`~ipusim.cost.amp.plan_conv` compares, from a vertex's cycles
+    ``partial`` and the tile's ``counts`` of input, weight and output elements: exchange (inputs
+    duplicated over output channel splits, shared by a supertile's two tiles when those splits
+    are even; weights duplicated over field splits; the partials), the reduction of partials
+    over kernel-row and input-channel splits (or the cast of float partials to half outputs),
+    rearrangements."""
     bs, hs, ws, ks, ics, ocs, gs = (c[n] for n in ("bs", "hs", "ws", "ks", "ics", "ocs", "gs"))
     n_in, n_w, n_out = counts
     exb = target.exchange_bytes_per_cycle
@@ -81,19 +106,7 @@ def assemble(
     exchange = (
         np.ceil(in_bytes / (exb * supertile)) + np.ceil(w_bytes / exb) + np.ceil(out_bytes / exb)
     ).astype(np.int64)
-    depth = ks * ics
-    reduce = np.zeros(len(bs), dtype=np.int64)
-    later = np.zeros(len(bs), dtype=np.int64)
-    sets = np.ones(len(bs), dtype=np.int64)
-    for i in range(len(bs)):
-        if depth[i] > 1:
-            cyc, ex, st = reduction(
-                int(-(-n_out[i] // depth[i]) * depth[i]), int(depth[i]), target.half_partials, exb
-            )
-            reduce[i], later[i], sets[i] = cyc, ex, 1 + st
-        elif target.half_inputs and not target.half_partials:
-            reduce[i] += cast_cycles(int(-(-n_out[i] // max(depth[i], 1))))
-            sets[i] += 1
+    reduce, later, sets = _reductions(n_out, ks * ics, target)
     tiles = bs * hs * ws * ks * ics * ocs * gs
     transform = np.zeros(len(bs), dtype=np.int64)
     transform_x = np.zeros(len(bs), dtype=np.int64)

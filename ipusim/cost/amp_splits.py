@@ -41,30 +41,31 @@ def _field_options(batch: int, out_h: int, out_w: int) -> tuple[IntArray, ...]:
 
 
 def candidates(problem: ConvProblem, tiles: int, icg: int, ocg: int) -> dict[str, IntArray]:
-    """Splits to evaluate: every channel/kernel/group split with the finest field splits."""
+    """Splits to evaluate: every channel/kernel/group split with the finest field splits (in the
+    order conv groups, kernel rows, input and output channel groups, then field splits)."""
     fb, fh, fw, fprod, _ = _field_options(problem.batch, problem.out_h, problem.out_w)
-    fits: dict[int, IntArray] = {}  # field splits that fit the tiles left, by tiles left
-    picks: list[IntArray] = []
-    splits: list[tuple[int, int, int, int]] = []
     ks_all = split_counts(problem.kh) if problem.kh > 1 else (1,)
-    for gs in split_counts(problem.groups):
-        for ks in ks_all:
-            for ics in split_counts(icg):
-                for ocs in split_counts(ocg):
-                    used = gs * ks * ics * ocs
-                    if used > tiles:
-                        continue
-                    left = tiles // used
-                    fit = fits.get(left)
-                    if fit is None:
-                        fit = fits[left] = np.flatnonzero(fprod <= left)[:_FIELD_CANDIDATES]
-                    picks.append(fit)
-                    splits.append((ks, ics, ocs, gs))
+    splits = (split_counts(problem.groups), ks_all, split_counts(icg), split_counts(ocg))
+    grids: tuple[IntArray, ...] = np.meshgrid(*(np.array(s) for s in splits), indexing="ij")
+    gs, ks, ics, ocs = (grid.ravel() for grid in grids)
+    used = gs * ks * ics * ocs
+    keep = used <= tiles
     names = ("bs", "hs", "ws", "ks", "ics", "ocs", "gs")
-    if not picks:
+    if not keep.any():
         return {name: np.zeros(0, dtype=np.int64) for name in names}
-    field = np.concatenate(picks)
-    others = np.repeat(np.array(splits, dtype=np.int64), [len(p) for p in picks], axis=0)
+    lefts, inverse = np.unique(tiles // used[keep], return_inverse=True)
+    # The finest field splits that fit the tiles each split leaves (the options come finest
+    # first), padded with -1.
+    fit = fprod[None, :] <= lefts[:, None]
+    rank = np.cumsum(fit, axis=1)
+    rows, cols = np.nonzero(fit & (rank <= _FIELD_CANDIDATES))
+    fits = np.full((len(lefts), _FIELD_CANDIDATES), -1, dtype=np.int64)
+    fits[rows, rank[rows, cols] - 1] = cols
+    picked = fits[inverse.reshape(-1)]
+    real = picked >= 0
+    field = picked[real]
+    others = np.stack([ks[keep], ics[keep], ocs[keep], gs[keep]], axis=1)
+    others = np.repeat(others, real.sum(axis=1), axis=0)
     columns = (fb[field], fh[field], fw[field], *others.T)
     return {name: np.asarray(col, dtype=np.int64) for name, col in zip(names, columns)}
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -141,6 +140,7 @@ def amp_nx1_cycles(
     return cycles
 
 
+@lru_cache(maxsize=4096)
 def _reduce_plan(depth: int) -> tuple[int, ...]:
     """Partials reduced per stage (poplin ``ConvReducePlan.cpp``): 1 stage below 16, 2 below
     125, else 3, each about depth^(1/stages)."""
@@ -157,36 +157,45 @@ def _reduce_plan(depth: int) -> tuple[int, ...]:
     return tuple(p for p in out if p > 1)
 
 
-def _reduce_stage_cycles(outputs: int, partials: int, half: bool) -> int:
-    """One reduce stage on a tile (poplibs ``getReduceCycleEstimate``, multi-input path)."""
+#: Set bits of 0..7: the single loads after a reduce vertex's vectorised ones.
+_POPCOUNT = np.array([bin(i).count("1") for i in range(8)], dtype=np.int64)
+
+
+def _reduce_stage_cycles(outputs: IntArray, partials: int, half: bool) -> IntArray:
+    """One reduce stage on a tile (poplibs ``getReduceCycleEstimate``, multi-input path), for
+    each candidate."""
     acc = 8 if half else 4
     per_load = 3 if half else 2
-    loops = outputs // acc + bin(outputs % acc).count("1")
-    per_worker = -(-loops // WORKERS)
-    return WORKERS * (32 + (per_load * partials + 8) * per_worker)
+    loops = outputs // acc + _POPCOUNT[outputs % acc]
+    per_worker = cdiv(loops, WORKERS)
+    cycles: IntArray = WORKERS * (32 + (per_load * partials + 8) * per_worker)
+    return cycles
 
 
-@lru_cache(maxsize=65536)
 def reduction(
-    outputs: int, depth: int, half_partials: bool, exchange_bpc: float
-) -> tuple[int, int, int]:
+    outputs: IntArray, depth: int, half_partials: bool, exchange_bpc: float
+) -> tuple[IntArray, IntArray, int]:
     """(cycles, exchange cycles, compute sets) of reducing ``depth`` partials of ``outputs``
-    outputs held per tile."""
-    cycles = exchange = sets = 0
+    outputs held per tile, for each candidate."""
+    cycles = np.zeros(len(outputs), dtype=np.int64)
+    exchange = np.zeros(len(outputs), dtype=np.int64)
     held = outputs
-    for stage, partials in enumerate(_reduce_plan(depth)):
-        held = -(-held // partials)
+    plan = _reduce_plan(depth)
+    for stage, partials in enumerate(plan):
+        held = cdiv(held, partials)
         cycles += _reduce_stage_cycles(held, partials, half_partials)
         if stage:  # later stages first gather their partials from other tiles
-            exchange += math.ceil(held * partials * (2 if half_partials else 4) / exchange_bpc)
-        sets += 1
-    return cycles, exchange, sets
+            part_bytes = 2 if half_partials else 4
+            exchange += np.ceil(held * partials * part_bytes / exchange_bpc).astype(np.int64)
+    return cycles, exchange, len(plan)
 
 
-def cast_cycles(outputs: int) -> int:
-    """fp32 partials to fp16 outputs (poplibs ``estimateCastCycles``): about 0.5 cycle each."""
-    per = -(-outputs // WORKERS)
-    return WORKERS * (max(-(-per // 2), -(-per // 4)) + 26)
+def cast_cycles(outputs: IntArray) -> IntArray:
+    """fp32 partials to fp16 outputs (poplibs ``estimateCastCycles``): about 0.5 cycle each,
+    for each candidate."""
+    per = cdiv(outputs, WORKERS)
+    cycles: IntArray = WORKERS * (np.maximum(cdiv(per, 2), cdiv(per, 4)) + 26)
+    return cycles
 
 
 def transform_cycles(elements_per_tile: IntArray, element_bytes: int) -> tuple[IntArray, IntArray]:
