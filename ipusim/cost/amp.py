@@ -141,20 +141,9 @@ def matmul_problems(
     swapped = ConvProblem(
         1, 1, n, 1, n, 1, 1, 1, k, m, groups, flat=True, transform_elements=transform_elements
     )
+    rearranged = transform_elements + groups * (m * k + k * n + m * n)
     unswapped = ConvProblem(
-        1,
-        1,
-        m,
-        1,
-        m,
-        1,
-        1,
-        1,
-        k,
-        n,
-        groups,
-        flat=True,
-        transform_elements=transform_elements + groups * (m * k + k * n + m * n),
+        1, 1, m, 1, m, 1, 1, 1, k, n, groups, flat=True, transform_elements=rearranged
     )
     return swapped, unswapped
 

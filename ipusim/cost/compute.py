@@ -268,6 +268,50 @@ def conv_problem(
     raise ValueError(f"{op} is not a convolution pass with a single problem")
 
 
+def _filter_gradient(
+    ins: Sequence[TensorSpec],
+    outs: Sequence[TensorSpec],
+    groups: int,
+    target: amp.AmpTarget,
+    memory_proportion: float,
+) -> amp.ConvPlan:
+    """A weight-update pass (2-D or 3-D; per conv group): a product over batch × field,
+    ``[taps·cin, N·field] @ [., cout]``, after rearranging the activations and the gradients."""
+    *taps, cout = dims(outs[0])
+    *field, _ = dims(ins[1])
+    rearranged = (ins[0].size + ins[1].size) * groups
+    return amp.plan_matmul(
+        math.prod(taps), cout, math.prod(field), target, groups, memory_proportion, rearranged
+    )
+
+
+def _grouped_filter_gradient(
+    ins: Sequence[TensorSpec],
+    outs: Sequence[TensorSpec],
+    groups: int,
+    target: amp.AmpTarget,
+    memory_proportion: float,
+) -> amp.ConvPlan:
+    """A grouped convolution's weight-update pass: the product, or for one input channel per
+    group the convolution poplin plans on the VMAC vertex, whichever is cheaper."""
+    as_matmul = _filter_gradient(ins, outs, groups, target, memory_proportion)
+    kh, kw, cin, cout = dims(outs[0])
+    n, ho, wo, _ = dims(ins[1])
+    # poplin's weight-update pass is a convolution whose field is the kernel, whose kernel is
+    # the output field and whose input channels are the batch: with one channel in and out per
+    # group (depthwise) the VMAC (or SLIC) vertex can run it.
+    rearranged = (ins[0].size + ins[1].size) * groups
+    as_conv = amp.ConvProblem(
+        1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, cout, groups, False, rearranged
+    )
+    if cin == 1 and amp.vmac_applies(as_conv, target):
+        return min(
+            (as_matmul, amp.plan_conv(as_conv, target, memory_proportion)),
+            key=lambda plan: (plan.cycles, plan.tiles),
+        )
+    return as_matmul
+
+
 def amp_plan(
     op: str,
     in_specs: Sequence[TensorSpec],
@@ -280,24 +324,7 @@ def amp_plan(
     if op in _GROUPED_CONVS:
         plain, groups, (ins, outs) = _ungrouped(op, (in_specs, out_specs), attrs)
         if plain == "conv2d_backprop_filter":
-            kh, kw, cin, cout = dims(outs[0])
-            n, ho, wo, _ = dims(ins[1])
-            rearranged = (ins[0].size + ins[1].size) * groups
-            as_matmul = amp.plan_matmul(
-                kh * kw * cin, cout, n * ho * wo, target, groups, memory_proportion, rearranged
-            )
-            # poplin's weight-update pass is a convolution whose field is the kernel, whose
-            # kernel is the output field and whose input channels are the batch: with one
-            # channel in and out per group (depthwise) the VMAC (or SLIC) vertex can run it.
-            as_conv = amp.ConvProblem(
-                1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, cout, groups, False, rearranged
-            )
-            if cin == 1 and amp.vmac_applies(as_conv, target):
-                return min(
-                    (as_matmul, amp.plan_conv(as_conv, target, memory_proportion)),
-                    key=lambda plan: (plan.cycles, plan.tiles),
-                )
-            return as_matmul
+            return _grouped_filter_gradient(ins, outs, groups, target, memory_proportion)
         problem = conv_problem(plain, ins, outs, attrs)
         transform = problem.transform_elements * groups
         return amp.plan_conv(
@@ -309,40 +336,22 @@ def amp_plan(
         a = dims(in_specs[0])
         k = a[0] if attrs.get("transpose_a") else a[1]
         m, n = dims(out_specs[0])
-        return amp.plan_matmul(int(m), int(n), int(k), target, 1, memory_proportion)
+        return amp.plan_matmul(m, n, k, target, 1, memory_proportion)
     if op == "batch_matmul":
         out = dims(out_specs[0])
         a = dims(in_specs[0])
         k = a[-2] if attrs.get("transpose_a") else a[-1]
-        groups = math.prod(int(d) for d in out[:-2])
-        return amp.plan_matmul(
-            int(out[-2]), int(out[-1]), int(k), target, groups, memory_proportion
-        )
-    if op == "conv3d_backprop_filter":  # as the 2-D one: [kd·kh·kw·cin, N·Do·Ho·Wo] @ [., cout]
-        kd, kh, kw, cin, cout = dims(out_specs[0])
-        n, do, ho, wo, _ = dims(in_specs[1])
-        rearranged = in_specs[0].size + in_specs[1].size
-        return amp.plan_matmul(
-            kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
-        )
+        groups = math.prod(out[:-2])
+        return amp.plan_matmul(out[-2], out[-1], k, target, groups, memory_proportion)
+    if op in ("conv2d_backprop_filter", "conv3d_backprop_filter"):
+        return _filter_gradient(in_specs, out_specs, 1, target, memory_proportion)
     if op in CONV3D:
-        return amp.plan_conv(
-            conv3d_problem(op, in_specs, out_specs, attrs), target, memory_proportion
-        )
-    if op in RESIZES:
-        return amp.plan_conv(
-            resize_problem(op, in_specs, out_specs, attrs), target, memory_proportion
-        )
-    if op == "conv2d_backprop_filter":
-        # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],
-        # after rearranging the activations and the gradients.
-        kh, kw, cin, cout = dims(out_specs[0])
-        n, ho, wo, _ = dims(in_specs[1])
-        rearranged = in_specs[0].size + in_specs[1].size
-        return amp.plan_matmul(
-            kh * kw * cin, cout, n * ho * wo, target, 1, memory_proportion, rearranged
-        )
-    return amp.plan_conv(conv_problem(op, in_specs, out_specs, attrs), target, memory_proportion)
+        problem = conv3d_problem(op, in_specs, out_specs, attrs)
+    elif op in RESIZES:
+        problem = resize_problem(op, in_specs, out_specs, attrs)
+    else:
+        problem = conv_problem(op, in_specs, out_specs, attrs)
+    return amp.plan_conv(problem, target, memory_proportion)
 
 
 def _broadcastable(small: tuple[int | None, ...], big: tuple[int | None, ...]) -> bool:
@@ -367,6 +376,24 @@ def _operand_bytes(
     return received
 
 
+_NORMS = frozenset({"batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"})
+
+
+def _normalisation(
+    op: str, in_specs: Sequence[TensorSpec], attrs: dict[str, Any], ebytes: int, tiles: int
+) -> vector.VectorWork:
+    """The passes of a batch or layer normalisation (or its gradient) over its input."""
+    x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
+    axis = attrs.get("axis", -1)
+    channels = dims(x)[axis] if op.startswith("batch") else x.size // dims(x)[-1]
+    if op == "batch_norm" and not attrs.get("training", True):
+        passes = (0.25 + 0.25, 1.0 + 1.0, 2)
+        return vector.composite(passes, 0, x.size, channels, ebytes, tiles)
+    forward = not op.endswith("_grad")
+    passes = vector.BATCH_NORM_FWD if forward else vector.BATCH_NORM_BWD
+    return vector.composite(passes, 2 if forward else 4, x.size, channels, ebytes, tiles)
+
+
 def vector_work(
     op: str,
     cost: OpCost,
@@ -387,18 +414,9 @@ def vector_work(
         return vector.elementwise("fill", out.size, ebytes, tiles)
     if op in rnn.CELL_OPS:
         state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
-        batch, units = dims(state)[0], dims(state)[-1]
-        return rnn.cell_work(op, batch, units, ebytes, tiles)
-    if op in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
-        x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
-        axis = attrs.get("axis", -1)
-        channels = dims(x)[axis] if op.startswith("batch") else x.size // dims(x)[-1]
-        if op == "batch_norm" and not attrs.get("training", True):
-            passes = (0.25 + 0.25, 1.0 + 1.0, 2)
-            return vector.composite(passes, 0, x.size, channels, ebytes, tiles)
-        forward = not op.endswith("_grad")
-        passes = vector.BATCH_NORM_FWD if forward else vector.BATCH_NORM_BWD
-        return vector.composite(passes, 2 if forward else 4, x.size, channels, ebytes, tiles)
+        return rnn.cell_work(op, dims(state)[0], dims(state)[-1], ebytes, tiles)
+    if op in _NORMS:
+        return _normalisation(op, in_specs, attrs, ebytes, tiles)
     if op in _SOFTMAX_FWD or op in _SOFTMAX_BWD:
         logits = big
         rows = logits.size // max(dims(logits)[-1], 1)
