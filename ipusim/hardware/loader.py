@@ -162,9 +162,10 @@ def _resolve(
     kind = _KINDS[root]
     if isinstance(ref, root):
         return ref
-    if not isinstance(ref, str | os.PathLike):
+    if not isinstance(ref, str | os.PathLike):  # a spec of the other kind included
+        got = type(ref).__name__ if isinstance(ref, SpecBase) else f"{type(ref).__name__} {ref!r}"
         raise InvalidTypeError(
-            f"{argument}: got {type(ref).__name__} {ref!r}; expected a {kind} name or path"
+            f"{argument}: got {got}; expected a {kind} name or path (or the {root.__name__} itself)"
         )
     preset = _find(kind, ref) if isinstance(ref, str) else None
     if preset is not None:
