@@ -37,6 +37,12 @@ Approximations (documented in docs/validation.md): the worker split of the field
 pieces exactly but charges pieces of 1-2 positions like longer ones (and SLIC charges a
 worker's pieces at their mean length); serial splits, the HMAC vertex and expandDims are not
 searched; field splits are the few finest for each channel split.
+
+Where it lives: :mod:`~ipusim.cost.amp_problem` (target, problem, plan),
+:mod:`~ipusim.cost.amp_splits` (candidate partitions), :mod:`~ipusim.cost.amp_vertices` and
+:mod:`~ipusim.cost.amp_small_groups` (vertex, reduction and rearrangement cycles),
+:mod:`~ipusim.cost.amp_costing` (each candidate's cost, all candidates at once); this module picks
+the plan.
 """
 
 from __future__ import annotations
