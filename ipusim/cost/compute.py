@@ -25,9 +25,11 @@ from typing import Any
 
 from ipusim.cost import amp, rnn, vector
 from ipusim.cost.conv_nd import CONV3D, RESIZES, conv3d_problem, resize_problem
+from ipusim.cost.shapes import dims
 from ipusim.errors import ConfigurationError
 from ipusim.graph.op import OpCost
 from ipusim.graph.spec import TensorSpec
+from ipusim.hardware.specs import IPUSpec
 
 #: Fixed cycles of an exchange phase (S: graphcore/poplibs ``lib/popnn/CTCLossPlan.cpp``: "a
 #: fixed overhead which usually dominates the exchange cost", 100 cycles).
@@ -109,7 +111,11 @@ _GROUPED_CONVS = {
 }
 
 
-def _ungrouped(op: str, specs: Sequence[TensorSpec], attrs: dict[str, Any]) -> tuple[str, int, Any]:
+#: An op's (input specs, output specs).
+_Specs = tuple[Sequence[TensorSpec], Sequence[TensorSpec]]
+
+
+def _ungrouped(op: str, specs: _Specs, attrs: dict[str, Any]) -> tuple[str, int, _Specs]:
     """A grouped op as its plain counterpart on one group: (op, groups, per-group specs).
 
     ``specs`` are the op's (input specs, output specs) with the filters HWIO per group:
@@ -119,21 +125,20 @@ def _ungrouped(op: str, specs: Sequence[TensorSpec], attrs: dict[str, Any]) -> t
     ins, outs = specs
     if op.startswith("depthwise"):
         filt = outs[0] if op.endswith("filter") else ins[1]
-        kh, kw, groups, mult = filt.shape
+        kh, kw, groups, mult = dims(filt)
         per_group_filter = TensorSpec((kh, kw, 1, mult), filt.dtype)
     else:
         groups = int(attrs["groups"])
         filt = outs[0] if op.endswith("filter") else ins[1]
-        kh, kw, cin_g, cout = filt.shape
+        kh, kw, cin_g, cout = dims(filt)
         per_group_filter = TensorSpec((kh, kw, cin_g, cout // groups), filt.dtype)
 
     def per_group(spec: TensorSpec) -> TensorSpec:
-        return TensorSpec((*spec.shape[:3], spec.shape[3] // groups), spec.dtype)
+        shape = dims(spec)
+        return TensorSpec((*shape[:3], shape[3] // groups), spec.dtype)
 
     plain = _GROUPED_CONVS[op]
-    if plain == "conv2d":
-        return plain, groups, ([per_group(ins[0]), per_group_filter], [per_group(outs[0])])
-    if plain == "conv2d_backprop_input":
+    if plain != "conv2d_backprop_filter":  # the forward pass and the input gradient
         return plain, groups, ([per_group(ins[0]), per_group_filter], [per_group(outs[0])])
     return plain, groups, ([per_group(ins[0]), per_group(ins[1])], [per_group_filter])
 
@@ -223,7 +228,8 @@ class SuperstepCycles:
         return self.compute + self.exchange + self.sync
 
 
-def _pair(value: Any) -> tuple[int, int]:
+def _pair(value: int | Sequence[int]) -> tuple[int, int]:
+    """A stride given as one int or as (rows, columns)."""
     if isinstance(value, int):
         return value, value
     return int(value[0]), int(value[1])
@@ -235,18 +241,18 @@ def conv_problem(
     """The planner's view of a forward or input-gradient convolution pass."""
     sh, sw = _pair(attrs.get("strides", 1))
     if op == "conv2d":
-        n, h, w, cin = in_specs[0].shape
-        kh, kw, _, cout = in_specs[1].shape
-        _, ho, wo, _ = out_specs[0].shape
+        n, h, w, cin = dims(in_specs[0])
+        kh, kw, _, cout = dims(in_specs[1])
+        _, ho, wo, _ = dims(out_specs[0])
         if kh == kw == 1 and sh == sw == 1:
             field = n * ho * wo
             return amp.ConvProblem(1, 1, field, 1, field, 1, 1, 1, cin, cout, flat=True)
         in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * sw + kw  # with the padding the output needs
         return amp.ConvProblem(n, ho, wo, in_h, in_w, kh, kw, sh, cin, cout)
     if op == "conv2d_backprop_input":
-        n, h, w, cin = out_specs[0].shape
-        _, ho, wo, cout = in_specs[0].shape
-        kh, kw = in_specs[1].shape[:2]
+        n, h, w, cin = dims(out_specs[0])
+        _, ho, wo, cout = dims(in_specs[0])
+        kh, kw = dims(in_specs[1])[:2]
         flipped = kh * kw * cin * cout  # the weights, transposed and flipped first
         if kh == kw == 1 and sh == sw == 1:
             field = n * h * w
@@ -262,6 +268,50 @@ def conv_problem(
     raise ValueError(f"{op} is not a convolution pass with a single problem")
 
 
+def _filter_gradient(
+    ins: Sequence[TensorSpec],
+    outs: Sequence[TensorSpec],
+    groups: int,
+    target: amp.AmpTarget,
+    memory_proportion: float,
+) -> amp.ConvPlan:
+    """A weight-update pass (2-D or 3-D; per conv group): a product over batch × field,
+    ``[taps·cin, N·field] @ [., cout]``, after rearranging the activations and the gradients."""
+    *taps, cout = dims(outs[0])
+    *field, _ = dims(ins[1])
+    rearranged = (ins[0].size + ins[1].size) * groups
+    return amp.plan_matmul(
+        math.prod(taps), cout, math.prod(field), target, groups, memory_proportion, rearranged
+    )
+
+
+def _grouped_filter_gradient(
+    ins: Sequence[TensorSpec],
+    outs: Sequence[TensorSpec],
+    groups: int,
+    target: amp.AmpTarget,
+    memory_proportion: float,
+) -> amp.ConvPlan:
+    """A grouped convolution's weight-update pass: the product, or for one input channel per
+    group the convolution poplin plans on the VMAC vertex, whichever is cheaper."""
+    as_matmul = _filter_gradient(ins, outs, groups, target, memory_proportion)
+    kh, kw, cin, cout = dims(outs[0])
+    n, ho, wo, _ = dims(ins[1])
+    # poplin's weight-update pass is a convolution whose field is the kernel, whose kernel is
+    # the output field and whose input channels are the batch: with one channel in and out per
+    # group (depthwise) the VMAC (or SLIC) vertex can run it.
+    rearranged = (ins[0].size + ins[1].size) * groups
+    as_conv = amp.ConvProblem(
+        1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, cout, groups, False, rearranged
+    )
+    if cin == 1 and amp.vmac_applies(as_conv, target):
+        return min(
+            (as_matmul, amp.plan_conv(as_conv, target, memory_proportion)),
+            key=lambda plan: (plan.cycles, plan.tiles),
+        )
+    return as_matmul
+
+
 def amp_plan(
     op: str,
     in_specs: Sequence[TensorSpec],
@@ -274,24 +324,7 @@ def amp_plan(
     if op in _GROUPED_CONVS:
         plain, groups, (ins, outs) = _ungrouped(op, (in_specs, out_specs), attrs)
         if plain == "conv2d_backprop_filter":
-            kh, kw, cin, cout = outs[0].shape
-            n, ho, wo, _ = ins[1].shape
-            rearranged = (ins[0].size + ins[1].size) * groups
-            as_matmul = amp.plan_matmul(
-                kh * kw * cin, cout, n * ho * wo, target, groups, memory_proportion, rearranged
-            )
-            # poplin's weight-update pass is a convolution whose field is the kernel, whose
-            # kernel is the output field and whose input channels are the batch: with one
-            # channel in and out per group (depthwise) the VMAC (or SLIC) vertex can run it.
-            as_conv = amp.ConvProblem(
-                1, kh, kw, ho + kh - 1, wo + kw - 1, ho, wo, 1, n, cout, groups, False, rearranged
-            )
-            if cin == 1 and amp.vmac_applies(as_conv, target):
-                return min(
-                    (as_matmul, amp.plan_conv(as_conv, target, memory_proportion)),
-                    key=lambda plan: (plan.cycles, plan.tiles),
-                )
-            return as_matmul
+            return _grouped_filter_gradient(ins, outs, groups, target, memory_proportion)
         problem = conv_problem(plain, ins, outs, attrs)
         transform = problem.transform_elements * groups
         return amp.plan_conv(
@@ -300,46 +333,28 @@ def amp_plan(
             memory_proportion,
         )
     if op == "matmul":
-        a = in_specs[0].shape
+        a = dims(in_specs[0])
         k = a[0] if attrs.get("transpose_a") else a[1]
-        m, n = out_specs[0].shape
-        return amp.plan_matmul(int(m), int(n), int(k), target, 1, memory_proportion)
+        m, n = dims(out_specs[0])
+        return amp.plan_matmul(m, n, k, target, 1, memory_proportion)
     if op == "batch_matmul":
-        out = out_specs[0].shape
-        a = in_specs[0].shape
+        out = dims(out_specs[0])
+        a = dims(in_specs[0])
         k = a[-2] if attrs.get("transpose_a") else a[-1]
-        groups = math.prod(int(d) for d in out[:-2])
-        return amp.plan_matmul(
-            int(out[-2]), int(out[-1]), int(k), target, groups, memory_proportion
-        )
-    if op == "conv3d_backprop_filter":  # as the 2-D one: [kd·kh·kw·cin, N·Do·Ho·Wo] @ [., cout]
-        kd, kh, kw, cin, cout = out_specs[0].shape
-        n, do, ho, wo, _ = in_specs[1].shape
-        rearranged = in_specs[0].size + in_specs[1].size
-        return amp.plan_matmul(
-            kd * kh * kw * cin, cout, n * do * ho * wo, target, 1, memory_proportion, rearranged
-        )
+        groups = math.prod(out[:-2])
+        return amp.plan_matmul(out[-2], out[-1], k, target, groups, memory_proportion)
+    if op in ("conv2d_backprop_filter", "conv3d_backprop_filter"):
+        return _filter_gradient(in_specs, out_specs, 1, target, memory_proportion)
     if op in CONV3D:
-        return amp.plan_conv(
-            conv3d_problem(op, in_specs, out_specs, attrs), target, memory_proportion
-        )
-    if op in RESIZES:
-        return amp.plan_conv(
-            resize_problem(op, in_specs, out_specs, attrs), target, memory_proportion
-        )
-    if op == "conv2d_backprop_filter":
-        # A weight-update pass: a product over batch × field, [kh·kw·cin, N·Ho·Wo] @ [., cout],
-        # after rearranging the activations and the gradients.
-        kh, kw, cin, cout = out_specs[0].shape
-        n, ho, wo, _ = in_specs[1].shape
-        rearranged = in_specs[0].size + in_specs[1].size
-        return amp.plan_matmul(
-            kh * kw * cin, cout, n * ho * wo, target, 1, memory_proportion, rearranged
-        )
-    return amp.plan_conv(conv_problem(op, in_specs, out_specs, attrs), target, memory_proportion)
+        problem = conv3d_problem(op, in_specs, out_specs, attrs)
+    elif op in RESIZES:
+        problem = resize_problem(op, in_specs, out_specs, attrs)
+    else:
+        problem = conv_problem(op, in_specs, out_specs, attrs)
+    return amp.plan_conv(problem, target, memory_proportion)
 
 
-def _broadcastable(small: tuple, big: tuple) -> bool:
+def _broadcastable(small: tuple[int | None, ...], big: tuple[int | None, ...]) -> bool:
     if len(small) > len(big):
         return False
     return all(s in (1, b) for s, b in zip(reversed(small), reversed(big)))
@@ -359,6 +374,24 @@ def _operand_bytes(
         else:
             received += -(-spec.nbytes // used)
     return received
+
+
+_NORMS = frozenset({"batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"})
+
+
+def _normalisation(
+    op: str, in_specs: Sequence[TensorSpec], attrs: dict[str, Any], ebytes: int, tiles: int
+) -> vector.VectorWork:
+    """The passes of a batch or layer normalisation (or its gradient) over its input."""
+    x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
+    axis = attrs.get("axis", -1)
+    channels = dims(x)[axis] if op.startswith("batch") else x.size // dims(x)[-1]
+    if op == "batch_norm" and not attrs.get("training", True):
+        passes = (0.25 + 0.25, 1.0 + 1.0, 2)
+        return vector.composite(passes, 0, x.size, channels, ebytes, tiles)
+    forward = not op.endswith("_grad")
+    passes = vector.BATCH_NORM_FWD if forward else vector.BATCH_NORM_BWD
+    return vector.composite(passes, 2 if forward else 4, x.size, channels, ebytes, tiles)
 
 
 def vector_work(
@@ -381,20 +414,12 @@ def vector_work(
         return vector.elementwise("fill", out.size, ebytes, tiles)
     if op in rnn.CELL_OPS:
         state = min((*in_specs, *out_specs), key=lambda s: s.size)  # (batch, units)
-        return rnn.cell_work(op, state.shape[0], state.shape[-1], ebytes, tiles)
-    if op in ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"):
-        x = in_specs[1] if op == "batch_norm_grad" else in_specs[0]
-        axis = attrs.get("axis", -1)
-        channels = x.shape[axis] if op.startswith("batch") else x.size // x.shape[-1]
-        if op == "batch_norm" and not attrs.get("training", True):
-            passes = (0.25 + 0.25, 1.0 + 1.0, 2)
-            return vector.composite(passes, 0, x.size, channels, ebytes, tiles)
-        forward = not op.endswith("_grad")
-        passes = vector.BATCH_NORM_FWD if forward else vector.BATCH_NORM_BWD
-        return vector.composite(passes, 2 if forward else 4, x.size, channels, ebytes, tiles)
+        return rnn.cell_work(op, dims(state)[0], dims(state)[-1], ebytes, tiles)
+    if op in _NORMS:
+        return _normalisation(op, in_specs, attrs, ebytes, tiles)
     if op in _SOFTMAX_FWD or op in _SOFTMAX_BWD:
         logits = big
-        rows = logits.size // max(logits.shape[-1], 1)
+        rows = logits.size // max(dims(logits)[-1], 1)
         if op in _SOFTMAX_FWD:
             return vector.composite(vector.SOFTMAX_FWD, 2, logits.size, rows, ebytes, tiles)
         return vector.composite(vector.SOFTMAX_BWD, 1, logits.size, rows, ebytes, tiles)
@@ -405,7 +430,8 @@ def vector_work(
         window = size * size if isinstance(size, int) else math.prod(int(v) for v in size)
         pooled = min((s for s in (*in_specs, *out_specs)), key=lambda s: s.size)
         # Rows of the pooled field (batch and every spatial axis but the innermost).
-        rows = math.prod(pooled.shape[:-2]) if len(pooled.shape) >= 4 else pooled.size
+        shape = dims(pooled)
+        rows = math.prod(shape[:-2]) if len(shape) >= 4 else pooled.size
         return vector.pooling(
             pooled.size, window, rows, ebytes, tiles, backward=op.endswith("_grad")
         )
@@ -445,7 +471,7 @@ def op_plan(
     in_specs: Sequence[TensorSpec],
     out_specs: Sequence[TensorSpec],
     attrs: dict[str, Any],
-    ipu: Any,
+    ipu: IPUSpec,
     precision: str,
     planner: PlannerOptions | None = None,
 ) -> amp.ConvPlan | None:
@@ -466,7 +492,7 @@ def superstep_cycles(
     in_specs: Sequence[TensorSpec],
     out_specs: Sequence[TensorSpec],
     attrs: dict[str, Any],
-    ipu: Any,
+    ipu: IPUSpec,
     precision: str,
     planner: PlannerOptions | None = None,
 ) -> SuperstepCycles | None:

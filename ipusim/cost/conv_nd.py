@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ipusim.cost import amp
+from ipusim.cost.shapes import dims
 from ipusim.graph.spec import TensorSpec
 
 #: Ops planned by :func:`conv3d_problem`; ``conv3d_backprop_filter`` is planned as a product.
@@ -30,12 +31,12 @@ def conv3d_problem(
     """
     sd, sh = (int(v) for v in attrs["strides"][:2])
     if op == "conv3d":
-        n, do, ho, wo, _ = out_specs[0].shape
-        kd, kh, kw, cin, cout = in_specs[1].shape
+        n, do, ho, wo, _ = dims(out_specs[0])
+        kd, kh, kw, cin, cout = dims(in_specs[1])
         in_h, in_w = (ho - 1) * sh + kh, (wo - 1) * attrs["strides"][2] + kw
         return amp.ConvProblem(n * do, ho, wo, kd * in_h, in_w, kd * kh, kw, sh, cin, cout)
-    n, d, h, w, cin = out_specs[0].shape
-    kd, kh, kw, _, cout = in_specs[1].shape
+    n, d, h, w, cin = dims(out_specs[0])
+    kd, kh, kw, _, cout = dims(in_specs[1])
     # As the 2-D input gradient: an input-dilated convolution, ⌈k / stride⌉ taps per dimension.
     td, th, tw = -(-kd // sd), -(-kh // sh), -(-kw // attrs["strides"][2])
     return amp.ConvProblem(
@@ -67,11 +68,11 @@ def resize_problem(
     taps = 2 if attrs.get("method", "bilinear") == "bilinear" else 1
     th, tw = (taps if sh > 1 else 1), (taps if sw > 1 else 1)
     if op == "resize":
-        n, ho, wo, channels = out_specs[0].shape
+        n, ho, wo, channels = dims(out_specs[0])
         return amp.ConvProblem(
             n, ho, wo, ho + th - 1, wo + tw - 1, th, tw, 1, 1, 1, groups=channels
         )
-    n, h, w, channels = out_specs[0].shape
+    n, h, w, channels = dims(out_specs[0])
     kh, kw = th * sh, tw * sw
     return amp.ConvProblem(
         n, h, w, (h - 1) * sh + kh, (w - 1) * sw + kw, kh, kw, max(sh, sw), 1, 1, groups=channels

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ipusim.cost.units import seconds_to_ps, transfer_ps
 from ipusim.data.host_cost import SLICE_US_PER_BYTE
+from ipusim.hardware.specs import HostSpec
 
 __all__ = ["HOST_EMBEDDING_OPS", "INDEX_BYTES", "HostEmbeddingTraffic", "host_embedding_traffic"]
 
@@ -54,7 +55,7 @@ class HostEmbeddingTraffic:
 
 
 def host_embedding_traffic(
-    op: str, count: int, width: int, element_bytes: int, host: object, replicas: int = 1
+    op: str, count: int, width: int, element_bytes: int, host: HostSpec, replicas: int = 1
 ) -> HostEmbeddingTraffic:
     """The host traffic of a lookup or update of ``count`` rows of ``width`` elements.
 

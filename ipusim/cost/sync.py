@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ipusim.cost.units import cycles_to_ps, seconds_to_ps
+from ipusim.hardware.specs import SystemSpec
 
 
-def cross_ipu_sync_ps(system: Any, ipus: int) -> int:
+def cross_ipu_sync_ps(system: SystemSpec, ipus: int) -> int:
     """One BSP sync across IPUs ``0 .. ipus - 1`` of ``system``.
 
     The tiles of each IPU first sync among themselves (``onchip_sync_cycles``), then the signal

@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ipusim.errors import HardwareSpecError, InvalidTypeError, KeyNotFoundError
 from ipusim.hardware.table import PrecisionTable
@@ -72,7 +72,7 @@ def sources_field() -> Any:
     )
 
 
-def parse_flags(source: str) -> frozenset[str]:
+def parse_flags(source: object) -> frozenset[str]:
     """Return the flags of a source string ``"FLAG[/FLAG...]: text"``.
 
     Raises:
@@ -132,10 +132,10 @@ def _check_float(obj: object, name: str, value: object, positive: bool) -> None:
     object.__setattr__(obj, name, float(value))
 
 
-def validate_fields(obj: object) -> None:
+def validate_fields(obj: SpecBase) -> None:
     """Check (and normalise ints to floats for float kinds) every metadata-carrying field."""
     names = set()
-    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+    for f in dataclasses.fields(obj):
         names.add(f.name)
         md = f.metadata
         kind = md.get("kind")
@@ -182,8 +182,8 @@ def validate_fields(obj: object) -> None:
     _freeze_sources(obj, names)
 
 
-def _freeze_sources(obj: object, names: set[str]) -> None:
-    raw = obj.field_sources  # type: ignore[attr-defined]
+def _freeze_sources(obj: SpecBase, names: set[str]) -> None:
+    raw = obj.field_sources
     if not isinstance(raw, Mapping):
         raise InvalidTypeError(
             f"{_label(obj, 'field_sources')}: got {type(raw).__name__}; expected a mapping "
@@ -206,14 +206,20 @@ class SpecBase:
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # what the frozen dataclasses this is mixed into provide
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+        field_sources: Mapping[str, str]
+
+        def __init__(self, **fields: object) -> None: ...
+
     @property
     def sources(self) -> Mapping[str, str]:
         """Source of every figure in this spec and its nested specs, by dotted field path.
 
         Example: ``system.sources["ipu.clock_hz"]`` → ``"2nd/D: HC33 notes; ..."``.
         """
-        merged: dict[str, str] = dict(self.field_sources)  # type: ignore[attr-defined]
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        merged: dict[str, str] = dict(self.field_sources)
+        for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, SpecBase):
                 for path, text in value.sources.items():
@@ -238,7 +244,7 @@ class SpecBase:
     def numeric_field_paths(self) -> list[str]:
         """Dotted paths of every numeric figure, including precision-table entries."""
         paths: list[str] = []
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             kind = f.metadata.get("kind")
             value = getattr(self, f.name)
             if kind in NUMERIC_KINDS:

@@ -10,12 +10,15 @@ wide (one to several orders of magnitude around the presets) and says where it c
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ipusim.errors import HardwareSpecError
 from ipusim.hardware._base import SpecBase
 
 __all__ = ["RANGES", "check_ranges"]
+
+
+_Spec = TypeVar("_Spec", bound=SpecBase)
 
 
 class Range(NamedTuple):
@@ -76,7 +79,7 @@ def _label(value: float, kind: str) -> str:
 def _figures(spec: SpecBase, prefix: str = "") -> list[tuple[str, str, str, float]]:
     """(dotted path, field name, kind, value) of every numeric figure of ``spec``."""
     out: list[tuple[str, str, str, float]] = []
-    for f in dataclasses.fields(spec):  # type: ignore[arg-type]
+    for f in dataclasses.fields(spec):
         kind = f.metadata.get("kind")
         value: Any = getattr(spec, f.name)
         if isinstance(value, SpecBase):
@@ -88,7 +91,7 @@ def _figures(spec: SpecBase, prefix: str = "") -> list[tuple[str, str, str, floa
     return out
 
 
-def check_ranges(spec: Any, origin: str) -> Any:
+def check_ranges(spec: _Spec, origin: str) -> _Spec:
     """``spec``, once every figure is in its range (else :class:`HardwareSpecError` naming the
     first figure outside it).
 

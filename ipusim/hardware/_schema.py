@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import Field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ipusim.errors import HardwareSpecError, InvalidTypeError
 from ipusim.hardware import units
@@ -33,6 +33,9 @@ _PARSERS = {
 }
 _NONE_MARKERS = ("none", "null", "absent")
 _PATH_ONLY = object()  # resolve_path's stand-in value
+
+#: The spec class a document builds.
+_Spec = TypeVar("_Spec", bound=SpecBase)
 
 
 class _Setting(NamedTuple):
@@ -68,6 +71,7 @@ def _all_paths(cls: type, prefix: str = "") -> list[str]:
 def _unknown(root: type, cls: type, prefix: tuple[str, ...], parts: list[str], origin: str) -> str:
     dotted = ".".join((*prefix, *parts))
     local = difflib.get_close_matches(parts[0], list(_keys(cls)), n=1, cutoff=0.6)
+    guess: str | None
     if local:
         guess = ".".join((*prefix, local[0], *parts[1:]))
     else:
@@ -204,8 +208,12 @@ def to_plain(spec: SpecBase) -> dict[str, object]:
 
 
 def from_plain(
-    cls: type, data: Mapping[str, object], sources: Mapping[str, str], origin: str, prefix: str = ""
-) -> Any:
+    cls: type[_Spec],
+    data: Mapping[str, object],
+    sources: Mapping[str, str],
+    origin: str,
+    prefix: str = "",
+) -> _Spec:
     """Build (and so validate) a spec from :func:`to_plain` form and flat full-path sources."""
     kwargs: dict[str, object] = {}
     missing = []
@@ -250,13 +258,13 @@ def _exists(plain: Mapping[str, object], path: list[str]) -> bool:
 
 
 def apply_document(
-    root: type,
+    root: type[_Spec],
     base: SpecBase | None,
     document: Mapping[str, object],
     sources: Mapping[str, object],
     origin: str,
     replacements: Mapping[str, SpecBase] | None = None,
-) -> Any:
+) -> _Spec:
     """Apply ``document`` to ``base`` (None: build from scratch) and return the new spec.
 
     Args:
@@ -279,14 +287,14 @@ def apply_document(
         drop_sources(name)
         flat.update({f"{name}.{p}": text for p, text in spec.sources.items()})
 
-    given = {}
+    given: dict[str, str] = {}
     for key, text in sources.items():
         path = resolve_path(root, str(key), origin)
         try:
-            parse_flags(text)  # type: ignore[arg-type]
+            parse_flags(text)
         except ValueError as error:
             raise HardwareSpecError(f"{origin}: [sources] {key!r}: {error}") from None
-        given[path] = text
+        given[path] = str(text)  # parse_flags took it, so it is a str
 
     new_tables: set[tuple[str, ...]] = set()
     for setting in _collect(root, root, document, (), origin):
@@ -325,7 +333,7 @@ def apply_document(
     for path, text in given.items():
         if not _exists(plain, path.split(".")) and not _table_entry_exists(plain, path):
             raise HardwareSpecError(f"{origin}: [sources] names {path!r}, which is not set")
-        flat[path] = text  # type: ignore[assignment]
+        flat[path] = text
     return check_ranges(from_plain(root, plain, flat, origin), origin)
 
 

@@ -34,9 +34,10 @@ import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ipusim.errors import HardwareSpecError, InvalidTypeError, MissingFileError
+from ipusim.hardware._base import SpecBase
 from ipusim.hardware._schema import apply_document
 from ipusim.hardware.specs import GENERATIONS, IPUSpec, SystemSpec
 
@@ -44,6 +45,11 @@ __all__ = ["DEFAULT_SYSTEM", "get_chip", "list_chips", "list_systems", "load_sys
 
 DEFAULT_SYSTEM = "IPU"
 _META_KEYS = ("kind", "aliases", "base", "chip", "sources")
+
+#: The spec a document builds: a chip (``IPUSpec``) or a system (``SystemSpec``).
+_Spec = TypeVar("_Spec", IPUSpec, SystemSpec)
+#: A document's ``kind`` for each spec class.
+_KINDS: dict[type[SpecBase], str] = {IPUSpec: "chip", SystemSpec: "system"}
 
 
 class _Preset(NamedTuple):
@@ -121,15 +127,15 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def _build(
-    kind: str,
+    root: type[_Spec],
     document: Mapping[str, Any],
     origin: str,
     folder: Path | None,
     stack: tuple[str, ...],
-    base: Any = None,
-) -> Any:
+    base: _Spec | None = None,
+) -> _Spec:
     """Apply one document (preset, file or overrides) on top of its base."""
-    root = IPUSpec if kind == "chip" else SystemSpec
+    kind = _KINDS[root]
     settings = {k: v for k, v in document.items() if k not in _META_KEYS}
     declared = document.get("kind", kind)
     if declared != kind:
@@ -137,12 +143,12 @@ def _build(
     if "base" in document:
         if base is not None:
             raise HardwareSpecError(f"{origin}: 'base' is only allowed in files")
-        base = _resolve(kind, document["base"], folder, stack, "base")
-    replacements = {}
+        base = _resolve(root, document["base"], folder, stack, "base")
+    replacements: dict[str, SpecBase] = {}
     if "chip" in document:
         if kind != "system":
             raise HardwareSpecError(f"{origin}: 'chip' is only allowed in system files")
-        replacements["ipu"] = _resolve("chip", document["chip"], folder, stack, "chip")
+        replacements["ipu"] = _resolve(IPUSpec, document["chip"], folder, stack, "chip")
     sources = document.get("sources", {})
     if not isinstance(sources, Mapping):
         raise InvalidTypeError(f"{origin}: [sources] must be a table of 'path' = 'FLAG: text'")
@@ -150,61 +156,72 @@ def _build(
 
 
 def _resolve(
-    kind: str, ref: object, folder: Path | None, stack: tuple[str, ...], argument: str
-) -> Any:
+    root: type[_Spec], ref: object, folder: Path | None, stack: tuple[str, ...], argument: str
+) -> _Spec:
     """A preset name or a file path (relative to ``folder``) → spec."""
-    if isinstance(ref, IPUSpec | SystemSpec):
+    kind = _KINDS[root]
+    if isinstance(ref, root):
         return ref
-    if not isinstance(ref, str | os.PathLike):
+    if not isinstance(ref, str | os.PathLike):  # a spec of the other kind included
+        got = type(ref).__name__ if isinstance(ref, SpecBase) else f"{type(ref).__name__} {ref!r}"
         raise InvalidTypeError(
-            f"{argument}: got {type(ref).__name__} {ref!r}; expected a {kind} name or path"
+            f"{argument}: got {got}; expected a {kind} name or path (or the {root.__name__} itself)"
         )
-    if isinstance(ref, str) and _find(kind, ref) is not None:
-        return _preset(kind, _find(kind, ref).name)  # type: ignore[union-attr]
+    preset = _find(kind, ref) if isinstance(ref, str) else None
+    if preset is not None:
+        return _preset(root, preset.name)
     if isinstance(ref, str) and not _looks_like_path(ref):
         raise _unknown_name(kind, ref)
     path = Path(ref)
     if folder is not None and not path.is_absolute():
         path = folder / path
-    return _load_file(kind, path.resolve(), stack)
+    return _load_file(root, path.resolve(), stack)
 
 
-def _load_file(kind: str, path: Path, stack: tuple[str, ...]) -> Any:
+def _load_file(root: type[_Spec], path: Path, stack: tuple[str, ...]) -> _Spec:
     if str(path) in stack:
         raise HardwareSpecError(
             f"{path}: 'base' files form a cycle: {' -> '.join((*stack, str(path)))}"
         )
     try:
-        return _build(kind, _read_file(path), str(path), path.parent, (*stack, str(path)))
+        return _build(root, _read_file(path), str(path), path.parent, (*stack, str(path)))
     except TypeError as error:  # a value of the wrong type in the file is the file's fault
         raise HardwareSpecError(str(error)) from None
 
 
 _IN_PROGRESS: set[tuple[str, str]] = set()
+#: Presets built so far (specs are frozen, so one object serves every caller).
+_BUILT: dict[tuple[type[SpecBase], str], SpecBase] = {}
 
 
-@functools.cache
-def _preset(kind: str, name: str) -> Any:
+def _preset(root: type[_Spec], name: str) -> _Spec:
+    """The preset ``name`` of ``root``'s kind, built once."""
+    built = _BUILT.get((root, name))
+    if isinstance(built, root):
+        return built
+    kind = _KINDS[root]
     if (kind, name) in _IN_PROGRESS:
         raise HardwareSpecError(f"preset {kind} {name!r}: 'base' presets form a cycle")
     _IN_PROGRESS.add((kind, name))
     try:
         preset = _registry()[kind][_key(name)]
-        return _build(kind, preset.document, preset.origin, None, (f"preset {name}",))
+        spec = _build(root, preset.document, preset.origin, None, (f"preset {name}",))
     finally:
         _IN_PROGRESS.discard((kind, name))
+    _BUILT[(root, name)] = spec
+    return spec
 
 
 def list_systems() -> list[str]:
     """Names of the system presets, by chip generation and then IPU count."""
-    specs = [_preset("system", name) for name in _names("system")]
+    specs = [_preset(SystemSpec, name) for name in _names("system")]
     specs.sort(key=lambda s: (GENERATIONS.index(s.ipu.generation), s.num_ipus, s.name))
     return [spec.name for spec in specs]
 
 
 def list_chips() -> list[str]:
     """Names of the chip presets, oldest generation first."""
-    chips = [_preset("chip", name) for name in _names("chip")]
+    chips = [_preset(IPUSpec, name) for name in _names("chip")]
     chips.sort(key=lambda c: GENERATIONS.index(c.generation))
     return [chip.name for chip in chips]
 
@@ -216,7 +233,7 @@ def get_chip(name: str | os.PathLike[str]) -> IPUSpec:
     Raises:
         ValueError: unknown name (with the closest preset) or an invalid file.
     """
-    return _resolve("chip", name, None, (), "name")
+    return _resolve(IPUSpec, name, None, (), "name")
 
 
 def load_system(
@@ -245,7 +262,7 @@ def load_system(
         FileNotFoundError: the file does not exist.
     """
     ref = DEFAULT_SYSTEM if name_or_path_or_spec is None else name_or_path_or_spec
-    spec: SystemSpec = _resolve("system", ref, None, (), "name_or_path_or_spec")
+    spec = _resolve(SystemSpec, ref, None, (), "name_or_path_or_spec")
     if overrides is not None:
         if not isinstance(overrides, Mapping):
             raise InvalidTypeError(
@@ -258,7 +275,7 @@ def load_system(
                 f"overrides: {', '.join(misplaced)} cannot be overridden; pass the base system as "
                 "the first argument instead"
             )
-        spec = _build("system", overrides, "overrides", None, (), base=spec)
+        spec = _build(SystemSpec, overrides, "overrides", None, (), base=spec)
     if num_ipus is not None:
         spec = spec.with_num_ipus(num_ipus)
     return spec

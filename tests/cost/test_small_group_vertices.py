@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipusim.cost import amp
+from ipusim.cost.amp_small_groups import slic_cycles, vmac_cycles
 from ipusim.cost.compute import amp_plan
 from ipusim.graph.spec import TensorSpec
 from ipusim.hardware import get_chip
@@ -39,7 +40,7 @@ def test_vmac_cycles_of_an_even_tile_by_hand() -> None:
     # 6 × 106 = 636. Zeroing 4 + 48/4 = 16; reduction 10 + (7 + 5)·8 / 8 = 22; outer loop
     # 32 + (24 + 636) = 692. Total 61 + 14 + 25 + (16 + 692 + 22) = 830.
     b, h, w, k, ig, cg = _one(1, 1, 6, 3, 1, 1)
-    assert int(amp._vmac_cycles(b, h, w, k, 3, ig, cg, 8, HALF)[0]) == 830
+    assert int(vmac_cycles(b, h, w, k, 3, ig, cg, 8, HALF)[0]) == 830
 
 
 def test_vmac_cycles_of_a_split_tile_by_hand() -> None:
@@ -49,7 +50,7 @@ def test_vmac_cycles_of_a_split_tile_by_hand() -> None:
     # 10 − 1 + (7 + 2 + 2·5)·⌈16/6⌉ / 4 = 9 + 57 // 4 = 23; outer 32 + (24 + 654) = 710.
     # Total 61 + 14 + 25 + 1 + (12 + 710 + 23) = 846.
     b, h, w, k, ig, cg = _one(1, 2, 2, 3, 1, 1)
-    assert int(amp._vmac_cycles(b, h, w, k, 3, ig, cg, 4, HALF_FLOAT_PARTIALS)[0]) == 846
+    assert int(vmac_cycles(b, h, w, k, 3, ig, cg, 4, HALF_FLOAT_PARTIALS)[0]) == 846
 
 
 def _depthwise_specs(
@@ -98,7 +99,7 @@ def test_slic_cycles_of_one_row_by_hand() -> None:
     # Weights: 9 + 6 + 6·10 + 6 + 16 = 97; sub-kernel body 97 + 3 + 2 + 1 + 6 + 1 + 6 + 1 = 117.
     # Total 28 + 15 + 1 + 117 + 1 + 246 = 408 (no accumulating pass with one sub-kernel).
     field, width, k, cg = _one(6, 6, 1, 1)
-    assert int(amp._slic_cycles(field, width, k, 3, cg, 4, 1, 4, 1, HALF)[0]) == 408
+    assert int(slic_cycles(field, width, k, 3, cg, 4, 1, 4, 1, HALF)[0]) == 408
 
 
 def test_slic_cycles_of_sixteen_groups_by_hand() -> None:
@@ -110,7 +111,7 @@ def test_slic_cycles_of_sixteen_groups_by_hand() -> None:
     # 103 + 21 = 124; sub-kernel body 4·124 + 19 + 15 = 530; group body 15 + 8 = 23.
     # Total 28 + 23 + 1 + 3·530 + 13 + 288 + 2·1,224 = 4,391.
     field, width, k, cg = _one(16, 8, 3, 1)
-    assert int(amp._slic_cycles(field, width, k, 3, cg, 16, 1, 4, 1, HALF)[0]) == 4391
+    assert int(slic_cycles(field, width, k, 3, cg, 16, 1, 4, 1, HALF)[0]) == 4391
 
 
 @pytest.mark.parametrize("layer", LAYERS, ids=str)

@@ -228,6 +228,17 @@ def test_wrong_kind_and_invalid_toml(tmp_path):
         load_system(broken)
 
 
+def test_a_spec_of_the_other_kind_is_refused():
+    system = load_system("POD16")
+    assert get_chip(system.ipu) is system.ipu and load_system(system) is system
+    with pytest.raises(
+        TypeError, match="got SystemSpec; expected a chip name or path \\(or the IPUSpec"
+    ):
+        get_chip(system)
+    with pytest.raises(TypeError, match="got IPUSpec; expected a system name or path"):
+        load_system(system.ipu)
+
+
 def test_chip_file_with_base_and_a_new_chip_via_system_file(tmp_path):
     chip_file = write(
         tmp_path,

@@ -27,9 +27,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ipusim.errors import HardwareSpecError
+from ipusim.hardware.specs import SystemSpec
 from ipusim.hardware.units import parse_bandwidth
 
 __all__ = [
@@ -147,7 +147,7 @@ def load_host(name: str) -> HostPreset:
     return preset
 
 
-def default_host(system: Any) -> str:
+def default_host(system: SystemSpec) -> str:
     """The host the vendor shipped with ``system``: the IPU-Server (Dell DSS 8440) for C2 cards
     (and any GC2 system), the dual EPYC 7742 server for IPU-Machine systems."""
     name = _SHIPPED_WITH.get(str(getattr(system, "name", "")))
@@ -156,7 +156,7 @@ def default_host(system: Any) -> str:
     return name or REFERENCE_HOST
 
 
-def plausible_hosts(system: Any) -> list[str]:
+def plausible_hosts(system: SystemSpec) -> list[str]:
     """Host presets that may drive ``system`` (its default first), for uncertainty ranges."""
     first = default_host(system)
     name = str(getattr(system, "name", ""))
@@ -168,7 +168,7 @@ def plausible_hosts(system: Any) -> list[str]:
     return [first, *others]
 
 
-def with_host(system: Any, host: str = "", current: str = REFERENCE_HOST) -> Any:
+def with_host(system: SystemSpec, host: str = "", current: str = REFERENCE_HOST) -> SystemSpec:
     """``system`` driven by the host preset ``host`` ("" = :func:`default_host`).
 
     The system's host figures hold for the preset ``current`` (a system preset's hold for
