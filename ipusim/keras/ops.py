@@ -21,9 +21,22 @@ from ipusim.graph.ops import linalg as glinalg
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import shape as gs
-from ipusim.keras.backend_ops import _either, _symbolic, cast, mean, softmax, sqrt, square
+from ipusim.keras.backend_ops import (
+    _either,
+    _symbolic,
+    cast,
+    exp,
+    log,
+    maximum,
+    mean,
+    minimum,
+    softmax,
+    sqrt,
+    square,
+    stop_gradient,
+    tanh,
+)
 from ipusim.keras.backend_ops import abs as abs  # noqa: A004 - Keras' name
-from ipusim.keras.backend_ops import exp, log, maximum, minimum, stop_gradient, tanh
 from ipusim.keras.backend_ops import sum as sum  # noqa: A004 - Keras' name
 
 __all__ = [
