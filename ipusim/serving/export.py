@@ -56,6 +56,26 @@ def _keras_batch_size(model: Any, specs: list[TensorSpec], batch_size: int | Non
     )
 
 
+def _keras_inputs(model: Any, batch_size: int | None) -> tuple[Any, list[TensorSpec], int]:
+    """The model's input specs for the exported batch size (structure and flat), and that size.
+
+    Raises:
+        ConfigurationError: the model is not built, or no batch size is known.
+    """
+    structure = model._build_input_spec
+    if structure is None:
+        raise ConfigurationError(
+            f"Model {model.name!r} must be built before it is exported: call "
+            "model.build(input_shape) (or use keras.Input) first"
+        )
+    flat_specs = flatten(structure)
+    batch = _keras_batch_size(model, flat_specs, batch_size)
+    concrete = map_structure(
+        lambda s: TensorSpec((batch, *s.shape[1:]), s.dtype, s.name), structure
+    )
+    return concrete, flat_specs, batch
+
+
 def export_keras(
     model: Any,
     export_dir: Any,
@@ -96,18 +116,8 @@ def export_keras(
             "scope, so it cannot be exported for IPU serving; create it in "
             "`with ipusim.IPUStrategy().scope():`"
         )
-    structure = model._build_input_spec
-    if structure is None:
-        raise ConfigurationError(
-            f"Model {model.name!r} must be built before it is exported: call "
-            "model.build(input_shape) (or use keras.Input) first"
-        )
-    flat_specs = flatten(structure)
-    batch = _keras_batch_size(model, flat_specs, batch_size)
+    concrete, flat_specs, batch = _keras_inputs(model, batch_size)
     iterations = _positive(model.steps_per_execution, "steps_per_execution")
-    concrete = map_structure(
-        lambda s: TensorSpec((batch, *s.shape[1:]), s.dtype, s.name), structure
-    )
     traced = model.trace(concrete, training=False)
     inputs, outputs = flatten(traced.inputs), flatten(traced.outputs)
     program, arrays = encode_program(traced.graph, inputs, outputs)
