@@ -296,9 +296,9 @@ def _check_pipeline_kwargs(kwargs: Mapping[str, Any], stages: int | None) -> Non
         raise InvalidTypeError(
             f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
         )
-    name = kwargs.get("name")
-    if name is not None and not isinstance(name, str):
-        raise InvalidTypeError(f"name must be a string, received {name!r}.")
+    label = kwargs.get("name")
+    if label is not None and not isinstance(label, str):
+        raise InvalidTypeError(f"name must be a string, received {label!r}.")
 
 
 def _reduction_method(

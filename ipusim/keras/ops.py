@@ -160,11 +160,11 @@ def _matmul_form(subscripts: str, count: int) -> tuple[bool, bool]:
     a, b = parts
     if not len(a) == len(b) == len(out) >= 2 or len(set(out)) != len(out):
         raise unsupported
-    batch, (m, n) = out[:-2], out[-2:]
+    batch, m, n = out[:-2], out[-2], out[-1]
     summed = (set(a) & set(b)) - set(out)
     if a[:-2] != batch or b[:-2] != batch or len(summed) != 1:
         raise unsupported
-    (k,) = summed
+    k = next(iter(summed))
     if {a[-2], a[-1]} != {m, k} or {b[-2], b[-1]} != {k, n} or m == n:
         raise unsupported
     return a[-2:] == k + m, b[-2:] == n + k

@@ -4,20 +4,43 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import InputDataError
 from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras.engine.data_adapter import DataHandler
-from ipusim.keras.engine.ipu_hooks import IPURun, RunCall
+from ipusim.keras.engine.ipu_hooks import IPURun, RunCall, RunKind
+
+if TYPE_CHECKING:
+    from ipusim.graph.execute import ExecContext
+    from ipusim.keras.engine.step import StepProgram
 from ipusim.keras.engine.nest import pack_sequence_as
 
 
 class InferenceMixin:
     """evaluate / predict and their single-batch forms; the step helpers (``_prepare``,
     ``_program``, ``_logs`` ...) and the IPU hook ``_ipu_begin_run`` are TrainingMixin's."""
+
+    _last_programs: dict[str, StepProgram]
+
+    if TYPE_CHECKING:  # TrainingMixin's, which mixes this class in
+
+        @property
+        def metrics_names(self) -> list[str]: ...
+        def reset_metrics(self) -> None: ...
+        def _assert_compiled(self, what: str) -> None: ...
+        def _ipu_begin_run(self, kind: RunKind, call: RunCall) -> IPURun | None: ...
+        def _prepare(
+            self, x: Any, y: Any, sample_weight: Any
+        ) -> tuple[list[Any], Any, Any, Any]: ...
+        def _program(self, kind: str, x_spec: Any, y_spec: Any, sw_spec: Any) -> StepProgram: ...
+        def _next_ctx(self, training: bool) -> ExecContext: ...
+        def _update_metrics(
+            self, result: Any, y: Any, sample_weight: Any, arrays: list[Any]
+        ) -> None: ...
+        def _logs(self) -> dict[str, float]: ...
 
     def evaluate(
         self,

@@ -74,7 +74,7 @@ class Extension:
         return found if getter is None else getter(model, type(model))
 
 
-_EXTENSIONS = {
+_EXTENSIONS: dict[type[KerasExtensionBase], Extension] = {
     cls: Extension(cls) for cls in (SequentialExtension, FunctionalExtension, ModelExtension)
 }
 

@@ -99,7 +99,10 @@ class ExtensionRun:
         if preview is not None:
             preview.settle()
         if preview is None or not preview.ran_as_planned(executions):
-            return model._simulate(self.lowered, executions, self.config, self.system, progress)
+            simulated: tuple[Any, list[float]] = model._simulate(
+                self.lowered, executions, self.config, self.system, progress
+            )
+            return simulated
         from ipusim import session
 
         session.publish(preview.run.report)

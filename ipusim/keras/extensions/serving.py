@@ -74,7 +74,13 @@ def _batch_of(input_specs: Any) -> int:
     from ipusim.keras.engine.nest import flatten
 
     specs: list[TensorSpec] = flatten(input_specs)
-    return int(specs[0].shape[0])
+    batch = specs[0].shape[0] if specs and specs[0].shape else None
+    if batch is None:
+        raise ConfigurationError(
+            f"simulate_predict_execution: `input_specs` need a known batch size, received "
+            f"{input_specs!r}"
+        )
+    return int(batch)
 
 
 class ServingExtension:

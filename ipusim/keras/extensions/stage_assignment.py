@@ -341,7 +341,7 @@ class ModelPipelining(_InvocationPipelining):
 
         x_batch = first_batch(x, None, None, batch_size)[0]
         _, x_spec, _, _ = self._prepare(x_batch, None, None)  # type: ignore[attr-defined]
-        self.trace(x_spec, training=False)
+        self.trace(x_spec, training=False)  # type: ignore[attr-defined]
 
     def _entries(self) -> list[StageEntry] | None:
         if self._pipeline_structure is None and self.built and self._build_input_spec is not None:  # type: ignore[attr-defined]
