@@ -231,50 +231,8 @@ class PipelineOptions:
             RecomputationMode.Auto,
             "e.g. RecomputationMode.Auto",
         )
-        if kwargs.get("continuous_weight_updates"):
-            raise UnsupportedError(
-                "continuous_weight_updates=True: Continuous weight updates are not supported (IPU "
-                "TensorFlow does not implement them either); remove the argument."
-            )
-        for name in (*_OPTIONAL_BOOLS, "replicated_optimizer_state_sharding"):
-            value = kwargs.get(name)
-            if value is not None and not isinstance(value, bool):
-                raise InvalidTypeError(f"{name} must be True, False or None, received {value!r}.")
-        for name in STAGE_OPTION_LISTS:
-            value = kwargs.get(name)
-            if value is None:
-                continue
-            if not isinstance(value, list | tuple):
-                raise InvalidTypeError(
-                    f"{name} must be a list or a tuple of PipelineStageOptions (one per pipeline "
-                    f"stage), received {type(value).__name__}."
-                )
-            bad = [v for v in value if not isinstance(v, PipelineStageOptions)]
-            if bad:
-                raise InvalidTypeError(
-                    f"Expected all elements of {name} to be PipelineStageOptions, received "
-                    f"{bad[0]!r} of type {type(bad[0]).__name__}."
-                )
-        if stages is not None:
-            check_stage_option_lengths(kwargs, stages)
-        update = kwargs.get("weight_update_poplar_options")
-        if update is not None and not isinstance(update, PipelineStageOptions):
-            raise InvalidTypeError(
-                f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
-            )
-        name = kwargs.get("name")
-        if name is not None and not isinstance(name, str):
-            raise InvalidTypeError(f"name must be a string, received {name!r}.")
-        try:
-            method = GradientAccumulationReductionMethod.parse(reduction_method)
-        except ValueError:
-            raise ConfigurationError(
-                f"reduction_method {reduction_method!r} is not a GradientAccumulationReductionMethod: "
-                "use SUM, MEAN or RUNNING_MEAN (a member or its name)."
-            ) from None
-        if experimental_normalize_gradients:
-            # IPU TensorFlow forces SUM and scales each gradient by 1/N: that is MEAN.
-            method = GradientAccumulationReductionMethod.MEAN
+        _check_pipeline_kwargs(kwargs, stages)
+        method = _reduction_method(reduction_method, experimental_normalize_gradients)
         weight_sharding = kwargs.get("replicated_weight_sharding")
         offload_weights = kwargs.get("offload_weights")
         return cls(
@@ -297,6 +255,71 @@ class PipelineOptions:
             offload_weights=weight_sharding if offload_weights is None else offload_weights,
             kwargs=dict(kwargs),
         )
+
+
+def _check_pipeline_kwargs(kwargs: Mapping[str, Any], stages: int | None) -> None:
+    """The type checks of ``pipeline()``'s other arguments (see :meth:`PipelineOptions.from_kwargs`).
+
+    Raises:
+        UnsupportedError: ``continuous_weight_updates=True``.
+        InvalidTypeError: a flag, per-stage options list or name of the wrong type.
+        ConfigurationError: per-stage option lists of the wrong length.
+    """
+    if kwargs.get("continuous_weight_updates"):
+        raise UnsupportedError(
+            "continuous_weight_updates=True: Continuous weight updates are not supported (IPU "
+            "TensorFlow does not implement them either); remove the argument."
+        )
+    for name in (*_OPTIONAL_BOOLS, "replicated_optimizer_state_sharding"):
+        value = kwargs.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise InvalidTypeError(f"{name} must be True, False or None, received {value!r}.")
+    for name in STAGE_OPTION_LISTS:
+        value = kwargs.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, list | tuple):
+            raise InvalidTypeError(
+                f"{name} must be a list or a tuple of PipelineStageOptions (one per pipeline "
+                f"stage), received {type(value).__name__}."
+            )
+        bad = [v for v in value if not isinstance(v, PipelineStageOptions)]
+        if bad:
+            raise InvalidTypeError(
+                f"Expected all elements of {name} to be PipelineStageOptions, received "
+                f"{bad[0]!r} of type {type(bad[0]).__name__}."
+            )
+    if stages is not None:
+        check_stage_option_lengths(kwargs, stages)
+    update = kwargs.get("weight_update_poplar_options")
+    if update is not None and not isinstance(update, PipelineStageOptions):
+        raise InvalidTypeError(
+            f"weight_update_poplar_options must be a PipelineStageOptions, received {update!r}."
+        )
+    label = kwargs.get("name")
+    if label is not None and not isinstance(label, str):
+        raise InvalidTypeError(f"name must be a string, received {label!r}.")
+
+
+def _reduction_method(
+    reduction_method: Any, normalize: bool
+) -> GradientAccumulationReductionMethod:
+    """The accumulation's reduction method (``normalize``: experimental_normalize_gradients).
+
+    Raises:
+        ConfigurationError: not a GradientAccumulationReductionMethod, its name or value.
+    """
+    try:
+        method = GradientAccumulationReductionMethod.parse(reduction_method)
+    except ValueError:
+        raise ConfigurationError(
+            f"reduction_method {reduction_method!r} is not a GradientAccumulationReductionMethod: "
+            "use SUM, MEAN or RUNNING_MEAN (a member or its name)."
+        ) from None
+    if normalize:
+        # IPU TensorFlow forces SUM and scales each gradient by 1/N: that is MEAN.
+        method = GradientAccumulationReductionMethod.MEAN
+    return method
 
 
 def check_stage_option_lengths(kwargs: Mapping[str, Any], stages: int) -> None:

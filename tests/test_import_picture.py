@@ -110,3 +110,22 @@ def test_the_engine_imports_no_kernels() -> None:
         if target.startswith("ipusim.kernels")
     )
     assert offending == []
+
+
+def test_workloads_use_only_public_api_not_graph_ops() -> None:
+    """Workloads are written as users write models: through ``ipusim.keras`` (``keras.ops``)
+    or the compat layer, never ``ipusim.graph``."""
+    workloads = ROOT.parent / "workloads"
+    offending = []
+    for path in sorted(workloads.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            if any(name == "ipusim.graph" or name.startswith("ipusim.graph.") for name in names):
+                offending.append(f"{path.relative_to(workloads)}:{node.lineno}")
+    assert list(workloads.glob("*.py")), "the workloads folder was not found"
+    assert offending == []

@@ -19,7 +19,7 @@ if __package__ in (None, ""):  # run as a script: make `workloads` importable
 
 import ipusim  # noqa: E402
 from ipusim import keras  # noqa: E402
-from ipusim.graph.ops import linalg, nn, shape  # noqa: E402
+from ipusim.keras import ops  # noqa: E402
 from workloads import common  # noqa: E402
 
 SIZES = {
@@ -64,18 +64,18 @@ class SelfAttention(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout)
 
     def _split(self, x: Any, sequence: int) -> Any:
-        x = shape.reshape(x, (-1, sequence, self.heads, self.head_size))
-        return shape.transpose(x, (0, 2, 1, 3))
+        x = ops.reshape(x, (-1, sequence, self.heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
         sequence = inputs.shape[1]
         q = self._split(self.query(inputs), sequence)
         k = self._split(self.key(inputs), sequence)
         v = self._split(self.value(inputs), sequence)
-        scores = linalg.batch_matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
-        probs = self.dropout(nn.softmax(scores, axis=-1), training=training)
-        context = shape.transpose(linalg.batch_matmul(probs, v), (0, 2, 1, 3))
-        return self.out(shape.reshape(context, (-1, sequence, self.hidden)))
+        scores = ops.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(self.head_size))
+        probs = self.dropout(ops.softmax(scores, axis=-1), training=training)
+        context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
+        return self.out(ops.reshape(context, (-1, sequence, self.hidden)))
 
 
 def encoder_layer(x: Any, index: int, size: dict) -> Any:
@@ -124,7 +124,8 @@ def bert(
         x = encoder_layer(x, index, config)
         if checkpoint_every_layer:
             x = keras.layers.RecomputationCheckpoint(name=f"encoder_{index}_checkpoint")(x)
-    x = shape.slice_axis(x, 0, masked, axis=1)  # the masked positions (an OpLambda layer)
+    # The masked positions (an OpLambda layer).
+    x = ops.slice(x, (0, 0, 0), (-1, masked, -1))
     x = keras.layers.Dense(config["hidden"], activation=gelu, name="mlm_transform")(x)
     x = keras.layers.LayerNormalization(epsilon=1e-12, name="mlm_norm")(x)
     logits = keras.layers.Dense(vocab, name="mlm_logits")(x)

@@ -124,6 +124,13 @@ def parser(
         default=None,
         help="optimizer (default: the workload's own)",
     )
+    _add_feed_and_state_arguments(p)
+    _add_host_and_device_arguments(p)
+    return p
+
+
+def _add_feed_and_state_arguments(p: argparse.ArgumentParser) -> None:
+    """Offloading, metrics, host processes and the infeed."""
     p.add_argument(
         "--offload",
         choices=["default", "on", "off"],
@@ -167,6 +174,10 @@ def parser(
         default=None,
         help="host time per execution in seconds (default: the system preset's)",
     )
+
+
+def _add_host_and_device_arguments(p: argparse.ArgumentParser) -> None:
+    """The host preset, input loaders, memory and device options."""
     p.add_argument(
         "--host",
         default="",
@@ -229,7 +240,6 @@ def parser(
         default="auto",
         help="which engine times the run (cfg.ipusim.engine; both give the same timeline)",
     )
-    return p
 
 
 def parse(p: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:

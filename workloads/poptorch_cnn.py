@@ -18,15 +18,13 @@ if __package__ in (None, ""):
 
 import ipusim  # noqa: E402
 from ipusim import keras  # noqa: E402
-from ipusim.graph.ops import math as gmath  # noqa: E402
-from ipusim.graph.ops import reduce as greduce  # noqa: E402
-from ipusim.graph.ops import shape as gshape  # noqa: E402
+from ipusim.keras import ops  # noqa: E402
 from workloads import common  # noqa: E402
 
 
 class GroupNormalization(keras.layers.Layer):
     """Normalises each sample over groups of channels (torch.nn.GroupNorm), with a learned scale
-    and offset per channel, written with the graph's element-wise and reduce ops."""
+    and offset per channel, written with ``keras.ops``."""
 
     def __init__(self, groups: int, epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -42,14 +40,12 @@ class GroupNormalization(keras.layers.Layer):
 
     def call(self, x: Any) -> Any:
         n, h, w, c = x.shape
-        g = gshape.reshape(x, (-1, h, w, self.groups, c // self.groups))
-        mean = greduce.reduce_mean(g, axis=(1, 2, 4), keepdims=True)
-        centred = gmath.subtract(g, mean)
-        var = greduce.reduce_mean(gmath.square(centred), axis=(1, 2, 4), keepdims=True)
-        normed = gmath.divide(centred, gmath.sqrt(gmath.add(var, self.epsilon)))
-        return gmath.add(
-            gmath.multiply(gshape.reshape(normed, (-1, h, w, c)), self.gamma), self.beta
-        )
+        g = ops.reshape(x, (-1, h, w, self.groups, c // self.groups))
+        mean = ops.mean(g, axis=(1, 2, 4), keepdims=True)
+        centred = ops.subtract(g, mean)
+        var = ops.mean(ops.square(centred), axis=(1, 2, 4), keepdims=True)
+        normed = ops.divide(centred, ops.sqrt(ops.add(var, self.epsilon)))
+        return ops.add(ops.multiply(ops.reshape(normed, (-1, h, w, c)), self.gamma), self.beta)
 
 
 def tutorial_cnn(image_size: int = 128) -> keras.Sequential:

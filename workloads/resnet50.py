@@ -20,7 +20,7 @@ if __package__ in (None, ""):
 
 import ipusim  # noqa: E402
 from ipusim import keras  # noqa: E402
-from ipusim.graph.ops import math as gmath  # noqa: E402
+from ipusim.keras import ops  # noqa: E402
 from workloads import common  # noqa: E402
 
 L = keras.layers
@@ -59,7 +59,7 @@ def resnet50(
     inputs = keras.Input(
         (image_size, image_size, 3), batch_size=micro_batch, name="input_1", dtype=dtype
     )
-    x = gmath.cast(inputs, "float32") if eight_bit_io else inputs
+    x = ops.cast(inputs, "float32") if eight_bit_io else inputs
     x = L.Conv2D(64, 7, strides=2, padding="same", name="conv1_conv")(x)
     x = L.BatchNormalization(epsilon=1.001e-5, name="conv1_bn")(x)
     x = L.Activation("relu", name="conv1_relu")(x)

@@ -20,6 +20,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
+from ipusim.keras.extensions.serving import simulate_predict_execution
 from ipusim.serving.files import check_export_dir, write_export
 from ipusim.serving.host_steps import HostSteps, host_steps
 from ipusim.serving.program import ExportError, encode_program
@@ -53,6 +54,26 @@ def _keras_batch_size(model: Any, specs: list[TensorSpec], batch_size: int | Non
         "size and none is known. Pass batch_size=... to the export, or give the model's inputs "
         "a batch size (keras.Input(..., batch_size=N))."
     )
+
+
+def _keras_inputs(model: Any, batch_size: int | None) -> tuple[Any, list[TensorSpec], int]:
+    """The model's input specs for the exported batch size (structure and flat), and that size.
+
+    Raises:
+        ConfigurationError: the model is not built, or no batch size is known.
+    """
+    structure = model._build_input_spec
+    if structure is None:
+        raise ConfigurationError(
+            f"Model {model.name!r} must be built before it is exported: call "
+            "model.build(input_shape) (or use keras.Input) first"
+        )
+    flat_specs = flatten(structure)
+    batch = _keras_batch_size(model, flat_specs, batch_size)
+    concrete = map_structure(
+        lambda s: TensorSpec((batch, *s.shape[1:]), s.dtype, s.name), structure
+    )
+    return concrete, flat_specs, batch
 
 
 def export_keras(
@@ -95,23 +116,16 @@ def export_keras(
             "scope, so it cannot be exported for IPU serving; create it in "
             "`with ipusim.IPUStrategy().scope():`"
         )
-    structure = model._build_input_spec
-    if structure is None:
-        raise ConfigurationError(
-            f"Model {model.name!r} must be built before it is exported: call "
-            "model.build(input_shape) (or use keras.Input) first"
-        )
-    flat_specs = flatten(structure)
-    batch = _keras_batch_size(model, flat_specs, batch_size)
-    iterations = _positive(model._steps_per_execution, "steps_per_execution")
-    concrete = map_structure(
-        lambda s: TensorSpec((batch, *s.shape[1:]), s.dtype, s.name), structure
-    )
+    concrete, flat_specs, batch = _keras_inputs(model, batch_size)
+    iterations = _positive(model.steps_per_execution, "steps_per_execution")
     traced = model.trace(concrete, training=False)
     inputs, outputs = flatten(traced.inputs), flatten(traced.outputs)
     program, arrays = encode_program(traced.graph, inputs, outputs)
 
-    config, lowered, report = _simulate_execution(model, concrete, batch, iterations)
+    # One execution of the on-device loop (model.last_simulation afterwards), every record kept
+    # whatever trace_detail says: the per-request latencies are read from them.
+    execution = simulate_predict_execution(model, concrete, iterations, keep_all_records=True)
+    config, lowered, report = execution.lowered.config, execution.lowered, execution.report
     names = _input_names(model, flat_specs)
     out_names = list(output_names) if output_names is not None else _output_names(model, outputs)
     manifest = {
@@ -140,21 +154,6 @@ def _served(export_dir: Any, steps: HostSteps | None) -> Any:
     """The loaded export, wrapped with its host steps when it has any."""
     served = load(export_dir)
     return steps.attach(served) if steps is not None else served
-
-
-def _simulate_execution(model: Any, concrete: Any, batch: int, iterations: int) -> tuple:
-    """(config, lowered program, report) of one execution of the on-device loop of
-    ``iterations`` requests, through the extension's own simulation step (so
-    ``model.last_simulation`` is this execution afterwards). Every record is kept whatever
-    ``trace_detail`` says: the per-request latencies are read from them."""
-    config, system = model._ipu_environment()
-    samples = map_structure(
-        lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), concrete
-    )
-    lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
-    with full_trace():
-        report, _ = model._simulate(lowered, [(0, iterations)], config, system)
-    return config, lowered, report
 
 
 def _input_names(model: Any, specs: list[TensorSpec]) -> list[str]:

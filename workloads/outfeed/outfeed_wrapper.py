@@ -6,10 +6,12 @@ each want to send something first *offer* their values with :meth:`MaybeOutfeedQ
 and one of them enqueues the collected dict with :meth:`MaybeOutfeedQueue.maybe_enqueue`.
 Filters keep only the keys that contain one of the filter strings.
 
-Values offered while a graph is being traced (a Keras model's step) are kept per graph, so the
-scratch graphs Keras traces single layers in while a functional model is built never mix with
-the step's graph. Concrete values offered on the host (the optimizer's gradients) are enqueued
-at once when ``maybe_enqueue`` is called there.
+Values offered while a graph is being traced (a Keras model's step) are kept per graph (the
+tensor's ``graph``), so the scratch graphs Keras traces single layers in while a functional model
+is built never mix with the step's graph. ``maybe_enqueue`` enqueues what was offered in the
+graph of the latest offer: a layer offers and then enqueues in the same trace. Concrete values
+offered on the host (the optimizer's gradients, which have no graph) are enqueued at once when
+``maybe_enqueue`` is called there.
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ import weakref
 from typing import Any
 
 from ipusim.compat import ipu
-from ipusim.graph.graph import current_graph
-
-_HOST = "host"
 
 
 class MaybeOutfeedQueue:
@@ -41,6 +40,8 @@ class MaybeOutfeedQueue:
         self._filters = None if filters is None else list(filters)
         self._graph_values: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._host_values: dict[str, Any] = {}
+        # The graph of the latest offer (a weak reference; None: the host).
+        self._offered_in: Any = None
 
     @property
     def filters(self) -> list[str] | None:
@@ -61,17 +62,19 @@ class MaybeOutfeedQueue:
 
     def maybe_outfeed(self, key: str, value: Any) -> None:
         """Offer ``value`` under ``key``; it is kept only if a filter matches."""
+        graph = getattr(value, "graph", None)
+        self._offered_in = None if graph is None else weakref.ref(graph)
         if self._wanted(key):
-            graph = getattr(value, "graph", None) or current_graph()
             self._bucket(graph)[key] = value
 
     def maybe_enqueue(self) -> Any:
-        """Enqueue the values offered so far (in the graph being traced, or on the host).
+        """Enqueue the values offered so far in the graph of the latest offer (the graph being
+        traced), or on the host.
 
         Returns:
             The enqueue operation, or None when nothing was kept.
         """
-        graph = current_graph()
+        graph = None if self._offered_in is None else self._offered_in()
         bucket = self._bucket(graph)
         if not bucket:
             return None

@@ -7,6 +7,7 @@ concrete specs and returns the op graph that both the numerics and the timing pa
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +54,24 @@ class Model(TrainingMixin, Layer):
         super().__init__(**kwargs)
         self._init_training_state()
         self._build_input_spec: Any = None
-        from ipusim.keras.extensions import patch_if_in_strategy
+        from ipusim.keras.extensions import attach_if_in_strategy
 
-        patch_if_in_strategy(self)
+        attach_if_in_strategy(self)
+
+    def __getattr__(self, name: str) -> Any:
+        """The IPU extension's methods and properties (``set_pipelining_options`` ...), bound
+        to this model, for a model created in an IPUStrategy scope; the class never changes.
+
+        Raises:
+            AttributeError: no such attribute (the model has no extension, or it has none).
+        """
+        extension = self.__dict__.get("_ipu_extension")
+        if extension is not None and not name.startswith("__"):
+            try:
+                return extension.attribute(self, name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ structure
     @property
@@ -109,7 +125,9 @@ class Model(TrainingMixin, Layer):
                 f"{self.name}: build() needs an input shape, e.g. (None, 28, 28)"
             )
         specs = self._input_specs_for(input_shape)
-        self.trace(specs, training=False)
+        trace = self.trace(specs, training=False)
+        if self._ipu_extension is not None:
+            self._ipu_extension.traced(self, trace, building=True)
         self._build_input_spec = specs
 
     def _ensure_built(self) -> None:
@@ -124,8 +142,10 @@ class Model(TrainingMixin, Layer):
         placeholders = map_structure(lambda s: graph.placeholder(s), input_specs)
         layers = [self, *self._flat_layers()]
         snapshot = [(layer, layer.built, len(layer._own_weights)) for layer in layers]
+        extension = self._ipu_extension
+        scope = extension.trace_scope(self) if extension is not None else nullcontext()
         try:
-            with training_scope(training), default_graph(graph):
+            with scope, training_scope(training), default_graph(graph):
                 outputs = self._call_graph(graph, placeholders, training)
         except Exception:
             for layer, built, count in snapshot:
@@ -141,7 +161,10 @@ class Model(TrainingMixin, Layer):
             self._build_input_spec = map_structure(
                 lambda s: TensorSpec((None, *s.shape[1:]), s.dtype, s.name), input_specs
             )
-        return Trace(graph, placeholders, outputs, training)
+        result = Trace(graph, placeholders, outputs, training)
+        if extension is not None:
+            extension.traced(self, result, building=False)
+        return result
 
     def _call_graph(self, graph: Graph, inputs: Any, training: bool) -> Any:
         """Run the model body on graph Symbols (not recorded as an invocation of the model)."""

@@ -80,7 +80,9 @@ class Sequential(Model):
                 raise
 
     def _on_layers_changed(self) -> None:
-        """Hook for extensions (pipeline assignments are invalidated by a new layer)."""
+        """The IPU extension's hook: a new layer invalidates a pipeline stage assignment."""
+        if self._ipu_extension is not None:
+            self._ipu_extension.layers_changed(self)
 
     def pop(self) -> None:
         """Remove the last layer."""

@@ -30,6 +30,8 @@ from ipusim.keras.engine.data_adapter import (
     train_validation_split,
 )
 from ipusim.keras.engine.gradient_update import GradientUpdateMixin
+from ipusim.keras.engine.inference import InferenceMixin
+from ipusim.keras.engine.ipu_hooks import IPUExtension, IPURun, LoopSettings, RunCall, RunKind
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
 from ipusim.keras.engine.replicas import job_replicas, replica_mean
@@ -44,7 +46,7 @@ def _positive_int(value: Any, what: str) -> int:
     return int(value)
 
 
-class TrainingMixin(GradientUpdateMixin):
+class TrainingMixin(InferenceMixin, GradientUpdateMixin):
     """compile/fit/evaluate/predict for :class:`ipusim.keras.Model` (mixed into it)."""
 
     def _init_training_state(self) -> None:
@@ -68,12 +70,8 @@ class TrainingMixin(GradientUpdateMixin):
         self._accumulation_method = "sum"
         self._accumulators: list[np.ndarray] | None = None
         self._accumulated = 0
-        # Data-parallel replicas (set by the IPU extensions): each step takes one batch per
-        # replica and applies the replicas' mean gradient.
-        self._replicas = 1
-        # Distributed batch norm (set by the IPU extensions): groups of this many consecutive
-        # replicas share their batch statistics.
-        self._norm_group = 1
+        # The IPU extension of a model created in an IPUStrategy scope (ipu_hooks), or None.
+        self._ipu_extension: IPUExtension | None = None
         # Per-step batch callbacks instead of once per execution (asynchronous callbacks).
         self._per_step_callbacks = False
         # What the last fit/evaluate/predict ran: [(epoch, steps in the execution), ...] and the
@@ -225,17 +223,18 @@ class TrainingMixin(GradientUpdateMixin):
     def _train_batch(self, x: Any, y: Any, sample_weight: Any, where: str) -> None:
         self._train_step([(x, y, sample_weight)], where)
 
-    def _train_step(self, batches: list[tuple[Any, Any, Any]], where: str) -> None:
+    def _train_step(
+        self, batches: list[tuple[Any, Any, Any]], where: str, norm_group: int = 1
+    ) -> None:
         """One training step: one micro-batch per replica, gradients averaged over replicas.
 
         With one replica this is an ordinary step. Nothing changes until every replica's loss is
-        known to be finite.
+        known to be finite. ``norm_group`` consecutive replicas share batch-norm statistics.
         """
         runs = []
-        if self._norm_group > 1:
+        if norm_group > 1:
             batches = [
-                _end_to_end(batches[i : i + self._norm_group])
-                for i in range(0, len(batches), self._norm_group)
+                _end_to_end(batches[i : i + norm_group]) for i in range(0, len(batches), norm_group)
             ]
         for x, y, sample_weight in batches:
             arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
@@ -305,6 +304,14 @@ class TrainingMixin(GradientUpdateMixin):
         use_multiprocessing: bool = False,
     ) -> Any:
         """Train for ``epochs`` epochs; returns a ``History``."""
+        call = RunCall(
+            x, y, sample_weight, batch_size, steps_per_epoch, verbose, epochs, initial_epoch
+        )
+        run = self._ipu_begin_run("fit", call)
+        if run is not None and not run.numerics:
+            return run.finish(None)
+        if run is not None:
+            x, y = run.x, run.y
         self._assert_compiled("training/testing")
         epochs = _positive_int(epochs, "epochs")
         verbose = 1 if verbose == "auto" else int(verbose)
@@ -333,16 +340,32 @@ class TrainingMixin(GradientUpdateMixin):
             epochs=epochs,
             steps=handler.steps,
         )
+        loop = run.loop if run is not None else LoopSettings(self._steps_per_execution)
+        history = self._fit_epochs(
+            handler, validation, cb, range(initial_epoch, epochs), validation_freq, loop
+        )
+        return history if run is None else run.finish(history)
+
+    def _fit_epochs(
+        self,
+        handler: DataHandler,
+        validation: DataHandler | None,
+        cb: Any,
+        epochs: range,
+        validation_freq: int,
+        loop: LoopSettings,
+    ) -> Any:
+        """The epochs of a fit (from ``epochs.start``, or after a BackupAndRestore backup)."""
         self.stop_training = False
         self._execution_log = []
         cb.on_train_begin()
         # BackupAndRestore found a backup: continue after its epoch (as Keras' saved counter).
-        initial_epoch = max(initial_epoch, self.__dict__.pop("_backup_initial_epoch", 0))
+        initial_epoch = max(epochs.start, self.__dict__.pop("_backup_initial_epoch", 0))
         epoch_logs: dict[str, float] = {}
-        for epoch in range(initial_epoch, epochs):
+        for epoch in range(initial_epoch, epochs.stop):
             self.reset_metrics()
             cb.on_epoch_begin(epoch)
-            logs = self._run_epoch(handler, cb, epoch)
+            logs = self._run_epoch(handler, cb, epoch, loop)
             epoch_logs = dict(logs)
             if validation is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_handler(validation, None, verbose=0)
@@ -353,12 +376,14 @@ class TrainingMixin(GradientUpdateMixin):
         cb.on_train_end(logs=epoch_logs)
         return self.history
 
-    def _run_epoch(self, handler: DataHandler, cb: Any, epoch: int) -> dict[str, float]:
+    def _run_epoch(
+        self, handler: DataHandler, cb: Any, epoch: int, loop: LoopSettings
+    ) -> dict[str, float]:
         """Executions of ``steps_per_execution`` steps; each step takes one batch per replica."""
         logs: dict[str, float] = {}
         step = 0
         iterator = handler.epoch_iterator()
-        spe, replicas = self._steps_per_execution, self._replicas
+        spe, replicas = loop.steps_per_execution, loop.replicas
         exhausted = False
         while not exhausted:
             group = []
@@ -376,8 +401,9 @@ class TrainingMixin(GradientUpdateMixin):
             for offset, batches in enumerate(group):
                 if self._per_step_callbacks:
                     cb.on_train_batch_begin(step + offset)
-                self._train_step(batches, f"at epoch {epoch + 1}, step {step + offset + 1}")
-                self._step_executed("train")
+                where = f"at epoch {epoch + 1}, step {step + offset + 1}"
+                self._train_step(batches, where, loop.norm_group)
+                loop.on_step()
                 if self._per_step_callbacks:
                     logs = self._logs()
                     cb.on_train_batch_end(step + offset, logs)
@@ -389,9 +415,10 @@ class TrainingMixin(GradientUpdateMixin):
                 break
         return logs
 
-    def _step_executed(self, kind: str) -> None:
-        """A step of a ``kind`` (train / test / predict) run has run (a hook: the IPU
-        extensions move the simulated clock here)."""
+    def _ipu_begin_run(self, kind: RunKind, call: RunCall) -> IPURun | None:
+        """Template hook: the IPU extension's plan of this call (None for plain Keras models)."""
+        extension = self._ipu_extension
+        return None if extension is None else extension.begin_run(self, kind, call)
 
     def _validation_handler(
         self, validation_data: Any, batch_size: int | None, steps: int | None
@@ -404,103 +431,6 @@ class TrainingMixin(GradientUpdateMixin):
             return DataHandler(validation_data, steps_per_epoch=steps, what="validation")
         vx, vy, vsw = _unpack_validation(validation_data)
         return DataHandler(vx, vy, vsw, batch_size, steps, False, "validation")
-
-    # ------------------------------------------------------------------ evaluate / predict
-    def evaluate(
-        self,
-        x: Any = None,
-        y: Any = None,
-        batch_size: int | None = None,
-        verbose: Any = "auto",
-        sample_weight: Any = None,
-        steps: int | None = None,
-        callbacks: Any = None,
-        max_queue_size: int = 10,
-        workers: int = 1,
-        use_multiprocessing: bool = False,
-        return_dict: bool = False,
-    ) -> Any:
-        """Loss and metrics over the data: a scalar, a list, or a dict (``return_dict``)."""
-        self._assert_compiled("training/testing")
-        verbose = 1 if verbose == "auto" else int(verbose)
-        handler = DataHandler(x, y, sample_weight, batch_size, steps, False, "evaluate")
-        logs = self._evaluate_handler(handler, callbacks, verbose)
-        if return_dict:
-            return logs
-        values = [logs[name] for name in self.metrics_names]
-        return values[0] if len(values) == 1 else values
-
-    def _evaluate_handler(
-        self, handler: DataHandler, callbacks: Any, verbose: int
-    ) -> dict[str, float]:
-        cb = callbacks_module.CallbackList(
-            callbacks,
-            add_history=False,
-            add_progbar=verbose != 0,
-            model=self,
-            verbose=verbose,
-            epochs=1,
-            steps=handler.steps,
-        )
-        self.reset_metrics()
-        cb.on_test_begin()
-        logs: dict[str, float] = {}
-        for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
-            cb.on_test_batch_begin(step)
-            arrays, x_spec, y_spec, sw_spec = self._prepare(bx, by, bsw)
-            program = self._program("test", x_spec, y_spec, sw_spec)
-            result = self._run_inference(program, arrays)
-            self._update_metrics(result, by, bsw, arrays)
-            self._step_executed("test")
-            logs = self._logs()
-            cb.on_test_batch_end(step, logs)
-        cb.on_test_end(logs)
-        return logs
-
-    def predict(
-        self,
-        x: Any,
-        batch_size: int | None = None,
-        verbose: Any = "auto",
-        steps: int | None = None,
-        callbacks: Any = None,
-        max_queue_size: int = 10,
-        workers: int = 1,
-        use_multiprocessing: bool = False,
-    ) -> Any:
-        """Model outputs for every input sample, batches concatenated."""
-        verbose = 0 if verbose == "auto" else int(verbose)
-        handler = DataHandler(x, None, None, batch_size, steps, False, "predict")
-        cb = callbacks_module.CallbackList(
-            callbacks,
-            add_history=False,
-            add_progbar=verbose != 0,
-            model=self,
-            verbose=verbose,
-            epochs=1,
-            steps=handler.steps,
-        )
-        cb.on_predict_begin()
-        chunks: list[list[np.ndarray]] = []
-        structure = None
-        for step, (bx, _, _) in enumerate(handler.epoch_iterator()):
-            cb.on_predict_batch_begin(step)
-            arrays, x_spec, _, _ = self._prepare(bx, None, None)
-            program = self._program("predict", x_spec, None, None)
-            self._last_programs["predict"] = program
-            structure = program.trace.outputs
-            outputs = self._run_inference(program, arrays).predictions
-            chunks.append(outputs)
-            self._step_executed("predict")
-            cb.on_predict_batch_end(step, {"outputs": outputs})
-        cb.on_predict_end()
-        if not chunks:
-            raise InputDataError(
-                "predict: the input produced no batches; pass at least one sample (or a "
-                "Dataset that yields at least one batch)"
-            )
-        merged = [np.concatenate([c[i] for c in chunks], axis=0) for i in range(len(chunks[0]))]
-        return pack_sequence_as(structure, merged)
 
     # ------------------------------------------------------------------ single batches
     def train_on_batch(
@@ -518,43 +448,6 @@ class TrainingMixin(GradientUpdateMixin):
             self.reset_metrics()
         self._train_batch(x, y, sample_weight, "in train_on_batch")
         return self._batch_result(return_dict)
-
-    def test_on_batch(
-        self,
-        x: Any,
-        y: Any = None,
-        sample_weight: Any = None,
-        reset_metrics: bool = True,
-        return_dict: bool = False,
-    ) -> Any:
-        self._assert_compiled("training/testing")
-        if reset_metrics:
-            self.reset_metrics()
-        arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
-        result = self._run_inference(self._program("test", x_spec, y_spec, sw_spec), arrays)
-        self._update_metrics(result, y, sample_weight, arrays)
-        return self._batch_result(return_dict)
-
-    def predict_on_batch(self, x: Any) -> Any:
-        arrays, x_spec, _, _ = self._prepare(x, None, None)
-        program = self._program("predict", x_spec, None, None)
-        outputs = self._run_inference(program, arrays).predictions
-        return pack_sequence_as(program.trace.outputs, outputs)
-
-    def _run_inference(self, program: Any, arrays: list[np.ndarray]) -> Any:
-        """Run an evaluate / predict step and keep the states its layers carry to the next
-        batch (a stateful RNN's)."""
-        result = program.run(arrays, self._next_ctx(False))
-        for (variable, _), value in zip(program.updates, result.updates, strict=True):
-            variable.assign(value)
-        return result
-
-    def _batch_result(self, return_dict: bool) -> Any:
-        logs = self._logs()
-        if return_dict:
-            return logs
-        values = [logs[name] for name in self.metrics_names]
-        return values[0] if len(values) == 1 else values
 
 
 def _end_to_end(batches: list[tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:

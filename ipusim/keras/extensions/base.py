@@ -1,19 +1,18 @@
 """The IPU extension methods Keras models gain inside an ``IPUStrategy`` scope.
 
-Mirrors IPU TensorFlow's ``KerasExtensionBase``: configuration setters, the IPU's data checks, and
-``fit``/``evaluate``/``predict`` that train exactly as plain Keras does and also simulate the
-configured IPU system (``model.last_simulation``, ``history.simulation``).
+Mirrors IPU TensorFlow's ``KerasExtensionBase``: configuration setters, the replication rule,
+and lowering and simulating a step (``model.last_simulation``). What ``fit`` / ``evaluate`` /
+``predict`` do around the Keras loop is :mod:`ipusim.keras.extensions.run`.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
-from ipusim.keras import callbacks as callbacks_module
-from ipusim.keras.engine.layer import timing_only
-from ipusim.keras.extensions.data import check_data, first_batch
+from ipusim.keras.extensions.data import first_batch
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 
 log = logging.getLogger("ipusim")
@@ -34,8 +33,24 @@ def _positive_steps(value: Any) -> int:
     return value
 
 
-class KerasExtensionBase:
-    """Methods shared by the Sequential, Functional and subclassed-model extensions."""
+class _ExtensionType(type):
+    """Makes ``isinstance(model, SequentialExtension)`` hold for a model whose extension has
+    those methods (the model's own class never changes, see :mod:`ipusim.keras.extensions`)."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        extension = getattr(instance, "__dict__", {}).get("_ipu_extension")
+        methods = getattr(extension, "methods", None)
+        if isinstance(methods, type) and issubclass(methods, cls):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class KerasExtensionBase(metaclass=_ExtensionType):
+    """Methods shared by the Sequential, Functional and subclassed-model extensions.
+
+    They are written against the model (``self`` is the extended Keras model): the model finds
+    them through its extension, its class never changes.
+    """
 
     # ------------------------------------------------------------------ state
     def _init_extension_state(self) -> None:
@@ -46,6 +61,18 @@ class KerasExtensionBase:
         self.last_simulation: Any = None
         self._infeed_source: tuple[Any, Any] = (None, None)
         self.last_program: Any = None  # the lowered Program of the last simulated run
+
+    # ------------------------------------------------------------------ hooks (ipu_hooks)
+    def _ipu_trace_scope(self) -> AbstractContextManager[None]:
+        """Entered around every trace of the model (subclassed models mark it, see
+        :class:`~ipusim.keras.extensions.stage_assignment.ModelPipelining`)."""
+        return nullcontext()
+
+    def _ipu_traced(self, trace: Any, building: bool) -> None:
+        """A trace finished (subclassed models record their pipeline structure)."""
+
+    def _ipu_layers_changed(self) -> None:
+        """A Sequential model's layers changed (its stage assignment becomes stale)."""
 
     def _reset_ipu_functions(self) -> None:
         """Setters invalidate what was compiled for the IPU (as IPU TensorFlow does)."""
@@ -251,82 +278,6 @@ class KerasExtensionBase:
         self.last_program = lowered.program
         return report, epoch_seconds
 
-    def fit(
-        self,
-        x: Any = None,
-        y: Any = None,
-        batch_size: int | None = None,
-        epochs: int = 1,
-        *args: Any,
-        steps_per_epoch: int | None = None,
-        sample_weight: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        self._check_overrides()
-        self._assert_compiled("training/testing")
-        x, y = _data_arguments("fit", x, y, batch_size, steps_per_epoch)
-        config, system = self._ipu_environment()
-        if timing_only() and config is not None and not config.ipusim.timing:
-            raise ConfigurationError("timing-only mode needs config.ipusim.timing = True")
-        self._check_pipelined_fit(x, batch_size)  # a pipelined model accumulates N micro-batches
-        replicas = self._replication_factor()
-        local = self._local_replicas()  # the replicas whose data and numbers this process runs
-        plan = check_data(
-            self,
-            "fit",
-            x,
-            batch_size,
-            steps_per_epoch,
-            self._steps_per_execution,
-            self._gradient_accumulation,
-            self._is_pipelined(),
-            local,
-        )
-        self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
-        self._set_effective_batch_size(plan.batch_size, replicas)
-        timing = config is None or config.ipusim.timing
-        lowered = (
-            self._ipu_program("train", x, y, sample_weight, batch_size, config, system)
-            if timing
-            else None
-        )
-        from ipusim.keras.extensions.simulated_time import planned_fit_executions, preview_fit
-
-        epochs_run = range(kwargs.get("initial_epoch", 0), epochs)
-        planned = planned_fit_executions(
-            plan.steps_per_epoch, plan.steps_per_execution, epochs_run.start, epochs
-        )
-        if timing_only():
-            verbose = kwargs.get("verbose", args[0] if args else "auto")
-            return self._fit_timing_only(lowered, planned, epochs_run, config, system, verbose)
-        saved_spe = self._steps_per_execution
-        self._steps_per_execution = plan.steps_per_execution
-        self._replicas = local
-        self._norm_group = _norm_group(config, replicas)
-        self._run_clocks["train"] = preview_fit(lowered, planned)
-        try:
-            history = super().fit(
-                x,
-                y,
-                batch_size,
-                epochs,
-                *args,
-                steps_per_epoch=steps_per_epoch,
-                sample_weight=sample_weight,
-                **kwargs,
-            )
-        finally:
-            self._steps_per_execution = saved_spe
-            self._replicas = 1
-            self._norm_group = 1
-            fit_clock = self._run_clocks.pop("train", None)
-        if lowered is not None:
-            _attach(
-                history,
-                *self._simulate_previewed(lowered, self._execution_log, fit_clock, config, system),
-            )
-        return history
-
     def _set_effective_batch_size(self, batch_size: int, replicas: int) -> None:
         """Samples per weight update over every replica, logged as IPU TensorFlow logs it."""
         ga = self._gradient_accumulation
@@ -338,226 +289,3 @@ class KerasExtensionBase:
                 f" accumulating {ga} batches per optimizer step" if ga > 1 else "",
                 self.effective_batch_size,
             )
-
-    def _fit_timing_only(
-        self,
-        lowered: Any,
-        executions: list[tuple[int, int]],
-        epochs_run: range,
-        config: Any,
-        system: Any,
-        verbose: Any,
-    ) -> Any:
-        """``fit`` without numerics: the History of the simulated epochs."""
-        history = callbacks_module.History()
-        history.set_model(self)
-        history.on_train_begin()
-        self.history = history
-        history.epoch = list(epochs_run)
-        # No Keras progress bar runs without numerics: the simulation shows its own, so a long
-        # timing-only run (BERT-Large) is never silent.
-        _attach(history, *self._simulate(lowered, executions, config, system, verbose != 0))
-        return history
-
-    @property
-    def _run_clocks(self) -> dict[str, Any]:
-        """The previewed run of each kind in progress (see :meth:`_step_executed`)."""
-        clocks = self.__dict__.get("_ipusim_run_clocks")
-        if clocks is None:
-            clocks = self.__dict__["_ipusim_run_clocks"] = {}
-        return clocks
-
-    def _step_executed(self, kind: str) -> None:
-        """A step of a ``kind`` run ran: move the simulated clock (see
-        :mod:`ipusim.keras.extensions.simulated_time`)."""
-        clock = self._run_clocks.get(kind)
-        if clock is not None:
-            clock.step_done()
-
-    def _simulate_previewed(
-        self,
-        lowered: Any,
-        executions: list[tuple[int, int]],
-        preview: Any,
-        config: Any,
-        system: Any,
-        progress: bool | None = None,
-    ) -> Any:
-        """The report of ``executions`` and its epoch seconds: the preview's when they are the
-        previewed ones, else a new simulation."""
-        if preview is None:
-            return self._simulate(lowered, executions, config, system, progress)
-        preview.settle()
-        if not preview.ran_as_planned(executions):
-            return self._simulate(lowered, executions, config, system, progress)
-        from ipusim import session
-
-        session.publish(preview.run.report)
-        self.last_simulation = preview.run.report
-        self.last_program = lowered.program
-        return preview.run.report, list(preview.run.epoch_seconds)
-
-    def evaluate(
-        self,
-        x: Any = None,
-        y: Any = None,
-        batch_size: int | None = None,
-        *args: Any,
-        steps: int | None = None,
-        sample_weight: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        self._check_overrides()
-        self._assert_compiled("training/testing")
-        x, y = _data_arguments("evaluate", x, y, batch_size, steps)
-        config, system = self._ipu_environment()
-        plan = check_data(
-            self,
-            "evaluate",
-            x,
-            batch_size,
-            steps,
-            self._steps_per_execution,
-            replicas=self._local_replicas(),
-        )
-        self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
-        timing = config is None or config.ipusim.timing
-        lowered = (
-            self._ipu_program(
-                "test", x, y, sample_weight, batch_size, config, system, plan.steps_per_execution
-            )
-            if timing
-            else None
-        )
-        from ipusim.keras.extensions.simulated_time import preview_fit
-
-        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
-        preview = (
-            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
-        )
-        self._run_clocks["test"] = preview
-        try:
-            if timing_only():  # no numbers to report: NaN for the loss and every metric
-                result = [float("nan")] * max(1, len(self.metrics_names))
-                result = result[0] if len(result) == 1 else result
-            else:
-                result = super().evaluate(
-                    x, y, batch_size, *args, steps=steps, sample_weight=sample_weight, **kwargs
-                )
-        finally:
-            self._run_clocks.pop("test", None)
-        if lowered is not None:
-            verbose = kwargs.get("verbose", args[0] if args else "auto")
-            self._simulate_previewed(
-                lowered,
-                executions,
-                preview,
-                config,
-                system,
-                progress=True if timing_only() and verbose != 0 else None,
-            )
-        return result
-
-    def predict(
-        self,
-        x: Any,
-        batch_size: int | None = None,
-        *args: Any,
-        steps: int | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        self._check_overrides()
-        x, _ = _data_arguments("predict", x, None, batch_size, steps)
-        config, system = self._ipu_environment()
-        plan = check_data(
-            self,
-            "predict",
-            x,
-            batch_size,
-            steps,
-            self._steps_per_execution,
-            replicas=self._local_replicas(),
-        )
-        self._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
-        timing = config is None or config.ipusim.timing
-        lowered = (
-            self._ipu_program(
-                "predict", x, None, None, batch_size, config, system, plan.steps_per_execution
-            )
-            if timing
-            else None
-        )
-        from ipusim.keras.extensions.simulated_time import preview_fit
-
-        executions = _executions(plan.steps_per_epoch, plan.steps_per_execution)
-        preview = (
-            None if timing_only() else preview_fit(lowered, executions, self._local_replicas())
-        )
-        self._run_clocks["predict"] = preview
-        try:  # timing-only runs compute no outputs: predict returns None
-            result = (
-                None
-                if timing_only()
-                else super().predict(x, batch_size, *args, steps=steps, **kwargs)
-            )
-        finally:
-            self._run_clocks.pop("predict", None)
-        if lowered is not None:
-            verbose = kwargs.get("verbose", args[0] if args else 0)
-            self._simulate_previewed(
-                lowered,
-                executions,
-                preview,
-                config,
-                system,
-                progress=True if timing_only() and verbose != 0 else None,
-            )
-        return result
-
-
-def _data_arguments(what: str, x: Any, y: Any, batch_size: Any, steps: Any) -> tuple[Any, Any]:
-    """Check the batch size and step count before anything is traced, and read (nested) lists
-    of numbers as arrays, as Keras does.
-
-    Raises:
-        InputDataError: a batch size or step count that is not a positive integer.
-    """
-    from ipusim.data import Dataset
-    from ipusim.keras.engine.data_adapter import (
-        as_arrays,
-        check_batch_size,
-        check_steps,
-        sequence_dataset,
-    )
-    from ipusim.keras.utils_data import Sequence
-
-    check_steps(steps, what)
-    if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
-        x = sequence_dataset(x)
-    if not isinstance(x, Dataset):
-        check_batch_size(batch_size, what)
-    return as_arrays(x), as_arrays(y)
-
-
-def _executions(steps: int, steps_per_execution: int) -> list[tuple[int, int]]:
-    return [(0, steps_per_execution)] * (steps // steps_per_execution)
-
-
-def _attach(history: Any, report: Any, epoch_seconds: list[float]) -> None:
-    """Add the simulated figures to a History."""
-    history.simulation = report
-    history.simulated_seconds = report.simulated_seconds
-    history.samples_per_second = report.throughput_samples_per_s
-    history.history["simulated_seconds"] = list(epoch_seconds)
-
-
-def _norm_group(config: Any, replicas: int) -> int:
-    """Distributed batch norm's group of replicas (1 without a config), checked against the
-    replication factor."""
-    if config is None:
-        return 1
-    from ipusim.lowering.distribution import check_norm_group
-
-    group = int(config.norms.experimental.distributed_batch_norm_replica_group_size)
-    check_norm_group(group, replicas)
-    return group

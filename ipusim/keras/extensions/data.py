@@ -69,51 +69,9 @@ def check_data(
             "output_signature=...) so the shapes are known."
         )
     if isinstance(x, Dataset):
-        check_dataset_not_empty(x, what)
-        shapes = _spec_shapes(x)
-        for shape in shapes:
-            if any(d is None for d in shape):
-                raise InputDataError(
-                    f"{what}: the dataset yields elements of shape {shape}, which is not fully "
-                    "defined; the IPU needs static shapes. If you use batch(), pass "
-                    "drop_remainder=True."
-                )
-        batch = int(shapes[0][0]) if shapes and shapes[0] else 1
-        size = int(x.cardinality())
-        if size == UNKNOWN_CARDINALITY and steps is None:
-            raise InputDataError(
-                f"{what}: the size of the dataset cannot be inferred; pass the "
-                "number of steps to run (steps_per_epoch / steps)"
-            )
-        if size == INFINITE_CARDINALITY and steps is None:
-            raise InputDataError(
-                f"{what}: the dataset repeats forever; pass the number of steps to "
-                "run (steps_per_epoch / steps)"
-            )
+        batch, size = _dataset_batches(x, what, steps)
     else:
-        batch = check_batch_size(batch_size, what)
-        leaves = [a for a in flatten(as_arrays(x)) if a is not None]
-        if not leaves:
-            raise InputDataError(f"{what}: no input data was given; pass `x`")
-        if np.ndim(leaves[0]) == 0:
-            raise InputDataError(
-                f"{what}: `x` must have a first (batch) dimension, but it is a scalar; pass "
-                "arrays of shape (samples, ...)."
-            )
-        n = int(np.shape(leaves[0])[0])
-        if n == 0:
-            raise InputDataError(
-                f"{what}: `x` holds 0 samples; there is nothing to run. Pass arrays with at "
-                "least one batch of samples (shape (samples, ...))."
-            )
-        if n % batch:
-            raise InputDataError(
-                f"{what}: {n} samples do not split into batches of {batch}: the last batch "
-                f"would be partial ({n % batch} samples), and the IPU needs every batch to "
-                "have the same size. Change `batch_size` to a divisor of the number of "
-                "samples, or trim/pad the data."
-            )
-        size = n // batch
+        batch, size = _array_batches(x, batch_size, what)
     if steps is not None and size >= 0 and steps > size:
         raise InputDataError(
             f"{what}: not enough data: {steps} steps were requested but the data only holds "
@@ -121,23 +79,7 @@ def check_data(
         )
     inferred = steps if steps is not None else size
     if replicas > 1:
-        per_replica, dropped = divmod(inferred, replicas)
-        if per_replica == 0:
-            raise InputDataError(
-                f"{what}: the data holds {inferred} batch{'es' if inferred != 1 else ''}, but each of the {replicas} replicas "
-                f"needs at least one. Provide at least {replicas} batches (or fewer replicas)."
-            )
-        if dropped:
-            log.warning(
-                "%s: %d batches are split evenly over %d replicas; the remaining %d "
-                "batch%s will be dropped.",
-                what,
-                inferred,
-                replicas,
-                dropped,
-                "" if dropped == 1 else "es",
-            )
-        inferred = per_replica
+        inferred = _per_replica(inferred, replicas, what)
     spe = steps_per_execution
     if spe > inferred:
         log.warning(
@@ -170,6 +112,95 @@ def check_data(
             model.name,
         )
     return IPUDataPlan(inferred, spe, batch)
+
+
+def _dataset_batches(x: Dataset, what: str, steps: int | None) -> tuple[int, int]:
+    """(batch size, batches) of a Dataset; batches may be the unknown or infinite cardinality
+    when ``steps`` is given.
+
+    Raises:
+        InputDataError: an empty dataset, shapes that are not fully defined, or a size that is
+            unknown or infinite without ``steps``.
+    """
+    check_dataset_not_empty(x, what)
+    shapes = _spec_shapes(x)
+    for shape in shapes:
+        if any(d is None for d in shape):
+            raise InputDataError(
+                f"{what}: the dataset yields elements of shape {shape}, which is not fully "
+                "defined; the IPU needs static shapes. If you use batch(), pass "
+                "drop_remainder=True."
+            )
+    batch = int(shapes[0][0]) if shapes and shapes[0] else 1
+    size = int(x.cardinality())
+    if size == UNKNOWN_CARDINALITY and steps is None:
+        raise InputDataError(
+            f"{what}: the size of the dataset cannot be inferred; pass the "
+            "number of steps to run (steps_per_epoch / steps)"
+        )
+    if size == INFINITE_CARDINALITY and steps is None:
+        raise InputDataError(
+            f"{what}: the dataset repeats forever; pass the number of steps to "
+            "run (steps_per_epoch / steps)"
+        )
+    return batch, size
+
+
+def _array_batches(x: Any, batch_size: int | None, what: str) -> tuple[int, int]:
+    """(batch size, batches) of arrays.
+
+    Raises:
+        InputDataError: no data, a scalar, no samples, or a partial last batch.
+    """
+    batch = check_batch_size(batch_size, what)
+    leaves = [a for a in flatten(as_arrays(x)) if a is not None]
+    if not leaves:
+        raise InputDataError(f"{what}: no input data was given; pass `x`")
+    if np.ndim(leaves[0]) == 0:
+        raise InputDataError(
+            f"{what}: `x` must have a first (batch) dimension, but it is a scalar; pass "
+            "arrays of shape (samples, ...)."
+        )
+    n = int(np.shape(leaves[0])[0])
+    if n == 0:
+        raise InputDataError(
+            f"{what}: `x` holds 0 samples; there is nothing to run. Pass arrays with at "
+            "least one batch of samples (shape (samples, ...))."
+        )
+    if n % batch:
+        raise InputDataError(
+            f"{what}: {n} samples do not split into batches of {batch}: the last batch "
+            f"would be partial ({n % batch} samples), and the IPU needs every batch to "
+            "have the same size. Change `batch_size` to a divisor of the number of "
+            "samples, or trim/pad the data."
+        )
+    size = n // batch
+    return batch, size
+
+
+def _per_replica(steps: int, replicas: int, what: str) -> int:
+    """The batches each replica runs: ``steps`` split evenly (the rest dropped, with a warning).
+
+    Raises:
+        InputDataError: fewer batches than replicas.
+    """
+    per_replica, dropped = divmod(steps, replicas)
+    if per_replica == 0:
+        raise InputDataError(
+            f"{what}: the data holds {steps} batch{'es' if steps != 1 else ''}, but each of the "
+            f"{replicas} replicas needs at least one. Provide at least {replicas} batches (or fewer replicas)."
+        )
+    if dropped:
+        log.warning(
+            "%s: %d batches are split evenly over %d replicas; the remaining %d "
+            "batch%s will be dropped.",
+            what,
+            steps,
+            replicas,
+            dropped,
+            "" if dropped == 1 else "es",
+        )
+    return per_replica
 
 
 def first_batch(x: Any, y: Any, sample_weight: Any, batch_size: int | None) -> tuple:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ipusim import pipelining as pl
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
+from ipusim.keras.extensions.base import KerasExtensionBase
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.extensions.pipeline_stage import PipelineStage, print_table
 from ipusim.keras.extensions.pipeline_structure import StageEntry, check_stages, graph_entries
@@ -86,7 +87,7 @@ class _PipeliningBase:
 
     # ------------------------------------------------------------------ state
     def _init_extension_state(self) -> None:
-        super()._init_extension_state()  # type: ignore[misc]
+        KerasExtensionBase._init_extension_state(self)  # type: ignore[arg-type]
         self._pipelining_options: pl.PipelineOptions | None = None
         self._stage_assignment: Any = None  # explicit assignment (kind-specific), or None
         self._assignment_reset = False  # reset_...(): ignore PipelineStage scopes too

@@ -8,6 +8,7 @@ graph ``build()`` traced (or PipelineStage scopes inside ``call``).
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError
@@ -59,10 +60,10 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
     _pipeline_kind = "Sequential"
 
     def _init_extension_state(self) -> None:
-        super()._init_extension_state()
+        _PipeliningBase._init_extension_state(self)
         self._assignment_valid = True
 
-    def _on_layers_changed(self) -> None:
+    def _ipu_layers_changed(self) -> None:
         if getattr(self, "_stage_assignment", None) is not None and self._assignment_valid:
             self._assignment_valid = False
             log.info(
@@ -322,23 +323,16 @@ class ModelPipelining(_InvocationPipelining):
     _pipeline_kind = "Model"
 
     def _init_extension_state(self) -> None:
-        super()._init_extension_state()
+        _PipeliningBase._init_extension_state(self)
         self._pipeline_structure: list[StageEntry] | None = None
-        self._recording_build = False
 
-    def build(self, input_shape: Any) -> None:
-        self._recording_build = True
-        try:
-            super().build(input_shape)  # type: ignore[misc]
-        finally:
-            self._recording_build = False
+    def _ipu_trace_scope(self) -> AbstractContextManager[None]:
+        return ipu_model_trace()
 
-    def trace(self, input_specs: Any, training: bool) -> Any:
-        with ipu_model_trace():
-            result = super().trace(input_specs, training)  # type: ignore[misc]
-        if self._recording_build or self._pipeline_structure is None:
-            self._pipeline_structure = graph_entries(result.graph)[0]
-        return result
+    def _ipu_traced(self, trace: Any, building: bool) -> None:
+        """``build()``'s trace (or the first) gives the invocations stages are assigned to."""
+        if building or self._pipeline_structure is None:
+            self._pipeline_structure = graph_entries(trace.graph)[0]
 
     def _trace_for_pipelining(self, x: Any, batch_size: int | None) -> None:
         if self._pipeline_structure is not None or x is None:
@@ -347,7 +341,7 @@ class ModelPipelining(_InvocationPipelining):
 
         x_batch = first_batch(x, None, None, batch_size)[0]
         _, x_spec, _, _ = self._prepare(x_batch, None, None)  # type: ignore[attr-defined]
-        self.trace(x_spec, training=False)
+        self.trace(x_spec, training=False)  # type: ignore[attr-defined]
 
     def _entries(self) -> list[StageEntry] | None:
         if self._pipeline_structure is None and self.built and self._build_input_spec is not None:  # type: ignore[attr-defined]
