@@ -90,7 +90,6 @@ def lower(description: RunDescription, config: Any, system: Any) -> LoweredRun:
         system,
         precision=precision(config),
         gradient_accumulation=description.gradient_accumulation,
-        optimizer=description.optimizer,
         pipeline=description.pipeline,
         micro_batches=description.micro_batches,
         distribution=with_norms(description.distribution, config),

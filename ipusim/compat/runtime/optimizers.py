@@ -14,9 +14,10 @@ ipu.keras.optimizers to wrap V2 optimizers" restriction has nothing to separate 
   optimizer, so the replicas combine once per N mini-batches;
 - :class:`MapGradientOptimizer`: a function maps each gradient before the update.
 
-In a traced function ``apply_gradients`` adds an ``ipu_apply_gradients`` node (a side effect):
-each execution hands the gradients to the optimizer's update, which runs in Numba kernels as in
-Keras' own training loop. A plain Keras optimizer's ``apply_gradients`` given traced gradients
+In a traced function ``apply_gradients`` adds the update-phase graph ops
+(:func:`ipusim.graph.ops.update.add_update`, a side effect) with an :class:`ApplyHandle` as their
+optimizer: each execution hands the gradients to the optimizer's update, which runs in Numba
+kernels as in Keras' own training loop, and lowering times the update from those nodes. A plain Keras optimizer's ``apply_gradients`` given traced gradients
 does the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
 Accumulation and the cross-replica mean use the one driver of
 :mod:`ipusim.graph.ops.update`.
@@ -31,11 +32,10 @@ import numpy as np
 
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.context import Operation
-from ipusim.compat.runtime.ops_control import call_program
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
+from ipusim.graph.ops.update import GradientAccumulator, add_update, cross_replica_mean
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
 from ipusim.session.exchange import instance_exchange, job_replicas
@@ -69,6 +69,19 @@ class ApplyHandle:
     def __init__(self, optimizer: Any, variables: list[Any]) -> None:
         self.optimizer = optimizer
         self.variables = list(variables)
+
+    @property
+    def slots_per_variable(self) -> int:
+        """The slots of the optimizer that applies the update (what lowering times)."""
+        return int(getattr(innermost(self.optimizer), "slots_per_variable", 0))
+
+    @property
+    def update_flops_per_element(self) -> int:
+        return int(getattr(innermost(self.optimizer), "update_flops_per_element", 2))
+
+    def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]]) -> None:
+        """What the ``apply_gradients`` op runs: :meth:`execute` with the gradients."""
+        self.execute(None, [g for g, _ in grads_and_vars])
 
     def execute(self, ctx: Any, grads: list[Any]) -> None:
         state = context.replica_state()
@@ -122,7 +135,7 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
         )
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
     handle = ApplyHandle(optimizer, [v for _, v in pairs])
-    holder, _ = call_program("ipu_apply_gradients", handle, grads, [])
+    holder = add_update(grads, handle.variables, handle)
     ctx.add_side_effect(holder)
     ctx.applies.append(handle)
     return Operation("apply_gradients", holder)
