@@ -122,7 +122,7 @@ def _per_variable(
         ("accumulate", "accumulate") if op == "accumulate" else ("update", "weight-update")
     )
     variables: Sequence[Variable] = node.attrs["variables"]
-    out = {}
+    out: dict[int, Superstep] = {}
     for var in variables:
         spec = TensorSpec(var.shape, "float32")
         cost = cost_of(var.shape)
