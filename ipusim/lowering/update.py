@@ -12,12 +12,10 @@ through the same superstep costing as every other op.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.graph.graph import Graph, Node
-from ipusim.graph.op import OpCost
 from ipusim.graph.ops.update import accumulate_cost, update_cost
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
@@ -77,58 +75,28 @@ def layer_of(variable: Variable) -> str:
 
 
 def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
-    """The update phase of ``graph`` (empty when it has no ``apply_gradients`` node)."""
+    """The update phase of ``graph`` (empty when it has no ``apply_gradients`` node): per
+    variable, a superstep whose operands are float32 arrays of its shape (accumulation: the
+    accumulator and the gradient; apply: the variable, the gradient and the slots)."""
     nodes = update_nodes(graph)
     applies = [n for n in nodes if n.op.name == "apply_gradients"]
     if not applies:
         return UpdatePhase()
     optimizer = OptimizerCost.of(applies[0].attrs["optimizer"])
     slots, flops = optimizer.slots_per_variable, optimizer.update_flops_per_element
-    accumulate: dict[int, Superstep] = {}
-    update: dict[int, Superstep] = {}
+    steps: dict[str, dict[int, Superstep]] = {name: {} for name in UPDATE_OPS}
     for node in nodes:
-        if node.op.name == "accumulate_gradients":
-            accumulate.update(_per_variable(node, ipu, precision, "accumulate", 2, accumulate_cost))
-        else:
-            update.update(
-                _per_variable(
-                    node,
-                    ipu,
-                    precision,
-                    "weight_update",
-                    2 + slots,
-                    lambda shape: update_cost(shape, slots, flops),
-                )
-            )
-    variables: dict[int, Variable] = {}
-    for node in applies:
-        for variable in node.attrs["variables"]:
-            variables.setdefault(id(variable), variable)
-    return UpdatePhase(tuple(variables.values()), optimizer, accumulate, update)
-
-
-def _per_variable(
-    node: Node,
-    ipu: IPUSpec,
-    precision: str,
-    op: str,
-    arrays: int,
-    cost_of: Callable[[tuple[int | None, ...]], OpCost],
-) -> dict[int, Superstep]:
-    """variable id -> an element-wise superstep of ``node``'s work on that variable, costing
-    ``cost_of(shape)``, whose operands are ``arrays`` float32 arrays of the variable's shape
-    (the accumulator or variable, the gradient, the optimizer's slots)."""
-    name, phase = (
-        ("accumulate", "accumulate") if op == "accumulate" else ("update", "weight-update")
-    )
-    variables: Sequence[Variable] = node.attrs["variables"]
-    out: dict[int, Superstep] = {}
-    for var in variables:
-        spec = TensorSpec(var.shape, "float32")
-        cost = cost_of(var.shape)
-        ins, outs = [spec] * arrays, [spec]
-        label = (f"{var.name}/{name}", layer_of(var), op, phase)
-        s = superstep(label, cost, ins, outs, {}, ipu, precision)
-        if s is not None:
-            out.setdefault(id(var), s)
-    return out
+        for var in node.attrs["variables"]:
+            if node.op.name == "accumulate_gradients":
+                label = (f"{var.name}/accumulate", layer_of(var), "accumulate", "accumulate")
+                arrays, cost = 2, accumulate_cost(var.shape)
+            else:
+                label = (f"{var.name}/update", layer_of(var), "weight_update", "weight-update")
+                arrays, cost = 2 + slots, update_cost(var.shape, slots, flops)
+            spec = TensorSpec(var.shape, "float32")
+            step = superstep(label, cost, [spec] * arrays, [spec], {}, ipu, precision)
+            if step is not None:
+                steps[node.op.name].setdefault(id(var), step)
+    # first-seen order (a key seen again keeps its place)
+    variables = {id(v): v for node in applies for v in node.attrs["variables"]}
+    return UpdatePhase(tuple(variables.values()), optimizer, *(steps[name] for name in UPDATE_OPS))
