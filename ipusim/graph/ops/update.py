@@ -18,7 +18,10 @@ and ``gradient_accumulation_dtype``):
 
 The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
 ``forward`` calls the driver and the optimizer, their ``cost`` is what one update costs per
-variable (:func:`accumulate_cost`, :func:`update_cost`).
+variable (:func:`accumulate_cost`, :func:`update_cost`). Every training step's graph carries them
+(:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
+accumulation and weight-update supersteps from them; where the step's own driver runs the update
+(Keras' ``fit``, ``pipeline()``, a loop's ``ipu_apply_gradients`` node) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
 the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
