@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ipusim.lowering.distribution import Distribution
     from ipusim.lowering.recompute import InstructionRecomputation, StageRecomputation
     from ipusim.lowering.tile_mapping import TileMapper
-    from ipusim.lowering.update import OptimizerCost
+    from ipusim.lowering.update import OptimizerCost, UpdatePhase
 
 #: Graph nodes that hold data but run nothing.
 SOURCES = ("placeholder", "variable", "constant")
@@ -35,7 +35,8 @@ class StepDescription:
         infeed_bytes: bytes of one infeed element (inputs and targets of a micro-batch).
         outfeed_bytes: bytes of one outfeed element.
         outfeed_copies: stream copies of one outfeed element (one per tensor outfed).
-        trainable: trainable variables (updated by the optimizer), training only.
+        trainable: trainable variables (updated by the optimizer), training only; lowering
+            reads the update from the graph's update nodes instead.
         weights: every variable the model holds (for memory and read-back).
     """
 
@@ -86,7 +87,7 @@ class LoweringContext:
         step: the step being lowered.
         system: the system it runs on.
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
-        optimizer: the weight update's cost per trainable element.
+        update: the weight update, from the step graph's update nodes.
         nodes: the step's nodes in program order, sources included.
         supersteps: node id -> its superstep (nodes that do no work are absent).
         without_norm_collectives: node id -> its superstep without distributed batch norm's
@@ -105,7 +106,7 @@ class LoweringContext:
     step: StepDescription
     system: SystemSpec
     precision: str
-    optimizer: OptimizerCost
+    update: UpdatePhase
     nodes: tuple[Node, ...]
     supersteps: Mapping[int, Superstep]
     without_norm_collectives: Mapping[int, Superstep]
@@ -122,6 +123,11 @@ class LoweringContext:
     def nbytes(self, spec: TensorSpec) -> int:
         """Bytes of a value at the run's precision (floats) or its own itemsize."""
         return spec.size * (self.element if spec.dtype in FLOAT_DTYPES else spec.itemsize)
+
+    @property
+    def optimizer(self) -> OptimizerCost:
+        """The weight update's cost per trainable element."""
+        return self.update.optimizer
 
     @property
     def element(self) -> int:

@@ -1,7 +1,8 @@
 """Lowering: a step graph, compile options and a system -> a :class:`Program`.
 
 Every op node the step needs becomes one BSP superstep (:mod:`ipusim.lowering.supersteps`), the
-weight update one per trainable variable (:mod:`ipusim.lowering.update`); the stage builder
+weight update one per trainable variable from the step's update nodes
+(:mod:`ipusim.lowering.update`); the stage builder
 (:mod:`ipusim.lowering.pipeline`) makes every Program, a single IPU being one stage, and checks
 its memory plans, so a program that does not fit fails before anything runs.
 """
@@ -28,7 +29,7 @@ from ipusim.lowering.supersteps import (
     value_bytes,
 )
 from ipusim.lowering.tile_mapping import TileMapper
-from ipusim.lowering.update import OptimizerCost
+from ipusim.lowering.update import UPDATE_OPS, OptimizerCost, UpdatePhase, update_phase
 
 __all__ = ["OptimizerCost", "PipelineSpec", "StepDescription", "lower"]
 
@@ -39,7 +40,6 @@ def lower(
     *,
     precision: str = "fp32",
     gradient_accumulation: int = 1,
-    optimizer: OptimizerCost | None = None,
     check_memory: bool = True,
     pipeline: PipelineSpec | None = None,
     micro_batches: int | None = None,
@@ -54,7 +54,6 @@ def lower(
         system: the system (its ``ipu`` chip is used).
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``; decides AMP rates and bytes.
         gradient_accumulation: micro-batch steps per weight update.
-        optimizer: weight-update cost (training).
         check_memory: raise :class:`OutOfMemoryError` when the plan does not fit.
         pipeline: the stage layout when the model is pipelined.
         micro_batches: micro-batches per pipeline run (default: ``gradient_accumulation``).
@@ -73,7 +72,9 @@ def lower(
             f"gradient_accumulation must be >= 1, received {gradient_accumulation}"
         )
     training = step.kind == "train"
-    all_nodes = tuple(step.graph.nodes_between(list(step.fetches)))
+    # The update nodes become the update phase's supersteps, one per variable, never ordinary ones.
+    between = step.graph.nodes_between(list(step.fetches))
+    all_nodes = tuple(n for n in between if n.op.name not in UPDATE_OPS)
     nodes = [n for n in all_nodes if n.op.name not in SOURCES]
     spec = distribution or DistributionSpec()
     by_node = node_supersteps(nodes, system, precision, planner, spec.replicas)
@@ -92,12 +93,13 @@ def lower(
         sizes = value_bytes(all_nodes, precision)
         instructions = instruction_recomputation(all_nodes, step.fetches, sizes)
     single_runs = gradient_accumulation if training else 1
+    update = update_phase(step.graph, system.ipu, precision) if training else UpdatePhase()
     return build_program(
         LoweringContext(
             step=step,
             system=system,
             precision=precision,
-            optimizer=optimizer or OptimizerCost(),
+            update=update,
             nodes=all_nodes,
             supersteps=by_node,
             without_norm_collectives=without_norm_collectives,

@@ -48,7 +48,6 @@ from ipusim.lowering.recompute import (
 from ipusim.lowering.schedules import SCHEDULES, depth_multiple
 from ipusim.lowering.shards import ipus_per_replica
 from ipusim.lowering.supersteps import in_order, recomputed
-from ipusim.lowering.update import accumulate_steps, update_steps
 
 #: Bytes of a value from its TensorSpec, at the run's precision.
 Nbytes = Callable[[TensorSpec], int]
@@ -276,11 +275,9 @@ def _stage_plans(
             passes = forward if ctx.fused or is_forward(node) else backward
             passes[layout.node_stage[node.id]].append(node)
     variables: list[list[Variable]] = [[] for _ in range(count)]
-    for var in ctx.step.trainable:
+    for var in ctx.update.variables:
         variables[layout.variable_stage.get(id(var), count - 1)].append(var)
-    trainable, ipu, precision = ctx.step.trainable, ctx.system.ipu, ctx.precision
-    accumulate = accumulate_steps(trainable, ipu, precision) if ctx.training else {}
-    update = update_steps(trainable, ipu, precision, ctx.optimizer) if ctx.training else {}
+    accumulate, update = ctx.update.accumulate, ctx.update.update
     plans = []
     for s in range(count):
         plan = None

@@ -42,7 +42,8 @@ class RunDescription:
     Attributes:
         step: the traced step (graph, fetches, batch, feed bytes, variables).
         gradient_accumulation: micro-batch steps per weight update (training).
-        optimizer: what the weight update costs.
+        optimizer: what the weight update costs (unused by lowering, which reads it from the
+            step graph's ``apply_gradients`` nodes).
         pipeline: the stage layout of a pipelined step (None: a single IPU).
         micro_batches: micro-batches per pipeline run (default ``gradient_accumulation``).
         distribution: replication and Streaming Memory offloading.
@@ -117,7 +118,6 @@ def lower(description: RunDescription, config: IPUConfig | None, system: SystemS
         system,
         precision=plan.precision,
         gradient_accumulation=description.gradient_accumulation,
-        optimizer=description.optimizer,
         pipeline=description.pipeline,
         micro_batches=description.micro_batches,
         distribution=plan.distribution(description.distribution),

@@ -152,3 +152,29 @@ def test_accumulation_in_a_loop_is_simulated_with_one_update_per_window():
     assert (trace["phase"] == "weight-update").any()
     updates = trace[(trace["op"] == "weight_update") & (trace["track"] == "compute")]
     assert sorted(set(updates["step"])) == [1, 3]
+
+
+def test_a_loop_times_its_update_from_the_update_ops_with_the_inner_optimizers_cost():
+    adam = keras.optimizers.Adam(0.1)
+    opt = GradientAccumulationOptimizerV2(adam, 2)
+    _configure(1)
+    strategy = IPUStrategy()
+    w = ops.Variable(np.ones((5, 3), np.float32))
+    infeed = IPUInfeedQueue(Dataset.from_tensor_slices(np.ones((4, 3), np.float32)))
+    handles = []
+
+    def body(x):
+        with GradientTape() as tape:
+            loss = ops.reduce_sum(w * x)
+        done = opt.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+        handles.append(done)
+        return done
+
+    strategy.run(function(lambda: loops.repeat(4, body, [], infeed)))
+    graph = handles[0].symbol.graph
+    names = [n.op.name for n in graph.nodes if n.op.name.endswith("_gradients")]
+    assert names == ["ipu_apply_gradients", "accumulate_gradients", "apply_gradients"]
+    trace = strategy.last_simulation.trace.to_dataframe()
+    update = trace[(trace["op"] == "weight_update") & (trace["track"] == "compute")]
+    # Adam's FLOPs per element (not the wrapper's, not the default 2) over 15 elements
+    assert set(update["flops"]) == {15 * adam.update_flops_per_element}

@@ -11,7 +11,7 @@ import pytest
 from ipusim import keras
 from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.execute import ExecContext, Executor
-from ipusim.graph.graph import Graph
+from ipusim.graph.graph import Graph, apply
 from ipusim.graph.numerics import Numerics
 from ipusim.graph.op import OpCost, get_op
 from ipusim.graph.ops import update
@@ -187,7 +187,7 @@ def test_op_specs() -> None:
 
 # ---------------------------------------------------------------------- costs
 def _lowering_costs(monkeypatch, optimizer: SimpleNamespace) -> dict[str, list[OpCost]]:
-    """The OpCosts lowering gives its accumulate / update supersteps."""
+    """The OpCosts lowering gives the accumulate / update supersteps of a graph's update nodes."""
     update_module = importlib.import_module("ipusim.lowering.update")
     seen: dict[str, list[OpCost]] = {"accumulate": [], "weight_update": []}
 
@@ -196,13 +196,14 @@ def _lowering_costs(monkeypatch, optimizer: SimpleNamespace) -> dict[str, list[O
 
     monkeypatch.setattr(update_module, "superstep", capture)
     trainable = [Variable(np.zeros(s, np.float16), f"l/v{i}:0") for i, s in enumerate(SHAPES)]
-    ipu = load_system("M2000").ipu
-    update_module.accumulate_steps(trainable, ipu, "fp16.16")
-    update_module.update_steps(trainable, ipu, "fp16.16", optimizer)
+    graph = Graph()
+    grads = [graph.placeholder(TensorSpec(s, "float16")) for s in SHAPES]
+    add_update(grads, trainable, optimizer)
+    update_module.update_phase(graph, load_system("M2000").ipu, "fp16.16")
     return seen
 
 
-def test_costs_equal_the_synthetic_update_supersteps(monkeypatch) -> None:
+def test_costs_equal_the_update_supersteps(monkeypatch) -> None:
     optimizer = SimpleNamespace(slots_per_variable=2, update_flops_per_element=9)
     seen = _lowering_costs(monkeypatch, optimizer)
     assert seen["accumulate"] == [accumulate_cost(s) for s in SHAPES]
@@ -214,6 +215,40 @@ def test_costs_equal_the_synthetic_update_supersteps(monkeypatch) -> None:
     for spec, want_acc, want_update in zip(specs, seen["accumulate"], seen["weight_update"]):
         assert acc.cost([spec], [spec], accumulator=None, variables=[]) == want_acc
         assert apply_op.cost([spec], [], optimizer=optimizer, variables=[]) == want_update
+
+
+def test_lowering_reads_the_update_from_the_nodes() -> None:
+    update_module = importlib.import_module("ipusim.lowering.update")
+    optimizer = SimpleNamespace(slots_per_variable=1, update_flops_per_element=3)
+    first, second = (
+        Variable(np.zeros(s, np.float32), f"dense/k{i}:0") for i, s in enumerate(SHAPES[:2])
+    )
+    graph = Graph()
+    grads = [graph.placeholder(TensorSpec(v.shape, "float32")) for v in (second, first)]
+    add_update(grads, [second, first], optimizer)
+    phase = update_module.update_phase(graph, load_system("M2000").ipu, "fp32")
+    assert phase.variables == (second, first)  # the optimizer's order, not creation order
+    assert (phase.optimizer.slots_per_variable, phase.optimizer.update_flops_per_element) == (1, 3)
+    assert [phase.update[id(v)].name for v in (second, first)] == [
+        "dense/k1:0/update",
+        "dense/k0:0/update",
+    ]
+    assert phase.accumulate[id(first)].name == "dense/k0:0/accumulate"
+    assert phase.update[id(first)].layer == "dense"
+    # a graph without an update has no weight update to lower
+    empty = update_module.update_phase(Graph(), load_system("M2000").ipu, "fp32")
+    assert empty.variables == () and not empty.update
+
+
+def test_accumulate_without_an_accumulator_passes_gradients_through() -> None:
+    var = Variable(np.zeros(3, np.float16), "w:0")
+    graph = Graph()
+    grad = graph.placeholder(TensorSpec((3,), "float32"))
+    (out,) = apply("accumulate_gradients", grad, accumulator=None, variables=[var])
+    assert out.spec == TensorSpec((3,), "float32")
+    value = np.array([1.5, -2.0, 3.25], np.float32)
+    (got,) = Executor(graph, [out], [grad]).run([value])
+    np.testing.assert_array_equal(got, value)
 
 
 def test_costs_closed_form() -> None:

@@ -3,21 +3,27 @@
 A single IPU is a pipeline of one fused stage: its forward block runs the whole step (forward,
 backward and, when accumulating, accumulation supersteps), its weight-update block one optimizer
 superstep per trainable variable; a pipeline stage runs its accumulations in its backward block.
-The weight-update supersteps' FLOPs follow the closed forms of ``lowering/update.py``.
+The weight-update supersteps come from the step graph's update nodes; their FLOPs follow the
+closed forms of the update ops.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import ipusim
 from ipusim import keras
+from ipusim.graph.graph import Graph
+from ipusim.graph.ops.update import add_update
+from ipusim.graph.spec import TensorSpec
+from ipusim.graph.variable import Variable
 from ipusim.hardware import load_system
-from ipusim.lowering.update import OptimizerCost, accumulate_steps, update_steps
+from ipusim.lowering.update import update_phase
 
 LOWERING = Path(ipusim.__file__).parent / "lowering"
 
@@ -46,18 +52,17 @@ def test_lowering_modules_import_at_the_top_and_never_climb_back_to_lower(path: 
             assert module != "ipusim.lowering.lower", f"{path.name} imports lower.py"
 
 
-class _Var:
-    """What the update supersteps read of a variable: its name and shape."""
-
-    def __init__(self, name: str, shape: tuple[int, ...]) -> None:
-        self.name, self.shape = name, shape
-
-
 def test_weight_update_supersteps_follow_their_closed_forms() -> None:
-    ipu = load_system("M2000").ipu
-    kernel, bias = _Var("dense/kernel", (3, 4)), _Var("dense/bias", (4,))
-    acc = accumulate_steps([kernel, bias], ipu, "fp32")  # type: ignore[list-item]  # a stand-in
-    upd = update_steps([kernel, bias], ipu, "fp32", OptimizerCost(2, 10))  # type: ignore[list-item]
+    kernel = Variable(np.zeros((3, 4), np.float32), "dense/kernel")
+    bias = Variable(np.zeros(4, np.float32), "dense/bias")
+    graph = Graph()
+    grads = [graph.placeholder(TensorSpec(v.shape, "float32")) for v in (kernel, bias)]
+    adam_like = SimpleNamespace(slots_per_variable=2, update_flops_per_element=10)
+    add_update(grads, [kernel, bias], adam_like)
+    phase = update_phase(graph, load_system("M2000").ipu, "fp32")
+    acc, upd = phase.accumulate, phase.update
+    assert phase.variables == (kernel, bias)
+    assert phase.optimizer.slots_per_variable == 2
     # One add per element; the update's FLOPs per element as the optimizer states.
     assert [acc[id(v)].flops for v in (kernel, bias)] == [12, 4]
     assert [upd[id(v)].flops for v in (kernel, bias)] == [120, 40]
@@ -124,3 +129,28 @@ def test_a_pipeline_stage_accumulates_in_its_backward_block() -> None:
         assert accumulations == [f"{layer}/kernel:0/accumulate", f"{layer}/bias:0/accumulate"]
         assert all(s.op != "accumulate" for s in stage.forward.supersteps)
         assert len(stage.weight_update.supersteps) == 2
+
+
+def test_the_keras_training_step_carries_the_update_as_graph_ops() -> None:
+    from ipusim.keras.engine.step import StepProgram
+
+    inp = keras.Input((6,))
+    model = keras.Model(inp, keras.layers.Dense(2, name="d")(inp))
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    spec = TensorSpec((4, 6), "float32")
+    program = StepProgram(model, "train", spec, TensorSpec((4, 2), "float32"))
+    nodes = [
+        n for n in program.graph.nodes if n.op.name in ("accumulate_gradients", "apply_gradients")
+    ]
+    assert [n.op.name for n in nodes] == ["accumulate_gradients", "apply_gradients"]
+    assert list(nodes[1].attrs["variables"]) == program.trainable
+    assert nodes[1].attrs["optimizer"] is model.optimizer
+    # the nodes read the step's gradients; the executor does not run them (fit applies them)
+    assert [id(s) for s in nodes[0].inputs] == [id(g) for g in program.gradients]
+    fetched = {id(s) for s in program.executor.fetches}
+    assert not fetched & {id(s) for n in nodes for s in n.outputs}
+    phase = update_phase(program.graph, load_system("M2000").ipu, "fp32")
+    assert [phase.update[id(v)].name for v in program.trainable] == [
+        "d/kernel:0/update",
+        "d/bias:0/update",
+    ]

@@ -16,7 +16,8 @@ ipu.keras.optimizers to wrap V2 optimizers" restriction has nothing to separate 
 
 In a traced function ``apply_gradients`` adds an ``ipu_apply_gradients`` node (a side effect):
 each execution hands the gradients to the optimizer's update, which runs in Numba kernels as in
-Keras' own training loop. A plain Keras optimizer's ``apply_gradients`` given traced gradients
+Keras' own training loop. For timing, the trace adds the update-phase graph ops of its updates
+(:meth:`TraceContext.add_update_ops`) with the :class:`ApplyHandle` as their optimizer. A plain Keras optimizer's ``apply_gradients`` given traced gradients
 does the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
 Accumulation and the cross-replica mean use the one driver of
 :mod:`ipusim.graph.ops.update`.
@@ -64,11 +65,28 @@ class ApplyHandle:
     Attributes:
         optimizer: the optimizer (a Keras optimizer or an :class:`IpuOptimizer`).
         variables: the variables updated, one per gradient.
+        grads: the traced gradients (what the update-phase graph ops read).
+        traced: whether its update-phase graph ops were added.
     """
 
-    def __init__(self, optimizer: Any, variables: list[Any]) -> None:
+    def __init__(self, optimizer: Any, variables: list[Any], grads: list[Symbol]) -> None:
         self.optimizer = optimizer
         self.variables = list(variables)
+        self.grads = list(grads)
+        self.traced = False
+
+    @property
+    def slots_per_variable(self) -> int:
+        """Slots of the optimizer that applies the update (what lowering times)."""
+        return int(getattr(innermost(self.optimizer), "slots_per_variable", 0))
+
+    @property
+    def update_flops_per_element(self) -> int:
+        return int(getattr(innermost(self.optimizer), "update_flops_per_element", 2))
+
+    def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]]) -> None:
+        """Apply concrete gradients (what the ``apply_gradients`` op would run)."""
+        self.execute(None, [g for g, _ in grads_and_vars])
 
     def execute(self, ctx: Any, grads: list[Any]) -> None:
         state = context.replica_state()
@@ -121,7 +139,7 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
             "the tf.function (or loop body) that computed them"
         )
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
-    handle = ApplyHandle(optimizer, [v for _, v in pairs])
+    handle = ApplyHandle(optimizer, [v for _, v in pairs], grads)
     holder, _ = call_program("ipu_apply_gradients", handle, grads, [])
     ctx.add_side_effect(holder)
     ctx.applies.append(handle)

@@ -50,7 +50,7 @@ from ipusim.compat.runtime.pipeline_checks import (
 )
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
+from ipusim.graph.ops.update import GradientAccumulator, add_update, cross_replica_mean
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
@@ -335,6 +335,9 @@ class PipelineRuntime:
             )
         self.grads = [g for g, _ in kept]
         self.variables = [v for _, v in kept]
+        # The update phase as graph ops, for lowering to time (not fetched: _run applies it).
+        with self.graph.phase("update"):
+            add_update(self.grads, self.variables, innermost(self.optimizer))
 
     # ------------------------------------------------------------------ numerics
     def execute(self, exec_ctx: Any, arrays: list[Any]) -> None:

@@ -18,7 +18,10 @@ and ``gradient_accumulation_dtype``):
 
 The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
 ``forward`` calls the driver and the optimizer, their ``cost`` is what one update costs per
-variable (:func:`accumulate_cost`, :func:`update_cost`).
+variable (:func:`accumulate_cost`, :func:`update_cost`). Every training step's graph carries them
+(:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
+accumulation and weight-update supersteps from them; where the step's own driver runs the update
+(Keras' ``fit``, ``pipeline()``, a loop's ``ipu_apply_gradients`` node) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
 the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
@@ -238,20 +241,32 @@ class UpdateOptimizer(Protocol):
 class AccumulateGradients(Op):
     """Folds one gradient per variable into ``accumulator``; outputs the accumulated gradients
     (the finished ones when the call completes the window). Attributes: ``accumulator`` (a
-    :class:`GradientAccumulator`), ``variables``."""
+    :class:`GradientAccumulator`, or None: a window of one, each gradient passes through as it
+    is), ``variables``. Lowering times it only when the run accumulates."""
 
     name = "accumulate_gradients"
     kind = "elementwise"
     num_outputs = -1  # VARIADIC: one per variable
 
     def infer(
-        self, *grads: TensorSpec, accumulator: GradientAccumulator, variables: Sequence[Any]
+        self,
+        *grads: TensorSpec,
+        accumulator: GradientAccumulator | None,
+        variables: Sequence[Any],
     ) -> tuple[TensorSpec, ...]:
+        if accumulator is None:
+            return tuple(TensorSpec(g.shape, g.dtype) for g in grads)
         return tuple(TensorSpec(g.shape, v.value.dtype.name) for g, v in zip(grads, variables))
 
     def forward(
-        self, ctx: Any, *grads: Any, accumulator: GradientAccumulator, variables: Sequence[Any]
+        self,
+        ctx: Any,
+        *grads: Any,
+        accumulator: GradientAccumulator | None,
+        variables: Sequence[Any],
     ) -> tuple[np.ndarray, ...]:
+        if accumulator is None:
+            return tuple(np.asarray(g) for g in grads)
         applied = accumulator.add(list(grads), list(variables), getattr(ctx, "step", None))
         if applied is None:
             applied = [a.astype(v.value.dtype) for a, v in zip(accumulator.accumulators, variables)]
@@ -352,12 +367,13 @@ def add_update(
     optimizer: UpdateOptimizer,
     accumulator: GradientAccumulator | None = None,
 ) -> Symbol:
-    """The update phase as nodes of the gradients' graph: ``accumulate_gradients`` (with an
-    accumulator) then ``apply_gradients``. Keep the returned Symbol as a side effect."""
-    if accumulator is not None:
-        grads = list(
-            apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
-        )
+    """The update phase as nodes of the gradients' graph: ``accumulate_gradients`` (without an
+    accumulator the gradients pass through) then ``apply_gradients``. Keep the returned Symbol
+    as a side effect; lowering builds the accumulation and weight-update supersteps from these
+    nodes (:mod:`ipusim.lowering.update`)."""
+    grads = list(
+        apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
+    )
     done: Symbol = apply(
         "apply_gradients", *grads, optimizer=optimizer, variables=variables, accumulator=accumulator
     )

@@ -17,6 +17,7 @@ from ipusim.graph.autodiff import gradients
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
+from ipusim.graph.ops.update import add_update
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.keras.engine.captures import captured
@@ -117,6 +118,11 @@ class StepProgram:
                     inverse = m.divide(1.0, scale)
                     grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
             self.gradients = list(grads)
+            # The update phase as graph ops owned by the optimizer: lowering times the
+            # accumulation and the weight update from these nodes. They are not fetched: fit
+            # applies the fetched gradients through the same driver (GradientAccumulator).
+            with graph.phase("update"):
+                add_update(self.gradients, self.trainable, model.optimizer)
             self.updates = list(graph.updates)
             fetches += self.gradients + [value for _, value in self.updates]
             fetches += [g for _, g in self.captured]
