@@ -36,9 +36,7 @@ STEPS, SPE = 2000, 100
 
 def seed_mlp_run() -> session.LoweredRun:
     model, step = traced_seed_mlp()
-    description = session.RunDescription(
-        step=step_description(model, step), optimizer=session.OptimizerCost(2, 12)
-    )
+    description = session.RunDescription(step=step_description(model, step))
     return session.lower(description, None, load_system("IPU"))
 
 

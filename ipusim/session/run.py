@@ -17,7 +17,7 @@ from ipusim.data.datasets import data_note
 from ipusim.engine import HostLink, HostOptions, RunPlan, SimulationResult
 from ipusim.engine import simulate as run_engine
 from ipusim.hardware.specs import SystemSpec
-from ipusim.lowering import OptimizerCost, PipelineSpec, Program, StepDescription
+from ipusim.lowering import PipelineSpec, Program, StepDescription
 from ipusim.lowering import lower as lower_program
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.lowering.memory import build_plan
@@ -42,8 +42,6 @@ class RunDescription:
     Attributes:
         step: the traced step (graph, fetches, batch, feed bytes, variables).
         gradient_accumulation: micro-batch steps per weight update (training).
-        optimizer: what the weight update costs (unused by lowering, which reads it from the
-            step graph's ``apply_gradients`` nodes).
         pipeline: the stage layout of a pipelined step (None: a single IPU).
         micro_batches: micro-batches per pipeline run (default ``gradient_accumulation``).
         distribution: replication and Streaming Memory offloading.
@@ -55,7 +53,6 @@ class RunDescription:
 
     step: StepDescription
     gradient_accumulation: int = 1
-    optimizer: OptimizerCost = field(default_factory=OptimizerCost)
     pipeline: PipelineSpec | None = None
     micro_batches: int | None = None
     distribution: DistributionSpec = field(default_factory=DistributionSpec)

@@ -400,12 +400,3 @@ class PipelineRuntime:
         if self.options.get("accumulate_outfeed"):
             outfeed = -(-outfeed // self.args.gac)  # one element per run, spread over its steps
         return batch, infeed, outfeed
-
-    def optimizer_slots(self) -> tuple[int, int]:
-        if self.optimizer is None:
-            return 0, 2
-        inner = innermost(self.optimizer)
-        return (
-            getattr(inner, "slots_per_variable", 0),
-            getattr(inner, "update_flops_per_element", 2),
-        )

@@ -16,7 +16,7 @@ from typing import Any
 
 from ipusim import session
 from ipusim.compat.runtime.simulation import SegmentTiming, feed_options
-from ipusim.session import OptimizerCost, PipelineSpec, StepDescription
+from ipusim.session import PipelineSpec, StepDescription
 
 
 def describe_pipeline(runtime: Any, config: Any, replicas: int) -> session.RunDescription:
@@ -45,7 +45,6 @@ def describe_pipeline(runtime: Any, config: Any, replicas: int) -> session.RunDe
     return session.RunDescription(
         step=step,
         gradient_accumulation=args.gac,
-        optimizer=OptimizerCost(*runtime.optimizer_slots()),
         pipeline=spec,
         micro_batches=args.gac,
         distribution=distribution,

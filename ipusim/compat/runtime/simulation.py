@@ -34,7 +34,7 @@ from typing import Any
 from ipusim import session
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.ops_outfeed import lookup_queue
-from ipusim.session import DistributionSpec, OptimizerCost, Program, StepDescription
+from ipusim.session import DistributionSpec, Program, StepDescription
 from ipusim.trace import Report
 
 log = logging.getLogger("ipusim")
@@ -113,16 +113,13 @@ def graph_outfeeds(graph: Any, nodes: list) -> tuple[int, Any]:
     return total, queue
 
 
-def optimizer_settings(handles: list[Any]) -> tuple[int, OptimizerCost, dict[str, Any]]:
-    """Gradient accumulation count, weight-update cost and offloading options of the updates."""
-    from ipusim.compat.runtime.optimizers import accumulation_of, innermost
+def optimizer_settings(handles: list[Any]) -> tuple[int, dict[str, Any]]:
+    """Gradient accumulation count and offloading options of the updates (what the update
+    costs, lowering reads from the update ops in the graph)."""
+    from ipusim.compat.runtime.optimizers import accumulation_of
 
     if not handles:
-        return 1, OptimizerCost(), {}
-    inner = innermost(handles[0].optimizer)
-    cost = OptimizerCost(
-        getattr(inner, "slots_per_variable", 0), getattr(inner, "update_flops_per_element", 2)
-    )
+        return 1, {}
     accumulation = [accumulation_of(h.optimizer) for h in handles]
     ga = max((a.num_mini_batches for a in accumulation if a is not None), default=1)
     options: dict[str, Any] = {}
@@ -130,7 +127,7 @@ def optimizer_settings(handles: list[Any]) -> tuple[int, OptimizerCost, dict[str
         if acc is not None:
             options["offload_optimizer_state"] = acc.offload_weight_update_variables
             options["replicated_optimizer_state_sharding"] = acc.replicated_optimizer_state_sharding
-    return ga, cost, options
+    return ga, options
 
 
 def argument_batch(compiled: CompiledGraph) -> int:
@@ -195,14 +192,13 @@ def lower_graph(
     """Lower ``compiled`` as the step of a loop (or of a one-step function: ``fed_by_arguments``
     as :func:`describe_graph` reads it)."""
     step, outfeed, handles = describe_graph(compiled, fed_by_arguments)
-    ga, cost, offload = optimizer_settings(handles)
+    ga, offload = optimizer_settings(handles)
     distribution = DistributionSpec(
         replicas=replicas, remote_buffers=session.remote_buffers(config), **offload
     )
     description = session.RunDescription(
         step=step,
         gradient_accumulation=ga if step.kind == "train" else 1,
-        optimizer=cost,
         distribution=distribution,
         feeds=feed_options(prefetch_depth, outfeed),
         read_back_weights=False,

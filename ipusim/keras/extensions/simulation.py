@@ -11,7 +11,7 @@ from ipusim.config._env import using_synthetic_data
 from ipusim.keras.engine.step import StepProgram
 from ipusim.keras.extensions.retrace import attach_retrace
 from ipusim.progress import ProgressBar
-from ipusim.session import DistributionSpec, OptimizerCost, PipelineSpec, StepDescription
+from ipusim.session import DistributionSpec, PipelineSpec, StepDescription
 from ipusim.trace import Report
 
 #: Simulations of at least this many executions show a progress bar on a terminal.
@@ -124,11 +124,6 @@ def describe_step(
     replicas: int = 1,
 ) -> session.RunDescription:
     """The session's description of a traced step program."""
-    optimizer = model.optimizer
-    cost = OptimizerCost(
-        getattr(optimizer, "slots_per_variable", 0),
-        getattr(optimizer, "update_flops_per_element", 2),
-    )
     ga = model._gradient_accumulation if program.kind == "train" else 1
     pipelined = pipeline_spec(model, program, config)
     spec, depth = pipelined if pipelined is not None else (None, None)
@@ -138,7 +133,6 @@ def describe_step(
     return session.RunDescription(
         step=step_description(model, program),
         gradient_accumulation=ga,
-        optimizer=cost,
         pipeline=spec,
         micro_batches=depth,
         distribution=distribution_spec(model, config, replicas, options),
