@@ -125,10 +125,10 @@ def _pipeline_options(replicas: int, global_batch: int, stages: int) -> Iterator
 
 
 def bert_candidates(
-    args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
+    args: dict[str, Any], num_ipus: int, global_batch: int, precision: str, prune: bool = True
 ) -> list[Candidate]:
     """Every BERT configuration on ``num_ipus`` IPUs with ``global_batch`` samples per update,
-    estimated, pruned by memory and ordered fastest first (estimates)."""
+    estimated, pruned by memory (unless ``prune`` is False) and ordered fastest first."""
     shape = BertShape.of(args)
     out: list[Candidate] = []
     for ipr in (1, 2, 4, 8, 16):
@@ -137,8 +137,8 @@ def bert_candidates(
         replicas = num_ipus // ipr
         stages = ipr + 1 if ipr > 1 else 1
         for opt in _pipeline_options(replicas, global_batch, stages):
-            out += _bert_splits(shape, args, ipr, replicas, stages, opt, precision)
-    kept = [c for c in out if c.memory <= PRUNE_FACTOR]
+            out += _bert_splits(shape, args, ipr, replicas, stages, opt, precision, prune)
+    kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
     return sorted(kept, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
 
 
@@ -150,6 +150,7 @@ def _bert_splits(
     stages: int,
     opt: dict[str, Any],
     precision: str,
+    prune: bool = True,
 ) -> list[Candidate]:
     """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates."""
     layer, head = shape.layer_flops(), shape.head_flops()
@@ -160,7 +161,7 @@ def _bert_splits(
 
     def fits(first: int, stop: int, stage: int) -> bool:
         used = _stage_bytes(shape, stop - first, stage, encoder, opt)
-        return used <= PRUNE_FACTOR * IPU_BYTES
+        return not prune or used <= PRUNE_FACTOR * IPU_BYTES
 
     splits = best_splits(shape.layers, encoder, time, fits, keep=3)
     cands = []
