@@ -122,13 +122,7 @@ def plan(
     start = time.perf_counter()
     cands = _candidates(workload, dict(workload_args or {}), system, global_batch, precision)
     cands = _seeded(cands, seed)
-    rows = []
-    for i, cand in enumerate(cands):
-        if candidates is not None and i >= candidates:
-            break
-        if i and time.perf_counter() - start > budget_s:
-            break
-        rows.append(_judge(workload, cand, i, len(cands), progress))
+    rows = _judge_all(workload, cands, start, budget_s, candidates, progress)
     table = _rank(rows)
     result = PlanResult(table, len(cands), len(rows), time.perf_counter() - start)
     if output is not None:
@@ -144,6 +138,54 @@ def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
 
     order = np.random.default_rng(seed).permutation(len(cands))
     return [c for _, c in sorted(zip(order, cands), key=lambda oc: (-oc[1].speed, oc[0]))]
+
+
+def _family(cand: Candidate) -> tuple[Any, ...]:
+    """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
+    a = cand.args
+    return (a["stages"], bool(a.get("recompute")), a.get("offload"))
+
+
+def _judge_all(
+    workload: str,
+    cands: list[Candidate],
+    start: float,
+    budget_s: float,
+    limit: int | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Simulate the finalists in order within the budget.
+
+    Two rules keep the budget for candidates that can win: a candidate whose estimated memory
+    is at least that of one of its family the memory check already refused is skipped (the
+    estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
+    whose expected simulation time (seconds per accumulated micro-batch seen so far) would
+    overrun the budget is skipped, not started.
+    """
+    rows: list[dict[str, Any]] = []
+    refused: dict[tuple[Any, ...], float] = {}
+    per_step = 0.0
+    for i, cand in enumerate(cands):
+        if limit is not None and len(rows) >= limit:
+            break
+        elapsed = time.perf_counter() - start
+        if rows and elapsed > budget_s:
+            break
+        if cand.memory >= refused.get(_family(cand), float("inf")):
+            continue
+        steps = cand.args["accumulation"]
+        if rows and elapsed + per_step * steps > budget_s:
+            continue
+        t0 = time.perf_counter()
+        row = _judge(workload, cand, i, len(cands), progress)
+        per_step = max(per_step, (time.perf_counter() - t0) / steps)
+        if not row["fits"] and row["error"].startswith("OutOfMemory") or (
+            not row["fits"] and not row["error"]
+        ):
+            key = _family(cand)
+            refused[key] = min(refused.get(key, float("inf")), cand.memory)
+        rows.append(row)
+    return rows
 
 
 def _judge(workload: str, cand: Candidate, i: int, n: int, progress: bool) -> dict[str, Any]:
