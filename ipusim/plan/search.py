@@ -179,8 +179,10 @@ def _judge_all(
         t0 = time.perf_counter()
         row = _judge(workload, cand, i, len(cands), progress)
         per_step = max(per_step, (time.perf_counter() - t0) / steps)
-        if not row["fits"] and row["error"].startswith("OutOfMemory") or (
-            not row["fits"] and not row["error"]
+        if (
+            not row["fits"]
+            and row["error"].startswith("OutOfMemory")
+            or (not row["fits"] and not row["error"])
         ):
             key = _family(cand)
             refused[key] = min(refused.get(key, float("inf")), cand.memory)

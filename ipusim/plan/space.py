@@ -99,7 +99,7 @@ def _stage_bytes(
     """Estimated bytes of an encoder stage holding ``layers`` layers at position ``stage``."""
     per_param = 4.0 if opt["offload"] == "on" else 12.0  # fp16 weight + grad (+ fp32 Adam m, v)
     params = layers * shape.layer_params() + (shape.embed_params() if stage == 0 else 0.0)
-    mb, s, h = opt["micro-batch"], shape.sequence, shape.hidden
+    mb, s, h = int(opt["micro-batch"]), shape.sequence, shape.hidden
     # Grouped schedule: stage s holds the stashes of the micro-batches still in flight after it.
     in_flight = 2 * (stages - stage)
     if opt["recompute"]:
