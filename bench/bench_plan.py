@@ -1,4 +1,4 @@
-"""The planner against the hand-tuned BERT-Large POD16 rows (B1, B4): the planner's best
+"""The planner against the hand-tuned BERT-Large POD16 rows (B1, B4) and ResNet-50 POD16 rows (R2, G5): the planner's best
 simulated throughput, the row's simulated throughput (run as validation runs it), search time and
 candidates evaluated. Writes bench/results/plan.json.
 
@@ -17,8 +17,8 @@ from ipusim.plan.search import plan
 from validation.rows import load_rows
 from validation.run import run_row
 
-#: Only the model, the system and the global batch go to the planner.
-MODEL_KEYS = ("size", "sequence", "masked", "vocab")
+#: Only the model (and its optimizer), the system and the global batch go to the planner.
+MODEL_KEYS = ("size", "sequence", "masked", "vocab", "optimizer", "batch-norm-group", "image-size")
 
 
 def compare(row_id: str, budget_s: float) -> dict[str, object]:
@@ -29,7 +29,9 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
     hand = run_row(row)
     hand_s = time.perf_counter() - t0
     model = {k: a[k] for k in MODEL_KEYS if k in a}
-    result = plan("bert", str(a["system"]), batch, model, str(a["precision"]), budget_s=budget_s)
+    result = plan(
+        row.workload, str(a["system"]), batch, model, str(a["precision"]), budget_s=budget_s
+    )
     fitting = result.table[result.table["fits"]]
     best = fitting.iloc[0] if len(fitting) else None
     # Simulated samples per second (the row's items_per_sample scales both alike).
@@ -53,7 +55,7 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--budget-s", type=float, default=60.0)
-    p.add_argument("rows", nargs="*", default=["B4", "B1"])
+    p.add_argument("rows", nargs="*", default=["B4", "B1", "R2", "G5"])
     args = p.parse_args()
     out = [compare(r, args.budget_s) for r in args.rows]
     path = Path(__file__).parent / "results" / "plan.json"

@@ -21,11 +21,12 @@ import pandas as pd
 
 from ipusim.errors import ConfigurationError
 from ipusim.plan.space import Candidate, bert_candidates
+from ipusim.plan.space_resnet import resnet_candidates
 
 __all__ = ["PlanResult", "plan"]
 
 #: Workloads the planner can search.
-WORKLOADS = ("bert",)
+WORKLOADS = ("bert", "resnet50")
 
 
 class PlanResult:
@@ -69,6 +70,8 @@ def _candidates(
         raise ConfigurationError(f"global_batch must be a positive integer, got {global_batch}")
     num_ipus = load_system(system).num_ipus
     base = {"system": system, **dict(args)}
+    if workload == "resnet50":
+        return resnet_candidates(base, num_ipus, global_batch, precision)
     return bert_candidates(base, num_ipus, global_batch, precision)
 
 
@@ -223,7 +226,7 @@ def _judge(workload: str, cand: Candidate, i: int, n: int, progress: bool) -> di
 
 def _describe(cand: Candidate) -> dict[str, Any]:
     a = cand.args
-    stages = a.get("layers-per-ipu") or []
+    stages = a.get("layers-per-ipu") or a.get("split") or []
     summary = (
         f"replicas {a['replicas']} x stages {a['stages']} {list(stages)} mb {a['micro-batch']} "
         f"acc {a['accumulation']} recompute {bool(a.get('recompute'))}"
@@ -232,7 +235,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "summary": summary,
         "replicas": a["replicas"],
         "stages": a["stages"],
-        "layers_per_ipu": " ".join(str(s) for s in stages),
+        "layers_per_ipu": " ".join(str(s) for s in a.get("layers-per-ipu") or []),
+        "splits": " ".join(str(s) for s in a.get("split") or []),
         "micro_batch": a["micro-batch"],
         "accumulation": a["accumulation"],
         "recompute": bool(a.get("recompute")),
