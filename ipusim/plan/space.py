@@ -29,6 +29,9 @@ FIXED_BYTES = 150e6
 #: Estimates above this multiple of the budget are pruned (E: loose, so the estimate's error
 #: never drops a plan the memory check would pass; the simulator judges the rest).
 PRUNE_FACTOR = 1.3
+#: availableMemoryProportion values tried (E: the IPU default 0.6 and the 0.2 of Graphcore's
+#: BERT configs, which leaves room for larger micro-batches).
+MEMORY_PROPORTIONS = (0.2, 0.6)
 #: Micro-batch size at which the tiles are half as efficient as at large micro-batches (E).
 HALF_EFFICIENCY_BATCH = 1.0
 
@@ -121,7 +124,14 @@ def _pipeline_options(replicas: int, global_batch: int, stages: int) -> Iterator
         if stages > 1 and acc % (2 * stages):
             continue
         for recompute in (True, False):
-            yield {"micro-batch": mb, "accumulation": acc, "recompute": recompute, "offload": "on"}
+            for proportion in MEMORY_PROPORTIONS:
+                yield {
+                    "micro-batch": mb,
+                    "accumulation": acc,
+                    "recompute": recompute,
+                    "offload": "on",
+                    "memory-proportion": proportion,
+                }
 
 
 def bert_candidates(
@@ -184,6 +194,7 @@ def _bert_splits(
             optimizer=args.get("optimizer", "adam"),
             offload=opt["offload"],
             schedule="grouped",
+            **{"memory-proportion": opt["memory-proportion"]},
         )
         if ipr > 1:
             args.update(

@@ -10,6 +10,7 @@ decides what fits.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from ipusim.plan.partition import best_splits
@@ -28,6 +29,9 @@ BLOCKS = [
 SIZES = [56 * 56 * 256] * 3 + [28 * 28 * 512] * 4 + [14 * 14 * 1024] * 6 + [7 * 7 * 2048] * 3
 #: Recomputation stage counts tried (1 = no recomputation checkpoints).
 STAGE_COUNTS = (1, 4, 7)
+#: availableMemoryProportion values tried (E: the IPU default 0.6 and the low end Graphcore's
+#: CNN and BERT configs use, which leaves room for larger micro-batches).
+MEMORY_PROPORTIONS = (0.15, 0.6)
 #: Micro-batch at which the tiles run half as efficiently as at large micro-batches (E).
 HALF_EFFICIENCY_BATCH = 4.0
 
@@ -53,28 +57,28 @@ def resnet_candidates(
         return []
     out = []
     mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
-    for stages in STAGE_COUNTS:
-        for mb in mbs:
-            acc = per_replica // mb
-            cand = dict(args)
+    for stages, proportion, mb in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS, mbs):
+        acc = per_replica // mb
+        cand = dict(args)
+        cand.update(
+            replicas=num_ipus,
+            **{"micro-batch": mb, "accumulation": acc, "eight-bit-io": True},
+            steps=acc * max(1, 80 // acc),
+            precision=precision,
+            offload="off",
+            stages=1,
+            **{"memory-proportion": proportion},
+        )
+        if stages > 1:
             cand.update(
-                replicas=num_ipus,
-                **{"micro-batch": mb, "accumulation": acc, "eight-bit-io": True},
-                steps=acc * max(1, 80 // acc),
-                precision=precision,
-                offload="off",
-                stages=1,
+                stages=stages,
+                split=checkpoint_splits(stages),
+                **{"device-mapping": [0] * stages},
+                schedule="sequential",
+                recompute=True,
             )
-            if stages > 1:
-                cand.update(
-                    stages=stages,
-                    split=checkpoint_splits(stages),
-                    **{"device-mapping": [0] * stages},
-                    schedule="sequential",
-                    recompute=True,
-                )
-            efficiency = mb / (mb + HALF_EFFICIENCY_BATCH)
-            speed = efficiency / (1.0 + 0.05 * (stages > 1))
-            gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
-            out.append(Candidate(cand, mb / 64.0, speed, gives + "; uint8 input cast on the IPU"))
+        efficiency = mb / (mb + HALF_EFFICIENCY_BATCH)
+        speed = efficiency / (1.0 + 0.05 * (stages > 1))
+        gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
+        out.append(Candidate(cand, mb / 64.0, speed, gives + "; uint8 input cast on the IPU"))
     return sorted(out, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
