@@ -229,7 +229,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
     stages = a.get("layers-per-ipu") or a.get("split") or []
     summary = (
         f"replicas {a['replicas']} x stages {a['stages']} {list(stages)} mb {a['micro-batch']} "
-        f"acc {a['accumulation']} recompute {bool(a.get('recompute'))}"
+        f"acc {a['accumulation']} recompute {bool(a.get('recompute'))} "
+        f"amp {a.get('memory-proportion')}"
     )
     return {
         "summary": summary,
@@ -240,6 +241,7 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "micro_batch": a["micro-batch"],
         "accumulation": a["accumulation"],
         "recompute": bool(a.get("recompute")),
+        "memory_proportion": a.get("memory-proportion"),
         "estimated_memory": cand.memory,
         "gives_up": cand.gives_up,
         "args": dict(a),

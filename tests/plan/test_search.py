@@ -54,3 +54,21 @@ def test_exhaustive_search_agrees_with_planner(result):
 def test_unknown_workload_is_a_configuration_error():
     with pytest.raises(ConfigurationError, match="workloads"):
         plan("gpt", SYSTEM, BATCH, progress=False)
+
+
+def test_resnet_exhaustive_search_agrees_with_planner():
+    from ipusim.plan.space_resnet import resnet_candidates
+
+    model = {"image-size": 32, "optimizer": "momentum"}
+    out = plan("resnet50", SYSTEM, 16, model, budget_s=1e9, progress=False)
+    fitting = out.table[out.table["fits"]]
+    assert len(fitting) >= 1 and (fitting["memory_used"] <= 1.0).all()
+    best = 0.0
+    for cand in resnet_candidates({"system": SYSTEM, **model}, 4, 16, "fp16.16"):
+        try:
+            o = simulate("resnet50", cand.args)
+        except Exception:  # refused or out of memory: not a plan
+            continue
+        if o.memory_fits:
+            best = max(best, o.predicted)
+    assert fitting["throughput"].iloc[0] == pytest.approx(best, rel=1e-12)
