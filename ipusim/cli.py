@@ -343,6 +343,18 @@ def _validate(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _plan_arguments(parser: argparse.ArgumentParser) -> None:
+    from ipusim.plan.cli import add_arguments
+
+    add_arguments(parser)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from ipusim.plan.cli import main_plan
+
+    return main_plan(args)
+
+
 # ---------------------------------------------------------------------- the table
 @dataclass(frozen=True)
 class Verb:
@@ -405,6 +417,12 @@ VERBS: tuple[Verb, ...] = (
         _compare,
         "Throughput, simulated time, utilisation, memory, bottleneck and top compute sets of "
         "report folders A and B, and what differs between them.",
+    ),
+    Verb(
+        "plan",
+        "search a workload's configurations for the fastest that fits",
+        _plan_arguments,
+        _plan,
     ),
     Verb(
         "plot",

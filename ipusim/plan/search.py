@@ -1,0 +1,259 @@
+"""``ipusim.plan``: search a workload's configurations for the one that fits and runs fastest.
+
+Memory first: :mod:`ipusim.plan.space` lists the candidates, prunes those whose cheap memory
+estimate is far over the budget and orders the rest by an estimated throughput. Then the
+simulator judges the finalists in that order, each run timing-only exactly as
+``validation/run.py`` runs a row, until the budget (seconds or candidates) is spent. Only runs
+that pass the simulator's memory check are returned as plans.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ipusim.errors import ConfigurationError
+from ipusim.plan.space import Candidate, bert_candidates
+from ipusim.plan.space_resnet import resnet_candidates
+
+__all__ = ["PlanResult", "plan"]
+
+#: Workloads the planner can search.
+WORKLOADS = ("bert", "resnet50")
+
+
+class PlanResult:
+    """What a search found.
+
+    Attributes:
+        table: the simulated candidates, best first (fitting plans before the rest).
+        estimated: candidates whose memory and time were estimated.
+        simulated: candidates the simulator ran.
+        seconds: wall time of the search.
+    """
+
+    def __init__(self, table: pd.DataFrame, estimated: int, simulated: int, seconds: float):
+        self.table = table
+        self.estimated = estimated
+        self.simulated = simulated
+        self.seconds = seconds
+
+    @property
+    def best(self) -> dict[str, Any]:
+        """The ``[args]`` of the fastest fitting plan."""
+        fitting = self.table[self.table["fits"]]
+        if fitting.empty:
+            raise ConfigurationError(
+                "no simulated configuration fits the memory check; raise --budget-s or "
+                "--candidates, or give a smaller global batch"
+            )
+        return dict(fitting.iloc[0]["args"])
+
+
+def _candidates(
+    workload: str, args: Mapping[str, Any], system: str, global_batch: int, precision: str
+) -> list[Candidate]:
+    from ipusim.hardware import load_system
+
+    if workload not in WORKLOADS:
+        raise ConfigurationError(
+            f"ipusim plan searches the workloads {list(WORKLOADS)}; got {workload!r}"
+        )
+    if global_batch < 1:
+        raise ConfigurationError(f"global_batch must be a positive integer, got {global_batch}")
+    num_ipus = load_system(system).num_ipus
+    base = {"system": system, **dict(args)}
+    if workload == "resnet50":
+        return resnet_candidates(base, num_ipus, global_batch, precision)
+    return bert_candidates(base, num_ipus, global_batch, precision)
+
+
+def simulate(workload: str, args: Mapping[str, Any], items_per_sample: float = 1.0) -> Any:
+    """Run one configuration timing-only as ``validation/run.py`` runs a row; its Outcome."""
+    from validation.rows import Row
+    from validation.run import run_row
+
+    row = Row(
+        id="plan",
+        title="planner candidate",
+        measured=math.nan,
+        flag="E",
+        source="ipusim plan",
+        workload=workload,
+        args=dict(args),
+        items_per_sample=items_per_sample,
+    )
+    return run_row(row)
+
+
+def plan(
+    workload: str,
+    system: str,
+    global_batch: int,
+    workload_args: Mapping[str, Any] | None = None,
+    precision: str = "fp16.16",
+    budget_s: float = 60.0,
+    candidates: int | None = None,
+    seed: int = 0,
+    output: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> PlanResult:
+    """Search ``workload``'s configurations on ``system`` for the fastest that fits.
+
+    Args:
+        workload: a registered workload (``"bert"``).
+        system: a system preset (``"POD16"``, ``"Bow-POD16"`` ...).
+        global_batch: samples per weight update (micro-batch x accumulation x replicas).
+        workload_args: the arguments that fix the model (``{"size": "large", "sequence": 128}``).
+        precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
+        budget_s: stop simulating new finalists after this many seconds of search.
+        candidates: at most this many simulations (default: the time budget alone).
+        seed: breaks ties among equally estimated candidates (the search is deterministic).
+        output: a folder for ``plans.csv``, ``best.toml`` and ``best.py``.
+        progress: print a line per simulated finalist on stderr.
+
+    Returns:
+        A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
+    """
+    start = time.perf_counter()
+    cands = _candidates(workload, dict(workload_args or {}), system, global_batch, precision)
+    cands = _seeded(cands, seed)
+    rows = _judge_all(workload, cands, start, budget_s, candidates, progress)
+    table = _rank(rows)
+    result = PlanResult(table, len(cands), len(rows), time.perf_counter() - start)
+    if output is not None:
+        from ipusim.plan.output import write_outputs
+
+        write_outputs(result, workload, Path(output))
+    return result
+
+
+def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
+    """Ties in the estimate broken by a seeded permutation (stable otherwise)."""
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(len(cands))
+    return [c for _, c in sorted(zip(order, cands), key=lambda oc: (-oc[1].speed, oc[0]))]
+
+
+def _family(cand: Candidate) -> tuple[Any, ...]:
+    """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
+    a = cand.args
+    return (a["stages"], bool(a.get("recompute")), a.get("offload"), a.get("memory-proportion"))
+
+
+def _judge_all(
+    workload: str,
+    cands: list[Candidate],
+    start: float,
+    budget_s: float,
+    limit: int | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Simulate the finalists in order within the budget.
+
+    Two rules keep the budget for candidates that can win: a candidate whose estimated memory
+    is at least that of one of its family the memory check already refused is skipped (the
+    estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
+    whose expected simulation time (seconds per accumulated micro-batch seen so far) would
+    overrun the budget is skipped, not started.
+    """
+    rows: list[dict[str, Any]] = []
+    refused: dict[tuple[Any, ...], float] = {}
+    per_step = 0.0
+    for i, cand in enumerate(cands):
+        if limit is not None and len(rows) >= limit:
+            break
+        elapsed = time.perf_counter() - start
+        if rows and elapsed > budget_s:
+            break
+        if cand.memory >= refused.get(_family(cand), float("inf")):
+            continue
+        steps = cand.args["accumulation"]
+        if rows and elapsed + per_step * steps > budget_s:
+            continue
+        t0 = time.perf_counter()
+        row = _judge(workload, cand, i, len(cands), progress)
+        per_step = max(per_step, (time.perf_counter() - t0) / steps)
+        if (
+            not row["fits"]
+            and row["error"].startswith("OutOfMemory")
+            or (not row["fits"] and not row["error"])
+        ):
+            key = _family(cand)
+            refused[key] = min(refused.get(key, float("inf")), cand.memory)
+        rows.append(row)
+    return rows
+
+
+def _judge(workload: str, cand: Candidate, i: int, n: int, progress: bool) -> dict[str, Any]:
+    """Simulate one finalist; its table row."""
+    t0 = time.perf_counter()
+    try:
+        out = simulate(workload, cand.args)
+        row = {
+            "throughput": out.predicted,
+            "memory_used": out.memory_used,
+            "fits": bool(out.memory_fits),
+            "bottleneck": out.bound,
+            "error": "",
+        }
+    except Exception as exc:  # a configuration the workload refuses is a candidate that fails
+        row = {
+            "throughput": 0.0,
+            "memory_used": math.nan,
+            "fits": False,
+            "bottleneck": "",
+            "error": f"{type(exc).__name__}: {exc}"[:200],
+        }
+    row.update(_describe(cand))
+    if progress:
+        print(
+            f"plan [{i + 1}/{n}] {row['summary']}: {row['throughput']:.1f} samples/s, "
+            f"memory {row['memory_used']:.2f}, fits {row['fits']} "
+            f"({time.perf_counter() - t0:.1f} s)",
+            file=sys.stderr,
+        )
+    return row
+
+
+def _describe(cand: Candidate) -> dict[str, Any]:
+    a = cand.args
+    stages = a.get("layers-per-ipu") or a.get("split") or []
+    summary = (
+        f"replicas {a['replicas']} x stages {a['stages']} {list(stages)} mb {a['micro-batch']} "
+        f"acc {a['accumulation']} recompute {bool(a.get('recompute'))} "
+        f"amp {a.get('memory-proportion')}"
+    )
+    return {
+        "summary": summary,
+        "replicas": a["replicas"],
+        "stages": a["stages"],
+        "layers_per_ipu": " ".join(str(s) for s in a.get("layers-per-ipu") or []),
+        "splits": " ".join(str(s) for s in a.get("split") or []),
+        "micro_batch": a["micro-batch"],
+        "accumulation": a["accumulation"],
+        "recompute": bool(a.get("recompute")),
+        "memory_proportion": a.get("memory-proportion"),
+        "estimated_memory": cand.memory,
+        "gives_up": cand.gives_up,
+        "args": dict(a),
+    }
+
+
+def _rank(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Fitting plans first, fastest first; ties by the summary (deterministic)."""
+    if not rows:
+        return pd.DataFrame(columns=["throughput", "fits", "summary", "args"])
+    table = pd.DataFrame(rows)
+    table = table.sort_values(
+        ["fits", "throughput", "summary"], ascending=[False, False, True], kind="stable"
+    )
+    return table.reset_index(drop=True)

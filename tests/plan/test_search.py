@@ -1,0 +1,74 @@
+"""The planner on a small BERT: every returned plan fits and runs, and an exhaustive search over
+the same space (every candidate, unpruned, simulated) finds the same best throughput."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipusim.errors import ConfigurationError
+from ipusim.plan.search import plan, simulate
+from ipusim.plan.space import bert_candidates
+from validation.rows import load_rows
+from validation.run import run_row
+
+MODEL = {"size": "base", "sequence": 32, "masked": 4, "vocab": 1000}
+SYSTEM, BATCH = "M2000", 64
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plan")
+    out = plan("bert", SYSTEM, BATCH, MODEL, budget_s=1e9, output=folder, progress=False)
+    return out, folder
+
+
+def test_every_returned_plan_fits_and_runs(result):
+    out, folder = result
+    fitting = out.table[out.table["fits"]]
+    assert len(fitting) >= 1
+    assert (fitting["throughput"] > 0).all()
+    assert (fitting["memory_used"] <= 1.0).all()
+    # The best plan written as a validation row re-runs through validation.run and fits.
+    (row,) = load_rows(folder)
+    again = run_row(row)
+    assert again.memory_fits
+    assert again.predicted == pytest.approx(fitting["throughput"].iloc[0], rel=1e-9)
+    assert row.args["micro-batch"] * row.args["accumulation"] * row.args["replicas"] == BATCH
+
+
+def test_exhaustive_search_agrees_with_planner(result):
+    out, _ = result
+    every = bert_candidates({"system": SYSTEM, **MODEL}, 4, BATCH, "fp16.16", prune=False)
+    best = 0.0
+    for cand in every:
+        try:
+            o = simulate("bert", cand.args)
+        except Exception:  # refused or out of memory: not a plan
+            continue
+        if o.memory_fits:
+            best = max(best, o.predicted)
+    assert best > 0
+    assert out.table[out.table["fits"]]["throughput"].iloc[0] == pytest.approx(best, rel=1e-12)
+
+
+def test_unknown_workload_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="workloads"):
+        plan("gpt", SYSTEM, BATCH, progress=False)
+
+
+def test_resnet_exhaustive_search_agrees_with_planner():
+    from ipusim.plan.space_resnet import resnet_candidates
+
+    model = {"image-size": 32, "optimizer": "momentum"}
+    out = plan("resnet50", SYSTEM, 16, model, budget_s=1e9, progress=False)
+    fitting = out.table[out.table["fits"]]
+    assert len(fitting) >= 1 and (fitting["memory_used"] <= 1.0).all()
+    best = 0.0
+    for cand in resnet_candidates({"system": SYSTEM, **model}, 4, 16, "fp16.16"):
+        try:
+            o = simulate("resnet50", cand.args)
+        except Exception:  # refused or out of memory: not a plan
+            continue
+        if o.memory_fits:
+            best = max(best, o.predicted)
+    assert fitting["throughput"].iloc[0] == pytest.approx(best, rel=1e-12)
