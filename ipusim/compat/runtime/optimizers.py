@@ -36,7 +36,7 @@ from ipusim.compat.runtime.ops_control import call_program
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
+from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean, optimizer_cost
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
 from ipusim.session.exchange import instance_exchange, job_replicas
@@ -78,11 +78,11 @@ class ApplyHandle:
     @property
     def slots_per_variable(self) -> int:
         """Slots of the optimizer that applies the update (what lowering times)."""
-        return int(getattr(innermost(self.optimizer), "slots_per_variable", 0))
+        return optimizer_cost(innermost(self.optimizer))[0]
 
     @property
     def update_flops_per_element(self) -> int:
-        return int(getattr(innermost(self.optimizer), "update_flops_per_element", 2))
+        return optimizer_cost(innermost(self.optimizer))[1]
 
     def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]]) -> None:
         """Apply concrete gradients (what the ``apply_gradients`` op would run)."""
