@@ -20,8 +20,9 @@ The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a
 ``forward`` calls the driver and the optimizer, their ``variable_cost`` is what the update of
 one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every training step's graph carries them
 (:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
-accumulation and weight-update supersteps from them; where the step's own driver runs the update
-(Keras' ``fit``, ``pipeline()``, a loop's ``ipu_apply_gradients`` node) they are not fetched.
+accumulation and weight-update supersteps from them. A custom loop's trace executes them (its
+``apply_gradients`` node runs the update); where the step's own driver runs the update (Keras'
+``fit``, ``pipeline()``) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
 the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
