@@ -1,0 +1,196 @@
+"""Per-layer costs for the planner, read from one simulated run of the model (its own lowering).
+
+A :class:`Profile` holds, for each *group* of Keras layers (an encoder layer, the embedding, the
+head, a ResNet block; any grouping the caller gives as a function of the layer name):
+
+- ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU (compute and exchange of
+  the group's compute sets, averaged over the records the simulator kept);
+- ``weight_bytes`` / ``state_bytes``: its variables and their optimizer state plus gradient
+  accumulators, as the memory plan holds them;
+- ``activation_bytes``: its share of its IPU's live activations (stash and working set),
+  apportioned over the groups of that IPU by forward time.
+
+and per run: the fixed bytes of an IPU (code and exchange buffers, the largest IPU's), the
+busiest tile's fullness relative to its IPU's (``tile_ratio``), the budgets and the weight
+update's seconds. Everything is read through the run's public :class:`~ipusim.trace.Report`
+(``top_ops``, ``memory``, ``memory_items``), so a profile agrees with the memory check and the
+timing of the run it came from; the planner combines the groups of a candidate arithmetically
+(:func:`stage_bytes`, :func:`stage_seconds`). :func:`cached` keys profiles by the settings that
+change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so
+one lowering serves every candidate that shares them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["GroupCost", "Profile", "cached", "from_report", "profile_seconds"]
+
+#: Maps a Keras layer name to its group, or None to leave the layer out (optimizer, loss).
+Grouping = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """One group's costs per micro-batch (seconds) and bytes on its IPU."""
+
+    forward_s: float = 0.0
+    backward_s: float = 0.0
+    weight_bytes: float = 0.0
+    state_bytes: float = 0.0
+    activation_bytes: float = 0.0
+    ipu: int = 0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A run's per-group costs and per-IPU constants (see the module docstring).
+
+    Attributes:
+        groups: per group, its :class:`GroupCost`.
+        fixed_bytes: code and exchange buffers of the fullest such IPU, bytes.
+        budget_bytes: an IPU's memory budget, bytes.
+        tile_ratio: the busiest tile's fraction of its budget over its IPU's fraction, at most
+            over the run's IPUs (how much fuller the fullest tile is than the average).
+        update_s: the weight update's seconds (largest IPU), per weight update.
+        ipu_activations: per IPU of the run, its live activation bytes.
+    """
+
+    groups: dict[str, GroupCost]
+    fixed_bytes: float
+    budget_bytes: float
+    tile_ratio: float
+    update_s: float
+    ipu_activations: dict[int, float]
+
+    def stage_bytes(self, names: Iterable[str], activation_scale: float = 1.0) -> float:
+        """Bytes of an IPU holding the groups ``names``: fixed + variables + state +
+        activations (times ``activation_scale``, e.g. micro-batch or stash ratio)."""
+        total = self.fixed_bytes
+        for name in names:
+            g = self.groups[name]
+            total += g.weight_bytes + g.state_bytes + g.activation_bytes * activation_scale
+        return total
+
+    def stage_seconds(self, names: Iterable[str], recompute: bool = False) -> float:
+        """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
+        recomputing) the forward again."""
+        fwd = sum(self.groups[n].forward_s for n in names)
+        bwd = sum(self.groups[n].backward_s for n in names)
+        return fwd * (2.0 if recompute else 1.0) + bwd
+
+
+def _side(name: str, op: str, phases: dict[str, str]) -> str:
+    """``fwd``, ``bwd`` (with gradient accumulation), ``update`` or ``skip`` (a recomputed
+    forward op: the planner adds the forward again when it recomputes)."""
+    if name.startswith("recompute "):
+        return "skip"
+    if op == "weight_update":
+        return "update"
+    if op == "accumulate":
+        return "bwd"
+    return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
+
+
+def _times(
+    report: Any, group: Grouping
+) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
+    """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
+    seconds (the slowest IPU's)."""
+    ops = report.top_ops(10**9)
+    phases = dict(zip(report.liveness.name, report.liveness.phase))
+    # Micro-batches run: the records of a gradient accumulation (one per micro-batch), else the
+    # most frequent count (an op kept once per micro-batch).
+    acc = ops[ops.op == "accumulate"]["count"]
+    runs = float(acc.max() if len(acc) else ops["count"].mode().max())
+    sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
+    where: dict[str, int] = {}
+    update: dict[int, float] = {}
+    for row in ops.itertuples():
+        side = _side(str(row.name), str(row.op), phases)
+        seconds = float(row.compute_s + row.exchange_s)
+        if side == "update":
+            update[int(row.ipu)] = update.get(int(row.ipu), 0.0) + seconds / max(row.count, 1)
+            continue
+        name = group(str(row.layer)) if row.layer else None
+        if side == "skip" or name is None:
+            continue
+        sides[side][name] = sides[side].get(name, 0.0) + seconds / runs
+        where.setdefault(name, int(row.ipu))
+    return sides, where, max(update.values(), default=0.0)
+
+
+def from_report(report: Any, group: Grouping) -> Profile:
+    """The :class:`Profile` of a simulated run (a :class:`~ipusim.trace.Report`).
+
+    Args:
+        report: the run's report (timing-only is enough).
+        group: maps a layer name to its group (None: not part of any group).
+    """
+    sides, where, update_s = _times(report, group)
+    fwd, bwd = sides["fwd"], sides["bwd"]
+    weights: dict[str, float] = {}
+    state: dict[str, float] = {}
+    for item in report.memory_items.itertuples():
+        name = group(str(item.name).split("/", 1)[0])
+        if name is None:
+            continue
+        target = weights if item.category == "weights" else state
+        if item.category in ("weights", "optimizer-state", "gradient-accumulators"):
+            target[name] = target.get(name, 0.0) + float(item.bytes)
+    memory = report.memory
+    acts = {int(r.ipu): float(r.activations_bytes) for r in memory.itertuples()}
+    share = _apportion(fwd, where, acts)
+    names = sorted(set(fwd) | set(bwd) | set(weights))
+    groups = {
+        n: GroupCost(
+            fwd.get(n, 0.0),
+            bwd.get(n, 0.0),
+            weights.get(n, 0.0),
+            state.get(n, 0.0),
+            share.get(n, 0.0),
+            where.get(n, 0),
+        )
+        for n in names
+    }
+    fixed = float((memory.code_bytes + memory.exchange_buffers_bytes).max())
+    ratio = float(
+        (memory.fraction_of_tile_budget / memory.fraction_of_budget.clip(lower=1e-12)).max()
+    )
+    return Profile(groups, fixed, float(memory.budget_bytes.max()), ratio, update_s, acts)
+
+
+def _apportion(
+    fwd: dict[str, float], where: dict[str, int], acts: dict[int, float]
+) -> dict[str, float]:
+    """Each IPU's live activations shared over its groups in proportion to forward time."""
+    totals: dict[int, float] = {}
+    for name, ipu in where.items():
+        totals[ipu] = totals.get(ipu, 0.0) + fwd.get(name, 0.0)
+    return {
+        name: acts.get(ipu, 0.0) * fwd.get(name, 0.0) / totals[ipu]
+        for name, ipu in where.items()
+        if totals[ipu] > 0
+    }
+
+
+_CACHE: dict[Hashable, Profile] = {}
+_SECONDS: list[float] = [0.0]
+
+
+def cached(key: Hashable, run: Callable[[], Any], group: Grouping) -> Profile:
+    """The profile for ``key`` (the settings that change a layer's cost), simulating ``run()``
+    (which returns a Report) only the first time the key is seen in this process."""
+    if key not in _CACHE:
+        t0 = time.perf_counter()
+        _CACHE[key] = from_report(run(), group)
+        _SECONDS[0] += time.perf_counter() - t0
+    return _CACHE[key]
+
+
+def profile_seconds() -> float:
+    """Seconds this process spent building profiles (the cost of :func:`cached` misses)."""
+    return _SECONDS[0]
