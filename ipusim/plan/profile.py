@@ -15,19 +15,31 @@ busiest tile's fullness relative to its IPU's (``tile_ratio``), the budgets and 
 update's seconds. Everything is read through the run's public :class:`~ipusim.trace.Report`
 (``top_ops``, ``memory``, ``memory_items``), so a profile agrees with the memory check and the
 timing of the run it came from; the planner combines the groups of a candidate arithmetically
-(:func:`stage_bytes`, :func:`stage_seconds`). :func:`cached` keys profiles by the settings that
+(:meth:`Profile.seconds`, :meth:`Profile.variable_bytes`, :func:`blend` between two
+micro-batches). :func:`cached` keys profiles by the settings that
 change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so
 one lowering serves every candidate that shares them.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GroupCost", "Profile", "cached", "from_report", "profile_seconds"]
+from ipusim.errors import OutOfMemoryError
+
+__all__ = [
+    "GroupCost",
+    "Profile",
+    "blend",
+    "cached",
+    "from_report",
+    "profile_seconds",
+    "workload_report",
+]
 
 #: Maps a Keras layer name to its group, or None to leave the layer out (optimizer, loss).
 Grouping = Callable[[str], "str | None"]
@@ -47,40 +59,67 @@ class GroupCost:
 
 @dataclass(frozen=True)
 class Profile:
-    """A run's per-group costs and per-IPU constants (see the module docstring).
+    """A run's per-group costs and per-IPU figures (see the module docstring).
 
     Attributes:
         groups: per group, its :class:`GroupCost`.
-        fixed_bytes: code and exchange buffers of the fullest such IPU, bytes.
         budget_bytes: an IPU's memory budget, bytes.
-        tile_ratio: the busiest tile's fraction of its budget over its IPU's fraction, at most
-            over the run's IPUs (how much fuller the fullest tile is than the average).
-        update_s: the weight update's seconds (largest IPU), per weight update.
-        ipu_activations: per IPU of the run, its live activation bytes.
+        update_s: the weight update's seconds (slowest IPU), per weight update.
+        ipu_fixed: per IPU of the run, its code and exchange-buffer bytes.
+        ipu_activations: per IPU of the run, its live activation bytes (peak).
+        ipu_tile_ratio: per IPU of the run, its busiest tile's fraction of the tile budget over
+            the IPU's fraction of its budget (how much fuller the fullest tile is).
+        sample_s: the run's simulated seconds per sample (one replica's), all costs included.
     """
 
     groups: dict[str, GroupCost]
-    fixed_bytes: float
     budget_bytes: float
-    tile_ratio: float
     update_s: float
+    ipu_fixed: dict[int, float]
     ipu_activations: dict[int, float]
+    ipu_tile_ratio: dict[int, float]
+    sample_s: float = math.nan
 
-    def stage_bytes(self, names: Iterable[str], activation_scale: float = 1.0) -> float:
-        """Bytes of an IPU holding the groups ``names``: fixed + variables + state +
-        activations (times ``activation_scale``, e.g. micro-batch or stash ratio)."""
-        total = self.fixed_bytes
-        for name in names:
-            g = self.groups[name]
-            total += g.weight_bytes + g.state_bytes + g.activation_bytes * activation_scale
-        return total
-
-    def stage_seconds(self, names: Iterable[str], recompute: bool = False) -> float:
+    def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
         recomputing) the forward again."""
         fwd = sum(self.groups[n].forward_s for n in names)
         bwd = sum(self.groups[n].backward_s for n in names)
         return fwd * (2.0 if recompute else 1.0) + bwd
+
+    def variable_bytes(self, names: Iterable[str]) -> float:
+        """Weights, optimizer state and gradient accumulators of the groups ``names``."""
+        return sum(self.groups[n].weight_bytes + self.groups[n].state_bytes for n in names)
+
+
+def blend(lo: Profile, hi: Profile, w: float) -> Profile:
+    """The profile ``(1 - w) * lo + w * hi`` (two micro-batches' profiles interpolated
+    linearly: seconds and activations grow about linearly with the micro-batch)."""
+
+    def mix(a: float, b: float) -> float:
+        return (1.0 - w) * a + w * b
+
+    def mixed(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
+        return {k: mix(a[k], b.get(k, a[k])) for k in a}
+
+    groups = {
+        n: GroupCost(
+            *(mix(getattr(g, f), getattr(hi.groups.get(n, g), f)) for f in _FIELDS), ipu=g.ipu
+        )
+        for n, g in lo.groups.items()
+    }
+    return Profile(
+        groups,
+        lo.budget_bytes,
+        mix(lo.update_s, hi.update_s),
+        mixed(lo.ipu_fixed, hi.ipu_fixed),
+        mixed(lo.ipu_activations, hi.ipu_activations),
+        mixed(lo.ipu_tile_ratio, hi.ipu_tile_ratio),
+        mix(lo.sample_s, hi.sample_s),
+    )
+
+
+_FIELDS = ("forward_s", "backward_s", "weight_bytes", "state_bytes", "activation_bytes")
 
 
 def _side(name: str, op: str, phases: dict[str, str]) -> str:
@@ -156,11 +195,18 @@ def from_report(report: Any, group: Grouping) -> Profile:
         )
         for n in names
     }
-    fixed = float((memory.code_bytes + memory.exchange_buffers_bytes).max())
-    ratio = float(
-        (memory.fraction_of_tile_budget / memory.fraction_of_budget.clip(lower=1e-12)).max()
+    ipus = [int(i) for i in memory.ipu]
+    fixed = (memory.code_bytes + memory.exchange_buffers_bytes).astype(float)
+    ratio = memory.fraction_of_tile_budget / memory.fraction_of_budget.clip(lower=1e-12)
+    return Profile(
+        groups,
+        float(memory.budget_bytes.max()),
+        update_s,
+        dict(zip(ipus, fixed)),
+        acts,
+        dict(zip(ipus, ratio.astype(float))),
+        1.0 / float(report.throughput_samples_per_s),
     )
-    return Profile(groups, fixed, float(memory.budget_bytes.max()), ratio, update_s, acts)
 
 
 def _apportion(
@@ -177,16 +223,56 @@ def _apportion(
     }
 
 
-_CACHE: dict[Hashable, Profile] = {}
+def workload_report(workload: str, args: dict[str, Any]) -> Any:
+    """Run a workload (``workloads/NAME.py``) timing-only with the ``[args]`` of a validation
+    row, quietly and with its settings restored after, as ``validation/run.py`` runs a row;
+    its :class:`~ipusim.trace.Report`."""
+    import contextlib
+    import importlib
+    import io
+    import warnings
+
+    from ipusim.config import reset_ipu_configuration
+    from ipusim.config._env import settings_restored
+    from validation.rows import Row
+
+    row = Row(
+        id="profile",
+        title="planner profile",
+        measured=float("nan"),
+        flag="E",
+        source="ipusim plan",
+        workload=workload,
+        args=args,
+    )
+    module = importlib.import_module(f"workloads.{workload}")
+    try:
+        with (
+            settings_restored(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")
+            return module.main(row.argv())
+    finally:
+        reset_ipu_configuration()
+
+
+_CACHE: dict[Hashable, Profile | None] = {}
 _SECONDS: list[float] = [0.0]
 
 
-def cached(key: Hashable, run: Callable[[], Any], group: Grouping) -> Profile:
+def cached(key: Hashable, run: Callable[[], Any], group: Grouping) -> Profile | None:
     """The profile for ``key`` (the settings that change a layer's cost), simulating ``run()``
-    (which returns a Report) only the first time the key is seen in this process."""
+    (which returns a Report) only the first time the key is seen in this process; None when
+    that run does not pass the memory check (an :class:`~ipusim.errors.OutOfMemoryError`)."""
     if key not in _CACHE:
         t0 = time.perf_counter()
-        _CACHE[key] = from_report(run(), group)
+        try:
+            _CACHE[key] = from_report(run(), group)
+        except OutOfMemoryError:
+            _CACHE[key] = None
         _SECONDS[0] += time.perf_counter() - t0
     return _CACHE[key]
 

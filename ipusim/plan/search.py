@@ -136,11 +136,12 @@ def plan(
 
 
 def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
-    """Ties in the estimate broken by a seeded permutation (stable otherwise)."""
+    """Estimated to fit first, then fastest first; ties broken by a seeded permutation."""
     import numpy as np
 
     order = np.random.default_rng(seed).permutation(len(cands))
-    return [c for _, c in sorted(zip(order, cands), key=lambda oc: (-oc[1].speed, oc[0]))]
+    ranked = sorted(zip(order, cands), key=lambda oc: (oc[1].memory > 1.0, -oc[1].speed, oc[0]))
+    return [c for _, c in ranked]
 
 
 def _family(cand: Candidate) -> tuple[Any, ...]:
