@@ -175,7 +175,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
     state: dict[str, float] = {}
     for item in report.memory_items.itertuples():
         name = group(str(item.name).split("/", 1)[0])
-        if name is None:
+        if name is None or item.ipu != where.get(name, item.ipu):  # replica 0's copy only
             continue
         target = weights if item.category == "weights" else state
         if item.category in ("weights", "optimizer-state", "gradient-accumulators"):
