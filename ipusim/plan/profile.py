@@ -69,7 +69,9 @@ class Profile:
         ipu_activations: per IPU of the run, its live activation bytes (peak).
         ipu_tile_ratio: per IPU of the run, its busiest tile's fraction of the tile budget over
             the IPU's fraction of its budget (how much fuller the fullest tile is).
-        sample_s: the run's simulated seconds per sample (one replica's), all costs included.
+        sample_s: the run's simulated seconds per sample (all replicas'), all costs included.
+        host_s: the slowest IPU's seconds of host I/O and Streaming Memory traffic in the run
+            (weight read-back, offloaded optimizer state: per execution, not per micro-batch).
     """
 
     groups: dict[str, GroupCost]
@@ -79,6 +81,7 @@ class Profile:
     ipu_activations: dict[int, float]
     ipu_tile_ratio: dict[int, float]
     sample_s: float = math.nan
+    host_s: float = 0.0
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -116,6 +119,7 @@ def blend(lo: Profile, hi: Profile, w: float) -> Profile:
         mixed(lo.ipu_activations, hi.ipu_activations),
         mixed(lo.ipu_tile_ratio, hi.ipu_tile_ratio),
         mix(lo.sample_s, hi.sample_s),
+        mix(lo.host_s, hi.host_s),
     )
 
 
@@ -206,6 +210,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
         acts,
         dict(zip(ipus, ratio.astype(float))),
         1.0 / float(report.throughput_samples_per_s),
+        float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
     )
 
 
@@ -257,6 +262,56 @@ def workload_report(workload: str, args: dict[str, Any]) -> Any:
             return module.main(row.argv())
     finally:
         reset_ipu_configuration()
+
+
+def one_ipu(
+    workload: str, args: dict[str, Any], group: Grouping, mb: int, per_replica: int
+) -> tuple[float, ...] | None:
+    """A data-parallel configuration (one IPU per replica, ``args["replicas"]`` replicas)
+    profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
+    bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
+    besides the micro-batches (update, all-reduce, host I/O) and the IPU's budget; None if it
+    does not fit."""
+    acc = per_replica // mb
+    run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc}
+    key = (workload, repr(sorted(run.items())))
+    p = cached(key, lambda: workload_report(workload, run), group)
+    if p is None:
+        return None
+    total = p.ipu_fixed[0] + p.variable_bytes(p.groups) + p.ipu_activations[0]
+    step = p.sample_s * per_replica * args["replicas"]
+    # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
+    # the run did it) plus their share of the run's exchange and syncs.
+    fixed = min(p.update_s + p.host_s, step)
+    return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes
+
+
+def per_micro_batch(
+    workload: str,
+    args: dict[str, Any],
+    group: Grouping,
+    mbs: list[int],
+    per_replica: int,
+    targets: tuple[int, ...],
+) -> dict[int, tuple[float, ...]]:
+    """:func:`one_ipu`'s figures for every micro-batch of ``mbs``: profiled at the two of
+    them closest to ``targets`` and interpolated linearly in the micro-batch (extrapolated
+    outside, E); with one fitting reference, bytes and seconds proportional to it (E); empty
+    when no reference fits."""
+    refs = sorted({min(mbs, key=lambda m: (abs(m - t), m)) for t in targets})
+    points = [(m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica))]
+    if not points:
+        return {}
+    (m0, f0), (m1, f1) = points[0], points[-1]
+    out = {}
+    for mb in mbs:
+        if m1 == m0:
+            k = mb / m0
+            out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4])
+            continue
+        w = (mb - m0) / (m1 - m0)
+        out[mb] = tuple((1 - w) * a + w * b for a, b in zip(f0, f1))
+    return out
 
 
 _CACHE: dict[Hashable, Profile | None] = {}

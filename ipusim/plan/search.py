@@ -202,6 +202,8 @@ def _judge(workload: str, cand: Candidate, i: int, n: int, progress: bool) -> di
         row = {
             "throughput": out.predicted,
             "memory_used": out.memory_used,
+            "ipu_bytes": out.ipu_bytes,
+            "tile_used": out.tile_used,
             "fits": bool(out.memory_fits),
             "bottleneck": out.bound,
             "error": "",
@@ -244,6 +246,9 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "recompute": bool(a.get("recompute")),
         "memory_proportion": a.get("memory-proportion"),
         "estimated_memory": cand.memory,
+        "estimated_ipu_bytes": cand.ipu_bytes,
+        "estimated_ipu_used": cand.ipu_used,
+        "estimated_tile_used": cand.tile_used,
         "gives_up": cand.gives_up,
         "args": dict(a),
     }

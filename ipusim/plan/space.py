@@ -44,6 +44,9 @@ PRUNE_FACTOR = 1.15
 MEMORY_PROPORTIONS = (0.2, 0.6)
 #: Micro-batches tried.
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+#: Micro-batches per stage of a reference run (E: enough that the execution's start-up and
+#: weight read-back, which a long run amortizes, add little to its seconds per micro-batch).
+REFERENCE_DEPTH = 8
 #: Splits kept per IPU count and options (the DP's best and the next best it met).
 SPLITS_KEPT = 3
 
@@ -87,6 +90,7 @@ class Candidate:
         gives_up: what this configuration trades away, in words.
         ipu_bytes: the estimated bytes of the fullest IPU.
         tile_used: the estimated busiest tile's use of the tile budget.
+        ipu_used: the estimated fullest IPU's bytes over its budget.
     """
 
     args: dict[str, Any]
@@ -95,6 +99,7 @@ class Candidate:
     gives_up: str
     ipu_bytes: float = math.nan
     tile_used: float = math.nan
+    ipu_used: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,8 @@ class BertCosts:
         ipu0_act: the embedding's and head's activations on IPU 0.
         fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
         ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
-        update_per_byte: seconds of the weight update per variable byte of an IPU.
+        update_per_byte: seconds of the weight update, host I/O and Streaming Memory traffic
+            per execution, per variable byte of the fullest IPU.
         overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
             (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
             sum of its parts, spread over its stages.
@@ -150,8 +156,9 @@ class BertCosts:
         ipu0 = p.variable_bytes(["embedding", "head"])
         heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
         stages = len(counts) + (len(counts) > 1)
-        acc = 2 * stages
-        parts = p.seconds(p.groups, recompute) + p.update_s / acc
+        acc = REFERENCE_DEPTH * stages
+        fixed = p.update_s + p.host_s
+        parts = p.seconds(p.groups, recompute) + fixed / acc
         return cls(
             layer_s=max(p.seconds([g], recompute) for g in layers),
             embed_s=p.seconds(["embedding"], recompute),
@@ -165,7 +172,7 @@ class BertCosts:
             fixed0=p.ipu_fixed[0],
             ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
             ratio0=p.ipu_tile_ratio[0],
-            update_per_byte=p.update_s / heaviest,
+            update_per_byte=fixed / heaviest,
             overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
             budget=p.budget_bytes,
         )
@@ -219,7 +226,8 @@ def bert_costs(
     stages = len(counts) + (len(counts) > 1)
     args = {
         **base,
-        **{"micro-batch": mb, "accumulation": 2 * stages, "steps": 2 * stages},
+        **{"micro-batch": mb, "accumulation": REFERENCE_DEPTH * stages},
+        "steps": REFERENCE_DEPTH * stages,
         "replicas": 1,
         "stages": stages,
         "precision": precision,
@@ -329,9 +337,12 @@ def bert_candidates(
     out: list[Candidate] = []
     for ipr, opt in plans:
         c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
-        if c is not None:
-            stages = ipr + 1 if ipr > 1 else 1
-            out += _bert_splits(shape, args, ipr, num_ipus // ipr, stages, opt, precision, c, prune)
+        if c is not None and ipr > 1:
+            out += _bert_splits(
+                shape, args, ipr, num_ipus // ipr, ipr + 1, opt, precision, c, prune
+            )
+        elif c is not None:
+            out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
     kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
     return sorted(kept, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
 
@@ -379,9 +390,40 @@ def _bert_splits(
                 _gives_up(opt, ipr, replicas),
                 max(b for b, _ in used),
                 tile,
+                max(b for b, _ in used) / c.budget,
             )
         )
     return cands
+
+
+def _bert_data_parallel(
+    shape: BertShape,
+    base: dict[str, Any],
+    replicas: int,
+    global_batch: int,
+    opt: dict[str, Any],
+    precision: str,
+    c: BertCosts,
+) -> list[Candidate]:
+    """One IPU per replica: estimated from profiles of the configuration itself at two
+    micro-batches (its all-reduce and single-IPU memory plan differ from a pipeline's stages),
+    run only when the stage model does not rule it out (over twice the budget)."""
+    if c.stage(shape.layers, 0, 1)[1] > 2.0:
+        return []
+    mb, per_replica = opt["micro-batch"], global_batch // replicas
+    setting = _bert_args(base, 1, replicas, 1, {**opt, "micro-batch": 1}, precision, [])
+    mbs = [m for m in MICRO_BATCHES if per_replica % m == 0]
+    figures = profile.per_micro_batch("bert", setting, bert_group, mbs, per_replica, (1, 8))
+    if mb not in figures:
+        return []
+    used, ratio, per_mb, fixed, budget = figures[mb]
+    args = _bert_args(base, 1, replicas, 1, opt, precision, [])
+    speed = global_batch / (opt["accumulation"] * per_mb + fixed)
+    gives = _gives_up(opt, 1, replicas)
+    fraction = used / budget
+    return [
+        Candidate(args, fraction * max(1.0, ratio), speed, gives, used, fraction * ratio, fraction)
+    ]
 
 
 def _bert_args(

@@ -96,23 +96,6 @@ def _args(
     return cand
 
 
-def _figures(
-    args: dict[str, Any], mb: int, per_replica: int
-) -> tuple[float, float, float, float, float] | None:
-    """At micro-batch ``mb``: IPU bytes, busiest tile over IPU fullness, seconds per
-    micro-batch, the weight update's seconds and the IPU's budget; from a cached profile."""
-    acc = per_replica // mb
-    run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc}
-    key = ("resnet50", repr(sorted(run.items())))
-    p = profile.cached(key, lambda: profile.workload_report("resnet50", run), resnet_group)
-    if p is None:
-        return None
-    total = p.ipu_fixed[0] + p.variable_bytes(p.groups) + p.ipu_activations[0]
-    step = p.sample_s * per_replica * args["replicas"]
-    update = min(p.update_s, step)
-    return total, p.ipu_tile_ratio[0], (step - update) / acc, update, p.budget_bytes
-
-
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
@@ -122,18 +105,12 @@ def resnet_candidates(
         return []
     out = []
     mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
-    refs = sorted({min(mbs, key=lambda m: (abs(m - r), m)) for r in REFERENCE_BATCHES})
     for stages, proportion in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS):
         setting = _args(args, num_ipus, 1, 1, stages, proportion, precision, 1)
-        points = [(m, f) for m in refs if (f := _figures(setting, m, per_replica)) is not None]
-        if not points:
-            continue
-        (m0, f0), (m1, f1) = points[0], points[-1]
-        for mb in mbs:
-            w = (mb - m0) / (m1 - m0) if m1 != m0 else mb / m0 - 1.0
-            used, ratio, per_mb, update, budget = ((1 - w) * a + w * b for a, b in zip(f0, f1))
-            if m1 == m0:  # one point: bytes and seconds grow with the micro-batch (E)
-                used, per_mb = f0[0] * (1 + w), f0[2] * (1 + w)
+        figures = profile.per_micro_batch(
+            "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES
+        )
+        for mb, (used, ratio, per_mb, update, budget) in figures.items():
             acc = per_replica // mb
             cand = _args(
                 args, num_ipus, mb, acc, stages, proportion, precision, acc * max(1, 80 // acc)
@@ -148,6 +125,7 @@ def resnet_candidates(
                     gives + "; uint8 input cast on the IPU",
                     used,
                     used / budget * ratio,
+                    used / budget,
                 )
             )
     return sorted(out, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
