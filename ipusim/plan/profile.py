@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ipusim.errors import OutOfMemoryError
+from ipusim.errors import ConfigurationError, OutOfMemoryError
 
 __all__ = [
     "GroupCost",
@@ -138,31 +138,38 @@ def _side(name: str, op: str, phases: dict[str, str]) -> str:
     return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
 
 
+def _per_record(report: Any) -> Any:
+    """Per (IPU, compute set): its layer, op and mean seconds per execution (compute plus
+    exchange records, each averaged over the records the trace kept)."""
+    records = report.trace.to_dataframe()
+    records = records[(records.ipu >= 0) & records.track.isin(["compute", "exchange"])]
+    mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
+        layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
+    )
+    return mean.groupby(level=["ipu", "name"], sort=False).agg(
+        layer=("layer", "first"), op=("op", "first"), seconds=("seconds", "sum")
+    )
+
+
 def _times(
     report: Any, group: Grouping
 ) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
     """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
     seconds (the slowest IPU's)."""
-    ops = report.top_ops(10**9)
     phases = dict(zip(report.liveness.name, report.liveness.phase))
-    # Micro-batches run: the records of a gradient accumulation (one per micro-batch), else the
-    # most frequent count (an op kept once per micro-batch).
-    acc = ops[ops.op == "accumulate"]["count"]
-    runs = float(acc.max() if len(acc) else ops["count"].mode().max())
     sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
     where: dict[str, int] = {}
     update: dict[int, float] = {}
-    for row in ops.itertuples():
-        side = _side(str(row.name), str(row.op), phases)
-        seconds = float(row.compute_s + row.exchange_s)
+    for (ipu, op_name), row in _per_record(report).iterrows():
+        side = _side(str(op_name), str(row.op), phases)
         if side == "update":
-            update[int(row.ipu)] = update.get(int(row.ipu), 0.0) + seconds / max(row.count, 1)
+            update[int(ipu)] = update.get(int(ipu), 0.0) + float(row.seconds)
             continue
         name = group(str(row.layer)) if row.layer else None
         if side == "skip" or name is None:
             continue
-        sides[side][name] = sides[side].get(name, 0.0) + seconds / runs
-        where.setdefault(name, int(row.ipu))
+        sides[side][name] = sides[side].get(name, 0.0) + float(row.seconds)
+        where.setdefault(name, int(ipu))
     return sides, where, max(update.values(), default=0.0)
 
 
@@ -173,6 +180,13 @@ def from_report(report: Any, group: Grouping) -> Profile:
         report: the run's report (timing-only is enough).
         group: maps a layer name to its group (None: not part of any group).
     """
+    kept = str(report.figures().get("trace_detail", ""))
+    if "every record" not in kept:
+        raise ConfigurationError(
+            f"a profile needs every record of the run's compute sets, but its trace kept "
+            f"{kept!r}; profile a shorter run (fewer micro-batches) or raise "
+            "IPUConfig.ipusim.trace_records"
+        )
     sides, where, update_s = _times(report, group)
     fwd, bwd = sides["fwd"], sides["bwd"]
     weights: dict[str, float] = {}

@@ -44,9 +44,9 @@ PRUNE_FACTOR = 1.15
 MEMORY_PROPORTIONS = (0.2, 0.6)
 #: Micro-batches tried.
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
-#: Micro-batches per stage of a reference run (E: enough that the execution's start-up and
-#: weight read-back, which a long run amortizes, add little to its seconds per micro-batch).
-REFERENCE_DEPTH = 8
+#: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
+#: more would push the trace past its record budget, to block-level records without layers).
+REFERENCE_DEPTH = 2
 #: Splits kept per IPU count and options (the DP's best and the next best it met).
 SPLITS_KEPT = 3
 
