@@ -30,7 +30,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.lowering.schedules import in_flight
 from ipusim.plan import profile
-from ipusim.plan.partition import best_splits
+from ipusim.plan.partition import StageFits, best_splits
 from ipusim.plan.profile import Profile
 
 __all__ = ["BertCosts", "BertShape", "Candidate", "bert_candidates", "bert_costs", "bert_group"]
@@ -367,11 +367,19 @@ def _bert_splits(
     def time(first: int, stop: int, stage: int) -> float:
         return (stop - first) * c.layer_s + (c.embed_s + c.head_s if stage == 0 else 0.0)
 
-    def fits(first: int, stop: int, stage: int) -> bool:
-        return not prune or c.stage(stop - first, stage, alive(stage))[1] <= PRUNE_FACTOR
+    def within(limit: float) -> StageFits:
+        return lambda first, stop, stage: c.stage(stop - first, stage, alive(stage))[1] <= limit
 
+    # The fastest splits estimated to fit, and those within the pruning margin (the estimate
+    # can be a few percent low or high); without pruning, the fastest splits.
+    limits = (1.0, PRUNE_FACTOR) if prune else (math.inf,)
+    splits = {
+        s
+        for limit in limits
+        for s in best_splits(shape.layers, ipr, time, within(limit), SPLITS_KEPT)
+    }
     cands = []
-    for split in best_splits(shape.layers, ipr, time, fits, keep=SPLITS_KEPT):
+    for split in sorted(splits):
         per_ipu = list(split.layers_per_stage)
         used = [c.stage(n, s, alive(s)) for s, n in enumerate(per_ipu)]
         heaviest = max(
