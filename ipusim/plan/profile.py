@@ -279,15 +279,21 @@ def workload_report(workload: str, args: dict[str, Any]) -> Any:
 
 
 def one_ipu(
-    workload: str, args: dict[str, Any], group: Grouping, mb: int, per_replica: int
+    workload: str,
+    args: dict[str, Any],
+    group: Grouping,
+    mb: int,
+    per_replica: int,
+    executions: Callable[[int], int] = lambda acc: 1,
 ) -> tuple[float, ...] | None:
     """A data-parallel configuration (one IPU per replica, ``args["replicas"]`` replicas)
     profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
     bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
     besides the micro-batches (update, all-reduce, host I/O) and the IPU's budget; None if it
-    does not fit."""
+    does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
     acc = per_replica // mb
-    run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc}
+    runs = executions(acc)
+    run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc * runs}
     key = (workload, repr(sorted(run.items())))
     p = cached(key, lambda: workload_report(workload, run), group)
     if p is None:
@@ -296,7 +302,7 @@ def one_ipu(
     step = p.sample_s * per_replica * args["replicas"]
     # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
     # the run did it) plus their share of the run's exchange and syncs.
-    fixed = min(p.update_s + p.host_s, step)
+    fixed = min(p.update_s + p.host_s / runs, step)
     return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes
 
 
@@ -307,17 +313,28 @@ def per_micro_batch(
     mbs: list[int],
     per_replica: int,
     targets: tuple[int, ...],
+    executions: Callable[[int], int] = lambda acc: 1,
 ) -> dict[int, tuple[float, ...]]:
     """:func:`one_ipu`'s figures for every micro-batch of ``mbs``: profiled at the two of
     them closest to ``targets`` and interpolated linearly in the micro-batch (extrapolated
     outside, E); with one fitting reference, bytes and seconds proportional to it (E); empty
-    when no reference fits."""
+    when no reference fits. A micro-batch with no gradient accumulation is profiled on its own
+    (the optimizer state is then not offloaded: another memory plan)."""
+    whole = {}
+    if per_replica in mbs:
+        mbs = [m for m in mbs if m != per_replica]
+        alone = one_ipu(workload, args, group, per_replica, per_replica, executions)
+        whole = {per_replica: alone} if alone is not None else {}
+    if not mbs:
+        return whole
     refs = sorted({min(mbs, key=lambda m: (abs(m - t), m)) for t in targets})
-    points = [(m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica))]
+    points = [
+        (m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica, executions))
+    ]
     if not points:
-        return {}
+        return whole
     (m0, f0), (m1, f1) = points[0], points[-1]
-    out = {}
+    out = dict(whole)
     for mb in mbs:
         if m1 == m0:
             k = mb / m0

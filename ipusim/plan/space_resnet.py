@@ -96,6 +96,11 @@ def _args(
     return cand
 
 
+def _executions(accumulation: int) -> int:
+    """Weight updates a candidate runs (about 80 micro-batches, as the validation rows)."""
+    return max(1, 80 // accumulation)
+
+
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
@@ -108,12 +113,12 @@ def resnet_candidates(
     for stages, proportion in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS):
         setting = _args(args, num_ipus, 1, 1, stages, proportion, precision, 1)
         figures = profile.per_micro_batch(
-            "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES
+            "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES, _executions
         )
         for mb, (used, ratio, per_mb, update, budget) in figures.items():
             acc = per_replica // mb
             cand = _args(
-                args, num_ipus, mb, acc, stages, proportion, precision, acc * max(1, 80 // acc)
+                args, num_ipus, mb, acc, stages, proportion, precision, acc * _executions(acc)
             )
             gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
             speed = global_batch / (acc * per_mb + update)

@@ -122,8 +122,8 @@ def test_exhaustive_search_over_the_whole_space_agrees(monkeypatch):
     assert fitting["throughput"].iloc[0] == pytest.approx(best, rel=1e-12)
 
 
-@settings(max_examples=3, deadline=None, derandomize=True)
-@given(batch=st.sampled_from([16, 32, 40, 48, 64]))
+@settings(max_examples=2, deadline=None, derandomize=True)
+@given(batch=st.sampled_from([16, 40, 64]))
 def test_every_returned_plan_fits_and_runs(batch):
     result = plan("bert", SYSTEM, batch, MODEL, candidates=2, progress=False)
     fitting = result.table[result.table["fits"]]
