@@ -1,24 +1,31 @@
 """Per-layer costs for the planner, read from one simulated run of the model (its own lowering).
 
 A :class:`Profile` holds, for each *group* of Keras layers (an encoder layer, the embedding, the
-head, a ResNet block; any grouping the caller gives as a function of the layer name):
+head, a ResNet block: any grouping the caller gives as a function of the layer name), a
+:class:`GroupCost`:
 
-- ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU (compute and exchange of
-  the group's compute sets, averaged over the records the simulator kept);
-- ``weight_bytes`` / ``state_bytes``: its variables and their optimizer state plus gradient
-  accumulators, as the memory plan holds them;
-- ``activation_bytes``: its share of its IPU's live activations (stash and working set),
-  apportioned over the groups of that IPU by forward time.
+- ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU: the mean duration of each
+  of its compute sets' compute and exchange records, summed (a recomputed forward is left out:
+  :meth:`Profile.seconds` adds it back when asked);
+- ``weight_bytes`` / ``state_bytes``: its variables, and their optimizer state plus gradient
+  accumulators, as the memory plan holds them (replica 0's copy);
+- ``activation_bytes``: its share of its IPU's live activations, apportioned over the groups of
+  that IPU by forward time (a rough split; per IPU, ``ipu_activations`` is exact);
 
-and per run: the fixed bytes of an IPU (code and exchange buffers, the largest IPU's), the
-busiest tile's fullness relative to its IPU's (``tile_ratio``), the budgets and the weight
-update's seconds. Everything is read through the run's public :class:`~ipusim.trace.Report`
-(``top_ops``, ``memory``, ``memory_items``), so a profile agrees with the memory check and the
-timing of the run it came from; the planner combines the groups of a candidate arithmetically
-(:meth:`Profile.seconds`, :meth:`Profile.variable_bytes`, :func:`blend` between two
-micro-batches). :func:`cached` keys profiles by the settings that
-change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so
-one lowering serves every candidate that shares them.
+and per IPU of the run: code and exchange-buffer bytes, live activations, the busiest tile's
+fullness over the IPU's; per run: the budget, the update's and the host I/O's seconds and the
+simulated seconds per sample. Everything is read through the run's public
+:class:`~ipusim.trace.Report` (trace records, ``memory``, ``memory_items``, ``liveness`` for the
+phase of each compute set, ``utilisation``), so a profile agrees with the memory check and the
+timing of the run it came from. A planner combines groups arithmetically
+(:meth:`Profile.seconds`, :meth:`Profile.variable_bytes`); :func:`per_micro_batch` gives a
+data-parallel configuration's figures at any micro-batch from two profiled ones.
+
+Use: ``profile.cached(key, lambda: report_of_a_run(), group)`` with ``key`` the settings that
+change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so one
+lowering serves every candidate that shares them; :func:`workload_report` runs a workload
+quietly as a validation row; :func:`profile_seconds` is what the misses cost. The trace must
+keep every record (a run short enough for the ``trace_records`` budget).
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ from ipusim.errors import ConfigurationError, OutOfMemoryError
 __all__ = [
     "GroupCost",
     "Profile",
-    "blend",
     "cached",
     "from_report",
     "profile_seconds",
@@ -93,37 +99,6 @@ class Profile:
     def variable_bytes(self, names: Iterable[str]) -> float:
         """Weights, optimizer state and gradient accumulators of the groups ``names``."""
         return sum(self.groups[n].weight_bytes + self.groups[n].state_bytes for n in names)
-
-
-def blend(lo: Profile, hi: Profile, w: float) -> Profile:
-    """The profile ``(1 - w) * lo + w * hi`` (two micro-batches' profiles interpolated
-    linearly: seconds and activations grow about linearly with the micro-batch)."""
-
-    def mix(a: float, b: float) -> float:
-        return (1.0 - w) * a + w * b
-
-    def mixed(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
-        return {k: mix(a[k], b.get(k, a[k])) for k in a}
-
-    groups = {
-        n: GroupCost(
-            *(mix(getattr(g, f), getattr(hi.groups.get(n, g), f)) for f in _FIELDS), ipu=g.ipu
-        )
-        for n, g in lo.groups.items()
-    }
-    return Profile(
-        groups,
-        lo.budget_bytes,
-        mix(lo.update_s, hi.update_s),
-        mixed(lo.ipu_fixed, hi.ipu_fixed),
-        mixed(lo.ipu_activations, hi.ipu_activations),
-        mixed(lo.ipu_tile_ratio, hi.ipu_tile_ratio),
-        mix(lo.sample_s, hi.sample_s),
-        mix(lo.host_s, hi.host_s),
-    )
-
-
-_FIELDS = ("forward_s", "backward_s", "weight_bytes", "state_bytes", "activation_bytes")
 
 
 def _side(name: str, op: str, phases: dict[str, str]) -> str:
