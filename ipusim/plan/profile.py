@@ -21,7 +21,9 @@ timing of the run it came from. A planner combines groups arithmetically
 (:meth:`Profile.seconds`, :meth:`Profile.variable_bytes`); :func:`per_micro_batch` gives a
 data-parallel configuration's figures at any micro-batch from two profiled ones.
 
-Use: ``profile.cached(key, lambda: report_of_a_run(), group)`` with ``key`` the settings that
+Use: for any Keras model run by ipusim (``model.fit`` timing-only), ``from_report(
+model.last_simulation, group)``, with ``group = lambda name: name`` for one group per layer or a
+map from layer names to stages; ``profile.cached(key, lambda: report_of_a_run(), group)`` with ``key`` the settings that
 change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so one
 lowering serves every candidate that shares them; :func:`workload_report` runs a workload
 quietly as a validation row; :func:`profile_seconds` is what the misses cost. The trace must
