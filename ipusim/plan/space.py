@@ -109,10 +109,12 @@ class BertCosts:
     Attributes:
         layer_s / embed_s / head_s: an encoder layer's, the embedding's and the head's seconds
             per micro-batch (recomputed forward included when recomputing).
-        layer_var / ipu0_var: variable bytes of an encoder layer; of the embedding and head.
+        layer_var / embed_var / head_var: variable bytes of an encoder layer, the embedding and
+            the head.
         working: live activations of an IPU besides its stash (one layer's working set).
         stash: an encoder layer's activations held per micro-batch in flight.
-        ipu0_act: the embedding's and head's activations on IPU 0.
+        embed_act / head_act: the embedding's and the head's activations (IPU 0's activations
+            besides its layers', split between them in proportion to forward time, E).
         fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
         ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
         update_per_byte: seconds of the weight update, host I/O and Streaming Memory traffic
@@ -127,10 +129,12 @@ class BertCosts:
     embed_s: float
     head_s: float
     layer_var: float
-    ipu0_var: float
+    embed_var: float
+    head_var: float
     working: float
     stash: float
-    ipu0_act: float
+    embed_act: float
+    head_act: float
     fixed: float
     fixed0: float
     ratio: float
@@ -154,6 +158,9 @@ class BertCosts:
         layers = [g for g in p.groups if g.startswith("encoder_")]
         var = [p.variable_bytes([g]) for g in layers]
         ipu0 = p.variable_bytes(["embedding", "head"])
+        extra = max(p.ipu_activations[0] - working - counts[0] * stash, 0.0)
+        e, h = p.groups["embedding"].activation_bytes, p.groups["head"].activation_bytes
+        head_share = h / (e + h) if e + h > 0 else 0.5
         heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
         stages = len(counts) + (len(counts) > 1)
         acc = REFERENCE_DEPTH * stages
@@ -164,10 +171,12 @@ class BertCosts:
             embed_s=p.seconds(["embedding"], recompute),
             head_s=p.seconds(["head"], recompute),
             layer_var=max(var),
-            ipu0_var=ipu0,
+            embed_var=p.variable_bytes(["embedding"]),
+            head_var=p.variable_bytes(["head"]),
             working=working,
             stash=stash,
-            ipu0_act=max(p.ipu_activations[0] - working - counts[0] * stash, 0.0),
+            embed_act=extra * (1.0 - head_share),
+            head_act=extra * head_share,
             fixed=max((p.ipu_fixed[i] for i in enc), default=p.ipu_fixed[0]),
             fixed0=p.ipu_fixed[0],
             ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
@@ -177,13 +186,14 @@ class BertCosts:
             budget=p.budget_bytes,
         )
 
-    def stage(self, layers: int, stage: int, alive: int) -> tuple[float, float]:
+    def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
         """Bytes of the IPU of encoder stage ``stage`` holding ``layers`` layers with ``alive``
-        micro-batches in flight (stage 0 also holds the embedding and the head), and its use of
-        the budget (the larger of the IPU's and its busiest tile's)."""
+        micro-batches in flight (stage 0 also holds the embedding; ``head``: the head too), and
+        its use of the budget (the larger of the IPU's and its busiest tile's)."""
         total = self.working + layers * (self.layer_var + self.stash * alive)
+        total += self.head_var + self.head_act if head else 0.0
         if stage == 0:
-            total += self.fixed0 + self.ipu0_var + self.ipu0_act
+            total += self.fixed0 + self.embed_var + self.embed_act
             return total, total / self.budget * max(1.0, self.ratio0)
         total += self.fixed
         return total, total / self.budget * max(1.0, self.ratio)
@@ -316,7 +326,8 @@ def _scaled(c: BertCosts, k: float) -> BertCosts:
         head_s=c.head_s * k,
         working=c.working * k,
         stash=c.stash * k,
-        ipu0_act=c.ipu0_act * k,
+        embed_act=c.embed_act * k,
+        head_act=c.head_act * k,
     )
 
 
@@ -328,19 +339,19 @@ def bert_candidates(
     first."""
     shape = BertShape.of(args)
     iprs = [i for i in (1, 2, 4, 8, 16) if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
+    # Pipelines: the head in a stage of its own on IPU 0, or with the last encoder stage.
     plans = [
-        (ipr, opt)
+        (ipr, stages, opt)
         for ipr in iprs
-        for opt in _pipeline_options(num_ipus // ipr, global_batch, ipr + 1 if ipr > 1 else 1)
+        for stages in ((ipr + 1, ipr) if ipr > 1 else (1,))
+        for opt in _pipeline_options(num_ipus // ipr, global_batch, stages)
     ]
-    costs = _Costs(args, shape, max(iprs), [o["micro-batch"] for _, o in plans] or [1])
+    costs = _Costs(args, shape, max(iprs), [o["micro-batch"] for *_, o in plans] or [1])
     out: list[Candidate] = []
-    for ipr, opt in plans:
+    for ipr, stages, opt in plans:
         c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
         if c is not None and ipr > 1:
-            out += _bert_splits(
-                shape, args, ipr, num_ipus // ipr, ipr + 1, opt, precision, c, prune
-            )
+            out += _bert_splits(shape, args, ipr, num_ipus // ipr, stages, opt, precision, c, prune)
         elif c is not None:
             out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
     kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
@@ -360,15 +371,20 @@ def _bert_splits(
 ) -> list[Candidate]:
     """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates."""
     mb, acc = opt["micro-batch"], opt["accumulation"]
+    head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
 
     def alive(stage: int) -> int:
         return in_flight("grouped", stages, stage, acc) if stages > 1 else 1
 
     def time(first: int, stop: int, stage: int) -> float:
-        return (stop - first) * c.layer_s + (c.embed_s + c.head_s if stage == 0 else 0.0)
+        extra = (c.embed_s if stage == 0 else 0.0) + (c.head_s if stage == head_at else 0.0)
+        return (stop - first) * c.layer_s + extra
 
     def within(limit: float) -> StageFits:
-        return lambda first, stop, stage: c.stage(stop - first, stage, alive(stage))[1] <= limit
+        def fits(first: int, stop: int, stage: int) -> bool:
+            return c.stage(stop - first, stage, alive(stage), stage == head_at)[1] <= limit
+
+        return fits
 
     # The fastest splits estimated to fit, and those within the pruning margin (the estimate
     # can be a few percent low or high); without pruning, the fastest splits.
@@ -381,12 +397,15 @@ def _bert_splits(
     cands = []
     for split in sorted(splits):
         per_ipu = list(split.layers_per_stage)
-        used = [c.stage(n, s, alive(s)) for s, n in enumerate(per_ipu)]
+        used = [c.stage(n, s, alive(s), s == head_at) for s, n in enumerate(per_ipu)]
         heaviest = max(
-            c.layer_var * n + (c.ipu0_var if s == 0 else 0) for s, n in enumerate(per_ipu)
+            c.layer_var * n + (c.embed_var if s == 0 else 0) + (c.head_var if s == head_at else 0)
+            for s, n in enumerate(per_ipu)
         )
         cycle = split.bottleneck + c.overhead_s * (2 if stages > 1 else 1)
-        step = cycle * (acc + 2 * (stages - 1)) + c.update_per_byte * heaviest
+        # The update streams the optimizer state, sharded over the replicas (E: the update's
+        # and host I/O's seconds taken as the Streaming Memory traffic, which dominates them).
+        step = cycle * (acc + 2 * (stages - 1)) + c.update_per_byte * heaviest / replicas
         ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
         tile = max(b / c.budget * r for (b, _), r in zip(used, ratio))
         args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
@@ -395,7 +414,7 @@ def _bert_splits(
                 args,
                 max(u for _, u in used),
                 replicas * mb * acc / step,
-                _gives_up(opt, ipr, replicas),
+                _gives_up(opt, stages, replicas),
                 max(b for b, _ in used),
                 tile,
                 max(b for b, _ in used) / c.budget,
@@ -416,7 +435,7 @@ def _bert_data_parallel(
     """One IPU per replica: estimated from profiles of the configuration itself at two
     micro-batches (its all-reduce and single-IPU memory plan differ from a pipeline's stages),
     run only when the stage model does not rule it out (over twice the budget)."""
-    if c.stage(shape.layers, 0, 1)[1] > 2.0:
+    if c.stage(shape.layers, 0, 1, True)[1] > 2.0:
         return []
     mb, per_replica = opt["micro-batch"], global_batch // replicas
     setting = _bert_args(base, 1, replicas, 1, {**opt, "micro-batch": 1}, precision, [])
@@ -456,10 +475,12 @@ def _bert_args(
         schedule="grouped",
         **{"memory-proportion": opt["memory-proportion"]},
     )
-    if ipr > 1:
+    if stages > ipr:  # the head in a stage of its own, back on IPU 0
         args.update(
             {"device-mapping": [*range(ipr), 0], "heads-stage": True, "layers-per-ipu": per_ipu}
         )
+    elif ipr > 1:  # the head with the last encoder stage
+        args.update({"device-mapping": [*range(ipr)], "layers-per-ipu": per_ipu})
     if opt["recompute"]:
         args.update(
             {
@@ -473,13 +494,13 @@ def _bert_args(
     return args
 
 
-def _gives_up(opt: dict[str, Any], ipr: int, replicas: int) -> str:
+def _gives_up(opt: dict[str, Any], stages: int, replicas: int) -> str:
     """What a configuration trades away, in a few words."""
     parts = []
     if opt["recompute"]:
         parts.append("recomputes the forward pass (about a third more compute)")
-    if ipr > 1:
-        parts.append(f"pipeline fill and drain over {ipr + 1} stages")
+    if stages > 1:
+        parts.append(f"pipeline fill and drain over {stages} stages")
     if replicas > 1:
         parts.append(f"gradient all-reduce over {replicas} replicas")
     if opt["offload"] == "on":

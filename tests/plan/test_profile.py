@@ -63,16 +63,16 @@ def test_profiles_are_cached_by_setting(report):
 
 
 def test_bert_estimates_track_the_simulator():
-    """Per-IPU memory within 10% and throughput within 10% of the simulator's, on a sample of
-    a small BERT's candidates (pipelined and data parallel)."""
+    """Per-IPU memory within 10% and throughput within 12% of the simulator's, on a sample of
+    a small BERT's candidates (pipelines of 4 and 2 IPUs, and data parallel)."""
     cands = bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16", prune=False)
     sample = cands[::12]
-    assert {c.args["replicas"] for c in sample} == {1, 4}
+    assert {c.args["replicas"] for c in sample} == {1, 2, 4}
     for cand in sample:
         out = simulate("bert", cand.args)
         assert cand.ipu_bytes == pytest.approx(out.ipu_bytes, rel=0.10), cand.args
         assert cand.tile_used == pytest.approx(out.tile_used, rel=0.10), cand.args
-        assert cand.speed == pytest.approx(out.predicted, rel=0.10), cand.args
+        assert cand.speed == pytest.approx(out.predicted, rel=0.12), cand.args
 
 
 def test_resnet_estimates_are_ordered_like_the_simulator():
@@ -90,10 +90,11 @@ def test_resnet_estimates_are_ordered_like_the_simulator():
 
 
 def _whole_space(batch: int) -> list[dict]:
-    """Every BERT configuration of the planner's space on an M2000, every layer split."""
+    """Every BERT configuration of the planner's space on an M2000, every layer split, the head
+    in a stage of its own on IPU 0 or with the last encoder stage."""
     layers, out = 12, []
-    for ipr in (1, 2, 4):
-        replicas, stages = 4 // ipr, ipr + 1 if ipr > 1 else 1
+    for ipr, stages in ((1, 1), (2, 3), (2, 2), (4, 5), (4, 4)):
+        replicas = 4 // ipr
         for opt in _pipeline_options(replicas, batch, stages):
             cuts = itertools.combinations(range(1, layers), ipr - 1)
             for cut in cuts if ipr > 1 else [()]:
@@ -109,14 +110,16 @@ def test_exhaustive_search_over_the_whole_space_agrees(monkeypatch):
     small BERT simulated; the planner (which simulates only its estimates' finalists) finds the
     same best throughput."""
     monkeypatch.setattr(space, "MEMORY_PROPORTIONS", (0.6,))
-    every = _whole_space(24)
-    assert len(every) == 48  # 44 two-IPU splits x options + 4 data-parallel options
+    # At 36 samples the Grouped schedule's depth rule leaves: 2 IPUs x 3 stages at micro-batch
+    # 1 (11 splits, with and without recomputation) and 4 data-parallel replicas at 1.
+    every = _whole_space(36)
+    assert len(every) == 24
     best = 0.0
     for args in every:
         out = simulate("bert", args)
         if out.memory_fits:
             best = max(best, out.predicted)
-    result = plan("bert", SYSTEM, 24, MODEL, budget_s=1e9, progress=False)
+    result = plan("bert", SYSTEM, 36, MODEL, budget_s=1e9, progress=False)
     assert result.simulated < len(every)
     fitting = result.table[result.table["fits"]]
     assert fitting["throughput"].iloc[0] == pytest.approx(best, rel=1e-12)
