@@ -195,9 +195,9 @@ def _judge_all(
 
 
 #: A candidate whose estimated throughput is below this share of the best simulated fitting
-#: plan's is not simulated (E: the profile's estimates are within about 10% of the simulator's
+#: plan's is not simulated (E: the profile's estimates are within 12% of the simulator's
 #: throughput in tests/plan/test_profile.py; the margin keeps the near misses).
-HOPELESS = 0.75
+HOPELESS = 0.85
 
 
 def _hopeless(cand: Candidate, rows: list[dict[str, Any]]) -> bool:
