@@ -13,7 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from ipusim.plan.search import plan
+from ipusim.plan import profile
+from ipusim.plan.search import _candidates, plan
 from validation.rows import load_rows
 from validation.run import run_row
 
@@ -29,9 +30,15 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
     hand = run_row(row)
     hand_s = time.perf_counter() - t0
     model = {k: a[k] for k in MODEL_KEYS if k in a}
+    profiled = profile.profile_seconds()
     result = plan(
         row.workload, str(a["system"]), batch, model, str(a["precision"]), budget_s=budget_s
     )
+    profiled = profile.profile_seconds() - profiled
+    # The estimates alone (profiles cached): pure arithmetic per candidate.
+    t0 = time.perf_counter()
+    again = _candidates(row.workload, model, str(a["system"]), batch, str(a["precision"]))
+    estimate_s = time.perf_counter() - t0
     fitting = result.table[result.table["fits"]]
     best = fitting.iloc[0] if len(fitting) else None
     # Simulated samples per second (the row's items_per_sample scales both alike).
@@ -48,6 +55,9 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
         "search_s": round(result.seconds, 1),
         "candidates_estimated": result.estimated,
         "candidates_simulated": result.simulated,
+        "profile_s": round(profiled, 1),
+        "estimate_s": round(estimate_s, 4),
+        "estimates_per_minute": round(len(again) * 60 / estimate_s),
         "budget_s": budget_s,
     }
 
