@@ -1,5 +1,5 @@
-"""The planner against the hand-tuned BERT-Large POD16 rows (B1, B4) and ResNet-50 POD16 rows (R2, G5): the planner's best
-simulated throughput, the row's simulated throughput (run as validation runs it), search time and
+"""The planner against the hand-tuned rows BERT-Large POD16 (B1, B4), BERT-Base (B7) and
+ResNet-50 POD16 (R2, G5): the planner's best simulated throughput, the row's simulated throughput (run as validation runs it), search time and
 candidates evaluated. Writes bench/results/plan.json.
 
 Run: ``PYTHONPATH=. python bench/bench_plan.py [--budget-s 60]``
@@ -65,7 +65,7 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--budget-s", type=float, default=60.0)
-    p.add_argument("rows", nargs="*", default=["B4", "B1", "R2", "G5"])
+    p.add_argument("rows", nargs="*", default=["B4", "B1", "B7", "R2", "G5"])
     args = p.parse_args()
     out = [compare(r, args.budget_s) for r in args.rows]
     path = Path(__file__).parent / "results" / "plan.json"

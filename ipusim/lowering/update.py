@@ -5,9 +5,8 @@ A training step's graph carries the update phase as ops (:func:`ipusim.graph.ops
 attribute says its slots and FLOPs per element). Lowering keeps them out of the step's own
 supersteps and makes one superstep per trainable variable from each: accumulation (timed only
 when the run accumulates) and the optimizer's apply, each an element-wise pass over float32
-arrays of the variable's shape, costed by the ops' cost functions
-(:func:`~ipusim.graph.ops.update.accumulate_cost`, :func:`~ipusim.graph.ops.update.update_cost`)
-through the same superstep costing as every other op.
+arrays of the variable's shape, costed by the op itself (its ``variable_cost``, the per-variable
+share of its ``cost``) through the same superstep costing as every other op.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.graph.graph import Graph, Node
-from ipusim.graph.ops.update import accumulate_cost, update_cost
+from ipusim.graph.ops.update import DEFAULT_SLOTS, DEFAULT_UPDATE_FLOPS, UpdateOp, optimizer_cost
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.hardware.specs import IPUSpec
@@ -25,6 +24,11 @@ from ipusim.lowering.supersteps import superstep
 
 #: The update-phase ops: lowered per variable here, never as ordinary nodes.
 UPDATE_OPS = ("accumulate_gradients", "apply_gradients")
+#: Per update op: the suffix of a variable's superstep name, its trace kind and phase.
+_LABELS = {
+    "accumulate_gradients": ("accumulate", "accumulate", "accumulate"),
+    "apply_gradients": ("update", "weight_update", "weight-update"),
+}
 
 
 @dataclass(frozen=True)
@@ -36,16 +40,13 @@ class OptimizerCost:
         update_flops_per_element: FLOPs of one element's update.
     """
 
-    slots_per_variable: int = 0
-    update_flops_per_element: int = 2
+    slots_per_variable: int = DEFAULT_SLOTS
+    update_flops_per_element: int = DEFAULT_UPDATE_FLOPS
 
     @classmethod
     def of(cls, optimizer: Any) -> OptimizerCost:
-        """The cost an optimizer declares (defaults for what it does not say)."""
-        return cls(
-            getattr(optimizer, "slots_per_variable", 0),
-            getattr(optimizer, "update_flops_per_element", 2),
-        )
+        """The cost an optimizer declares (:func:`~ipusim.graph.ops.update.optimizer_cost`)."""
+        return cls(*optimizer_cost(optimizer))
 
 
 @dataclass(frozen=True)
@@ -83,16 +84,13 @@ def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
     if not applies:
         return UpdatePhase()
     optimizer = OptimizerCost.of(applies[0].attrs["optimizer"])
-    slots, flops = optimizer.slots_per_variable, optimizer.update_flops_per_element
     steps: dict[str, dict[int, Superstep]] = {name: {} for name in UPDATE_OPS}
     for node in nodes:
+        op, (suffix, kind, phase) = node.op, _LABELS[node.op.name]
+        assert isinstance(op, UpdateOp), op  # the registry maps UPDATE_OPS to UpdateOps
         for var in node.attrs["variables"]:
-            if node.op.name == "accumulate_gradients":
-                label = (f"{var.name}/accumulate", layer_of(var), "accumulate", "accumulate")
-                arrays, cost = 2, accumulate_cost(var.shape)
-            else:
-                label = (f"{var.name}/update", layer_of(var), "weight_update", "weight-update")
-                arrays, cost = 2 + slots, update_cost(var.shape, slots, flops)
+            label = (f"{var.name}/{suffix}", layer_of(var), kind, phase)
+            cost, arrays = op.variable_cost(var.shape, **node.attrs)
             spec = TensorSpec(var.shape, "float32")
             step = superstep(label, cost, [spec] * arrays, [spec], {}, ipu, precision)
             if step is not None:

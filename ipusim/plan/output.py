@@ -1,25 +1,24 @@
 """The planner's files: ``plans.csv`` (ranked table), ``best.toml`` (a validation row that
-``ipusim validate --folder DIR`` re-runs) and ``best.py`` (the options to paste)."""
+``ipusim validate --folder DIR`` re-runs), ``best.py`` (the options to paste),
+``sweep/plans.toml`` (the fitting plans as a study ``ipusim sweep`` re-runs; in a folder of its
+own, since ``validate --folder`` reads every TOML file beside ``best.toml``) and ``plan.png`` (throughput against
+IPUs per replica and memory headroom)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ipusim._files import write_bytes_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     from ipusim.plan.search import PlanResult
 
-__all__ = ["best_toml", "write_outputs"]
+__all__ = ["best_toml", "ipus_per_replica", "sweep_toml", "write_outputs"]
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write aside then rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+#: Fitting plans written to the study file ``sweep/plans.toml``, best first.
+SWEEP_PLANS = 10
 
 
 def _toml_value(value: Any) -> str:
@@ -29,6 +28,8 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f'"{k}" = {_toml_value(v)}' for k, v in value.items()) + "}"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -94,14 +95,45 @@ def best_py(args: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ipus_per_replica(args: dict[str, Any]) -> int:
+    """IPUs one replica of a plan uses: the distinct IPUs of its device mapping (1 without)."""
+    mapping = args.get("device-mapping")
+    return len(set(mapping)) if mapping else 1
+
+
+def sweep_toml(workload: str, plans: list[dict[str, Any]]) -> str:
+    """A study that re-simulates ``plans`` (their ``[args]``) with ``ipusim sweep``, one row each
+    with the throughput, memory used, whether it fits and the bottleneck."""
+    lines = [
+        'workload = "ipusim.plan.search:sweep_plan"',
+        f'name = "ipusim plan: the best {workload} plans"',
+    ]
+    for args in plans:
+        lines += ["", "[[configs]]", f'workload = "{workload}"', f"args = {_toml_value(args)}"]
+    return "\n".join(lines) + "\n"
+
+
 def write_outputs(result: PlanResult, workload: str, folder: Path) -> None:
-    """``plans.csv``, and ``best.toml`` and ``best.py`` when a plan fits."""
+    """``plans.csv`` and ``plan.png``; ``best.toml``, ``best.py`` and ``sweep/plans.toml`` when a plan
+    fits."""
+    from analysis.plan import plan_figure
+
     folder.mkdir(parents=True, exist_ok=True)
     table = result.table.drop(columns=["args"], errors="ignore")
-    _atomic_write(folder / "plans.csv", table.to_csv(index=False))
+    write_text_atomic(folder / "plans.csv", table.to_csv(index=False))
+    if len(result.table):
+        figure_table = result.table.assign(
+            ipus_per_replica=result.table["args"].map(ipus_per_replica)
+        )
+        png = io.BytesIO()
+        plan_figure(figure_table, f"ipusim plan: {workload}").savefig(png, format="png")
+        write_bytes_atomic(folder / "plan.png", png.getvalue())
     fitting = result.table[result.table["fits"]] if len(result.table) else result.table
     if len(fitting):
         top = fitting.iloc[0]
         args = dict(top["args"])
-        _atomic_write(folder / "best.toml", best_toml(workload, args, float(top["throughput"])))
-        _atomic_write(folder / "best.py", best_py(args))
+        write_text_atomic(folder / "best.toml", best_toml(workload, args, float(top["throughput"])))
+        write_text_atomic(folder / "best.py", best_py(args))
+        plans = [dict(a) for a in fitting["args"].head(SWEEP_PLANS)]
+        (folder / "sweep").mkdir(exist_ok=True)
+        write_text_atomic(folder / "sweep" / "plans.toml", sweep_toml(workload, plans))

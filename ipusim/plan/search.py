@@ -23,7 +23,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_resnet import resnet_candidates
 
-__all__ = ["PlanResult", "plan"]
+__all__ = ["PlanResult", "plan", "sweep_plan"]
 
 #: Workloads the planner can search.
 WORKLOADS = ("bert", "resnet50")
@@ -91,6 +91,18 @@ def simulate(workload: str, args: Mapping[str, Any], items_per_sample: float = 1
         items_per_sample=items_per_sample,
     )
     return run_row(row)
+
+
+def sweep_plan(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep workload of a planner's ``plans.toml``: simulate ``config["args"]`` of
+    ``config["workload"]`` as :func:`simulate` does; one row of figures."""
+    out = simulate(str(config["workload"]), dict(config["args"]))
+    return {
+        "throughput": out.predicted,
+        "memory_used": out.memory_used,
+        "fits": bool(out.memory_fits),
+        "bottleneck": out.bound,
+    }
 
 
 def plan(

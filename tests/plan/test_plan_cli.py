@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import tomllib
 
+import pytest
+
 from ipusim.cli import main
 from ipusim.plan.cli import parse_workload_args
 
@@ -46,6 +48,32 @@ def test_plan_command_writes_a_row_validate_reruns(tmp_path, capsys):
     capsys.readouterr()
     assert main(["validate", "--folder", str(folder), "--no-crossval"]) == 0
     assert "PLAN" in capsys.readouterr().out
+    assert (folder / "plan.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    _sweep_reruns_the_fitting_plans(folder, table)
+
+
+def _sweep_reruns_the_fitting_plans(folder, table):
+    """``sweep/plans.toml`` is a study: ``ipusim sweep`` re-simulates every fitting plan, best first,
+    and gets the throughput the planner's table reports."""
+    out = folder.parent / "sweep_out"
+    sweep = [
+        "sweep",
+        str(folder / "sweep" / "plans.toml"),
+        "-o",
+        str(out),
+        "-j",
+        "1",
+        "--format",
+        "csv",
+    ]
+    assert main([*sweep, "--no-progress"]) == 0
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    fitting = [r for r in table if r["fits"] == "True"]
+    assert len(rows) == len(fitting) >= 1
+    for again, planned in zip(rows, fitting, strict=True):
+        assert float(again["throughput"]) == pytest.approx(float(planned["throughput"]), rel=1e-12)
+        assert again["fits"] == "True"
 
 
 def test_ipusim_plan_is_callable_and_deterministic():

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.graph.graph import Graph, Symbol
-from ipusim.graph.ops.update import add_update
 from ipusim.graph.ops.update import tracers as update_tracers
 
 _local = threading.local()
@@ -95,16 +94,6 @@ class TraceContext:
         from ipusim.compat.runtime.optimizers import symbolic_apply
 
         return symbolic_apply(optimizer, pairs)
-
-    def add_update_ops(self) -> None:
-        """Add the update-phase graph ops of this trace's optimizer updates (once each) after
-        everything traced, for lowering to time; the updates run in their
-        ``ipu_apply_gradients`` nodes, so these are not fetched."""
-        for handle in self.applies:
-            if not handle.traced:
-                with self.graph.phase("update"):
-                    add_update(handle.grads, handle.variables, handle)
-                handle.traced = True
 
 
 def _stack() -> list[TraceContext]:

@@ -4,8 +4,7 @@ A traced function that contains a loop holds one ``ipu_repeat`` node whose ``pro
 is the compiled loop (its own body graph): executing the node runs the whole loop. Its single
 output holds the tuple of the loop's results; one ``ipu_unpack`` node per result takes it apart,
 so the rest of the function reads ordinary Symbols. ``ipu_pipeline`` does the same for
-``pipeline()``, and ``ipu_apply_gradients`` hands gradients to an optimizer (its updates run in
-Numba kernels outside the graph, as in Keras' training loop).
+``pipeline()``.
 
 None of these nodes is lowered for timing: the runtime's simulation lowers a loop's body graph (one
 step per iteration) or a pipeline's stage graph instead, and lowering adds the weight update of
@@ -49,11 +48,6 @@ class Repeat(_ProgramCall):
 @register
 class PipelineRun(_ProgramCall):
     name = "ipu_pipeline"
-
-
-@register
-class ApplyGradients(_ProgramCall):
-    name = "ipu_apply_gradients"
 
 
 @register

@@ -14,11 +14,12 @@ ipu.keras.optimizers to wrap V2 optimizers" restriction has nothing to separate 
   optimizer, so the replicas combine once per N mini-batches;
 - :class:`MapGradientOptimizer`: a function maps each gradient before the update.
 
-In a traced function ``apply_gradients`` adds an ``ipu_apply_gradients`` node (a side effect):
-each execution hands the gradients to the optimizer's update, which runs in Numba kernels as in
-Keras' own training loop. For timing, the trace adds the update-phase graph ops of its updates
-(:meth:`TraceContext.add_update_ops`) with the :class:`ApplyHandle` as their optimizer. A plain Keras optimizer's ``apply_gradients`` given traced gradients
-does the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
+In a traced function ``apply_gradients`` adds the update-phase graph ops
+(:func:`~ipusim.graph.ops.update.add_update`, a side effect) with an :class:`ApplyHandle` as
+their optimizer: each execution of its ``apply_gradients`` node hands the gradients to the
+optimizer's update, which runs in Numba kernels as in Keras' own training loop, and lowering
+times the same nodes. A plain Keras optimizer's ``apply_gradients`` given traced gradients does
+the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
 Accumulation and the cross-replica mean use the one driver of
 :mod:`ipusim.graph.ops.update`.
 """
@@ -32,11 +33,15 @@ import numpy as np
 
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.context import Operation
-from ipusim.compat.runtime.ops_control import call_program
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, cross_replica_mean
+from ipusim.graph.ops.update import (
+    GradientAccumulator,
+    add_update,
+    cross_replica_mean,
+    optimizer_cost,
+)
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
 from ipusim.session.exchange import instance_exchange, job_replicas
@@ -66,23 +71,21 @@ class ApplyHandle:
         optimizer: the optimizer (a Keras optimizer or an :class:`IpuOptimizer`).
         variables: the variables updated, one per gradient.
         grads: the traced gradients (what the update-phase graph ops read).
-        traced: whether its update-phase graph ops were added.
     """
 
     def __init__(self, optimizer: Any, variables: list[Any], grads: list[Symbol]) -> None:
         self.optimizer = optimizer
         self.variables = list(variables)
         self.grads = list(grads)
-        self.traced = False
 
     @property
     def slots_per_variable(self) -> int:
         """Slots of the optimizer that applies the update (what lowering times)."""
-        return int(getattr(innermost(self.optimizer), "slots_per_variable", 0))
+        return optimizer_cost(innermost(self.optimizer))[0]
 
     @property
     def update_flops_per_element(self) -> int:
-        return int(getattr(innermost(self.optimizer), "update_flops_per_element", 2))
+        return optimizer_cost(innermost(self.optimizer))[1]
 
     def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]]) -> None:
         """Apply concrete gradients (what the ``apply_gradients`` op would run)."""
@@ -140,10 +143,11 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
         )
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
     handle = ApplyHandle(optimizer, [v for _, v in pairs], grads)
-    holder, _ = call_program("ipu_apply_gradients", handle, grads, [])
-    ctx.add_side_effect(holder)
+    with ctx.graph.phase("update"):
+        done = add_update(grads, handle.variables, handle)
+    ctx.add_side_effect(done)
     ctx.applies.append(handle)
-    return Operation("apply_gradients", holder)
+    return Operation("apply_gradients", done)
 
 
 def compute_gradients_symbolic(loss: Any, variables: list[Any]) -> list[Any]:

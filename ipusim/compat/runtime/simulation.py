@@ -161,7 +161,6 @@ def describe_graph(
         samples = argument_batch(compiled)
     outfeed_bytes, outfeed = graph_outfeeds(graph, nodes)
     handles = list(ctx.applies)
-    ctx.add_update_ops()  # the update phase lowering times
     trainable: dict[int, Any] = {}
     for handle in handles:
         for variable in handle.variables:

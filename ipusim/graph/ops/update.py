@@ -17,11 +17,12 @@ and ``gradient_accumulation_dtype``):
   anyway).
 
 The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
-``forward`` calls the driver and the optimizer, their ``cost`` is what one update costs per
-variable (:func:`accumulate_cost`, :func:`update_cost`). Every training step's graph carries them
+``forward`` calls the driver and the optimizer, their ``variable_cost`` is what the update of
+one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every training step's graph carries them
 (:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
-accumulation and weight-update supersteps from them; where the step's own driver runs the update
-(Keras' ``fit``, ``pipeline()``, a loop's ``ipu_apply_gradients`` node) they are not fetched.
+accumulation and weight-update supersteps from them. A custom loop's trace executes them (its
+``apply_gradients`` node runs the update); where the step's own driver runs the update (Keras'
+``fit``, ``pipeline()``) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
 the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
@@ -52,11 +53,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GradientAccumulator",
+    "UpdateOp",
     "UpdateTracer",
     "accumulate_cost",
     "add_update",
     "cross_replica_mean",
     "has_traced_gradient",
+    "optimizer_cost",
     "trace_apply",
     "tracers",
     "update_cost",
@@ -227,6 +230,21 @@ def _total(costs: Sequence[OpCost]) -> OpCost:
     return functools.reduce(operator.add, costs)
 
 
+#: What an optimizer that declares nothing costs: no slot arrays and 2 FLOPs per element
+#: (D: plain SGD, a multiply and a subtract).
+DEFAULT_SLOTS = 0
+DEFAULT_UPDATE_FLOPS = 2
+
+
+def optimizer_cost(optimizer: Any) -> tuple[int, int]:
+    """``(slots_per_variable, update_flops_per_element)`` an optimizer declares, the defaults
+    above for what it does not say (the one place they live)."""
+    return (
+        int(getattr(optimizer, "slots_per_variable", DEFAULT_SLOTS)),
+        int(getattr(optimizer, "update_flops_per_element", DEFAULT_UPDATE_FLOPS)),
+    )
+
+
 # ---------------------------------------------------------------------- ops
 class UpdateOptimizer(Protocol):
     """What the ``apply_gradients`` op needs of an optimizer."""
@@ -237,8 +255,22 @@ class UpdateOptimizer(Protocol):
     def apply_gradients(self, grads_and_vars: Any) -> Any: ...
 
 
+class UpdateOp(Op):
+    """An update-phase op: lowered one superstep per variable from :meth:`variable_cost`."""
+
+    def variable_cost(self, shape: tuple[int | None, ...], **attrs: Any) -> tuple[OpCost, int]:
+        """The update of one variable of ``shape``: its cost, and how many float32 arrays of
+        that shape it reads."""
+        raise NotImplementedError
+
+    def cost(
+        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
+    ) -> OpCost:
+        return _total([self.variable_cost(s.shape, **attrs)[0] for s in in_specs])
+
+
 @register
-class AccumulateGradients(Op):
+class AccumulateGradients(UpdateOp):
     """Folds one gradient per variable into ``accumulator``; outputs the accumulated gradients
     (the finished ones when the call completes the window). Attributes: ``accumulator`` (a
     :class:`GradientAccumulator`, or None: a window of one, each gradient passes through as it
@@ -272,14 +304,14 @@ class AccumulateGradients(Op):
             applied = [a.astype(v.value.dtype) for a, v in zip(accumulator.accumulators, variables)]
         return tuple(applied)
 
-    def cost(
-        self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
-    ) -> OpCost:
-        return _total([accumulate_cost(s.shape) for s in in_specs])
+    def variable_cost(self, shape: tuple[int | None, ...], **attrs: Any) -> tuple[OpCost, int]:
+        """One variable's share: its cost and how many float32 arrays of its shape it reads
+        (the accumulator and the gradient). Lowering makes one superstep of each."""
+        return accumulate_cost(shape), 2
 
 
 @register
-class ApplyGradients(Op):
+class ApplyGradients(UpdateOp):
     """The optimizer's update of ``variables`` from one gradient each (run when ``accumulator``
     is None or has just completed a window); outputs the optimizer's iteration count.
     Attributes: ``optimizer``, ``variables``, ``accumulator`` (optional)."""
@@ -308,16 +340,11 @@ class ApplyGradients(Op):
             optimizer.apply_gradients(list(zip(grads, variables)))
         return np.asarray(getattr(optimizer, "iterations", 0), dtype=np.int64)
 
-    def cost(
-        self,
-        in_specs: Sequence[TensorSpec],
-        out_specs: Sequence[TensorSpec],
-        *,
-        optimizer: UpdateOptimizer,
-        **attrs: Any,
-    ) -> OpCost:
-        slots, flops = optimizer.slots_per_variable, optimizer.update_flops_per_element
-        return _total([update_cost(s.shape, slots, flops) for s in in_specs])
+    def variable_cost(self, shape: tuple[int | None, ...], **attrs: Any) -> tuple[OpCost, int]:
+        """One variable's share: its update's cost and how many float32 arrays of its shape
+        it reads (the variable, the gradient and the ``optimizer`` attribute's slots)."""
+        slots, flops = optimizer_cost(attrs["optimizer"])
+        return update_cost(shape, slots, flops), 2 + slots
 
 
 # ---------------------------------------------------------------------- tracing
