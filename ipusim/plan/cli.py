@@ -13,7 +13,12 @@ __all__ = ["add_arguments", "main_plan"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The planner's arguments."""
-    p.add_argument("--workload", required=True, help="a registered workload (bert)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--workload", help="a registered workload (bert, resnet50)")
+    what.add_argument(
+        "--model",
+        help="module:function returning a compiled Keras model (built in an IPUStrategy scope)",
+    )
     p.add_argument(
         "--workload-args",
         default="",
@@ -53,7 +58,7 @@ def main_plan(args: argparse.Namespace) -> int:
     from ipusim.plan.search import plan
 
     result = plan(
-        args.workload,
+        args.model or args.workload,
         args.system,
         args.global_batch,
         workload_args=parse_workload_args(args.workload_args),

@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,13 @@ import pandas as pd
 
 from ipusim.errors import ConfigurationError
 from ipusim.plan.space import Candidate, bert_candidates
+from ipusim.plan.space_model import model_candidates
 from ipusim.plan.space_resnet import resnet_candidates
 
 __all__ = ["PlanResult", "plan", "sweep_plan"]
 
-#: Workloads the planner can search.
-WORKLOADS = ("bert", "resnet50")
+#: Workloads the planner can search (``keras_model``: a user's model, ``[args]`` ``model``).
+WORKLOADS = ("bert", "keras_model", "resnet50")
 
 
 class PlanResult:
@@ -72,6 +73,8 @@ def _candidates(
     base = {"system": system, **dict(args)}
     if workload == "resnet50":
         return resnet_candidates(base, num_ipus, global_batch, precision)
+    if workload == "keras_model":
+        return model_candidates(base, num_ipus, global_batch, precision)
     return bert_candidates(base, num_ipus, global_batch, precision)
 
 
@@ -106,7 +109,7 @@ def sweep_plan(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def plan(
-    workload: str,
+    workload: str | Callable[[], Any] | Any,
     system: str,
     global_batch: int,
     workload_args: Mapping[str, Any] | None = None,
@@ -120,7 +123,10 @@ def plan(
     """Search ``workload``'s configurations on ``system`` for the fastest that fits.
 
     Args:
-        workload: a registered workload (``"bert"``).
+        workload: what to plan: a registered workload (``"bert"``, ``"resnet50"``), a Keras
+            model (built in an ``IPUStrategy`` scope and compiled), a function of no arguments
+            returning one, or such a function as ``"module:function"`` (which ``best.toml``
+            and ``best.py`` can name again in another process).
         system: a system preset (``"POD16"``, ``"Bow-POD16"`` ...).
         global_batch: samples per weight update (micro-batch x accumulation x replicas).
         workload_args: the arguments that fix the model (``{"size": "large", "sequence": 128}``).
@@ -135,7 +141,8 @@ def plan(
         A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
     """
     start = time.perf_counter()
-    cands = _candidates(workload, dict(workload_args or {}), system, global_batch, precision)
+    workload, workload_args = _what(workload, workload_args)
+    cands = _candidates(workload, workload_args, system, global_batch, precision)
     cands = _seeded(cands, seed)
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress)
     table = _rank(rows)
@@ -145,6 +152,21 @@ def plan(
 
         write_outputs(result, workload, Path(output))
     return result
+
+
+def _what(target: Any, args: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The workload and ``[args]`` that plan ``target`` (see :func:`plan`)."""
+    args = dict(args or {})
+    if isinstance(target, str) and ":" not in target:
+        return target, args
+    from workloads.keras_model import register
+
+    if isinstance(target, str):
+        reference = target
+    else:
+        build = target if callable(target) and not hasattr(target, "fit") else lambda: target
+        reference = register(f"plan-{id(target):x}", build)
+    return "keras_model", {**args, "model": reference}
 
 
 def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
