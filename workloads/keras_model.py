@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> Any:
             )
         if args.stages > 1:
             common.assign_stages_by_split(model, args.split)
+        else:  # a model a script pipelined itself runs as the plan says
+            model.reset_pipeline_stage_assignment()
         common.pipeline(model, args)
         model.compile(
             optimizer=common.optimizer(args) or model.optimizer or keras.optimizers.SGD(),

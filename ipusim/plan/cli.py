@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ipusim.errors import ConfigurationError
 
-__all__ = ["add_arguments", "main_plan"]
+__all__ = ["add_arguments", "add_run_plan_arguments", "main_plan", "main_run_plan"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,21 +58,64 @@ def main_plan(args: argparse.Namespace) -> int:
     """Run the search and print the ranked table."""
     from ipusim.plan.search import plan
 
+    return _print(
+        plan(
+            args.model or args.workload,
+            args.system,
+            args.global_batch,
+            workload_args=parse_workload_args(args.workload_args),
+            precision=args.precision,
+            budget_s=args.budget_s,
+            candidates=args.candidates,
+            seed=args.seed,
+            output=args.output,
+        ),
+        args.output,
+    )
+
+
+def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """``ipusim run --plan``'s options (the script and ``--system`` are ``run``'s own)."""
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
+        "needs --system and --global-batch; -o is the planner's folder)",
+    )
+    p.add_argument("--global-batch", type=int, default=None, help="with --plan: samples/update")
+    p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
+    p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
+
+
+def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
+    """``ipusim run --plan ... SCRIPT``: capture the script's model, then plan it."""
+    from ipusim.plan.script import script_model
+    from ipusim.plan.search import plan
+
+    if args.system is None or args.global_batch is None:
+        raise ConfigurationError(
+            "ipusim run --plan needs --system and --global-batch (e.g. --system POD16 "
+            "--global-batch 1024)"
+        )
+    model = script_model(args.script, tail, args.system)
+    output = args.output or f"ipusim_plan/{Path(args.script).stem}"
     result = plan(
-        args.model or args.workload,
+        model,
         args.system,
         args.global_batch,
-        workload_args=parse_workload_args(args.workload_args),
-        precision=args.precision,
         budget_s=args.budget_s,
         candidates=args.candidates,
-        seed=args.seed,
-        output=args.output,
+        output=output,
     )
+    return _print(result, output)
+
+
+def _print(result: Any, output: str) -> int:
+    """The ranked table's top and the search's figures, on stdout."""
     cols = ["summary", "throughput", "memory_used", "fits", "bottleneck"]
     print(result.table[cols].head(10).to_string(index=False))
     print(
         f"{result.estimated} candidates estimated, {result.simulated} simulated in "
-        f"{result.seconds:.1f} s; written to {args.output}"
+        f"{result.seconds:.1f} s; written to {output}"
     )
     return 0
