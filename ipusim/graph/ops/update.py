@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import operator
 import threading
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -258,10 +259,10 @@ class UpdateOptimizer(Protocol):
 class UpdateOp(Op):
     """An update-phase op: lowered one superstep per variable from :meth:`variable_cost`."""
 
+    @abstractmethod
     def variable_cost(self, shape: tuple[int | None, ...], **attrs: Any) -> tuple[OpCost, int]:
         """The update of one variable of ``shape``: its cost, and how many float32 arrays of
         that shape it reads."""
-        raise NotImplementedError
 
     def cost(
         self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
