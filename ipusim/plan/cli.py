@@ -9,7 +9,13 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 
-__all__ = ["add_arguments", "add_run_plan_arguments", "main_plan", "main_run_plan"]
+__all__ = [
+    "add_arguments",
+    "add_run_plan_arguments",
+    "global_batches",
+    "main_plan",
+    "main_run_plan",
+]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,12 +33,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         '(e.g. "--size large --sequence 128")',
     )
     p.add_argument("--system", required=True, help="system preset (POD16, Bow-POD16 ...)")
-    p.add_argument("--global-batch", type=int, required=True, help="samples per weight update")
+    p.add_argument(
+        "--global-batch",
+        type=global_batches,
+        required=True,
+        help="samples per weight update: N, a list N1,N2,... or a range A:B (A, 2A, 4A ... up "
+        "to B), searched together",
+    )
     p.add_argument("--precision", default="fp16.16", choices=["fp32", "fp16.16", "fp16.32"])
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
+
+
+def global_batches(text: str) -> list[int]:
+    """``"512"``, ``"256,512"`` or ``"256:2048"`` (256, 512, 1024, 2048) as global batches.
+
+    Raises:
+        ConfigurationError: not positive integers, or a range whose end is below its start.
+    """
+    try:
+        if ":" in text:
+            low, high = (int(part) for part in text.split(":"))
+            batches = [low * 2**k for k in range(64) if low * 2**k <= high] if low > 0 else []
+        else:
+            batches = [int(part) for part in text.split(",")]
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        raise ConfigurationError(
+            f"--global-batch takes N, N1,N2,... or A:B (positive, A <= B); got {text!r}"
+        )
+    return batches
 
 
 def parse_workload_args(text: str) -> dict[str, Any]:
@@ -82,7 +115,12 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
         help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
         "needs --system and --global-batch; -o is the planner's folder)",
     )
-    p.add_argument("--global-batch", type=int, default=None, help="with --plan: samples/update")
+    p.add_argument(
+        "--global-batch",
+        type=global_batches,
+        default=None,
+        help="with --plan: samples per weight update (N, N1,N2,... or A:B)",
+    )
     p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
 

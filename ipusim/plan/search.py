@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ def sweep_plan(config: Mapping[str, Any]) -> dict[str, Any]:
 def plan(
     workload: str | Callable[[], Any] | Any,
     system: str,
-    global_batch: int,
+    global_batch: int | Iterable[int],
     workload_args: Mapping[str, Any] | None = None,
     precision: str = "fp16.16",
     budget_s: float = 60.0,
@@ -128,7 +128,9 @@ def plan(
             returning one, or such a function as ``"module:function"`` (which ``best.toml``
             and ``best.py`` can name again in another process).
         system: a system preset (``"POD16"``, ``"Bow-POD16"`` ...).
-        global_batch: samples per weight update (micro-batch x accumulation x replicas).
+        global_batch: samples per weight update (micro-batch x accumulation x replicas), or
+            several (a list or range): each is searched and all are ranked together, the
+            table's ``global_batch`` column telling them apart.
         workload_args: the arguments that fix the model (``{"size": "large", "sequence": 128}``).
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
         budget_s: stop simulating new finalists after this many seconds of search.
@@ -142,7 +144,12 @@ def plan(
     """
     start = time.perf_counter()
     workload, workload_args = _what(workload, workload_args)
-    cands = _candidates(workload, workload_args, system, global_batch, precision)
+    batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
+    if not batches:
+        raise ConfigurationError("global_batch: give at least one global batch size")
+    cands = [
+        c for gb in batches for c in _candidates(workload, workload_args, system, gb, precision)
+    ]
     cands = _seeded(cands, seed)
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress)
     table = _rank(rows)
@@ -235,8 +242,13 @@ HOPELESS = 0.75
 
 
 def _hopeless(cand: Candidate, rows: list[dict[str, Any]]) -> bool:
-    """The estimate says ``cand`` cannot beat the best fitting plan simulated so far."""
-    best = max((r["throughput"] for r in rows if r["fits"]), default=0.0)
+    """The estimate says ``cand`` cannot beat the best fitting plan of its global batch
+    simulated so far (each global batch of a range keeps its own best)."""
+    a = cand.args
+    batch = a["micro-batch"] * a["accumulation"] * a["replicas"]
+    best = max(
+        (r["throughput"] for r in rows if r["fits"] and r["global_batch"] == batch), default=0.0
+    )
     return cand.speed < HOPELESS * best
 
 
@@ -283,6 +295,7 @@ def _describe(cand: Candidate) -> dict[str, Any]:
     )
     return {
         "summary": summary,
+        "global_batch": a["micro-batch"] * a["accumulation"] * a["replicas"],
         "replicas": a["replicas"],
         "stages": a["stages"],
         "layers_per_ipu": " ".join(str(s) for s in a.get("layers-per-ipu") or []),

@@ -96,3 +96,22 @@ def test_best_py_of_a_pipelined_plan_names_its_stages_and_ipus():
     assert "split_after = ['dense_1']" in code
     assert "RecomputationMode.RecomputeAndBackpropagateInterleaved" in code
     assert "gradient_accumulation_steps_per_replica=8" in code
+
+
+def test_several_global_batches_are_searched_and_ranked_together():
+    from ipusim.plan.cli import global_batches
+
+    assert global_batches("8:40") == [8, 16, 32]
+    assert global_batches("8,24") == [8, 24]
+    for bad in ("0", "x", "16:8", "4:"):
+        with pytest.raises(ConfigurationError, match="--global-batch"):
+            global_batches(bad)
+    table = ipusim.plan(MODEL, SYSTEM, [8, 16], budget_s=60, progress=False).table
+    assert set(table["global_batch"]) == {8, 16}
+    alone = {
+        gb: ipusim.plan(MODEL, SYSTEM, gb, budget_s=60, progress=False).table for gb in (8, 16)
+    }
+    for gb, one in alone.items():  # each batch's best is found as when searched alone
+        assert table[table["global_batch"] == gb]["throughput"].max() == pytest.approx(
+            one["throughput"].max(), rel=1e-12
+        )
