@@ -44,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "-j", "--jobs", type=int, default=1, help="finalists simulated at once (worker processes)"
+    )
+    p.add_argument(
+        "--scheduler", default=None, help="Dask scheduler address: simulate the finalists there"
+    )
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
 
 
@@ -102,6 +108,8 @@ def main_plan(args: argparse.Namespace) -> int:
             candidates=args.candidates,
             seed=args.seed,
             output=args.output,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
         ),
         args.output,
     )
