@@ -32,28 +32,8 @@ moves its whole model's gradients across at B_gw however the model is split over
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ipusim.cost.units import PS_PER_S
-
-
-@dataclass(frozen=True, slots=True)
-class Collective:
-    """Time and traffic of one collective on one participant.
-
-    Attributes:
-        kind: ``"all-reduce"``, ``"reduce-scatter"`` or ``"all-gather"``.
-        participants: replicas taking part.
-        chassis: how many Pods (IPU-Link domains) they span.
-        bytes: bytes each participant contributes.
-        duration_ps: time the collective takes.
-    """
-
-    kind: str
-    participants: int
-    chassis: int
-    bytes: int
-    duration_ps: int
 
 
 def _chunk_ps(num_bytes: float, participants: int, bandwidth_bytes_per_s: float) -> int:
@@ -70,13 +50,6 @@ def ring_half(
     return (participants - 1) * (
         step_ps + _chunk_ps(num_bytes, participants, bandwidth_bytes_per_s)
     )
-
-
-def ring_all_reduce(
-    num_bytes: float, participants: int, bandwidth_bytes_per_s: float, step_ps: int
-) -> int:
-    """All-reduce on a bidirectional ring: reduce-scatter then all-gather."""
-    return 2 * ring_half(num_bytes, participants, bandwidth_bytes_per_s, step_ps)
 
 
 def hierarchical_half(
@@ -96,27 +69,6 @@ def hierarchical_half(
         return inside
     return inside + ring_half(
         num_bytes / per_chassis, chassis, gw_bytes_per_s / per_chassis, gw_step_ps
-    )
-
-
-def hierarchical_all_reduce(
-    num_bytes: float,
-    chassis: int,
-    per_chassis: int,
-    ipu_link_bytes_per_s: float,
-    ipu_link_step_ps: int,
-    gw_bytes_per_s: float,
-    gw_step_ps: int,
-) -> int:
-    """All-reduce = reduce-scatter then all-gather, each hierarchical (a flat ring in one chassis)."""
-    return 2 * hierarchical_half(
-        num_bytes,
-        chassis,
-        per_chassis,
-        ipu_link_bytes_per_s,
-        ipu_link_step_ps,
-        gw_bytes_per_s,
-        gw_step_ps,
     )
 
 

@@ -32,7 +32,3 @@ def transfer_ps(num_bytes: int, bandwidth_bytes_per_s: float, latency_s: float =
             f"bandwidth must be positive, received {bandwidth_bytes_per_s} B/s"
         )
     return seconds_to_ps(latency_s) + math.ceil(num_bytes * PS_PER_S / bandwidth_bytes_per_s)
-
-
-def ps_to_seconds(ps: int) -> float:
-    return ps / PS_PER_S

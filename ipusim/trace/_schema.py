@@ -48,7 +48,6 @@ COLUMNS = (
     "flops",
 )
 STRING_COLUMNS = ("track", "name", "layer", "op", "phase")
-INT_COLUMNS = tuple(c for c in COLUMNS if c not in STRING_COLUMNS)
 
 _TRACK_INDEX = {track: i for i, track in enumerate(TRACKS)}
 _PHASE_SET = frozenset(TRACE_PHASES)

@@ -19,6 +19,27 @@ if TYPE_CHECKING:
 from ipusim.keras.engine.nest import pack_sequence_as
 
 
+def callback_list(
+    model: Any,
+    callbacks: Any,
+    verbose: int,
+    steps: int | None,
+    epochs: int = 1,
+    history: bool = False,
+) -> callbacks_module.CallbackList:
+    """The Keras loops' ``CallbackList``: a progress bar unless ``verbose`` is 0, a ``History``
+    only for ``fit``."""
+    return callbacks_module.CallbackList(
+        callbacks,
+        add_history=history,
+        add_progbar=verbose != 0,
+        model=model,
+        verbose=verbose,
+        epochs=epochs,
+        steps=steps,
+    )
+
+
 class InferenceMixin:
     """evaluate / predict and their single-batch forms; the step helpers (``_prepare``,
     ``_program``, ``_logs`` ...) and the IPU hook ``_ipu_begin_run`` are TrainingMixin's."""
@@ -83,15 +104,7 @@ class InferenceMixin:
         verbose: int,
         on_step: Callable[[], None] | None = None,
     ) -> dict[str, float]:
-        cb = callbacks_module.CallbackList(
-            callbacks,
-            add_history=False,
-            add_progbar=verbose != 0,
-            model=self,
-            verbose=verbose,
-            epochs=1,
-            steps=handler.steps,
-        )
+        cb = callback_list(self, callbacks, verbose, handler.steps)
         self.reset_metrics()
         cb.on_test_begin()
         logs: dict[str, float] = {}
@@ -140,15 +153,7 @@ class InferenceMixin:
         """The Keras predict loop."""
         verbose = 0 if verbose == "auto" else int(verbose)
         handler = DataHandler(x, None, None, batch_size, steps, False, "predict")
-        cb = callbacks_module.CallbackList(
-            callbacks,
-            add_history=False,
-            add_progbar=verbose != 0,
-            model=self,
-            verbose=verbose,
-            epochs=1,
-            steps=handler.steps,
-        )
+        cb = callback_list(self, callbacks, verbose, handler.steps)
         cb.on_predict_begin()
         chunks: list[list[np.ndarray]] = []
         structure = None

@@ -15,7 +15,6 @@ from ipusim.errors import (
 )
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.spec import TensorSpec
-from ipusim.keras import callbacks as callbacks_module
 from ipusim.keras import metrics as metrics_module
 from ipusim.keras import optimizers as optimizers_module
 from ipusim.keras.engine.compile_utils import (
@@ -30,7 +29,7 @@ from ipusim.keras.engine.data_adapter import (
     train_validation_split,
 )
 from ipusim.keras.engine.gradient_update import GradientUpdateMixin
-from ipusim.keras.engine.inference import InferenceMixin
+from ipusim.keras.engine.inference import InferenceMixin, callback_list
 from ipusim.keras.engine.ipu_hooks import IPUExtension, IPURun, LoopSettings, RunCall, RunKind
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
@@ -340,15 +339,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         validation = self._validation_handler(
             validation_data, validation_batch_size or batch_size, validation_steps
         )
-        cb = callbacks_module.CallbackList(
-            callbacks,
-            add_history=True,
-            add_progbar=verbose != 0,
-            model=self,
-            verbose=verbose,
-            epochs=epochs,
-            steps=handler.steps,
-        )
+        cb = callback_list(self, callbacks, verbose, handler.steps, epochs, history=True)
         loop = run.loop if run is not None else LoopSettings(self._steps_per_execution)
         history = self._fit_epochs(
             handler, validation, cb, range(initial_epoch, epochs), validation_freq, loop
