@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import layers
 from ipusim.keras.engine.input_layer import Input
 from ipusim.keras.engine.keras_tensor import KerasTensor
+
+if TYPE_CHECKING:
+    from ipusim.keras.engine.functional import Functional
 
 #: The one pretrained set Keras knows by name.
 IMAGENET = "imagenet"
@@ -78,6 +82,46 @@ def no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
     """Keras' applications take no other keyword arguments."""
     if kwargs:
         raise InvalidTypeError(f"{name}: unexpected keyword argument(s) {sorted(kwargs)}")
+
+
+def constructor(
+    module: str,
+    name: str,
+    build: Callable[..., Functional],
+    doc: str,
+    error_name: str | None = None,
+) -> Callable[..., Functional]:
+    """A ``keras.applications`` function called ``name`` taking Keras' arguments.
+
+    Args:
+        module: the module it belongs to (``__name__`` of the caller).
+        name: the function's name (``ResNet50``).
+        build: called with the arguments after ``**kwargs`` is checked empty; it must call
+            :func:`load_weights` itself (its warning names the user's line, three frames up).
+        doc: the function's docstring.
+        error_name: the name the unexpected-keyword error gives; default ``name``.
+    """
+
+    def application(
+        include_top: bool = True,
+        weights: Any = IMAGENET,
+        input_tensor: Any = None,
+        input_shape: Any = None,
+        pooling: Any = None,
+        classes: int = 1000,
+        classifier_activation: Any = "softmax",
+        **kwargs: Any,
+    ) -> Functional:
+        no_kwargs(error_name or name, kwargs)
+        return build(
+            include_top, weights, input_tensor, input_shape, pooling, classes,
+            classifier_activation,
+        )  # fmt: skip
+
+    application.__name__ = application.__qualname__ = name
+    application.__module__ = module
+    application.__doc__ = doc
+    return application
 
 
 def checked_input(

@@ -4,6 +4,7 @@ counts (B0 with the top: 5,330,571)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -137,9 +138,7 @@ def _efficientnet(
     pooling: Any,
     classes: int,
     classifier_activation: Any,
-    kwargs: dict[str, Any],
 ) -> Functional:
-    _common.no_kwargs(model_name, kwargs)
     _, inputs = _common.checked_input(
         model_name, include_top, weights, input_tensor, input_shape, pooling, classes,
         classifier_activation, default_size,
@@ -172,39 +171,16 @@ def _efficientnet(
 def _variant(
     model_name: str, width: float, depth: float, size: int, dropout: float
 ) -> Callable[..., Functional]:
-    def build(
-        include_top: bool = True,
-        weights: Any = "imagenet",
-        input_tensor: Any = None,
-        input_shape: Any = None,
-        pooling: Any = None,
-        classes: int = 1000,
-        classifier_activation: Any = "softmax",
-        **kwargs: Any,
-    ) -> Functional:
-        return _efficientnet(
-            width,
-            depth,
-            size,
-            dropout,
-            model_name,
-            include_top,
-            weights,
-            input_tensor,
-            input_shape,
-            pooling,
-            classes,
-            classifier_activation,
-            kwargs,
-        )
-
-    build.__name__ = build.__qualname__ = "EfficientNet" + model_name[-2:].upper()
-    build.__doc__ = (
-        f"EfficientNet-{model_name[-2:].upper()}: width x{width}, depth x{depth}, default input "
+    variant = model_name[-2:].upper()
+    return _common.constructor(
+        __name__,
+        "EfficientNet" + variant,
+        functools.partial(_efficientnet, width, depth, size, dropout, model_name),
+        f"EfficientNet-{variant}: width x{width}, depth x{depth}, default input "
         f"{size}x{size}, top dropout {dropout}. Arguments as "
-        ":func:`ipusim.keras.applications.ResNet50`."
+        ":func:`ipusim.keras.applications.ResNet50`.",
+        error_name=model_name,
     )
-    return build
 
 
 EfficientNetB0 = _variant("efficientnetb0", 1.0, 1.0, 224, 0.2)

@@ -8,6 +8,7 @@ count is Keras' (ResNet50 with the top: 25,636,712).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ipusim.errors import UnsupportedError
@@ -84,16 +85,10 @@ def _resnet(
     return model
 
 
-def ResNet50(  # noqa: N802 - Keras' name
-    include_top: bool = True,
-    weights: Any = "imagenet",
-    input_tensor: Any = None,
-    input_shape: Any = None,
-    pooling: Any = None,
-    classes: int = 1000,
-    classifier_activation: Any = "softmax",
-    **kwargs: Any,
-) -> Functional:
+ResNet50 = _common.constructor(
+    __name__,
+    "ResNet50",
+    functools.partial(_resnet, 6, "resnet50"),
     """ResNet-50: stages of 3, 4, 6 and 3 bottleneck blocks (177 layers with the top).
 
     Args:
@@ -105,44 +100,14 @@ def ResNet50(  # noqa: N802 - Keras' name
         pooling: without the top, ``None``, ``"avg"`` or ``"max"`` over the last feature map.
         classes: output classes of the top.
         classifier_activation: activation of the top layer.
-    """
-    _common.no_kwargs("ResNet50", kwargs)
-    return _resnet(
-        6,
-        "resnet50",
-        include_top,
-        weights,
-        input_tensor,
-        input_shape,
-        pooling,
-        classes,
-        classifier_activation,
-    )
-
-
-def ResNet101(  # noqa: N802 - Keras' name
-    include_top: bool = True,
-    weights: Any = "imagenet",
-    input_tensor: Any = None,
-    input_shape: Any = None,
-    pooling: Any = None,
-    classes: int = 1000,
-    classifier_activation: Any = "softmax",
-    **kwargs: Any,
-) -> Functional:
-    """ResNet-101: stages of 3, 4, 23 and 3 bottleneck blocks (arguments as :func:`ResNet50`)."""
-    _common.no_kwargs("ResNet101", kwargs)
-    return _resnet(
-        23,
-        "resnet101",
-        include_top,
-        weights,
-        input_tensor,
-        input_shape,
-        pooling,
-        classes,
-        classifier_activation,
-    )
+    """,
+)
+ResNet101 = _common.constructor(
+    __name__,
+    "ResNet101",
+    functools.partial(_resnet, 23, "resnet101"),
+    "ResNet-101: stages of 3, 4, 23 and 3 bottleneck blocks (arguments as :func:`ResNet50`).",
+)
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:
