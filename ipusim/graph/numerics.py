@@ -191,11 +191,6 @@ def set_rounding_seed(seed: int) -> None:
     _SEED["seed"] = int(seed)
 
 
-def rounding_seed() -> int:
-    """The seed of the stochastic-rounding streams."""
-    return _SEED["seed"]
-
-
 def amp_products(ctx: ExecContext, kind: str) -> AmpProducts:
     """The :class:`~ipusim.kernels.amp.AmpProducts` of a half-precision product op's execution
     (``kind``: ``"matmul"`` or ``"conv"``), from its execution context."""

@@ -185,8 +185,3 @@ _KERNELS = {
     "adam": _adam,
     "adagrad": _adagrad,
 }
-
-
-def half_scalar(value: float) -> np.float32:
-    """A hyperparameter cast to float16 (as Keras casts it to the variable's dtype), as float32."""
-    return np.float32(np.float16(value))

@@ -159,7 +159,7 @@ def max_pool2d(
     """Max pooling of NHWC ``x``; returns ``(N, Ho, Wo, C)``."""
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], out_hw[0], out_hw[1], x.shape[3]), dtype=x.dtype)
-    _max_pool(x, pool[0], pool[1], strides[0], strides[1], pads[0], pads[1], out)
+    _max_pool(x, *pool, *strides, *pads, out)
     return out
 
 
@@ -174,18 +174,8 @@ def max_pool2d_grad(
     x = np.ascontiguousarray(x)
     n, h, w, c = x.shape
     dx = np.empty_like(x)
-    _max_pool_grad(
-        x.reshape(n, h * w, c),
-        np.ascontiguousarray(dy),
-        pool[0],
-        pool[1],
-        strides[0],
-        strides[1],
-        pads[0],
-        pads[1],
-        w,
-        dx.reshape(n, h * w, c),
-    )
+    xr, dxr = x.reshape(n, h * w, c), dx.reshape(n, h * w, c)
+    _max_pool_grad(xr, np.ascontiguousarray(dy), *pool, *strides, *pads, w, dxr)
     return dx
 
 
@@ -199,7 +189,7 @@ def avg_pool2d(
     """Average pooling of NHWC ``x`` over the real (unpadded) pixels of each window."""
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], out_hw[0], out_hw[1], x.shape[3]), dtype=x.dtype)
-    _avg_pool(x, pool[0], pool[1], strides[0], strides[1], pads[0], pads[1], out)
+    _avg_pool(x, *pool, *strides, *pads, out)
     return out
 
 
@@ -213,7 +203,7 @@ def avg_pool2d_grad(
     """Gradient of :func:`avg_pool2d` w.r.t. its input of spatial size ``input_hw``."""
     dy = np.ascontiguousarray(dy)
     dx = np.empty((dy.shape[0], input_hw[0], input_hw[1], dy.shape[3]), dtype=dy.dtype)
-    _avg_pool_grad(dy, pool[0], pool[1], strides[0], strides[1], pads[0], pads[1], dx)
+    _avg_pool_grad(dy, *pool, *strides, *pads, dx)
     return dx
 
 

@@ -8,7 +8,8 @@ window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -71,11 +72,10 @@ def _pool_attrs(op: str, pool_size: object, strides: object, padding: str) -> di
     }
 
 
-@register
-class MaxPool2D(_PoolBase):
-    """Max over each window of an NHWC tensor; padding never wins the max."""
+class _PoolForward(_PoolBase):
+    """A pooling forward op: the window geometry feeds ``kernel_fn(x, out_hw, pool, strides, pads)``."""
 
-    name = "max_pool2d"
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(
         self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
@@ -94,15 +94,23 @@ class MaxPool2D(_PoolBase):
         out_hw, pool, strides, pads = self._geometry(
             known_hw(x.shape[1:3]), pool_size, strides, padding
         )
-        return kp.max_pool2d(x, out_hw, pool, strides, pads)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
+        return self.kernel_fn(x, out_hw, pool, strides, pads)
 
     def cost(
         self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
     ) -> OpCost:
         return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
+
+
+@register
+class MaxPool2D(_PoolForward):
+    """Max over each window of an NHWC tensor; padding never wins the max."""
+
+    name = "max_pool2d"
+    kernel_fn = staticmethod(kp.max_pool2d)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
 
 @register
@@ -171,37 +179,14 @@ def max_pool2d_grad(
 
 
 @register
-class AvgPool2D(_PoolBase):
+class AvgPool2D(_PoolForward):
     """Mean over each window of an NHWC tensor, counting only real (unpadded) pixels."""
 
     name = "avg_pool2d"
-
-    def infer(
-        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
-    ) -> TensorSpec:
-        return self._out_spec(x, pool_size, strides, padding)
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        *,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> Array:
-        out_hw, pool, strides, pads = self._geometry(
-            known_hw(x.shape[1:3]), pool_size, strides, padding
-        )
-        return kp.avg_pool2d(x, out_hw, pool, strides, pads)
+    kernel_fn = staticmethod(kp.avg_pool2d)
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
-
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
-    ) -> OpCost:
-        return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
 
 
 @register
