@@ -65,7 +65,7 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--budget-s", type=float, default=60.0)
-    p.add_argument("rows", nargs="*", default=["B4", "B1", "B7", "R2", "G5"])
+    p.add_argument("rows", nargs="*", default=["B4", "B1", "B7", "R2", "G5", "B4-pod64"])
     args = p.parse_args()
     out = [compare(r, args.budget_s) for r in args.rows]
     path = Path(__file__).parent / "results" / "plan.json"
