@@ -26,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--processes", type=int, default=1, help="simulate finalists on N local processes"
+    )
+    p.add_argument("--dask", default=None, help="simulate finalists on this Dask scheduler")
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
 
 
@@ -62,6 +66,8 @@ def main_plan(args: argparse.Namespace) -> int:
         candidates=args.candidates,
         seed=args.seed,
         output=args.output,
+        processes=args.processes,
+        dask=args.dask,
     )
     cols = ["summary", "throughput", "memory_used", "fits", "bottleneck"]
     print(result.table[cols].head(10).to_string(index=False))

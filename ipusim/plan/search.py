@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -116,6 +115,8 @@ def plan(
     seed: int = 0,
     output: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    processes: int = 1,
+    dask: Any = None,
 ) -> PlanResult:
     """Search ``workload``'s configurations on ``system`` for the fastest that fits.
 
@@ -129,7 +130,11 @@ def plan(
         candidates: at most this many simulations (default: the time budget alone).
         seed: breaks ties among equally estimated candidates (the search is deterministic).
         output: a folder for ``plans.csv``, ``best.toml`` and ``best.py``.
-        progress: print a line per simulated finalist on stderr.
+        progress: print the candidates estimated and a line per simulated finalist (best so far,
+            seconds left) on stderr.
+        processes: simulate this many finalists at once on local worker processes.
+        dask: a Dask scheduler address (or ``distributed.Client``) to simulate finalists on
+            instead (as many at once as the cluster has worker threads).
 
     Returns:
         A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
@@ -137,7 +142,7 @@ def plan(
     start = time.perf_counter()
     cands = _candidates(workload, dict(workload_args or {}), system, global_batch, precision)
     cands = _seeded(cands, seed)
-    rows = _judge_all(workload, cands, start, budget_s, candidates, progress)
+    rows = _judge_all(workload, cands, start, budget_s, candidates, progress, processes, dask)
     table = _rank(rows)
     result = PlanResult(table, len(cands), len(rows), time.perf_counter() - start)
     if output is not None:
@@ -155,12 +160,6 @@ def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
     return [c for _, c in sorted(zip(order, cands), key=lambda oc: (-oc[1].speed, oc[0]))]
 
 
-def _family(cand: Candidate) -> tuple[Any, ...]:
-    """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
-    a = cand.args
-    return (a["stages"], bool(a.get("recompute")), a.get("offload"), a.get("memory-proportion"))
-
-
 def _judge_all(
     workload: str,
     cands: list[Candidate],
@@ -168,72 +167,15 @@ def _judge_all(
     budget_s: float,
     limit: int | None,
     progress: bool,
+    processes: int = 1,
+    dask: Any = None,
 ) -> list[dict[str, Any]]:
-    """Simulate the finalists in order within the budget.
+    """Simulate the finalists in order within the budget (see :class:`ipusim.plan.judge.Judge`),
+    in this process, on ``processes`` local worker processes or on the Dask cluster ``dask``."""
+    from ipusim.plan.judge import Judge
 
-    Two rules keep the budget for candidates that can win: a candidate whose estimated memory
-    is at least that of one of its family the memory check already refused is skipped (the
-    estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
-    whose expected simulation time (seconds per accumulated micro-batch seen so far) would
-    overrun the budget is skipped, not started.
-    """
-    rows: list[dict[str, Any]] = []
-    refused: dict[tuple[Any, ...], float] = {}
-    per_step = 0.0
-    for i, cand in enumerate(cands):
-        if limit is not None and len(rows) >= limit:
-            break
-        elapsed = time.perf_counter() - start
-        if rows and elapsed > budget_s:
-            break
-        if cand.memory >= refused.get(_family(cand), float("inf")):
-            continue
-        steps = cand.args["accumulation"]
-        if rows and elapsed + per_step * steps > budget_s:
-            continue
-        t0 = time.perf_counter()
-        row = _judge(workload, cand, i, len(cands), progress)
-        per_step = max(per_step, (time.perf_counter() - t0) / steps)
-        if (
-            not row["fits"]
-            and row["error"].startswith("OutOfMemory")
-            or (not row["fits"] and not row["error"])
-        ):
-            key = _family(cand)
-            refused[key] = min(refused.get(key, float("inf")), cand.memory)
-        rows.append(row)
-    return rows
-
-
-def _judge(workload: str, cand: Candidate, i: int, n: int, progress: bool) -> dict[str, Any]:
-    """Simulate one finalist; its table row."""
-    t0 = time.perf_counter()
-    try:
-        out = simulate(workload, cand.args)
-        row = {
-            "throughput": out.predicted,
-            "memory_used": out.memory_used,
-            "fits": bool(out.memory_fits),
-            "bottleneck": out.bound,
-            "error": "",
-        }
-    except Exception as exc:  # a configuration the workload refuses is a candidate that fails
-        row = {
-            "throughput": 0.0,
-            "memory_used": math.nan,
-            "fits": False,
-            "bottleneck": "",
-            "error": f"{type(exc).__name__}: {exc}"[:200],
-        }
-    row.update(_describe(cand))
-    if progress:
-        print(
-            f"plan [{i + 1}/{n}] {row['summary']}: {row['throughput']:.1f} samples/s, "
-            f"memory {row['memory_used']:.2f}, fits {row['fits']} "
-            f"({time.perf_counter() - t0:.1f} s)",
-            file=sys.stderr,
-        )
-    return row
+    judge = Judge(workload, _describe, processes, dask, progress)
+    return judge.all(cands, start, budget_s, limit)
 
 
 def _describe(cand: Candidate) -> dict[str, Any]:
