@@ -1,6 +1,6 @@
 """The planner against the hand-tuned rows BERT-Large POD16 (B1, B4), BERT-Base (B7) and
 ResNet-50 POD16 (R2, G5): the planner's best simulated throughput, the row's simulated throughput (run as validation runs it), search time and
-candidates evaluated. Writes bench/results/plan.json.
+candidates evaluated (estimated and simulated) and evaluations per minute of search. Writes bench/results/plan.json.
 
 Run: ``PYTHONPATH=. python bench/bench_plan.py [--budget-s 60]``
 """
@@ -30,7 +30,13 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
     hand_s = time.perf_counter() - t0
     model = {k: a[k] for k in MODEL_KEYS if k in a}
     result = plan(
-        row.workload, str(a["system"]), batch, model, str(a["precision"]), budget_s=budget_s
+        row.workload,
+        str(a["system"]),
+        batch,
+        model,
+        str(a["precision"]),
+        budget_s=budget_s,
+        progress=False,
     )
     fitting = result.table[result.table["fits"]]
     best = fitting.iloc[0] if len(fitting) else None
@@ -48,6 +54,9 @@ def compare(row_id: str, budget_s: float) -> dict[str, object]:
         "search_s": round(result.seconds, 1),
         "candidates_estimated": result.estimated,
         "candidates_simulated": result.simulated,
+        "evaluations_per_min": round(
+            60 * (result.estimated + result.simulated) / result.seconds, 1
+        ),
         "budget_s": budget_s,
     }
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ipusim.errors import ConfigurationError
 from ipusim.plan.space import Candidate
 
 __all__ = ["Judge", "judge_row"]
@@ -108,6 +109,12 @@ class Judge:
         self, cands: list[Candidate], start: float, budget_s: float, limit: int | None
     ) -> list[dict[str, Any]]:
         """The rows of the finalists judged, in estimate order."""
+        if not cands:
+            raise ConfigurationError(
+                "no candidate configuration for this global batch: micro-batch x accumulation x "
+                "replicas must equal it (pipelines want an accumulation that is a multiple of "
+                "twice the stages); give a global batch with more factors, e.g. a multiple of 80"
+            )
         rows: list[dict[str, Any]] = []
         pos = 0
         if self.progress:
