@@ -85,6 +85,10 @@ class Judge:
     ) -> None:
         from ipusim.sweep import pools
 
+        if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+            raise ConfigurationError(
+                f"processes must be a positive int (worker processes); got {processes!r}"
+            )
         self.workload, self.describe, self.progress = workload, describe, progress
         self.width, self.run = 1, pools.run_serial
         self._client, self._own = None, False

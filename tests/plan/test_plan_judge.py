@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
+from ipusim.errors import ConfigurationError
 from ipusim.plan.judge import Judge
 from ipusim.plan.space import Candidate
 
@@ -46,3 +49,8 @@ def test_a_dead_worker_is_a_failed_finalist():
     )
     (row,) = judge.all(_cands()[:1], 0.0, math.inf, None)
     assert not row["fits"] and row["error"] == "RuntimeError: worker died"
+
+
+def test_processes_must_be_a_positive_int():
+    with pytest.raises(ConfigurationError, match="processes"):
+        Judge("bert", str, processes=0)
