@@ -115,6 +115,9 @@ def _systems(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- run
 _RUN_OPTIONS_WITH_VALUE = (
+    "--global-batch",
+    "--budget-s",
+    "--candidates",
     "-o",
     "--output",
     "--system",
@@ -161,6 +164,9 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="simulate without numerics (before SCRIPT): no kernels run, no weights are "
         "allocated; losses are not computed",
     )
+    from ipusim.plan.cli import add_run_plan_arguments
+
+    add_run_plan_arguments(parser)
 
 
 def _script_tail(argv: Sequence[str]) -> list[str]:
@@ -190,6 +196,10 @@ def _run(args: argparse.Namespace) -> int:
             "`ipusim run train.py --epochs 1`"
         )
     tail = _script_tail(args.argv) if args.argv is not None else list(args.args)
+    if args.plan:
+        from ipusim.plan.cli import main_run_plan
+
+        return main_run_plan(args, tail)
     try:
         return run_main(
             args.script,

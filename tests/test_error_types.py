@@ -184,6 +184,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 
 #: Exception classes ipusim defines on a built-in base alone (not IPUSimError), and why.
 PLAIN_CLASSES: dict[tuple[str, str], str] = {
+    ("ipusim/plan/script.py", "_Captured"): "control flow, not an error: stops a script at its "
+    "first fit for ipusim run --plan and never leaves ipusim",
     ("ipusim/errors.py", "IPUSimError"): "the root of ipusim's user errors",
     ("ipusim/errors.py", "TraceError"): "ipusim's own inconsistent trace: a bug (TraceFileError "
     "is the user-facing subclass)",

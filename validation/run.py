@@ -38,6 +38,8 @@ class Outcome:
             recomputing stage whose working set is an upper bound) instead of fitting it.
         host: the host preset the run used (``cfg.ipusim.host``: the row's ``host`` argument, else
             the one shipped with its system).
+        ipu_bytes: the fullest IPU's bytes (``report.memory.total_bytes``, largest).
+        tile_used: the busiest tile's use of the tile budget, largest over the IPUs.
         error: ``predicted / measured - 1``.
     """
 
@@ -49,6 +51,8 @@ class Outcome:
     memory_used: float = math.nan
     memory_warned: bool = False
     host: str = ""
+    ipu_bytes: float = math.nan
+    tile_used: float = math.nan
 
     @property
     def error(self) -> float:
@@ -139,6 +143,8 @@ def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None
         memory_used=used,
         memory_warned=any(issubclass(w.category, OutOfMemoryWarning) for w in caught),
         host=host,
+        ipu_bytes=float(memory.total_bytes.max()) if len(memory) else math.nan,
+        tile_used=float(memory.fraction_of_tile_budget.max()) if len(memory) else math.nan,
     )
 
 

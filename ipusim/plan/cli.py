@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 from typing import Any
 
 from ipusim.errors import ConfigurationError
 
-__all__ = ["add_arguments", "main_plan"]
+__all__ = [
+    "add_arguments",
+    "add_run_plan_arguments",
+    "global_batches",
+    "main_plan",
+    "main_run_plan",
+]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The planner's arguments."""
-    p.add_argument("--workload", required=True, help="a registered workload (bert)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--workload", help="a registered workload (bert, resnet50)")
+    what.add_argument(
+        "--model",
+        help="module:function returning a compiled Keras model (built in an IPUStrategy scope)",
+    )
     p.add_argument(
         "--workload-args",
         default="",
@@ -21,16 +33,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         '(e.g. "--size large --sequence 128")',
     )
     p.add_argument("--system", required=True, help="system preset (POD16, Bow-POD16 ...)")
-    p.add_argument("--global-batch", type=int, required=True, help="samples per weight update")
+    p.add_argument(
+        "--global-batch",
+        type=global_batches,
+        required=True,
+        help="samples per weight update: N, a list N1,N2,... or a range A:B (A, 2A, 4A ... up "
+        "to B), searched together",
+    )
     p.add_argument("--precision", default="fp16.16", choices=["fp32", "fp16.16", "fp16.32"])
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--processes", type=int, default=1, help="simulate finalists on N local processes"
+        "-j", "--jobs", type=int, default=1, help="finalists simulated at once (worker processes)"
     )
-    p.add_argument("--dask", default=None, help="simulate finalists on this Dask scheduler")
+    p.add_argument(
+        "--scheduler", default=None, help="Dask scheduler address: simulate the finalists there"
+    )
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
+
+
+def global_batches(text: str) -> list[int]:
+    """``"512"``, ``"256,512"`` or ``"256:2048"`` (256, 512, 1024, 2048) as global batches.
+
+    Raises:
+        ConfigurationError: not positive integers, or a range whose end is below its start.
+    """
+    try:
+        if ":" in text:
+            low, high = (int(part) for part in text.split(":"))
+            batches = [low * 2**k for k in range(64) if low * 2**k <= high] if low > 0 else []
+        else:
+            batches = [int(part) for part in text.split(",")]
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        raise ConfigurationError(
+            f"--global-batch takes N, N1,N2,... or A:B (positive, A <= B); got {text!r}"
+        )
+    return batches
 
 
 def parse_workload_args(text: str) -> dict[str, Any]:
@@ -56,23 +97,71 @@ def main_plan(args: argparse.Namespace) -> int:
     """Run the search and print the ranked table."""
     from ipusim.plan.search import plan
 
+    return _print(
+        plan(
+            args.model or args.workload,
+            args.system,
+            args.global_batch,
+            workload_args=parse_workload_args(args.workload_args),
+            precision=args.precision,
+            budget_s=args.budget_s,
+            candidates=args.candidates,
+            seed=args.seed,
+            output=args.output,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+        ),
+        args.output,
+    )
+
+
+def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """``ipusim run --plan``'s options (the script and ``--system`` are ``run``'s own)."""
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
+        "needs --system and --global-batch; -o is the planner's folder)",
+    )
+    p.add_argument(
+        "--global-batch",
+        type=global_batches,
+        default=None,
+        help="with --plan: samples per weight update (N, N1,N2,... or A:B)",
+    )
+    p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
+    p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
+
+
+def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
+    """``ipusim run --plan ... SCRIPT``: capture the script's model, then plan it."""
+    from ipusim.plan.script import script_model
+    from ipusim.plan.search import plan
+
+    if args.system is None or args.global_batch is None:
+        raise ConfigurationError(
+            "ipusim run --plan needs --system and --global-batch (e.g. --system POD16 "
+            "--global-batch 1024)"
+        )
+    model = script_model(args.script, tail, args.system)
+    output = args.output or f"ipusim_plan/{Path(args.script).stem}"
     result = plan(
-        args.workload,
+        model,
         args.system,
         args.global_batch,
-        workload_args=parse_workload_args(args.workload_args),
-        precision=args.precision,
         budget_s=args.budget_s,
         candidates=args.candidates,
-        seed=args.seed,
-        output=args.output,
-        processes=args.processes,
-        dask=args.dask,
+        output=output,
     )
+    return _print(result, output)
+
+
+def _print(result: Any, output: str) -> int:
+    """The ranked table's top and the search's figures, on stdout."""
     cols = ["summary", "throughput", "memory_used", "fits", "bottleneck"]
     print(result.table[cols].head(10).to_string(index=False))
     print(
         f"{result.estimated} candidates estimated, {result.simulated} simulated in "
-        f"{result.seconds:.1f} s; written to {args.output}"
+        f"{result.seconds:.1f} s; written to {output}"
     )
     return 0

@@ -50,42 +50,33 @@ def best_toml(workload: str, args: dict[str, Any], throughput: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: ``schedule`` and ``recomputation-mode`` arguments as IPU TensorFlow names them.
+_SCHEDULES = {"grouped": "Grouped", "interleaved": "Interleaved", "sequential": "Sequential"}
+_RECOMPUTATION = {
+    "auto": "Auto",
+    "then": "RecomputeThenBackpropagate",
+    "interleaved": "RecomputeAndBackpropagateInterleaved",
+}
+
+
 def best_py(args: dict[str, Any]) -> str:
-    """The IPUConfig and pipelining options of a BERT plan, to paste into an IPU TF2 script."""
-    ipr = (args["stages"] - 1) if args.get("heads-stage") else args["stages"]
-    replicas = args["replicas"]
+    """The IPUConfig, stage assignment and pipelining options of a plan, to paste into an IPU
+    TensorFlow 2 script (``model`` is the Keras model built in the strategy's scope)."""
+    ipr, replicas = ipus_per_replica(args), args["replicas"]
     lines = [
         "# ipusim plan: the configuration to paste (IPU TensorFlow 2)",
         "from tensorflow.python import ipu",
         "",
         "config = ipu.config.IPUConfig()",
         f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
+        f"config.allow_recompute = {bool(args.get('recompute'))}",
         f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
         f"'{args.get('memory-proportion', 0.6)}'}}",
         "config.configure_ipu_system()",
         "",
     ]
     if args["stages"] > 1:
-        lines += [
-            f"# encoder layers per IPU: {args.get('layers-per-ipu')}; the masked-token head is a",
-            "# stage of its own on IPU 0 (set_pipeline_stage_assignment with these boundaries)",
-            "model.set_pipelining_options(",
-            f"    gradient_accumulation_steps_per_replica={args['accumulation']},",
-            f"    device_mapping={args.get('device-mapping')},",
-            "    pipeline_schedule=ipu.ops.pipelining_ops.PipelineSchedule.Grouped,",
-        ]
-        if args.get("recompute"):
-            lines.append(
-                "    recomputation_mode=ipu.pipelining_ops.RecomputationMode."
-                "RecomputeAndBackpropagateInterleaved,"
-            )
-        lines += [
-            "    offload_weight_update_variables=True,"
-            if args.get("offload") == "on"
-            else "    offload_weight_update_variables=False,",
-            f"    replicated_optimizer_state_sharding={bool(args.get('sharded-optimizer-state'))},",
-            ")",
-        ]
+        lines += _stages_py(args)
     else:
         lines.append(
             "model.set_gradient_accumulation_options("
@@ -95,10 +86,48 @@ def best_py(args: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _stages_py(args: dict[str, Any]) -> list[str]:
+    """The stage assignment and ``set_pipelining_options`` of a pipelined plan."""
+    if args.get("split"):
+        lines = [
+            f"split_after = {list(args['split'])}  # a stage starts after each of these layers",
+            "assignments = model.get_pipeline_stage_assignment()",
+            "stage = 0",
+            "for assignment in assignments:",
+            "    assignment.pipeline_stage = stage",
+            "    if stage < len(split_after) and assignment.layer.name == split_after[stage]:",
+            "        stage += 1",
+            "model.set_pipeline_stage_assignment(assignments)",
+        ]
+    else:
+        lines = [
+            f"# encoder layers per IPU: {args.get('layers-per-ipu')}; the masked-token head is a",
+            "# stage of its own on IPU 0 (set_pipeline_stage_assignment with these boundaries)",
+        ]
+    schedule = _SCHEDULES[str(args.get("schedule", "grouped"))]
+    lines += [
+        "model.set_pipelining_options(",
+        f"    gradient_accumulation_steps_per_replica={args['accumulation']},",
+        f"    pipeline_schedule=ipu.ops.pipelining_ops.PipelineSchedule.{schedule},",
+    ]
+    if args.get("device-mapping"):
+        lines.append(f"    device_mapping={list(args['device-mapping'])},")
+    if args.get("recompute"):
+        mode = _RECOMPUTATION[str(args.get("recomputation-mode", "auto"))]
+        lines.append(f"    recomputation_mode=ipu.ops.pipelining_ops.RecomputationMode.{mode},")
+    lines += [
+        f"    offload_weight_update_variables={args.get('offload') == 'on'},",
+        f"    replicated_optimizer_state_sharding={bool(args.get('sharded-optimizer-state'))},",
+        ")",
+    ]
+    return lines
+
+
 def ipus_per_replica(args: dict[str, Any]) -> int:
-    """IPUs one replica of a plan uses: the distinct IPUs of its device mapping (1 without)."""
+    """IPUs one replica of a plan uses: the distinct IPUs of its device mapping, or one per
+    stage without one (IPU TensorFlow's default mapping)."""
     mapping = args.get("device-mapping")
-    return len(set(mapping)) if mapping else 1
+    return len(set(mapping)) if mapping else int(args.get("stages", 1))
 
 
 def sweep_toml(workload: str, plans: list[dict[str, Any]]) -> str:

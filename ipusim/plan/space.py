@@ -1,39 +1,54 @@
 """The configuration space of a workload, and a cheap memory and time estimate per candidate.
 
 A candidate is the ``[args]`` table of a validation row (the workload's command line): the
-simulator judges it by running it timing-only. The estimates here only order and prune the
+simulator judges it by running it timing-only. The estimates here order and prune the
 candidates before that; they never decide that a plan fits (the simulator's memory check does).
 
-BERT: the encoder layers are split over the IPUs of a replica with :func:`best_splits`, from
-per-layer costs in FLOPs and bytes derived from the model's sizes (not yet from a lowered
-profile), with the masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's
-BERT keeps it next to the embedding.
+BERT: the estimates come from a :class:`~ipusim.plan.profile.Profile` of the model, i.e. from
+ipusim's own lowering: one timing-only reference run per (availableMemoryProportion,
+recomputation, micro-batch) setting at two micro-batches (interpolated linearly between them),
+with a Sequential pipeline of unequal stages so that each IPU's live activations separate into
+a working set and a per-layer stash (:class:`BertCosts`). Each candidate is then pure arithmetic:
+per stage, fixed + variables + working set + stash x micro-batches in flight (the lowering's
+``in_flight``), and the busiest tile from the reference's tile-over-IPU ratio; time per
+micro-batch from the layers' forward, backward (and recomputed forward) seconds, the slowest
+IPU over ``accumulation + 2 (stages - 1)`` cycles of the Grouped schedule, plus the update. The
+encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
+masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
+to the embedding.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 from ipusim.errors import ConfigurationError
-from ipusim.plan.partition import best_splits
+from ipusim.lowering.schedules import in_flight
+from ipusim.plan import profile
+from ipusim.plan.partition import StageFits, best_splits
+from ipusim.plan.profile import Profile
 
-__all__ = ["BertShape", "Candidate", "bert_candidates"]
+__all__ = ["BertCosts", "BertShape", "Candidate", "bert_candidates", "bert_costs", "bert_group"]
 
-#: In-Processor memory of a Mk2 / Bow IPU in bytes (S: GC200 / Bow IPU datasheets, 900 MB).
-IPU_BYTES = 900e6
-#: Code, exchange buffers and control on each IPU, bytes (E: a share of the 900 MB that
-#: PopVision shows for BERT-Large stages; only orders candidates, the simulator decides).
-FIXED_BYTES = 150e6
-#: Estimates above this multiple of the budget are pruned (E: loose, so the estimate's error
-#: never drops a plan the memory check would pass; the simulator judges the rest).
-PRUNE_FACTOR = 1.3
+#: Estimates above this multiple of the budget are pruned (E: the estimate tracks the memory
+#: check within about 10% on the configurations of tests/plan/test_profile.py; the margin keeps
+#: a plan the check would pass; the simulator judges the rest).
+PRUNE_FACTOR = 1.15
 #: availableMemoryProportion values tried (E: the IPU default 0.6 and the 0.2 of Graphcore's
 #: BERT configs, which leaves room for larger micro-batches).
 MEMORY_PROPORTIONS = (0.2, 0.6)
-#: Micro-batch size at which the tiles are half as efficient as at large micro-batches (E).
-HALF_EFFICIENCY_BATCH = 1.0
+#: Micro-batches tried.
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+#: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
+#: more would push the trace past its record budget, to block-level records without layers).
+REFERENCE_DEPTH = 2
+#: Splits kept per IPU count and options (the DP's best and the next best it met).
+SPLITS_KEPT = 3
 
 SIZES = {"base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
 
@@ -62,22 +77,6 @@ class BertShape:
         seq, masked = int(args.get("sequence", 128)), int(args.get("masked", 20))
         return cls(layers, hidden, heads, inter, seq, masked, int(args.get("vocab", 30522)))
 
-    def layer_flops(self) -> float:
-        """Forward FLOPs of one encoder layer per sample."""
-        h, s = self.hidden, self.sequence
-        return s * (8 * h * h + 4 * h * self.intermediate) + 4 * s * s * h
-
-    def head_flops(self) -> float:
-        """Forward FLOPs of the masked-token head per sample."""
-        return self.masked * (2 * self.hidden**2 + 2 * self.hidden * self.vocab)
-
-    def layer_params(self) -> float:
-        return 4 * self.hidden**2 + 2 * self.hidden * self.intermediate
-
-    def embed_params(self) -> float:
-        """Embedding and (untied) head parameters, all on IPU 0."""
-        return 2 * self.vocab * self.hidden + (self.sequence + 2) * self.hidden
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -85,38 +84,183 @@ class Candidate:
 
     Attributes:
         args: the workload's arguments (a validation row's ``[args]``).
-        memory: the estimated fullest IPU's bytes over its budget.
-        speed: the estimated throughput, relative (samples per unit time, only for ordering).
+        memory: the estimated fullest IPU's use of its budget: the larger of its bytes over
+            the IPU budget and its busiest tile over the tile budget (as ``Outcome.memory_used``).
+        speed: the estimated throughput, samples per second.
         gives_up: what this configuration trades away, in words.
+        ipu_bytes: the estimated bytes of the fullest IPU.
+        tile_used: the estimated busiest tile's use of the tile budget.
+        ipu_used: the estimated fullest IPU's bytes over its budget.
     """
 
     args: dict[str, Any]
     memory: float
     speed: float
     gives_up: str
+    ipu_bytes: float = math.nan
+    tile_used: float = math.nan
+    ipu_used: float = math.nan
 
 
-def _stage_bytes(
-    shape: BertShape, layers: int, stage: int, stages: int, opt: dict[str, Any]
-) -> float:
-    """Estimated bytes of an encoder stage holding ``layers`` layers at position ``stage``."""
-    per_param = 4.0 if opt["offload"] == "on" else 12.0  # fp16 weight + grad (+ fp32 Adam m, v)
-    params = layers * shape.layer_params() + (shape.embed_params() if stage == 0 else 0.0)
-    mb, s, h = int(opt["micro-batch"]), shape.sequence, shape.hidden
-    # Grouped schedule: stage s holds the stashes of the micro-batches still in flight after it.
-    in_flight = 2 * (stages - stage)
-    if opt["recompute"]:
-        stash = layers * mb * s * h * 2.0
-        work = mb * (shape.heads * s * s * 4.0 + s * shape.intermediate * 4.0 + s * h * 20.0)
-    else:
-        stash = layers * mb * s * (12 * h + 2 * shape.intermediate + 2 * shape.heads * s) * 2.0
-        work = mb * (shape.heads * s * s * 4.0 + s * shape.intermediate * 4.0)
-    return FIXED_BYTES + params * per_param + in_flight * stash + work
+@dataclass(frozen=True)
+class BertCosts:
+    """BERT's per-layer figures at one setting (seconds per micro-batch, bytes), from a profile.
+
+    Attributes:
+        layer_s / embed_s / head_s: an encoder layer's, the embedding's and the head's seconds
+            per micro-batch (recomputed forward included when recomputing).
+        layer_var / embed_var / head_var: variable bytes of an encoder layer, the embedding and
+            the head.
+        working: live activations of an IPU besides its stash (one layer's working set).
+        stash: an encoder layer's activations held per micro-batch in flight.
+        embed_act / head_act: the embedding's and the head's activations (IPU 0's activations
+            besides its layers', split between them in proportion to forward time, E).
+        fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
+        ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
+        update_per_byte: seconds of the weight update, host I/O and Streaming Memory traffic
+            per execution, per variable byte of the fullest IPU.
+        overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
+            (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
+            sum of its parts, spread over its stages.
+        budget: an IPU's budget, bytes.
+    """
+
+    layer_s: float
+    embed_s: float
+    head_s: float
+    layer_var: float
+    embed_var: float
+    head_var: float
+    working: float
+    stash: float
+    embed_act: float
+    head_act: float
+    fixed: float
+    fixed0: float
+    ratio: float
+    ratio0: float
+    update_per_byte: float
+    overhead_s: float
+    budget: float
+
+    @classmethod
+    def of(cls, p: Profile, counts: list[int], recompute: bool, mb: int) -> BertCosts:
+        """From a profile of the Sequential reference layout ``counts`` (encoder layers per
+        IPU) at micro-batch ``mb``."""
+        enc = [i for i in range(1, len(counts)) if i in p.ipu_activations]
+        n = np.array([counts[i] for i in enc], float)
+        act = np.array([p.ipu_activations[i] for i in enc])
+        if len(set(n)) > 1:  # act = working + n * stash over the encoder-only IPUs
+            (working, stash), *_ = np.linalg.lstsq(np.c_[np.ones_like(n), n], act, rcond=None)
+        else:
+            working, stash = 0.0, float(act.mean() / n.mean()) if len(n) else 0.0
+        working, stash = max(float(working), 0.0), max(float(stash), 0.0)
+        layers = [g for g in p.groups if g.startswith("encoder_")]
+        var = [p.variable_bytes([g]) for g in layers]
+        ipu0 = p.variable_bytes(["embedding", "head"])
+        extra = max(p.ipu_activations[0] - working - counts[0] * stash, 0.0)
+        e, h = p.groups["embedding"].activation_bytes, p.groups["head"].activation_bytes
+        head_share = h / (e + h) if e + h > 0 else 0.5
+        heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
+        stages = len(counts) + (len(counts) > 1)
+        acc = REFERENCE_DEPTH * stages
+        fixed = p.update_s + p.host_s
+        parts = p.seconds(p.groups, recompute) + fixed / acc
+        return cls(
+            layer_s=max(p.seconds([g], recompute) for g in layers),
+            embed_s=p.seconds(["embedding"], recompute),
+            head_s=p.seconds(["head"], recompute),
+            layer_var=max(var),
+            embed_var=p.variable_bytes(["embedding"]),
+            head_var=p.variable_bytes(["head"]),
+            working=working,
+            stash=stash,
+            embed_act=extra * (1.0 - head_share),
+            head_act=extra * head_share,
+            fixed=max((p.ipu_fixed[i] for i in enc), default=p.ipu_fixed[0]),
+            fixed0=p.ipu_fixed[0],
+            ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
+            ratio0=p.ipu_tile_ratio[0],
+            update_per_byte=fixed / heaviest,
+            overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
+            budget=p.budget_bytes,
+        )
+
+    def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
+        """Bytes of the IPU of encoder stage ``stage`` holding ``layers`` layers with ``alive``
+        micro-batches in flight (stage 0 also holds the embedding; ``head``: the head too), and
+        its use of the budget (the larger of the IPU's and its busiest tile's)."""
+        total = self.working + layers * (self.layer_var + self.stash * alive)
+        total += self.head_var + self.head_act if head else 0.0
+        if stage == 0:
+            total += self.fixed0 + self.embed_var + self.embed_act
+            return total, total / self.budget * max(1.0, self.ratio0)
+        total += self.fixed
+        return total, total / self.budget * max(1.0, self.ratio)
+
+
+def bert_group(layer: str) -> str | None:
+    """The profile group of a BERT Keras layer: ``encoder_N``, ``embedding`` or ``head``."""
+    if layer.startswith("encoder_"):
+        return "_".join(layer.split("_", 2)[:2])
+    if "embedding" in layer:
+        return "embedding"
+    if layer.startswith("mlm") or "slice" in layer:
+        return "head"
+    return None
+
+
+def reference_counts(layers: int, ipus: int) -> list[int]:
+    """Encoder layers per IPU of the reference run: one on IPU 0 (with the embedding and the
+    head), the rest split unevenly over the others so their activations tell the working set
+    from the per-layer stash."""
+    ipus = max(1, min(ipus, layers))
+    if ipus == 1:
+        return [layers]
+    base, extra = divmod(layers - 1, ipus - 1)
+    counts = [1] + [base + (1 if i < extra else 0) for i in range(ipus - 1)]
+    if ipus > 2 and counts[1] > 1:
+        counts[1] -= 1
+        counts[-1] += 1
+    return counts
+
+
+def bert_costs(
+    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
+) -> BertCosts | None:
+    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
+    recomputation, precision), from the cached profile of a Sequential reference pipeline over
+    ``ipus`` IPUs; None if that reference does not fit."""
+    mb, proportion, recompute, precision = setting
+    counts = reference_counts(shape.layers, ipus)
+    stages = len(counts) + (len(counts) > 1)
+    args = {
+        **base,
+        **{"micro-batch": mb, "accumulation": REFERENCE_DEPTH * stages},
+        "steps": REFERENCE_DEPTH * stages,
+        "replicas": 1,
+        "stages": stages,
+        "precision": precision,
+        "offload": "on",
+        "memory-proportion": proportion,
+    }
+    if stages > 1:
+        args.update(
+            schedule="sequential",
+            **{"device-mapping": [*range(len(counts)), 0], "heads-stage": True},
+            **{"layers-per-ipu": counts},
+        )
+    if recompute:
+        mode = "interleaved" if stages > 1 else "auto"
+        args.update(recompute=True, **{"recomputation-mode": mode, "checkpoint-every-layer": True})
+    key = ("bert", repr(sorted(args.items())))
+    p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_group)
+    return None if p is None else BertCosts.of(p, counts, recompute, mb)
 
 
 def _pipeline_options(replicas: int, global_batch: int, stages: int) -> Iterator[dict[str, Any]]:
     """Micro-batch, accumulation, recomputation and offload choices with the global batch."""
-    for mb in (1, 2, 4, 8, 16, 32):
+    for mb in MICRO_BATCHES:
         if global_batch % (mb * replicas):
             continue
         acc = global_batch // (mb * replicas)
@@ -134,20 +278,82 @@ def _pipeline_options(replicas: int, global_batch: int, stages: int) -> Iterator
                 }
 
 
+class _Costs:
+    """BERT costs per setting, profiled at the two ends of the micro-batches a search uses
+    and interpolated linearly in between (a reference that does not fit: the next smaller)."""
+
+    def __init__(self, base: dict[str, Any], shape: BertShape, ipus: int, mbs: list[int]):
+        self.base, self.shape, self.ipus = base, shape, ipus
+        self.lo, self.hi = min(mbs), max(mbs)
+        self.memo: dict[tuple[Any, ...], BertCosts | None] = {}
+
+    def at(self, mb: int, proportion: float, recompute: bool, precision: str) -> BertCosts | None:
+        key = (mb, proportion, recompute, precision)
+        if key not in self.memo:
+            self.memo[key] = self._at(*key)
+        return self.memo[key]
+
+    def _at(self, mb: int, proportion: float, recompute: bool, precision: str) -> BertCosts | None:
+        def one(m: int) -> BertCosts | None:
+            return bert_costs(
+                self.base, self.shape, self.ipus, (m, proportion, recompute, precision)
+            )
+
+        lo = one(self.lo)
+        if lo is None:
+            return None
+        top, hi = self.hi, None
+        for _ in range(2):  # the largest micro-batch, else half of it (a failed try is cheap)
+            if top <= self.lo or (hi := one(top)) is not None:
+                break
+            top //= 2
+        if hi is None:
+            return _scaled(lo, mb / self.lo)
+        w = (mb - self.lo) / (top - self.lo)  # above ``top``: extrapolated (E)
+        return BertCosts(*((1 - w) * a + w * b for a, b in zip(_values(lo), _values(hi))))
+
+
+def _values(c: BertCosts) -> list[float]:
+    return [getattr(c, f.name) for f in fields(c)]
+
+
+def _scaled(c: BertCosts, k: float) -> BertCosts:
+    """``c`` at ``k`` times its micro-batch: seconds and activations proportional (E)."""
+    return replace(
+        c,
+        layer_s=c.layer_s * k,
+        embed_s=c.embed_s * k,
+        head_s=c.head_s * k,
+        working=c.working * k,
+        stash=c.stash * k,
+        embed_act=c.embed_act * k,
+        head_act=c.head_act * k,
+    )
+
+
 def bert_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str, prune: bool = True
 ) -> list[Candidate]:
     """Every BERT configuration on ``num_ipus`` IPUs with ``global_batch`` samples per update,
-    estimated, pruned by memory (unless ``prune`` is False) and ordered fastest first."""
+    estimated from profiles, pruned by memory (unless ``prune`` is False) and ordered fastest
+    first."""
     shape = BertShape.of(args)
+    iprs = [i for i in (1, 2, 4, 8, 16) if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
+    # Pipelines: the head in a stage of its own on IPU 0, or with the last encoder stage.
+    plans = [
+        (ipr, stages, opt)
+        for ipr in iprs
+        for stages in ((ipr + 1, ipr) if ipr > 1 else (1,))
+        for opt in _pipeline_options(num_ipus // ipr, global_batch, stages)
+    ]
+    costs = _Costs(args, shape, max(iprs), [o["micro-batch"] for *_, o in plans] or [1])
     out: list[Candidate] = []
-    for ipr in (1, 2, 4, 8, 16):
-        if ipr > num_ipus or num_ipus % ipr or ipr > shape.layers:
-            continue
-        replicas = num_ipus // ipr
-        stages = ipr + 1 if ipr > 1 else 1
-        for opt in _pipeline_options(replicas, global_batch, stages):
-            out += _bert_splits(shape, args, ipr, replicas, stages, opt, precision, prune)
+    for ipr, stages, opt in plans:
+        c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
+        if c is not None and ipr > 1:
+            out += _bert_splits(shape, args, ipr, num_ipus // ipr, stages, opt, precision, c, prune)
+        elif c is not None:
+            out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
     kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
     return sorted(kept, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
 
@@ -160,71 +366,141 @@ def _bert_splits(
     stages: int,
     opt: dict[str, Any],
     precision: str,
+    c: BertCosts,
     prune: bool = True,
 ) -> list[Candidate]:
     """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates."""
-    layer, head = shape.layer_flops(), shape.head_flops()
-    encoder = max(ipr, 1)
+    mb, acc = opt["micro-batch"], opt["accumulation"]
+    head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
+
+    def alive(stage: int) -> int:
+        return in_flight("grouped", stages, stage, acc) if stages > 1 else 1
 
     def time(first: int, stop: int, stage: int) -> float:
-        return (stop - first) * layer + (head if stage == 0 else 0.0)
+        extra = (c.embed_s if stage == 0 else 0.0) + (c.head_s if stage == head_at else 0.0)
+        return (stop - first) * c.layer_s + extra
 
-    def fits(first: int, stop: int, stage: int) -> bool:
-        used = _stage_bytes(shape, stop - first, stage, encoder, opt)
-        return not prune or used <= PRUNE_FACTOR * IPU_BYTES
+    def within(limit: float) -> StageFits:
+        def fits(first: int, stop: int, stage: int) -> bool:
+            return c.stage(stop - first, stage, alive(stage), stage == head_at)[1] <= limit
 
-    splits = best_splits(shape.layers, encoder, time, fits, keep=3)
+        return fits
+
+    # The fastest splits estimated to fit, and those within the pruning margin (the estimate
+    # can be a few percent low or high); without pruning, the fastest splits.
+    limits = (1.0, PRUNE_FACTOR) if prune else (math.inf,)
+    splits = {
+        s
+        for limit in limits
+        for s in best_splits(shape.layers, ipr, time, within(limit), SPLITS_KEPT)
+    }
     cands = []
-    recompute_factor = 4.0 / 3.0 if opt["recompute"] else 1.0  # forward again: 4 passes, not 3
-    mb, acc = opt["micro-batch"], opt["accumulation"]
-    efficiency = mb / (mb + HALF_EFFICIENCY_BATCH)
-    for split in splits:
+    for split in sorted(splits):
         per_ipu = list(split.layers_per_stage)
-        used = (
-            max(_stage_bytes(shape, n, s, encoder, opt) for s, n in enumerate(per_ipu)) / IPU_BYTES
+        used = [c.stage(n, s, alive(s), s == head_at) for s, n in enumerate(per_ipu)]
+        heaviest = max(
+            c.layer_var * n + (c.embed_var if s == 0 else 0) + (c.head_var if s == head_at else 0)
+            for s, n in enumerate(per_ipu)
         )
-        ramp = (acc + stages - 1) / acc
-        step = split.bottleneck * recompute_factor * ramp / efficiency
-        args = {k: v for k, v in base.items()}
-        args.update(
-            replicas=replicas,
-            **{"micro-batch": mb, "accumulation": acc, "steps": acc},
-            stages=stages,
-            precision=precision,
-            optimizer=args.get("optimizer", "adam"),
-            offload=opt["offload"],
-            schedule="grouped",
-            **{"memory-proportion": opt["memory-proportion"]},
+        cycle = split.bottleneck + c.overhead_s * (2 if stages > 1 else 1)
+        # The update streams the optimizer state, sharded over the replicas (E: the update's
+        # and host I/O's seconds taken as the Streaming Memory traffic, which dominates them).
+        step = cycle * (acc + 2 * (stages - 1)) + c.update_per_byte * heaviest / replicas
+        ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
+        tile = max(b / c.budget * r for (b, _), r in zip(used, ratio))
+        args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
+        cands.append(
+            Candidate(
+                args,
+                max(u for _, u in used),
+                replicas * mb * acc / step,
+                _gives_up(opt, stages, replicas),
+                max(b for b, _ in used),
+                tile,
+                max(b for b, _ in used) / c.budget,
+            )
         )
-        if ipr > 1:
-            args.update(
-                {
-                    "device-mapping": [*range(ipr), 0],
-                    "heads-stage": True,
-                    "layers-per-ipu": per_ipu,
-                }
-            )
-        if opt["recompute"]:
-            args.update(
-                {
-                    "recompute": True,
-                    "recomputation-mode": "interleaved" if ipr > 1 else "auto",
-                    "checkpoint-every-layer": True,
-                }
-            )
-        if replicas > 1:
-            args["sharded-optimizer-state"] = True
-        cands.append(Candidate(args, used, replicas / step, _gives_up(opt, ipr, replicas)))
     return cands
 
 
-def _gives_up(opt: dict[str, Any], ipr: int, replicas: int) -> str:
+def _bert_data_parallel(
+    shape: BertShape,
+    base: dict[str, Any],
+    replicas: int,
+    global_batch: int,
+    opt: dict[str, Any],
+    precision: str,
+    c: BertCosts,
+) -> list[Candidate]:
+    """One IPU per replica: estimated from profiles of the configuration itself at two
+    micro-batches (its all-reduce and single-IPU memory plan differ from a pipeline's stages),
+    run only when the stage model does not rule it out (over twice the budget)."""
+    if c.stage(shape.layers, 0, 1, True)[1] > 2.0:
+        return []
+    mb, per_replica = opt["micro-batch"], global_batch // replicas
+    setting = _bert_args(base, 1, replicas, 1, {**opt, "micro-batch": 1}, precision, [])
+    mbs = [m for m in MICRO_BATCHES if per_replica % m == 0]
+    figures = profile.per_micro_batch("bert", setting, bert_group, mbs, per_replica, (1, 8))
+    if mb not in figures:
+        return []
+    used, ratio, per_mb, fixed, budget = figures[mb]
+    args = _bert_args(base, 1, replicas, 1, opt, precision, [])
+    speed = global_batch / (opt["accumulation"] * per_mb + fixed)
+    gives = _gives_up(opt, 1, replicas)
+    fraction = used / budget
+    return [
+        Candidate(args, fraction * max(1.0, ratio), speed, gives, used, fraction * ratio, fraction)
+    ]
+
+
+def _bert_args(
+    base: dict[str, Any],
+    ipr: int,
+    replicas: int,
+    stages: int,
+    opt: dict[str, Any],
+    precision: str,
+    per_ipu: list[int],
+) -> dict[str, Any]:
+    """A candidate's ``[args]``."""
+    args = dict(base)
+    args.update(
+        replicas=replicas,
+        **{"micro-batch": opt["micro-batch"], "accumulation": opt["accumulation"]},
+        steps=opt["accumulation"],
+        stages=stages,
+        precision=precision,
+        optimizer=args.get("optimizer", "adam"),
+        offload=opt["offload"],
+        schedule="grouped",
+        **{"memory-proportion": opt["memory-proportion"]},
+    )
+    if stages > ipr:  # the head in a stage of its own, back on IPU 0
+        args.update(
+            {"device-mapping": [*range(ipr), 0], "heads-stage": True, "layers-per-ipu": per_ipu}
+        )
+    elif ipr > 1:  # the head with the last encoder stage
+        args.update({"device-mapping": [*range(ipr)], "layers-per-ipu": per_ipu})
+    if opt["recompute"]:
+        args.update(
+            {
+                "recompute": True,
+                "recomputation-mode": "interleaved" if ipr > 1 else "auto",
+                "checkpoint-every-layer": True,
+            }
+        )
+    if replicas > 1:
+        args["sharded-optimizer-state"] = True
+    return args
+
+
+def _gives_up(opt: dict[str, Any], stages: int, replicas: int) -> str:
     """What a configuration trades away, in a few words."""
     parts = []
     if opt["recompute"]:
         parts.append("recomputes the forward pass (about a third more compute)")
-    if ipr > 1:
-        parts.append(f"pipeline fill and drain over {ipr + 1} stages")
+    if stages > 1:
+        parts.append(f"pipeline fill and drain over {stages} stages")
     if replicas > 1:
         parts.append(f"gradient all-reduce over {replicas} replicas")
     if opt["offload"] == "on":

@@ -2,10 +2,13 @@
 for the global batch, and recomputation checkpoints as a Sequential pipeline whose stages all map
 to the replica's one IPU (Graphcore's ResNet-50 recipe for recomputation in IPU TensorFlow).
 
-There is no cheap memory estimate for ResNet yet: each candidate's ``memory`` is its
-micro-batch relative to the largest (monotone in the activations the memory check measures, so
-a refusal by the check rules out the larger micro-batches of the same family) and the simulator
-decides what fits.
+Estimates come from :class:`~ipusim.plan.profile.Profile` s of ipusim's own lowering: per
+(checkpoint count, availableMemoryProportion) setting, the configuration itself at two
+micro-batches (:data:`REFERENCE_BATCHES`, the real replicas and global batch). A candidate's
+IPU bytes, busiest tile and seconds per micro-batch are interpolated linearly in the
+micro-batch between them (extrapolated outside, E); its step is ``accumulation`` micro-batches
+plus the weight update and all-reduce measured in the reference, which do not depend on the
+micro-batch.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ipusim.plan import profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate
 
-__all__ = ["resnet_candidates"]
+__all__ = ["resnet_candidates", "resnet_group"]
 
 #: The bottleneck blocks of ResNet-50 (Keras names) with their output's size per sample
 #: (height x width x channels at 224 x 224 input; S: He et al. 2016, table 1).
@@ -32,8 +36,9 @@ STAGE_COUNTS = (1, 4, 7)
 #: availableMemoryProportion values tried (E: the IPU default 0.6 and the low end Graphcore's
 #: CNN and BERT configs use, which leaves room for larger micro-batches).
 MEMORY_PROPORTIONS = (0.15, 0.6)
-#: Micro-batch at which the tiles run half as efficiently as at large micro-batches (E).
-HALF_EFFICIENCY_BATCH = 4.0
+#: Micro-batches of the two reference runs per setting (E: small enough to fit without
+#: recomputation at 224 x 224, far enough apart to give the slope).
+REFERENCE_BATCHES = (4, 16)
 
 
 def checkpoint_splits(stages: int) -> list[str]:
@@ -48,6 +53,54 @@ def checkpoint_splits(stages: int) -> list[str]:
     return [BLOCKS[b - 1] for b in split.bounds[1:-1]]
 
 
+def resnet_group(layer: str) -> str | None:
+    """The profile group of a ResNet-50 Keras layer: its block (``conv3_block2``), ``stem``
+    or ``head``."""
+    if layer.startswith(("conv1", "pool1")):
+        return "stem"
+    if layer.startswith(("avg_pool", "predictions")):
+        return "head"
+    parts = layer.split("_")
+    return "_".join(parts[:2]) if len(parts) > 1 and parts[1].startswith("block") else None
+
+
+def _args(
+    base: dict[str, Any],
+    replicas: int,
+    mb: int,
+    acc: int,
+    stages: int,
+    proportion: float,
+    precision: str,
+    steps: int,
+) -> dict[str, Any]:
+    """A configuration's ``[args]``."""
+    cand = dict(base)
+    cand.update(
+        replicas=replicas,
+        **{"micro-batch": mb, "accumulation": acc, "eight-bit-io": True},
+        steps=steps,
+        precision=precision,
+        offload="off",
+        stages=1,
+        **{"memory-proportion": proportion},
+    )
+    if stages > 1:
+        cand.update(
+            stages=stages,
+            split=checkpoint_splits(stages),
+            **{"device-mapping": [0] * stages},
+            schedule="sequential",
+            recompute=True,
+        )
+    return cand
+
+
+def _executions(accumulation: int) -> int:
+    """Weight updates a candidate runs (about 80 micro-batches, as the validation rows)."""
+    return max(1, 80 // accumulation)
+
+
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
@@ -57,28 +110,27 @@ def resnet_candidates(
         return []
     out = []
     mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
-    for stages, proportion, mb in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS, mbs):
-        acc = per_replica // mb
-        cand = dict(args)
-        cand.update(
-            replicas=num_ipus,
-            **{"micro-batch": mb, "accumulation": acc, "eight-bit-io": True},
-            steps=acc * max(1, 80 // acc),
-            precision=precision,
-            offload="off",
-            stages=1,
-            **{"memory-proportion": proportion},
+    for stages, proportion in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS):
+        setting = _args(args, num_ipus, 1, 1, stages, proportion, precision, 1)
+        figures = profile.per_micro_batch(
+            "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES, _executions
         )
-        if stages > 1:
-            cand.update(
-                stages=stages,
-                split=checkpoint_splits(stages),
-                **{"device-mapping": [0] * stages},
-                schedule="sequential",
-                recompute=True,
+        for mb, (used, ratio, per_mb, update, budget) in figures.items():
+            acc = per_replica // mb
+            cand = _args(
+                args, num_ipus, mb, acc, stages, proportion, precision, acc * _executions(acc)
             )
-        efficiency = mb / (mb + HALF_EFFICIENCY_BATCH)
-        speed = efficiency / (1.0 + 0.05 * (stages > 1))
-        gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
-        out.append(Candidate(cand, mb / 64.0, speed, gives + "; uint8 input cast on the IPU"))
+            gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
+            speed = global_batch / (acc * per_mb + update)
+            out.append(
+                Candidate(
+                    cand,
+                    used / budget * max(1.0, ratio),
+                    speed,
+                    gives + "; uint8 input cast on the IPU",
+                    used,
+                    used / budget * ratio,
+                    used / budget,
+                )
+            )
     return sorted(out, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))

@@ -139,6 +139,15 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         return self._steps_per_execution
 
     @property
+    def loss(self) -> Any:
+        """The ``loss`` given to :meth:`compile` (None before; Keras' ``model.loss``)."""
+        return self._loss_spec
+
+    @loss.setter
+    def loss(self, value: Any) -> None:
+        self._loss_spec, self._losses_container = value, None
+
+    @property
     def output_names(self) -> list[str]:
         count = getattr(self, "_num_outputs", None) or 1
         return [f"output_{i + 1}" for i in range(count)]

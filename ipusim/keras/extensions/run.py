@@ -9,6 +9,7 @@ held here, never set on the model for the length of the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,11 @@ class ExtensionRun:
         return preview.run.report, list(preview.run.epoch_seconds)
 
 
+#: Called with the model and the call at the start of every ``fit``, before anything runs
+#: (``ipusim run --plan`` stops the script there to plan its model).
+FIT_OBSERVERS: list[Callable[[Any, RunCall], None]] = []
+
+
 def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
     """Check a fit / evaluate / predict as the IPU would and plan it (the ``begin_run`` hook).
 
@@ -120,6 +126,8 @@ def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
         InputDataError / ConfigurationError: data the IPU cannot run (see
             :func:`~ipusim.keras.extensions.data.check_data`).
     """
+    for observe in FIT_OBSERVERS if kind == "fit" else ():
+        observe(model, call)
     model._check_overrides()
     if kind != "predict":
         model._assert_compiled("training/testing")

@@ -1,0 +1,345 @@
+"""Per-layer costs for the planner, read from one simulated run of the model (its own lowering).
+
+A :class:`Profile` holds, for each *group* of Keras layers (an encoder layer, the embedding, the
+head, a ResNet block: any grouping the caller gives as a function of the layer name), a
+:class:`GroupCost`:
+
+- ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU: the mean duration of each
+  of its compute sets' compute and exchange records, summed (a recomputed forward is left out:
+  :meth:`Profile.seconds` adds it back when asked);
+- ``weight_bytes`` / ``state_bytes``: its variables, and their optimizer state plus gradient
+  accumulators, as the memory plan holds them (replica 0's copy);
+- ``activation_bytes``: its share of its IPU's live activations, apportioned over the groups of
+  that IPU by forward time (a rough split; per IPU, ``ipu_activations`` is exact);
+
+and per IPU of the run: code and exchange-buffer bytes, live activations, the busiest tile's
+fullness over the IPU's; per run: the budget, the update's and the host I/O's seconds and the
+simulated seconds per sample. Everything is read through the run's public
+:class:`~ipusim.trace.Report` (trace records, ``memory``, ``memory_items``, ``liveness`` for the
+phase of each compute set, ``utilisation``), so a profile agrees with the memory check and the
+timing of the run it came from. A planner combines groups arithmetically
+(:meth:`Profile.seconds`, :meth:`Profile.variable_bytes`); :func:`per_micro_batch` gives a
+data-parallel configuration's figures at any micro-batch from two profiled ones.
+
+Use: for any Keras model run by ipusim (``model.fit`` timing-only), ``from_report(
+model.last_simulation, group)``, with ``group = lambda name: name`` for one group per layer or a
+map from layer names to stages; ``profile.cached(key, lambda: report_of_a_run(), group)`` with ``key`` the settings that
+change a layer's cost (micro-batch, availableMemoryProportion, precision, recomputation), so one
+lowering serves every candidate that shares them; :func:`workload_report` runs a workload
+quietly as a validation row; :func:`profile_seconds` is what the misses cost. The trace must
+keep every record (a run short enough for the ``trace_records`` budget).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ipusim.errors import ConfigurationError, OutOfMemoryError
+
+__all__ = [
+    "GroupCost",
+    "Profile",
+    "cached",
+    "from_report",
+    "profile_seconds",
+    "workload_report",
+]
+
+#: Maps a Keras layer name to its group, or None to leave the layer out (optimizer, loss).
+Grouping = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """One group's costs per micro-batch (seconds) and bytes on its IPU."""
+
+    forward_s: float = 0.0
+    backward_s: float = 0.0
+    weight_bytes: float = 0.0
+    state_bytes: float = 0.0
+    activation_bytes: float = 0.0
+    ipu: int = 0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A run's per-group costs and per-IPU figures (see the module docstring).
+
+    Attributes:
+        groups: per group, its :class:`GroupCost`.
+        budget_bytes: an IPU's memory budget, bytes.
+        update_s: the weight update's seconds (slowest IPU), per weight update.
+        ipu_fixed: per IPU of the run, its code and exchange-buffer bytes.
+        ipu_activations: per IPU of the run, its live activation bytes (peak).
+        ipu_tile_ratio: per IPU of the run, its busiest tile's fraction of the tile budget over
+            the IPU's fraction of its budget (how much fuller the fullest tile is).
+        sample_s: the run's simulated seconds per sample (all replicas'), all costs included.
+        host_s: the slowest IPU's seconds of host I/O and Streaming Memory traffic in the run
+            (weight read-back, offloaded optimizer state: per execution, not per micro-batch).
+    """
+
+    groups: dict[str, GroupCost]
+    budget_bytes: float
+    update_s: float
+    ipu_fixed: dict[int, float]
+    ipu_activations: dict[int, float]
+    ipu_tile_ratio: dict[int, float]
+    sample_s: float = math.nan
+    host_s: float = 0.0
+
+    def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
+        """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
+        recomputing) the forward again."""
+        fwd = sum(self.groups[n].forward_s for n in names)
+        bwd = sum(self.groups[n].backward_s for n in names)
+        return fwd * (2.0 if recompute else 1.0) + bwd
+
+    def variable_bytes(self, names: Iterable[str]) -> float:
+        """Weights, optimizer state and gradient accumulators of the groups ``names``."""
+        return sum(self.groups[n].weight_bytes + self.groups[n].state_bytes for n in names)
+
+
+def _side(name: str, op: str, phases: dict[str, str]) -> str:
+    """``fwd``, ``bwd`` (with gradient accumulation), ``update`` or ``skip`` (a recomputed
+    forward op: the planner adds the forward again when it recomputes)."""
+    if name.startswith("recompute "):
+        return "skip"
+    if op == "weight_update":
+        return "update"
+    if op == "accumulate":
+        return "bwd"
+    return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
+
+
+def _per_record(report: Any) -> Any:
+    """Per (IPU, compute set): its layer, op and mean seconds per execution (compute plus
+    exchange records, each averaged over the records the trace kept)."""
+    records = report.trace.to_dataframe()
+    records = records[(records.ipu >= 0) & records.track.isin(["compute", "exchange"])]
+    mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
+        layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
+    )
+    return mean.groupby(level=["ipu", "name"], sort=False).agg(
+        layer=("layer", "first"), op=("op", "first"), seconds=("seconds", "sum")
+    )
+
+
+def _times(
+    report: Any, group: Grouping
+) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
+    """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
+    seconds (the slowest IPU's)."""
+    phases = dict(zip(report.liveness.name, report.liveness.phase))
+    sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
+    where: dict[str, int] = {}
+    update: dict[int, float] = {}
+    for (ipu, op_name), row in _per_record(report).iterrows():
+        side = _side(str(op_name), str(row.op), phases)
+        if side == "update":
+            update[int(ipu)] = update.get(int(ipu), 0.0) + float(row.seconds)
+            continue
+        name = group(str(row.layer)) if row.layer else None
+        if side == "skip" or name is None:
+            continue
+        sides[side][name] = sides[side].get(name, 0.0) + float(row.seconds)
+        where.setdefault(name, int(ipu))
+    return sides, where, max(update.values(), default=0.0)
+
+
+def from_report(report: Any, group: Grouping) -> Profile:
+    """The :class:`Profile` of a simulated run (a :class:`~ipusim.trace.Report`).
+
+    Args:
+        report: the run's report (timing-only is enough).
+        group: maps a layer name to its group (None: not part of any group).
+    """
+    kept = str(report.figures().get("trace_detail", ""))
+    if "every record" not in kept:
+        raise ConfigurationError(
+            f"a profile needs every record of the run's compute sets, but its trace kept "
+            f"{kept!r}; profile a shorter run (fewer micro-batches) or raise "
+            "IPUConfig.ipusim.trace_records"
+        )
+    sides, where, update_s = _times(report, group)
+    fwd, bwd = sides["fwd"], sides["bwd"]
+    weights: dict[str, float] = {}
+    state: dict[str, float] = {}
+    for item in report.memory_items.itertuples():
+        name = group(str(item.name).split("/", 1)[0])
+        if name is None or item.ipu != where.get(name, item.ipu):  # replica 0's copy only
+            continue
+        target = weights if item.category == "weights" else state
+        if item.category in ("weights", "optimizer-state", "gradient-accumulators"):
+            target[name] = target.get(name, 0.0) + float(item.bytes)
+    memory = report.memory
+    acts = {int(r.ipu): float(r.activations_bytes) for r in memory.itertuples()}
+    share = _apportion(fwd, where, acts)
+    names = sorted(set(fwd) | set(bwd) | set(weights))
+    groups = {
+        n: GroupCost(
+            fwd.get(n, 0.0),
+            bwd.get(n, 0.0),
+            weights.get(n, 0.0),
+            state.get(n, 0.0),
+            share.get(n, 0.0),
+            where.get(n, 0),
+        )
+        for n in names
+    }
+    ipus = [int(i) for i in memory.ipu]
+    fixed = (memory.code_bytes + memory.exchange_buffers_bytes).astype(float)
+    ratio = memory.fraction_of_tile_budget / memory.fraction_of_budget.clip(lower=1e-12)
+    return Profile(
+        groups,
+        float(memory.budget_bytes.max()),
+        update_s,
+        dict(zip(ipus, fixed)),
+        acts,
+        dict(zip(ipus, ratio.astype(float))),
+        1.0 / float(report.throughput_samples_per_s),
+        float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
+    )
+
+
+def _apportion(
+    fwd: dict[str, float], where: dict[str, int], acts: dict[int, float]
+) -> dict[str, float]:
+    """Each IPU's live activations shared over its groups in proportion to forward time."""
+    totals: dict[int, float] = {}
+    for name, ipu in where.items():
+        totals[ipu] = totals.get(ipu, 0.0) + fwd.get(name, 0.0)
+    return {
+        name: acts.get(ipu, 0.0) * fwd.get(name, 0.0) / totals[ipu]
+        for name, ipu in where.items()
+        if totals[ipu] > 0
+    }
+
+
+def workload_report(workload: str, args: dict[str, Any]) -> Any:
+    """Run a workload (``workloads/NAME.py``) timing-only with the ``[args]`` of a validation
+    row, quietly and with its settings restored after, as ``validation/run.py`` runs a row;
+    its :class:`~ipusim.trace.Report`."""
+    import contextlib
+    import importlib
+    import io
+    import warnings
+
+    from ipusim.config import reset_ipu_configuration
+    from ipusim.config._env import settings_restored
+    from validation.rows import Row
+
+    row = Row(
+        id="profile",
+        title="planner profile",
+        measured=float("nan"),
+        flag="E",
+        source="ipusim plan",
+        workload=workload,
+        args=args,
+    )
+    module = importlib.import_module(f"workloads.{workload}")
+    try:
+        with (
+            settings_restored(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")
+            return module.main(row.argv())
+    finally:
+        reset_ipu_configuration()
+
+
+def one_ipu(
+    workload: str,
+    args: dict[str, Any],
+    group: Grouping,
+    mb: int,
+    per_replica: int,
+    executions: Callable[[int], int] = lambda acc: 1,
+) -> tuple[float, ...] | None:
+    """A data-parallel configuration (one IPU per replica, ``args["replicas"]`` replicas)
+    profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
+    bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
+    besides the micro-batches (update, all-reduce, host I/O) and the IPU's budget; None if it
+    does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
+    acc = per_replica // mb
+    runs = executions(acc)
+    run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc * runs}
+    key = (workload, repr(sorted(run.items())))
+    p = cached(key, lambda: workload_report(workload, run), group)
+    if p is None:
+        return None
+    total = p.ipu_fixed[0] + p.variable_bytes(p.groups) + p.ipu_activations[0]
+    step = p.sample_s * per_replica * args["replicas"]
+    # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
+    # the run did it) plus their share of the run's exchange and syncs.
+    fixed = min(p.update_s + p.host_s / runs, step)
+    return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes
+
+
+def per_micro_batch(
+    workload: str,
+    args: dict[str, Any],
+    group: Grouping,
+    mbs: list[int],
+    per_replica: int,
+    targets: tuple[int, ...],
+    executions: Callable[[int], int] = lambda acc: 1,
+) -> dict[int, tuple[float, ...]]:
+    """:func:`one_ipu`'s figures for every micro-batch of ``mbs``: profiled at the two of
+    them closest to ``targets`` and interpolated linearly in the micro-batch (extrapolated
+    outside, E); with one fitting reference, bytes and seconds proportional to it (E); empty
+    when no reference fits. A micro-batch with no gradient accumulation is profiled on its own
+    (the optimizer state is then not offloaded: another memory plan)."""
+    whole = {}
+    if per_replica in mbs:
+        mbs = [m for m in mbs if m != per_replica]
+        alone = one_ipu(workload, args, group, per_replica, per_replica, executions)
+        whole = {per_replica: alone} if alone is not None else {}
+    if not mbs:
+        return whole
+    refs = sorted({min(mbs, key=lambda m: (abs(m - t), m)) for t in targets})
+    points = [
+        (m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica, executions))
+    ]
+    if not points:
+        return whole
+    (m0, f0), (m1, f1) = points[0], points[-1]
+    out = dict(whole)
+    for mb in mbs:
+        if m1 == m0:
+            k = mb / m0
+            out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4])
+            continue
+        w = (mb - m0) / (m1 - m0)
+        out[mb] = tuple((1 - w) * a + w * b for a, b in zip(f0, f1))
+    return out
+
+
+_CACHE: dict[Hashable, Profile | None] = {}
+_SECONDS: list[float] = [0.0]
+
+
+def cached(key: Hashable, run: Callable[[], Any], group: Grouping) -> Profile | None:
+    """The profile for ``key`` (the settings that change a layer's cost), simulating ``run()``
+    (which returns a Report) only the first time the key is seen in this process; None when
+    that run does not pass the memory check (an :class:`~ipusim.errors.OutOfMemoryError`)."""
+    if key not in _CACHE:
+        t0 = time.perf_counter()
+        try:
+            _CACHE[key] = from_report(run(), group)
+        except OutOfMemoryError:
+            _CACHE[key] = None
+        _SECONDS[0] += time.perf_counter() - t0
+    return _CACHE[key]
+
+
+def profile_seconds() -> float:
+    """Seconds this process spent building profiles (the cost of :func:`cached` misses)."""
+    return _SECONDS[0]

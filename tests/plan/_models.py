@@ -1,0 +1,24 @@
+"""Small Keras models the planner tests plan (importable as ``tests.plan._models:NAME``)."""
+
+from __future__ import annotations
+
+from ipusim import keras
+
+
+def mlp() -> keras.Model:
+    """Four dense layers, compiled with Adam and a sparse cross-entropy."""
+    inputs = keras.Input((32,))
+    x = inputs
+    for i in range(3):
+        x = keras.layers.Dense(64, activation="relu", name=f"dense_{i}")(x)
+    outputs = keras.layers.Dense(10, name="logits")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
+def uncompiled() -> keras.Model:
+    inputs = keras.Input((8,))
+    return keras.Model(inputs, keras.layers.Dense(2)(inputs))

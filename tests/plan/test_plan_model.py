@@ -1,0 +1,117 @@
+"""``ipusim.plan`` given a user's Keras model: the planner's best against every configuration of
+the space simulated one by one, the same search from a function and from ``module:function``, and
+the files of ``ipusim plan --model`` re-run by ``ipusim validate``."""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+
+import pytest
+
+import ipusim
+from ipusim.cli import main
+from ipusim.errors import ConfigurationError
+from ipusim.plan.search import simulate
+from ipusim.plan.space_model import layer_names
+from tests.plan import _models
+
+MODEL = "tests.plan._models:mlp"
+#: An IPU-M2000: 4 IPUs. A global batch of 16 samples per weight update.
+SYSTEM, BATCH = "M2000", 16
+
+
+def _exhaustive() -> list[dict]:
+    """Every configuration of the space: IPUs per replica 1, 2 or 4; every cut of the layers;
+    every micro-batch that divides the replica's share (the Grouped schedule's accumulation a
+    multiple of twice the stages); recomputation on and off when pipelined."""
+    names = layer_names(MODEL)
+    out = []
+    for ipr in (1, 2, 4):
+        replicas = 4 // ipr
+        share = BATCH // replicas
+        for mb in [m for m in range(1, share + 1) if share % m == 0]:
+            acc = share // mb
+            base = {"system": SYSTEM, "model": MODEL, "precision": "fp16.16", "stages": ipr}
+            base |= {"replicas": replicas, "micro-batch": mb, "accumulation": acc}
+            base["steps"] = acc * max(1, 16 // acc)
+            if ipr == 1:
+                out.append(base)
+                continue
+            if acc % (2 * ipr):
+                continue
+            for cut in itertools.combinations(range(1, len(names)), ipr - 1):
+                split = [names[c - 1] for c in cut]
+                out += [{**base, "split": split}, {**base, "split": split, "recompute": True}]
+    return out
+
+
+def test_the_planners_best_is_the_best_of_the_whole_space():
+    result = ipusim.plan(MODEL, SYSTEM, BATCH, budget_s=120, progress=False)
+    assert result.table["fits"].iloc[0]
+    best = result.table["throughput"].iloc[0]
+    simulated = [simulate("keras_model", args) for args in _exhaustive()]
+    top = max(o.predicted for o in simulated if o.memory_fits)
+    assert best == pytest.approx(top, rel=1e-9)
+    # every plan returned as fitting fits when run on its own
+    for args in result.table[result.table["fits"]]["args"].head(3):
+        assert simulate("keras_model", args).memory_fits
+
+
+def test_a_model_its_function_and_its_module_path_plan_alike():
+    with ipusim.IPUStrategy().scope():
+        model = _models.mlp()
+    tables = [
+        ipusim.plan(target, SYSTEM, BATCH, candidates=3, progress=False).table
+        for target in (model, _models.mlp, MODEL)
+    ]
+    for table in tables[1:]:
+        assert list(table["throughput"]) == list(tables[0]["throughput"])
+        assert list(table["summary"]) == list(tables[0]["summary"])
+
+
+def test_an_uncompiled_model_is_refused_with_the_fix():
+    with pytest.raises(ConfigurationError, match="compile it in the function"):
+        ipusim.plan("tests.plan._models:uncompiled", SYSTEM, BATCH, candidates=1, progress=False)
+
+
+def test_plan_model_command_writes_a_row_validate_reruns(tmp_path, capsys):
+    folder = tmp_path / "plan"
+    argv = ["plan", "--model", MODEL, "--system", SYSTEM, "--global-batch", str(BATCH)]
+    assert main([*argv, "--candidates", "2", "-o", str(folder)]) == 0
+    best = tomllib.loads((folder / "best.toml").read_text())
+    assert best["workload"] == "keras_model" and best["args"]["model"] == MODEL
+    capsys.readouterr()
+    assert main(["validate", "--folder", str(folder), "--no-crossval"]) == 0
+    assert "PLAN" in capsys.readouterr().out
+
+
+def test_best_py_of_a_pipelined_plan_names_its_stages_and_ipus():
+    from ipusim.plan.output import best_py
+
+    args = {"stages": 2, "replicas": 2, "micro-batch": 4, "accumulation": 8, "split": ["dense_1"]}
+    code = best_py({**args, "recompute": True, "recomputation-mode": "interleaved"})
+    compile(code, "best.py", "exec")  # valid Python
+    assert "config.auto_select_ipus = 4  # 2 replicas x 2 IPUs" in code
+    assert "split_after = ['dense_1']" in code
+    assert "RecomputationMode.RecomputeAndBackpropagateInterleaved" in code
+    assert "gradient_accumulation_steps_per_replica=8" in code
+
+
+def test_several_global_batches_are_searched_and_ranked_together():
+    from ipusim.plan.cli import global_batches
+
+    assert global_batches("8:40") == [8, 16, 32]
+    assert global_batches("8,24") == [8, 24]
+    for bad in ("0", "x", "16:8", "4:"):
+        with pytest.raises(ConfigurationError, match="--global-batch"):
+            global_batches(bad)
+    table = ipusim.plan(MODEL, SYSTEM, [8, 16], budget_s=60, progress=False).table
+    assert set(table["global_batch"]) == {8, 16}
+    alone = {
+        gb: ipusim.plan(MODEL, SYSTEM, gb, budget_s=60, progress=False).table for gb in (8, 16)
+    }
+    for gb, one in alone.items():  # each batch's best is found as when searched alone
+        assert table[table["global_batch"] == gb]["throughput"].max() == pytest.approx(
+            one["throughput"].max(), rel=1e-12
+        )

@@ -1,0 +1,106 @@
+"""Any Keras model as a workload: ``--model module:function`` names a function of no arguments
+that returns the model (built in the strategy's scope, compiled with its optimizer and loss), and
+the data are zeros of its input shapes. ``ipusim plan`` plans a user's model through it (a
+function given in Python is registered under a name with :func:`register`).
+
+Run: ``python workloads/keras_model.py --model mypackage.models:build --stages 2 --split dense_1``
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import ipusim
+from ipusim import keras
+from ipusim.errors import ConfigurationError
+from workloads import common
+
+#: Builders registered in this process (``register``), by name.
+_BUILDERS: dict[str, Callable[[], Any]] = {}
+
+
+def register(name: str, build: Callable[[], Any]) -> str:
+    """Make ``build`` the model of ``--model name`` in this process; returns ``name``."""
+    _BUILDERS[name] = build
+    return name
+
+
+def builder(reference: str) -> Callable[[], Any]:
+    """The model function ``--model`` names: a registered name or ``module:function``."""
+    if reference in _BUILDERS:
+        return _BUILDERS[reference]
+    module, _, function = reference.partition(":")
+    if not function:
+        raise ConfigurationError(
+            f"--model must be module:function (a function returning a compiled Keras model) or "
+            f"a name registered in this process; got {reference!r}"
+        )
+    return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
+
+
+def sample(spec: Any, batch: int, dtype: Any = np.float32) -> np.ndarray:
+    """Zeros of a Keras tensor's shape with ``batch`` as its leading dimension."""
+    return np.zeros((batch, *tuple(spec.shape)[1:]), dtype)
+
+
+def targets(model: Any, batch: int) -> Any:
+    """Zero targets for the model's outputs: class indices for a sparse loss, else zeros of the
+    output's shape."""
+    loss = model.loss
+    name = loss if isinstance(loss, str) else type(loss).__name__ + getattr(loss, "__name__", "")
+    sparse = "sparse" in name.lower()
+    outs = [sample(o, batch) for o in model.outputs]
+    if sparse:
+        outs = [np.zeros(o.shape[:-1], np.int32) for o in outs]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    p = common.parser(
+        "A Keras model's training throughput on simulated IPUs",
+        micro_batch=8,
+        accumulation=1,
+        stages=1,
+        steps=8,
+    )
+    p.add_argument("--model", required=True, help="module:function returning a compiled model")
+    p.add_argument("--split", nargs="*", default=[], help="layers after which a stage starts")
+    args = common.parse(p, argv)
+    if args.stages > 1 and len(args.split) != args.stages - 1:
+        p.error(f"--stages {args.stages} needs {args.stages - 1} --split layer names")
+    common.configure(args)
+    with ipusim.IPUStrategy().scope():
+        model = builder(args.model)()
+        if model.loss is None:
+            raise ConfigurationError(
+                f"the model of --model {args.model} is not compiled with a loss; compile it in "
+                "the function (model.compile(optimizer=..., loss=...))"
+            )
+        if args.stages > 1:
+            common.assign_stages_by_split(model, args.split)
+        else:  # a model a script pipelined itself runs as the plan says
+            model.reset_pipeline_stage_assignment()
+        common.pipeline(model, args)
+        model.compile(
+            optimizer=common.optimizer(args) or model.optimizer or keras.optimizers.SGD(),
+            loss=model.loss,
+            steps_per_execution=common.steps_per_execution(args),
+        )
+        inputs = [sample(i, args.micro_batch) for i in model.inputs]
+        model.fit(
+            common.synthetic(
+                inputs[0] if len(inputs) == 1 else tuple(inputs), targets(model, args.micro_batch)
+            ),
+            epochs=args.epochs,
+            steps_per_epoch=args.steps * args.replicas,
+            verbose=0,
+        )
+    return common.report(model, args)
+
+
+if __name__ == "__main__":
+    main()
