@@ -220,19 +220,23 @@ def _judge_all(
     estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
     whose expected simulation time (seconds per accumulated micro-batch seen so far) would
     overrun the budget is skipped, not started. The rules see the results of the batches before
-    (in candidate order, whatever order the workers finish in), so a search with a candidate
-    limit gives the same table for the same ``jobs``.
+    and are replayed over each batch in candidate order, so a search with a candidate limit gives
+    the serial table whatever ``jobs``.
     """
     rows: list[dict[str, Any]] = []
     refused: dict[tuple[Any, ...], float] = {}
     per_step, pos = 0.0, 0
-    while pos < len(cands):
+    if progress:
+        print(f"plan: {len(cands)} candidates estimated", file=sys.stderr)
+    while pos < len(cands) and (limit is None or len(rows) < limit):
         batch: list[tuple[int, Candidate]] = []
         while pos < len(cands) and len(batch) < jobs:
+            if limit is not None and len(rows) + len(batch) >= limit:
+                break  # this one is left for a later batch, if a replay drops a finalist
             i, cand = pos, cands[pos]
             pos += 1
             elapsed = time.perf_counter() - start
-            if limit is not None and len(rows) + len(batch) >= limit or rows and elapsed > budget_s:
+            if rows and elapsed > budget_s:
                 pos = len(cands)
                 break
             if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(cand, rows):
@@ -247,12 +251,19 @@ def _judge_all(
         seconds = time.perf_counter() - t0
         per_step = max(per_step, seconds / max(c.args["accumulation"] for _, c in batch))
         for (i, cand), figures in zip(batch, measured):
+            # Replay in candidate order: a finalist a refusal (or a better plan) earlier in
+            # its own batch rules out is dropped, so the table is the serial search's.
+            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(cand, rows):
+                continue
             row = {**figures, **_describe(cand)}
             if progress:
+                best = max((r["throughput"] for r in [*rows, row] if r["fits"]), default=0.0)
                 print(
-                    f"plan [{i + 1}/{len(cands)}] {row['summary']}: {row['throughput']:.1f} "
-                    f"samples/s, memory {row['memory_used']:.2f}, fits {row['fits']} "
-                    f"({seconds:.1f} s)",
+                    f"plan finalist {len(rows) + 1} (candidate {i + 1}/{len(cands)}) "
+                    f"{row['summary']}: {row['throughput']:.1f} samples/s, memory "
+                    f"{row['memory_used']:.2f}, fits {row['fits']} ({seconds:.1f} s); best so "
+                    f"far {best:.1f} samples/s, "
+                    f"{max(0.0, budget_s - time.perf_counter() + start):.0f} s left",
                     file=sys.stderr,
                 )
             if not row["fits"] and (row["error"].startswith("OutOfMemory") or not row["error"]):

@@ -3,6 +3,7 @@ same table every time for the same ``jobs``."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import ipusim
@@ -50,3 +51,16 @@ def test_a_dask_cluster_measures_what_worker_processes_do():
     on_pool = _plan(2)
     assert list(on_dask["summary"]) == list(on_pool["summary"])
     assert list(on_dask["throughput"]) == list(on_pool["throughput"])
+
+
+def test_two_processes_give_the_serial_table(capsys):
+    """The batches' rows are replayed in candidate order under the serial rules."""
+    kw = dict(budget_s=1e9, candidates=5, seed=3)
+    serial = ipusim.plan("bert", "M2000", 64, MODEL, progress=False, **kw)
+    assert capsys.readouterr().err == ""  # progress=False is quiet
+    parallel = ipusim.plan("bert", "M2000", 64, MODEL, jobs=2, **kw)
+    cols = [c for c in serial.table.columns if c != "args"]
+    pd.testing.assert_frame_equal(serial.table[cols], parallel.table[cols])
+    err = capsys.readouterr().err
+    assert f"{serial.estimated} candidates estimated" in err
+    assert "best so far" in err and "s left" in err
