@@ -255,6 +255,11 @@ def workload_report(workload: str, args: dict[str, Any]) -> Any:
         reset_ipu_configuration()
 
 
+#: Micro-batches per weight update a data-parallel profile runs at most (E: a steady state long
+#: before; the trace keeps every record of such a run).
+MAX_PROFILE_ACCUMULATION = 256
+
+
 def one_ipu(
     workload: str,
     args: dict[str, Any],
@@ -268,15 +273,18 @@ def one_ipu(
     bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
     besides the micro-batches (update, all-reduce, host I/O) and the IPU's budget; None if it
     does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
-    acc = per_replica // mb
-    runs = executions(acc)
+    # A long accumulation is profiled over its first MAX_PROFILE_ACCUMULATION micro-batches:
+    # the per-micro-batch and per-update figures do not depend on the count, and a run of
+    # thousands would outgrow the trace's record budget.
+    acc = min(per_replica // mb, MAX_PROFILE_ACCUMULATION)
+    runs = executions(per_replica // mb)
     run = {**args, "micro-batch": mb, "accumulation": acc, "steps": acc * runs}
     key = (workload, repr(sorted(run.items())))
     p = cached(key, lambda: workload_report(workload, run), group)
     if p is None:
         return None
     total = p.ipu_fixed[0] + p.variable_bytes(p.groups) + p.ipu_activations[0]
-    step = p.sample_s * per_replica * args["replicas"]
+    step = p.sample_s * mb * acc * args["replicas"]
     # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
     # the run did it) plus their share of the run's exchange and syncs.
     fixed = min(p.update_s + p.host_s / runs, step)

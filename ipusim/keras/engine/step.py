@@ -90,42 +90,7 @@ class StepProgram:
                 self.loss = model._loss_symbol(y, self.trace.outputs, sw)
             fetches.insert(0, self.loss)
         if kind == "train":
-            read = {id(v): v for v in graph.variables}
-            self.trainable = [v for v in model.trainable_weights if id(v) in read]
-            if not self.trainable:
-                raise ConfigurationError(
-                    f"model {model.name!r} has no trainable weights that affect the "
-                    "loss, so there is nothing to train"
-                )
-            sources = [graph.read_variable(v) for v in self.trainable]
-            scaler = getattr(model.optimizer, "loss_scale_variable", None)
-            target = self.loss
-            if scaler is not None:  # LossScaleOptimizer: differentiate loss * scale
-                with graph.phase("loss"):
-                    scale = graph.read_variable(scaler)
-                    target = m.multiply(self.loss, m.cast(scale, self.loss.dtype))
-            grads = self._differentiate(graph, target, sources)
-            for variable, grad in zip(self.trainable, grads):
-                if grad is None:
-                    raise ConfigurationError(
-                        f"No gradient exists for variable {variable.name!r}: the loss does not "
-                        "depend on it. Freeze it (trainable=False) or use it in the model."
-                    )
-            # ... then multiply each gradient by 1 / scale, unless the optimizer unscales them
-            # itself (automatic loss scaling keeps statistics of the scaled gradients first).
-            if scaler is not None and not getattr(model.optimizer, "unscales_own_gradients", False):
-                with graph.phase("bwd"):
-                    inverse = m.divide(1.0, scale)
-                    grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
-            self.gradients = list(grads)
-            # The update phase as graph ops owned by the optimizer: lowering times the
-            # accumulation and the weight update from these nodes. They are not fetched: fit
-            # applies the fetched gradients through the same driver (GradientAccumulator).
-            with graph.phase("update"):
-                add_update(self.gradients, self.trainable, model.optimizer)
-            self.updates = list(graph.updates)
-            fetches += self.gradients + [value for _, value in self.updates]
-            fetches += [g for _, g in self.captured]
+            fetches += self._train(model, graph)
         else:  # inference steps carry the states their layers update (a stateful RNN's)
             self.updates = list(graph.updates)
             fetches += [value for _, value in self.updates]
@@ -133,6 +98,48 @@ class StepProgram:
         # Enqueues layers made off the data path run at every step, after everything else.
         self._effects = len(graph.side_effects)
         self.executor = Executor(graph, fetches + list(graph.side_effects), feeds)
+
+    def _train(self, model: Any, graph: Any) -> list[Symbol]:
+        """Differentiate the loss (scaled by a loss-scale optimizer's scale, the gradients
+        unscaled unless it unscales them itself) and add the update phase; the fetches this
+        adds (gradients, state updates, captured gradients)."""
+        assert self.loss is not None  # a train step has a loss (checked by the caller)
+        read = {id(v): v for v in graph.variables}
+        self.trainable = [v for v in model.trainable_weights if id(v) in read]
+        if not self.trainable:
+            raise ConfigurationError(
+                f"model {model.name!r} has no trainable weights that affect the "
+                "loss, so there is nothing to train"
+            )
+        sources = [graph.read_variable(v) for v in self.trainable]
+        scaler = getattr(model.optimizer, "loss_scale_variable", None)
+        target = self.loss
+        if scaler is not None:  # LossScaleOptimizer: differentiate loss * scale
+            with graph.phase("loss"):
+                scale = graph.read_variable(scaler)
+                target = m.multiply(self.loss, m.cast(scale, self.loss.dtype))
+        grads = self._differentiate(graph, target, sources)
+        for variable, grad in zip(self.trainable, grads):
+            if grad is None:
+                raise ConfigurationError(
+                    f"No gradient exists for variable {variable.name!r}: the loss does not "
+                    "depend on it. Freeze it (trainable=False) or use it in the model."
+                )
+        # ... then multiply each gradient by 1 / scale, unless the optimizer unscales them
+        # itself (automatic loss scaling keeps statistics of the scaled gradients first).
+        if scaler is not None and not getattr(model.optimizer, "unscales_own_gradients", False):
+            with graph.phase("bwd"):
+                inverse = m.divide(1.0, scale)
+                grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
+        self.gradients = list(grads)
+        # The update phase as graph ops owned by the optimizer: lowering times the
+        # accumulation and the weight update from these nodes. They are not fetched: fit
+        # applies the fetched gradients through the same driver (GradientAccumulator).
+        with graph.phase("update"):
+            add_update(self.gradients, self.trainable, model.optimizer)
+        self.updates = list(graph.updates)
+        updates = [value for _, value in self.updates]
+        return self.gradients + updates + [g for _, g in self.captured]
 
     def _differentiate(self, graph: Any, target: Symbol, sources: list[Symbol]) -> list[Any]:
         """Gradients of ``target`` w.r.t. ``sources``; also sets :attr:`captured` to the
