@@ -9,6 +9,7 @@ that pass the simulator's memory check are returned as plans.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -173,18 +174,36 @@ def plan(
 
 
 def _what(target: Any, args: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    """The workload and ``[args]`` that plan ``target`` (see :func:`plan`)."""
+    """The workload and ``[args]`` that plan ``target`` (see :func:`plan`). A model function
+    is registered for this process with fresh layer-name counters around every build, so
+    auto-named layers (``dense_1`` ...) have the same names in every candidate's run."""
     args = dict(args or {})
     if isinstance(target, str) and ":" not in target:
         return target, args
-    from workloads.keras_model import register
+    from workloads.keras_model import builder, register
 
     if isinstance(target, str):
-        reference = target
+        reference, build = target, builder(target)
     else:
         build = target if callable(target) and not hasattr(target, "fit") else lambda: target
-        reference = register(f"plan-{id(target):x}", build)
+        reference = f"plan-{id(target):x}"
+    register(reference, functools.partial(_with_fresh_names, build))
     return "keras_model", {**args, "model": reference}
+
+
+def _with_fresh_names(build: Callable[[], Any]) -> Any:
+    """``build()`` with Keras' layer-name counters starting afresh, the caller's restored after."""
+    from ipusim.keras import backend
+
+    with backend._lock:
+        saved = dict(backend._name_counts)
+        backend._name_counts.clear()
+    try:
+        return build()
+    finally:
+        with backend._lock:
+            backend._name_counts.clear()
+            backend._name_counts.update(saved)
 
 
 def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:

@@ -22,3 +22,14 @@ def mlp() -> keras.Model:
 def uncompiled() -> keras.Model:
     inputs = keras.Input((8,))
     return keras.Model(inputs, keras.layers.Dense(2)(inputs))
+
+
+def auto_named() -> keras.Model:
+    """The MLP with Keras' own layer names (``dense_4`` ... differ from build to build)."""
+    inputs = keras.Input((32,))
+    x = inputs
+    for _ in range(3):
+        x = keras.layers.Dense(64, activation="relu")(x)
+    model = keras.Model(inputs, keras.layers.Dense(10)(x))
+    model.compile(optimizer="sgd", loss="mse")
+    return model

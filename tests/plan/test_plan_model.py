@@ -115,3 +115,12 @@ def test_several_global_batches_are_searched_and_ranked_together():
         assert table[table["global_batch"] == gb]["throughput"].max() == pytest.approx(
             one["throughput"].max(), rel=1e-12
         )
+
+
+def test_auto_named_layers_plan_without_errors():
+    """Each build of a model function names its layers anew (dense_4, dense_5 ...); the
+    planner's builds start from fresh counters, so pipelined candidates find their splits."""
+    _models.auto_named()  # the counters move on, as in a user's session
+    table = ipusim.plan(_models.auto_named, SYSTEM, BATCH, candidates=12, progress=False).table
+    assert (table["stages"] > 1).any()
+    assert (table["error"] == "").all(), list(table["error"])
