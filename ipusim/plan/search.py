@@ -160,6 +160,13 @@ def plan(
     cands = [
         c for gb in batches for c in _candidates(workload, workload_args, system, gb, precision)
     ]
+    if not cands:
+        raise ConfigurationError(
+            f"no configuration of {workload} on {system} takes the global batch {batches}: "
+            "it must split over the replicas into micro-batch x accumulation (with pipelines, "
+            "an accumulation that is a multiple of twice the stages); give a multiple of the "
+            "system's IPU count"
+        )
     cands = _seeded(cands, seed)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only

@@ -124,3 +124,8 @@ def test_auto_named_layers_plan_without_errors():
     table = ipusim.plan(_models.auto_named, SYSTEM, BATCH, candidates=12, progress=False).table
     assert (table["stages"] > 1).any()
     assert (table["error"] == "").all(), list(table["error"])
+
+
+def test_a_global_batch_no_configuration_takes_is_refused_with_the_fix():
+    with pytest.raises(ConfigurationError, match="multiple of the system's IPU count"):
+        ipusim.plan(MODEL, SYSTEM, 3, candidates=1, progress=False)
