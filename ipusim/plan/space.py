@@ -33,7 +33,15 @@ from ipusim.plan import profile
 from ipusim.plan.partition import StageFits, best_splits
 from ipusim.plan.profile import Profile
 
-__all__ = ["BertCosts", "BertShape", "Candidate", "bert_candidates", "bert_costs", "bert_group"]
+__all__ = [
+    "BertCosts",
+    "BertShape",
+    "Candidate",
+    "bert_candidates",
+    "bert_costs",
+    "bert_group",
+    "fastest_first",
+]
 
 #: Estimates above this multiple of the budget are pruned (E: the estimate tracks the memory
 #: check within about 10% on the configurations of tests/plan/test_profile.py; the margin keeps
@@ -100,6 +108,28 @@ class Candidate:
     ipu_bytes: float = math.nan
     tile_used: float = math.nan
     ipu_used: float = math.nan
+
+    @classmethod
+    def of(
+        cls,
+        args: dict[str, Any],
+        speed: float,
+        gives_up: str,
+        ipu_bytes: float,
+        budget: float,
+        tile_ratio: float,
+    ) -> Candidate:
+        """A candidate whose fullest IPU holds ``ipu_bytes`` of its ``budget`` and whose busiest
+        tile is ``tile_ratio`` times as full as that IPU: its ``memory`` is the larger use."""
+        used = ipu_bytes / budget
+        return cls(
+            args, used * max(1.0, tile_ratio), speed, gives_up, ipu_bytes, used * tile_ratio, used
+        )
+
+
+def fastest_first(cands: list[Candidate]) -> list[Candidate]:
+    """``cands`` by estimated speed, fastest first; ties by memory, then by the ``[args]``."""
+    return sorted(cands, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
 
 
 @dataclass(frozen=True)
@@ -355,7 +385,7 @@ def bert_candidates(
         elif c is not None:
             out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
     kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
-    return sorted(kept, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
+    return fastest_first(kept)
 
 
 def _bert_splits(
@@ -446,11 +476,7 @@ def _bert_data_parallel(
     used, ratio, per_mb, fixed, budget = figures[mb]
     args = _bert_args(base, 1, replicas, 1, opt, precision, [])
     speed = global_batch / (opt["accumulation"] * per_mb + fixed)
-    gives = _gives_up(opt, 1, replicas)
-    fraction = used / budget
-    return [
-        Candidate(args, fraction * max(1.0, ratio), speed, gives, used, fraction * ratio, fraction)
-    ]
+    return [Candidate.of(args, speed, _gives_up(opt, 1, replicas), used, budget, ratio)]
 
 
 def _bert_args(

@@ -18,7 +18,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.plan import profile
 from ipusim.plan.partition import best_splits
-from ipusim.plan.space import Candidate
+from ipusim.plan.space import Candidate, fastest_first
 
 __all__ = ["layer_names", "model_candidates"]
 
@@ -84,7 +84,7 @@ def model_candidates(
             mbs = [m for m in mbs if (per_replica // m) % (2 * ipr) == 0][-PIPELINE_BATCHES:]
             for mb in mbs:
                 out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb)
-    return sorted(out, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
+    return fastest_first(out)
 
 
 def _data_parallel(
@@ -99,11 +99,8 @@ def _data_parallel(
         args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
         args["steps"] = acc * _executions(acc)
         speed = global_batch / (acc * per_mb + update)
-        memory = used / budget * max(1.0, ratio)
         gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
-        out.append(
-            Candidate(args, memory, speed, gives, used, used / budget * ratio, used / budget)
-        )
+        out.append(Candidate.of(args, speed, gives, used, budget, ratio))
     return out
 
 
@@ -163,11 +160,8 @@ def _splits(
         if recompute:
             args["recompute"] = True
             gives += "; recomputes the forward pass"
-        share = peak / ref.budget_bytes
         speed = replicas * mb * acc / step
-        out.append(
-            Candidate(args, share * max(1.0, ratio), speed, gives, peak, share * ratio, share)
-        )
+        out.append(Candidate.of(args, speed, gives, peak, ref.budget_bytes, ratio))
     return out
 
 

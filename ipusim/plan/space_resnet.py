@@ -18,7 +18,7 @@ from typing import Any
 
 from ipusim.plan import profile
 from ipusim.plan.partition import best_splits
-from ipusim.plan.space import Candidate
+from ipusim.plan.space import Candidate, fastest_first
 
 __all__ = ["resnet_candidates", "resnet_group"]
 
@@ -122,15 +122,6 @@ def resnet_candidates(
             )
             gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
             speed = global_batch / (acc * per_mb + update)
-            out.append(
-                Candidate(
-                    cand,
-                    used / budget * max(1.0, ratio),
-                    speed,
-                    gives + "; uint8 input cast on the IPU",
-                    used,
-                    used / budget * ratio,
-                    used / budget,
-                )
-            )
-    return sorted(out, key=lambda c: (-c.speed, c.memory, repr(sorted(c.args.items()))))
+            gives += "; uint8 input cast on the IPU"
+            out.append(Candidate.of(cand, speed, gives, used, budget, ratio))
+    return fastest_first(out)
