@@ -9,7 +9,7 @@ import io
 import math
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,24 @@ def _system_file(base: str, overrides: Mapping[str, str], folder: Path) -> str:
     return str(path)
 
 
+@contextlib.contextmanager
+def quiet_workload() -> Iterator[list[warnings.WarningMessage]]:
+    """Run a workload inside: its report and progress lines swallowed (they are not part of a
+    table), its warnings recorded (each OutOfMemoryWarning), and its settings (TF_POPLAR_FLAGS,
+    the IPU configuration) not outliving it. Yields the recorded warnings."""
+    try:
+        with (
+            settings_restored(),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.simplefilter("always", OutOfMemoryWarning)
+            yield caught
+    finally:
+        reset_ipu_configuration()
+
+
 def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None = None) -> Outcome:
     """Simulate ``row`` and return its :class:`Outcome`.
 
@@ -106,23 +124,12 @@ def run_row(row: Row, reduced: bool = False, overrides: Mapping[str, Any] | None
             system = str(row.args.get("system") or "IPU")
             path = _system_file(system, hardware, Path(tmp))
             argv = _replace_system(argv, path)
-        # The workload's report and progress lines are not part of the table; its settings
-        # (TF_POPLAR_FLAGS, the IPU configuration) do not outlive the row.
-        try:
-            with (
-                settings_restored(),
-                contextlib.redirect_stdout(io.StringIO()),
-                contextlib.redirect_stderr(io.StringIO()),
-                warnings.catch_warnings(record=True) as caught,
-            ):
-                warnings.simplefilter("always", OutOfMemoryWarning)
-                report = module.main(argv)
-                host = _host_of(report)
-                bottleneck = report.bottleneck
-                utilisation = report.utilisation
-                memory = report.memory
-        finally:
-            reset_ipu_configuration()
+        with quiet_workload() as caught:
+            report = module.main(argv)
+            host = _host_of(report)
+            bottleneck = report.bottleneck
+            utilisation = report.utilisation
+            memory = report.memory
     busiest = utilisation["fraction_of_peak"].max() if len(utilisation) else math.nan
     used = (
         float(

@@ -223,14 +223,10 @@ def workload_report(workload: str, args: dict[str, Any]) -> Any:
     """Run a workload (``workloads/NAME.py``) timing-only with the ``[args]`` of a validation
     row, quietly and with its settings restored after, as ``validation/run.py`` runs a row;
     its :class:`~ipusim.trace.Report`."""
-    import contextlib
     import importlib
-    import io
-    import warnings
 
-    from ipusim.config import reset_ipu_configuration
-    from ipusim.config._env import settings_restored
     from validation.rows import Row
+    from validation.run import quiet_workload
 
     row = Row(
         id="profile",
@@ -242,17 +238,8 @@ def workload_report(workload: str, args: dict[str, Any]) -> Any:
         args=args,
     )
     module = importlib.import_module(f"workloads.{workload}")
-    try:
-        with (
-            settings_restored(),
-            contextlib.redirect_stdout(io.StringIO()),
-            contextlib.redirect_stderr(io.StringIO()),
-            warnings.catch_warnings(),
-        ):
-            warnings.simplefilter("ignore")
-            return module.main(row.argv())
-    finally:
-        reset_ipu_configuration()
+    with quiet_workload():
+        return module.main(row.argv())
 
 
 #: Micro-batches per weight update a data-parallel profile runs at most (E: a steady state long
