@@ -1,7 +1,9 @@
 """Process helpers for the sweep tests that kill or signal a sweep: no sleeps, bounded waits.
 
 Every wait here blocks on something the kernel reports (a pipe becoming readable, a process
-ending, through a pidfd) with a deadline, and fails with a message saying what did not happen.
+ending, through a pidfd) with a deadline, and fails with a message saying what did not happen. The
+one exception, :func:`wait_for_any_file`, polls the file system (nothing reports a file appearing
+without a dependency), also with a deadline.
 """
 
 from __future__ import annotations
@@ -85,3 +87,14 @@ def wait_gone(pids: set[int], timeout: float = DEADLINE_S) -> set[int]:
     finally:
         for fd in handles:
             os.close(fd)
+
+
+def wait_for_any_file(paths: list[Path], what: str, timeout: float = DEADLINE_S) -> Path:
+    """The first of ``paths`` found to be a file, polling every 10 ms for at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in paths:
+            if path.is_file():
+                return path
+        time.sleep(0.01)
+    raise AssertionError(f"no file appeared within {timeout:.0f} s while waiting {what}")

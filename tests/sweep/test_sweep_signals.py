@@ -16,7 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from _processes import DEADLINE_S, descendants, is_running, read_line, wait_gone
+from _processes import (
+    DEADLINE_S,
+    descendants,
+    is_running,
+    read_line,
+    wait_for_any_file,
+    wait_gone,
+)
 
 from ipusim.sweep import Study, config_key, result_path
 from ipusim.sweep.local_pool import START_METHOD_VARIABLE
@@ -95,8 +102,14 @@ def test_sigterm_and_sigint_stop_the_workers_and_keep_the_results(
     tmp_path, signum, status, words
 ) -> None:
     proc, out = _start(tmp_path, "fork")
+    study = Study.from_toml(tmp_path / "study.toml")
     try:
         family = _blocked_workers(proc, tmp_path)
+        # A worker reaches the blocking configuration while the sweep process may not yet have
+        # written what came back before it (on a loaded machine, nothing at all): wait for one
+        # stored result, so the signal finds finished work to keep.
+        results = [result_path(out, config_key(c)) for c in study.configs]
+        wait_for_any_file(results, "for the sweep to store a finished configuration")
         os.kill(proc.pid, signum)  # the sweep process alone
     except BaseException:
         proc.kill()
@@ -107,7 +120,6 @@ def test_sigterm_and_sigint_stop_the_workers_and_keep_the_results(
     assert words in log and "run the same command again" in log
     assert "Traceback" not in log
     # Finished configurations are stored; the blocked one is not; nothing half-written is left.
-    study = Study.from_toml(tmp_path / "study.toml")
     blocked = {"a": BLOCK_AT // 4, "b": BLOCK_AT % 4}
     assert not result_path(out, config_key(blocked)).exists()
     stored = [c for c in study.configs if result_path(out, config_key(c)).is_file()]
