@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> Any:
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = builder(args.model)()
-        if model.loss is None:
+        if model.loss is None and not args.inference:  # predict needs no loss
             raise ConfigurationError(
                 f"the model of --model {args.model} is not compiled with a loss; compile it in "
                 "the function (model.compile(optimizer=..., loss=...))"
