@@ -5,6 +5,7 @@ training needs (accumulation, more IPUs per replica) to fit."""
 
 from __future__ import annotations
 
+import csv
 import itertools
 import tomllib
 
@@ -135,3 +136,21 @@ def test_bert_and_resnet_inference_plans_fit_and_cover_every_layer(workload, arg
             assert sum(plan["layers-per-ipu"]) == layers
         elif stages > 1:
             assert len(plan["split"]) == stages - 1
+
+
+def test_run_plan_inference_plans_the_scripts_model_for_predict(tmp_path):
+    from tests.plan.test_run_plan import SCRIPT
+
+    marker = tmp_path / "trained.txt"
+    script = tmp_path / "train.py"
+    script.write_text(f"MARKER = {str(marker)!r}\n{SCRIPT}")
+    out = tmp_path / "plan"
+    argv = ["run", "--plan", "--inference", "--system", SYSTEM, "--global-batch", str(BATCH)]
+    assert main([*argv, "--candidates", "2", "-o", str(out), str(script)]) == 0
+    assert not marker.exists()  # the script stopped at fit
+    with open(out / "plans.csv") as f:
+        table = list(csv.DictReader(f))
+    assert table[0]["fits"] == "True"
+    for row in table:  # forward only: one micro-batch per device step and replica
+        assert row["inference"] == "True" and row["accumulation"] == "1"
+        assert int(row["micro_batch"]) * int(row["replicas"]) == BATCH
