@@ -164,8 +164,11 @@ def _pipelined(workload: str, units: Units, run: dict[str, Any]) -> list[Candida
     # What the reference spent per micro-batch besides its slowest stage's cycles (E: exchange,
     # syncs and host I/O taken as added to the compute, not overlapped with it).
     besides = max(ref.sample_s * samples * steps - (steps + stages - 1) * cycle(even), 0.0) / steps
+
+    def fits(a: int, b: int, s: int) -> bool:
+        return used(a, b, s) <= PRUNE_FACTOR * ref.budget_bytes
+
     out = []
-    fits = lambda a, b, s: used(a, b, s) <= PRUNE_FACTOR * ref.budget_bytes  # noqa: E731
     for split in best_splits(n, stages, seconds, fits, SPLITS_KEPT):
         bounds = split.bounds
         peak = max(used(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))

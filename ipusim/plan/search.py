@@ -176,11 +176,16 @@ def plan(
         for c in _candidates(workload, workload_args, system, gb, precision, inference)
     ]
     if not cands:
+        rule = (
+            "micro-batch (inference: with steps a multiple of the stages)"
+            if inference
+            else "micro-batch x accumulation (with pipelines, an accumulation that is a "
+            "multiple of twice the stages)"
+        )
         raise ConfigurationError(
             f"no configuration of {workload} on {system} takes the global batch {batches}: "
-            "it must split over the replicas into micro-batch x accumulation (with pipelines, "
-            "an accumulation that is a multiple of twice the stages); give a multiple of the "
-            "system's IPU count"
+            f"it must split over the replicas into {rule}; give a multiple of the system's "
+            "IPU count"
         )
     cands = _seeded(cands, seed)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):

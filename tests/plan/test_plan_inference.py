@@ -14,6 +14,7 @@ import pytest
 import ipusim
 from ipusim import keras
 from ipusim.cli import main
+from ipusim.errors import ConfigurationError
 from ipusim.plan.inference import STEPS
 from ipusim.plan.profile import from_report, workload_report
 from ipusim.plan.search import measure
@@ -154,3 +155,12 @@ def test_run_plan_inference_plans_the_scripts_model_for_predict(tmp_path):
     for row in table:  # forward only: one micro-batch per device step and replica
         assert row["inference"] == "True" and row["accumulation"] == "1"
         assert int(row["micro_batch"]) * int(row["replicas"]) == BATCH
+
+
+def test_a_global_batch_no_inference_configuration_takes_is_refused_with_the_fix():
+    # 3 samples per step: only one replica of four stages takes them, and 6 device iterations
+    # are not a multiple of its four stages
+    with pytest.raises(ConfigurationError, match="steps a multiple of the stages"):
+        ipusim.plan(MODEL, SYSTEM, 3, {"steps": 6}, inference=True, progress=False)
+    table = ipusim.plan(MODEL, SYSTEM, 3, inference=True, candidates=1, progress=False).table
+    assert list(table["replicas"]) == [1] and list(table["stages"]) == [4]
