@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> Any:
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = builder(args.model)()
-        if model.loss is None:
+        if model.loss is None and not args.inference:  # predict needs no loss
             raise ConfigurationError(
                 f"the model of --model {args.model} is not compiled with a loss; compile it in "
                 "the function (model.compile(optimizer=..., loss=...))"
@@ -91,13 +91,12 @@ def main(argv: list[str] | None = None) -> Any:
             steps_per_execution=common.steps_per_execution(args),
         )
         inputs = [sample(i, args.micro_batch) for i in model.inputs]
-        model.fit(
+        common.run(
+            model,
+            args,
             common.synthetic(
                 inputs[0] if len(inputs) == 1 else tuple(inputs), targets(model, args.micro_batch)
             ),
-            epochs=args.epochs,
-            steps_per_epoch=args.steps * args.replicas,
-            verbose=0,
         )
     return common.report(model, args)
 

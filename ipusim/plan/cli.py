@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "to B), searched together",
     )
     p.add_argument("--precision", default="fp16.16", choices=["fp32", "fp16.16", "fp16.32"])
+    _add_inference(p)
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
@@ -51,6 +52,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--scheduler", default=None, help="Dask scheduler address: simulate the finalists there"
     )
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
+
+
+def _add_inference(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--inference",
+        action="store_true",
+        help="plan model.predict (forward only: no accumulation, optimizer state or "
+        "recomputation); --global-batch is then the samples of one device step over all "
+        "replicas (micro-batch x replicas)",
+    )
 
 
 def global_batches(text: str) -> list[int]:
@@ -110,6 +121,7 @@ def main_plan(args: argparse.Namespace) -> int:
             output=args.output,
             jobs=args.jobs,
             scheduler=args.scheduler,
+            inference=args.inference,
         ),
         args.output,
     )
@@ -131,6 +143,7 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
+    _add_inference(p)
 
 
 def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
@@ -152,6 +165,7 @@ def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
         budget_s=args.budget_s,
         candidates=args.candidates,
         output=output,
+        inference=args.inference,
     )
     return _print(result, output)
 

@@ -62,6 +62,10 @@ _RECOMPUTATION = {
 def best_py(args: dict[str, Any]) -> str:
     """The IPUConfig, stage assignment and pipelining options of a plan, to paste into an IPU
     TensorFlow 2 script (``model`` is the Keras model built in the strategy's scope)."""
+    if args.get("inference"):
+        from ipusim.plan.inference import best_py as inference_py
+
+        return inference_py(args)
     ipr, replicas = ipus_per_replica(args), args["replicas"]
     lines = [
         "# ipusim plan: the configuration to paste (IPU TensorFlow 2)",
