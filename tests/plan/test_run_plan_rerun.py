@@ -1,0 +1,128 @@
+"""``ipusim run --plan``'s ``best.toml`` names the script (and the fit) whose model it plans, so
+``ipusim validate --folder`` re-runs the script up to that fit in a process that never saw the
+model, and gets the planner's throughput; ``--plan-fit N`` plans another fit's model."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from ipusim.cli import main
+from ipusim.errors import ConfigurationError
+from ipusim.plan.script import parse_reference, script_model, script_reference
+from workloads import keras_model
+
+#: An IPU TensorFlow 2 script with two fits: an auto-named pipelined MLP ("first"), then a
+#: wider one ("second"). Every time it builds a model it appends the model's name to BUILT.
+SCRIPT = """
+import sys
+import numpy as np
+import tensorflow as tf
+from tensorflow.python import ipu
+
+cfg = ipu.config.IPUConfig()
+cfg.auto_select_ipus = 2
+cfg.configure_ipu_system()
+
+
+def build(name, width):
+    with open(BUILT, "a") as f:
+        f.write(name + " " + " ".join(sys.argv[1:]) + "\\n")
+    inputs = tf.keras.Input((width,))
+    x = inputs
+    for _ in range(3):
+        x = tf.keras.layers.Dense(64, activation="relu")(x)
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(10)(x), name=name)
+    if COMPILE:
+        model.compile(
+            optimizer="adam",
+            loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            steps_per_execution=4,
+        )
+    return model
+
+
+def data(width):
+    x, y = np.zeros((64, width), np.float32), np.zeros(64, np.int32)
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True).repeat()
+
+
+with ipu.ipu_strategy.IPUStrategy().scope():
+    first = build("first", 32)
+    assignments = first.get_pipeline_stage_assignment()
+    for i, assignment in enumerate(assignments):
+        assignment.pipeline_stage = 0 if i < 2 else 1
+    first.set_pipeline_stage_assignment(assignments)
+    first.set_pipelining_options(gradient_accumulation_steps_per_replica=4)
+    first.fit(data(32), steps_per_epoch=8, verbose=0)
+    second = build("second", 48)
+    second.fit(data(48), steps_per_epoch=8, verbose=0)
+"""
+
+
+def _script(tmp_path, compile_=True):
+    built = tmp_path / "built.txt"
+    path = tmp_path / "train.py"
+    path.write_text(f"BUILT = {str(built)!r}\nCOMPILE = {compile_}\n{SCRIPT}")
+    return path, built
+
+
+def test_validate_reruns_the_best_plan_of_run_plan_in_a_fresh_registry(
+    tmp_path, capsys, monkeypatch
+):
+    path, built = _script(tmp_path)
+    out = tmp_path / "plan"
+    argv = ["run", "--plan", "--system", "M2000", "--global-batch", "16", "--candidates", "3"]
+    assert main([*argv, "-o", str(out), str(path), "--quick"]) == 0
+    assert "planning the model 'first' of fit() number 1" in capsys.readouterr().err
+    best = tomllib.loads((out / "best.toml").read_text())
+    assert best["args"]["model"] == f"script:{path.resolve()} --quick"
+    assert "fit() number 1 of" in best["notes"]
+    assert built.read_text() == "first --quick\n"  # captured once, at its first fit
+    # A new process knows no model by name: the row must rebuild it from the script alone.
+    monkeypatch.setattr(keras_model, "_BUILDERS", {})
+    table = tmp_path / "validate.json"
+    assert main(["validate", "--folder", str(out), "--no-crossval", "--output", str(table)]) == 0
+    assert built.read_text() == "first --quick\nfirst --quick\n"  # the script ran again
+    (row,) = json.loads(table.read_text())["rows"]
+    assert row["id"] == "PLAN"
+    assert row["predicted"] == pytest.approx(best["measured"], rel=1e-9)
+
+
+def test_plan_fit_plans_the_model_of_a_later_fit(tmp_path, capsys):
+    path, built = _script(tmp_path)
+    out = tmp_path / "plan"
+    argv = ["run", "--plan", "--plan-fit", "2", "--system", "M2000", "--global-batch", "16"]
+    assert main([*argv, "--candidates", "1", "-o", str(out), str(path)]) == 0
+    assert "planning the model 'second' of fit() number 2" in capsys.readouterr().err
+    assert built.read_text() == "first \nsecond \n"  # the first fit ran; nothing after the second
+    best = tomllib.loads((out / "best.toml").read_text())
+    assert best["args"]["model"] == f"script@2:{path.resolve()}"
+    assert "# for the model of fit() number 2 of" in (out / "best.py").read_text()
+
+
+def test_a_fit_the_script_never_reaches_is_refused_with_the_fits_it_has(tmp_path, capsys):
+    path, _ = _script(tmp_path)
+    argv = ["run", "--plan", "--plan-fit", "3", "--system", "M2000", "--global-batch", "16"]
+    assert main([*argv, "-o", str(tmp_path / "plan"), str(path)]) == 2
+    assert "ended after 2 fit() call(s)" in capsys.readouterr().err
+    with pytest.raises(ConfigurationError, match="positive int"):
+        script_model(path, fit=0)
+
+
+def test_a_script_fitting_an_uncompiled_model_is_told_to_compile_it(tmp_path):
+    path, _ = _script(tmp_path, compile_=False)
+    with pytest.raises(ConfigurationError, match=r"not compiled with a loss.*model\.compile"):
+        script_model(path)
+
+
+def test_script_references_round_trip_and_leave_module_functions_alone(tmp_path):
+    path = tmp_path / "my dir" / "train.py"
+    ref = script_reference(path, ["--epochs", "3", "a b"], fit=4)
+    assert ref.startswith("script@4:")
+    assert parse_reference(ref) == (str(path.resolve()), ["--epochs", "3", "a b"], 4)
+    assert parse_reference(script_reference(path)) == (str(path.resolve()), [], 1)
+    assert parse_reference("script:build") is None  # a module named script, its function
+    assert parse_reference("tests.plan._models:mlp") is None
