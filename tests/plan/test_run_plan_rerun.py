@@ -5,7 +5,10 @@ model, and gets the planner's throughput; ``--plan-fit N`` plans another fit's m
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +129,25 @@ def test_script_references_round_trip_and_leave_module_functions_alone(tmp_path)
     assert parse_reference(script_reference(path)) == (str(path.resolve()), [], 1)
     assert parse_reference("script:build") is None  # a module named script, its function
     assert parse_reference("tests.plan._models:mlp") is None
+
+
+def test_the_docs_script_example_runs_as_shown(tmp_path, monkeypatch, capsys):
+    """docs/planning.md's "The model of a script": its train.py, then its commands in order,
+    each (as in a new process) knowing no model by name."""
+    text = (Path(__file__).parents[2] / "docs" / "planning.md").read_text(encoding="utf-8")
+    section = text.split("### The model of a script", 1)[1].split("\n## ", 1)[0]
+    script = re.search(r"```text\n(.*?)```", section, re.S)
+    prose = re.sub(r"```.*?```", "", section, flags=re.S)
+    spans = re.findall(r"`([^`]+)`", prose.replace("\n", " "))
+    commands = [
+        c for c in spans if c.startswith("ipusim ") and ("train.py" in c or "--folder" in c)
+    ]
+    assert script is not None and [c.split()[1] for c in commands] == ["run", "validate"]
+    (tmp_path / "train.py").write_text(script.group(1))
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        monkeypatch.setattr(keras_model, "_BUILDERS", {})
+        assert main(shlex.split(command)[1:]) == 0, command
+    best = tomllib.loads((tmp_path / "plan" / "best.toml").read_text())
+    assert best["args"]["model"] == f"script:{(tmp_path / 'train.py').resolve()}"
+    assert "+0.0%" in capsys.readouterr().out
