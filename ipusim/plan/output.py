@@ -45,6 +45,18 @@ def _script_of(args: dict[str, Any]) -> str:
     return f"the model of fit() number {fit} of {shlex.join([path, *argv])}"
 
 
+def _model_note(args: dict[str, Any]) -> str:
+    """``best.toml``'s note on how its model is rebuilt, for a Keras model's plan ("" else)."""
+    if _script_of(args):
+        return f"{_script_of(args)} (ipusim run --plan): re-running runs the script up to that fit"
+    if "model" in args and ":" not in str(args["model"]):
+        return (
+            "the model was given to ipusim.plan as an object or function, known only to the "
+            "planning process: to re-run this row elsewhere, plan its function as module:function"
+        )
+    return ""
+
+
 def best_toml(workload: str, args: dict[str, Any], throughput: float) -> str:
     """A validation row of the plan; its ``measured`` is the simulated throughput (flag E)."""
     lines = [
@@ -56,9 +68,8 @@ def best_toml(workload: str, args: dict[str, Any], throughput: float) -> str:
         f'workload = "{workload}"',
         'group = "plan"',
     ]
-    if _script_of(args):  # validate re-runs the script up to that fit to rebuild the model
-        note = f"{_script_of(args)} (ipusim run --plan); re-run, the script runs up to that fit"
-        lines.append(f"notes = {_toml_value(note)}")
+    if _model_note(args):
+        lines.append(f"notes = {_toml_value(_model_note(args))}")
     lines += ["", "[args]"]
     lines += [f'"{k}" = {_toml_value(v)}' for k, v in args.items()]
     return "\n".join(lines) + "\n"

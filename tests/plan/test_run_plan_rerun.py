@@ -4,6 +4,7 @@ model, and gets the planner's throughput; ``--plan-fit N`` plans another fit's m
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shlex
@@ -15,6 +16,7 @@ import pytest
 from ipusim.cli import main
 from ipusim.errors import ConfigurationError
 from ipusim.plan.script import parse_reference, script_model, script_reference
+from tests.plan.test_plan_cli import _sweep_reruns_the_fitting_plans
 from workloads import keras_model
 
 #: An IPU TensorFlow 2 script with two fits: an auto-named pipelined MLP ("first"), then a
@@ -92,6 +94,9 @@ def test_validate_reruns_the_best_plan_of_run_plan_in_a_fresh_registry(
     (row,) = json.loads(table.read_text())["rows"]
     assert row["id"] == "PLAN"
     assert row["predicted"] == pytest.approx(best["measured"], rel=1e-9)
+    monkeypatch.setattr(keras_model, "_BUILDERS", {})  # the study re-runs every fitting plan
+    with open(out / "plans.csv") as f:
+        _sweep_reruns_the_fitting_plans(out, list(csv.DictReader(f)))
 
 
 def test_plan_fit_plans_the_model_of_a_later_fit(tmp_path, capsys):
@@ -151,3 +156,17 @@ def test_the_docs_script_example_runs_as_shown(tmp_path, monkeypatch, capsys):
     best = tomllib.loads((tmp_path / "plan" / "best.toml").read_text())
     assert best["args"]["model"] == f"script:{(tmp_path / 'train.py').resolve()}"
     assert "+0.0%" in capsys.readouterr().out
+
+
+def test_best_toml_says_how_its_model_is_rebuilt(tmp_path):
+    from ipusim.plan.output import best_toml
+
+    def notes(model):
+        row = tomllib.loads(best_toml("keras_model", {"model": model}, 1.0))
+        return row.get("notes", "")
+
+    assert notes("tests.plan._models:mlp") == ""  # importable anywhere: nothing to say
+    assert "as module:function" in notes("plan-7f3a")  # a process-local name
+    script = script_reference(tmp_path / "train.py", ["--epochs", "2"], fit=3)
+    assert notes(script).startswith(f"the model of fit() number 3 of {tmp_path.resolve()}")
+    assert "train.py --epochs 2" in notes(script)
