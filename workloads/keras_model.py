@@ -31,11 +31,12 @@ def register(name: str, build: Callable[[], Any]) -> str:
     return name
 
 
-def builder(reference: str) -> Callable[[], Any]:
+def builder(reference: str, system: str | None = None) -> Callable[[], Any]:
     """The model function ``--model`` names: a registered name, a script reference
-    (``script:PATH ARG...``, :mod:`ipusim.plan.script`: the script runs now, up to that fit, and
-    its model is registered under the reference) or ``module:function``. The function it returns
-    checks that the model is compiled with a loss.
+    (``script:PATH ARG...``, :mod:`ipusim.plan.script`: the script runs now, up to that fit, on
+    ``system`` as ``ipusim run --system`` runs it, and its model is registered under the
+    reference) or ``module:function``. The function it returns checks that the model is
+    compiled with a loss.
 
     Raises:
         ConfigurationError: a reference of none of these forms.
@@ -44,7 +45,7 @@ def builder(reference: str) -> Callable[[], Any]:
 
     script = parse_reference(reference)
     if reference not in _BUILDERS and script is not None:
-        model = script_model(script[0], script[1], fit=script[2])
+        model = script_model(script[0], script[1], system, script[2])
         register(reference, lambda: model)
     if reference in _BUILDERS:
         return functools.partial(_compiled, _BUILDERS[reference], reference)
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> Any:
     args = common.parse(p, argv)
     if args.stages > 1 and len(args.split) != args.stages - 1:
         p.error(f"--stages {args.stages} needs {args.stages - 1} --split layer names")
-    build = builder(args.model)  # a script runs here, before this run configures the IPUs
+    # A script reference runs the script here, before this run configures the IPUs.
+    build = builder(args.model, args.system or None)
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = build()
