@@ -42,11 +42,25 @@ def script_reference(script: str | os.PathLike[str], args: Sequence[str] = (), f
 
 def parse_reference(reference: str) -> tuple[str, list[str], int] | None:
     """The script, its arguments and the fit number of a script reference; None for any other
-    reference (``module:function``, whose function part is an identifier, or a name)."""
+    reference (``module:function``, whose function part is an identifier, or a name).
+
+    Raises:
+        ConfigurationError: a script reference naming no script, or with unbalanced quotes.
+    """
     match = _REFERENCE.fullmatch(reference)
     if match is None or match.group(2).isidentifier():
         return None
-    words = shlex.split(match.group(2))
+    try:
+        words = shlex.split(match.group(2))
+    except ValueError as exc:
+        words, why = [], f" ({exc})"
+    else:
+        why = ""
+    if not words:
+        raise ConfigurationError(
+            f"a script reference is script:PATH ARG... (script@N:... for the Nth fit), quoted "
+            f"as a shell would; got {reference!r}{why}"
+        )
     return words[0], words[1:], int(match.group(1) or 1)
 
 

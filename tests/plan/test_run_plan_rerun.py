@@ -134,6 +134,9 @@ def test_script_references_round_trip_and_leave_module_functions_alone(tmp_path)
     assert parse_reference(script_reference(path)) == (str(path.resolve()), [], 1)
     assert parse_reference("script:build") is None  # a module named script, its function
     assert parse_reference("tests.plan._models:mlp") is None
+    for bad in ("script: ", "script:'train.py"):
+        with pytest.raises(ConfigurationError, match="script:PATH ARG"):
+            parse_reference(bad)
 
 
 def test_the_docs_script_example_runs_as_shown(tmp_path, monkeypatch, capsys):
