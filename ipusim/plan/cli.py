@@ -121,8 +121,9 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plan",
         action="store_true",
-        help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
-        "needs --system and --global-batch; -o is the planner's folder)",
+        help="plan the model SCRIPT trains at its first fit (or --plan-fit N) instead of "
+        "training it (stops there; needs --system and --global-batch; -o is the planner's "
+        "folder; best.toml names the script, so ipusim validate --folder re-runs it)",
     )
     p.add_argument(
         "--global-batch",
