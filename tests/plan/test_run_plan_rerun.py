@@ -173,3 +173,13 @@ def test_best_toml_says_how_its_model_is_rebuilt(tmp_path):
     script = script_reference(tmp_path / "train.py", ["--epochs", "2"], fit=3)
     assert notes(script).startswith(f"the model of fit() number 3 of {tmp_path.resolve()}")
     assert "train.py --epochs 2" in notes(script)
+
+
+def test_ipusim_plan_takes_a_script_reference(tmp_path):
+    import ipusim
+
+    path, built = _script(tmp_path)
+    reference = script_reference(path, fit=2)
+    result = ipusim.plan(reference, "M2000", 16, candidates=1, progress=False)
+    assert result.best["model"] == reference
+    assert built.read_text() == "first \nsecond \n"  # run once, up to its second fit
