@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +133,9 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plan",
         action="store_true",
-        help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
-        "needs --system and --global-batch; -o is the planner's folder)",
+        help="plan the model SCRIPT trains at its first fit (or --plan-fit N) instead of "
+        "training it (stops there; needs --system and --global-batch; -o is the planner's "
+        "folder; best.toml names the script, so ipusim validate --folder re-runs it)",
     )
     p.add_argument(
         "--global-batch",
@@ -144,22 +146,38 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
     _add_inference(p)
+    p.add_argument(
+        "--plan-fit",
+        type=int,
+        default=1,
+        help="with --plan: plan the model of the script's Nth fit() call (default 1: the first; "
+        "the fits before it run, none after)",
+    )
 
 
 def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
-    """``ipusim run --plan ... SCRIPT``: capture the script's model, then plan it."""
-    from ipusim.plan.script import script_model
+    """``ipusim run --plan ... SCRIPT``: capture the model of the script's ``--plan-fit``-th fit,
+    then plan it under its script reference (which ``best.toml`` names, so ``ipusim validate``
+    re-runs the script up to that fit in its own process)."""
+    from ipusim.plan.script import script_model, script_reference
     from ipusim.plan.search import plan
+    from workloads.keras_model import register
 
     if args.system is None or args.global_batch is None:
         raise ConfigurationError(
             "ipusim run --plan needs --system and --global-batch (e.g. --system POD16 "
             "--global-batch 1024)"
         )
-    model = script_model(args.script, tail, args.system)
+    model = script_model(args.script, tail, args.system, args.plan_fit)
+    reference = register(script_reference(args.script, tail, args.plan_fit), lambda: model)
+    print(
+        f"ipusim run --plan: planning the model {model.name!r} of fit() number {args.plan_fit} "
+        f"of {args.script} (the script stopped there; --plan-fit N plans another fit's model)",
+        file=sys.stderr,
+    )
     output = args.output or f"ipusim_plan/{Path(args.script).stem}"
     result = plan(
-        model,
+        reference,
         args.system,
         args.global_batch,
         budget_s=args.budget_s,

@@ -88,7 +88,7 @@ def _units(workload: str, args: dict[str, Any]) -> Units:
         )
     from ipusim.plan.space_model import layer_names
 
-    names = layer_names(str(args["model"]))
+    names = layer_names(str(args["model"]), needs_loss=False)
     return Units(
         names,
         lambda layer: layer,

@@ -210,7 +210,8 @@ def _what(target: Any, args: Mapping[str, Any] | None) -> tuple[str, dict[str, A
     from workloads.keras_model import builder, register
 
     if isinstance(target, str):
-        reference, build = target, builder(target)
+        # the loss is checked where the model is used (training needs one, predict not)
+        reference, build = target, builder(target, needs_loss=False)
     else:
         build = target if callable(target) and not hasattr(target, "fit") else lambda: target
         reference = f"plan-{id(target):x}"
