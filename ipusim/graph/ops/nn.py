@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
@@ -51,8 +52,80 @@ def _check_float_pair(op: str, a: TensorSpec, b: TensorSpec) -> None:
         )
 
 
+def _matrix(shape: Shape, transpose: bool) -> Shape:
+    """The (rows, columns) of ``op(x)`` for a tensor of ``shape`` (its last two dimensions)."""
+    return (shape[-1], shape[-2]) if transpose else (shape[-2], shape[-1])
+
+
+class _Product(Op):
+    """``op(a) @ op(b)``: the forward, gradient and cost shared by ``matmul`` and
+    ``batch_matmul`` (subclasses check shapes and name the kernels)."""
+
+    kind = "matmul"
+    rounds_half_outputs = True
+    #: ``(a, b, transpose_a, transpose_b) -> a @ b`` in float32 and, in half precision, the
+    #: AMP-unit version that also takes the :class:`~ipusim.kernels.amp.AmpProducts`.
+    _kernel: Callable[[Array, Array, bool, bool], Array]
+    _amp_kernel: Callable[[Array, Array, bool, bool, amp.AmpProducts], Array]
+
+    def forward(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> Array:
+        if computes_half(ctx):
+            products = amp_products(ctx, "matmul")
+            out = self._amp_kernel(a, b, transpose_a, transpose_b, products)
+            ctx.overflows = products.overflows
+            return out
+        return self._kernel(a, b, transpose_a, transpose_b)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        a, b = node.inputs
+        ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
+        bwd = node.attrs.get("available_memory_proportion_bwd")
+        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
+
+        def product(
+            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
+        ) -> Symbol:
+            return apply1(
+                self.name, x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra
+            )
+
+        # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
+        if not ta and not tb:
+            return [product(dy, b, transpose_b=True), product(a, dy, transpose_a=True)]
+        if ta and not tb:
+            return [product(b, dy, transpose_b=True), product(a, dy)]
+        if not ta and tb:
+            return [product(dy, b), product(dy, a, transpose_a=True)]
+        return [
+            product(b, dy, transpose_a=True, transpose_b=True),
+            product(dy, a, transpose_a=True, transpose_b=True),
+        ]
+
+    def cost(
+        self,
+        in_specs: Specs,
+        out_specs: Specs,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> OpCost:
+        k_dim = known_dims(_matrix(in_specs[0].shape, transpose_a))[1]  # costed shapes are known
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(2 * out_specs[0].size * k_dim, read, written, "matmul")
+
+
 @register
-class MatMul(Op):
+class MatMul(_Product):
     """2-D matrix product ``op(a) @ op(b)``; ``op`` transposes when ``transpose_a/b`` is set.
 
     In half precision the partial sums follow the AMP unit (:mod:`ipusim.kernels.amp`).
@@ -64,8 +137,8 @@ class MatMul(Op):
     """
 
     name = "matmul"
-    kind = "matmul"
-    rounds_half_outputs = True
+    _kernel = staticmethod(k.matmul)
+    _amp_kernel = staticmethod(amp.matmul)
 
     def infer(
         self,
@@ -82,71 +155,14 @@ class MatMul(Op):
                 f"matmul expects 2-D operands, received shapes {a.shape} and {b.shape}"
             )
         _check_float_pair("matmul", a, b)
-        m, ka = (a.shape[1], a.shape[0]) if transpose_a else a.shape
-        kb, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
+        m, ka = _matrix(a.shape, transpose_a)
+        kb, n = _matrix(b.shape, transpose_b)
         if ka is not None and kb is not None and ka != kb:
             raise ConfigurationError(
                 f"matmul inner dimensions differ: {a.shape}{'ᵀ' if transpose_a else ''} times "
                 f"{b.shape}{'ᵀ' if transpose_b else ''} ({ka} != {kb})"
             )
         return TensorSpec((m, n), a.dtype)
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        a: Array,
-        b: Array,
-        *,
-        transpose_a: bool = False,
-        transpose_b: bool = False,
-        **_: float,
-    ) -> Array:
-        if computes_half(ctx):
-            products = amp_products(ctx, "matmul")
-            out = amp.matmul(a, b, transpose_a, transpose_b, products)
-            ctx.overflows = products.overflows
-            return out
-        return k.matmul(a, b, transpose_a, transpose_b)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        a, b = node.inputs
-        ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
-        bwd = node.attrs.get("available_memory_proportion_bwd")
-        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
-
-        def matmul(
-            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
-        ) -> Symbol:
-            return apply1("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
-
-        # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
-        if not ta and not tb:
-            da, db = matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)
-        elif ta and not tb:
-            da, db = matmul(b, dy, transpose_b=True), matmul(a, dy)
-        elif not ta and tb:
-            da, db = matmul(dy, b), matmul(dy, a, transpose_a=True)
-        else:
-            da, db = (
-                matmul(b, dy, transpose_a=True, transpose_b=True),
-                matmul(dy, a, transpose_a=True, transpose_b=True),
-            )
-        return [da, db]
-
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        transpose_a: bool = False,
-        transpose_b: bool = False,
-        **_: float,
-    ) -> OpCost:
-        a = in_specs[0]
-        k_dim = known_dims(a.shape)[0 if transpose_a else 1]  # costed shapes are known
-        m, n = known_dims(out_specs[0].shape)
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(2 * m * n * k_dim, read, written, "matmul")
 
 
 def matmul(
