@@ -23,7 +23,6 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -405,37 +404,6 @@ def one_hot(
     return add(multiply(hot, scale), np.asarray(off, dtype=dtype))
 
 
-#: ``tf.math``.
-math = SimpleNamespace(
-    abs=abs,
-    add=add,
-    argmax=argmax,
-    divide=divide,
-    equal=equal,
-    exp=exp,
-    greater=greater,
-    greater_equal=greater_equal,
-    less=less,
-    less_equal=less_equal,
-    logical_and=logical_and,
-    logical_or=logical_or,
-    not_equal=not_equal,
-    log=log,
-    maximum=maximum,
-    minimum=minimum,
-    multiply=multiply,
-    negative=negative,
-    reduce_max=reduce_max,
-    reduce_mean=reduce_mean,
-    reduce_min=reduce_min,
-    reduce_sum=reduce_sum,
-    sigmoid=sigmoid,
-    sqrt=sqrt,
-    square=square,
-    subtract=subtract,
-    tanh=tanh,
-)
-
 truediv = divide
 
 __all__ = [
@@ -463,7 +431,6 @@ __all__ = [
     "identity",
     "log",
     "log_softmax",
-    "math",
     "matmul",
     "maximum",
     "minimum",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -21,36 +21,52 @@ from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
 
-_lock = threading.Lock()
-_ids = itertools.count(1)
-_QUEUES: dict[int, weakref.ref] = {}
-
 #: The value of a side-effect node's dummy output.
 TOKEN = np.zeros((), dtype=np.int32)
 
-
-def register_queue(queue: Any) -> int:
-    """Give ``queue`` an id that graph nodes can name (the registry holds a weak reference)."""
-    with _lock:
-        queue_id = next(_ids)
-        _QUEUES[queue_id] = weakref.ref(queue)
-    return queue_id
+T = TypeVar("T")
 
 
-def lookup_queue(queue_id: int) -> Any:
-    """The queue registered under ``queue_id``.
+class WeakRegistry(Generic[T]):
+    """Objects that graph nodes name by an int id, held by weak reference.
 
-    Raises:
-        RuntimeError: the queue no longer exists (it was deleted while a graph still names it).
+    Args:
+        what: The objects in error messages ("outfeed queue").
+        use: How a traced function uses one ("enqueues to it").
+        owner: The user's object to keep alive ("IPUOutfeedQueue").
     """
-    ref = _QUEUES.get(queue_id)
-    queue = ref() if ref is not None else None
-    if queue is None:
-        raise IncompatibleStateError(
-            f"outfeed queue #{queue_id} was deleted while a traced function still enqueues to "
-            "it; keep the IPUOutfeedQueue alive as long as the function runs"
-        )
-    return queue
+
+    def __init__(self, what: str, use: str, owner: str) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._refs: dict[int, weakref.ref[T]] = {}
+        self._what, self._use, self._owner = what, use, owner
+
+    def register(self, obj: T) -> int:
+        """Give ``obj`` an id that graph nodes can name."""
+        with self._lock:
+            obj_id = next(self._ids)
+            self._refs[obj_id] = weakref.ref(obj)
+        return obj_id
+
+    def lookup(self, obj_id: int) -> T:
+        """The object registered under ``obj_id``.
+
+        Raises:
+            IncompatibleStateError: it was deleted while a traced function still names it.
+        """
+        ref = self._refs.get(obj_id)
+        obj = ref() if ref is not None else None
+        if obj is None:
+            raise IncompatibleStateError(
+                f"{self._what} #{obj_id} was deleted while a traced function still {self._use}; "
+                f"keep the {self._owner} alive as long as the function runs"
+            )
+        return obj
+
+
+_QUEUES: WeakRegistry[Any] = WeakRegistry("outfeed queue", "enqueues to it", "IPUOutfeedQueue")
+register_queue, lookup_queue = _QUEUES.register, _QUEUES.lookup
 
 
 @register
