@@ -69,14 +69,22 @@ _QUEUES: WeakRegistry[Any] = WeakRegistry("outfeed queue", "enqueues to it", "IP
 register_queue, lookup_queue = _QUEUES.register, _QUEUES.lookup
 
 
+class FreeOp(Op):
+    """A data-movement node that costs nothing on the IPU (what it moves is timed elsewhere)."""
+
+    kind = "data_movement"
+
+    def cost(self, in_specs: Any, out_specs: Any, **attrs: Any) -> OpCost:
+        return OpCost(0, 0, 0, "data_movement")
+
+
 @register
-class OutfeedEnqueue(Op):
+class OutfeedEnqueue(FreeOp):
     """Hand the inputs (one element) to an outfeed queue. Attributes: ``queue_id``,
     ``structure`` (the enqueued nest, leaves replaced by their flat index) and ``passthrough``
     (-1, or the index of the last input, which is returned unchanged and not enqueued)."""
 
     name = "outfeed_enqueue"
-    kind = "data_movement"
 
     def infer(self, *specs: TensorSpec, queue_id: int, structure: Any, passthrough: int):
         if passthrough >= 0:
@@ -96,9 +104,6 @@ class OutfeedEnqueue(Op):
         if passthrough >= 0:
             grads[passthrough] = dy
         return grads
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 def outfeed_enqueue(
