@@ -5,6 +5,9 @@ queue registered under ``queue_id``. Its output is either one of its inputs pass
 unchanged (``passthrough`` >= 0, so a Keras layer can place it on the data path and the gradient
 flows through), or a dummy int32 scalar that the runtime fetches as a side effect. It costs
 nothing on the IPU: the transfer to the host is timed by the engine from the step's outfeed bytes.
+
+Also here, for the other runtime nodes: :class:`WeakRegistry` (the ids nodes name queues and host
+tables by) and :class:`FreeOp` (a data-movement node that costs nothing on the IPU).
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from ipusim.graph.spec import TensorSpec
 #: The value of a side-effect node's dummy output.
 TOKEN = np.zeros((), dtype=np.int32)
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-class WeakRegistry(Generic[T]):
+class WeakRegistry(Generic[_T]):
     """Objects that graph nodes name by an int id, held by weak reference.
 
     Args:
@@ -39,17 +42,17 @@ class WeakRegistry(Generic[T]):
     def __init__(self, what: str, use: str, owner: str) -> None:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._refs: dict[int, weakref.ref[T]] = {}
+        self._refs: dict[int, weakref.ref[_T]] = {}
         self._what, self._use, self._owner = what, use, owner
 
-    def register(self, obj: T) -> int:
+    def register(self, obj: _T) -> int:
         """Give ``obj`` an id that graph nodes can name."""
         with self._lock:
             obj_id = next(self._ids)
             self._refs[obj_id] = weakref.ref(obj)
         return obj_id
 
-    def lookup(self, obj_id: int) -> T:
+    def lookup(self, obj_id: int) -> _T:
         """The object registered under ``obj_id``.
 
         Raises:
