@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -244,13 +244,20 @@ def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
     return apply1("bias_add", x, bias)
 
 
-def _cost(name: str, size: int, in_specs: Specs, out_specs: Specs, kind: str) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(FLOPS_PER_ELEMENT[name] * size, read, written, kind)
+class _PerElement(Op):
+    """An op costing :data:`FLOPS_PER_ELEMENT` ``[name]`` per element of its output (of input
+    ``sized_by_input`` when set: the losses' logits)."""
+
+    sized_by_input: ClassVar[int | None] = None
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
+        sized = out_specs[0] if self.sized_by_input is None else in_specs[self.sized_by_input]
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(FLOPS_PER_ELEMENT[self.name] * sized.size, read, written, self.kind)
 
 
 # ---------------------------------------------------------------------------- softmax
-class _Softmax(Op):
+class _Softmax(_PerElement):
     kind = "reduction"
 
     def infer(self, x: TensorSpec, *, axis: int = -1) -> TensorSpec:
@@ -261,9 +268,6 @@ class _Softmax(Op):
             )
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
 @register
@@ -355,11 +359,12 @@ def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
 
 
 @register
-class SparseSoftmaxCrossEntropy(Op):
+class SparseSoftmaxCrossEntropy(_PerElement):
     """Per-example ``-log(softmax(logits)[label])``; labels are class indices."""
 
     name = "sparse_softmax_cross_entropy_with_logits"
     kind = "reduction"
+    sized_by_input = 1
 
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_sparse(self.name, labels, logits), logits.dtype)
@@ -371,12 +376,9 @@ class SparseSoftmaxCrossEntropy(Op):
         labels, logits = node.inputs
         return [None, apply1("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SparseSoftmaxCrossEntropyGrad(Op):
+class SparseSoftmaxCrossEntropyGrad(_PerElement):
     """``(softmax(logits) - onehot(labels)) * dy[..., None]``, fused."""
 
     name = "sparse_softmax_cross_entropy_grad"
@@ -390,9 +392,6 @@ class SparseSoftmaxCrossEntropyGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy_grad(dy, labels, logits)
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
@@ -400,11 +399,12 @@ def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
 
 
 @register
-class SoftmaxCrossEntropy(Op):
+class SoftmaxCrossEntropy(_PerElement):
     """Per-example ``-sum(labels * log_softmax(logits))`` over the last axis."""
 
     name = "softmax_cross_entropy_with_logits"
     kind = "reduction"
+    sized_by_input = 1
 
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_dense(self.name, labels, logits)[:-1], logits.dtype)
@@ -419,12 +419,9 @@ class SoftmaxCrossEntropy(Op):
             for w in ("labels", "logits")
         ]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SoftmaxCrossEntropyGrad(Op):
+class SoftmaxCrossEntropyGrad(_PerElement):
     """Gradient w.r.t. ``wrt``: logits ``(softmax * sum(labels) - labels) * dy`` (TF's
     ``softmax - labels`` for labels that sum to 1), or labels ``-log_softmax(logits) * dy``."""
 
@@ -447,12 +444,9 @@ class SoftmaxCrossEntropyGrad(Op):
     ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SigmoidCrossEntropy(Op):
+class SigmoidCrossEntropy(_PerElement):
     """Elementwise ``max(x, 0) - x z + log(1 + exp(-|x|))`` for logits x and labels z."""
 
     name = "sigmoid_cross_entropy_with_logits"
@@ -474,12 +468,9 @@ class SigmoidCrossEntropy(Op):
             apply1("sigmoid_cross_entropy_grad", dy, labels, logits),
         ]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SigmoidCrossEntropyGrad(Op):
+class SigmoidCrossEntropyGrad(_PerElement):
     """``(sigmoid(logits) - labels) * dy``."""
 
     name = "sigmoid_cross_entropy_grad"
@@ -493,9 +484,6 @@ class SigmoidCrossEntropyGrad(Op):
 
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy_grad_logits(dy, labels, logits)
-
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:
