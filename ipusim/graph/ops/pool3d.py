@@ -20,7 +20,7 @@ from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import check_same_dtype, normalize_padding
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
 from ipusim.graph.spec import Array, Shape, TensorSpec
-from ipusim.kernels import pool3d as kp3
+from ipusim.kernels import pool as kp3
 
 _ACTS = "(batch, depth, height, width, channels)"
 
