@@ -21,8 +21,8 @@ import numpy as np
 
 from ipusim._jit import kernel
 
-Pair = tuple[int, int]
-Triple = tuple[int, int, int]
+#: A window argument (size, strides or padding): a pair in 2-D, a triple in 3-D.
+Window = tuple[int, ...]
 
 
 @kernel
@@ -182,7 +182,7 @@ def _global_avg_pool_grad(dy, dx3):
                 dx3[n, p, ch] = dy[n, ch] * inv
 
 
-def _geometry(*windows: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+def _geometry(*windows: Window) -> tuple[np.ndarray, ...]:
     """The kernels' ``pool, strides, pads``: 2-D ones get a unit depth (1, 1, 0) in front."""
     return tuple(
         np.asarray((fill,) * (3 - len(v)) + tuple(v), dtype=np.int64)
@@ -198,10 +198,10 @@ def _volume(x: np.ndarray) -> np.ndarray:
 
 def _forward(
     x: np.ndarray,
-    out_size: tuple[int, ...],
-    pool: tuple[int, ...],
-    strides: tuple[int, ...],
-    pads: tuple[int, ...],
+    out_size: Window,
+    pool: Window,
+    strides: Window,
+    pads: Window,
     is_max: bool,
 ) -> np.ndarray:
     """Run :func:`_pool` on ``x`` (NHWC or NDHWC) into a new ``(N, *out_size, C)``."""
@@ -213,10 +213,10 @@ def _forward(
 
 def _avg_grad(
     dy: np.ndarray,
-    input_size: tuple[int, ...],
-    pool: tuple[int, ...],
-    strides: tuple[int, ...],
-    pads: tuple[int, ...],
+    input_size: Window,
+    pool: Window,
+    strides: Window,
+    pads: Window,
 ) -> np.ndarray:
     """Run :func:`_avg_pool_grad` for an input of spatial size ``input_size`` (2 or 3 axes)."""
     dy = np.ascontiguousarray(dy)
@@ -225,13 +225,15 @@ def _avg_grad(
     return dx
 
 
-def max_pool2d(x: np.ndarray, out_hw: Pair, pool: Pair, strides: Pair, pads: Pair) -> np.ndarray:
+def max_pool2d(
+    x: np.ndarray, out_hw: Window, pool: Window, strides: Window, pads: Window
+) -> np.ndarray:
     """Max pooling of NHWC ``x``; returns ``(N, Ho, Wo, C)``."""
     return _forward(x, out_hw, pool, strides, pads, True)
 
 
 def max_pool2d_grad(
-    x: np.ndarray, dy: np.ndarray, pool: Pair, strides: Pair, pads: Pair
+    x: np.ndarray, dy: np.ndarray, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Gradient of :func:`max_pool2d` w.r.t. ``x``: each ``dy`` goes to its window's first max."""
     x = np.ascontiguousarray(x)
@@ -242,13 +244,15 @@ def max_pool2d_grad(
     return dx
 
 
-def avg_pool2d(x: np.ndarray, out_hw: Pair, pool: Pair, strides: Pair, pads: Pair) -> np.ndarray:
+def avg_pool2d(
+    x: np.ndarray, out_hw: Window, pool: Window, strides: Window, pads: Window
+) -> np.ndarray:
     """Average pooling of NHWC ``x`` over the real (unpadded) pixels of each window."""
     return _forward(x, out_hw, pool, strides, pads, False)
 
 
 def avg_pool2d_grad(
-    dy: np.ndarray, input_hw: Pair, pool: Pair, strides: Pair, pads: Pair
+    dy: np.ndarray, input_hw: Window, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of spatial size ``input_hw``."""
     return _avg_grad(dy, input_hw, pool, strides, pads)
@@ -263,7 +267,7 @@ def global_avg_pool2d(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def global_avg_pool2d_grad(dy: np.ndarray, input_hw: Pair) -> np.ndarray:
+def global_avg_pool2d_grad(dy: np.ndarray, input_hw: Window) -> np.ndarray:
     """Gradient of :func:`global_avg_pool2d`: ``dy / (H*W)`` spread over every pixel."""
     dy = np.ascontiguousarray(dy)
     n, c = dy.shape
@@ -274,14 +278,14 @@ def global_avg_pool2d_grad(dy: np.ndarray, input_hw: Pair) -> np.ndarray:
 
 
 def max_pool3d(
-    x: np.ndarray, out_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
+    x: np.ndarray, out_dhw: Window, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Max pooling of ``x`` (N, D, H, W, C); returns ``(N, Do, Ho, Wo, C)``."""
     return _forward(x, out_dhw, pool, strides, pads, True)
 
 
 def max_pool3d_grad(
-    x: np.ndarray, y: np.ndarray, dy: np.ndarray, pool: Triple, strides: Triple, pads: Triple
+    x: np.ndarray, y: np.ndarray, dy: np.ndarray, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Gradient of :func:`max_pool3d` w.r.t. ``x`` (``y`` its output): every tie of a window's
     maximum receives the window's ``dy``."""
@@ -293,14 +297,14 @@ def max_pool3d_grad(
 
 
 def avg_pool3d(
-    x: np.ndarray, out_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
+    x: np.ndarray, out_dhw: Window, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Average pooling of ``x`` (N, D, H, W, C) over the real voxels of each window."""
     return _forward(x, out_dhw, pool, strides, pads, False)
 
 
 def avg_pool3d_grad(
-    dy: np.ndarray, input_dhw: Triple, pool: Triple, strides: Triple, pads: Triple
+    dy: np.ndarray, input_dhw: Window, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
     """Gradient of :func:`avg_pool3d` w.r.t. its input of spatial size ``input_dhw``."""
     return _avg_grad(dy, input_dhw, pool, strides, pads)
