@@ -197,12 +197,7 @@ def _volume(x: np.ndarray) -> np.ndarray:
 
 
 def _forward(
-    x: np.ndarray,
-    out_size: Window,
-    pool: Window,
-    strides: Window,
-    pads: Window,
-    is_max: bool,
+    x: np.ndarray, out_size: Window, pool: Window, strides: Window, pads: Window, is_max: bool
 ) -> np.ndarray:
     """Run :func:`_pool` on ``x`` (NHWC or NDHWC) into a new ``(N, *out_size, C)``."""
     x = np.ascontiguousarray(x)
@@ -211,31 +206,39 @@ def _forward(
     return out
 
 
-def _avg_grad(
-    dy: np.ndarray,
-    input_size: Window,
-    pool: Window,
-    strides: Window,
-    pads: Window,
+def max_pool(
+    x: np.ndarray, out_size: Window, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
-    """Run :func:`_avg_pool_grad` for an input of spatial size ``input_size`` (2 or 3 axes)."""
+    """Max pooling of ``x`` (NHWC or NDHWC); returns ``(N, *out_size, C)``."""
+    return _forward(x, out_size, pool, strides, pads, True)
+
+
+def avg_pool(
+    x: np.ndarray, out_size: Window, pool: Window, strides: Window, pads: Window
+) -> np.ndarray:
+    """Average pooling of ``x`` (NHWC or NDHWC) over the real (unpadded) elements of each window."""
+    return _forward(x, out_size, pool, strides, pads, False)
+
+
+def avg_pool_grad(
+    dy: np.ndarray, input_size: Window, pool: Window, strides: Window, pads: Window
+) -> np.ndarray:
+    """Gradient of :func:`avg_pool` w.r.t. its input of spatial size ``input_size``."""
     dy = np.ascontiguousarray(dy)
     dx = np.empty((dy.shape[0], *input_size, dy.shape[-1]), dtype=dy.dtype)
     _avg_pool_grad(_volume(dy), *_geometry(pool, strides, pads), dy.ndim == 4, _volume(dx))
     return dx
 
 
-def max_pool2d(
-    x: np.ndarray, out_hw: Window, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Max pooling of NHWC ``x``; returns ``(N, Ho, Wo, C)``."""
-    return _forward(x, out_hw, pool, strides, pads, True)
+max_pool2d = max_pool3d = max_pool
+avg_pool2d = avg_pool3d = avg_pool
+avg_pool2d_grad = avg_pool3d_grad = avg_pool_grad
 
 
 def max_pool2d_grad(
     x: np.ndarray, dy: np.ndarray, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
-    """Gradient of :func:`max_pool2d` w.r.t. ``x``: each ``dy`` goes to its window's first max."""
+    """Gradient of :func:`max_pool` of an NHWC ``x``: each ``dy`` goes to its window's first max."""
     x = np.ascontiguousarray(x)
     n, h, w, c = x.shape
     dx = np.empty_like(x)
@@ -244,18 +247,16 @@ def max_pool2d_grad(
     return dx
 
 
-def avg_pool2d(
-    x: np.ndarray, out_hw: Window, pool: Window, strides: Window, pads: Window
+def max_pool3d_grad(
+    x: np.ndarray, y: np.ndarray, dy: np.ndarray, pool: Window, strides: Window, pads: Window
 ) -> np.ndarray:
-    """Average pooling of NHWC ``x`` over the real (unpadded) pixels of each window."""
-    return _forward(x, out_hw, pool, strides, pads, False)
-
-
-def avg_pool2d_grad(
-    dy: np.ndarray, input_hw: Window, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Gradient of :func:`avg_pool2d` w.r.t. its input of spatial size ``input_hw``."""
-    return _avg_grad(dy, input_hw, pool, strides, pads)
+    """Gradient of :func:`max_pool` of an NDHWC ``x`` (``y`` its output): every tie of a window's
+    maximum receives the window's ``dy``."""
+    x = np.ascontiguousarray(x)
+    dx = np.empty_like(x)
+    y, dy = np.ascontiguousarray(y), np.ascontiguousarray(dy)
+    _max_pool3d_grad(x, y, dy, *_geometry(pool, strides, pads), dx)
+    return dx
 
 
 def global_avg_pool2d(x: np.ndarray) -> np.ndarray:
@@ -275,36 +276,3 @@ def global_avg_pool2d_grad(dy: np.ndarray, input_hw: Window) -> np.ndarray:
     dx = np.empty((n, h, w, c), dtype=dy.dtype)
     _global_avg_pool_grad(dy, dx.reshape(n, h * w, c))
     return dx
-
-
-def max_pool3d(
-    x: np.ndarray, out_dhw: Window, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Max pooling of ``x`` (N, D, H, W, C); returns ``(N, Do, Ho, Wo, C)``."""
-    return _forward(x, out_dhw, pool, strides, pads, True)
-
-
-def max_pool3d_grad(
-    x: np.ndarray, y: np.ndarray, dy: np.ndarray, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Gradient of :func:`max_pool3d` w.r.t. ``x`` (``y`` its output): every tie of a window's
-    maximum receives the window's ``dy``."""
-    x = np.ascontiguousarray(x)
-    dx = np.empty_like(x)
-    y, dy = np.ascontiguousarray(y), np.ascontiguousarray(dy)
-    _max_pool3d_grad(x, y, dy, *_geometry(pool, strides, pads), dx)
-    return dx
-
-
-def avg_pool3d(
-    x: np.ndarray, out_dhw: Window, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Average pooling of ``x`` (N, D, H, W, C) over the real voxels of each window."""
-    return _forward(x, out_dhw, pool, strides, pads, False)
-
-
-def avg_pool3d_grad(
-    dy: np.ndarray, input_dhw: Window, pool: Window, strides: Window, pads: Window
-) -> np.ndarray:
-    """Gradient of :func:`avg_pool3d` w.r.t. its input of spatial size ``input_dhw``."""
-    return _avg_grad(dy, input_dhw, pool, strides, pads)
