@@ -4,6 +4,8 @@ Windows follow TensorFlow's padding rules (see :mod:`ipusim.graph.ops._window`).
 contributes: max pooling ignores it and average pooling divides by the number of real pixels in each
 window, as TensorFlow does. ``max_pool2d_grad`` routes each gradient to the first maximum of its
 window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_size`` as in Keras.
+:class:`PoolOp` and its forward and average-gradient forms also serve the 3-D ops
+(:mod:`ipusim.graph.ops.pool3d`).
 """
 
 from __future__ import annotations
