@@ -194,39 +194,47 @@ class MaxPool2D(PoolForward):
         return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
 
-@register
-class MaxPool2DGrad(PoolOp):
-    """Gradient of max_pool2d: each ``dy`` goes to the first maximum (row-major) of its window."""
+class MaxPoolGrad(PoolOp):
+    """Gradient of a max pool, by ``kernel_fn(x, *fwd, dy, pool, strides, pads)``: the inputs are
+    ``x`` and ``dy`` (2-D), or ``x``, the forward output ``y`` and ``dy`` (3-D)."""
 
-    name = "max_pool2d_grad"
-    pooled = "the max_pool2d output shape"
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(
         self,
         x: TensorSpec,
-        dy: TensorSpec,
-        *,
+        *pooled: TensorSpec,
         pool_size: object,
         strides: object = None,
         padding: object = "VALID",
     ) -> TensorSpec:
         expected = self._out_spec(x, pool_size, strides, padding)
-        check_same_dtype(self.name, x, dy)
-        self._check_dy(dy, expected)
+        for spec in (pooled[-1], *pooled[:-1]):  # dy first, as the checks have always run
+            check_same_dtype(self.name, x, spec)
+        for spec in pooled:
+            self._check_dy(spec, expected)
         return x.with_shape(x.shape)
 
     def forward(
         self,
         ctx: ExecContext,
         x: Array,
-        dy: Array,
-        *,
+        *pooled: Array,
         pool_size: object,
         strides: object = None,
         padding: object = "VALID",
     ) -> Array:
-        _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
-        return kp.max_pool2d_grad(x, dy, pool, strides, pads)
+        _, pool, strides, pads = self._geometry(x.shape[1:-1], pool_size, strides, padding)
+        return self.kernel_fn(x, *pooled, pool, strides, pads)
+
+
+@register
+class MaxPool2DGrad(MaxPoolGrad):
+    """Gradient of max_pool2d: each ``dy`` goes to the first maximum (row-major) of its window."""
+
+    name = "max_pool2d_grad"
+    pooled = "the max_pool2d output shape"
+    kernel_fn = staticmethod(kp.max_pool2d_grad)
 
 
 def max_pool2d(

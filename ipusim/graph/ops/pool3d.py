@@ -13,13 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
-from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import register
-from ipusim.graph.ops._window import check_same_dtype
 from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
-from ipusim.graph.ops.pool import LAYOUTS, AvgPoolGrad, PoolForward, PoolOp, Window, pool_attrs
-from ipusim.graph.spec import Array, Shape, TensorSpec
+from ipusim.graph.ops.pool import (
+    LAYOUTS,
+    AvgPoolGrad,
+    MaxPoolGrad,
+    PoolForward,
+    PoolOp,
+    Window,
+    pool_attrs,
+)
+from ipusim.graph.spec import Shape, TensorSpec
 from ipusim.kernels import pool as kp
 
 
@@ -53,41 +59,11 @@ class MaxPool3D(_Volume, PoolForward):
 
 
 @register
-class MaxPool3DGrad(_Volume):
+class MaxPool3DGrad(_Volume, MaxPoolGrad):
     """Gradient of max_pool3d: each ``dy`` goes to every voxel equal to its window's maximum."""
 
     name = "max_pool3d_grad"
-
-    def infer(
-        self,
-        x: TensorSpec,
-        y: TensorSpec,
-        dy: TensorSpec,
-        *,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> TensorSpec:
-        expected = self._out_spec(x, pool_size, strides, padding)
-        check_same_dtype(self.name, x, dy)
-        check_same_dtype(self.name, x, y)
-        self._check_dy(y, expected)
-        self._check_dy(dy, expected)
-        return x
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        y: Array,
-        dy: Array,
-        *,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> Array:
-        _, pool, strides, pads = self._geometry(x.shape[1:4], pool_size, strides, padding)
-        return kp.max_pool3d_grad(x, y, dy, pool, strides, pads)
+    kernel_fn = staticmethod(kp.max_pool3d_grad)
 
 
 @register
