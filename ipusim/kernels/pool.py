@@ -109,11 +109,9 @@ def _max_pool2d_grad(x3, dy, ph, pw, sh, sw, pt, pl, w, dx3):
         xn = x3[n]
         dxn = dx3[n]
         for oh in range(ho):
-            h0 = oh * sh - pt
-            hs, he = max(h0, 0), min(h0 + ph, h)
+            hs, he = _window(oh, h, ph, sh, pt)
             for ow in range(wo):
-                w0 = ow * sw - pl
-                ws, we = max(w0, 0), min(w0 + pw, w)
+                ws, we = _window(ow, w, pw, sw, pl)
                 if hs >= he or ws >= we:
                     continue
                 first = hs * w + ws
