@@ -78,7 +78,7 @@ class ConvFamilyOp(Op):
         )
 
     @classmethod
-    def _extra(cls, op: str, groups: object) -> dict[str, object]:
+    def _extra(cls, op: str, groups: object) -> dict[str, Any]:
         """The family's attributes besides the window's (``groups`` of the grouped ops)."""
         return {}
 

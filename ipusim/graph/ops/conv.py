@@ -81,8 +81,6 @@ class _ConvBase(ConvFamilyOp):
     #: In half precision the GEMMs round their partial sums as the AMP unit does
     #: (:mod:`ipusim.kernels.amp`); the op rounds its own output.
     rounds_half_outputs = True
-    #: ``check(op, arg, spec, layout)``: a float tensor of rank ``nd + 2`` laid out as ``layout``.
-    _check_tensor: ClassVar[Callable[[str, str, TensorSpec, str], None]] = staticmethod(check_nhwc)
     _acts: ClassVar[str] = "(batch, height, width, channels)"
     _filters: ClassVar[str] = "(height, width, in_channels, out_channels)"
     #: The filters in the channel-mismatch message, before their shape.
@@ -135,7 +133,8 @@ class _ConvBase(ConvFamilyOp):
         return 2 * math.prod(known_dims(big.shape[:-1])) * math.prod(known_dims(filter_shape))
 
     def _check(self, arg: str, spec: TensorSpec, layout: str = "") -> None:
-        self._check_tensor(self.name, arg, spec, layout or self._acts)
+        """Raise unless ``spec`` is a float tensor of rank ``nd + 2`` (``layout``: activations)."""
+        check_nhwc(self.name, arg, spec, layout or self._acts)
 
     def _channels(self, what: str, got: int | None, filter_shape: Shape, axis: int) -> None:
         check_channels(self.name, what, got, self._filters_said, filter_shape, axis)

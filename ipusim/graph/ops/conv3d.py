@@ -80,11 +80,13 @@ class _Conv3DBase(_ConvBase):
     nd = 3
     _normalize = staticmethod(normalize_triple)
     _geometry = staticmethod(volume_geometry)
-    _check_tensor = staticmethod(_check_5d)
     _acts = "(batch, depth, height, width, channels)"
     _filters = "(depth, height, width, in_channels, out_channels)"
     _filters_said = "the filters "
     _gives = "the forward convolution gives "
+
+    def _check(self, arg: str, spec: TensorSpec, layout: str = "") -> None:
+        _check_5d(self.name, arg, spec, layout or self._acts)
 
 
 @register

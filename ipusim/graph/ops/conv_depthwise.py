@@ -81,13 +81,11 @@ class DepthwiseConv2D(_Depthwise, ConvForward):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
         check_same_dtype(self.name, x, filters)
         _check_depthwise_filters(self.name, x.shape[3], filters, "x")
-        (ho, wo), _ = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
         c, m = known_dims(filters.shape)[2:4]  # filters have known sizes
         return TensorSpec((x.shape[0], ho, wo, c * m), x.dtype)
 
@@ -109,7 +107,7 @@ class DepthwiseConv2DBackpropInput(_Depthwise, ConvBackpropInput):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, dy, filters)
         check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
@@ -119,9 +117,7 @@ class DepthwiseConv2DBackpropInput(_Depthwise, ConvBackpropInput):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters give {c}·{m} = {c * m}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters.shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, input_shape)
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
@@ -146,7 +142,7 @@ class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, x, dy)
@@ -164,9 +160,7 @@ class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape} "
                 f"gives {channels}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, x.shape[1:3], filter_shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, x.shape)
         return fspec
 

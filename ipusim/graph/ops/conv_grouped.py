@@ -65,7 +65,7 @@ class _Grouped(ConvFamilyOp):
     stem = "grouped_conv2d"
 
     @classmethod
-    def _extra(cls, op: str, groups: object) -> dict[str, object]:
+    def _extra(cls, op: str, groups: object) -> dict[str, Any]:
         return {"groups": _check_positive_groups(op, groups)}
 
     def _kernel(
@@ -116,15 +116,13 @@ class GroupedConv2D(_Grouped, ConvForward):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
         check_same_dtype(self.name, x, filters)
         _check_grouped(self.name, x.shape[3], filters.shape, groups, "x")
-        (ho, wo), _ = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
         return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
 
 
@@ -146,7 +144,7 @@ class GroupedConv2DBackpropInput(_Grouped, ConvBackpropInput):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "dy", dy)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
@@ -157,9 +155,7 @@ class GroupedConv2DBackpropInput(_Grouped, ConvBackpropInput):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters {filters.shape[3]}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters.shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, input_shape)
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
@@ -182,7 +178,7 @@ class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
         padding: str = "VALID",
         dilation_rate: object = (1, 1),
     ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, strides, padding, dilation_rate)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
@@ -198,9 +194,7 @@ class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape[3]}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, x.shape[1:3], filter_shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, x.shape)
         return TensorSpec(filter_shape, x.dtype)
 
