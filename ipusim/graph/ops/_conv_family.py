@@ -68,9 +68,12 @@ class ConvFamilyOp(Op):
 
     @classmethod
     def _attrs(
-        cls, op: str, strides: object, padding: object, dilation_rate: object
+        cls, op: str, strides: object = 1, padding: object = "VALID", dilation_rate: object = 1
     ) -> tuple[Any, str, Any]:
-        """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding."""
+        """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding.
+
+        The window attributes of every op of a family and their defaults (``**window`` in the
+        ops' methods)."""
         return (
             cls._normalize(op, "strides", strides),
             normalize_padding(op, padding),

@@ -150,16 +150,8 @@ class _ConvBase(ConvFamilyOp):
 
 
 class _DenseForward(_ConvBase, ConvForward):
-    def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+    def infer(self, x: TensorSpec, filters: TensorSpec, **window_attrs: object) -> TensorSpec:
+        window = self._attrs(self.name, **window_attrs)
         nd = self.nd
         self._check("x", x)
         self._check("filters", filters, self._filters)
@@ -171,16 +163,9 @@ class _DenseForward(_ConvBase, ConvForward):
 
 class _DenseBackpropInput(_ConvBase, ConvBackpropInput):
     def infer(
-        self,
-        dy: TensorSpec,
-        filters: TensorSpec,
-        *,
-        input_shape: Shape,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
+        self, dy: TensorSpec, filters: TensorSpec, *, input_shape: Shape, **window_attrs: object
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         nd = self.nd
         self._check("dy", dy)
         self._check("filters", filters, self._filters)
@@ -199,16 +184,9 @@ class _DenseBackpropInput(_ConvBase, ConvBackpropInput):
 
 class _DenseBackpropFilter(_ConvBase, ConvBackpropFilter):
     def infer(
-        self,
-        x: TensorSpec,
-        dy: TensorSpec,
-        *,
-        filter_shape: Shape,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
+        self, x: TensorSpec, dy: TensorSpec, *, filter_shape: Shape, **window_attrs: object
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         nd = self.nd
         self._check("x", x)
         self._check("dy", dy)

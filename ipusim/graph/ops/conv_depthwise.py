@@ -72,16 +72,8 @@ class DepthwiseConv2D(_Depthwise, ConvForward):
     name = "depthwise_conv2d"
     kernel = staticmethod(kd.depthwise_conv2d)
 
-    def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+    def infer(self, x: TensorSpec, filters: TensorSpec, **window_attrs: object) -> TensorSpec:
+        window = self._attrs(self.name, **window_attrs)
         check_nhwc(self.name, "x", x)
         check_same_dtype(self.name, x, filters)
         _check_depthwise_filters(self.name, x.shape[3], filters, "x")
@@ -98,16 +90,9 @@ class DepthwiseConv2DBackpropInput(_Depthwise, ConvBackpropInput):
     kernel = staticmethod(kd.depthwise_conv2d_backprop_input)
 
     def infer(
-        self,
-        dy: TensorSpec,
-        filters: TensorSpec,
-        *,
-        input_shape: Shape,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        self, dy: TensorSpec, filters: TensorSpec, *, input_shape: Shape, **window_attrs: object
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, dy, filters)
         check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
@@ -133,16 +118,9 @@ class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
         return tuple(filter_shape)  # the kernel takes the whole (Kh, Kw, C, M)
 
     def infer(
-        self,
-        x: TensorSpec,
-        dy: TensorSpec,
-        *,
-        filter_shape: Shape,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        self, x: TensorSpec, dy: TensorSpec, *, filter_shape: Shape, **window_attrs: object
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, x, dy)

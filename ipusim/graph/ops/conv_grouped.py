@@ -107,16 +107,9 @@ class GroupedConv2D(_Grouped, ConvForward):
     kernel = staticmethod(kg.grouped_conv2d)
 
     def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        self, x: TensorSpec, filters: TensorSpec, *, groups: int, **window_attrs: object
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
@@ -140,11 +133,9 @@ class GroupedConv2DBackpropInput(_Grouped, ConvBackpropInput):
         *,
         input_shape: Shape,
         groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        **window_attrs: object,
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "dy", dy)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
@@ -174,11 +165,9 @@ class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
         *,
         filter_shape: Shape,
         groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        **window_attrs: object,
     ) -> TensorSpec:
-        window = self._attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
