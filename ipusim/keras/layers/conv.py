@@ -9,7 +9,7 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -153,19 +153,11 @@ class Conv2D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "dilation_rate": list(self.dilation_rate),
-            "groups": self.groups,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding dilation_rate groups activation use_bias "
+            "kernel_initializer bias_initializer",
+        )
 
 
 Convolution2D = Conv2D

@@ -21,7 +21,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -104,18 +104,11 @@ class Conv3D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "dilation_rate": list(self.dilation_rate),
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding dilation_rate activation use_bias "
+            "kernel_initializer bias_initializer",
+        )
 
 
 class Conv3DTranspose(Conv3D):

@@ -22,7 +22,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
     normalize_pair,
 )
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
 
 
 def _positive_int(value: Any, name: str, layer: str) -> int:
@@ -107,18 +107,11 @@ class DepthwiseConv2D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "depth_multiplier": self.depth_multiplier,
-            "dilation_rate": list(self.dilation_rate),
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "kernel_size strides padding depth_multiplier dilation_rate activation "
+            "use_bias depthwise_initializer bias_initializer",
+        )
 
 
 class SeparableConv2D(DepthwiseConv2D):
@@ -195,11 +188,7 @@ class SeparableConv2D(DepthwiseConv2D):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-        }
+        return super().get_config() | config_of(self, "filters pointwise_initializer")
 
 
 SeparableConvolution2D = SeparableConv2D
