@@ -9,7 +9,13 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -97,20 +103,13 @@ class Conv2D(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         no_regularizers("Conv2D", locals())
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ConfigurationError(
-                f"Conv2D: `filters` must be a positive integer, received {filters!r}"
-            )
+        filters = _positive_int("Conv2D", "filters", filters)
         check_data_format(data_format, "Conv2D")
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ConfigurationError(
-                f"Conv2D: `groups` must be a positive integer, received {groups!r}"
-            )
+        self.groups = groups = _positive_int("Conv2D", "groups", groups)
         if filters % groups:
             raise ConfigurationError(
                 f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
-        self.groups = groups
         self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", "Conv2D")
         self.filters = filters
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", "Conv2D")

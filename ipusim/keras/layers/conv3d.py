@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import conv3d as conv3d_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
@@ -21,7 +21,13 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
-from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -59,10 +65,7 @@ class Conv3D(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
         no_regularizers(name, locals())
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ConfigurationError(
-                f"{name}: `filters` must be a positive integer, received {filters!r}"
-            )
+        filters = _positive_int(name, "filters", filters)
         if groups != 1:
             raise UnsupportedError(
                 f"{name}: groups={groups!r} is not simulated (TensorFlow runs grouped 3-D "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
@@ -22,15 +21,13 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
     normalize_pair,
 )
-from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of, no_regularizers
-
-
-def _positive_int(value: Any, name: str, layer: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(
-            f"{layer}: `{name}` must be a positive integer, received {value!r}"
-        )
-    return value
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 
 
 class DepthwiseConv2D(Layer):
@@ -72,7 +69,7 @@ class DepthwiseConv2D(Layer):
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", name)
         self.strides = normalize_pair(strides, "strides", name)
         self.padding = normalize_padding(padding, name)
-        self.depth_multiplier = _positive_int(depth_multiplier, "depth_multiplier", name)
+        self.depth_multiplier = _positive_int(name, "depth_multiplier", depth_multiplier)
         self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", name)
         check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
@@ -166,7 +163,7 @@ class SeparableConv2D(DepthwiseConv2D):
             bias_constraint=bias_constraint,
             **kwargs,
         )
-        self.filters = _positive_int(filters, "filters", "SeparableConv2D")
+        self.filters = _positive_int("SeparableConv2D", "filters", filters)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
 
     def build(self, input_shape: Any) -> None:
