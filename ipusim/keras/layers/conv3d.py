@@ -20,7 +20,7 @@ from ipusim.keras.layers.conv import (
     check_strides_dilation,
     normalize_padding,
 )
-from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
+from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
 from ipusim.keras.layers.core import (
     _positive_int,
     add_bias,
@@ -155,19 +155,10 @@ class Conv3DTranspose(Conv3D):
         return (*self.kernel_size, self.filters, channels)
 
     def _convolve(self, inputs: Any) -> Any:
-        out = transposed_size(self, tuple(inputs.shape[1:4]))
-        return conv3d_ops.conv3d_backprop_input(
-            inputs,
-            self.kernel,
-            (inputs.shape[0], *out, self.filters),
-            strides=self.strides,
-            padding=self.padding.upper(),
-            dilation_rate=self.dilation_rate,
-        )
+        return transposed_conv(self, inputs, self.kernel, conv3d_ops.conv3d_backprop_input)
 
     def get_config(self) -> dict[str, Any]:
-        padding = None if self.output_padding is None else list(self.output_padding)
-        return {**super().get_config(), "output_padding": padding}
+        return super().get_config() | config_of(self, "output_padding")
 
 
 Convolution3D = Conv3D
