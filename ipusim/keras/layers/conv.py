@@ -127,14 +127,24 @@ class Conv2D(Layer):
                 f"Conv2D {self.name!r} expects inputs of shape (batch, height, width, "
                 f"channels), received input shape {input_shape}"
             )
-        if input_shape[-1] % self.groups:
+        self._add_kernel("Conv2D", input_shape[-1], self.kernel_size)
+
+    def _add_kernel(self, label: str, channels: int, window: tuple[int, ...]) -> None:
+        """Add the ``(*window, channels / groups, filters)`` kernel, then the bias.
+
+        Args:
+            label: the layer's name in the message when ``channels`` do not split into groups.
+            channels: the input's channels.
+            window: the kernel's taps along each spatial axis.
+        """
+        if channels % self.groups:
             raise ConfigurationError(
-                f"Conv2D {self.name!r}: the input's {input_shape[-1]} channels must be divisible "
-                f"by `groups` ({self.groups})"
+                f"{label} {self.name!r}: the input's {channels} channels must be divisible by "
+                f"`groups` ({self.groups})"
             )
         self.kernel = self.add_weight(
             "kernel",
-            (*self.kernel_size, input_shape[-1] // self.groups, self.filters),
+            (*window, channels // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
         add_bias(self, (self.filters,))

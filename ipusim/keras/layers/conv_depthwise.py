@@ -81,13 +81,22 @@ class DepthwiseConv2D(Layer):
         layout = "(batch, height, width, channels)"
         return int(channels_last_input(self, input_shape, layout, ValueError))
 
-    def build(self, input_shape: Any) -> None:
+    def _taps(self) -> tuple[int, ...]:
+        """The depthwise kernel's taps along each spatial axis."""
+        return self.kernel_size
+
+    def _add_depthwise_kernel(self, input_shape: Any) -> int:
+        """Add the ``(*taps, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
         channels = self._check_input(input_shape)
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel",
-            (*self.kernel_size, channels, self.depth_multiplier),
+            (*self._taps(), channels, self.depth_multiplier),
             initializer=self.depthwise_initializer,
         )
+        return channels
+
+    def build(self, input_shape: Any) -> None:
+        channels = self._add_depthwise_kernel(input_shape)
         add_bias(self, (channels * self.depth_multiplier,))
 
     def _depthwise(self, inputs: Any) -> Any:
@@ -167,12 +176,7 @@ class SeparableConv2D(DepthwiseConv2D):
         self.pointwise_initializer = initializers.get(pointwise_initializer)
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (*self.kernel_size, channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
+        channels = self._add_depthwise_kernel(input_shape)
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
             (1, 1, channels * self.depth_multiplier, self.filters),
