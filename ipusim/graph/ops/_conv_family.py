@@ -140,14 +140,12 @@ class ConvFamilyOp(Op):
         shapes: tuple[Shape, Shape],
         size: Shape | None,
         groups: int = 1,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
+        **window_attrs: object,
     ) -> Array:
         """The kernel on ``operands``; ``shapes`` is (the forward input's shape, the filter shape),
         which give the padding; ``size`` the kernel's size argument, None for the forward output's
         spatial size."""
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
+        strides, padding, dilation = self._attrs(self.name, **window_attrs)
         nd = self.nd
         out, pads = self._geometry(
             self.name, shapes[0][1 : 1 + nd], shapes[1][:nd], strides, padding, dilation
