@@ -65,6 +65,10 @@ class ConvFamilyOp(Op):
     _normalize: ClassVar[Callable[..., tuple[int, ...]]] = staticmethod(normalize_pair)
     _geometry: ClassVar[Callable[..., tuple[Any, tuple[int, ...]]]] = staticmethod(spatial_geometry)
     kernel: ClassVar[Callable[..., Array]]
+    #: The family's FLOPs from (the forward output or dy, the filter shape).
+    _flops: Callable[[TensorSpec, Shape], int]
+    #: This role's (forward output or dy, filter shape) among its (input, output) specs.
+    _operands: Callable[[Specs, Specs], tuple[TensorSpec, Shape]]
 
     @classmethod
     def _attrs(
@@ -152,14 +156,6 @@ class ConvFamilyOp(Op):
         )
         size = out if size is None else size
         return self._kernel(ctx, *operands, groups, size, (strides, dilation, pads))
-
-    def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
-        """FLOPs from the forward output (or dy) ``big`` and the filter shape."""
-        raise NotImplementedError
-
-    def _operands(self, in_specs: Specs, out_specs: Specs) -> tuple[TensorSpec, Shape]:
-        """(the forward output or dy, the filter shape) among this op's specs."""
-        raise NotImplementedError
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
