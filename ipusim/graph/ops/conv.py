@@ -3,9 +3,9 @@
 Padding follows TensorFlow (see :mod:`ipusim.graph.ops._window`).
 
 Ops: ``conv2d`` with its two dedicated backward ops ``conv2d_backprop_input`` and
-``conv2d_backprop_filter`` (each differentiable again: the three are adjoints of one another).
-The pooling ops live in :mod:`ipusim.graph.ops.pool` and are re-exported here, so importing this
-module registers them too and ``conv.max_pool2d`` etc. work.
+``conv2d_backprop_filter`` (each differentiable again: the three are adjoints of one another, see
+:mod:`ipusim.graph.ops._conv_family`). The pooling ops live in :mod:`ipusim.graph.ops.pool` and
+are re-exported here, so importing this module registers them too and ``conv.max_pool2d`` etc. work.
 """
 
 from __future__ import annotations
@@ -16,18 +16,24 @@ from typing import Any, ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
+from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import register
+from ipusim.graph.ops._conv_family import (
+    ConvBackpropFilter,
+    ConvBackpropInput,
+    ConvFamilyOp,
+    ConvForward,
+    check_channels,
+    check_dy,
+)
 from ipusim.graph.ops._window import (
     PADDINGS,
     check_nhwc,
     check_same_dtype,
     known_dims,
-    known_eq,
     normalize_padding,
     normalize_pair,
-    spatial_geometry,
     window_geometry,
 )
 from ipusim.graph.ops.pool import (
@@ -63,35 +69,24 @@ __all__ = [
 ]
 
 
-def _check_channels(op: str, what: str, got: int | None, filters: TensorSpec, axis: int) -> None:
-    if not known_eq(got, filters.shape[axis]):
-        raise ConfigurationError(
-            f"{op}: {what} has {got} channels but the filters (Kh, Kw, Cin, Cout) = "
-            f"{filters.shape} expect {filters.shape[axis]}; make them agree"
-        )
-
-
 # ---------------------------------------------------------------------------------- conv2d
-class _ConvBase(Op):
-    """What the convolution ops of every rank share (2-D here, 3-D in :mod:`.conv3d`).
+class _ConvBase(ConvFamilyOp):
+    """What the dense convolution ops of every rank share (2-D here, 3-D in :mod:`.conv3d`).
 
-    A subclass of a given rank sets ``nd`` and the matching ``_normalize`` / ``_geometry``; each op
-    names the kernel it runs; ``family`` holds that rank's public (forward, backprop_input,
-    backprop_filter) graph functions, which the gradients build (set once they are defined).
+    A subclass of another rank sets ``nd``, ``_normalize`` / ``_geometry`` and the layouts and
+    wording of its checks below.
     """
 
-    kind = "conv"
+    stem = "conv2d"
     #: In half precision the GEMMs round their partial sums as the AMP unit does
     #: (:mod:`ipusim.kernels.amp`); the op rounds its own output.
     rounds_half_outputs = True
-    #: Spatial dimensions of the activations (NHWC: 2).
-    nd = 2
-    # Pair-valued here, Triple-valued in the 3-D subclass (``nd`` decides): typed loosely.
-    _normalize: ClassVar[Callable[..., tuple[int, ...]]] = staticmethod(normalize_pair)
-    _geometry: ClassVar[Callable[..., tuple[Any, tuple[int, ...]]]] = staticmethod(spatial_geometry)
-    kernel: ClassVar[Callable[..., Array]]
-    #: The op functions of the family: (forward, backprop input, backprop filter).
-    family: ClassVar[tuple[Callable[..., Symbol], ...]] = ()
+    _acts: ClassVar[str] = "(batch, height, width, channels)"
+    _filters: ClassVar[str] = "(height, width, in_channels, out_channels)"
+    #: The filters in the channel-mismatch message, before their shape.
+    _filters_said: ClassVar[str] = "the filters (Kh, Kw, Cin, Cout) = "
+    #: The dy-size-mismatch message before the forward output size (``src`` names the input).
+    _gives: ClassVar[str] = "{src} of shape {shape} gives a conv2d output of "
 
     @staticmethod
     def _half_run(
@@ -115,183 +110,106 @@ class _ConvBase(Op):
         ctx.overflows = products.overflows
         return out
 
-    @classmethod
-    def _attrs(
-        cls, op: str, strides: object, padding: object, dilation_rate: object
-    ) -> tuple[Any, str, Any]:
-        """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding."""
-        return (
-            cls._normalize(op, "strides", strides),
-            normalize_padding(op, padding),
-            cls._normalize(op, "dilation_rate", dilation_rate),
-        )
-
-    @classmethod
-    def _apply(
-        cls,
-        op: str,
-        a: TensorLike,
-        b: TensorLike,
-        strides: object,
-        padding: object,
-        dilation_rate: object,
-        **shape: Shape,
-    ) -> Symbol:
-        """``op(a, b)`` in the graph with normalised attributes; ``shape`` is the backward ops'
-        ``input_shape`` / ``filter_shape`` (stored as a tuple)."""
-        strides, padding, dilation = cls._attrs(op, strides, padding, dilation_rate)
-        sizes: dict[str, Any] = {name: tuple(size) for name, size in shape.items()}
-        return apply1(op, a, b, **sizes, strides=strides, padding=padding, dilation_rate=dilation)
-
-    @staticmethod
-    def _flops(y: TensorSpec, filter_shape: Shape) -> int:
-        """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
-        # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
-        return 2 * math.prod(known_dims(y.shape[:-1])) * math.prod(known_dims(filter_shape))
-
-    @classmethod
-    def _cost(cls, in_specs: Specs, out_specs: Specs, y: TensorSpec, filter_shape: Shape) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(cls._flops(y, filter_shape), read, written, "conv")
-
-    def _run(
+    def _kernel(
         self,
         ctx: ExecContext,
         a: Array,
         b: Array,
-        shapes: tuple[Shape, Shape],
-        size: Shape | None,
-        attrs: tuple[object, object, object],
-        round_output: bool = False,
+        groups: int,
+        size: Shape,
+        window: tuple[Any, Any, Any],
     ) -> Array:
-        """Run ``kernel(a, b, size, strides, dilation, pads, product)``.
-
-        ``shapes`` is (the forward input's shape, the filter shape), which give the padding;
-        ``size`` is the kernel's size argument, None for the forward output's spatial size.
-        """
-        strides, padding, dilation = self._attrs(self.name, *attrs)
-        nd = self.nd
-        out, pads = self._geometry(
-            self.name, shapes[0][1 : 1 + nd], shapes[1][:nd], strides, padding, dilation
-        )
-        size = out if size is None else size
+        """Run ``kernel(a, b, size, strides, dilation, pads, product)``; the input gradient's
+        col2im sum rounds its output."""
         return self._half_run(
             ctx,
-            lambda product: self.kernel(a, b, size, strides, dilation, pads, product),
-            round_output=round_output,
+            lambda product: self.kernel(a, b, size, *window, product),
+            round_output=isinstance(self, ConvBackpropInput),
         )
 
+    def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
+        """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
+        # Costed shapes are known (no None), as the 2-D and 3-D products before assumed.
+        return 2 * math.prod(known_dims(big.shape[:-1])) * math.prod(known_dims(filter_shape))
 
-class _ConvForward(_ConvBase):
-    """The convolution itself: ``(x, filters) -> y``."""
+    def _check(self, arg: str, spec: TensorSpec, layout: str = "") -> None:
+        """Raise unless ``spec`` is a float tensor of rank ``nd + 2`` (``layout``: activations)."""
+        check_nhwc(self.name, arg, spec, layout or self._acts)
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        filters: Array,
-        *,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: int = 1,
-    ) -> Array:
-        attrs = (strides, padding, dilation_rate)
-        return self._run(ctx, x, filters, (x.shape, filters.shape), None, attrs)
+    def _channels(self, what: str, got: int | None, filter_shape: Shape, axis: int) -> None:
+        check_channels(self.name, what, got, self._filters_said, filter_shape, axis)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        x, filters = node.inputs
-        _, backprop_input, backprop_filter = self.family
-        return [
-            backprop_input(dy, filters, x.shape, **node.attrs),
-            backprop_filter(x, dy, filters.shape, **node.attrs),
-        ]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return self._cost(in_specs, out_specs, out_specs[0], in_specs[1].shape)
+    def _out(self, x_shape: Shape, filter_shape: Shape, window: tuple[Any, str, Any]) -> Shape:
+        """The forward output's spatial size for an input of ``x_shape``."""
+        nd = self.nd
+        strides, padding, dilation = window
+        out, _ = self._geometry(
+            self.name, x_shape[1 : 1 + nd], filter_shape[:nd], strides, padding, dilation
+        )
+        return tuple(out)
 
 
-class _ConvBackpropInput(_ConvBase):
-    """Gradient w.r.t. the input: ``(dy, filters) -> dx`` (a transposed convolution)."""
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        filters: Array,
-        *,
-        input_shape: Shape,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> Array:
-        attrs = (strides, padding, dilation_rate)
-        shapes = (input_shape, filters.shape)
-        size = tuple(input_shape[1:])
-        return self._run(ctx, dy, filters, shapes, size, attrs, round_output=True)
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        dy, filters = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        conv, _, backprop_filter = self.family
-        return [conv(g, filters, **attrs), backprop_filter(g, dy, filters.shape, **attrs)]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return self._cost(in_specs, out_specs, in_specs[0], in_specs[1].shape)
+class _DenseForward(_ConvBase, ConvForward):
+    def infer(self, x: TensorSpec, filters: TensorSpec, **window_attrs: object) -> TensorSpec:
+        window = self._attrs(self.name, **window_attrs)
+        nd = self.nd
+        self._check("x", x)
+        self._check("filters", filters, self._filters)
+        check_same_dtype(self.name, x, filters)
+        self._channels("x", x.shape[nd + 1], filters.shape, nd)
+        out = self._out(x.shape, filters.shape, window)
+        return TensorSpec((x.shape[0], *out, filters.shape[nd + 1]), x.dtype)
 
 
-class _ConvBackpropFilter(_ConvBase):
-    """Gradient w.r.t. the filters: ``(x, dy) -> dfilters``."""
+class _DenseBackpropInput(_ConvBase, ConvBackpropInput):
+    def infer(
+        self, dy: TensorSpec, filters: TensorSpec, *, input_shape: Shape, **window_attrs: object
+    ) -> TensorSpec:
+        window = self._attrs(self.name, **window_attrs)
+        nd = self.nd
+        self._check("dy", dy)
+        self._check("filters", filters, self._filters)
+        check_same_dtype(self.name, dy, filters)
+        if len(input_shape) != nd + 2:
+            raise ConfigurationError(
+                f"{self.name}: input_shape must have {nd + 2} entries {self._acts}, "
+                f"received {input_shape!r}"
+            )
+        self._channels("input_shape", input_shape[nd + 1], filters.shape, nd)
+        self._channels("dy", dy.shape[nd + 1], filters.shape, nd + 1)
+        out = self._out(input_shape, filters.shape, window)
+        check_dy(self.name, dy, out, self._gives.format(src="an input", shape=tuple(input_shape)))
+        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        dy: Array,
-        *,
-        filter_shape: Shape,
-        strides: object = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> Array:
-        attrs = (strides, padding, dilation_rate)
-        size = tuple(filter_shape[: self.nd])
-        return self._run(ctx, x, dy, (x.shape, filter_shape), size, attrs)
 
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        x, dy = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
-        conv, backprop_input, _ = self.family
-        return [backprop_input(dy, g, x.shape, **attrs), conv(x, g, **attrs)]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return self._cost(in_specs, out_specs, in_specs[1], out_specs[0].shape)
+class _DenseBackpropFilter(_ConvBase, ConvBackpropFilter):
+    def infer(
+        self, x: TensorSpec, dy: TensorSpec, *, filter_shape: Shape, **window_attrs: object
+    ) -> TensorSpec:
+        window = self._attrs(self.name, **window_attrs)
+        nd = self.nd
+        self._check("x", x)
+        self._check("dy", dy)
+        check_same_dtype(self.name, x, dy)
+        if len(filter_shape) != nd + 2 or any(d is None for d in filter_shape):
+            raise ConfigurationError(
+                f"{self.name}: filter_shape must be {nd + 2} known sizes {self._filters}, "
+                f"received {filter_shape!r}"
+            )
+        fspec = TensorSpec(tuple(filter_shape), x.dtype)
+        self._channels("x", x.shape[nd + 1], fspec.shape, nd)
+        self._channels("dy", dy.shape[nd + 1], fspec.shape, nd + 1)
+        out = self._out(x.shape, filter_shape, window)
+        check_dy(self.name, dy, out, self._gives.format(src="x", shape=x.shape))
+        return fspec
 
 
 @register
-class Conv2D(_ConvForward):
+class Conv2D(_DenseForward):
     """2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters."""
 
     name = "conv2d"
     kernel = staticmethod(kc.conv2d)
-
-    def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        strides: Any = (1, 1),
-        padding: object = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> TensorSpec:
-        strides, padding, dilation = self._attrs("conv2d", strides, padding, dilation_rate)
-        check_nhwc("conv2d", "x", x)
-        check_nhwc("conv2d", "filters", filters, "(height, width, in_channels, out_channels)")
-        check_same_dtype("conv2d", x, filters)
-        _check_channels("conv2d", "x", x.shape[3], filters, 2)
-        (ho, wo), _ = spatial_geometry(
-            "conv2d", x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
 
 
 def conv2d(
@@ -317,43 +235,11 @@ def conv2d(
 
 
 @register
-class Conv2DBackpropInput(_ConvBackpropInput):
+class Conv2DBackpropInput(_DenseBackpropInput):
     """Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution)."""
 
     name = "conv2d_backprop_input"
     kernel = staticmethod(kc.conv2d_backprop_input)
-
-    def infer(
-        self,
-        dy: TensorSpec,
-        filters: TensorSpec,
-        *,
-        input_shape: Shape,
-        strides: Any = (1, 1),
-        padding: object = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> TensorSpec:
-        op = "conv2d_backprop_input"
-        strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)
-        check_nhwc(op, "dy", dy)
-        check_nhwc(op, "filters", filters, "(height, width, in_channels, out_channels)")
-        check_same_dtype(op, dy, filters)
-        if len(input_shape) != 4:
-            raise ConfigurationError(
-                f"{op}: input_shape must have 4 entries (batch, height, width, "
-                f"channels), received {input_shape!r}"
-            )
-        _check_channels(op, "input_shape", input_shape[3], filters, 2)
-        _check_channels(op, "dy", dy.shape[3], filters, 3)
-        out_hw, _ = spatial_geometry(
-            op, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-            raise ConfigurationError(
-                f"{op}: dy has spatial size {dy.shape[1:3]} but an input of shape "
-                f"{tuple(input_shape)} gives a conv2d output of {out_hw}"
-            )
-        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
 
 def conv2d_backprop_input(
@@ -365,54 +251,18 @@ def conv2d_backprop_input(
     dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
+    op = "conv2d_backprop_input"
     return _ConvBase._apply(
-        "conv2d_backprop_input",
-        dy,
-        filters,
-        strides,
-        padding,
-        dilation_rate,
-        input_shape=input_shape,
+        op, dy, filters, strides, padding, dilation_rate, input_shape=input_shape
     )
 
 
 @register
-class Conv2DBackpropFilter(_ConvBackpropFilter):
+class Conv2DBackpropFilter(_DenseBackpropFilter):
     """Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``."""
 
     name = "conv2d_backprop_filter"
     kernel = staticmethod(kc.conv2d_backprop_filter)
-
-    def infer(
-        self,
-        x: TensorSpec,
-        dy: TensorSpec,
-        *,
-        filter_shape: Shape,
-        strides: Any = (1, 1),
-        padding: object = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> TensorSpec:
-        op = "conv2d_backprop_filter"
-        strides, padding, dilation = self._attrs(op, strides, padding, dilation_rate)
-        check_nhwc(op, "x", x)
-        check_nhwc(op, "dy", dy)
-        check_same_dtype(op, x, dy)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{op}: filter_shape must be 4 known sizes (height, width, "
-                f"in_channels, out_channels), received {filter_shape!r}"
-            )
-        fspec = TensorSpec(tuple(filter_shape), x.dtype)
-        _check_channels(op, "x", x.shape[3], fspec, 2)
-        _check_channels(op, "dy", dy.shape[3], fspec, 3)
-        out_hw, _ = spatial_geometry(op, x.shape[1:3], filter_shape[:2], strides, padding, dilation)
-        if not (known_eq(out_hw[0], dy.shape[1]) and known_eq(out_hw[1], dy.shape[2])):
-            raise ConfigurationError(
-                f"{op}: dy has spatial size {dy.shape[1:3]} but x of shape "
-                f"{x.shape} gives a conv2d output of {out_hw}"
-            )
-        return fspec
 
 
 def conv2d_backprop_filter(
@@ -424,11 +274,5 @@ def conv2d_backprop_filter(
     dilation_rate: object = (1, 1),
 ) -> Symbol:
     """Gradient of :func:`conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
-    return _ConvBase._apply(
-        "conv2d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
-    )
-
-
-_FAMILY = (conv2d, conv2d_backprop_input, conv2d_backprop_filter)
-for _op in (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter):
-    _op.family = _FAMILY
+    op = "conv2d_backprop_filter"
+    return _ConvBase._apply(op, x, dy, strides, padding, dilation_rate, filter_shape=filter_shape)

@@ -16,12 +16,12 @@ from typing import Any, cast
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
-from ipusim.graph.ops._window import check_same_dtype, known_eq, window_geometry
+from ipusim.graph.ops._window import window_geometry
 from ipusim.graph.ops.conv import (
-    _ConvBackpropFilter,
-    _ConvBackpropInput,
     _ConvBase,
-    _ConvForward,
+    _DenseBackpropFilter,
+    _DenseBackpropInput,
+    _DenseForward,
 )
 from ipusim.graph.spec import Shape, TensorSpec
 from ipusim.kernels import conv3d as k3
@@ -73,58 +73,28 @@ def _check_5d(op: str, arg: str, spec: TensorSpec, layout: str) -> None:
         )
 
 
-_ACTS = "(batch, depth, height, width, channels)"
-_FILTERS = "(depth, height, width, in_channels, out_channels)"
-
-
-def _check_channels(op: str, what: str, got: int | None, filter_shape: Shape, axis: int) -> None:
-    if not known_eq(got, filter_shape[axis]):
-        raise ConfigurationError(
-            f"{op}: {what} has {got} channels but the filters {tuple(filter_shape)} expect "
-            f"{filter_shape[axis]}; make them agree"
-        )
-
-
-def _check_dy(op: str, dy: TensorSpec, out_dhw: Shape) -> None:
-    if not all(known_eq(a, b) for a, b in zip(out_dhw, dy.shape[1:4], strict=True)):
-        raise ConfigurationError(
-            f"{op}: dy has spatial size {dy.shape[1:4]} but the forward convolution gives {out_dhw}"
-        )
-
-
 class _Conv3DBase(_ConvBase):
-    """The 3-D rank of the shared convolution ops: NDHWC activations, DHWIO filters."""
+    """The 3-D rank of the dense convolution ops: NDHWC activations, DHWIO filters."""
 
+    stem = "conv3d"
     nd = 3
     _normalize = staticmethod(normalize_triple)
     _geometry = staticmethod(volume_geometry)
+    _acts = "(batch, depth, height, width, channels)"
+    _filters = "(depth, height, width, in_channels, out_channels)"
+    _filters_said = "the filters "
+    _gives = "the forward convolution gives "
+
+    def _check(self, arg: str, spec: TensorSpec, layout: str = "") -> None:
+        _check_5d(self.name, arg, spec, layout or self._acts)
 
 
 @register
-class Conv3D(_Conv3DBase, _ConvForward):
+class Conv3D(_Conv3DBase, _DenseForward):
     """3-D convolution (cross-correlation) of NDHWC ``x`` with DHWIO filters."""
 
     name = "conv3d"
     kernel = staticmethod(k3.conv3d)
-
-    def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        strides: Any = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
-        _check_5d(self.name, "x", x, _ACTS)
-        _check_5d(self.name, "filters", filters, _FILTERS)
-        check_same_dtype(self.name, x, filters)
-        _check_channels(self.name, "x", x.shape[4], filters.shape, 3)
-        out, _ = volume_geometry(
-            self.name, x.shape[1:4], filters.shape[:3], strides, padding, dilation
-        )
-        return TensorSpec((x.shape[0], *out, filters.shape[4]), x.dtype)
 
 
 def conv3d(
@@ -146,37 +116,11 @@ def conv3d(
 
 
 @register
-class Conv3DBackpropInput(_Conv3DBase, _ConvBackpropInput):
+class Conv3DBackpropInput(_Conv3DBase, _DenseBackpropInput):
     """Gradient of conv3d w.r.t. its input (a transposed 3-D convolution)."""
 
     name = "conv3d_backprop_input"
     kernel = staticmethod(k3.conv3d_backprop_input)
-
-    def infer(
-        self,
-        dy: TensorSpec,
-        filters: TensorSpec,
-        *,
-        input_shape: Shape,
-        strides: Any = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
-        _check_5d(self.name, "dy", dy, _ACTS)
-        _check_5d(self.name, "filters", filters, _FILTERS)
-        check_same_dtype(self.name, dy, filters)
-        if len(input_shape) != 5:
-            raise ConfigurationError(
-                f"{self.name}: input_shape must have 5 entries {_ACTS}, received {input_shape!r}"
-            )
-        _check_channels(self.name, "input_shape", input_shape[4], filters.shape, 3)
-        _check_channels(self.name, "dy", dy.shape[4], filters.shape, 4)
-        out, _ = volume_geometry(
-            self.name, input_shape[1:4], filters.shape[:3], strides, padding, dilation
-        )
-        _check_dy(self.name, dy, out)
-        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
 
 def conv3d_backprop_input(
@@ -188,50 +132,18 @@ def conv3d_backprop_input(
     dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. ``x`` (of shape ``input_shape``; batch may be None)."""
+    op = "conv3d_backprop_input"
     return _Conv3DBase._apply(
-        "conv3d_backprop_input",
-        dy,
-        filters,
-        strides,
-        padding,
-        dilation_rate,
-        input_shape=input_shape,
+        op, dy, filters, strides, padding, dilation_rate, input_shape=input_shape
     )
 
 
 @register
-class Conv3DBackpropFilter(_Conv3DBase, _ConvBackpropFilter):
+class Conv3DBackpropFilter(_Conv3DBase, _DenseBackpropFilter):
     """Gradient of conv3d w.r.t. its filters."""
 
     name = "conv3d_backprop_filter"
     kernel = staticmethod(k3.conv3d_backprop_filter)
-
-    def infer(
-        self,
-        x: TensorSpec,
-        dy: TensorSpec,
-        *,
-        filter_shape: Shape,
-        strides: Any = 1,
-        padding: object = "VALID",
-        dilation_rate: object = 1,
-    ) -> TensorSpec:
-        strides, padding, dilation = self._attrs(self.name, strides, padding, dilation_rate)
-        _check_5d(self.name, "x", x, _ACTS)
-        _check_5d(self.name, "dy", dy, _ACTS)
-        check_same_dtype(self.name, x, dy)
-        if len(filter_shape) != 5 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 5 known sizes {_FILTERS}, "
-                f"received {filter_shape!r}"
-            )
-        _check_channels(self.name, "x", x.shape[4], filter_shape, 3)
-        _check_channels(self.name, "dy", dy.shape[4], filter_shape, 4)
-        out, _ = volume_geometry(
-            self.name, x.shape[1:4], filter_shape[:3], strides, padding, dilation
-        )
-        _check_dy(self.name, dy, out)
-        return TensorSpec(tuple(filter_shape), x.dtype)
 
 
 def conv3d_backprop_filter(
@@ -243,11 +155,5 @@ def conv3d_backprop_filter(
     dilation_rate: object = 1,
 ) -> Symbol:
     """Gradient of :func:`conv3d` w.r.t. its filters (of shape ``filter_shape``)."""
-    return _Conv3DBase._apply(
-        "conv3d_backprop_filter", x, dy, strides, padding, dilation_rate, filter_shape=filter_shape
-    )
-
-
-_FAMILY = (conv3d, conv3d_backprop_input, conv3d_backprop_filter)
-for _op in (Conv3D, Conv3DBackpropInput, Conv3DBackpropFilter):
-    _op.family = _FAMILY
+    op = "conv3d_backprop_filter"
+    return _Conv3DBase._apply(op, x, dy, strides, padding, dilation_rate, filter_shape=filter_shape)

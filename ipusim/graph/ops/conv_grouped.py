@@ -9,29 +9,34 @@
 
 The depthwise ops live in :mod:`ipusim.graph.ops.conv_depthwise` and are importable from here.
 Each has two backward ops (input and filter gradients); the three ops of a family are adjoints of
-one another, so every one is differentiable again, as for ``conv2d``.
+one another (:mod:`ipusim.graph.ops._conv_family`), so every one is differentiable again, as for
+``conv2d``.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.graph import Symbol, TensorLike
+from ipusim.graph.op import register
+from ipusim.graph.ops._conv_family import (
+    ConvBackpropFilter,
+    ConvBackpropInput,
+    ConvFamilyOp,
+    ConvForward,
+)
 from ipusim.graph.ops._window import (
     check_nhwc,
     check_same_dtype,
     known_dims,
     known_eq,
-    known_hw,
     spatial_geometry,
 )
 from ipusim.graph.ops.conv_depthwise import (  # the depthwise ops are importable from here
     check_out_hw,
     check_shape4,
-    conv_attrs,
     depthwise_conv2d,
     depthwise_conv2d_backprop_filter,
     depthwise_conv2d_backprop_input,
@@ -56,19 +61,28 @@ def _check_positive_groups(op: str, groups: object) -> int:
 
 
 # ==================================================================================== grouped
-class _Grouped(Op):
-    kind = "conv"
+class _Grouped(ConvFamilyOp):
+    stem = "grouped_conv2d"
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
+    @classmethod
+    def _extra(cls, op: str, groups: object) -> dict[str, Any]:
+        return {"groups": _check_positive_groups(op, groups)}
+
+    def _kernel(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        groups: int,
+        size: Shape,
+        window: tuple[Any, Any, Any],
+    ) -> Array:
+        return self.kernel(a, b, groups, size, *window)
+
+    def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
-        big, filt = {
-            "grouped_conv2d": (out_specs[0], in_specs[1].shape),
-            "grouped_conv2d_backprop_input": (in_specs[0], in_specs[1].shape),
-            "grouped_conv2d_backprop_filter": (in_specs[1], out_specs[0].shape),
-        }[self.name]
-        kh, kw, cin_per_group, _ = known_dims(filt)
-        return OpCost(2 * big.size * kh * kw * cin_per_group, read, written, "conv")
+        kh, kw, cin_per_group, _ = known_dims(filter_shape)
+        return 2 * big.size * kh * kw * cin_per_group
 
 
 def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str) -> None:
@@ -86,62 +100,31 @@ def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str
 
 
 @register
-class GroupedConv2D(_Grouped):
+class GroupedConv2D(_Grouped, ConvForward):
     """Grouped convolution of NHWC ``x`` with ``(Kh, Kw, Cin/G, Cout)`` filters."""
 
     name = "grouped_conv2d"
+    kernel = staticmethod(kg.grouped_conv2d)
 
     def infer(
-        self,
-        x: TensorSpec,
-        filters: TensorSpec,
-        *,
-        groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        self, x: TensorSpec, filters: TensorSpec, *, groups: int, **window_attrs: object
     ) -> TensorSpec:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
         check_same_dtype(self.name, x, filters)
         _check_grouped(self.name, x.shape[3], filters.shape, groups, "x")
-        (ho, wo), _ = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
         return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        filters: Array,
-        *,
-        groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> Array:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
-        out_hw, pads = spatial_geometry(
-            self.name, x.shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return kg.grouped_conv2d(x, filters, groups, known_hw(out_hw), strides, dilation, pads)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        x, filters = node.inputs
-        return [
-            grouped_conv2d_backprop_input(dy, filters, x.shape, **node.attrs),
-            grouped_conv2d_backprop_filter(x, dy, filters.shape, **node.attrs),
-        ]
 
 
 @register
-class GroupedConv2DBackpropInput(_Grouped):
+class GroupedConv2DBackpropInput(_Grouped, ConvBackpropInput):
     """Gradient of grouped_conv2d w.r.t. its input."""
 
     name = "grouped_conv2d_backprop_input"
+    kernel = staticmethod(kg.grouped_conv2d_backprop_input)
 
     def infer(
         self,
@@ -150,11 +133,9 @@ class GroupedConv2DBackpropInput(_Grouped):
         *,
         input_shape: Shape,
         groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        **window_attrs: object,
     ) -> TensorSpec:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "dy", dy)
         check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
@@ -165,52 +146,17 @@ class GroupedConv2DBackpropInput(_Grouped):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, the filters {filters.shape[3]}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters.shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, input_shape)
         return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        filters: Array,
-        *,
-        input_shape: Shape,
-        groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> Array:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, input_shape[1:3], filters.shape[:2], strides, padding, dilation
-        )
-        return kg.grouped_conv2d_backprop_input(
-            dy,
-            filters,
-            groups,
-            cast(tuple[int, int, int], tuple(input_shape[1:])),
-            strides,
-            dilation,
-            pads,
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        dy, filters = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [
-            grouped_conv2d(g, filters, **attrs),
-            grouped_conv2d_backprop_filter(g, dy, filters.shape, **attrs),
-        ]
-
 
 @register
-class GroupedConv2DBackpropFilter(_Grouped):
+class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
     """Gradient of grouped_conv2d w.r.t. its filters."""
 
     name = "grouped_conv2d_backprop_filter"
+    kernel = staticmethod(kg.grouped_conv2d_backprop_filter)
 
     def infer(
         self,
@@ -219,11 +165,9 @@ class GroupedConv2DBackpropFilter(_Grouped):
         *,
         filter_shape: Shape,
         groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
+        **window_attrs: object,
     ) -> TensorSpec:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
+        window = self._attrs(self.name, **window_attrs)
         groups = _check_positive_groups(self.name, groups)
         check_nhwc(self.name, "x", x)
         check_nhwc(self.name, "dy", dy)
@@ -239,39 +183,9 @@ class GroupedConv2DBackpropFilter(_Grouped):
             raise ConfigurationError(
                 f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape[3]}"
             )
-        out_hw, _ = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
+        out_hw, _ = spatial_geometry(self.name, x.shape[1:3], filter_shape[:2], *window)
         check_out_hw(self.name, out_hw, dy, x.shape)
         return TensorSpec(filter_shape, x.dtype)
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        dy: Array,
-        *,
-        filter_shape: Shape,
-        groups: int,
-        strides: object = (1, 1),
-        padding: str = "VALID",
-        dilation_rate: object = (1, 1),
-    ) -> Array:
-        strides, padding, dilation = conv_attrs(self.name, strides, padding, dilation_rate)
-        _, pads = spatial_geometry(
-            self.name, x.shape[1:3], filter_shape[:2], strides, padding, dilation
-        )
-        return kg.grouped_conv2d_backprop_filter(
-            x, dy, groups, known_hw(tuple(filter_shape[:2])), strides, dilation, pads
-        )
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        x, dy = node.inputs
-        attrs = {k: v for k, v in node.attrs.items() if k != "filter_shape"}
-        return [
-            grouped_conv2d_backprop_input(dy, g, x.shape, **attrs),
-            grouped_conv2d(x, g, **attrs),
-        ]
 
 
 def grouped_conv2d(
@@ -290,17 +204,7 @@ def grouped_conv2d(
         groups: number of channel groups; divides both channel counts.
         strides, padding, dilation_rate: as :func:`ipusim.graph.ops.conv.conv2d`.
     """
-    op = "grouped_conv2d"
-    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
-    return apply1(
-        op,
-        x,
-        filters,
-        groups=_check_positive_groups(op, groups),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
-    )
+    return _Grouped._apply("grouped_conv2d", x, filters, strides, padding, dilation_rate, groups)
 
 
 def grouped_conv2d_backprop_input(
@@ -314,17 +218,8 @@ def grouped_conv2d_backprop_input(
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. ``x`` (of shape ``input_shape``)."""
     op = "grouped_conv2d_backprop_input"
-    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
-    return apply1(
-        op,
-        dy,
-        filters,
-        input_shape=tuple(input_shape),
-        groups=_check_positive_groups(op, groups),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
-    )
+    window = (strides, padding, dilation_rate)
+    return _Grouped._apply(op, dy, filters, *window, groups, input_shape=input_shape)
 
 
 def grouped_conv2d_backprop_filter(
@@ -338,14 +233,5 @@ def grouped_conv2d_backprop_filter(
 ) -> Symbol:
     """Gradient of :func:`grouped_conv2d` w.r.t. its filters (of shape ``filter_shape``)."""
     op = "grouped_conv2d_backprop_filter"
-    strides, padding, dilation = conv_attrs(op, strides, padding, dilation_rate)
-    return apply1(
-        op,
-        x,
-        dy,
-        filter_shape=tuple(filter_shape),
-        groups=_check_positive_groups(op, groups),
-        strides=strides,
-        padding=padding,
-        dilation_rate=dilation,
-    )
+    window = (strides, padding, dilation_rate)
+    return _Grouped._apply(op, x, dy, *window, groups, filter_shape=filter_shape)

@@ -9,7 +9,13 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -97,20 +103,13 @@ class Conv2D(Layer):
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         no_regularizers("Conv2D", locals())
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ConfigurationError(
-                f"Conv2D: `filters` must be a positive integer, received {filters!r}"
-            )
+        filters = _positive_int("Conv2D", "filters", filters)
         check_data_format(data_format, "Conv2D")
-        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-            raise ConfigurationError(
-                f"Conv2D: `groups` must be a positive integer, received {groups!r}"
-            )
+        self.groups = groups = _positive_int("Conv2D", "groups", groups)
         if filters % groups:
             raise ConfigurationError(
                 f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
-        self.groups = groups
         self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", "Conv2D")
         self.filters = filters
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", "Conv2D")
@@ -128,14 +127,24 @@ class Conv2D(Layer):
                 f"Conv2D {self.name!r} expects inputs of shape (batch, height, width, "
                 f"channels), received input shape {input_shape}"
             )
-        if input_shape[-1] % self.groups:
+        self._add_kernel("Conv2D", input_shape[-1], self.kernel_size)
+
+    def _add_kernel(self, label: str, channels: int, window: tuple[int, ...]) -> None:
+        """Add the ``(*window, channels / groups, filters)`` kernel, then the bias.
+
+        Args:
+            label: the layer's name in the message when ``channels`` do not split into groups.
+            channels: the input's channels.
+            window: the kernel's taps along each spatial axis.
+        """
+        if channels % self.groups:
             raise ConfigurationError(
-                f"Conv2D {self.name!r}: the input's {input_shape[-1]} channels must be divisible "
-                f"by `groups` ({self.groups})"
+                f"{label} {self.name!r}: the input's {channels} channels must be divisible by "
+                f"`groups` ({self.groups})"
             )
         self.kernel = self.add_weight(
             "kernel",
-            (*self.kernel_size, input_shape[-1] // self.groups, self.filters),
+            (*window, channels // self.groups, self.filters),
             initializer=self.kernel_initializer,
         )
         add_bias(self, (self.filters,))
@@ -153,19 +162,11 @@ class Conv2D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "dilation_rate": list(self.dilation_rate),
-            "groups": self.groups,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding dilation_rate groups activation use_bias "
+            "kernel_initializer bias_initializer",
+        )
 
 
 Convolution2D = Conv2D

@@ -110,18 +110,7 @@ class Conv1D(Conv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        channels = check_steps_input(self, input_shape)
-        if channels % self.groups:
-            raise ConfigurationError(
-                f"Conv1D {self.name!r}: the input's {channels} channels must be divisible by "
-                f"`groups` ({self.groups})"
-            )
-        self.kernel = self.add_weight(
-            "kernel",
-            (self.kernel_size[1], channels // self.groups, self.filters),
-            initializer=self.kernel_initializer,
-        )
-        add_bias(self, (self.filters,))
+        self._add_kernel("Conv1D", check_steps_input(self, input_shape), self.kernel_size[1:])
 
     def call(self, inputs: Any) -> Any:
         causal = (
@@ -158,15 +147,8 @@ class _Depthwise1D(Layer):
     def _check_input(self, input_shape: Any) -> int:
         return check_steps_input(self, input_shape)
 
-    def _add_depthwise_kernel(self, input_shape: Any) -> int:
-        """Add the ``(K, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (self.kernel_size[1], channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
-        return channels
+    def _taps(self) -> tuple[int, ...]:
+        return self.kernel_size[1:]  # the unit height has no axis in the 1-D kernels
 
     def _causal_pad(self) -> int:
         if self.padding != "causal":
@@ -215,10 +197,6 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
             **kwargs,
         )
         self.padding = pad
-
-    def build(self, input_shape: Any) -> None:
-        channels = self._add_depthwise_kernel(input_shape)
-        add_bias(self, (channels * self.depth_multiplier,))
 
 
 class SeparableConv1D(_Depthwise1D, SeparableConv2D):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import conv3d as conv3d_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
@@ -20,8 +20,14 @@ from ipusim.keras.layers.conv import (
     check_strides_dilation,
     normalize_padding,
 )
-from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_size
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -59,10 +65,7 @@ class Conv3D(Layer):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         name = type(self).__name__
         no_regularizers(name, locals())
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ConfigurationError(
-                f"{name}: `filters` must be a positive integer, received {filters!r}"
-            )
+        filters = _positive_int(name, "filters", filters)
         if groups != 1:
             raise UnsupportedError(
                 f"{name}: groups={groups!r} is not simulated (TensorFlow runs grouped 3-D "
@@ -104,18 +107,11 @@ class Conv3D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "dilation_rate": list(self.dilation_rate),
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding dilation_rate activation use_bias "
+            "kernel_initializer bias_initializer",
+        )
 
 
 class Conv3DTranspose(Conv3D):
@@ -159,19 +155,10 @@ class Conv3DTranspose(Conv3D):
         return (*self.kernel_size, self.filters, channels)
 
     def _convolve(self, inputs: Any) -> Any:
-        out = transposed_size(self, tuple(inputs.shape[1:4]))
-        return conv3d_ops.conv3d_backprop_input(
-            inputs,
-            self.kernel,
-            (inputs.shape[0], *out, self.filters),
-            strides=self.strides,
-            padding=self.padding.upper(),
-            dilation_rate=self.dilation_rate,
-        )
+        return transposed_conv(self, inputs, self.kernel, conv3d_ops.conv3d_backprop_input)
 
     def get_config(self) -> dict[str, Any]:
-        padding = None if self.output_padding is None else list(self.output_padding)
-        return {**super().get_config(), "output_padding": padding}
+        return super().get_config() | config_of(self, "output_padding")
 
 
 Convolution3D = Conv3D

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
@@ -22,15 +21,13 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
     normalize_pair,
 )
-from ipusim.keras.layers.core import add_bias, bias_and_activation, no_regularizers
-
-
-def _positive_int(value: Any, name: str, layer: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(
-            f"{layer}: `{name}` must be a positive integer, received {value!r}"
-        )
-    return value
+from ipusim.keras.layers.core import (
+    _positive_int,
+    add_bias,
+    bias_and_activation,
+    config_of,
+    no_regularizers,
+)
 
 
 class DepthwiseConv2D(Layer):
@@ -72,7 +69,7 @@ class DepthwiseConv2D(Layer):
         self.kernel_size = normalize_pair(kernel_size, "kernel_size", name)
         self.strides = normalize_pair(strides, "strides", name)
         self.padding = normalize_padding(padding, name)
-        self.depth_multiplier = _positive_int(depth_multiplier, "depth_multiplier", name)
+        self.depth_multiplier = _positive_int(name, "depth_multiplier", depth_multiplier)
         self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", name)
         check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
@@ -84,13 +81,22 @@ class DepthwiseConv2D(Layer):
         layout = "(batch, height, width, channels)"
         return int(channels_last_input(self, input_shape, layout, ValueError))
 
-    def build(self, input_shape: Any) -> None:
+    def _taps(self) -> tuple[int, ...]:
+        """The depthwise kernel's taps along each spatial axis."""
+        return self.kernel_size
+
+    def _add_depthwise_kernel(self, input_shape: Any) -> int:
+        """Add the ``(*taps, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
         channels = self._check_input(input_shape)
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel",
-            (*self.kernel_size, channels, self.depth_multiplier),
+            (*self._taps(), channels, self.depth_multiplier),
             initializer=self.depthwise_initializer,
         )
+        return channels
+
+    def build(self, input_shape: Any) -> None:
+        channels = self._add_depthwise_kernel(input_shape)
         add_bias(self, (channels * self.depth_multiplier,))
 
     def _depthwise(self, inputs: Any) -> Any:
@@ -107,18 +113,11 @@ class DepthwiseConv2D(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "depth_multiplier": self.depth_multiplier,
-            "dilation_rate": list(self.dilation_rate),
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self,
+            "kernel_size strides padding depth_multiplier dilation_rate activation "
+            "use_bias depthwise_initializer bias_initializer",
+        )
 
 
 class SeparableConv2D(DepthwiseConv2D):
@@ -173,16 +172,11 @@ class SeparableConv2D(DepthwiseConv2D):
             bias_constraint=bias_constraint,
             **kwargs,
         )
-        self.filters = _positive_int(filters, "filters", "SeparableConv2D")
+        self.filters = _positive_int("SeparableConv2D", "filters", filters)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
 
     def build(self, input_shape: Any) -> None:
-        channels = self._check_input(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel",
-            (*self.kernel_size, channels, self.depth_multiplier),
-            initializer=self.depthwise_initializer,
-        )
+        channels = self._add_depthwise_kernel(input_shape)
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
             (1, 1, channels * self.depth_multiplier, self.filters),
@@ -195,11 +189,7 @@ class SeparableConv2D(DepthwiseConv2D):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-        }
+        return super().get_config() | config_of(self, "filters pointwise_initializer")
 
 
 SeparableConvolution2D = SeparableConv2D

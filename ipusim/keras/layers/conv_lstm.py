@@ -21,7 +21,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import no_regularizers
+from ipusim.keras.layers.core import config_of, no_regularizers
 
 
 def _pair(layer: str, arg: str, value: Any, rank: int) -> tuple[int, ...]:
@@ -187,25 +187,12 @@ class _ConvLSTM(Layer):
         return h, c, outputs
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "data_format": self.data_format,
-            "dilation_rate": list(self.dilation_rate),
-            "activation": activations.serialize(self.activation),
-            "recurrent_activation": activations.serialize(self.recurrent_activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "unit_forget_bias": self.unit_forget_bias,
-            "return_sequences": self.return_sequences,
-            "return_state": self.return_state,
-            "go_backwards": self.go_backwards,
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding data_format dilation_rate activation "
+            "recurrent_activation use_bias kernel_initializer recurrent_initializer "
+            "bias_initializer unit_forget_bias return_sequences return_state go_backwards",
+        )
 
 
 class ConvLSTM1D(_ConvLSTM):

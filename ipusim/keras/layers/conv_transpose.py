@@ -10,14 +10,15 @@ A 1-D layer is the 2-D one with a unit height, as for :mod:`ipusim.keras.layers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.layers.conv import Conv2D, channels_last_input
-from ipusim.keras.layers.conv1d import check_steps_input, normalize_single, padding_1d
-from ipusim.keras.layers.core import add_bias, bias_and_activation
+from ipusim.keras.layers.conv1d import _one_d, check_steps_input, normalize_single, padding_1d
+from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of
 
 
 def deconv_length(
@@ -85,6 +86,20 @@ def transposed_size(layer: Any, spatial: tuple) -> tuple:
     )
 
 
+def transposed_conv(layer: Any, x: Any, kernel: Any, op: Callable[..., Any]) -> Any:
+    """``layer``'s transposed convolution of ``x``: ``op``, the input gradient of the convolution
+    of the layer's rank, to the output size Keras computes (:func:`transposed_size`)."""
+    out = transposed_size(layer, tuple(x.shape[1 : 1 + len(layer.kernel_size)]))
+    return op(
+        x,
+        kernel,
+        (x.shape[0], *out, layer.filters),
+        strides=layer.strides,
+        padding=layer.padding.upper(),
+        dilation_rate=layer.dilation_rate,
+    )
+
+
 class Conv2DTranspose(Conv2D):
     """Transposed 2-D convolution (kernel ``(Kh, Kw, filters, Cin)``).
 
@@ -133,25 +148,15 @@ class Conv2DTranspose(Conv2D):
         add_bias(self, (self.filters,))
 
     def _transpose(self, x: Any, kernel: Any) -> Any:
-        out_hw = transposed_size(self, tuple(x.shape[1:3]))
-        return conv_ops.conv2d_backprop_input(
-            x,
-            kernel,
-            (x.shape[0], *out_hw, self.filters),
-            strides=self.strides,
-            padding=self.padding.upper(),
-            dilation_rate=self.dilation_rate,
-        )
+        return transposed_conv(self, x, kernel, conv_ops.conv2d_backprop_input)
 
     def call(self, inputs: Any) -> Any:
         y = self._transpose(inputs, self.kernel)
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        config = {**super().get_config(), "output_padding": None}
+        config = super().get_config() | config_of(self, "output_padding")
         config.pop("groups", None)
-        if self.output_padding is not None:
-            config["output_padding"] = list(self.output_padding)
         return config
 
 
@@ -203,12 +208,8 @@ class Conv1DTranspose(Conv2DTranspose):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        for key in ("kernel_size", "strides", "dilation_rate"):
-            config[key] = [config[key][1]]
-        if self.output_padding is not None:
-            config["output_padding"] = [self.output_padding[1]]
-        return config
+        padded = () if self.output_padding is None else ("output_padding",)
+        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate", *padded))
 
 
 Convolution2DTranspose = Conv2DTranspose

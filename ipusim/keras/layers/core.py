@@ -57,6 +57,21 @@ def add_bias(layer: Any, shape: tuple) -> None:
     layer.built = True
 
 
+def config_of(layer: Any, names: str) -> dict[str, Any]:
+    """``layer``'s attributes ``names`` (separated by spaces, in order) as Keras writes them in
+    ``get_config``: activations and initializers serialised, tuples (kernel sizes, strides ...)
+    as lists, the rest as they are."""
+    config: dict[str, Any] = {}
+    for name in names.split():
+        value = getattr(layer, name)
+        if name.endswith("activation"):
+            value = activations.serialize(value)
+        elif name.endswith("_initializer"):
+            value = initializers.serialize(value)
+        config[name] = list(value) if isinstance(value, tuple) else value
+    return config
+
+
 def bias_and_activation(layer: Any, y: Any) -> Any:
     """``layer``'s activation of ``y`` plus its bias (on the last axis, when it has one)."""
     if layer.use_bias:
@@ -119,14 +134,9 @@ class Dense(Layer):
         return bias_and_activation(self, y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "units": self.units,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        return super().get_config() | config_of(
+            self, "units activation use_bias kernel_initializer bias_initializer"
+        )
 
 
 def _minus_one_batch(lead: tuple) -> tuple:

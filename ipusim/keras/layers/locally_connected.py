@@ -23,7 +23,7 @@ from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_pair
 from ipusim.keras.layers.conv1d import normalize_single
-from ipusim.keras.layers.core import add_bias, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_bias, config_of, no_regularizers
 
 
 class _LocallyConnected(Layer):
@@ -61,10 +61,7 @@ class _LocallyConnected(Layer):
                 f'Invalid border mode for {name} (only "valid" is supported if '
                 f"implementation is 1): {padding!r}"
             )
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ConfigurationError(
-                f"{name}: `filters` must be a positive integer, received {filters!r}"
-            )
+        filters = _positive_int(name, "filters", filters)
         check_data_format(data_format, name)
         self.filters = filters
         self.kernel_size = self._tuple(kernel_size, "kernel_size")
@@ -127,18 +124,11 @@ class _LocallyConnected(Layer):
         return self.activation(y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "kernel_size": list(self.kernel_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "implementation": self.implementation,
-        }
+        return super().get_config() | config_of(
+            self,
+            "filters kernel_size strides padding activation use_bias kernel_initializer "
+            "bias_initializer implementation",
+        )
 
 
 class LocallyConnected1D(_LocallyConnected):
