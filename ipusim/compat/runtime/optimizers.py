@@ -20,8 +20,8 @@ their optimizer: each execution of its ``apply_gradients`` node hands the gradie
 optimizer's update, which runs in Numba kernels as in Keras' own training loop, and lowering
 times the same nodes. A plain Keras optimizer's ``apply_gradients`` given traced gradients does
 the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
-Accumulation and the cross-replica mean use the one driver of
-:mod:`ipusim.graph.ops.update`.
+Accumulation, the cross-replica mean and the apply take the one path of the update phase,
+:func:`ipusim.graph.ops.update.run_update`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from ipusim.graph.graph import Symbol, to_symbol
 from ipusim.graph.ops.update import (
     GradientAccumulator,
     add_update,
-    cross_replica_mean,
     optimizer_cost,
+    run_update,
 )
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
@@ -115,7 +115,9 @@ class ApplyHandle:
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
         staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
-        apply_arrays(self.optimizer, cross_replica_mean(staged), self.variables)
+        run_update(
+            staged, self.variables, lambda g: apply_arrays(self.optimizer, g, self.variables)
+        )
 
 
 def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None:
@@ -320,9 +322,9 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        accumulated = self._accumulator.add(grads, variables)
-        if accumulated is not None:
-            apply_arrays(self._opt, accumulated, variables)
+        run_update(
+            [grads], variables, lambda g: apply_arrays(self._opt, g, variables), self._accumulator
+        )
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):

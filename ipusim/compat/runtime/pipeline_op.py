@@ -50,7 +50,7 @@ from ipusim.compat.runtime.pipeline_checks import (
 )
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, add_update, cross_replica_mean
+from ipusim.graph.ops.update import GradientAccumulator, add_update, run_update
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
@@ -359,7 +359,10 @@ class PipelineRuntime:
         n_loss = 1 if self.loss is not None else 0
         dtype = self.options.get("gradient_accumulation_dtype")
         accumulator = GradientAccumulator(self.args.gac, self.args.reduction_method, dtype)
-        applied = None
+
+        def apply(grads: list[Any]) -> None:
+            apply_arrays(self.optimizer, grads, self.variables)
+
         outfeed_sum: list[np.ndarray] | None = None
         for _ in range(self.args.gac):
             runs = [self.compiled.run_flat(arrays) for _ in range(replicas)]
@@ -374,14 +377,10 @@ class PipelineRuntime:
                     )
                 else:
                     self.outfeed._push(self.outfeed_structure, outs)
-            grads = [r[n_out + n_loss :] for r in runs]
             if self.optimizer is not None:
-                grad = grads[0] if replicas == 1 else cross_replica_mean(grads)
-                applied = accumulator.add(grad, self.variables)
+                run_update([r[n_out + n_loss :] for r in runs], self.variables, apply, accumulator)
         if outfeed_sum is not None:
             self.outfeed._push(self.outfeed_structure, outfeed_sum)
-        if applied is not None:
-            apply_arrays(self.optimizer, applied, self.variables)
 
     # ------------------------------------------------------------------ timing
     def timing(self, config: Any, system: Any, replicas: int) -> Any:

@@ -35,7 +35,7 @@ import functools
 import operator
 import threading
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -61,6 +61,7 @@ __all__ = [
     "cross_replica_mean",
     "has_traced_gradient",
     "optimizer_cost",
+    "run_update",
     "trace_apply",
     "tracers",
     "update_cost",
@@ -71,6 +72,9 @@ _ACC_STREAM = 0xACC
 
 #: The accumulator dtype: None (the variable's), a dtype, or ``callable(variable) -> dtype``.
 DtypeSelector = Any
+#: ``observe(grads, variables, stage)``: sees each call's gradients (stage ``"computed"``; what
+#: it returns, when not None, replaces them) and those applied (stage ``"apply"``).
+GradientObserver = Callable[[list[Any], list[Any], str], Any]
 
 
 class GradientAccumulator:
@@ -205,6 +209,50 @@ def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]
             acc = round_to_half(acc, nan_on_overflow=numerics.nan_on_overflow)[0]
         out.append(acc.astype(dtype, copy=False))
     return out
+
+
+def run_update(
+    per_replica: Sequence[Sequence[Any]],
+    variables: Sequence[Variable],
+    apply: Callable[[list[Any]], object],
+    accumulator: GradientAccumulator | None = None,
+    *,
+    step: int | None = None,
+    observe: GradientObserver | None = None,
+) -> bool:
+    """The numbers of the update phase, the one path of Keras' ``fit``, the compat optimizer
+    wrappers and ``pipeline()`` (a custom loop's trace runs the same steps as its update nodes).
+
+    In order: the replicas' mean (:func:`cross_replica_mean`; one replica: its gradients as
+    they are), the observer's ``"computed"`` stage, accumulation into ``accumulator`` (None: a
+    window of one, nothing is accumulated or rounded) and, when the window is complete, the
+    observer's ``"apply"`` stage and ``apply(gradients)``.
+
+    Args:
+        per_replica: one list of gradients per replica, one gradient per variable.
+        variables: the variables, in the same order at every call.
+        apply: applies one gradient per variable (the optimizer's update; the caller binds the
+            optimizer and its keyword arguments, e.g. ``captured_grads``).
+        accumulator: the window's accumulator, or None.
+        step: the execution step keying the accumulators' stochastic rounding.
+        observe: an optional :data:`GradientObserver`.
+
+    Returns:
+        Whether the gradients were applied.
+    """
+    grads = cross_replica_mean(per_replica)
+    if observe is not None:
+        replaced = observe(grads, list(variables), "computed")
+        grads = grads if replaced is None else list(replaced)
+    if accumulator is not None:
+        applied = accumulator.add(grads, variables, step)
+        if applied is None:
+            return False
+        grads = applied
+    if observe is not None:
+        observe(grads, list(variables), "apply")
+    apply(grads)
+    return True
 
 
 # ---------------------------------------------------------------------- costs
