@@ -27,6 +27,7 @@ Accumulation, the cross-replica mean and the apply take the one path of the upda
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -115,9 +116,7 @@ class ApplyHandle:
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
         staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
-        run_update(
-            staged, self.variables, lambda g: apply_arrays(self.optimizer, g, self.variables)
-        )
+        run_update(staged, self.variables, partial(apply_arrays, self.optimizer))
 
 
 def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None:
@@ -131,13 +130,7 @@ def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     """Add an update of ``optimizer`` with traced gradients to the graph being traced."""
     ctx = context.current()
-    pairs = list(grads_and_vars)
-    missing = [v.name for g, v in pairs if g is None]
-    if missing:
-        log.warning("Gradients do not exist for variables %s when minimizing the loss.", missing)
-    pairs = [(g, v) for g, v in pairs if g is not None]
-    if not pairs:
-        raise ConfigurationError(f"No gradients provided for any variable: {missing}")
+    pairs = present_gradients(list(grads_and_vars))
     if ctx is None:
         raise IncompatibleStateError(
             "apply_gradients received traced gradients outside a device function; call it in "
@@ -150,6 +143,23 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     ctx.add_side_effect(done)
     ctx.applies.append(handle)
     return Operation("apply_gradients", done)
+
+
+def present_gradients(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The ``(gradient, variable)`` pairs that have a gradient (TF's warning names the others).
+
+    Raises:
+        ConfigurationError: no pair has a gradient.
+    """
+    missing = [v.name for g, v in pairs if g is None]
+    if missing:
+        log.warning("Gradients do not exist for variables %s when minimizing the loss.", missing)
+    kept = [(g, v) for g, v in pairs if g is not None]
+    if not kept:
+        raise ConfigurationError(
+            f"No gradients provided for any variable: the loss does not depend on {missing}"
+        )
+    return kept
 
 
 def compute_gradients_symbolic(loss: Any, variables: list[Any]) -> list[Any]:
@@ -322,9 +332,7 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        run_update(
-            [grads], variables, lambda g: apply_arrays(self._opt, g, variables), self._accumulator
-        )
+        run_update([grads], variables, partial(apply_arrays, self._opt), self._accumulator)
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):

@@ -214,45 +214,30 @@ def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]
 def run_update(
     per_replica: Sequence[Sequence[Any]],
     variables: Sequence[Variable],
-    apply: Callable[[list[Any]], object],
+    apply: Callable[[list[Any], list[Any]], object],
     accumulator: GradientAccumulator | None = None,
     *,
     step: int | None = None,
     observe: GradientObserver | None = None,
-) -> bool:
-    """The numbers of the update phase, the one path of Keras' ``fit``, the compat optimizer
-    wrappers and ``pipeline()`` (a custom loop's trace runs the same steps as its update nodes).
-
-    In order: the replicas' mean (:func:`cross_replica_mean`; one replica: its gradients as
-    they are), the observer's ``"computed"`` stage, accumulation into ``accumulator`` (None: a
-    window of one, nothing is accumulated or rounded) and, when the window is complete, the
-    observer's ``"apply"`` stage and ``apply(gradients)``.
-
-    Args:
-        per_replica: one list of gradients per replica, one gradient per variable.
-        variables: the variables, in the same order at every call.
-        apply: applies one gradient per variable (the optimizer's update; the caller binds the
-            optimizer and its keyword arguments, e.g. ``captured_grads``).
-        accumulator: the window's accumulator, or None.
-        step: the execution step keying the accumulators' stochastic rounding.
-        observe: an optional :data:`GradientObserver`.
-
-    Returns:
-        Whether the gradients were applied.
-    """
-    grads = cross_replica_mean(per_replica)
+) -> None:
+    """The update phase's numbers, the one path of Keras' ``fit``, the compat optimizer
+    wrappers and ``pipeline()``: the replicas' mean (:func:`cross_replica_mean`, one list of
+    gradients per replica), ``observe(..., "computed")``, accumulation (``accumulator`` None: a
+    window of one, nothing accumulated or rounded; ``step`` keys its stochastic rounding) and,
+    when the window is complete, ``observe(..., "apply")`` and ``apply(gradients, variables)``
+    (the optimizer's update with the caller's arguments, e.g. ``captured_grads``)."""
+    grads, variables = cross_replica_mean(per_replica), list(variables)
     if observe is not None:
-        replaced = observe(grads, list(variables), "computed")
+        replaced = observe(grads, variables, "computed")
         grads = grads if replaced is None else list(replaced)
     if accumulator is not None:
         applied = accumulator.add(grads, variables, step)
         if applied is None:
-            return False
+            return
         grads = applied
     if observe is not None:
-        observe(grads, list(variables), "apply")
-    apply(grads)
-    return True
+        observe(grads, variables, "apply")
+    apply(grads, variables)
 
 
 # ---------------------------------------------------------------------- costs

@@ -42,7 +42,7 @@ class GradientUpdateMixin:
         run_update(
             [grads],
             variables,
-            lambda applied: optimizer.apply_gradients(zip(applied, variables), **kwargs),
+            lambda grads, variables: optimizer.apply_gradients(zip(grads, variables), **kwargs),
             accumulator,
             step=self._exec_step,
             # optimizers that outfeed or replace gradients (a TF1 optimizer's) observe them
