@@ -1,10 +1,11 @@
 """The weight-update phase: gradient accumulation, the cross-replica mean and the optimizer's
 apply, as one numeric driver and as graph ops.
 
-:class:`GradientAccumulator` is the one driver of gradient accumulation; Keras' ``fit``, the
-accumulating optimizer wrappers (Keras and ``ipu.optimizers``) and ``pipeline()`` all fold their
-gradients through it. Its semantics are IPU TensorFlow's (``GradientAccumulationOptimizerV2``
-and ``gradient_accumulation_dtype``):
+:func:`run_update` is the one path of the update's numbers (the replicas' mean, accumulation,
+the apply on a window's last gradient): Keras' ``fit``, the ``ipu.optimizers`` wrappers and
+``pipeline()`` take it. :class:`GradientAccumulator` is the one driver of gradient accumulation
+(the Keras accumulating wrappers fold through it too). Its semantics are IPU TensorFlow's
+(``GradientAccumulationOptimizerV2`` and ``gradient_accumulation_dtype``):
 
 * the accumulator has the requested dtype: None (the variable's), a dtype, or a callable
   ``variable -> dtype``. A float16 accumulator adds in half precision: the value, kept in float32
@@ -18,10 +19,11 @@ and ``gradient_accumulation_dtype``):
 
 The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
 ``forward`` calls the driver and the optimizer, their ``variable_cost`` is what the update of
-one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every training step's graph carries them
-(:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
-accumulation and weight-update supersteps from them. A custom loop's trace executes them (its
-``apply_gradients`` node runs the update); where the step's own driver runs the update (Keras'
+one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every
+training step's graph carries them (:func:`add_update`: Keras' step, ``pipeline()``, a custom
+loop's trace) and lowering builds the accumulation and weight-update supersteps from them. A
+custom loop's trace executes them (its ``apply_gradients`` node runs the update, through
+:func:`run_update` in the compat runtime); where the step runs :func:`run_update` itself (Keras'
 ``fit``, ``pipeline()``) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
