@@ -254,16 +254,8 @@ def update_cost(shape: tuple[int | None, ...], slots: int, flops_per_element: in
     """One variable's optimizer update: reads the variable, its gradient and ``slots`` state
     arrays, writes the variable and the slots (float32)."""
     spec = TensorSpec(shape, "float32")
-    return OpCost(
-        flops_per_element * spec.size,
-        (2 + slots) * spec.nbytes,
-        (1 + slots) * spec.nbytes,
-        "elementwise",
-    )
-
-
-def _total(costs: Sequence[OpCost]) -> OpCost:
-    return functools.reduce(operator.add, costs)
+    n = spec.nbytes
+    return OpCost(flops_per_element * spec.size, (2 + slots) * n, (1 + slots) * n, "elementwise")
 
 
 #: What an optimizer that declares nothing costs: no slot arrays and 2 FLOPs per element
@@ -302,7 +294,8 @@ class UpdateOp(Op):
     def cost(
         self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
     ) -> OpCost:
-        return _total([self.variable_cost(s.shape, **attrs)[0] for s in in_specs])
+        costs = [self.variable_cost(s.shape, **attrs)[0] for s in in_specs]
+        return functools.reduce(operator.add, costs)
 
 
 @register
