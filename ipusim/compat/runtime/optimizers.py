@@ -20,13 +20,14 @@ their optimizer: each execution of its ``apply_gradients`` node hands the gradie
 optimizer's update, which runs in Numba kernels as in Keras' own training loop, and lowering
 times the same nodes. A plain Keras optimizer's ``apply_gradients`` given traced gradients does
 the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
-Accumulation and the cross-replica mean use the one driver of
-:mod:`ipusim.graph.ops.update`.
+Accumulation, the cross-replica mean and the apply take the one path of the update phase,
+:func:`ipusim.graph.ops.update.run_update`.
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,12 +40,14 @@ from ipusim.graph.graph import Symbol, to_symbol
 from ipusim.graph.ops.update import (
     GradientAccumulator,
     add_update,
-    cross_replica_mean,
+    has_traced_gradient,
     optimizer_cost,
+    run_update,
+    trace_apply,
 )
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers import SGD, Optimizer
-from ipusim.session.exchange import instance_exchange, job_replicas
+from ipusim.session.exchange import job_replicas
 
 log = logging.getLogger("ipusim")
 
@@ -60,10 +63,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- updates
-def _is_symbolic(grads: list[Any]) -> bool:
-    return any(isinstance(g, Symbol) for g in grads)
-
-
 class ApplyHandle:
     """An optimizer update in a traced graph: executing it applies the gradients.
 
@@ -88,25 +87,22 @@ class ApplyHandle:
         return optimizer_cost(innermost(self.optimizer))[1]
 
     def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]]) -> None:
-        """Apply concrete gradients (what the ``apply_gradients`` op would run)."""
-        self.execute(None, [g for g, _ in grads_and_vars])
-
-    def execute(self, ctx: Any, grads: list[Any]) -> None:
+        """Apply concrete gradients (what the ``apply_gradients`` op runs); in a replicated
+        loop iteration, stage them for :meth:`apply_replicated`."""
+        grads = [np.asarray(g) for g, _ in grads_and_vars]
         state = context.replica_state()
         if state is not None and state.replicas > 1:
             staged = state.gradients.setdefault(self, [None] * state.replicas)
             staged[state.index] = [np.array(g, copy=True) for g in grads]
-            return None
-        if has_cross_replica(self.optimizer) and instance_exchange() is not None:
-            # one local replica of a PopDist job: the reduction still spans every instance
-            self.apply_replicated([[np.asarray(g) for g in grads]])
-            return None
-        apply_arrays(self.optimizer, grads, self.variables)
-        return None
+        else:  # one local replica (of a PopDist job: a cross-replica mean spans the instances)
+            self.apply_replicated([grads])
 
     def apply_replicated(self, staged: list[list[np.ndarray]]) -> None:
-        """One update from every replica's gradients (they must be combined across replicas)."""
-        if not has_cross_replica(self.optimizer):
+        """One update from every local replica's gradients (combined across replicas and
+        instances when the optimizer is a cross-replica one)."""
+        if has_cross_replica(self.optimizer):
+            staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
+        elif len(staged) > 1:
             raise IncompatibleStateError(
                 f"The loop runs {len(staged)} replicas but its optimizer "
                 f"({type(self.optimizer).__name__}) does not combine their gradients, so the "
@@ -114,8 +110,7 @@ class ApplyHandle:
                 "the optimizer in ipu.optimizers.CrossReplicaOptimizer (or "
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
-        staged = job_replicas(staged)  # with the other instances' (ipusim run --instances)
-        apply_arrays(self.optimizer, cross_replica_mean(staged), self.variables)
+        run_update(staged, self.variables, partial(apply_arrays, self.optimizer))
 
 
 def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None:
@@ -128,19 +123,8 @@ def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None
 
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     """Add an update of ``optimizer`` with traced gradients to the graph being traced."""
-    ctx = context.current()
-    pairs = list(grads_and_vars)
-    missing = [v.name for g, v in pairs if g is None]
-    if missing:
-        log.warning("Gradients do not exist for variables %s when minimizing the loss.", missing)
-    pairs = [(g, v) for g, v in pairs if g is not None]
-    if not pairs:
-        raise ConfigurationError(f"No gradients provided for any variable: {missing}")
-    if ctx is None:
-        raise IncompatibleStateError(
-            "apply_gradients received traced gradients outside a device function; call it in "
-            "the tf.function (or loop body) that computed them"
-        )
+    ctx = context.current()  # not None: TraceContext.trace_apply calls this
+    pairs = present_gradients(list(grads_and_vars))
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
     handle = ApplyHandle(optimizer, [v for _, v in pairs], grads)
     with ctx.graph.phase("update"):
@@ -148,6 +132,23 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     ctx.add_side_effect(done)
     ctx.applies.append(handle)
     return Operation("apply_gradients", done)
+
+
+def present_gradients(pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The ``(gradient, variable)`` pairs that have a gradient (TF's warning names the others).
+
+    Raises:
+        ConfigurationError: no pair has a gradient.
+    """
+    missing = [v.name for g, v in pairs if g is None]
+    if missing:
+        log.warning("Gradients do not exist for variables %s when minimizing the loss.", missing)
+    kept = [(g, v) for g, v in pairs if g is not None]
+    if not kept:
+        raise ConfigurationError(
+            f"No gradients provided for any variable: the loss does not depend on {missing}"
+        )
+    return kept
 
 
 def compute_gradients_symbolic(loss: Any, variables: list[Any]) -> list[Any]:
@@ -252,8 +253,8 @@ class IpuOptimizer:
     ) -> Any:
         """Update the variables: in traced code, once per execution of the graph."""
         pairs = list(grads_and_vars)
-        if _is_symbolic([g for g, _ in pairs]):
-            return symbolic_apply(self, pairs)
+        if has_traced_gradient(pairs):
+            return trace_apply(self, pairs)
         pairs = [(g, v) for g, v in pairs if g is not None]
         self._apply([np.asarray(g) for g, _ in pairs], [v for _, v in pairs])
         return Operation("apply_gradients")
@@ -320,9 +321,7 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        accumulated = self._accumulator.add(grads, variables)
-        if accumulated is not None:
-            apply_arrays(self._opt, accumulated, variables)
+        run_update([grads], variables, partial(apply_arrays, self._opt), self._accumulator)
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):

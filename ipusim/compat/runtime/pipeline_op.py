@@ -26,8 +26,8 @@ Concurrent stages are modelled in :mod:`.pipeline_timing`.
 
 from __future__ import annotations
 
-import logging
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from ipusim.compat.runtime.optimizers import (
     compute_gradients_symbolic,
     has_cross_replica,
     innermost,
+    present_gradients,
 )
 from ipusim.compat.runtime.pipeline_checks import (
     OptimizerFunctionOutput,
@@ -50,12 +51,10 @@ from ipusim.compat.runtime.pipeline_checks import (
 )
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.graph.graph import Graph, Symbol, to_symbol
-from ipusim.graph.ops.update import GradientAccumulator, add_update, cross_replica_mean
+from ipusim.graph.ops.update import GradientAccumulator, add_update, run_update
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
-
-log = logging.getLogger("ipusim")
 
 __all__ = ["OptimizerFunctionOutput", "pipeline"]
 
@@ -323,16 +322,7 @@ class PipelineRuntime:
         else:
             variables = result.variables or [v for v in self.graph.variables if v.trainable]
         grads = compute_gradients_symbolic(self.loss, variables)
-        missing = [v.name for v, g in zip(variables, grads) if g is None]
-        if missing:
-            log.warning(
-                "Gradients do not exist for variables %s when minimizing the loss.", missing
-            )
-        kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        if not kept:
-            raise ConfigurationError(
-                f"No gradients provided for any variable: the loss does not depend on {missing}"
-            )
+        kept = present_gradients(list(zip(grads, variables)))
         self.grads = [g for g, _ in kept]
         self.variables = [v for _, v in kept]
         # The update phase as graph ops, for lowering to time (not fetched: _run applies it).
@@ -359,7 +349,6 @@ class PipelineRuntime:
         n_loss = 1 if self.loss is not None else 0
         dtype = self.options.get("gradient_accumulation_dtype")
         accumulator = GradientAccumulator(self.args.gac, self.args.reduction_method, dtype)
-        applied = None
         outfeed_sum: list[np.ndarray] | None = None
         for _ in range(self.args.gac):
             runs = [self.compiled.run_flat(arrays) for _ in range(replicas)]
@@ -374,14 +363,13 @@ class PipelineRuntime:
                     )
                 else:
                     self.outfeed._push(self.outfeed_structure, outs)
-            grads = [r[n_out + n_loss :] for r in runs]
             if self.optimizer is not None:
-                grad = grads[0] if replicas == 1 else cross_replica_mean(grads)
-                applied = accumulator.add(grad, self.variables)
+                grads = [r[n_out + n_loss :] for r in runs]
+                run_update(
+                    grads, self.variables, partial(apply_arrays, self.optimizer), accumulator
+                )
         if outfeed_sum is not None:
             self.outfeed._push(self.outfeed_structure, outfeed_sum)
-        if applied is not None:
-            apply_arrays(self.optimizer, applied, self.variables)
 
     # ------------------------------------------------------------------ timing
     def timing(self, config: Any, system: Any, replicas: int) -> Any:

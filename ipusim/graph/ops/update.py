@@ -1,10 +1,11 @@
 """The weight-update phase: gradient accumulation, the cross-replica mean and the optimizer's
 apply, as one numeric driver and as graph ops.
 
-:class:`GradientAccumulator` is the one driver of gradient accumulation; Keras' ``fit``, the
-accumulating optimizer wrappers (Keras and ``ipu.optimizers``) and ``pipeline()`` all fold their
-gradients through it. Its semantics are IPU TensorFlow's (``GradientAccumulationOptimizerV2``
-and ``gradient_accumulation_dtype``):
+:func:`run_update` is the one path of the update's numbers (the replicas' mean, accumulation,
+the apply on a window's last gradient): Keras' ``fit``, the ``ipu.optimizers`` wrappers and
+``pipeline()`` take it. :class:`GradientAccumulator` is the one driver of gradient accumulation
+(the Keras accumulating wrappers fold through it too). Its semantics are IPU TensorFlow's
+(``GradientAccumulationOptimizerV2`` and ``gradient_accumulation_dtype``):
 
 * the accumulator has the requested dtype: None (the variable's), a dtype, or a callable
   ``variable -> dtype``. A float16 accumulator adds in half precision: the value, kept in float32
@@ -18,10 +19,11 @@ and ``gradient_accumulation_dtype``):
 
 The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
 ``forward`` calls the driver and the optimizer, their ``variable_cost`` is what the update of
-one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every training step's graph carries them
-(:func:`add_update`: Keras' step, ``pipeline()``, a custom loop's trace) and lowering builds the
-accumulation and weight-update supersteps from them. A custom loop's trace executes them (its
-``apply_gradients`` node runs the update); where the step's own driver runs the update (Keras'
+one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every
+training step's graph carries them (:func:`add_update`: Keras' step, ``pipeline()``, a custom
+loop's trace) and lowering builds the accumulation and weight-update supersteps from them. A
+custom loop's trace executes them (its ``apply_gradients`` node runs the update, through
+:func:`run_update` in the compat runtime); where the step runs :func:`run_update` itself (Keras'
 ``fit``, ``pipeline()``) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
@@ -35,7 +37,7 @@ import functools
 import operator
 import threading
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -61,6 +63,7 @@ __all__ = [
     "cross_replica_mean",
     "has_traced_gradient",
     "optimizer_cost",
+    "run_update",
     "trace_apply",
     "tracers",
     "update_cost",
@@ -71,6 +74,9 @@ _ACC_STREAM = 0xACC
 
 #: The accumulator dtype: None (the variable's), a dtype, or ``callable(variable) -> dtype``.
 DtypeSelector = Any
+#: ``observe(grads, variables, stage)``: sees each call's gradients (stage ``"computed"``; what
+#: it returns, when not None, replaces them) and those applied (stage ``"apply"``).
+GradientObserver = Callable[[list[Any], list[Any], str], Any]
 
 
 class GradientAccumulator:
@@ -207,6 +213,35 @@ def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]
     return out
 
 
+def run_update(
+    per_replica: Sequence[Sequence[Any]],
+    variables: Sequence[Variable],
+    apply: Callable[[list[Any], list[Any]], object],
+    accumulator: GradientAccumulator | None = None,
+    *,
+    step: int | None = None,
+    observe: GradientObserver | None = None,
+) -> None:
+    """The update phase's numbers, the one path of Keras' ``fit``, the compat optimizer
+    wrappers and ``pipeline()``: the replicas' mean (:func:`cross_replica_mean`, one list of
+    gradients per replica), ``observe(..., "computed")``, accumulation (``accumulator`` None: a
+    window of one, nothing accumulated or rounded; ``step`` keys its stochastic rounding) and,
+    when the window is complete, ``observe(..., "apply")`` and ``apply(gradients, variables)``
+    (the optimizer's update with the caller's arguments, e.g. ``captured_grads``)."""
+    grads, variables = cross_replica_mean(per_replica), list(variables)
+    if observe is not None:
+        replaced = observe(grads, variables, "computed")
+        grads = grads if replaced is None else list(replaced)
+    if accumulator is not None:
+        applied = accumulator.add(grads, variables, step)
+        if applied is None:
+            return
+        grads = applied
+    if observe is not None:
+        observe(grads, variables, "apply")
+    apply(grads, variables)
+
+
 # ---------------------------------------------------------------------- costs
 def accumulate_cost(shape: tuple[int | None, ...]) -> OpCost:
     """One gradient folded into its accumulator: a read of both, a write of the accumulator
@@ -219,16 +254,8 @@ def update_cost(shape: tuple[int | None, ...], slots: int, flops_per_element: in
     """One variable's optimizer update: reads the variable, its gradient and ``slots`` state
     arrays, writes the variable and the slots (float32)."""
     spec = TensorSpec(shape, "float32")
-    return OpCost(
-        flops_per_element * spec.size,
-        (2 + slots) * spec.nbytes,
-        (1 + slots) * spec.nbytes,
-        "elementwise",
-    )
-
-
-def _total(costs: Sequence[OpCost]) -> OpCost:
-    return functools.reduce(operator.add, costs)
+    n = spec.nbytes
+    return OpCost(flops_per_element * spec.size, (2 + slots) * n, (1 + slots) * n, "elementwise")
 
 
 #: What an optimizer that declares nothing costs: no slot arrays and 2 FLOPs per element
@@ -267,7 +294,8 @@ class UpdateOp(Op):
     def cost(
         self, in_specs: Sequence[TensorSpec], out_specs: Sequence[TensorSpec], **attrs: Any
     ) -> OpCost:
-        return _total([self.variable_cost(s.shape, **attrs)[0] for s in in_specs])
+        costs = [self.variable_cost(s.shape, **attrs)[0] for s in in_specs]
+        return functools.reduce(operator.add, costs)
 
 
 @register

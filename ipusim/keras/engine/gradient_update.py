@@ -1,7 +1,7 @@
 """The weight update of a Keras training step: apply each step's gradients, or accumulate them
 over ``gradient_accumulation_steps_per_replica`` mini-batches and apply them once every N steps
-(the accumulation is :class:`ipusim.graph.ops.update.GradientAccumulator`, the one driver every
-front end shares). A mixin of :class:`ipusim.keras.engine.training.TrainingMixin`."""
+(through :func:`ipusim.graph.ops.update.run_update`, the one path every front end shares). A
+mixin of :class:`ipusim.keras.engine.training.TrainingMixin`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.graph.ops.update import GradientAccumulator
+from ipusim.graph.ops.update import GradientAccumulator, run_update
 
 __all__ = ["GradientUpdateMixin"]
 
@@ -25,32 +25,29 @@ class GradientUpdateMixin:
     _exec_step: int
 
     def _apply_or_accumulate(self, grads: list[np.ndarray], variables: list[Any]) -> None:
-        """Apply the gradients now, or accumulate them and apply every N steps."""
-        # An optional observer on the optimizer sees each step's ("computed") and the applied
-        # ("apply") gradients; used by optimizers that outfeed gradients for inspection.
-        observe = getattr(self.optimizer, "_gradients_observer", None)
-        if observe is not None:  # it may hand back the gradients to use (a TF1 optimizer's)
-            replaced = observe(grads, variables, "computed")
-            grads = list(grads) if replaced is None else list(replaced)
-        if self._gradient_accumulation == 1:
-            if observe is not None:
-                observe(grads, variables, "apply")
-            captured = getattr(self, "_captured_grads", None)
-            if captured and getattr(self.optimizer, "supports_captured_grads", False):
-                self.optimizer.apply_gradients(zip(grads, variables), captured_grads=captured)
-            else:
-                self.optimizer.apply_gradients(zip(grads, variables))
-            return
-        if not isinstance(self._accumulators, GradientAccumulator):
-            self._accumulators = GradientAccumulator(
-                self._gradient_accumulation, self._accumulation_method, self._accumulator_dtype
-            )
-        applied = self._accumulators.add(grads, variables, self._exec_step)
-        if applied is None:
-            return
-        if observe is not None:
-            observe(applied, variables, "apply")
-        self.optimizer.apply_gradients(zip(applied, variables))
+        """Apply the gradients now, or accumulate them and apply every N steps
+        (:func:`~ipusim.graph.ops.update.run_update`)."""
+        optimizer, accumulator = self.optimizer, None
+        if self._gradient_accumulation != 1:
+            if not isinstance(self._accumulators, GradientAccumulator):
+                self._accumulators = GradientAccumulator(
+                    self._gradient_accumulation, self._accumulation_method, self._accumulator_dtype
+                )
+            accumulator = self._accumulators
+        # Gradients captured by keras.ipu.layers go to an optimizer that takes them (unless
+        # they are accumulated: the captures are one step's).
+        captured = getattr(self, "_captured_grads", None)
+        supported = accumulator is None and getattr(optimizer, "supports_captured_grads", False)
+        kwargs = {"captured_grads": captured} if captured and supported else {}
+        run_update(
+            [grads],
+            variables,
+            lambda grads, variables: optimizer.apply_gradients(zip(grads, variables), **kwargs),
+            accumulator,
+            step=self._exec_step,
+            # optimizers that outfeed or replace gradients (a TF1 optimizer's) observe them
+            observe=getattr(optimizer, "_gradients_observer", None),
+        )
 
     def _accumulator_dtype(self, variable: Any) -> Any:
         """The gradient accumulator's dtype for ``variable`` (None: the variable's):

@@ -150,7 +150,7 @@ class Optimizer:
         """TF1's ``apply_gradients(grads_and_vars, global_step=None, name=None)``; a
         ``global_step`` variable is incremented as TF1 does when the update runs eagerly (a
         traced update's step is counted by whoever executes it: the estimators do)."""
-        from ipusim.compat.runtime.optimizers import _is_symbolic
+        from ipusim.graph.ops.update import has_traced_gradient
 
         if not type(self)._tf1_builtin:  # a script's subclass calling the base class' update
             raise UnsupportedError(
@@ -160,7 +160,7 @@ class Optimizer:
             )
         pairs = list(grads_and_vars)
         result = super().apply_gradients(pairs)
-        if global_step is not None and not _is_symbolic([g for g, _ in pairs]):
+        if global_step is not None and not has_traced_gradient(pairs):
             _increment(global_step)
         return result
 
