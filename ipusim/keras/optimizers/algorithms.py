@@ -61,6 +61,7 @@ class SGD(Optimizer):
     momentum = Hyper()
     _config_hyper = ("learning_rate", "decay", "momentum")
     _config_fields = ("nesterov",)
+    _step_hyper = ("momentum",)
 
     def __init__(
         self,
@@ -88,9 +89,6 @@ class SGD(Optimizer):
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("momentum", 0.0)] if self._momentum else []
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         if self._momentum:
@@ -142,6 +140,7 @@ class RMSprop(Optimizer):
     momentum = Hyper()
     _config_hyper = ("learning_rate", "decay", "rho", "momentum")
     _config_fields = ("epsilon", "centered")
+    _step_hyper = ("rho", "momentum")
 
     def __init__(
         self,
@@ -176,9 +175,6 @@ class RMSprop(Optimizer):
         if self.centered:
             specs.append(("mg", 0.0))
         return specs
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "rho", "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         optim_kernels.rmsprop_update(
@@ -249,6 +245,7 @@ class Adam(Optimizer):
     beta_2 = Hyper()
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon", "amsgrad")
+    _step_hyper = ("beta_1", "beta_2")
 
     def __init__(
         self,
@@ -279,9 +276,6 @@ class Adam(Optimizer):
         if self.amsgrad:
             specs.append(("vhat", 0.0))
         return specs
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.
@@ -344,6 +338,8 @@ class Adagrad(Optimizer):
     update_flops_per_element = 7
     _config_hyper = ("learning_rate", "decay")
     _config_fields = ("initial_accumulator_value", "epsilon")
+    _slot_order = ("accumulator",)
+    _half_kernel = "adagrad"
 
     def __init__(
         self,
@@ -372,11 +368,3 @@ class Adagrad(Optimizer):
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), "epsilon": half(self.epsilon)}
-
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        update.run(
-            "adagrad",
-            [var, grad, slots["accumulator"]],
-            coefficients["lr"],
-            coefficients["epsilon"],
-        )

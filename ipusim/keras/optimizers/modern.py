@@ -151,6 +151,8 @@ class Lion(_WeightDecay, Optimizer):
     slots_per_variable = 1
     _config_hyper = ("learning_rate", "beta_1", "beta_2")
     _config_fields = ("weight_decay",)
+    _slot_order = ("m",)
+    _step_hyper = ("beta_1", "beta_2")
 
     def __init__(
         self,
@@ -183,12 +185,6 @@ class Lion(_WeightDecay, Optimizer):
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return 9 + self._decay_flops()
-
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("m", 0.0)]
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         c = coefficients
@@ -292,9 +288,6 @@ class Adafactor(_WeightDecay, Optimizer):
                 self._add_slot(var, "c", 0.0, var.shape[:-2] + var.shape[-1:])
         for var in var_list:
             self._add_slot(var, "v", 0.0)
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "step": step}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         t = var.dtype.type

@@ -139,6 +139,15 @@ class Optimizer:
     #: schedule as its config) and plain attributes, in Keras' order.
     _config_hyper: tuple[str, ...] = ()
     _config_fields: tuple[str, ...] = ()
+    #: Slot names in creation order (the default :meth:`_slot_specs` creates them at zero) and
+    #: in the order the default :meth:`_apply_half` passes them to ``_half_kernel``.
+    _slot_order: tuple[str, ...] = ()
+    #: Hyperparameters the default :meth:`_prepare` resolves at the step, besides the rate.
+    _step_hyper: tuple[str, ...] = ()
+    #: The float16 kernel of the default :meth:`_apply_half` (a function or a name of
+    #: :mod:`ipusim.kernels.half_optim`), given ``[var, grad, *slots]`` and the values of
+    #: :meth:`_prepare_half` in order; None: float16 variables are not supported.
+    _half_kernel: Any = None
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -385,11 +394,12 @@ class Optimizer:
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         """``(slot_name, initial_value)`` in Keras' creation order."""
-        return []
+        return [(name, 0.0) for name in self._slot_order]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        """Scalars for this step's kernels, from the decayed learning rate and the step."""
-        return {"lr": lr}
+        """Scalars for this step's kernels: the decayed learning rate, the step and the
+        ``_step_hyper`` hyperparameters' values at the step."""
+        return {"lr": lr, "step": step, **self._hyper_values(step, *self._step_hyper)}
 
     def _apply_dense(
         self,
@@ -415,10 +425,13 @@ class Optimizer:
         coefficients: dict[str, np.float32],
     ) -> None:
         """Update a float16 variable in place (see :mod:`ipusim.kernels.half_optim`)."""
-        raise UnsupportedError(
-            f"{type(self).__name__} cannot update float16 variables yet; keep the variables "
-            "float32 (for example with the 'mixed_float16' policy)"
-        )
+        if self._half_kernel is None:
+            raise UnsupportedError(
+                f"{type(self).__name__} cannot update float16 variables yet; keep the variables "
+                "float32 (for example with the 'mixed_float16' policy)"
+            )
+        arrays = [var, grad, *(slots[name] for name in self._slot_order)]
+        update.run(self._half_kernel, arrays, *coefficients.values())
 
     # --- helpers ---------------------------------------------------------------------------------
 
