@@ -62,6 +62,16 @@ def _power_of_two(owner: str, name: str, value: Any) -> float:
     return number
 
 
+def add_to_histogram(hist: np.ndarray, grad: Any) -> np.ndarray:
+    """``hist`` (``[fine, overflowed]``, float32) plus a float16 gradient's counts; other
+    gradients are not counted."""
+    array = np.asarray(grad)
+    if array.dtype != np.float16:
+        return hist
+    fine, over = loss_scaling.overflow_histogram(array)
+    return hist + np.array([fine, over], np.float32)
+
+
 class ALSOptimizer(OptimizerWrapper, Optimizer):
     """Wraps an optimizer with automatic loss scaling (see the module doc).
 
@@ -260,18 +270,11 @@ class ALSOptimizer(OptimizerWrapper, Optimizer):
         alpha = np.float32(self.lpf_alpha)
         return alpha * self._hist.value + (np.float32(1) - alpha) * new
 
-    def _histogram_with(self, hist: np.ndarray, grad: Any) -> np.ndarray:
-        array = np.asarray(grad)
-        if array.dtype != np.float16:
-            return hist
-        fine, over = loss_scaling.overflow_histogram(array)
-        return hist + np.array([fine, over], np.float32)
-
     def add_gradient_statistics(self, grads: list[Any]) -> None:
         """Add each float16 gradient to the histogram (SDK ``_add_grads``, gradient by gradient)."""
         collect = self._collecting() and not self.captured_grads_only
         for grad in grads:
-            hist = self._histogram_with(self._hist.value, grad) if collect else self._hist.value
+            hist = add_to_histogram(self._hist.value, grad) if collect else self._hist.value
             self._hist.value[...] = self._filtered(hist)
 
     def unscale(self, grads: list[Any]) -> list[Any]:
@@ -286,7 +289,7 @@ class ALSOptimizer(OptimizerWrapper, Optimizer):
         if self._collecting():
             for value in (captured_grads or {}).values():
                 for grad in value if isinstance(value, list | tuple) else [value]:
-                    hist = self._histogram_with(hist, grad)
+                    hist = add_to_histogram(hist, grad)
         old = np.float32(self._lsf.value)
         lsf = self._next_lsf(hist, old) if due else old
         if lsf != old:
