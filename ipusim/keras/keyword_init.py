@@ -12,6 +12,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ipusim.errors import InvalidTypeError
+
 #: Default of a parameter that has none (a required argument).
 REQUIRED: Any = inspect.Parameter.empty
 
@@ -40,8 +42,10 @@ def keyword_init(
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             bound = signature.bind(self, *args, **kwargs)
-        except TypeError as error:  # as Python words it: "Huber.__init__() got an unexpected..."
-            raise TypeError(f"{type(self).__name__}.__init__() {error}") from None
+        except TypeError as error:  # worded as Python's: "Huber.__init__() got an unexpected..."
+            raise InvalidTypeError(
+                f"{type(self).__name__}.__init__() {error}; its arguments: {signature}"
+            ) from None
         bound.apply_defaults()
         arguments = dict(bound.arguments)
         del arguments["self"]

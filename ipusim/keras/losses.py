@@ -359,27 +359,13 @@ class Reduction:
 losses_utils = SimpleNamespace(ReductionV2=Reduction)
 
 
+#: The loss classes by name: every LossFunctionWrapper subclass defined above.
 _CLASSES: dict[str, type[Loss]] = {
-    cls.__name__: cls
-    for cls in (
-        SparseCategoricalCrossentropy,
-        CategoricalCrossentropy,
-        BinaryCrossentropy,
-        BinaryFocalCrossentropy,
-        CategoricalFocalCrossentropy,
-        MeanSquaredError,
-        MeanAbsoluteError,
-        MeanAbsolutePercentageError,
-        MeanSquaredLogarithmicError,
-        Hinge,
-        SquaredHinge,
-        CategoricalHinge,
-        Huber,
-        LogCosh,
-        KLDivergence,
-        Poisson,
-        CosineSimilarity,
-    )
+    name: value
+    for name, value in list(globals().items())
+    if isinstance(value, type)
+    and issubclass(value, LossFunctionWrapper)
+    and value is not LossFunctionWrapper
 }
 MSE, MAE, MAPE, MSLE, KLD = mse, mae, mape, msle, kld
 kullback_leibler_divergence, logcosh = kl_divergence, log_cosh
