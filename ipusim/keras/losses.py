@@ -369,7 +369,7 @@ _CLASSES: dict[str, type[Loss]] = {
 }
 MSE, MAE, MAPE, MSLE, KLD = mse, mae, mape, msle, kld
 kullback_leibler_divergence, logcosh = kl_divergence, log_cosh
-_FUNCTIONS: dict[str, Callable[..., Symbol]] = {
+FUNCTIONS: dict[str, Callable[..., Symbol]] = {
     fn.__name__: fn
     for fn in (
         sparse_categorical_crossentropy,
@@ -391,7 +391,7 @@ _FUNCTIONS: dict[str, Callable[..., Symbol]] = {
         cosine_similarity,
     )
 }
-_FUNCTIONS.update(
+FUNCTIONS.update(
     mse=mse,
     MSE=mse,
     mae=mae,
@@ -420,14 +420,14 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
     if isinstance(identifier, str):
         if identifier in _CLASSES:
             return _CLASSES[identifier]()
-        if identifier in _FUNCTIONS:
-            fn = _FUNCTIONS[identifier]
+        if identifier in FUNCTIONS:
+            fn = FUNCTIONS[identifier]
             return LossFunctionWrapper(fn, name=fn.__name__)
-        close = difflib.get_close_matches(identifier, list(_FUNCTIONS) + list(_CLASSES), n=1)
+        close = difflib.get_close_matches(identifier, list(FUNCTIONS) + list(_CLASSES), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigurationError(
             f"Unknown loss function: {identifier!r}.{hint} Valid names: "
-            f"{', '.join(sorted(_FUNCTIONS))}"
+            f"{', '.join(sorted(FUNCTIONS))}"
         )
     if callable(identifier):
         return LossFunctionWrapper(identifier, name=getattr(identifier, "__name__", "loss"))
@@ -437,7 +437,7 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
 def serialize(loss: Any) -> dict[str, Any]:
     if type(loss).__name__ in _CLASSES:
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
-    if isinstance(loss, LossFunctionWrapper) and loss.fn.__name__ in _FUNCTIONS:
+    if isinstance(loss, LossFunctionWrapper) and loss.fn.__name__ in FUNCTIONS:
         return {"function": loss.fn.__name__}
     raise ConfigurationError(f"loss {loss!r} cannot be serialized")
 

@@ -207,12 +207,6 @@ class ALSOptimizer(OptimizerWrapper, Optimizer):
     def weights(self) -> list[Variable]:  # type: ignore[override]
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
 
-    def variables(self) -> list[Variable]:
-        return self.weights
-
-    def get_weights(self) -> list[np.ndarray]:
-        return [v.numpy() for v in self.weights]
-
     def set_weights(self, weights: list[np.ndarray]) -> None:
         count = len(self._opt.weights)
         self._opt.set_weights(list(weights[:count]))
