@@ -284,7 +284,7 @@ class MeanMetricWrapper(Mean):
 
 
 def wrapper_class(
-    fn: Callable,
+    fn: Callable[..., Any],
     cls_name: str,
     module: str,
     doc: str,

@@ -49,7 +49,7 @@ def from_wrapped_config(
     return cls(inner, **config)
 
 
-class OptimizerWrapper:
+class OptimizerWrapper(Optimizer):
     """What the Keras optimizer wrappers share: their own name, and everything they do not
     define (hyperparameters, slots, iterations, the slots the timing model budgets) is the
     wrapped optimizer's (``_opt``, set by :meth:`_wrap`)."""
@@ -70,12 +70,12 @@ class OptimizerWrapper:
     def name(self) -> str:
         return self._wrapper_name
 
-    @property
+    @property  # type: ignore[misc]  # read-only: ALSOptimizer alone adds a setter
     def iterations(self) -> int:
         return self._opt.iterations
 
     @property
-    def slots_per_variable(self) -> int:
+    def slots_per_variable(self) -> int:  # type: ignore[override]
         return self._opt.slots_per_variable
 
 
@@ -111,7 +111,7 @@ class AccumulatingWrapper:
         }
 
 
-class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper, Optimizer):
+class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper):
     """Applies ``opt`` once every ``num_mini_batches`` calls (``num_mini_batches=1``: ``opt``
     itself is returned, as the SDK's ``__new__`` does).
 
@@ -150,7 +150,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper, Optim
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
     @property
-    def weights(self) -> list[Variable]:  # type: ignore[override]
+    def weights(self) -> list[Variable]:
         return self._opt.weights
 
     def variables(self) -> list[Variable]:

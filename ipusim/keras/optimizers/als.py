@@ -72,7 +72,7 @@ def add_to_histogram(hist: np.ndarray, grad: Any) -> np.ndarray:
     return hist + np.array([fine, over], np.float32)
 
 
-class ALSOptimizer(OptimizerWrapper, Optimizer):
+class ALSOptimizer(OptimizerWrapper):
     """Wraps an optimizer with automatic loss scaling (see the module doc).
 
     Args:
@@ -196,7 +196,7 @@ class ALSOptimizer(OptimizerWrapper, Optimizer):
         return True
 
     @property
-    def iterations(self) -> int:  # type: ignore[override]
+    def iterations(self) -> int:
         return self._opt.iterations
 
     @iterations.setter
@@ -204,7 +204,7 @@ class ALSOptimizer(OptimizerWrapper, Optimizer):
         self._opt.iterations = value
 
     @property
-    def weights(self) -> list[Variable]:  # type: ignore[override]
+    def weights(self) -> list[Variable]:
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
 
     def set_weights(self, weights: list[np.ndarray]) -> None:

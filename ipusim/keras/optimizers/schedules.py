@@ -10,11 +10,10 @@ from __future__ import annotations
 import bisect
 import difflib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.keyword_init import REQUIRED, keyword_init
 
 
 class LearningRateSchedule:
@@ -44,36 +43,27 @@ def _check_positive(owner: str, name: str, value: float) -> float:
     return value
 
 
-def _stored(
-    positive: str, parameters: list[tuple[str, Any]]
-) -> tuple[Callable[..., None], tuple[str, ...]]:
-    """``(__init__, _config_keys)`` of a schedule that keeps each argument of ``parameters``
-    (``(name, default)``, Keras' order) as an attribute and returns them all from
-    ``get_config``; ``positive`` must be a positive number (the class' ``_owner`` names it)."""
-
-    def build(self: Any, **arguments: Any) -> None:
-        _check_positive(self._owner, positive, arguments[positive])
-        self.__dict__.update(arguments)
-
-    return keyword_init(parameters, build), tuple(name for name, _ in parameters)
-
-
 class _RateDecay(LearningRateSchedule):
     """The arguments and the (staircase) progress ``step / decay_steps`` that
     :class:`ExponentialDecay` and :class:`InverseTimeDecay` share."""
 
+    _config_keys = ("initial_learning_rate", "decay_steps", "decay_rate", "staircase", "name")
     #: The class named in argument errors.
     _owner = ""
-    __init__, _config_keys = _stored(
-        "decay_steps",
-        [
-            ("initial_learning_rate", REQUIRED),
-            ("decay_steps", REQUIRED),
-            ("decay_rate", REQUIRED),
-            ("staircase", False),
-            ("name", None),
-        ],
-    )
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        decay_rate: float,
+        staircase: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = _check_positive(self._owner, "decay_steps", decay_steps)
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
 
     def _progress(self, step: int) -> float:
         p = float(step) / self.decay_steps
@@ -140,18 +130,30 @@ class PolynomialDecay(LearningRateSchedule):
     ``decay_steps`` instead.
     """
 
-    _owner = "PolynomialDecay"
-    __init__, _config_keys = _stored(
+    _config_keys = (
+        "initial_learning_rate",
         "decay_steps",
-        [
-            ("initial_learning_rate", REQUIRED),
-            ("decay_steps", REQUIRED),
-            ("end_learning_rate", 0.0001),
-            ("power", 1.0),
-            ("cycle", False),
-            ("name", None),
-        ],
+        "end_learning_rate",
+        "power",
+        "cycle",
+        "name",
     )
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        end_learning_rate: float = 0.0001,
+        power: float = 1.0,
+        cycle: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = _check_positive("PolynomialDecay", "decay_steps", decay_steps)
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
 
     def __call__(self, step: int) -> float:
         step_f = float(step)
@@ -175,18 +177,30 @@ class CosineDecay(LearningRateSchedule):
     from ``warmup_target`` over the next ``decay_steps``.
     """
 
-    _owner = "CosineDecay"
-    __init__, _config_keys = _stored(
+    _config_keys = (
+        "initial_learning_rate",
         "decay_steps",
-        [
-            ("initial_learning_rate", REQUIRED),
-            ("decay_steps", REQUIRED),
-            ("alpha", 0.0),
-            ("name", None),
-            ("warmup_target", None),
-            ("warmup_steps", 0),
-        ],
+        "alpha",
+        "name",
+        "warmup_target",
+        "warmup_steps",
     )
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        alpha: float = 0.0,
+        name: str | None = None,
+        warmup_target: float | None = None,
+        warmup_steps: int = 0,
+    ) -> None:
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = _check_positive("CosineDecay", "decay_steps", decay_steps)
+        self.alpha = alpha
+        self.name = name
+        self.warmup_target = warmup_target
+        self.warmup_steps = warmup_steps
 
     def _decay(self, step: float, start: float) -> float:
         cosine = 0.5 * (1.0 + math.cos(math.pi * step / float(self.decay_steps)))
