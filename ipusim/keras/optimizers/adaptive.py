@@ -80,13 +80,7 @@ class Adadelta(Optimizer):
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
-        rho = np.float16(self._hyper_value("rho", step))
-        return {
-            "lr": half(lr),
-            "rho": np.float32(rho),
-            "one_minus_rho": np.float32(_ONE - rho),
-            "epsilon": half(self.epsilon),
-        }
+        return {"lr": half(lr), **self._half_decays(step, "rho"), "epsilon": half(self.epsilon)}
 
 
 class Adamax(Optimizer):

@@ -190,11 +190,9 @@ class RMSprop(Optimizer):
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
-        rho = np.float16(self._hyper_value("rho", step))
         return {
             "lr": half(lr),
-            "rho": np.float32(rho),
-            "one_minus_rho": np.float32(_ONE - rho),
+            **self._half_decays(step, "rho"),
             "momentum": half(self._hyper_value("momentum", step)),
             "epsilon": half(self.epsilon),
         }

@@ -153,6 +153,7 @@ class Lion(_WeightDecay, Optimizer):
     _config_fields = ("weight_decay",)
     _slot_order = ("m",)
     _step_hyper = ("beta_1", "beta_2")
+    _half_kernel = half_kernels.lion
 
     def __init__(
         self,
@@ -191,30 +192,12 @@ class Lion(_WeightDecay, Optimizer):
         self._decay(var, c["lr"])
         kernels.lion_update(var, grad, slots["m"], c["lr"], c["beta_1"], c["beta_2"])
 
-    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
-        one = np.float16(1.0)
-        beta_1 = np.float16(self._hyper_value("beta_1", step))
-        beta_2 = np.float16(self._hyper_value("beta_2", step))
-        return {
-            "lr": lr,
-            "beta_1": np.float32(beta_1),
-            "one_minus_beta_1": np.float32(one - beta_1),
-            "beta_2": np.float32(beta_2),
-            "one_minus_beta_2": np.float32(one - beta_2),
-        }
+    def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
+        return {"lr": half(lr), **self._half_decays(step, "beta_1", "beta_2")}
 
     def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        c = coefficients
-        self._decay_half(update, var, c["lr"])
-        update.run(
-            half_kernels.lion,
-            [var, grad, slots["m"]],
-            half(c["lr"]),
-            c["beta_1"],
-            c["one_minus_beta_1"],
-            c["beta_2"],
-            c["one_minus_beta_2"],
-        )
+        self._decay_half(update, var, coefficients["lr"])  # half(lr) again: the same value
+        super()._apply_half(update, grad, var, slots, coefficients)
 
 
 class Adafactor(_WeightDecay, Optimizer):

@@ -447,6 +447,16 @@ class Optimizer:
         """``{name: _serialize_hyperparameter(name)}`` for ``names``, in order (for get_config)."""
         return {name: self._serialize_hyperparameter(name) for name in names}
 
+    def _half_decays(self, step: int, *names: str) -> dict[str, np.float32]:
+        """Each hyperparameter of ``names`` at ``step`` cast to float16, then ``one_minus_<name>``
+        computed in float16 (as Keras' ``1 - rho`` in a float16 variable's dtype)."""
+        values: dict[str, np.float32] = {}
+        for name in names:
+            value = np.float16(self._hyper_value(name, step))
+            values[name] = np.float32(value)
+            values[f"one_minus_{name}"] = np.float32(np.float16(1.0) - value)
+        return values
+
     def _hyper_value(self, name: str, step: int) -> float:
         return resolve_hyper(self._hyper[name], step)
 
