@@ -26,7 +26,8 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim_adaptive as kernels
 

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 
 _ONE = np.float16(1.0)

@@ -22,7 +22,8 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.algorithms import SGD
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_ipu as kernels
 

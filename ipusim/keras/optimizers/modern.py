@@ -21,7 +21,8 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
-from ipusim.keras.optimizers.optimizer import Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_modern as kernels

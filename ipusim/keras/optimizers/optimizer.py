@@ -28,7 +28,7 @@ import inspect
 import logging
 import math
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from ipusim.graph.numerics import FloatingPointTrap, Numerics, current_numerics
 from ipusim.graph.ops import update as update_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
+from ipusim.keras.optimizers.hyper import Hyper, half, resolve_hyper, serialize_hyper
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels.half import round_to_half, stream_key
 from ipusim.kernels.half_optim import HalfUpdate
@@ -46,67 +47,6 @@ logger = logging.getLogger("ipusim")
 
 #: Keyword arguments every optimizer accepts besides its own constructor arguments.
 ALLOWED_KWARGS: tuple[str, ...] = ("clipnorm", "clipvalue", "global_clipnorm", "lr", "decay")
-
-#: Keras' fuzz factor, used when ``epsilon`` is None (or 0, as Keras' ``epsilon or 1e-7``).
-DEFAULT_EPSILON = 1e-7
-
-
-def _check_hyper(owner: str, name: str, value: Any) -> Any:
-    """Validate a hyperparameter: a real number (stored as float), a schedule or a callable."""
-    if isinstance(value, schedules.LearningRateSchedule) or callable(value):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InvalidTypeError(
-            f"{owner}: hyperparameter {name!r} must be a number, a learning-rate schedule or a "
-            f"callable; received {value!r} of type {type(value).__name__}"
-        )
-    return float(value)
-
-
-def _accepts_step(fn: Callable) -> bool:
-    """Whether a plain callable takes a positional argument (the step)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
-    )
-
-
-def half(value: float) -> np.float32:
-    """``value`` cast to float16 (as Keras casts hyperparameters to a float16 variable's dtype),
-    held as a float32."""
-    return np.float32(np.float16(value))
-
-
-def resolve_hyper(value: Any, step: int) -> float:
-    """The numeric value of a hyperparameter at ``step``.
-
-    A :class:`~ipusim.keras.optimizers.schedules.LearningRateSchedule` is called with the step; a
-    plain callable is called with the step when it takes an argument and with none otherwise
-    (Keras 2 calls callable hyperparameters without arguments).
-    """
-    if isinstance(value, schedules.LearningRateSchedule):
-        return float(value(step))
-    if callable(value):
-        return float(value(step) if _accepts_step(value) else value())
-    return float(value)
-
-
-class Hyper:
-    """Descriptor for a hyperparameter stored in ``obj._hyper`` (settable after construction)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
-        if obj is None:
-            return self
-        return obj._hyper[self.name]
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj._hyper[self.name] = _check_hyper(type(obj).__name__, self.name, value)
 
 
 class Optimizer:
@@ -435,17 +375,9 @@ class Optimizer:
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _serialize_hyperparameter(self, name: str) -> Any:
-        value = self._hyper[name]
-        if isinstance(value, schedules.LearningRateSchedule):
-            return schedules.serialize(value)
-        if callable(value):
-            return resolve_hyper(value, self.iterations)
-        return value
-
     def _serialize_hyperparameters(self, *names: str) -> dict[str, Any]:
-        """``{name: _serialize_hyperparameter(name)}`` for ``names``, in order (for get_config)."""
-        return {name: self._serialize_hyperparameter(name) for name in names}
+        """The hyperparameters ``names``, in order, as ``get_config`` lists them."""
+        return {name: serialize_hyper(self._hyper[name], self.iterations) for name in names}
 
     def _half_decays(self, step: int, *names: str) -> dict[str, np.float32]:
         """Each hyperparameter of ``names`` at ``step`` cast to float16, then ``one_minus_<name>``
