@@ -52,14 +52,17 @@ ALLOWED_KWARGS: tuple[str, ...] = ("clipnorm", "clipvalue", "global_clipnorm", "
 class Optimizer:
     """Base class of every optimizer (Keras 2 ``OptimizerV2``).
 
-    Subclasses define ``_slot_specs()`` (slot names and initial values, in creation order),
-    ``_prepare(lr, step)`` (per-step scalars), ``_apply_dense(grad, var, slots, coefficients)``
-    (one kernel call) and ``get_config()``, plus ``slots_per_variable`` and
-    ``update_flops_per_element`` for the timing model.
+    Subclasses define ``_apply_dense(grad, var, slots, coefficients)`` (one kernel call) and
+    ``_prepare_half`` (float16 scalars), plus ``slots_per_variable`` and
+    ``update_flops_per_element`` for the timing model. Their slots, per-step scalars, float16
+    kernel and ``get_config`` come from class tables (``_slot_order``, ``_step_hyper``,
+    ``_half_kernel``, ``_config_hyper``, ``_config_fields``) unless they override
+    ``_slot_specs()``, ``_prepare(lr, step)``, ``_apply_half`` or ``get_config()``.
 
     Args:
         name: prefix of slot-variable names (``"Adam/dense/kernel/m:0"``).
-        learning_rate: a float, a ``LearningRateSchedule`` or a callable (see :func:`resolve_hyper`).
+        learning_rate: a float, a ``LearningRateSchedule`` or a callable (see
+            :func:`~ipusim.keras.optimizers.hyper.resolve_hyper`).
         **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm`` (each ≥ 0), ``lr`` (legacy alias
             of ``learning_rate``, takes precedence) and ``decay`` (legacy inverse-time decay).
 
