@@ -395,28 +395,28 @@ def _at_least(
 SensitivityAtSpecificity = _at_least(
     "SensitivityAtSpecificity",
     "Best sensitivity (recall) where the specificity is at least ``specificity``.",
-    "specificity",
-    "sensitivity",
-    "specificity",
+    constrained="specificity",
+    dependent="sensitivity",
+    value_name="specificity",
 )
 SpecificityAtSensitivity = _at_least(
     "SpecificityAtSensitivity",
     "Best specificity where the sensitivity (recall) is at least ``sensitivity``.",
-    "sensitivity",
-    "specificity",
-    "sensitivity",
+    constrained="sensitivity",
+    dependent="specificity",
+    value_name="sensitivity",
 )
 PrecisionAtRecall = _at_least(
     "PrecisionAtRecall",
     "Best precision where the recall is at least ``recall``.",
-    "sensitivity",
-    "precision",
-    "recall",
+    constrained="sensitivity",
+    dependent="precision",
+    value_name="recall",
 )
 RecallAtPrecision = _at_least(
     "RecallAtPrecision",
     "Best recall where the precision is at least ``precision``.",
-    "precision",
-    "sensitivity",
-    "precision",
+    constrained="precision",
+    dependent="sensitivity",
+    value_name="precision",
 )

@@ -140,7 +140,7 @@ def _variant(cls_name: str, base: type[IoU], doc: str, mean: bool, one_hot: bool
     return table_class(cls_name, base, __name__, doc, init, _unlisted=unlisted)
 
 
-MeanIoU = _variant("MeanIoU", IoU, "Mean IoU over every class.", True, False)
+MeanIoU = _variant("MeanIoU", IoU, "Mean IoU over every class.", mean=True, one_hot=False)
 
 
 class BinaryIoU(IoU):
@@ -173,13 +173,13 @@ OneHotIoU = _variant(
     "OneHotIoU",
     IoU,
     "IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken).",
-    False,
-    True,
+    mean=False,
+    one_hot=True,
 )
 OneHotMeanIoU = _variant(
     "OneHotMeanIoU",
     MeanIoU,
     "Mean IoU over every class, of one-hot labels and score vectors (argmax taken).",
-    True,
-    True,
+    mean=True,
+    one_hot=True,
 )
