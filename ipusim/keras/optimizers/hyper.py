@@ -33,7 +33,7 @@ def _check_hyper(owner: str, name: str, value: Any) -> Any:
     return float(value)
 
 
-def _accepts_step(fn: Callable) -> bool:
+def _accepts_step(fn: Callable[..., Any]) -> bool:
     """Whether a plain callable takes a positional argument (the step)."""
     try:
         params = inspect.signature(fn).parameters.values()
