@@ -75,6 +75,9 @@ class AdamW(_WeightDecay, Adam):
         name: slot-name prefix. Defaults to ``"AdamW"``.
     """
 
+    _config_hyper = ("learning_rate", "beta_1", "beta_2")  # no ``decay`` in the new optimizers
+    _config_fields = ("epsilon", "amsgrad", "weight_decay")
+
     def __init__(
         self,
         learning_rate: Any = 0.001,
@@ -122,12 +125,6 @@ class AdamW(_WeightDecay, Adam):
     def _apply_half(self, update, grad, var, slots, coefficients) -> None:
         self._decay_half(update, var, coefficients["decay_lr"])
         super()._apply_half(update, grad, var, slots, coefficients)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.pop("decay", None)
-        config["weight_decay"] = self.weight_decay
-        return config
 
 
 class Lion(_WeightDecay, Optimizer):
