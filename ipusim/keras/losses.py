@@ -17,6 +17,7 @@ from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import keyword_init, table_class
 from ipusim.keras.loss_functions import (
     binary_crossentropy_elementwise,
     binary_focal_crossentropy,
@@ -253,140 +254,84 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
         super().__init__(sparse_categorical_crossentropy, reduction, name, from_logits=from_logits)
 
 
-class CategoricalCrossentropy(LossFunctionWrapper):
-    def __init__(
-        self,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = "auto",
-        name: str = "categorical_crossentropy",
-    ) -> None:
-        super().__init__(
-            categorical_crossentropy,
-            reduction,
-            name,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-            axis=axis,
-        )
+_CROSSENTROPY = (("from_logits", False), ("label_smoothing", 0.0), ("axis", -1))
 
 
-class BinaryCrossentropy(LossFunctionWrapper):
-    def __init__(
-        self,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = "auto",
-        name: str = "binary_crossentropy",
-    ) -> None:
-        super().__init__(
-            binary_crossentropy,
-            reduction,
-            name,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-            axis=axis,
-        )
+def _wrapper(
+    fn: Callable[..., Symbol], cls_name: str, default_name: str, doc: str = "", **options: Any
+) -> type[Loss]:
+    """A loss class around ``fn`` taking ``options`` (Keras' order and defaults), then
+    ``reduction`` and ``name``, all passed on to ``fn`` except those two."""
+
+    def build(self: Any, reduction: str, name: str, **kwargs: Any) -> None:
+        LossFunctionWrapper.__init__(self, fn, reduction, name, **kwargs)
+
+    init = keyword_init([*options.items(), ("reduction", "auto"), ("name", default_name)], build)
+    doc = doc or f"``{fn.__name__}`` as a loss class (``reduction`` and ``name`` only)."
+    return table_class(cls_name, LossFunctionWrapper, __name__, doc, init)
 
 
-class BinaryFocalCrossentropy(LossFunctionWrapper):
-    """Binary cross-entropy down-weighting easy examples by ``(1 - p_t) ** gamma``."""
-
-    def __init__(
-        self,
-        apply_class_balancing: bool = False,
-        alpha: float = 0.25,
-        gamma: float = 2.0,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = "auto",
-        name: str = "binary_focal_crossentropy",
-    ) -> None:
-        super().__init__(
-            binary_focal_crossentropy,
-            reduction,
-            name,
-            apply_class_balancing=apply_class_balancing,
-            alpha=alpha,
-            gamma=gamma,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-            axis=axis,
-        )
-
-
-class CategoricalFocalCrossentropy(LossFunctionWrapper):
-    """Categorical cross-entropy weighted by ``alpha (1 - p) ** gamma`` per class."""
-
-    def __init__(
-        self,
-        alpha: float = 0.25,
-        gamma: float = 2.0,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = "auto",
-        name: str = "categorical_focal_crossentropy",
-    ) -> None:
-        super().__init__(
-            categorical_focal_crossentropy,
-            reduction,
-            name,
-            alpha=alpha,
-            gamma=gamma,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-            axis=axis,
-        )
-
-
-class Huber(LossFunctionWrapper):
-    """Quadratic for errors up to ``delta``, linear beyond."""
-
-    def __init__(self, delta: float = 1.0, reduction: str = "auto", name: str = "huber_loss"):
-        super().__init__(huber, reduction, name, delta=delta)
-
-
-class CosineSimilarity(LossFunctionWrapper):
-    """Negative cosine similarity along ``axis`` (-1 is a perfect match)."""
-
-    def __init__(
-        self, axis: int = -1, reduction: str = "auto", name: str = "cosine_similarity"
-    ) -> None:
-        super().__init__(cosine_similarity, reduction, name, axis=axis)
-
-
-def _simple(fn: Callable[..., Symbol], cls_name: str, default_name: str) -> type[Loss]:
-    """A loss class with no options of its own around ``fn`` (as Keras' one-liners)."""
-
-    def __init__(self: Any, reduction: str = "auto", name: str = default_name) -> None:
-        LossFunctionWrapper.__init__(self, fn, reduction, name)
-
-    doc = f"``{fn.__name__}`` as a loss class (``reduction`` and ``name`` only)."
-    return type(cls_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc})
-
-
-MeanSquaredError = _simple(mean_squared_error, "MeanSquaredError", "mean_squared_error")
-MeanAbsoluteError = _simple(mean_absolute_error, "MeanAbsoluteError", "mean_absolute_error")
-MeanAbsolutePercentageError = _simple(
+CategoricalCrossentropy = _wrapper(
+    categorical_crossentropy,
+    "CategoricalCrossentropy",
+    "categorical_crossentropy",
+    "Cross-entropy of one-hot (or soft) labels against class scores.",
+    **dict(_CROSSENTROPY),
+)
+BinaryCrossentropy = _wrapper(
+    binary_crossentropy,
+    "BinaryCrossentropy",
+    "binary_crossentropy",
+    "Binary cross-entropy, averaged over the last axis.",
+    **dict(_CROSSENTROPY),
+)
+BinaryFocalCrossentropy = _wrapper(
+    binary_focal_crossentropy,
+    "BinaryFocalCrossentropy",
+    "binary_focal_crossentropy",
+    "Binary cross-entropy down-weighting easy examples by ``(1 - p_t) ** gamma``.",
+    apply_class_balancing=False,
+    alpha=0.25,
+    gamma=2.0,
+    **dict(_CROSSENTROPY),
+)
+CategoricalFocalCrossentropy = _wrapper(
+    categorical_focal_crossentropy,
+    "CategoricalFocalCrossentropy",
+    "categorical_focal_crossentropy",
+    "Categorical cross-entropy weighted by ``alpha (1 - p) ** gamma`` per class.",
+    alpha=0.25,
+    gamma=2.0,
+    **dict(_CROSSENTROPY),
+)
+Huber = _wrapper(
+    huber, "Huber", "huber_loss", "Quadratic for errors up to ``delta``, linear beyond.", delta=1.0
+)
+CosineSimilarity = _wrapper(
+    cosine_similarity,
+    "CosineSimilarity",
+    "cosine_similarity",
+    "Negative cosine similarity along ``axis`` (-1 is a perfect match).",
+    axis=-1,
+)
+MeanSquaredError = _wrapper(mean_squared_error, "MeanSquaredError", "mean_squared_error")
+MeanAbsoluteError = _wrapper(mean_absolute_error, "MeanAbsoluteError", "mean_absolute_error")
+MeanAbsolutePercentageError = _wrapper(
     mean_absolute_percentage_error,
     "MeanAbsolutePercentageError",
     "mean_absolute_percentage_error",
 )
-MeanSquaredLogarithmicError = _simple(
+MeanSquaredLogarithmicError = _wrapper(
     mean_squared_logarithmic_error,
     "MeanSquaredLogarithmicError",
     "mean_squared_logarithmic_error",
 )
-Hinge = _simple(hinge, "Hinge", "hinge")
-SquaredHinge = _simple(squared_hinge, "SquaredHinge", "squared_hinge")
-CategoricalHinge = _simple(categorical_hinge, "CategoricalHinge", "categorical_hinge")
-LogCosh = _simple(log_cosh, "LogCosh", "log_cosh")
-KLDivergence = _simple(kl_divergence, "KLDivergence", "kl_divergence")
-Poisson = _simple(poisson, "Poisson", "poisson")
+Hinge = _wrapper(hinge, "Hinge", "hinge")
+SquaredHinge = _wrapper(squared_hinge, "SquaredHinge", "squared_hinge")
+CategoricalHinge = _wrapper(categorical_hinge, "CategoricalHinge", "categorical_hinge")
+LogCosh = _wrapper(log_cosh, "LogCosh", "log_cosh")
+KLDivergence = _wrapper(kl_divergence, "KLDivergence", "kl_divergence")
+Poisson = _wrapper(poisson, "Poisson", "poisson")
 
 
 class Reduction:
@@ -414,31 +359,17 @@ class Reduction:
 losses_utils = SimpleNamespace(ReductionV2=Reduction)
 
 
+#: The loss classes by name: every LossFunctionWrapper subclass defined above.
 _CLASSES: dict[str, type[Loss]] = {
-    cls.__name__: cls
-    for cls in (
-        SparseCategoricalCrossentropy,
-        CategoricalCrossentropy,
-        BinaryCrossentropy,
-        BinaryFocalCrossentropy,
-        CategoricalFocalCrossentropy,
-        MeanSquaredError,
-        MeanAbsoluteError,
-        MeanAbsolutePercentageError,
-        MeanSquaredLogarithmicError,
-        Hinge,
-        SquaredHinge,
-        CategoricalHinge,
-        Huber,
-        LogCosh,
-        KLDivergence,
-        Poisson,
-        CosineSimilarity,
-    )
+    name: value
+    for name, value in list(globals().items())
+    if isinstance(value, type)
+    and issubclass(value, LossFunctionWrapper)
+    and value is not LossFunctionWrapper
 }
 MSE, MAE, MAPE, MSLE, KLD = mse, mae, mape, msle, kld
 kullback_leibler_divergence, logcosh = kl_divergence, log_cosh
-_FUNCTIONS: dict[str, Callable[..., Symbol]] = {
+FUNCTIONS: dict[str, Callable[..., Symbol]] = {
     fn.__name__: fn
     for fn in (
         sparse_categorical_crossentropy,
@@ -460,7 +391,7 @@ _FUNCTIONS: dict[str, Callable[..., Symbol]] = {
         cosine_similarity,
     )
 }
-_FUNCTIONS.update(
+FUNCTIONS.update(
     mse=mse,
     MSE=mse,
     mae=mae,
@@ -489,14 +420,14 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
     if isinstance(identifier, str):
         if identifier in _CLASSES:
             return _CLASSES[identifier]()
-        if identifier in _FUNCTIONS:
-            fn = _FUNCTIONS[identifier]
+        if identifier in FUNCTIONS:
+            fn = FUNCTIONS[identifier]
             return LossFunctionWrapper(fn, name=fn.__name__)
-        close = difflib.get_close_matches(identifier, list(_FUNCTIONS) + list(_CLASSES), n=1)
+        close = difflib.get_close_matches(identifier, list(FUNCTIONS) + list(_CLASSES), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigurationError(
             f"Unknown loss function: {identifier!r}.{hint} Valid names: "
-            f"{', '.join(sorted(_FUNCTIONS))}"
+            f"{', '.join(sorted(FUNCTIONS))}"
         )
     if callable(identifier):
         return LossFunctionWrapper(identifier, name=getattr(identifier, "__name__", "loss"))
@@ -506,7 +437,7 @@ def get(identifier: Any) -> Loss | Callable[..., Any]:
 def serialize(loss: Any) -> dict[str, Any]:
     if type(loss).__name__ in _CLASSES:
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
-    if isinstance(loss, LossFunctionWrapper) and loss.fn.__name__ in _FUNCTIONS:
+    if isinstance(loss, LossFunctionWrapper) and loss.fn.__name__ in FUNCTIONS:
         return {"function": loss.fn.__name__}
     raise ConfigurationError(f"loss {loss!r} cannot be serialized")
 

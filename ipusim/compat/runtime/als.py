@@ -21,17 +21,12 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime.optimizers import IpuOptimizer, apply_arrays
-from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
-from ipusim.keras.optimizers.als_tf25 import check_factors, check_initial
+from ipusim.keras.optimizers.als import add_to_histogram
+from ipusim.keras.optimizers.als_tf25 import check, check_factors, check_initial
 from ipusim.kernels import loss_scaling
 
 __all__ = ["AutomaticLossScalingOptimizer"]
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigurationError(message)
 
 
 class AutomaticLossScalingOptimizer(IpuOptimizer):
@@ -65,14 +60,14 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
         name: str = "AutomaticLossScalingOptimizer",
     ) -> None:
         super().__init__(wrapped_optimizer, name)
-        _check(update_frequency > 0, "update_frequency must be nonzero and positive")
+        check(update_frequency > 0, "update_frequency must be nonzero and positive")
         check_factors(increase_factor, decrease_factor, max_loss_scaling_factor)
-        _check(
+        check(
             0.0 < ratio_threshold < 1.0,
             "ratio_threshold must be greater than zero and less than one",
         )
         lsf = initial_loss_scaling_factor
-        _check(lsf > 0, "initial_loss_scaling_factor must be nonzero and positive")
+        check(lsf > 0, "initial_loss_scaling_factor must be nonzero and positive")
         check_initial(lsf, increase_factor, max_loss_scaling_factor)
         self.initial_loss_scaling_factor = float(lsf)
         self.update_frequency = int(update_frequency)
@@ -109,9 +104,7 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
         hist = self.histogram.value
         if self.accumulate_statistics_over_update_period or self._due():
             for grad in grads:
-                if np.asarray(grad).dtype == np.float16:
-                    fine, over = loss_scaling.overflow_histogram(grad)
-                    hist += np.array([fine, over], np.float32)
+                hist[...] = add_to_histogram(hist, grad)
         unscaled = [loss_scaling.unscale(g, float(lsf)) for g in grads]
         if self._due():
             self.loss_scaling_factor.value[...] = loss_scaling.next_factor_tf25(

@@ -206,22 +206,13 @@ __all__ = [
     "top_k_categorical_accuracy",
 ]
 
+#: The metric classes by name: every Metric subclass above but the bases.
 _CLASSES: dict[str, type[Metric]] = {
-    cls.__name__: cls
-    for cls in (
-        Mean,
-        Sum,
-        MeanMetricWrapper,
-        Accuracy,
-        BinaryAccuracy,
-        CategoricalAccuracy,
-        SparseCategoricalAccuracy,
-        TopKCategoricalAccuracy,
-        SparseTopKCategoricalAccuracy,
-        MeanSquaredError,
-        MeanAbsoluteError,
-        *_NEW_CLASSES,
-    )
+    name: value
+    for name, value in list(globals().items())
+    if isinstance(value, type)
+    and issubclass(value, Metric)
+    and value not in (Metric, Reduce, SensitivitySpecificityBase)
 }
 
 

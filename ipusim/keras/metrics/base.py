@@ -16,6 +16,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import keyword_init, table_class
 from ipusim.keras.metrics.functions import FUNCTIONS, squeeze_or_expand_dimensions
 from ipusim.keras.metrics.variables import MetricVariable
 from ipusim.kernels import metrics as mk
@@ -280,3 +281,23 @@ class MeanMetricWrapper(Mean):
             return cls(config.pop("fn"), **config)
         config.pop("fn", None)
         return cls(**config)
+
+
+def wrapper_class(
+    fn: Callable[..., Any],
+    cls_name: str,
+    module: str,
+    doc: str,
+    default_name: str,
+    before: tuple[tuple[str, Any], ...] = (),
+    after: tuple[tuple[str, Any], ...] = (),
+) -> type[MeanMetricWrapper]:
+    """A :class:`MeanMetricWrapper` class around ``fn`` with Keras' signature
+    ``(<before>, name=default_name, dtype=None, <after>)``; ``before`` and ``after`` are
+    ``(argument, default)`` pairs passed on to ``fn`` (and listed by ``get_config``)."""
+
+    def build(self: Any, name: str, dtype: Any, **options: Any) -> None:
+        MeanMetricWrapper.__init__(self, fn, name, dtype=dtype, **options)
+
+    parameters = [*before, ("name", default_name), ("dtype", None), *after]
+    return table_class(cls_name, MeanMetricWrapper, module, doc, keyword_init(parameters, build))

@@ -17,6 +17,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import REQUIRED, keyword_init, table_class
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
 from ipusim.kernels import confusion as ck
@@ -366,63 +367,56 @@ class SensitivitySpecificityBase(ConfusionMetric):
         }
 
 
-class SensitivityAtSpecificity(SensitivitySpecificityBase):
-    """Best sensitivity (recall) where the specificity is at least ``specificity``."""
+def _at_least(
+    cls_name: str, doc: str, constrained: str, dependent: str, value_name: str
+) -> type[SensitivitySpecificityBase]:
+    """A :class:`SensitivitySpecificityBase` class whose first argument is ``value_name``."""
 
-    def __init__(
-        self,
-        specificity: float,
-        num_thresholds: int = 200,
-        class_id: int | None = None,
-        name: str | None = None,
-        dtype: Any = None,
+    def build(
+        self: Any, num_thresholds: int, class_id: Any, name: Any, dtype: Any, **value: Any
     ) -> None:
-        super().__init__(specificity, num_thresholds, class_id, name, dtype)
+        args = (value[value_name], num_thresholds, class_id, name, dtype)
+        SensitivitySpecificityBase.__init__(self, *args)
+
+    parameters = [(value_name, REQUIRED), ("num_thresholds", 200), ("class_id", None)]
+    init = keyword_init([*parameters, ("name", None), ("dtype", None)], build)
+    return table_class(
+        cls_name,
+        SensitivitySpecificityBase,
+        __name__,
+        doc,
+        init,
+        _constrained=constrained,
+        _dependent=dependent,
+        _value_name=value_name,
+    )
 
 
-class SpecificityAtSensitivity(SensitivitySpecificityBase):
-    """Best specificity where the sensitivity (recall) is at least ``sensitivity``."""
-
-    _constrained, _dependent, _value_name = "sensitivity", "specificity", "sensitivity"
-
-    def __init__(
-        self,
-        sensitivity: float,
-        num_thresholds: int = 200,
-        class_id: int | None = None,
-        name: str | None = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(sensitivity, num_thresholds, class_id, name, dtype)
-
-
-class PrecisionAtRecall(SensitivitySpecificityBase):
-    """Best precision where the recall is at least ``recall``."""
-
-    _constrained, _dependent, _value_name = "sensitivity", "precision", "recall"
-
-    def __init__(
-        self,
-        recall: float,
-        num_thresholds: int = 200,
-        class_id: int | None = None,
-        name: str | None = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(recall, num_thresholds, class_id, name, dtype)
-
-
-class RecallAtPrecision(SensitivitySpecificityBase):
-    """Best recall where the precision is at least ``precision``."""
-
-    _constrained, _dependent, _value_name = "precision", "sensitivity", "precision"
-
-    def __init__(
-        self,
-        precision: float,
-        num_thresholds: int = 200,
-        class_id: int | None = None,
-        name: str | None = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(precision, num_thresholds, class_id, name, dtype)
+SensitivityAtSpecificity = _at_least(
+    "SensitivityAtSpecificity",
+    "Best sensitivity (recall) where the specificity is at least ``specificity``.",
+    constrained="specificity",
+    dependent="sensitivity",
+    value_name="specificity",
+)
+SpecificityAtSensitivity = _at_least(
+    "SpecificityAtSensitivity",
+    "Best specificity where the sensitivity (recall) is at least ``sensitivity``.",
+    constrained="sensitivity",
+    dependent="specificity",
+    value_name="sensitivity",
+)
+PrecisionAtRecall = _at_least(
+    "PrecisionAtRecall",
+    "Best precision where the recall is at least ``recall``.",
+    constrained="sensitivity",
+    dependent="precision",
+    value_name="recall",
+)
+RecallAtPrecision = _at_least(
+    "RecallAtPrecision",
+    "Best recall where the precision is at least ``precision``.",
+    constrained="precision",
+    dependent="sensitivity",
+    value_name="precision",
+)

@@ -187,28 +187,11 @@ FUNCTIONS: dict[str, Callable] = {
     "MAE": mean_absolute_error,
 }
 
-#: The loss functions ``tf.keras.metrics`` also exports, under every name it exports them by.
+#: The loss functions ``tf.keras.metrics`` also exports, under every name it exports them by:
+#: all of ``keras.losses`` but the errors above and Huber, with the metric's cosine similarity.
 FUNCTIONS.update(
-    binary_crossentropy=losses.binary_crossentropy,
-    binary_focal_crossentropy=losses.binary_focal_crossentropy,
-    categorical_crossentropy=losses.categorical_crossentropy,
-    categorical_focal_crossentropy=losses.categorical_focal_crossentropy,
-    sparse_categorical_crossentropy=losses.sparse_categorical_crossentropy,
-    hinge=losses.hinge,
-    squared_hinge=losses.squared_hinge,
-    categorical_hinge=losses.categorical_hinge,
-    kl_divergence=losses.kl_divergence,
-    kld=losses.kl_divergence,
-    KLD=losses.kl_divergence,
-    kullback_leibler_divergence=losses.kl_divergence,
-    log_cosh=losses.log_cosh,
-    logcosh=losses.log_cosh,
-    poisson=losses.poisson,
-    mean_absolute_percentage_error=losses.mean_absolute_percentage_error,
-    mape=losses.mean_absolute_percentage_error,
-    MAPE=losses.mean_absolute_percentage_error,
-    mean_squared_logarithmic_error=losses.mean_squared_logarithmic_error,
-    msle=losses.mean_squared_logarithmic_error,
-    MSLE=losses.mean_squared_logarithmic_error,
-    cosine_similarity=cosine_similarity,
+    (name, fn)
+    for name, fn in losses.FUNCTIONS.items()
+    if name not in FUNCTIONS and not name.startswith("huber")
 )
+FUNCTIONS["cosine_similarity"] = cosine_similarity

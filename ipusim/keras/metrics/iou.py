@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError
+from ipusim.keras.keyword_init import REQUIRED, keyword_init, table_class
 from ipusim.keras.metrics.base import Metric
 from ipusim.kernels import confusion as ck
 
@@ -116,31 +117,30 @@ class IoU(Metric):
         return config
 
 
-class MeanIoU(IoU):
-    """Mean IoU over every class."""
+_OPTIONS = (("ignore_class", None), ("sparse_y_true", True), ("sparse_y_pred", True), ("axis", -1))
 
-    _unlisted: tuple[str, ...] = ("target_class_ids",)
 
-    def __init__(
-        self,
-        num_classes: int,
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_true: bool = True,
-        sparse_y_pred: bool = True,
-        axis: int = -1,
-    ) -> None:
-        super().__init__(
-            num_classes,
-            list(range(num_classes)),
-            name,
-            dtype,
-            ignore_class,
-            sparse_y_true,
-            sparse_y_pred,
-            axis,
-        )
+def _variant(cls_name: str, base: type[IoU], doc: str, mean: bool, one_hot: bool) -> type[IoU]:
+    """An :class:`IoU` class over every class (``mean``: no ``target_class_ids`` argument) and/or
+    of one-hot labels (``one_hot``: no ``sparse_y_true`` argument, False; ``sparse_y_pred``
+    defaults to False), with Keras' signature and ``get_config``."""
+    unlisted = ("target_class_ids",) * mean + ("sparse_y_true",) * one_hot
+    options = [(k, False if one_hot and k == "sparse_y_pred" else d) for k, d in _OPTIONS]
+    head = [("num_classes", REQUIRED), ("target_class_ids", REQUIRED), ("name", None)]
+    parameters = [(k, d) for k, d in [*head, ("dtype", None), *options] if k not in unlisted]
+
+    def build(self: Any, num_classes: int, **arguments: Any) -> None:
+        if mean:
+            arguments["target_class_ids"] = list(range(num_classes))
+        if one_hot:
+            arguments["sparse_y_true"] = False
+        IoU.__init__(self, num_classes, **arguments)
+
+    init = keyword_init(parameters, build)
+    return table_class(cls_name, base, __name__, doc, init, _unlisted=unlisted)
+
+
+MeanIoU = _variant("MeanIoU", IoU, "Mean IoU over every class.", mean=True, one_hot=False)
 
 
 class BinaryIoU(IoU):
@@ -169,38 +169,17 @@ class BinaryIoU(IoU):
         }
 
 
-class OneHotIoU(IoU):
-    """IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken)."""
-
-    _unlisted: tuple[str, ...] = ("sparse_y_true",)
-
-    def __init__(
-        self,
-        num_classes: int,
-        target_class_ids: list[int] | tuple[int, ...],
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_pred: bool = False,
-        axis: int = -1,
-    ) -> None:
-        super().__init__(
-            num_classes, target_class_ids, name, dtype, ignore_class, False, sparse_y_pred, axis
-        )
-
-
-class OneHotMeanIoU(MeanIoU):
-    """Mean IoU over every class, of one-hot labels and score vectors (argmax taken)."""
-
-    _unlisted = ("target_class_ids", "sparse_y_true")
-
-    def __init__(
-        self,
-        num_classes: int,
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_pred: bool = False,
-        axis: int = -1,
-    ) -> None:
-        super().__init__(num_classes, name, dtype, ignore_class, False, sparse_y_pred, axis)
+OneHotIoU = _variant(
+    "OneHotIoU",
+    IoU,
+    "IoU over ``target_class_ids`` of one-hot labels and score vectors (argmax taken).",
+    mean=False,
+    one_hot=True,
+)
+OneHotMeanIoU = _variant(
+    "OneHotMeanIoU",
+    MeanIoU,
+    "Mean IoU over every class, of one-hot labels and score vectors (argmax taken).",
+    mean=True,
+    one_hot=True,
+)

@@ -12,48 +12,36 @@ from typing import Any
 
 from ipusim.errors import UnsupportedError
 from ipusim.keras import losses
-from ipusim.keras.metrics.base import MeanMetricWrapper
+from ipusim.keras.metrics.base import MeanMetricWrapper, wrapper_class
 from ipusim.keras.metrics.functions import cosine_similarity
 
 
-class BinaryCrossentropy(MeanMetricWrapper):
-    """Mean binary cross-entropy."""
-
-    def __init__(
-        self,
-        name: str = "binary_crossentropy",
-        dtype: Any = None,
-        from_logits: bool = False,
-        label_smoothing: float = 0,
-    ) -> None:
-        super().__init__(
-            losses.binary_crossentropy,
-            name,
-            dtype=dtype,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-        )
+def _plain(
+    fn: Any, cls_name: str, default_name: str, doc: str = "", **options: Any
+) -> type[MeanMetricWrapper]:
+    """A metric class averaging ``fn``: arguments ``name``, ``dtype``, then ``options`` (their
+    defaults, passed on to ``fn``)."""
+    doc = doc or f"Mean of ``{fn.__name__}`` over everything seen."
+    return wrapper_class(fn, cls_name, __name__, doc, default_name, after=tuple(options.items()))
 
 
-class CategoricalCrossentropy(MeanMetricWrapper):
-    """Mean categorical cross-entropy of one-hot (or soft) labels."""
-
-    def __init__(
-        self,
-        name: str = "categorical_crossentropy",
-        dtype: Any = None,
-        from_logits: bool = False,
-        label_smoothing: float = 0,
-        axis: int = -1,
-    ) -> None:
-        super().__init__(
-            losses.categorical_crossentropy,
-            name,
-            dtype=dtype,
-            from_logits=from_logits,
-            label_smoothing=label_smoothing,
-            axis=axis,
-        )
+BinaryCrossentropy = _plain(
+    losses.binary_crossentropy,
+    "BinaryCrossentropy",
+    "binary_crossentropy",
+    "Mean binary cross-entropy.",
+    from_logits=False,
+    label_smoothing=0,
+)
+CategoricalCrossentropy = _plain(
+    losses.categorical_crossentropy,
+    "CategoricalCrossentropy",
+    "categorical_crossentropy",
+    "Mean categorical cross-entropy of one-hot (or soft) labels.",
+    from_logits=False,
+    label_smoothing=0,
+    axis=-1,
+)
 
 
 class SparseCategoricalCrossentropy(MeanMetricWrapper):
@@ -82,23 +70,13 @@ class SparseCategoricalCrossentropy(MeanMetricWrapper):
         )
 
 
-class CosineSimilarity(MeanMetricWrapper):
-    """Mean cosine similarity between labels and predictions along ``axis``."""
-
-    def __init__(self, name: str = "cosine_similarity", dtype: Any = None, axis: int = -1):
-        super().__init__(cosine_similarity, name, dtype=dtype, axis=axis)
-
-
-def _plain(fn: Any, cls_name: str, default_name: str) -> type[MeanMetricWrapper]:
-    """A metric class averaging ``fn`` with only ``name`` and ``dtype`` arguments."""
-
-    def __init__(self: Any, name: str = default_name, dtype: Any = None) -> None:
-        MeanMetricWrapper.__init__(self, fn, name, dtype=dtype)
-
-    doc = f"Mean of ``{fn.__name__}`` over everything seen."
-    return type(cls_name, (MeanMetricWrapper,), {"__init__": __init__, "__doc__": doc})
-
-
+CosineSimilarity = _plain(
+    cosine_similarity,
+    "CosineSimilarity",
+    "cosine_similarity",
+    "Mean cosine similarity between labels and predictions along ``axis``.",
+    axis=-1,
+)
 Hinge = _plain(losses.hinge, "Hinge", "hinge")
 SquaredHinge = _plain(losses.squared_hinge, "SquaredHinge", "squared_hinge")
 CategoricalHinge = _plain(losses.categorical_hinge, "CategoricalHinge", "categorical_hinge")

@@ -21,6 +21,7 @@ from ipusim.keras.optimizers.optimizer import Optimizer
 __all__ = [
     "AccumulatingWrapper",
     "GradientAccumulationOptimizer",
+    "OptimizerWrapper",
     "from_wrapped_config",
     "wrapped_config",
 ]
@@ -48,10 +49,42 @@ def from_wrapped_config(
     return cls(inner, **config)
 
 
-class AccumulatingWrapper:
-    """``num_mini_batches`` and the ``get_config`` entries of the accumulating wrappers (their
-    ``__init__`` sets the :class:`GradientAccumulator` and the SDK's placement arguments)."""
+class OptimizerWrapper(Optimizer):
+    """What the Keras optimizer wrappers share: their own name, and everything they do not
+    define (hyperparameters, slots, iterations, the slots the timing model budgets) is the
+    wrapped optimizer's (``_opt``, set by :meth:`_wrap`)."""
 
+    _opt: Optimizer
+    _wrapper_name: str
+
+    def _wrap(self, opt: Optimizer, name: str) -> None:
+        self.__dict__["_opt"] = opt
+        self._wrapper_name = name
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_opt":
+            raise AttributeError(name)
+        return getattr(self.__dict__["_opt"], name)
+
+    @property
+    def name(self) -> str:
+        return self._wrapper_name
+
+    @property  # type: ignore[misc]  # read-only: ALSOptimizer alone adds a setter
+    def iterations(self) -> int:
+        return self._opt.iterations
+
+    @property
+    def slots_per_variable(self) -> int:  # type: ignore[override]
+        return self._opt.slots_per_variable
+
+
+class AccumulatingWrapper:
+    """``num_mini_batches``, the update every ``num_mini_batches`` calls and the ``get_config``
+    entries of the accumulating wrappers (their ``__init__`` sets the
+    :class:`GradientAccumulator` and the SDK's placement arguments)."""
+
+    _opt: Optimizer
     _accumulator: GradientAccumulator
     offload_weight_update_variables: Any
     replicated_optimizer_state_sharding: Any
@@ -59,6 +92,14 @@ class AccumulatingWrapper:
     @property
     def num_mini_batches(self) -> int:
         return self._accumulator.num_mini_batches
+
+    def _accumulate(self, grads: list[Any], variables: list[Variable], **kwargs: Any) -> Any:
+        """Add the gradients; every ``num_mini_batches`` calls, apply the accumulated ones with
+        the wrapped optimizer (its result; None in between)."""
+        applied = self._accumulator.add(grads, variables)
+        if applied is None:
+            return None
+        return self._opt.apply_gradients(zip(applied, variables), **kwargs)
 
     def _accumulation_config(self) -> dict[str, Any]:
         return {
@@ -70,7 +111,7 @@ class AccumulatingWrapper:
         }
 
 
-class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
+class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper):
     """Applies ``opt`` once every ``num_mini_batches`` calls (``num_mini_batches=1``: ``opt``
     itself is returned, as the SDK's ``__new__`` does).
 
@@ -103,35 +144,17 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
             raise InvalidTypeError(
                 f"{type(self).__name__} wraps a Keras optimizer, received {type(opt).__name__}"
             )
-        self.__dict__["_opt"] = opt
-        self._wrapper_name = name
+        self._wrap(opt, name)
         self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "_opt":
-            raise AttributeError(name)
-        return getattr(self.__dict__["_opt"], name)
-
     @property
-    def name(self) -> str:
-        return self._wrapper_name
-
-    @property
-    def iterations(self) -> int:  # type: ignore[override]
-        return self._opt.iterations
-
-    @property
-    def weights(self) -> list[Variable]:  # type: ignore[override]
+    def weights(self) -> list[Variable]:
         return self._opt.weights
 
     def variables(self) -> list[Variable]:
         return self._opt.variables()
-
-    @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return self._opt.slots_per_variable
 
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
@@ -148,11 +171,7 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, Optimizer):
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if has_traced_gradient(pairs):  # the update becomes a node of the traced graph
             return Optimizer.apply_gradients(self, pairs)
-        variables = [v for _, v in pairs]
-        applied = self._accumulator.add([g for g, _ in pairs], variables)
-        if applied is None:
-            return None
-        return self._opt.apply_gradients(zip(applied, variables), **kwargs)
+        return self._accumulate([g for g, _ in pairs], [v for _, v in pairs], **kwargs)
 
     def get_config(self) -> dict[str, Any]:
         return {

@@ -26,7 +26,8 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim_adaptive as kernels
 
@@ -52,6 +53,9 @@ class Adadelta(Optimizer):
     update_flops_per_element = 17
     _config_hyper = ("learning_rate", "decay", "rho")
     _config_fields = ("epsilon",)
+    _slot_order = ("accum_grad", "accum_var")
+    _step_hyper = ("rho",)
+    _half_kernel = half_kernels.adadelta
 
     def __init__(
         self,
@@ -65,12 +69,6 @@ class Adadelta(Optimizer):
         self.rho = rho
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
 
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("accum_grad", 0.0), ("accum_var", 0.0)]
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "rho")}
-
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         kernels.adadelta_update(
             var,
@@ -83,24 +81,7 @@ class Adadelta(Optimizer):
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
-        rho = np.float16(self._hyper_value("rho", step))
-        return {
-            "lr": half(lr),
-            "rho": np.float32(rho),
-            "one_minus_rho": np.float32(_ONE - rho),
-            "epsilon": half(self.epsilon),
-        }
-
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        c = coefficients
-        update.run(
-            half_kernels.adadelta,
-            [var, grad, slots["accum_grad"], slots["accum_var"]],
-            c["lr"],
-            c["rho"],
-            c["one_minus_rho"],
-            c["epsilon"],
-        )
+        return {"lr": half(lr), **self._half_decays(step, "rho"), "epsilon": half(self.epsilon)}
 
 
 class Adamax(Optimizer):
@@ -124,6 +105,9 @@ class Adamax(Optimizer):
     update_flops_per_element = 10
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon",)
+    _slot_order = ("m", "v")
+    _step_hyper = ("beta_1", "beta_2")
+    _half_kernel = half_kernels.adamax
 
     def __init__(
         self,
@@ -138,12 +122,6 @@ class Adamax(Optimizer):
         self.beta_1 = beta_1
         self.beta_2 = beta_2
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
-
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("m", 0.0), ("v", 0.0)]
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As Keras' _prepare_local: beta_1**t and lr / (1 - beta_1**t) in the variable's dtype.
@@ -173,17 +151,6 @@ class Adamax(Optimizer):
             "epsilon": half(self.epsilon),
         }
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        c = coefficients
-        update.run(
-            half_kernels.adamax,
-            [var, grad, slots["m"], slots["v"]],
-            c["step_size"],
-            c["one_minus_beta_1"],
-            c["beta_2"],
-            c["epsilon"],
-        )
-
 
 class Nadam(Optimizer):
     """Nadam (Adam with Nesterov momentum) as ``tf.keras.optimizers.Nadam`` (Keras 2).
@@ -212,6 +179,8 @@ class Nadam(Optimizer):
     update_flops_per_element = 18
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon",)
+    _slot_order = ("m", "v")
+    _half_kernel = half_kernels.nadam
 
     def __init__(
         self,
@@ -233,9 +202,6 @@ class Nadam(Optimizer):
         self.beta_2 = beta_2
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
         self._m_cache: Variable | None = None
-
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("m", 0.0), ("v", 0.0)]
 
     def _create_slots(self, var_list: list[Variable]) -> None:
         if self._m_cache is None:
@@ -288,11 +254,6 @@ class Nadam(Optimizer):
         # variable is float16.
         return {"coefficients": tuple(np.float32(c) for c in self._last["coefficients"])}
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        update.run(
-            half_kernels.nadam, [var, grad, slots["m"], slots["v"]], coefficients["coefficients"]
-        )
-
 
 def _non_negative(name: str, value: float) -> float:
     if value < 0.0:
@@ -329,6 +290,8 @@ class Ftrl(Optimizer):
     l2_regularization_strength = Hyper()
     beta = Hyper()
     slots_per_variable = 2
+    _slot_order = ("accumulator", "linear")
+    _half_kernel = half_kernels.ftrl
 
     def __init__(
         self,
@@ -412,18 +375,6 @@ class Ftrl(Optimizer):
             "two_l2_shrinkage": np.float32(h(2.0) * h(self._l2_shrinkage_regularization_strength)),
             "power": half(c["power"]),
         }
-
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        c = coefficients
-        update.run(
-            half_kernels.ftrl,
-            [var, grad, slots["accumulator"], slots["linear"]],
-            c["lr"],
-            c["l1"],
-            c["two_l2"],
-            c["two_l2_shrinkage"],
-            c["power"],
-        )
 
     def get_config(self) -> dict[str, Any]:
         return {

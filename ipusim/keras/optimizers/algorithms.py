@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 
 _ONE = np.float16(1.0)
@@ -61,6 +62,7 @@ class SGD(Optimizer):
     momentum = Hyper()
     _config_hyper = ("learning_rate", "decay", "momentum")
     _config_fields = ("nesterov",)
+    _step_hyper = ("momentum",)
 
     def __init__(
         self,
@@ -88,9 +90,6 @@ class SGD(Optimizer):
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("momentum", 0.0)] if self._momentum else []
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "momentum")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         if self._momentum:
@@ -142,6 +141,7 @@ class RMSprop(Optimizer):
     momentum = Hyper()
     _config_hyper = ("learning_rate", "decay", "rho", "momentum")
     _config_fields = ("epsilon", "centered")
+    _step_hyper = ("rho", "momentum")
 
     def __init__(
         self,
@@ -177,9 +177,6 @@ class RMSprop(Optimizer):
             specs.append(("mg", 0.0))
         return specs
 
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "rho", "momentum")}
-
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         optim_kernels.rmsprop_update(
             var,
@@ -194,11 +191,9 @@ class RMSprop(Optimizer):
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
-        rho = np.float16(self._hyper_value("rho", step))
         return {
             "lr": half(lr),
-            "rho": np.float32(rho),
-            "one_minus_rho": np.float32(_ONE - rho),
+            **self._half_decays(step, "rho"),
             "momentum": half(self._hyper_value("momentum", step)),
             "epsilon": half(self.epsilon),
         }
@@ -249,6 +244,7 @@ class Adam(Optimizer):
     beta_2 = Hyper()
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon", "amsgrad")
+    _step_hyper = ("beta_1", "beta_2")
 
     def __init__(
         self,
@@ -279,9 +275,6 @@ class Adam(Optimizer):
         if self.amsgrad:
             specs.append(("vhat", 0.0))
         return specs
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "step": step, **self._hyper_values(step, "beta_1", "beta_2")}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.
@@ -344,6 +337,8 @@ class Adagrad(Optimizer):
     update_flops_per_element = 7
     _config_hyper = ("learning_rate", "decay")
     _config_fields = ("initial_accumulator_value", "epsilon")
+    _slot_order = ("accumulator",)
+    _half_kernel = "adagrad"
 
     def __init__(
         self,
@@ -372,11 +367,3 @@ class Adagrad(Optimizer):
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), "epsilon": half(self.epsilon)}
-
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        update.run(
-            "adagrad",
-            [var, grad, slots["accumulator"]],
-            coefficients["lr"],
-            coefficients["epsilon"],
-        )

@@ -40,6 +40,7 @@ from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.accumulation import (
     AccumulatingWrapper,
+    OptimizerWrapper,
     from_wrapped_config,
     wrapped_config,
 )
@@ -61,7 +62,17 @@ def _power_of_two(owner: str, name: str, value: Any) -> float:
     return number
 
 
-class ALSOptimizer(Optimizer):
+def add_to_histogram(hist: np.ndarray, grad: Any) -> np.ndarray:
+    """``hist`` (``[fine, overflowed]``, float32) plus a float16 gradient's counts; other
+    gradients are not counted."""
+    array = np.asarray(grad)
+    if array.dtype != np.float16:
+        return hist
+    fine, over = loss_scaling.overflow_histogram(array)
+    return hist + np.array([fine, over], np.float32)
+
+
+class ALSOptimizer(OptimizerWrapper):
     """Wraps an optimizer with automatic loss scaling (see the module doc).
 
     Args:
@@ -124,8 +135,7 @@ class ALSOptimizer(Optimizer):
                 "initial_loss_scaling_factor x increase_factor must be less than "
                 "max_loss_scaling_factor"
             )
-        self.__dict__["_opt"] = opt
-        self._als_name = name
+        self._wrap(opt, name)
         self.update_frequency = int(update_frequency)
         self.increase_factor = increase_factor
         self.max_loss_scaling_factor = max_loss_scaling_factor
@@ -143,23 +153,13 @@ class ALSOptimizer(Optimizer):
             np.array(initial, np.float32), "prev_loss_scaling_factor:0", False
         )
 
-    def __getattr__(self, name: str) -> Any:
-        # Hyperparameters, slots and iterations are the wrapped optimizer's.
-        if name == "_opt":
-            raise AttributeError(name)
-        return getattr(self.__dict__["_opt"], name)
-
     # ------------------------------------------------------------------ state
     @property
     def inner_optimizer(self) -> Optimizer:
         return self._opt
 
-    @property
-    def name(self) -> str:
-        return self._als_name
-
     def get_name(self) -> str:
-        return self._als_name
+        return self._wrapper_name
 
     @property
     def loss_scale_variable(self) -> Variable:
@@ -196,7 +196,7 @@ class ALSOptimizer(Optimizer):
         return True
 
     @property
-    def iterations(self) -> int:  # type: ignore[override]
+    def iterations(self) -> int:
         return self._opt.iterations
 
     @iterations.setter
@@ -204,24 +204,14 @@ class ALSOptimizer(Optimizer):
         self._opt.iterations = value
 
     @property
-    def weights(self) -> list[Variable]:  # type: ignore[override]
+    def weights(self) -> list[Variable]:
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
-
-    def variables(self) -> list[Variable]:
-        return self.weights
-
-    def get_weights(self) -> list[np.ndarray]:
-        return [v.numpy() for v in self.weights]
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         count = len(self._opt.weights)
         self._opt.set_weights(list(weights[:count]))
         for variable, value in zip(self.weights[count:], weights[count:], strict=True):
             variable.assign(value)
-
-    @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return self._opt.slots_per_variable
 
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
@@ -274,18 +264,11 @@ class ALSOptimizer(Optimizer):
         alpha = np.float32(self.lpf_alpha)
         return alpha * self._hist.value + (np.float32(1) - alpha) * new
 
-    def _histogram_with(self, hist: np.ndarray, grad: Any) -> np.ndarray:
-        array = np.asarray(grad)
-        if array.dtype != np.float16:
-            return hist
-        fine, over = loss_scaling.overflow_histogram(array)
-        return hist + np.array([fine, over], np.float32)
-
     def add_gradient_statistics(self, grads: list[Any]) -> None:
         """Add each float16 gradient to the histogram (SDK ``_add_grads``, gradient by gradient)."""
         collect = self._collecting() and not self.captured_grads_only
         for grad in grads:
-            hist = self._histogram_with(self._hist.value, grad) if collect else self._hist.value
+            hist = add_to_histogram(self._hist.value, grad) if collect else self._hist.value
             self._hist.value[...] = self._filtered(hist)
 
     def unscale(self, grads: list[Any]) -> list[Any]:
@@ -300,7 +283,7 @@ class ALSOptimizer(Optimizer):
         if self._collecting():
             for value in (captured_grads or {}).values():
                 for grad in value if isinstance(value, list | tuple) else [value]:
-                    hist = self._histogram_with(hist, grad)
+                    hist = add_to_histogram(hist, grad)
         old = np.float32(self._lsf.value)
         lsf = self._next_lsf(hist, old) if due else old
         if lsf != old:
@@ -337,12 +320,16 @@ class ALSOptimizer(Optimizer):
         self.add_gradient_statistics(grads)
         unscaled = self.unscale(grads)
         self.update_loss_scaling_factor(captured_grads)
-        return self._opt.apply_gradients(zip(unscaled, [v for _, v in pairs]))
+        return self._apply_unscaled(unscaled, [v for _, v in pairs])
+
+    def _apply_unscaled(self, grads: list[Any], variables: list[Variable]) -> Any:
+        """Apply the unscaled gradients with the wrapped optimizer."""
+        return self._opt.apply_gradients(zip(grads, variables))
 
     # ------------------------------------------------------------------ config
     def get_config(self) -> dict[str, Any]:
         return {
-            "name": self._als_name,
+            "name": self._wrapper_name,
             **wrapped_config(self._opt),
             "initial_loss_scaling_factor": self.initial_loss_scaling_factor,
             "update_frequency": self.update_frequency,
@@ -409,7 +396,7 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
         accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
         self._als = als_optimizer
-        self._als_name = name
+        self._wrapper_name = name
         self._accumulator = accumulator
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
@@ -418,29 +405,14 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
     def als_optimizer(self) -> ALSOptimizer:
         return self._als
 
-    def apply_gradients(
-        self,
-        grads_and_vars: Any,
-        captured_grads: dict[str, Any] | None = None,
-        name: str | None = None,
-        experimental_aggregate_gradients: bool = True,
-    ) -> Any:
-        """Statistics, unscale and LSF step now; the update every ``num_mini_batches`` calls."""
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        if has_traced_gradient(pairs):
-            return Optimizer.apply_gradients(self, pairs)
-        grads, variables = [g for g, _ in pairs], [v for _, v in pairs]
-        self.add_gradient_statistics(grads)
-        unscaled = self.unscale(grads)
-        self.update_loss_scaling_factor(captured_grads)
-        applied = self._accumulator.add(unscaled, variables)
-        if applied is None:
-            return None
-        return self._opt.apply_gradients(zip(applied, variables))
+    def _apply_unscaled(self, grads: list[Any], variables: list[Variable]) -> Any:
+        """Statistics, unscale and LSF step come first, on every call (ALSOptimizer's
+        ``apply_gradients``); the update every ``num_mini_batches`` calls."""
+        return self._accumulate(grads, variables)
 
     def get_config(self) -> dict[str, Any]:
         return {
-            "name": self._als_name,
+            "name": self._wrapper_name,
             "inner_optimizer_type": "ALSOptimizer",
             "inner_optimizer_config": self._als.get_config(),
             **self._accumulation_config(),

@@ -19,10 +19,11 @@ from ipusim.keras.optimizers.als import ALSOptimizer
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 
-__all__ = ["AutomaticLossScalingOptimizer", "check_factors", "check_initial"]
+__all__ = ["AutomaticLossScalingOptimizer", "check", "check_factors", "check_initial"]
 
 
-def _check(ok: bool, message: str) -> None:
+def check(ok: bool, message: str) -> None:
+    """Raise ``ConfigurationError(message)`` unless ``ok`` (IPU TensorFlow's argument checks)."""
     if not ok:
         raise ConfigurationError(message)
 
@@ -34,10 +35,10 @@ def check_factors(increase_factor: float, decrease_factor: float, maximum: float
         ConfigurationError: a factor not positive, ``decrease_factor >= increase_factor`` or
             ``max_loss_scaling_factor <= 1``.
     """
-    _check(increase_factor > 0, "increase_factor must be nonzero and positive")
-    _check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
-    _check(decrease_factor < increase_factor, "decrease_factor must be less than increase_factor")
-    _check(maximum > 1, "max_loss_scaling_factor must be greater than one")
+    check(increase_factor > 0, "increase_factor must be nonzero and positive")
+    check(decrease_factor > 0, "decrease_factor must be nonzero and positive")
+    check(decrease_factor < increase_factor, "decrease_factor must be less than increase_factor")
+    check(maximum > 1, "max_loss_scaling_factor must be greater than one")
 
 
 def check_initial(initial: float, increase_factor: float, maximum: float) -> None:
@@ -46,10 +47,10 @@ def check_initial(initial: float, increase_factor: float, maximum: float) -> Non
     Raises:
         ConfigurationError: ``initial >= maximum`` or ``initial * increase_factor >= maximum``.
     """
-    _check(
+    check(
         initial < maximum, "initial_loss_scaling_factor must be less than max_loss_scaling_factor"
     )
-    _check(
+    check(
         initial * increase_factor < maximum,
         "initial_loss_scaling_factor x increase_factor must be less than max_loss_scaling_factor",
     )
@@ -86,7 +87,7 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
         name: str = "AutomaticLossScalingOptimizer",
     ) -> None:
         check_factors(increase_factor, decrease_factor, max_loss_scaling_factor)
-        _check(
+        check(
             initial_loss_scaling_factor > 0,
             "initial_loss_scaling_factor must be nonzero and positive",
         )

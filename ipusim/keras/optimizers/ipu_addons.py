@@ -22,7 +22,8 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.algorithms import SGD
-from ipusim.keras.optimizers.optimizer import DEFAULT_EPSILON, Hyper, Optimizer
+from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_ipu as kernels
 
@@ -250,6 +251,7 @@ class LAMBIpuOptimizer(_AdamFamily):
     weight_decay_rate = Hyper()
     _config_hyper = ("learning_rate", "weight_decay_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon", "m_dtype", "v_dtype", "debiasing")
+    _slot_order = ("m", "v")
 
     def __init__(
         self,
@@ -294,9 +296,6 @@ class LAMBIpuOptimizer(_AdamFamily):
     slots_per_variable = 2
     #: moments 7, direction 5, weight decay 2, the two norms 4, the scaled subtract 2.
     update_flops_per_element = 20
-
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("m", 0.0), ("v", 0.0)]
 
     def _matches(self, patterns: list[str] | None, name: str) -> bool:
         return any(re.search(p, name) for p in patterns or [])

@@ -21,7 +21,8 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
-from ipusim.keras.optimizers.optimizer import Hyper, Optimizer, half
+from ipusim.keras.optimizers.hyper import Hyper, half
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_modern as kernels
@@ -74,6 +75,9 @@ class AdamW(_WeightDecay, Adam):
         name: slot-name prefix. Defaults to ``"AdamW"``.
     """
 
+    _config_hyper = ("learning_rate", "beta_1", "beta_2")  # no ``decay`` in the new optimizers
+    _config_fields = ("epsilon", "amsgrad", "weight_decay")
+
     def __init__(
         self,
         learning_rate: Any = 0.001,
@@ -122,12 +126,6 @@ class AdamW(_WeightDecay, Adam):
         self._decay_half(update, var, coefficients["decay_lr"])
         super()._apply_half(update, grad, var, slots, coefficients)
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.pop("decay", None)
-        config["weight_decay"] = self.weight_decay
-        return config
-
 
 class Lion(_WeightDecay, Optimizer):
     """Lion (evoLved sIgn mOmeNtum), as ``tf.keras.optimizers.Lion`` (tf-keras 2.13+).
@@ -151,6 +149,9 @@ class Lion(_WeightDecay, Optimizer):
     slots_per_variable = 1
     _config_hyper = ("learning_rate", "beta_1", "beta_2")
     _config_fields = ("weight_decay",)
+    _slot_order = ("m",)
+    _step_hyper = ("beta_1", "beta_2")
+    _half_kernel = half_kernels.lion
 
     def __init__(
         self,
@@ -184,41 +185,17 @@ class Lion(_WeightDecay, Optimizer):
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return 9 + self._decay_flops()
 
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return [("m", 0.0)]
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, **self._hyper_values(step, "beta_1", "beta_2")}
-
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         c = coefficients
         self._decay(var, c["lr"])
         kernels.lion_update(var, grad, slots["m"], c["lr"], c["beta_1"], c["beta_2"])
 
-    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
-        one = np.float16(1.0)
-        beta_1 = np.float16(self._hyper_value("beta_1", step))
-        beta_2 = np.float16(self._hyper_value("beta_2", step))
-        return {
-            "lr": lr,
-            "beta_1": np.float32(beta_1),
-            "one_minus_beta_1": np.float32(one - beta_1),
-            "beta_2": np.float32(beta_2),
-            "one_minus_beta_2": np.float32(one - beta_2),
-        }
+    def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
+        return {"lr": half(lr), **self._half_decays(step, "beta_1", "beta_2")}
 
     def _apply_half(self, update, grad, var, slots, coefficients) -> None:
-        c = coefficients
-        self._decay_half(update, var, c["lr"])
-        update.run(
-            half_kernels.lion,
-            [var, grad, slots["m"]],
-            half(c["lr"]),
-            c["beta_1"],
-            c["one_minus_beta_1"],
-            c["beta_2"],
-            c["one_minus_beta_2"],
-        )
+        self._decay_half(update, var, coefficients["lr"])  # half(lr) again: the same value
+        super()._apply_half(update, grad, var, slots, coefficients)
 
 
 class Adafactor(_WeightDecay, Optimizer):
@@ -292,9 +269,6 @@ class Adafactor(_WeightDecay, Optimizer):
                 self._add_slot(var, "c", 0.0, var.shape[:-2] + var.shape[-1:])
         for var in var_list:
             self._add_slot(var, "v", 0.0)
-
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        return {"lr": lr, "step": step}
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         t = var.dtype.type

@@ -28,7 +28,7 @@ import inspect
 import logging
 import math
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from ipusim.graph.numerics import FloatingPointTrap, Numerics, current_numerics
 from ipusim.graph.ops import update as update_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
+from ipusim.keras.optimizers.hyper import Hyper, half, resolve_hyper, serialize_hyper
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels.half import round_to_half, stream_key
 from ipusim.kernels.half_optim import HalfUpdate
@@ -47,79 +48,21 @@ logger = logging.getLogger("ipusim")
 #: Keyword arguments every optimizer accepts besides its own constructor arguments.
 ALLOWED_KWARGS: tuple[str, ...] = ("clipnorm", "clipvalue", "global_clipnorm", "lr", "decay")
 
-#: Keras' fuzz factor, used when ``epsilon`` is None (or 0, as Keras' ``epsilon or 1e-7``).
-DEFAULT_EPSILON = 1e-7
-
-
-def _check_hyper(owner: str, name: str, value: Any) -> Any:
-    """Validate a hyperparameter: a real number (stored as float), a schedule or a callable."""
-    if isinstance(value, schedules.LearningRateSchedule) or callable(value):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InvalidTypeError(
-            f"{owner}: hyperparameter {name!r} must be a number, a learning-rate schedule or a "
-            f"callable; received {value!r} of type {type(value).__name__}"
-        )
-    return float(value)
-
-
-def _accepts_step(fn: Callable) -> bool:
-    """Whether a plain callable takes a positional argument (the step)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(
-        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
-    )
-
-
-def half(value: float) -> np.float32:
-    """``value`` cast to float16 (as Keras casts hyperparameters to a float16 variable's dtype),
-    held as a float32."""
-    return np.float32(np.float16(value))
-
-
-def resolve_hyper(value: Any, step: int) -> float:
-    """The numeric value of a hyperparameter at ``step``.
-
-    A :class:`~ipusim.keras.optimizers.schedules.LearningRateSchedule` is called with the step; a
-    plain callable is called with the step when it takes an argument and with none otherwise
-    (Keras 2 calls callable hyperparameters without arguments).
-    """
-    if isinstance(value, schedules.LearningRateSchedule):
-        return float(value(step))
-    if callable(value):
-        return float(value(step) if _accepts_step(value) else value())
-    return float(value)
-
-
-class Hyper:
-    """Descriptor for a hyperparameter stored in ``obj._hyper`` (settable after construction)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
-        if obj is None:
-            return self
-        return obj._hyper[self.name]
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj._hyper[self.name] = _check_hyper(type(obj).__name__, self.name, value)
-
 
 class Optimizer:
     """Base class of every optimizer (Keras 2 ``OptimizerV2``).
 
-    Subclasses define ``_slot_specs()`` (slot names and initial values, in creation order),
-    ``_prepare(lr, step)`` (per-step scalars), ``_apply_dense(grad, var, slots, coefficients)``
-    (one kernel call) and ``get_config()``, plus ``slots_per_variable`` and
-    ``update_flops_per_element`` for the timing model.
+    Subclasses define ``_apply_dense(grad, var, slots, coefficients)`` (one kernel call) and
+    ``_prepare_half`` (float16 scalars), plus ``slots_per_variable`` and
+    ``update_flops_per_element`` for the timing model. Their slots, per-step scalars, float16
+    kernel and ``get_config`` come from class tables (``_slot_order``, ``_step_hyper``,
+    ``_half_kernel``, ``_config_hyper``, ``_config_fields``) unless they override
+    ``_slot_specs()``, ``_prepare(lr, step)``, ``_apply_half`` or ``get_config()``.
 
     Args:
         name: prefix of slot-variable names (``"Adam/dense/kernel/m:0"``).
-        learning_rate: a float, a ``LearningRateSchedule`` or a callable (see :func:`resolve_hyper`).
+        learning_rate: a float, a ``LearningRateSchedule`` or a callable (see
+            :func:`~ipusim.keras.optimizers.hyper.resolve_hyper`).
         **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm`` (each ≥ 0), ``lr`` (legacy alias
             of ``learning_rate``, takes precedence) and ``decay`` (legacy inverse-time decay).
 
@@ -139,6 +82,15 @@ class Optimizer:
     #: schedule as its config) and plain attributes, in Keras' order.
     _config_hyper: tuple[str, ...] = ()
     _config_fields: tuple[str, ...] = ()
+    #: Slot names in creation order (the default :meth:`_slot_specs` creates them at zero) and
+    #: in the order the default :meth:`_apply_half` passes them to ``_half_kernel``.
+    _slot_order: tuple[str, ...] = ()
+    #: Hyperparameters the default :meth:`_prepare` resolves at the step, besides the rate.
+    _step_hyper: tuple[str, ...] = ()
+    #: The float16 kernel of the default :meth:`_apply_half` (a function or a name of
+    #: :mod:`ipusim.kernels.half_optim`), given ``[var, grad, *slots]`` and the values of
+    #: :meth:`_prepare_half` in order; None: float16 variables are not supported.
+    _half_kernel: Any = None
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -385,11 +337,12 @@ class Optimizer:
 
     def _slot_specs(self) -> list[tuple[str, float]]:
         """``(slot_name, initial_value)`` in Keras' creation order."""
-        return []
+        return [(name, 0.0) for name in self._slot_order]
 
     def _prepare(self, lr: float, step: int) -> dict[str, float]:
-        """Scalars for this step's kernels, from the decayed learning rate and the step."""
-        return {"lr": lr}
+        """Scalars for this step's kernels: the decayed learning rate, the step and the
+        ``_step_hyper`` hyperparameters' values at the step."""
+        return {"lr": lr, "step": step, **self._hyper_values(step, *self._step_hyper)}
 
     def _apply_dense(
         self,
@@ -415,24 +368,29 @@ class Optimizer:
         coefficients: dict[str, np.float32],
     ) -> None:
         """Update a float16 variable in place (see :mod:`ipusim.kernels.half_optim`)."""
-        raise UnsupportedError(
-            f"{type(self).__name__} cannot update float16 variables yet; keep the variables "
-            "float32 (for example with the 'mixed_float16' policy)"
-        )
+        if self._half_kernel is None:
+            raise UnsupportedError(
+                f"{type(self).__name__} cannot update float16 variables yet; keep the variables "
+                "float32 (for example with the 'mixed_float16' policy)"
+            )
+        arrays = [var, grad, *(slots[name] for name in self._slot_order)]
+        update.run(self._half_kernel, arrays, *coefficients.values())
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _serialize_hyperparameter(self, name: str) -> Any:
-        value = self._hyper[name]
-        if isinstance(value, schedules.LearningRateSchedule):
-            return schedules.serialize(value)
-        if callable(value):
-            return resolve_hyper(value, self.iterations)
-        return value
-
     def _serialize_hyperparameters(self, *names: str) -> dict[str, Any]:
-        """``{name: _serialize_hyperparameter(name)}`` for ``names``, in order (for get_config)."""
-        return {name: self._serialize_hyperparameter(name) for name in names}
+        """The hyperparameters ``names``, in order, as ``get_config`` lists them."""
+        return {name: serialize_hyper(self._hyper[name], self.iterations) for name in names}
+
+    def _half_decays(self, step: int, *names: str) -> dict[str, np.float32]:
+        """Each hyperparameter of ``names`` at ``step`` cast to float16, then ``one_minus_<name>``
+        computed in float16 (as Keras' ``1 - rho`` in a float16 variable's dtype)."""
+        values: dict[str, np.float32] = {}
+        for name in names:
+            value = np.float16(self._hyper_value(name, step))
+            values[name] = np.float32(value)
+            values[f"one_minus_{name}"] = np.float32(np.float16(1.0) - value)
+        return values
 
     def _hyper_value(self, name: str, step: int) -> float:
         return resolve_hyper(self._hyper[name], step)

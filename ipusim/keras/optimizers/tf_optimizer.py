@@ -164,6 +164,3 @@ class TFOptimizer(Optimizer):
             "or optimizer state after instantiation, so a TFOptimizer cannot be saved; compile "
             "the model again after loading it"
         )
-
-    def _slot_specs(self) -> list[tuple[str, float]]:
-        return []
