@@ -157,9 +157,10 @@ def plan(
     batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
     if not batches:
         raise ConfigurationError("global_batch: give at least one global batch size")
-    cands = [
-        c for gb in batches for c in _candidates(workload, workload_args, system, gb, precision)
-    ]
+    spaces = [_candidates(workload, workload_args, system, gb, precision) for gb in batches]
+    cands = [c for space in spaces for c in space]
+    # Candidates estimated, those pruned by memory included (a space that counts them says so).
+    evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
     if not cands:
         raise ConfigurationError(
             f"no configuration of {workload} on {system} takes the global batch {batches}: "
@@ -172,7 +173,7 @@ def plan(
         jobs, scheduler = 1, None  # a model registered in this process only
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
     table = _rank(rows)
-    result = PlanResult(table, len(cands), len(rows), time.perf_counter() - start)
+    result = PlanResult(table, evaluated, len(rows), time.perf_counter() - start)
     if output is not None:
         from ipusim.plan.output import write_outputs
 
@@ -225,7 +226,14 @@ def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
 def _family(cand: Candidate) -> tuple[Any, ...]:
     """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
     a = cand.args
-    return (a["stages"], bool(a.get("recompute")), a.get("offload"), a.get("memory-proportion"))
+    return (
+        a["stages"],
+        bool(a.get("recompute")),
+        a.get("offload"),
+        a.get("memory-proportion"),
+        a.get("schedule"),
+        bool(a.get("sharded-optimizer-state")),
+    )
 
 
 def _judge_all(
@@ -369,6 +377,11 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         f"acc {a['accumulation']} recompute {bool(a.get('recompute'))} "
         f"amp {a.get('memory-proportion')}"
     )
+    for key, text in (("schedule", "{}"), ("offload", "offload {}"), ("io-tiles", "io-tiles {}")):
+        if a.get(key) not in (None, "grouped"):
+            summary += " " + text.format(a[key])
+    if a.get("sharded-optimizer-state"):
+        summary += " sharded"
     return {
         "summary": summary,
         "global_batch": a["micro-batch"] * a["accumulation"] * a["replicas"],

@@ -20,8 +20,9 @@ to the embedding.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -29,8 +30,9 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.lowering.schedules import in_flight
-from ipusim.plan import profile
-from ipusim.plan.partition import StageFits, best_splits
+from ipusim.lowering.supersteps import element_bytes
+from ipusim.plan import options, profile
+from ipusim.plan.partition import best_splits
 from ipusim.plan.profile import Profile
 
 __all__ = [
@@ -50,6 +52,8 @@ PRUNE_FACTOR = 1.15
 #: availableMemoryProportion values tried (E: the IPU default 0.6 and the 0.2 of Graphcore's
 #: BERT configs, which leaves room for larger micro-batches).
 MEMORY_PROPORTIONS = (0.2, 0.6)
+#: availableMemoryProportion values estimated by interpolating the profiled ones (E).
+EXTRA_PROPORTIONS = (0.4,)
 #: Micro-batches tried.
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 #: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
@@ -147,12 +151,17 @@ class BertCosts:
             besides its layers', split between them in proportion to forward time, E).
         fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
         ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
-        update_per_byte: seconds of the weight update, host I/O and Streaming Memory traffic
-            per execution, per variable byte of the fullest IPU.
+        update_per_byte: seconds of the weight update and host I/O per execution, per variable
+            byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
+            taken out: a candidate adds its own, :func:`~ipusim.plan.options.update_transfer_s`).
         overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
             (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
             sum of its parts, spread over its stages.
         budget: an IPU's budget, bytes.
+        weight_share: the encoder layers' weight bytes over their variable bytes.
+        back_share: the backward pass's share of an encoder layer's seconds (a recomputed
+            forward runs in it).
+        infeed_s: seconds of infeed copies per micro-batch (the slowest IPU's).
     """
 
     layer_s: float
@@ -172,11 +181,22 @@ class BertCosts:
     update_per_byte: float
     overhead_s: float
     budget: float
+    weight_share: float
+    back_share: float
+    infeed_s: float
 
     @classmethod
-    def of(cls, p: Profile, counts: list[int], recompute: bool, mb: int) -> BertCosts:
+    def of(
+        cls,
+        p: Profile,
+        counts: list[int],
+        recompute: bool,
+        mb: int,
+        moved: Callable[[float], float],
+    ) -> BertCosts:
         """From a profile of the Sequential reference layout ``counts`` (encoder layers per
-        IPU) at micro-batch ``mb``."""
+        IPU) at micro-batch ``mb``; ``moved(weight_bytes)``: the seconds of collectives and
+        Streaming Memory transfers of the reference's update of an IPU's weights."""
         enc = [i for i in range(1, len(counts)) if i in p.ipu_activations]
         n = np.array([counts[i] for i in enc], float)
         act = np.array([p.ipu_activations[i] for i in enc])
@@ -196,6 +216,8 @@ class BertCosts:
         acc = REFERENCE_DEPTH * stages
         fixed = p.update_s + p.host_s
         parts = p.seconds(p.groups, recompute) + fixed / acc
+        weights = sum(p.groups[g].weight_bytes for g in layers)
+        back = sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in layers)
         return cls(
             layer_s=max(p.seconds([g], recompute) for g in layers),
             embed_s=p.seconds(["embedding"], recompute),
@@ -211,9 +233,12 @@ class BertCosts:
             fixed0=p.ipu_fixed[0],
             ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
             ratio0=p.ipu_tile_ratio[0],
-            update_per_byte=fixed / heaviest,
+            update_per_byte=max(fixed - moved(heaviest * weights / sum(var)), 0.0) / heaviest,
             overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
             budget=p.budget_bytes,
+            weight_share=weights / sum(var),
+            back_share=back / sum(p.seconds([g], recompute) for g in layers),
+            infeed_s=p.infeed_s / acc,
         )
 
     def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
@@ -285,27 +310,42 @@ def bert_costs(
         args.update(recompute=True, **{"recomputation-mode": mode, "checkpoint-every-layer": True})
     key = ("bert", repr(sorted(args.items())))
     p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_group)
-    return None if p is None else BertCosts.of(p, counts, recompute, mb)
+    if p is None:
+        return None
+    # The reference's own optimizer-state traffic (offloaded, one replica).
+    sizes = (options.optimizer_slots(base.get("optimizer", "adam")), element_bytes(precision))
+
+    def moved(weight_bytes: float) -> float:
+        elements = int(weight_bytes / sizes[1])
+        system = str(base["system"])
+        return options.update_transfer_s(system, 1, len(counts), ("on", False), elements, sizes)
+
+    return BertCosts.of(p, counts, recompute, mb, moved)
 
 
-def _pipeline_options(replicas: int, global_batch: int, stages: int) -> Iterator[dict[str, Any]]:
-    """Micro-batch, accumulation, recomputation and offload choices with the global batch."""
-    for mb in MICRO_BATCHES:
-        if global_batch % (mb * replicas):
-            continue
-        acc = global_batch // (mb * replicas)
-        # IPU TensorFlow's Grouped schedule wants a multiple of twice the stage count.
-        if stages > 1 and acc % (2 * stages):
-            continue
-        for recompute in (True, False):
-            for proportion in MEMORY_PROPORTIONS:
-                yield {
-                    "micro-batch": mb,
-                    "accumulation": acc,
-                    "recompute": recompute,
-                    "offload": "on",
-                    "memory-proportion": proportion,
-                }
+def _pipeline_options(
+    replicas: int, global_batch: int, stages: int, ipus: int
+) -> Iterator[dict[str, Any]]:
+    """Schedule, micro-batch, accumulation, recomputation and availableMemoryProportion choices
+    with the global batch (the optimizer-state and I/O tile choices come per split)."""
+    for schedule in options.schedules(stages, ipus):
+        for mb in MICRO_BATCHES:
+            if global_batch % (mb * replicas):
+                continue
+            acc = global_batch // (mb * replicas)
+            if not options.accumulation_ok(schedule, stages, ipus, acc):
+                continue
+            # RecomputeAndBackpropagateInterleaved refuses the Interleaved schedule.
+            for recompute in (True, False) if schedule != "interleaved" else (False,):
+                for proportion, *_ in options.interpolated(MEMORY_PROPORTIONS, EXTRA_PROPORTIONS):
+                    yield {
+                        "micro-batch": mb,
+                        "accumulation": acc,
+                        "recompute": recompute,
+                        "offload": "on",
+                        "memory-proportion": proportion,
+                        "schedule": schedule,
+                    }
 
 
 class _Costs:
@@ -319,7 +359,11 @@ class _Costs:
 
     def at(self, mb: int, proportion: float, recompute: bool, precision: str) -> BertCosts | None:
         key = (mb, proportion, recompute, precision)
-        if key not in self.memo:
+        if key not in self.memo and proportion not in MEMORY_PROPORTIONS:
+            lo, hi, w = options.bracket(proportion, MEMORY_PROPORTIONS)
+            ends = self.at(mb, lo, recompute, precision), self.at(mb, hi, recompute, precision)
+            self.memo[key] = None if None in ends else _blend(*ends, w)  # type: ignore[arg-type]
+        elif key not in self.memo:
             self.memo[key] = self._at(*key)
         return self.memo[key]
 
@@ -339,12 +383,13 @@ class _Costs:
             top //= 2
         if hi is None:
             return _scaled(lo, mb / self.lo)
-        w = (mb - self.lo) / (top - self.lo)  # above ``top``: extrapolated (E)
-        return BertCosts(*((1 - w) * a + w * b for a, b in zip(_values(lo), _values(hi))))
+        return _blend(lo, hi, (mb - self.lo) / (top - self.lo))  # above ``top``: extrapolated
 
 
-def _values(c: BertCosts) -> list[float]:
-    return [getattr(c, f.name) for f in fields(c)]
+def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:
+    """``lo`` and ``hi`` interpolated linearly (weight ``w`` on ``hi``, E)."""
+    pairs = ((getattr(lo, f.name), getattr(hi, f.name)) for f in fields(lo))
+    return BertCosts(*((1 - w) * a + w * b for a, b in pairs))
 
 
 def _scaled(c: BertCosts, k: float) -> BertCosts:
@@ -358,6 +403,7 @@ def _scaled(c: BertCosts, k: float) -> BertCosts:
         stash=c.stash * k,
         embed_act=c.embed_act * k,
         head_act=c.head_act * k,
+        infeed_s=c.infeed_s * k,
     )
 
 
@@ -374,7 +420,7 @@ def bert_candidates(
         (ipr, stages, opt)
         for ipr in iprs
         for stages in ((ipr + 1, ipr) if ipr > 1 else (1,))
-        for opt in _pipeline_options(num_ipus // ipr, global_batch, stages)
+        for opt in _pipeline_options(num_ipus // ipr, global_batch, stages, ipr)
     ]
     costs = _Costs(args, shape, max(iprs), [o["micro-batch"] for *_, o in plans] or [1])
     out: list[Candidate] = []
@@ -385,7 +431,7 @@ def bert_candidates(
         elif c is not None:
             out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
     kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
-    return fastest_first(kept)
+    return options.counted(fastest_first(kept), len(out))
 
 
 def _bert_splits(
@@ -399,58 +445,65 @@ def _bert_splits(
     c: BertCosts,
     prune: bool = True,
 ) -> list[Candidate]:
-    """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates."""
-    mb, acc = opt["micro-batch"], opt["accumulation"]
+    """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates, for
+    every optimizer-state setting and I/O tile count (see :mod:`ipusim.plan.options`)."""
+    mb, acc, schedule = opt["micro-batch"], opt["accumulation"], opt["schedule"]
     head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
+    alive = [in_flight(schedule, stages, s, acc) for s in range(ipr)]
+    slots, element = (
+        options.optimizer_slots(base.get("optimizer", "adam")),
+        element_bytes(precision),
+    )
 
-    def alive(stage: int) -> int:
-        return in_flight("grouped", stages, stage, acc) if stages > 1 else 1
+    def var(n: int, s: int) -> float:
+        return c.layer_var * n + c.embed_var * (s == 0) + c.head_var * (s == head_at)
 
-    def time(first: int, stop: int, stage: int) -> float:
-        extra = (c.embed_s if stage == 0 else 0.0) + (c.head_s if stage == head_at else 0.0)
-        return (stop - first) * c.layer_s + extra
+    def time(first: int, stop: int, s: int) -> float:
+        return (stop - first) * c.layer_s + c.embed_s * (s == 0) + c.head_s * (s == head_at)
 
-    def within(limit: float) -> StageFits:
-        def fits(first: int, stop: int, stage: int) -> bool:
-            return c.stage(stop - first, stage, alive(stage), stage == head_at)[1] <= limit
+    def used(n: int, s: int, per_var: float) -> tuple[float, float]:
+        b, u = c.stage(n, s, alive[s], s == head_at)
+        return b + per_var * var(n, s), u * (1.0 + per_var * var(n, s) / b)
 
-        return fits
-
-    # The fastest splits estimated to fit, and those within the pruning margin (the estimate
-    # can be a few percent low or high); without pruning, the fastest splits.
-    limits = (1.0, PRUNE_FACTOR) if prune else (math.inf,)
-    splits = {
-        s
-        for limit in limits
-        for s in best_splits(shape.layers, ipr, time, within(limit), SPLITS_KEPT)
-    }
     cands = []
-    for split in sorted(splits):
-        per_ipu = list(split.layers_per_stage)
-        used = [c.stage(n, s, alive(s), s == head_at) for s, n in enumerate(per_ipu)]
-        heaviest = max(
-            c.layer_var * n + (c.embed_var if s == 0 else 0) + (c.head_var if s == head_at else 0)
-            for s, n in enumerate(per_ipu)
-        )
-        cycle = split.bottleneck + c.overhead_s * (2 if stages > 1 else 1)
-        # The update streams the optimizer state, sharded over the replicas (E: the update's
-        # and host I/O's seconds taken as the Streaming Memory traffic, which dominates them).
-        step = cycle * (acc + 2 * (stages - 1)) + c.update_per_byte * heaviest / replicas
-        ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
-        tile = max(b / c.budget * r for (b, _), r in zip(used, ratio))
-        args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
-        cands.append(
-            Candidate(
-                args,
-                max(u for _, u in used),
-                replicas * mb * acc / step,
-                _gives_up(opt, stages, replicas),
-                max(b for b, _ in used),
-                tile,
-                max(b for b, _ in used) / c.budget,
+    for setting in options.state_options(replicas):
+        # On-chip optimizer state per variable byte (none when offloaded).
+        per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
+        # The fastest splits estimated to fit, and those within the pruning margin (the
+        # estimate can be a few percent low or high); without pruning, the fastest splits.
+        splits = set()
+        for limit in (1.0, PRUNE_FACTOR) if prune else (math.inf,):
+            fits = functools.partial(_fits, used=used, per_var=per_var, limit=limit)
+            splits |= set(best_splits(shape.layers, ipr, time, fits, SPLITS_KEPT))
+        for split in sorted(splits):
+            per_ipu = list(split.layers_per_stage)
+            mem = [used(n, s, per_var) for s, n in enumerate(per_ipu)]
+            heaviest = max(var(n, s) for s, n in enumerate(per_ipu))
+            times = [time(a, b, s) for s, (a, b) in enumerate(zip(split.bounds, split.bounds[1:]))]
+            run = options.schedule_seconds(schedule, stages, acc, times, c.back_share, c.overhead_s)
+            elements = int(heaviest * c.weight_share / element)
+            run += c.update_per_byte * heaviest + options.update_transfer_s(
+                str(base["system"]), replicas, ipr, setting, elements, (slots, element)
             )
-        )
+            ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
+            tile = max(b / c.budget * r for (b, _), r in zip(mem, ratio))
+            args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
+            peak = max(b for b, _ in mem)
+            for io in options.io_options(schedule == "grouped"):
+                speed = replicas * mb * acc / (run - (c.infeed_s * acc if io else 0.0))
+                gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
+                a = options.setting_args(args, setting, io)
+                memory = max(u for _, u in mem)
+                cands.append(
+                    Candidate(a, memory, speed, "; ".join(gives), peak, tile, peak / c.budget)
+                )
     return cands
+
+
+def _fits(
+    first: int, stop: int, stage: int, *, used: Callable[..., Any], per_var: float, limit: float
+) -> bool:
+    return bool(used(stop - first, stage, per_var)[1] <= limit)
 
 
 def _bert_data_parallel(
@@ -464,19 +517,41 @@ def _bert_data_parallel(
 ) -> list[Candidate]:
     """One IPU per replica: estimated from profiles of the configuration itself at two
     micro-batches (its all-reduce and single-IPU memory plan differ from a pipeline's stages),
-    run only when the stage model does not rule it out (over twice the budget)."""
+    run only when the stage model does not rule it out (over twice the budget); an
+    interpolated availableMemoryProportion from the profiled ones around it."""
     if c.stage(shape.layers, 0, 1, True)[1] > 2.0:
         return []
-    mb, per_replica = opt["micro-batch"], global_batch // replicas
-    setting = _bert_args(base, 1, replicas, 1, {**opt, "micro-batch": 1}, precision, [])
+    mb, acc, per_replica = opt["micro-batch"], opt["accumulation"], global_batch // replicas
     mbs = [m for m in MICRO_BATCHES if per_replica % m == 0]
-    figures = profile.per_micro_batch("bert", setting, bert_group, mbs, per_replica, (1, 8))
-    if mb not in figures:
+
+    def at(proportion: float) -> tuple[float, ...] | None:
+        one = {**opt, "micro-batch": 1, "memory-proportion": proportion}
+        setting = _bert_args(base, 1, replicas, 1, one, precision, [])
+        return profile.per_micro_batch("bert", setting, bert_group, mbs, per_replica, (1, 8)).get(
+            mb
+        )
+
+    lo, hi, w = options.bracket(opt["memory-proportion"], MEMORY_PROPORTIONS)
+    ends = at(lo), at(hi)
+    if ends[0] is None or ends[1] is None:
         return []
-    used, ratio, per_mb, fixed, budget = figures[mb]
+    fig = tuple((1 - w) * a + w * b for a, b in zip(*ends))
     args = _bert_args(base, 1, replicas, 1, opt, precision, [])
-    speed = global_batch / (opt["accumulation"] * per_mb + fixed)
-    return [Candidate.of(args, speed, _gives_up(opt, 1, replicas), used, budget, ratio)]
+    sizes = (options.optimizer_slots(args["optimizer"]), element_bytes(precision))
+    variants = options.data_parallel_variants(
+        fig, acc, str(base["system"]), replicas, ("on", replicas > 1), sizes
+    )
+    return [
+        Candidate.of(
+            options.setting_args(args, state, io),
+            global_batch / step,
+            "; ".join([_gives_up(opt, 1, replicas), *options.gives_up(state, io)]),
+            used,
+            fig[4],
+            fig[1],
+        )
+        for state, io, step, used in variants
+    ]
 
 
 def _bert_args(
@@ -498,7 +573,7 @@ def _bert_args(
         precision=precision,
         optimizer=args.get("optimizer", "adam"),
         offload=opt["offload"],
-        schedule="grouped",
+        schedule=opt.get("schedule", "grouped"),
         **{"memory-proportion": opt["memory-proportion"]},
     )
     if stages > ipr:  # the head in a stage of its own, back on IPU 0
@@ -527,8 +602,8 @@ def _gives_up(opt: dict[str, Any], stages: int, replicas: int) -> str:
         parts.append("recomputes the forward pass (about a third more compute)")
     if stages > 1:
         parts.append(f"pipeline fill and drain over {stages} stages")
+    if stages > 1 and opt.get("schedule", "grouped") != "grouped":
+        parts.append(f"{opt['schedule']} schedule")
     if replicas > 1:
         parts.append(f"gradient all-reduce over {replicas} replicas")
-    if opt["offload"] == "on":
-        parts.append("optimizer state streamed from Streaming Memory")
     return "; ".join(parts) or "nothing notable"

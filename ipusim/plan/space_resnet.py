@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ipusim.plan import profile
+from ipusim.lowering.supersteps import element_bytes
+from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
@@ -104,24 +105,37 @@ def _executions(accumulation: int) -> int:
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
-    """ResNet-50 configurations on ``num_ipus`` IPUs, ordered fastest first (estimates)."""
+    """ResNet-50 configurations on ``num_ipus`` IPUs, ordered fastest first (estimates): per
+    profiled setting, every micro-batch, optimizer-state setting and (without recomputation
+    stages, whose Sequential schedule the simulator does not overlap) I/O tile count."""
     per_replica, rem = divmod(global_batch, num_ipus)
     if rem:
         return []
     out = []
     mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
+    sizes = (options.optimizer_slots(args.get("optimizer", "momentum")), element_bytes(precision))
+    system = str(args["system"])
     for stages, proportion in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS):
         setting = _args(args, num_ipus, 1, 1, stages, proportion, precision, 1)
         figures = profile.per_micro_batch(
             "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES, _executions
         )
-        for mb, (used, ratio, per_mb, update, budget) in figures.items():
+        for mb, fig in figures.items():
             acc = per_replica // mb
             cand = _args(
                 args, num_ipus, mb, acc, stages, proportion, precision, acc * _executions(acc)
             )
             gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
-            speed = global_batch / (acc * per_mb + update)
-            gives += "; uint8 input cast on the IPU"
-            out.append(Candidate.of(cand, speed, gives, used, budget, ratio))
-    return fastest_first(out)
+            variants = options.data_parallel_variants(
+                fig, acc, system, num_ipus, ("off", False), sizes
+            )
+            for state, io, step, used in variants:
+                if io and stages > 1:
+                    continue
+                text = "; ".join(
+                    [gives, *options.gives_up(state, io), "uint8 input cast on the IPU"]
+                )
+                speed = global_batch / step
+                a = options.setting_args(cand, state, io)
+                out.append(Candidate.of(a, speed, text, used, fig[4], fig[1]))
+    return options.counted(fastest_first(out), len(out))
