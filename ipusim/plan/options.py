@@ -103,15 +103,16 @@ def schedule_seconds(
 ) -> float:
     """Seconds of ``acc`` micro-batches through stages taking ``times`` seconds each (forward,
     backward and recomputation) with ``overhead`` seconds of exchange and syncs per stage and
-    micro-batch (see the module docstring); ``back_share``: the backward pass's share."""
+    micro-batch as a Sequential run measures them (two steps: a forward and a backward), see
+    the module docstring; ``back_share``: the backward pass's share."""
     slowest = max(times)
     if stages == 1:
         return acc * (slowest + overhead)
     if schedule == "sequential":
         return acc * (sum(times) + stages * overhead)
     if schedule == "interleaved":
-        return (acc + stages - 1) * 2.0 * (back_share * slowest + overhead)
-    return (acc + 2 * (stages - 1)) * (slowest + 2.0 * overhead)
+        return (acc + stages - 1) * (2.0 * back_share * slowest + overhead)
+    return (acc + 2 * (stages - 1)) * (slowest + overhead)
 
 
 def optimizer_slots(optimizer: Any) -> int:

@@ -214,8 +214,10 @@ class BertCosts:
         heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
         stages = len(counts) + (len(counts) > 1)
         acc = REFERENCE_DEPTH * stages
-        fixed = p.update_s + p.host_s
-        parts = p.seconds(p.groups, recompute) + fixed / acc
+        # Per execution: the update and host I/O but the infeed copies (one per micro-batch,
+        # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them).
+        fixed = p.update_s + p.host_s - p.infeed_s
+        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s) / acc
         weights = sum(p.groups[g].weight_bytes for g in layers)
         back = sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in layers)
         return cls(
@@ -480,9 +482,8 @@ def _bert_splits(
             mem = [used(n, s, per_var) for s, n in enumerate(per_ipu)]
             heaviest = max(var(n, s) for s, n in enumerate(per_ipu))
             times = [time(a, b, s) for s, (a, b) in enumerate(zip(split.bounds, split.bounds[1:]))]
-            run = options.schedule_seconds(schedule, stages, acc, times, c.back_share, c.overhead_s)
             elements = int(heaviest * c.weight_share / element)
-            run += c.update_per_byte * heaviest + options.update_transfer_s(
+            run = c.update_per_byte * heaviest + options.update_transfer_s(
                 str(base["system"]), replicas, ipr, setting, elements, (slots, element)
             )
             ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
@@ -490,7 +491,11 @@ def _bert_splits(
             args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
             peak = max(b for b, _ in mem)
             for io in options.io_options(schedule == "grouped"):
-                speed = replicas * mb * acc / (run - (c.infeed_s * acc if io else 0.0))
+                first = [times[0] + c.infeed_s * (not io), *times[1:]]
+                seconds = options.schedule_seconds(
+                    schedule, stages, acc, first, c.back_share, c.overhead_s
+                )
+                speed = replicas * mb * acc / (run + seconds)
                 gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
                 a = options.setting_args(args, setting, io)
                 memory = max(u for _, u in mem)
