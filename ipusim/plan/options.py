@@ -42,6 +42,7 @@ __all__ = [
     "io_options",
     "setting_args",
     "state_variants",
+    "undominated",
     "optimizer_slots",
     "schedule_seconds",
     "schedules",
@@ -256,3 +257,35 @@ def bracket(value: float, profiled: tuple[float, ...]) -> tuple[float, float, fl
         return value, value, 0.0
     lo, hi = min(profiled), max(profiled)
     return lo, hi, (value - lo) / (hi - lo)
+
+
+#: The arguments :func:`undominated` compares siblings over, with how much each asks of the
+#: user (fewer wins a tie).
+_OPTION_KEYS = ("offload", "sharded-optimizer-state", "io-tiles")
+
+
+def undominated(cands: list[Any]) -> list[Any]:
+    """``cands`` but those another candidate of the same plan (the same arguments but the
+    optimizer-state and I/O tile options) dominates: estimated at least as fast with at most
+    as much memory, and strictly better in one or asking fewer options (E: the siblings'
+    estimates differ only by the arithmetic of this module, which the simulator follows
+    within a few percent; an estimate tie is the simulator's too)."""
+    groups: dict[str, list[Any]] = {}
+    for c in cands:
+        groups.setdefault(_plan_key(c), []).append(c)
+
+    def rank(c: Any) -> tuple[float, float, int]:
+        return c.speed, -c.memory, -sum(bool(c.args.get(k)) for k in _OPTION_KEYS[1:])
+
+    def beaten(c: Any) -> bool:
+        return any(
+            d.speed >= c.speed and d.memory <= c.memory and rank(d) > rank(c)
+            for d in groups[_plan_key(c)]
+        )
+
+    return [c for c in cands if not beaten(c)]
+
+
+def _plan_key(c: Any) -> str:
+    """A candidate's arguments but its optimizer-state and I/O tile options."""
+    return repr(sorted((k, v) for k, v in c.args.items() if k not in _OPTION_KEYS))

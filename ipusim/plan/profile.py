@@ -118,10 +118,9 @@ def _side(name: str, op: str, phases: dict[str, str]) -> str:
     return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
 
 
-def _per_record(report: Any) -> Any:
+def _per_record(records: Any) -> Any:
     """Per (IPU, compute set): its layer, op and mean seconds per execution (compute plus
     exchange records, each averaged over the records the trace kept)."""
-    records = report.trace.to_dataframe()
     records = records[(records.ipu >= 0) & records.track.isin(["compute", "exchange"])]
     mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
         layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
@@ -131,15 +130,14 @@ def _per_record(report: Any) -> Any:
     )
 
 
-def _infeed_s(report: Any) -> float:
+def _infeed_s(records: Any) -> float:
     """The slowest IPU's seconds of ``infeed copy`` records (the IPU copying a staged element)."""
-    records = report.trace.to_dataframe()
     copies = records[(records.ipu >= 0) & (records.name == "infeed copy")]
     return float(copies.groupby("ipu").duration_s.sum().max()) if len(copies) else 0.0
 
 
 def _times(
-    report: Any, group: Grouping
+    report: Any, records: Any, group: Grouping
 ) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
     """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
     seconds (the slowest IPU's)."""
@@ -147,7 +145,7 @@ def _times(
     sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
     where: dict[str, int] = {}
     update: dict[int, float] = {}
-    for (ipu, op_name), row in _per_record(report).iterrows():
+    for (ipu, op_name), row in _per_record(records).iterrows():
         side = _side(str(op_name), str(row.op), phases)
         if side == "update":
             update[int(ipu)] = update.get(int(ipu), 0.0) + float(row.seconds)
@@ -174,7 +172,8 @@ def from_report(report: Any, group: Grouping) -> Profile:
             f"{kept!r}; profile a shorter run (fewer micro-batches) or raise "
             "IPUConfig.ipusim.trace_records"
         )
-    sides, where, update_s = _times(report, group)
+    records = report.trace.to_dataframe()
+    sides, where, update_s = _times(report, records, group)
     fwd, bwd = sides["fwd"], sides["bwd"]
     weights: dict[str, float] = {}
     state: dict[str, float] = {}
@@ -212,7 +211,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
         dict(zip(ipus, ratio.astype(float))),
         1.0 / float(report.throughput_samples_per_s),
         float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
-        _infeed_s(report),
+        _infeed_s(records),
     )
 
 

@@ -424,7 +424,10 @@ def bert_candidates(
         for stages in ((ipr + 1, ipr) if ipr > 1 else (1,))
         for opt in _pipeline_options(num_ipus // ipr, global_batch, stages, ipr)
     ]
-    costs = _Costs(args, shape, max(iprs), [o["micro-batch"] for *_, o in plans] or [1])
+    # The references span the Grouped plans' micro-batches (the others' are extrapolated, E),
+    # so the other schedules cost no profile of their own.
+    mbs = [o["micro-batch"] for *_, o in plans if o["schedule"] == "grouped"]
+    costs = _Costs(args, shape, max(iprs), mbs or [o["micro-batch"] for *_, o in plans] or [1])
     out: list[Candidate] = []
     for ipr, stages, opt in plans:
         c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
@@ -432,7 +435,7 @@ def bert_candidates(
             out += _bert_splits(shape, args, ipr, num_ipus // ipr, stages, opt, precision, c, prune)
         elif c is not None:
             out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
-    kept = [c for c in out if c.memory <= PRUNE_FACTOR or not prune]
+    kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR or not prune]
     return options.counted(fastest_first(kept), len(out))
 
 
@@ -467,17 +470,18 @@ def _bert_splits(
         b, u = c.stage(n, s, alive[s], s == head_at)
         return b + per_var * var(n, s), u * (1.0 + per_var * var(n, s) / b)
 
-    cands = []
+    cands, found = [], {}
     for setting in options.state_options(replicas):
         # On-chip optimizer state per variable byte (none when offloaded).
         per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
         # The fastest splits estimated to fit, and those within the pruning margin (the
         # estimate can be a few percent low or high); without pruning, the fastest splits.
-        splits = set()
-        for limit in (1.0, PRUNE_FACTOR) if prune else (math.inf,):
-            fits = functools.partial(_fits, used=used, per_var=per_var, limit=limit)
-            splits |= set(best_splits(shape.layers, ipr, time, fits, SPLITS_KEPT))
-        for split in sorted(splits):
+        if per_var not in found:
+            found[per_var] = set()
+            for limit in (1.0, PRUNE_FACTOR) if prune else (math.inf,):
+                fits = functools.partial(_fits, used=used, per_var=per_var, limit=limit)
+                found[per_var] |= set(best_splits(shape.layers, ipr, time, fits, SPLITS_KEPT))
+        for split in sorted(found[per_var]):
             per_ipu = list(split.layers_per_stage)
             mem = [used(n, s, per_var) for s, n in enumerate(per_ipu)]
             heaviest = max(var(n, s) for s, n in enumerate(per_ipu))

@@ -138,4 +138,4 @@ def resnet_candidates(
                 speed = global_batch / step
                 a = options.setting_args(cand, state, io)
                 out.append(Candidate.of(a, speed, text, used, fig[4], fig[1]))
-    return options.counted(fastest_first(out), len(out))
+    return options.counted(fastest_first(options.undominated(out)), len(out))
