@@ -13,10 +13,10 @@ an estimate (arithmetic on a profile, no simulation of its own):
   takes the profile's infeed copy seconds per micro-batch off the step. ipusim does not take the
   I/O tiles away from compute or memory (nor does the estimate).
 - **Schedule** (``schedule``): per schedule the micro-batches each stage holds
-  (``in_flight`` of the lowering) and the step: Grouped runs ``M + 2 (S - 1)`` cycles of the
-  slowest stage (its forward then backward step); Interleaved ``M + S - 1`` cycles of two steps,
-  each as long as the slowest backward pass (E: a step mixes stages' forward and backward
-  passes); Sequential runs every stage one after the other, ``M`` times.
+  (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
+  ``M + 2 (S - 1)`` cycles of a forward step (the slowest forward pass) and a backward step;
+  Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes;
+  Sequential runs every stage one after the other, ``M`` times.
 - **availableMemoryProportion** (``memory-proportion``): the spaces profile two values; the
   values between them are interpolated linearly in the proportion (E: PopLibs picks a matmul
   plan per proportion, so seconds and temporaries move in steps, not lines).
@@ -100,20 +100,22 @@ def accumulation_ok(schedule: str, stages: int, ipus: int, acc: int) -> bool:
 
 
 def schedule_seconds(
-    schedule: str, stages: int, acc: int, times: list[float], back_share: float, overhead: float
+    schedule: str, acc: int, passes: list[tuple[float, float]], overhead: float
 ) -> float:
-    """Seconds of ``acc`` micro-batches through stages taking ``times`` seconds each (forward,
-    backward and recomputation) with ``overhead`` seconds of exchange and syncs per stage and
-    micro-batch as a Sequential run measures them (two steps: a forward and a backward), see
-    the module docstring; ``back_share``: the backward pass's share."""
-    slowest = max(times)
-    if stages == 1:
-        return acc * (slowest + overhead)
-    if schedule == "sequential":
-        return acc * (sum(times) + stages * overhead)
-    if schedule == "interleaved":
-        return (acc + stages - 1) * (2.0 * back_share * slowest + overhead)
-    return (acc + 2 * (stages - 1)) * (slowest + overhead)
+    """Seconds of ``acc`` micro-batches through stages whose forward and backward passes
+    (recomputation included) take ``passes`` seconds, with ``overhead`` seconds of exchange and
+    syncs per stage and micro-batch as a Sequential run measures them (two steps: a forward and
+    a backward), see the module docstring. Steps run in lock step: a step lasts as long as its
+    slowest item."""
+    stages = len(passes)
+    fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
+    if stages == 1 or schedule == "sequential":
+        return acc * (sum(fwd) + sum(bwd) + stages * overhead)
+    if schedule == "interleaved":  # even stages run forward while odd ones run backward
+        even = max(max(fwd[0::2]), max(bwd[1::2], default=0.0))
+        odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
+        return (acc + stages - 1) * (even + odd + overhead)
+    return (acc + 2 * (stages - 1)) * (max(fwd) + max(bwd) + overhead)
 
 
 def optimizer_slots(optimizer: Any) -> int:

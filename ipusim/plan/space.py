@@ -159,8 +159,8 @@ class BertCosts:
             sum of its parts, spread over its stages.
         budget: an IPU's budget, bytes.
         weight_share: the encoder layers' weight bytes over their variable bytes.
-        back_share: the backward pass's share of an encoder layer's seconds (a recomputed
-            forward runs in it).
+        layer_b / embed_b / head_b: the backward passes' part of ``layer_s``, ``embed_s`` and
+            ``head_s`` (a recomputed forward runs in the backward pass).
         infeed_s: seconds of infeed copies per micro-batch (the slowest IPU's).
     """
 
@@ -182,7 +182,9 @@ class BertCosts:
     overhead_s: float
     budget: float
     weight_share: float
-    back_share: float
+    layer_b: float
+    embed_b: float
+    head_b: float
     infeed_s: float
 
     @classmethod
@@ -219,7 +221,10 @@ class BertCosts:
         fixed = p.update_s + p.host_s - p.infeed_s
         parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s) / acc
         weights = sum(p.groups[g].weight_bytes for g in layers)
-        back = sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in layers)
+
+        def back(names: list[str]) -> float:
+            return sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in names)
+
         return cls(
             layer_s=max(p.seconds([g], recompute) for g in layers),
             embed_s=p.seconds(["embedding"], recompute),
@@ -239,7 +244,11 @@ class BertCosts:
             overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
             budget=p.budget_bytes,
             weight_share=weights / sum(var),
-            back_share=back / sum(p.seconds([g], recompute) for g in layers),
+            layer_b=max(p.seconds([g], recompute) for g in layers)
+            * back(layers)
+            / p.seconds(layers, recompute),
+            embed_b=back(["embedding"]),
+            head_b=back(["head"]),
             infeed_s=p.infeed_s / acc,
         )
 
@@ -399,6 +408,9 @@ def _scaled(c: BertCosts, k: float) -> BertCosts:
     return replace(
         c,
         layer_s=c.layer_s * k,
+        layer_b=c.layer_b * k,
+        embed_b=c.embed_b * k,
+        head_b=c.head_b * k,
         embed_s=c.embed_s * k,
         head_s=c.head_s * k,
         working=c.working * k,
@@ -485,7 +497,13 @@ def _bert_splits(
             per_ipu = list(split.layers_per_stage)
             mem = [used(n, s, per_var) for s, n in enumerate(per_ipu)]
             heaviest = max(var(n, s) for s, n in enumerate(per_ipu))
+            # Per stage, its forward and backward passes' seconds.
+            back = [
+                n * c.layer_b + c.embed_b * (s == 0) + c.head_b * (s == head_at)
+                for s, n in enumerate(per_ipu)
+            ]
             times = [time(a, b, s) for s, (a, b) in enumerate(zip(split.bounds, split.bounds[1:]))]
+            passes = [(t - b, b) for t, b in zip(times, back)]
             elements = int(heaviest * c.weight_share / element)
             run = c.update_per_byte * heaviest + options.update_transfer_s(
                 str(base["system"]), replicas, ipr, setting, elements, (slots, element)
@@ -495,10 +513,8 @@ def _bert_splits(
             args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
             peak = max(b for b, _ in mem)
             for io in options.io_options(schedule == "grouped"):
-                first = [times[0] + c.infeed_s * (not io), *times[1:]]
-                seconds = options.schedule_seconds(
-                    schedule, stages, acc, first, c.back_share, c.overhead_s
-                )
+                first = [(passes[0][0] + c.infeed_s * (not io), passes[0][1]), *passes[1:]]
+                seconds = options.schedule_seconds(schedule, acc, first, c.overhead_s)
                 speed = replicas * mb * acc / (run + seconds)
                 gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
                 a = options.setting_args(args, setting, io)

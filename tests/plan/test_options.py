@@ -16,15 +16,14 @@ SYSTEM = "M2000"
 
 
 def test_schedule_seconds_closed_forms():
-    times, overhead = [3.0, 5.0, 4.0], 0.5
-    # Grouped: M + 2 (S - 1) cycles of the slowest stage and one stage overhead.
-    assert options.schedule_seconds("grouped", 3, 6, times, 0.6, overhead) == 10 * 5.5
-    # Interleaved: M + S - 1 cycles of two backward-length steps.
-    assert options.schedule_seconds("interleaved", 3, 6, times, 0.6, overhead) == pytest.approx(
-        8 * (2 * 0.6 * 5.0 + 0.5)
-    )
+    passes, overhead = [(1.0, 2.0), (2.0, 3.0), (1.5, 2.5)], 0.5  # (forward, backward) s
+    # Grouped: M + 2 (S - 1) cycles of the slowest forward, the slowest backward, overhead.
+    assert options.schedule_seconds("grouped", 6, passes, overhead) == 10 * (2 + 3 + 0.5)
+    # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
+    # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
+    assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
     # Sequential: every stage in turn, M times.
-    assert options.schedule_seconds("sequential", 3, 6, times, 0.6, overhead) == 6 * (12 + 1.5)
+    assert options.schedule_seconds("sequential", 6, passes, overhead) == 6 * (12 + 1.5)
 
 
 def test_state_bytes_and_settings():
@@ -67,9 +66,11 @@ def _pick(cands, **want):
     raise AssertionError(f"no candidate with {want}")
 
 
-# One candidate per new option (a small BERT, 4 IPUs); bounds: the worst error measured over a
-# sample of 40 candidates of each kind (speed up to 17% high with the state on chip over 2
-# replicas, bytes up to 16% low), rounded up.
+# One candidate per new option (a small BERT, 4 IPUs). Bounds: the worst errors measured over
+# a sample of 36 candidates of every kind, rounded up: throughput up to 22% high on 2-IPU
+# pipelines with the optimizer state on chip (the per-step exchange and syncs come from a
+# 5-stage reference), within 8% elsewhere; bytes within 16% (31% high above the profiled
+# micro-batches, which this sample avoids).
 CASES = [
     {"offload": "off", "replicas": 1, "stages": 5, "micro-batch": 2},
     {"offload": "off", "sharded-optimizer-state": True, "replicas": 2, "stages": 3},
@@ -86,32 +87,30 @@ def test_new_options_track_the_simulator(cands, want):
     cand = _pick(cands, **want)
     out = measure("bert", cand.args)
     assert out["fits"], out
-    assert cand.speed == pytest.approx(out["throughput"], rel=0.20), cand.args
-    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.20), cand.args
+    assert cand.speed == pytest.approx(out["throughput"], rel=0.25), cand.args
+    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.16), cand.args
 
 
 def test_state_on_chip_costs_memory_and_saves_the_update_as_simulated(cands):
-    """The same plan with the optimizer state offloaded, on chip and on chip sharded: the
-    estimates order bytes and speed as the simulator does."""
-    same = {"replicas": 2, "stages": 3, "micro-batch": 4, "schedule": "grouped"}
-    first = _pick(cands, **same, offload="off")
-    layout = {k: first.args.get(k) for k in ("layers-per-ipu", "recompute", "memory-proportion")}
-    trio = [
-        _pick(cands, **same, **layout, offload="on"),
-        _pick(cands, **same, **layout, offload="off", **{"sharded-optimizer-state": True}),
-        first if not first.args.get("sharded-optimizer-state") else None,
-    ]
-    trio = [c for c in trio if c is not None]
-    outs = [measure("bert", c.args) for c in trio]
-    by_estimate = sorted(range(len(trio)), key=lambda i: trio[i].ipu_bytes)
-    by_simulator = sorted(range(len(trio)), key=lambda i: outs[i]["ipu_bytes"])
-    assert by_estimate == by_simulator
-    assert (trio[0].speed < trio[1].speed) == (outs[0]["throughput"] < outs[1]["throughput"])
+    """The same plan with the optimizer state offloaded and on chip (sharded over the 2
+    replicas): the estimates order bytes and speed as the simulator does. The unsharded
+    on-chip sibling the planner drops as dominated is, simulated, as fast with more memory."""
+    same = {"replicas": 2, "stages": 3, "micro-batch": 4, "schedule": "sequential"}
+    chip = _pick(cands, **same, offload="off")
+    assert chip.args.get("sharded-optimizer-state")
+    layout = {k: chip.args.get(k) for k in ("layers-per-ipu", "recompute", "memory-proportion")}
+    off = _pick(cands, **same, **layout, offload="on")
+    outs = [measure("bert", c.args) for c in (off, chip)]
+    assert (off.ipu_bytes < chip.ipu_bytes) == (outs[0]["ipu_bytes"] < outs[1]["ipu_bytes"])
+    assert (off.speed < chip.speed) == (outs[0]["throughput"] < outs[1]["throughput"])
+    whole = measure("bert", options.setting_args(chip.args, ("off", False), 0))
+    assert whole["throughput"] == pytest.approx(outs[1]["throughput"], rel=1e-9)
+    assert whole["ipu_bytes"] > outs[1]["ipu_bytes"]
 
 
 def test_every_candidate_estimated_is_counted(cands):
     kept = bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16")
-    assert kept.evaluated == len(cands) >= len(kept)
+    assert kept.evaluated == cands.evaluated > len(cands) >= len(kept)
     assert {c.args["schedule"] for c in cands} == {"grouped", "sequential", "interleaved"}
     assert {c.args["memory-proportion"] for c in cands} == {0.2, 0.4, 0.6}
     assert space.EXTRA_PROPORTIONS == (0.4,)
