@@ -67,14 +67,14 @@ def test_bert_estimates_track_the_simulator():
     a small BERT's candidates (pipelines of 4 and 2 IPUs, and data parallel)."""
     cands = bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16", prune=False)
     # The options this test has always held to these bounds (tests/plan/test_options.py holds
-    # the others to theirs): offloaded, sharded over replicas, Grouped, profiled proportions.
+    # the others to theirs): offloaded, sharded over replicas, Grouped, profiled proportions
+    # (with or without I/O tiles: the planner keeps the faster where they change the estimate).
     cands = [
         c
         for c in cands
         if c.args["offload"] == "on"
         and bool(c.args.get("sharded-optimizer-state")) == (c.args["replicas"] > 1)
         and c.args["schedule"] == "grouped"
-        and "io-tiles" not in c.args
         and c.args["memory-proportion"] in space.MEMORY_PROPORTIONS
     ]
     sample = cands[::12]
@@ -89,7 +89,9 @@ def test_bert_estimates_track_the_simulator():
 def test_resnet_estimates_are_ordered_like_the_simulator():
     model = {"system": SYSTEM, "image-size": 32, "optimizer": "momentum"}
     cands = resnet_candidates(model, 4, 64, "fp16.16")
-    sample = sorted(cands[::7], key=lambda c: c.speed)
+    # About eight candidates over the range (the space holds every optimizer-state setting and
+    # I/O tile count too).
+    sample = sorted(cands[:: max(1, len(cands) // 8)], key=lambda c: c.speed)
     outs = [simulate("resnet50", c.args) for c in sample]
     for cand, out in zip(sample, outs):
         assert cand.ipu_bytes == pytest.approx(out.ipu_bytes, rel=0.15), cand.args
@@ -130,11 +132,19 @@ def test_exhaustive_search_over_the_whole_space_agrees(monkeypatch):
     # simulator's and test_search.py searches I/O tiles exhaustively on ResNet-50.
     monkeypatch.setattr(options, "schedules", lambda stages, ipus: ("grouped",))
     monkeypatch.setattr(options, "io_options", lambda overlapping: (0,))
+    # The optimizer state offloaded or on chip, sharded over the replicas (the unsharded
+    # sibling is as fast with more memory: tests/plan/test_options.py).
+    whole = options.state_options
+    monkeypatch.setattr(
+        options,
+        "state_options",
+        lambda r, fixed=None: [s for s in whole(r, fixed) if s[1] or fixed or r == 1],
+    )
     # At 36 samples the Grouped schedule's depth rule leaves: 2 IPUs x 3 stages at micro-batch
     # 1 (11 splits, with and without recomputation) and 4 data-parallel replicas at 1, each
-    # with the optimizer state offloaded or on chip, sharded or not.
+    # with the optimizer state offloaded or on chip.
     every = _whole_space(36)
-    assert len(every) == 24 * 4
+    assert len(every) == 24 * 2
     best = 0.0
     for args in every:
         out = measure("bert", args)  # one the memory check refuses is not a plan
