@@ -226,14 +226,7 @@ def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
 def _family(cand: Candidate) -> tuple[Any, ...]:
     """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
     a = cand.args
-    return (
-        a["stages"],
-        bool(a.get("recompute")),
-        a.get("offload"),
-        a.get("memory-proportion"),
-        a.get("schedule"),
-        bool(a.get("sharded-optimizer-state")),
-    )
+    return (a["stages"], bool(a.get("recompute")), a.get("offload"), a.get("memory-proportion"))
 
 
 def _judge_all(
