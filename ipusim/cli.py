@@ -118,6 +118,7 @@ _RUN_OPTIONS_WITH_VALUE = (
     "--global-batch",
     "--budget-s",
     "--candidates",
+    "--plan-fit",
     "-o",
     "--output",
     "--system",

@@ -255,12 +255,7 @@ def main(argv: list[str] | None = None) -> Any:
         )
         ids = np.zeros((args.micro_batch, args.sequence), np.int32)
         labels = np.zeros((args.micro_batch, args.masked), np.int32)
-        model.fit(
-            common.synthetic(ids, labels),
-            epochs=args.epochs,
-            steps_per_epoch=args.steps * args.replicas,
-            verbose=0,
-        )
+        common.run(model, args, common.synthetic(ids, labels))
     return common.report(model, args)
 
 

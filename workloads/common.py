@@ -3,7 +3,8 @@
 Arguments: ``--system`` (preset or TOML), ``--ipus`` (IPUs to select; default replicas x
 stages), ``--micro-batch``, ``--accumulation``, ``--replicas``, ``--stages``, ``--schedule``,
 ``--precision``, ``--steps`` (micro-batch steps per replica), ``--steps-per-execution``,
-``--epochs``, ``--timing-only``, ``--recompute``, ``--output`` (folder for the report).
+``--epochs``, ``--timing-only``, ``--recompute``, ``--output`` (folder for the report),
+``--inference`` (``predict`` instead of ``fit``: :func:`run`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ def parser(
         help="simulate only (no numerics; weights are never allocated)",
     )
     p.add_argument("--output", default=None, help="save the simulation report in this folder")
+    p.add_argument(
+        "--inference",
+        action="store_true",
+        help="run model.predict on the synthetic data instead of fit (forward pass only; "
+        "--accumulation and the optimizer options do not apply)",
+    )
     p.add_argument(
         "--optimizer",
         choices=sorted(OPTIMIZERS),
@@ -454,6 +461,16 @@ def assign_stages_by_split(model: keras.Model, split_after: Sequence[str]) -> No
 def synthetic(inputs: Any, targets: Any) -> Dataset:
     """An endless dataset repeating one zero batch of the given arrays (data by shape)."""
     return Dataset.from_tensors((inputs, targets)).repeat()
+
+
+def run(model: keras.Model, args: argparse.Namespace, data: Dataset) -> None:
+    """Train on ``data`` (``fit``), or with ``--inference`` predict on it (``predict``), for
+    ``--steps`` micro-batches per replica (``--epochs`` epochs when training)."""
+    steps = args.steps * args.replicas
+    if args.inference:
+        model.predict(data, steps=steps, verbose=0)
+    else:
+        model.fit(data, epochs=args.epochs, steps_per_epoch=steps, verbose=0)
 
 
 def steps_per_execution(args: argparse.Namespace) -> int:

@@ -113,12 +113,7 @@ def main(argv: list[str] | None = None) -> Any:
             np.uint8 if args.eight_bit_io else np.float32,
         )
         labels = np.zeros(args.micro_batch, np.int32)
-        model.fit(
-            common.synthetic(images, labels),
-            epochs=args.epochs,
-            steps_per_epoch=args.steps * args.replicas,
-            verbose=0,
-        )
+        common.run(model, args, common.synthetic(images, labels))
     return common.report(model, args)
 
 

@@ -22,7 +22,8 @@ from docs.build.artefacts import ROOT
 PLANNING_MD = ROOT / "docs" / "planning.md"
 #: System and global batch of each example (B1's 4 replicas x 5 stages shape; 80 | batch).
 EXAMPLES = {"POD16": 1280, "POD64": 5120}
-#: Simulations per example: enough for fitting plans, few enough for a test.
+#: Simulations per example: enough for fitting plans, few enough for a test. The example has no
+#: time budget (``--budget-s inf``): what it prints must not depend on the machine's speed.
 CANDIDATES = 10
 
 
@@ -31,7 +32,7 @@ def command(system: str) -> str:
     return (
         'ipusim plan --workload bert --workload-args "--size large --sequence 128" '
         f"--system {system} --global-batch {EXAMPLES[system]} --candidates {CANDIDATES} "
-        f"-o {system.lower()}"
+        f"--budget-s inf -o {system.lower()}"
     )
 
 

@@ -19,16 +19,18 @@ from ipusim._jit import kernel
 
 
 @kernel
-def _depthwise_forward(x, w, sh, sw, dh, dw, pt, pl, out):
+def _depthwise(x, w, y, sh, sw, dh, dw, pt, pl, mode):
+    # One loop over every (output pixel, tap) pair that reads a real input pixel, for the three
+    # products (the callers zero the array written): mode 0 the forward, y += x ⊛ w; mode 1 its
+    # adjoint w.r.t. the input, x += dy·w (y holds dy); mode 2 the filter gradient, w += x·dy
+    # (w is the float64 accumulator, y holds dy).
     n, h, wd, c = x.shape
     kh, kw, _, m = w.shape
-    ho, wo = out.shape[1], out.shape[2]
+    ho, wo = y.shape[1], y.shape[2]
     for b in range(n):
         for oh in range(ho):
             for ow in range(wo):
-                o = out[b, oh, ow]
-                for t in range(c * m):
-                    o[t] = 0
+                g = y[b, oh, ow]
                 for i in range(kh):
                     ih = oh * sh - pt + i * dh
                     if ih < 0 or ih >= h:
@@ -39,64 +41,22 @@ def _depthwise_forward(x, w, sh, sw, dh, dw, pt, pl, out):
                             continue
                         xp = x[b, ih, iw]
                         wij = w[i, j]
-                        for ch in range(c):
-                            v = xp[ch]
-                            for k in range(m):
-                                o[ch * m + k] += v * wij[ch, k]
-
-
-@kernel
-def _depthwise_backprop_input(dy, w, sh, sw, dh, dw, pt, pl, dx):
-    # The adjoint of the forward loop: every output gradient flows back through the taps
-    # that produced it. dx must be zeroed by the caller.
-    n, h, wd, c = dx.shape
-    kh, kw, _, m = w.shape
-    ho, wo = dy.shape[1], dy.shape[2]
-    for b in range(n):
-        for oh in range(ho):
-            for ow in range(wo):
-                g = dy[b, oh, ow]
-                for i in range(kh):
-                    ih = oh * sh - pt + i * dh
-                    if ih < 0 or ih >= h:
-                        continue
-                    for j in range(kw):
-                        iw = ow * sw - pl + j * dw
-                        if iw < 0 or iw >= wd:
-                            continue
-                        dxp = dx[b, ih, iw]
-                        wij = w[i, j]
-                        for ch in range(c):
-                            acc = dxp[ch]
-                            for k in range(m):
-                                acc += g[ch * m + k] * wij[ch, k]
-                            dxp[ch] = acc
-
-
-@kernel
-def _depthwise_backprop_filter(x, dy, sh, sw, dh, dw, pt, pl, dwt):
-    # dwt (float64, zeroed by the caller) accumulates over every output pixel of the batch.
-    n, h, wd, c = x.shape
-    kh, kw, _, m = dwt.shape
-    ho, wo = dy.shape[1], dy.shape[2]
-    for b in range(n):
-        for oh in range(ho):
-            for ow in range(wo):
-                g = dy[b, oh, ow]
-                for i in range(kh):
-                    ih = oh * sh - pt + i * dh
-                    if ih < 0 or ih >= h:
-                        continue
-                    for j in range(kw):
-                        iw = ow * sw - pl + j * dw
-                        if iw < 0 or iw >= wd:
-                            continue
-                        xp = x[b, ih, iw]
-                        dij = dwt[i, j]
-                        for ch in range(c):
-                            v = xp[ch]
-                            for k in range(m):
-                                dij[ch, k] += v * g[ch * m + k]
+                        if mode == 0:
+                            for ch in range(c):
+                                v = xp[ch]
+                                for k in range(m):
+                                    g[ch * m + k] += v * wij[ch, k]
+                        elif mode == 1:
+                            for ch in range(c):
+                                acc = xp[ch]
+                                for k in range(m):
+                                    acc += g[ch * m + k] * wij[ch, k]
+                                xp[ch] = acc
+                        else:
+                            for ch in range(c):
+                                v = xp[ch]
+                                for k in range(m):
+                                    wij[ch, k] += v * g[ch * m + k]
 
 
 def depthwise_conv2d(
@@ -121,7 +81,7 @@ def depthwise_conv2d(
     m = filters.shape[3]
     out = np.zeros((n, out_hw[0], out_hw[1], c * m), dtype=x.dtype)
     if out.size and filters.size and x.size:
-        _depthwise_forward(x, filters, *strides, *dilation, *pads, out)
+        _depthwise(x, filters, out, *strides, *dilation, *pads, 0)
     return out
 
 
@@ -145,7 +105,7 @@ def depthwise_conv2d_backprop_input(
     filters = np.ascontiguousarray(filters, dtype=dy.dtype)
     dx = np.zeros((dy.shape[0], *input_hwc), dtype=dy.dtype)
     if dy.size and dx.size and filters.size:
-        _depthwise_backprop_input(dy, filters, *strides, *dilation, *pads, dx)
+        _depthwise(dx, filters, dy, *strides, *dilation, *pads, 1)
     return dx
 
 
@@ -172,5 +132,5 @@ def depthwise_conv2d_backprop_filter(
     dy = np.ascontiguousarray(dy, dtype=x.dtype)
     acc = np.zeros(tuple(int(d) for d in filter_shape), dtype=np.float64)
     if x.size and dy.size and acc.size:
-        _depthwise_backprop_filter(x, dy, *strides, *dilation, *pads, acc)
+        _depthwise(x, acc, dy, *strides, *dilation, *pads, 2)
     return acc.astype(x.dtype)

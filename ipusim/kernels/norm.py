@@ -12,7 +12,6 @@ round the mean and the mean of squares to float32 first and lose what the IPU lo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -20,44 +19,8 @@ from ipusim._jit import kernel
 
 
 @kernel
-def _bn_stats(x3, mean, var):
-    # Per-channel mean and biased variance over the outer and inner axes (two passes).
-    outer, c, inner = x3.shape
-    count = max(outer * inner, 1)
-    s = np.zeros(c, dtype=np.float64)
-    for o in range(outer):
-        for ch in range(c):
-            for i in range(inner):
-                s[ch] += x3[o, ch, i]
-    for ch in range(c):
-        s[ch] /= count
-    q = np.zeros(c, dtype=np.float64)
-    for o in range(outer):
-        for ch in range(c):
-            m = s[ch]
-            for i in range(inner):
-                d = x3[o, ch, i] - m
-                q[ch] += d * d
-    for ch in range(c):
-        mean[ch] = s[ch]
-        var[ch] = q[ch] / count
-
-
-@kernel
-def _bn_sums(x3, s, p):
-    # Per-channel sum and sum of squares over the outer and inner axes (one pass, float64).
-    outer, c, inner = x3.shape
-    for o in range(outer):
-        for ch in range(c):
-            for i in range(inner):
-                v = np.float64(x3[o, ch, i])
-                s[ch] += v
-                p[ch] += v * v
-
-
-@kernel
 def _bn_sums_last(x2, s, p):
-    # Channels-last form of _bn_sums (the channel loop innermost, so it vectorises).
+    # Per-channel sum and sum of squares over the rows (one pass, float64).
     rows, c = x2.shape
     for r in range(rows):
         xr = x2[r]
@@ -65,22 +28,6 @@ def _bn_sums_last(x2, s, p):
             v = np.float64(xr[ch])
             s[ch] += v
             p[ch] += v * v
-
-
-@kernel
-def _bn_apply(x3, mean, var, gamma, beta, eps, y3):
-    # y = (x - mean) * gamma / sqrt(var + eps) + beta, folded into one scale and shift per channel.
-    outer, c, inner = x3.shape
-    scale = np.empty(c, dtype=np.float64)
-    shift = np.empty(c, dtype=np.float64)
-    for ch in range(c):
-        scale[ch] = gamma[ch] / np.sqrt(np.float64(var[ch]) + eps)
-        shift[ch] = beta[ch] - mean[ch] * scale[ch]
-    for o in range(outer):
-        for ch in range(c):
-            a, b = scale[ch], shift[ch]
-            for i in range(inner):
-                y3[o, ch, i] = x3[o, ch, i] * a + b
 
 
 @kernel
@@ -120,8 +67,8 @@ def _bn_grad(dy3, x3, gamma, mean, var, eps, training, dx3, dgamma, dbeta):
 
 @kernel
 def _bn_stats_last(x2, mean, var):
-    # Channels-last layout (inner == 1): per-channel accumulators with the channel loop innermost,
-    # so the loop is elementwise over channels and vectorises (the 3-D form would not).
+    # Per-channel mean and biased variance over the rows (two passes), with the channel loop
+    # innermost, so the loop is elementwise over channels and vectorises.
     rows, c = x2.shape
     count = max(rows, 1)
     s = np.zeros(c, dtype=np.float64)
@@ -144,6 +91,7 @@ def _bn_stats_last(x2, mean, var):
 
 @kernel
 def _bn_apply_last(x2, mean, var, gamma, beta, eps, y2):
+    # y = (x - mean) * gamma / sqrt(var + eps) + beta, folded into one scale and shift per channel.
     rows, c = x2.shape
     scale = np.empty(c, dtype=np.float64)
     shift = np.empty(c, dtype=np.float64)
@@ -267,6 +215,14 @@ def _view3(x: np.ndarray, axis: int) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(outer, x.shape[axis], inner)
 
 
+def _rows(x3: np.ndarray) -> np.ndarray:
+    """The ``(outer, C, inner)`` view ``x3`` as ``(outer·inner, C)`` rows, channels last (a view
+    when ``inner == 1``, else a copy); each channel keeps its elements in their order, so sums
+    over the rows add them in the order the 3-D loops would."""
+    outer, c, inner = x3.shape
+    return np.ascontiguousarray(x3.transpose(0, 2, 1)).reshape(outer * inner, c)
+
+
 def batch_norm_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel mean and biased variance of ``x`` over every axis but ``axis`` (non-negative),
     in two passes (the mean, then the mean of the squared deviations), as TensorFlow's CPU kernel
@@ -274,19 +230,8 @@ def batch_norm_stats(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     c = x.shape[axis]
     mean = np.empty(c, dtype=x.dtype)
     var = np.empty(c, dtype=x.dtype)
-    _per_channel(x, axis, _bn_stats_last, _bn_stats, mean, var)
+    _bn_stats_last(_rows(_view3(x, axis)), mean, var)
     return mean, var
-
-
-def _per_channel(x: np.ndarray, axis: int, last: Any, general: Any, *outs: np.ndarray) -> int:
-    """Run a per-channel kernel over ``x``: ``last`` on the 2-D channels-last view, else
-    ``general`` on the 3-D ``(outer, C, inner)`` view; returns the elements per channel."""
-    x3 = _view3(x, axis)
-    if x3.shape[2] == 1:
-        last(x3.reshape(x3.shape[0], x3.shape[1]), *outs)
-    else:
-        general(x3, *outs)
-    return x3.shape[0] * x3.shape[2]
 
 
 def batch_norm_sums(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -295,8 +240,9 @@ def batch_norm_sums(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, i
     c = x.shape[axis]
     s = np.zeros(c, dtype=np.float64)
     p = np.zeros(c, dtype=np.float64)
-    count = _per_channel(x, axis, _bn_sums_last, _bn_sums, s, p)
-    return s, p, count
+    rows = _rows(_view3(x, axis))
+    _bn_sums_last(rows, s, p)
+    return s, p, rows.shape[0]
 
 
 def ipu_batch_norm_stats(
@@ -360,16 +306,11 @@ def batch_norm_apply(
     axis: int,
 ) -> np.ndarray:
     """``(x − mean) · γ / √(var + ε) + β`` with per-channel vectors along ``axis``."""
-    y = np.empty(x.shape, dtype=x.dtype)
-    x3, y3 = _view3(x, axis), _view3(y, axis)
-    if x3.shape[2] == 1:
-        rows, c = x3.shape[:2]
-        _bn_apply_last(
-            x3.reshape(rows, c), mean, var, gamma, beta, float(epsilon), y3.reshape(rows, c)
-        )
-    else:
-        _bn_apply(x3, mean, var, gamma, beta, float(epsilon), y3)
-    return y
+    x3 = _view3(x, axis)
+    outer, c, inner = x3.shape
+    y2 = np.empty((outer * inner, c), dtype=x.dtype)
+    _bn_apply_last(_rows(x3), mean, var, gamma, beta, float(epsilon), y2)
+    return np.ascontiguousarray(y2.reshape(outer, inner, c).transpose(0, 2, 1)).reshape(x.shape)
 
 
 def batch_norm_grad(

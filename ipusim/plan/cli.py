@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "to B), searched together",
     )
     p.add_argument("--precision", default="fp16.16", choices=["fp32", "fp16.16", "fp16.32"])
+    _add_inference(p)
     p.add_argument("--budget-s", type=float, default=60.0, help="search time budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="at most this many simulations")
     p.add_argument("--seed", type=int, default=0)
@@ -51,6 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--scheduler", default=None, help="Dask scheduler address: simulate the finalists there"
     )
     p.add_argument("-o", "--output", required=True, help="folder for plans.csv, best.toml, best.py")
+
+
+def _add_inference(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--inference",
+        action="store_true",
+        help="plan model.predict (forward only: no accumulation, optimizer state or "
+        "recomputation); --global-batch is then the samples of one device step over all "
+        "replicas (micro-batch x replicas)",
+    )
 
 
 def global_batches(text: str) -> list[int]:
@@ -110,6 +122,7 @@ def main_plan(args: argparse.Namespace) -> int:
             output=args.output,
             jobs=args.jobs,
             scheduler=args.scheduler,
+            inference=args.inference,
         ),
         args.output,
     )
@@ -120,8 +133,9 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plan",
         action="store_true",
-        help="plan the model SCRIPT trains first instead of training it (stops at its fit; "
-        "needs --system and --global-batch; -o is the planner's folder)",
+        help="plan the model SCRIPT trains at its first fit (or --plan-fit N) instead of "
+        "training it (stops there; needs --system and --global-batch; -o is the planner's "
+        "folder; best.toml names the script, so ipusim validate --folder re-runs it)",
     )
     p.add_argument(
         "--global-batch",
@@ -131,27 +145,45 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--budget-s", type=float, default=60.0, help="with --plan: search budget (s)")
     p.add_argument("--candidates", type=int, default=None, help="with --plan: most simulations")
+    _add_inference(p)
+    p.add_argument(
+        "--plan-fit",
+        type=int,
+        default=1,
+        help="with --plan: plan the model of the script's Nth fit() call (default 1: the first; "
+        "the fits before it run, none after)",
+    )
 
 
 def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
-    """``ipusim run --plan ... SCRIPT``: capture the script's model, then plan it."""
-    from ipusim.plan.script import script_model
+    """``ipusim run --plan ... SCRIPT``: capture the model of the script's ``--plan-fit``-th fit,
+    then plan it under its script reference (which ``best.toml`` names, so ``ipusim validate``
+    re-runs the script up to that fit in its own process)."""
+    from ipusim.plan.script import script_model, script_reference
     from ipusim.plan.search import plan
+    from workloads.keras_model import register
 
     if args.system is None or args.global_batch is None:
         raise ConfigurationError(
             "ipusim run --plan needs --system and --global-batch (e.g. --system POD16 "
             "--global-batch 1024)"
         )
-    model = script_model(args.script, tail, args.system)
+    model = script_model(args.script, tail, args.system, args.plan_fit)
+    reference = register(script_reference(args.script, tail, args.plan_fit), lambda: model)
+    print(
+        f"ipusim run --plan: planning the model {model.name!r} of fit() number {args.plan_fit} "
+        f"of {args.script} (the script stopped there; --plan-fit N plans another fit's model)",
+        file=sys.stderr,
+    )
     output = args.output or f"ipusim_plan/{Path(args.script).stem}"
     result = plan(
-        model,
+        reference,
         args.system,
         args.global_batch,
         budget_s=args.budget_s,
         candidates=args.candidates,
         output=output,
+        inference=args.inference,
     )
     return _print(result, output)
 

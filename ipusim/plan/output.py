@@ -7,6 +7,7 @@ IPUs per replica and memory headroom)."""
 from __future__ import annotations
 
 import io
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,29 @@ def _toml_value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _script_of(args: dict[str, Any]) -> str:
+    """Which fit of which script the plan's model is (``ipusim run --plan``), or ""."""
+    from ipusim.plan.script import parse_reference
+
+    script = parse_reference(str(args.get("model", "")))
+    if script is None:
+        return ""
+    path, argv, fit = script
+    return f"the model of fit() number {fit} of {shlex.join([path, *argv])}"
+
+
+def _model_note(args: dict[str, Any]) -> str:
+    """``best.toml``'s note on how its model is rebuilt, for a Keras model's plan ("" else)."""
+    if _script_of(args):
+        return f"{_script_of(args)} (ipusim run --plan): re-running runs the script up to that fit"
+    if "model" in args and ":" not in str(args["model"]):
+        return (
+            "the model was given to ipusim.plan as an object or function, known only to the "
+            "planning process: to re-run this row elsewhere, plan its function as module:function"
+        )
+    return ""
+
+
 def best_toml(workload: str, args: dict[str, Any], throughput: float) -> str:
     """A validation row of the plan; its ``measured`` is the simulated throughput (flag E)."""
     lines = [
@@ -43,9 +67,10 @@ def best_toml(workload: str, args: dict[str, Any], throughput: float) -> str:
         'source = "ipusim plan (the simulated throughput, not a measurement)"',
         f'workload = "{workload}"',
         'group = "plan"',
-        "",
-        "[args]",
     ]
+    if _model_note(args):
+        lines.append(f"notes = {_toml_value(_model_note(args))}")
+    lines += ["", "[args]"]
     lines += [f'"{k}" = {_toml_value(v)}' for k, v in args.items()]
     return "\n".join(lines) + "\n"
 
@@ -62,9 +87,14 @@ _RECOMPUTATION = {
 def best_py(args: dict[str, Any]) -> str:
     """The IPUConfig, stage assignment and pipelining options of a plan, to paste into an IPU
     TensorFlow 2 script (``model`` is the Keras model built in the strategy's scope)."""
+    if args.get("inference"):
+        from ipusim.plan.inference import best_py as inference_py
+
+        return inference_py(args)
     ipr, replicas = ipus_per_replica(args), args["replicas"]
     lines = [
         "# ipusim plan: the configuration to paste (IPU TensorFlow 2)",
+        *([f"# for {_script_of(args)}"] if _script_of(args) else []),
         "from tensorflow.python import ipu",
         "",
         "config = ipu.config.IPUConfig()",

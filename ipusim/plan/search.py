@@ -60,7 +60,12 @@ class PlanResult:
 
 
 def _candidates(
-    workload: str, args: Mapping[str, Any], system: str, global_batch: int, precision: str
+    workload: str,
+    args: Mapping[str, Any],
+    system: str,
+    global_batch: int,
+    precision: str,
+    inference: bool = False,
 ) -> list[Candidate]:
     from ipusim.hardware import load_system
 
@@ -72,6 +77,10 @@ def _candidates(
         raise ConfigurationError(f"global_batch must be a positive integer, got {global_batch}")
     num_ipus = load_system(system).num_ipus
     base = {"system": system, **dict(args)}
+    if inference:
+        from ipusim.plan.inference import inference_candidates
+
+        return inference_candidates(workload, base, num_ipus, global_batch, precision)
     if workload == "resnet50":
         return resnet_candidates(base, num_ipus, global_batch, precision)
     if workload == "keras_model":
@@ -122,6 +131,7 @@ def plan(
     progress: bool = True,
     jobs: int = 1,
     scheduler: Any = None,
+    inference: bool = False,
 ) -> PlanResult:
     """Search ``workload``'s configurations on ``system`` for the fastest that fits.
 
@@ -146,6 +156,9 @@ def plan(
             process, is simulated here).
         scheduler: a Dask scheduler address (``"tcp://HOST:PORT"``) or ``distributed.Client``
             to simulate the finalists on, ``jobs`` at a time.
+        inference: plan ``model.predict`` (forward only: no accumulation, optimizer state or
+            recomputation; :mod:`ipusim.plan.inference`); ``global_batch`` is then the samples
+            of one device step over all replicas (micro-batch x replicas).
 
     Returns:
         A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
@@ -157,16 +170,23 @@ def plan(
     batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
     if not batches:
         raise ConfigurationError("global_batch: give at least one global batch size")
-    spaces = [_candidates(workload, workload_args, system, gb, precision) for gb in batches]
+    spaces = [
+        _candidates(workload, workload_args, system, gb, precision, inference) for gb in batches
+    ]
     cands = [c for space in spaces for c in space]
     # Candidates estimated, those pruned by memory included (a space that counts them says so).
     evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
     if not cands:
+        rule = (
+            "micro-batch (inference: with steps a multiple of the stages)"
+            if inference
+            else "micro-batch x accumulation (with pipelines, an accumulation that is a "
+            "multiple of twice the stages)"
+        )
         raise ConfigurationError(
             f"no configuration of {workload} on {system} takes the global batch {batches}: "
-            "it must split over the replicas into micro-batch x accumulation (with pipelines, "
-            "an accumulation that is a multiple of twice the stages); give a multiple of the "
-            "system's IPU count"
+            f"it must split over the replicas into {rule}; give a multiple of the system's "
+            "IPU count"
         )
     cands = _seeded(cands, seed)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
@@ -191,7 +211,8 @@ def _what(target: Any, args: Mapping[str, Any] | None) -> tuple[str, dict[str, A
     from workloads.keras_model import builder, register
 
     if isinstance(target, str):
-        reference, build = target, builder(target)
+        # the loss is checked where the model is used (training needs one, predict not)
+        reference, build = target, builder(target, needs_loss=False)
     else:
         build = target if callable(target) and not hasattr(target, "fit") else lambda: target
         reference = f"plan-{id(target):x}"
@@ -385,6 +406,7 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "micro_batch": a["micro-batch"],
         "accumulation": a["accumulation"],
         "recompute": bool(a.get("recompute")),
+        "inference": bool(a.get("inference")),
         "memory_proportion": a.get("memory-proportion"),
         "estimated_memory": cand.memory,
         "estimated_ipu_bytes": cand.ipu_bytes,

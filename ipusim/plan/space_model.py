@@ -32,15 +32,16 @@ PRUNE_FACTOR = 1.3
 REFERENCE_BATCHES = (4, 16)
 
 
-def layer_names(reference: str) -> list[str]:
-    """The model's layers in pipeline-assignment order (the order stages take them)."""
+def layer_names(reference: str, needs_loss: bool = True) -> list[str]:
+    """The model's layers in pipeline-assignment order (the order stages take them); the
+    model must be compiled with a loss if it ``needs_loss`` (to be trained)."""
     import ipusim
     from ipusim.config import reset_ipu_configuration
     from workloads.keras_model import builder
 
     try:
         with ipusim.IPUStrategy().scope():
-            model = builder(reference)()
+            model = builder(reference, needs_loss=needs_loss)()
             return [a.layer.name for a in model.get_pipeline_stage_assignment()]
     finally:
         reset_ipu_configuration()
@@ -94,7 +95,7 @@ def _data_parallel(
         "keras_model", base, _per_layer, mbs, per_replica, REFERENCE_BATCHES, _executions
     )
     out = []
-    for mb, (used, ratio, per_mb, update, budget) in figures.items():
+    for mb, (used, ratio, per_mb, update, budget, *_) in figures.items():
         acc = per_replica // mb
         args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
         args["steps"] = acc * _executions(acc)

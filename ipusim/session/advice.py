@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ipusim.errors import IPUSimError
 
 if TYPE_CHECKING:
+    from ipusim.config import IPUConfig
     from ipusim.lowering import StepDescription
     from ipusim.session.run import LoweredRun, RunDescription
     from ipusim.trace import Report
@@ -91,7 +92,9 @@ class WhatIf:
         self._advice: list[Advice] | None = None
 
     # ------------------------------------------------------------------ variants
-    def _relower(self, description: RunDescription | None = None, config: Any = None) -> LoweredRun:
+    def _relower(
+        self, description: RunDescription | None = None, config: IPUConfig | None = None
+    ) -> LoweredRun:
         from ipusim.session.run import lower
 
         return lower(
@@ -100,7 +103,9 @@ class WhatIf:
             self.lowered.system,
         )
 
-    def _config(self, change: Callable[[Any], None]) -> Any:
+    def _config(self, change: Callable[[IPUConfig], None]) -> IPUConfig:
+        if self.lowered.config is None:  # _settings offers these changes only with a config
+            raise RuntimeError("a change of the IPUConfig needs the run's IPUConfig")
         config = copy.deepcopy(self.lowered.config)
         change(config)
         return config
@@ -218,7 +223,7 @@ class WhatIf:
     def _lowered(self, description: RunDescription) -> tuple[LoweredRun, Executions]:
         return self._relower(description=description), self.executions
 
-    def _configured(self, change: Callable[[Any], None]) -> tuple[LoweredRun, Executions]:
+    def _configured(self, change: Callable[[IPUConfig], None]) -> tuple[LoweredRun, Executions]:
         return self._relower(config=self._config(change)), self.executions
 
     def _settings(self) -> list[Variant]:
@@ -324,13 +329,13 @@ class WhatIf:
         return host_range_line(report)
 
 
-def _set_processes(config: Any, processes: int) -> None:
+def _set_processes(config: IPUConfig, processes: int) -> None:
     distribution = config.experimental.multi_replica_distribution
     distribution.process_count = processes
     distribution.process_index = 0
 
 
-def _set_io_tiles(config: Any) -> None:
+def _set_io_tiles(config: IPUConfig) -> None:
     config.io_tiles.num_io_tiles = IO_TILES
 
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -90,6 +90,35 @@ def _json_scalar(key: str, value: Any) -> Any:
     )
 
 
+class MeasuredChange(Protocol):
+    """One change of a run's advice (:class:`ipusim.session.advice.Advice`): what was changed,
+    the simulated samples/s with it, and the relative gain."""
+
+    @property
+    def change(self) -> str: ...
+    @property
+    def throughput(self) -> float: ...
+    @property
+    def gain(self) -> float: ...
+    def line(self) -> str:
+        """The change, its throughput and gain, in one line."""
+        ...
+
+
+class WhatIfRun(Protocol):
+    """What a report simulates again for its advice (:class:`ipusim.session.advice.WhatIf`)."""
+
+    notes: list[str]  # changes that could not be tried, and why
+
+    def advice(self) -> Sequence[MeasuredChange]:
+        """The measured changes, best first."""
+        ...
+
+    def host_range_line(self, report: Report) -> str | None:
+        """The throughputs across the system's host presets, in words, or None."""
+        ...
+
+
 @dataclass(frozen=True, eq=True)
 class Report:
     """The result of one simulated ``fit``, ``evaluate`` or ``predict``.
@@ -125,7 +154,7 @@ class Report:
     tiles_table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
     #: What the run was simulated from, to simulate it again with a change (``advice``); set
     #: by the session for a report made in this process, None for a loaded one.
-    what_if: Any = field(default=None, compare=False, repr=False)
+    what_if: WhatIfRun | None = field(default=None, compare=False, repr=False)
 
     __hash__ = None  # type: ignore[assignment]  # holds dicts and DataFrames
 
@@ -290,7 +319,7 @@ class Report:
 
         return top_ops(self, n, by, ipu)
 
-    def advice(self, top: int | None = None) -> list[Any]:
+    def advice(self, top: int | None = None) -> list[MeasuredChange]:
         """The changes that would raise throughput most, each measured by simulating this run
         again with it, best first; changes that no longer fit in memory are left out. See
         :mod:`ipusim.session.advice` for the changes tried. ``top`` keeps the first few.
@@ -306,7 +335,7 @@ class Report:
                 "in this process; a report loaded from disk has no run to simulate. Run the "
                 "program again (ipusim run prints the advice at the end)."
             )
-        found: list[Any] = self.what_if.advice()
+        found = list(self.what_if.advice())
         return found if top is None else found[:top]
 
     # ------------------------------------------------------------------ files

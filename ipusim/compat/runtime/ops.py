@@ -23,7 +23,6 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -150,59 +149,6 @@ def ones_like(input: Any, dtype: Any = None, name: str | None = None) -> Any:  #
 _variable_ids = itertools.count()
 
 
-class TFVariable(_GraphVariable):
-    """``tf.Variable``: an ipusim variable with TensorFlow's operators (``w * x``, ``-w``...)."""
-
-    def read_value(self) -> Any:
-        return self if context.is_tracing() else self.numpy().view(EagerTensor)
-
-    def __add__(self, other: Any) -> Any:
-        return add(self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return add(other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        return subtract(self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return subtract(other, self)
-
-    def __mul__(self, other: Any) -> Any:
-        return multiply(self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return multiply(other, self)
-
-    def __truediv__(self, other: Any) -> Any:
-        return divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return divide(other, self)
-
-    def __matmul__(self, other: Any) -> Any:
-        return matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Any:
-        return matmul(other, self)
-
-    def __neg__(self) -> Any:
-        return negative(self)
-
-    def __abs__(self) -> Any:
-        return abs(self)
-
-    def __pow__(self, other: Any) -> Any:
-        return _op(power, self, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return _op(power, other, self)
-
-    def __getitem__(self, key: Any) -> Any:
-        """``v[key]``: TensorFlow's basic indexing, traced or at once."""
-        return _op(lambda v: getitem(v, key), self)
-
-
 def Variable(  # noqa: N802 - TensorFlow's name
     initial_value: Any,
     trainable: bool = True,
@@ -269,33 +215,34 @@ def stop_gradient(input: Any, name: str | None = None) -> Any:  # noqa: A002
     return _op(gm.stop_gradient, input)
 
 
-def add(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.add, x, y)
+def _elementwise(name: str, fn: Callable[..., Any], arity: int) -> Callable[..., Any]:
+    """``tf.<name>(x[, y], name=None)``: ``fn`` on one or two tensors, traced or at once."""
+    if arity == 1:
+
+        def op(x: Any, name: str | None = None) -> Any:
+            return _op(fn, x)
+    else:
+
+        def op(x: Any, y: Any, name: str | None = None) -> Any:  # type: ignore[misc]
+            return _op(fn, x, y)
+
+    op.__name__ = op.__qualname__ = name
+    return op
 
 
-def subtract(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.subtract, x, y)
-
-
-def multiply(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.multiply, x, y)
-
-
-def divide(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.divide, x, y)
-
-
-def maximum(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.maximum, x, y)
-
-
-def minimum(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.minimum, x, y)
-
-
-@host_strings("equal")
-def equal(x: Any, y: Any, name: str | None = None) -> Any:
-    return _op(gm.equal, x, y)
+add = _elementwise("add", gm.add, 2)
+subtract = _elementwise("subtract", gm.subtract, 2)
+multiply = _elementwise("multiply", gm.multiply, 2)
+divide = _elementwise("divide", gm.divide, 2)
+maximum = _elementwise("maximum", gm.maximum, 2)
+minimum = _elementwise("minimum", gm.minimum, 2)
+equal = host_strings("equal")(_elementwise("equal", gm.equal, 2))
+negative = _elementwise("negative", gm.negative, 1)
+abs = _elementwise("abs", gm.abs, 1)  # noqa: A001
+square = _elementwise("square", gm.square, 1)
+sqrt = _elementwise("sqrt", gm.sqrt, 1)
+exp = _elementwise("exp", gm.exp, 1)
+log = _elementwise("log", gm.log, 1)
 
 
 def _comparison(name: str) -> Callable[..., Any]:
@@ -317,30 +264,6 @@ logical_and = _comparison("logical_and")
 logical_or = _comparison("logical_or")
 
 
-def negative(x: Any, name: str | None = None) -> Any:
-    return _op(gm.negative, x)
-
-
-def abs(x: Any, name: str | None = None) -> Any:  # noqa: A001
-    return _op(gm.abs, x)
-
-
-def square(x: Any, name: str | None = None) -> Any:
-    return _op(gm.square, x)
-
-
-def sqrt(x: Any, name: str | None = None) -> Any:
-    return _op(gm.sqrt, x)
-
-
-def exp(x: Any, name: str | None = None) -> Any:
-    return _op(gm.exp, x)
-
-
-def log(x: Any, name: str | None = None) -> Any:
-    return _op(gm.log, x)
-
-
 def matmul(
     a: Any,
     b: Any,
@@ -357,37 +280,66 @@ def matmul(
     return _op(gnn.matmul, a, b, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
 
 
+def _operator(fn: Callable[..., Any], reflected: bool = False) -> Callable[..., Any]:
+    """A binary operator method of :class:`TFVariable`: ``fn(self, other)``, or
+    ``fn(other, self)`` for a reflected one (``__radd__``...)."""
+
+    def method(self: Any, other: Any) -> Any:
+        return fn(other, self) if reflected else fn(self, other)
+
+    return method
+
+
+class TFVariable(_GraphVariable):
+    """``tf.Variable``: an ipusim variable with TensorFlow's operators (``w * x``, ``-w``...)."""
+
+    def read_value(self) -> Any:
+        return self if context.is_tracing() else self.numpy().view(EagerTensor)
+
+    __add__, __radd__ = _operator(add), _operator(add, True)
+    __sub__, __rsub__ = _operator(subtract), _operator(subtract, True)
+    __mul__, __rmul__ = _operator(multiply), _operator(multiply, True)
+    __truediv__, __rtruediv__ = _operator(divide), _operator(divide, True)
+    __matmul__, __rmatmul__ = _operator(matmul), _operator(matmul, True)
+    __pow__ = _operator(lambda a, b: _op(power, a, b))
+    __rpow__ = _operator(lambda a, b: _op(power, a, b), True)
+
+    def __neg__(self) -> Any:
+        return negative(self)
+
+    def __abs__(self) -> Any:
+        return abs(self)
+
+    def __getitem__(self, key: Any) -> Any:
+        """``v[key]``: TensorFlow's basic indexing, traced or at once."""
+        return _op(lambda v: getitem(v, key), self)
+
+
 # ---------------------------------------------------------------------- reductions
 def _axis(axis: Any) -> Any:
     return gm.axis_attr(axis)
 
 
-def reduce_sum(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    return _op(gr.reduce_sum, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
+def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``tf.<name>(input_tensor, axis=None, keepdims=False, name=None)`` running ``fn``."""
 
+    def reduce(
+        input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+    ) -> Any:
+        return _op(fn, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
 
-def reduce_mean(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    return _op(gr.reduce_mean, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
-
-
-def reduce_max(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    return _op(gr.reduce_max, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
+    reduce.__name__ = reduce.__qualname__ = name
+    return reduce
 
 
 def _reduce_min(x: Any, axis: Any, keepdims: bool) -> Any:
     return gm.negative(gr.reduce_max(gm.negative(x), axis=axis, keepdims=keepdims))
 
 
-def reduce_min(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    return _op(_reduce_min, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
+reduce_sum = _reduction("reduce_sum", gr.reduce_sum)
+reduce_mean = _reduction("reduce_mean", gr.reduce_mean)
+reduce_max = _reduction("reduce_max", gr.reduce_max)
+reduce_min = _reduction("reduce_min", _reduce_min)
 
 
 def argmax(input: Any, axis: int = -1, output_type: Any = "int64", name: str | None = None) -> Any:  # noqa: A002
@@ -452,37 +404,6 @@ def one_hot(
     return add(multiply(hot, scale), np.asarray(off, dtype=dtype))
 
 
-#: ``tf.math``.
-math = SimpleNamespace(
-    abs=abs,
-    add=add,
-    argmax=argmax,
-    divide=divide,
-    equal=equal,
-    exp=exp,
-    greater=greater,
-    greater_equal=greater_equal,
-    less=less,
-    less_equal=less_equal,
-    logical_and=logical_and,
-    logical_or=logical_or,
-    not_equal=not_equal,
-    log=log,
-    maximum=maximum,
-    minimum=minimum,
-    multiply=multiply,
-    negative=negative,
-    reduce_max=reduce_max,
-    reduce_mean=reduce_mean,
-    reduce_min=reduce_min,
-    reduce_sum=reduce_sum,
-    sigmoid=sigmoid,
-    sqrt=sqrt,
-    square=square,
-    subtract=subtract,
-    tanh=tanh,
-)
-
 truediv = divide
 
 __all__ = [
@@ -510,7 +431,6 @@ __all__ = [
     "identity",
     "log",
     "log_softmax",
-    "math",
     "matmul",
     "maximum",
     "minimum",

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.compat.runtime.ops_outfeed import TOKEN
+from ipusim.compat.runtime.ops_outfeed import TOKEN, FreeOp
 from ipusim.errors import InvalidTypeError
 from ipusim.graph.graph import Symbol, apply, set_comparison_op
-from ipusim.graph.op import Op, OpCost, register
+from ipusim.graph.op import Op, register
 from ipusim.graph.spec import TensorSpec
 
 _HOLDER = TensorSpec((), "int32")
 
 
-class _ProgramCall(Op):
+class _ProgramCall(FreeOp):
     """Executes ``program.execute(ctx, arrays)``; the output holds what it returns."""
-
-    kind = "data_movement"
 
     def infer(self, *specs: TensorSpec, program: Any) -> TensorSpec:
         return _HOLDER
@@ -35,9 +33,6 @@ class _ProgramCall(Op):
     def forward(self, ctx: Any, *arrays: Any, program: Any) -> Any:
         result = program.execute(ctx, list(arrays))
         return TOKEN if result is None else result
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 @register
@@ -51,11 +46,10 @@ class PipelineRun(_ProgramCall):
 
 
 @register
-class Unpack(Op):
+class Unpack(FreeOp):
     """Output ``index`` of a program call. Attributes: ``index``, ``spec``."""
 
     name = "ipu_unpack"
-    kind = "data_movement"
 
     def infer(self, holder: TensorSpec, *, index: int, spec: TensorSpec) -> TensorSpec:
         return TensorSpec(spec.shape, spec.dtype)
@@ -63,16 +57,12 @@ class Unpack(Op):
     def forward(self, ctx: Any, holder: Any, *, index: int, spec: TensorSpec) -> Any:
         return holder[index]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
-
 
 @register
-class After(Op):
+class After(FreeOp):
     """``x`` unchanged, computed after its other inputs (``tf.control_dependencies``)."""
 
     name = "ipu_after"
-    kind = "data_movement"
 
     def infer(self, x: TensorSpec, *deps: TensorSpec) -> TensorSpec:
         return TensorSpec(x.shape, x.dtype)
@@ -82,9 +72,6 @@ class After(Op):
 
     def gradient(self, node: Any, dy: Symbol) -> list[Symbol | None]:
         return [dy] + [None] * (len(node.inputs) - 1)
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 def call_program(op: str, program: Any, inputs: list[Any], out_specs: list[TensorSpec]) -> tuple:

@@ -18,25 +18,18 @@ both ops is the host-link round trip, added by the lowering (:mod:`ipusim.cost.h
 
 from __future__ import annotations
 
-import itertools
-import threading
-import weakref
 from typing import Any
 
 import numpy as np
 
 from ipusim.compat.runtime import context, ops_control  # noqa: F401  (registers ipu_after)
-from ipusim.compat.runtime.ops_outfeed import TOKEN
+from ipusim.compat.runtime.ops_outfeed import TOKEN, WeakRegistry
 from ipusim.errors import IncompatibleStateError
 from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
 
 __all__ = ["HostTable", "lookup_table", "register_table"]
-
-_lock = threading.Lock()
-_ids = itertools.count(1)
-_TABLES: dict[int, weakref.ref] = {}
 
 
 class HostTable:
@@ -91,28 +84,8 @@ class HostTable:
             pending.clear()
 
 
-def register_table(table: HostTable) -> int:
-    """Give ``table`` an id graph nodes can name (the registry holds a weak reference)."""
-    with _lock:
-        table_id = next(_ids)
-        _TABLES[table_id] = weakref.ref(table)
-    return table_id
-
-
-def lookup_table(table_id: int) -> HostTable:
-    """The table registered under ``table_id``.
-
-    Raises:
-        IncompatibleStateError: the HostEmbedding was deleted while a traced function uses it.
-    """
-    ref = _TABLES.get(table_id)
-    table = ref() if ref is not None else None
-    if table is None:
-        raise IncompatibleStateError(
-            f"host embedding #{table_id} was deleted while a traced function still uses it; "
-            "keep the HostEmbedding alive as long as the function runs"
-        )
-    return table
+_TABLES: WeakRegistry[HostTable] = WeakRegistry("host embedding", "uses it", "HostEmbedding")
+register_table, lookup_table = _TABLES.register, _TABLES.lookup
 
 
 @register

@@ -447,16 +447,15 @@ def vectorized_map(
 
 def foldl(fn: Callable[..., Any], elems: Any, initializer: Any = None, **kwargs: Any) -> Any:
     """``tf.foldl``: left fold over the first axis (unrolled when traced)."""
-    items = ops_array.unstack(elems)
-    acc = items.pop(0) if initializer is None else initializer
-    for item in items:
-        acc = fn(acc, item)
-    return acc
+    return _fold(fn, ops_array.unstack(elems), initializer)
 
 
 def foldr(fn: Callable[..., Any], elems: Any, initializer: Any = None, **kwargs: Any) -> Any:
     """``tf.foldr``: right fold over the first axis (unrolled when traced)."""
-    items = ops_array.unstack(elems)[::-1]
+    return _fold(fn, ops_array.unstack(elems)[::-1], initializer)
+
+
+def _fold(fn: Callable[..., Any], items: list[Any], initializer: Any) -> Any:
     acc = items.pop(0) if initializer is None else initializer
     for item in items:
         acc = fn(acc, item)

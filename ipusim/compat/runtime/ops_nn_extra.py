@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -275,54 +276,38 @@ def _pool(kind: str, input: Any, ksize: Any, strides: Any, padding: Any, data_fo
     return _op(fn, _t(input), **attrs)
 
 
-def max_pool2d(
-    input: Any,
-    ksize: Any,
-    strides: Any,
-    padding: Any,
-    data_format: Any = "NHWC",
-    name: Any = None,  # noqa: A002
-) -> Any:
-    """``tf.nn.max_pool2d``: NHWC max pooling."""
-    return _pool("max", input, ksize, strides, padding, data_format)
+def _pooling(
+    pool: Callable[..., Any],
+    kind: str,
+    tf_name: str,
+    default_format: Any,
+    doc: str,
+    rank4: bool = False,
+) -> Callable[..., Any]:
+    """``tf.nn.<tf_name>(input, ksize, strides, padding, data_format, name)``: ``kind`` ("max"
+    or "avg") pooling through ``pool`` (the 1-D, 2-D or 3-D helper); ``rank4`` refuses inputs
+    that are not rank 4."""
+
+    def op(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+           data_format: Any = default_format, name: Any = None) -> Any:  # fmt: skip
+        if rank4:
+            _rank4(tf_name, input)
+        return pool(kind, input, ksize, strides, padding, data_format)
+
+    op.__name__ = op.__qualname__ = tf_name
+    op.__doc__ = doc
+    return op
 
 
-def avg_pool2d(
-    input: Any,
-    ksize: Any,
-    strides: Any,
-    padding: Any,
-    data_format: Any = "NHWC",
-    name: Any = None,  # noqa: A002
-) -> Any:
-    """``tf.nn.avg_pool2d``: NHWC average pooling (padding excluded from the mean)."""
-    return _pool("avg", input, ksize, strides, padding, data_format)
-
-
-def max_pool(
-    input: Any,
-    ksize: Any,
-    strides: Any,
-    padding: Any,
-    data_format: Any = None,
-    name: Any = None,  # noqa: A002
-) -> Any:
-    """``tf.nn.max_pool``: rank-4 (NHWC) inputs."""
-    _rank4("max_pool", input)
-    return _pool("max", input, ksize, strides, padding, data_format)
-
-
-def avg_pool(
-    input: Any,
-    ksize: Any,
-    strides: Any,
-    padding: Any,
-    data_format: Any = "NHWC",
-    name: Any = None,  # noqa: A002
-) -> Any:
-    """``tf.nn.avg_pool``: rank-4 (NHWC) inputs."""
-    _rank4("avg_pool", input)
-    return _pool("avg", input, ksize, strides, padding, data_format)
+max_pool2d = _pooling(_pool, "max", "max_pool2d", "NHWC", "``tf.nn.max_pool2d``: NHWC max pooling.")
+avg_pool2d = _pooling(
+    _pool, "avg", "avg_pool2d", "NHWC",
+    "``tf.nn.avg_pool2d``: NHWC average pooling (padding excluded from the mean).",
+)  # fmt: skip
+max_pool = _pooling(_pool, "max", "max_pool", None, "``tf.nn.max_pool``: rank-4 (NHWC) inputs.",
+                    rank4=True)  # fmt: skip
+avg_pool = _pooling(_pool, "avg", "avg_pool", "NHWC", "``tf.nn.avg_pool``: rank-4 (NHWC) inputs.",
+                    rank4=True)  # fmt: skip
 
 
 def _rank4(op: str, x: Any) -> None:

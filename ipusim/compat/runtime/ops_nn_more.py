@@ -15,7 +15,7 @@ import numpy as np
 from ipusim.compat.runtime import ops, ops_array, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op, _t
-from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc
+from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc, _pooling
 from ipusim.errors import (
     ConfigurationError,
     IndexOutOfRangeError,
@@ -55,16 +55,10 @@ def _pool1d(kind: str, input: Any, ksize: Any, strides: Any, padding: str, data_
     return ops.squeeze(out, 1)
 
 
-def max_pool1d(input: Any, ksize: Any, strides: Any, padding: str, data_format: Any = "NWC",  # noqa: A002
-               name: Any = None) -> Any:  # fmt: skip
-    """``tf.nn.max_pool1d``: NWC, through 2-D pooling over a height-1 image."""
-    return _pool1d("max", input, ksize, strides, padding, data_format)
-
-
-def avg_pool1d(input: Any, ksize: Any, strides: Any, padding: str, data_format: Any = "NWC",  # noqa: A002
-               name: Any = None) -> Any:  # fmt: skip
-    """``tf.nn.avg_pool1d``: NWC, through 2-D pooling over a height-1 image."""
-    return _pool1d("avg", input, ksize, strides, padding, data_format)
+max_pool1d = _pooling(_pool1d, "max", "max_pool1d", "NWC",
+                      "``tf.nn.max_pool1d``: NWC, through 2-D pooling over a height-1 image.")  # fmt: skip
+avg_pool1d = _pooling(_pool1d, "avg", "avg_pool1d", "NWC",
+                      "``tf.nn.avg_pool1d``: NWC, through 2-D pooling over a height-1 image.")  # fmt: skip
 
 
 def conv3d(input: Any, filters: Any, strides: Any, padding: str, data_format: Any = "NDHWC",  # noqa: A002
@@ -83,16 +77,8 @@ def _pool3d(kind: str, input: Any, ksize: Any, strides: Any, padding: str, data_
     return _op(fn, _t(input), **attrs)
 
 
-def max_pool3d(input: Any, ksize: Any, strides: Any, padding: str, data_format: Any = "NDHWC",  # noqa: A002
-               name: Any = None) -> Any:  # fmt: skip
-    """``tf.nn.max_pool3d``: NDHWC."""
-    return _pool3d("max", input, ksize, strides, padding, data_format)
-
-
-def avg_pool3d(input: Any, ksize: Any, strides: Any, padding: str, data_format: Any = "NDHWC",  # noqa: A002
-               name: Any = None) -> Any:  # fmt: skip
-    """``tf.nn.avg_pool3d``: NDHWC."""
-    return _pool3d("avg", input, ksize, strides, padding, data_format)
+max_pool3d = _pooling(_pool3d, "max", "max_pool3d", "NDHWC", "``tf.nn.max_pool3d``: NDHWC.")
+avg_pool3d = _pooling(_pool3d, "avg", "avg_pool3d", "NDHWC", "``tf.nn.avg_pool3d``: NDHWC.")
 
 
 def conv1d_transpose(input: Any, filters: Any, output_shape: Any, strides: Any,  # noqa: A002
@@ -512,19 +498,20 @@ def _segment_reduce(data: Any, segment_ids: Any, num_segments: Any, how: str) ->
     return _op(compose, _t(data), _t(segment_ids))
 
 
-def unsorted_segment_max(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
-    """``tf.math.unsorted_segment_max``."""
-    return _segment_reduce(data, segment_ids, num_segments, "max")
+def _segment_ops(how: str) -> tuple[Any, Any]:
+    """``tf.math.unsorted_segment_<how>`` and ``tf.math.segment_<how>`` (concrete ids)."""
 
+    def unsorted(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
+        return _segment_reduce(data, segment_ids, num_segments, how)
 
-def unsorted_segment_min(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
-    """``tf.math.unsorted_segment_min``."""
-    return _segment_reduce(data, segment_ids, num_segments, "min")
+    def sorted_ids(data: Any, segment_ids: Any, name: Any = None) -> Any:
+        return unsorted(data, segment_ids, _count(segment_ids))
 
-
-def unsorted_segment_prod(data: Any, segment_ids: Any, num_segments: Any, name: Any = None) -> Any:
-    """``tf.math.unsorted_segment_prod``."""
-    return _segment_reduce(data, segment_ids, num_segments, "prod")
+    unsorted.__name__ = unsorted.__qualname__ = f"unsorted_segment_{how}"
+    sorted_ids.__name__ = sorted_ids.__qualname__ = f"segment_{how}"
+    unsorted.__doc__ = f"``tf.math.unsorted_segment_{how}``."
+    sorted_ids.__doc__ = f"``tf.math.segment_{how}`` (concrete ids)."
+    return unsorted, sorted_ids
 
 
 def _count(segment_ids: Any) -> int:
@@ -536,19 +523,9 @@ def _count(segment_ids: Any) -> int:
     return int(ids.max()) + 1 if ids.size else 0
 
 
-def segment_max(data: Any, segment_ids: Any, name: Any = None) -> Any:
-    """``tf.math.segment_max`` (concrete ids)."""
-    return unsorted_segment_max(data, segment_ids, _count(segment_ids))
-
-
-def segment_min(data: Any, segment_ids: Any, name: Any = None) -> Any:
-    """``tf.math.segment_min`` (concrete ids)."""
-    return unsorted_segment_min(data, segment_ids, _count(segment_ids))
-
-
-def segment_prod(data: Any, segment_ids: Any, name: Any = None) -> Any:
-    """``tf.math.segment_prod`` (concrete ids)."""
-    return unsorted_segment_prod(data, segment_ids, _count(segment_ids))
+unsorted_segment_max, segment_max = _segment_ops("max")
+unsorted_segment_min, segment_min = _segment_ops("min")
+unsorted_segment_prod, segment_prod = _segment_ops("prod")
 
 
 # ---------------------------------------------------------------------- tf.bitwise

@@ -5,6 +5,9 @@ queue registered under ``queue_id``. Its output is either one of its inputs pass
 unchanged (``passthrough`` >= 0, so a Keras layer can place it on the data path and the gradient
 flows through), or a dummy int32 scalar that the runtime fetches as a side effect. It costs
 nothing on the IPU: the transfer to the host is timed by the engine from the step's outfeed bytes.
+
+Also here, for the other runtime nodes: :class:`WeakRegistry` (the ids nodes name queues and host
+tables by) and :class:`FreeOp` (a data-movement node that costs nothing on the IPU).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -21,46 +24,70 @@ from ipusim.graph.graph import Node, Symbol, apply
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
 
-_lock = threading.Lock()
-_ids = itertools.count(1)
-_QUEUES: dict[int, weakref.ref] = {}
-
 #: The value of a side-effect node's dummy output.
 TOKEN = np.zeros((), dtype=np.int32)
 
-
-def register_queue(queue: Any) -> int:
-    """Give ``queue`` an id that graph nodes can name (the registry holds a weak reference)."""
-    with _lock:
-        queue_id = next(_ids)
-        _QUEUES[queue_id] = weakref.ref(queue)
-    return queue_id
+_T = TypeVar("_T")
 
 
-def lookup_queue(queue_id: int) -> Any:
-    """The queue registered under ``queue_id``.
+class WeakRegistry(Generic[_T]):
+    """Objects that graph nodes name by an int id, held by weak reference.
 
-    Raises:
-        RuntimeError: the queue no longer exists (it was deleted while a graph still names it).
+    Args:
+        what: The objects in error messages ("outfeed queue").
+        use: How a traced function uses one ("enqueues to it").
+        owner: The user's object to keep alive ("IPUOutfeedQueue").
     """
-    ref = _QUEUES.get(queue_id)
-    queue = ref() if ref is not None else None
-    if queue is None:
-        raise IncompatibleStateError(
-            f"outfeed queue #{queue_id} was deleted while a traced function still enqueues to "
-            "it; keep the IPUOutfeedQueue alive as long as the function runs"
-        )
-    return queue
+
+    def __init__(self, what: str, use: str, owner: str) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._refs: dict[int, weakref.ref[_T]] = {}
+        self._what, self._use, self._owner = what, use, owner
+
+    def register(self, obj: _T) -> int:
+        """Give ``obj`` an id that graph nodes can name."""
+        with self._lock:
+            obj_id = next(self._ids)
+            self._refs[obj_id] = weakref.ref(obj)
+        return obj_id
+
+    def lookup(self, obj_id: int) -> _T:
+        """The object registered under ``obj_id``.
+
+        Raises:
+            IncompatibleStateError: it was deleted while a traced function still names it.
+        """
+        ref = self._refs.get(obj_id)
+        obj = ref() if ref is not None else None
+        if obj is None:
+            raise IncompatibleStateError(
+                f"{self._what} #{obj_id} was deleted while a traced function still {self._use}; "
+                f"keep the {self._owner} alive as long as the function runs"
+            )
+        return obj
+
+
+_QUEUES: WeakRegistry[Any] = WeakRegistry("outfeed queue", "enqueues to it", "IPUOutfeedQueue")
+register_queue, lookup_queue = _QUEUES.register, _QUEUES.lookup
+
+
+class FreeOp(Op):
+    """A data-movement node that costs nothing on the IPU (what it moves is timed elsewhere)."""
+
+    kind = "data_movement"
+
+    def cost(self, in_specs: Any, out_specs: Any, **attrs: Any) -> OpCost:
+        return OpCost(0, 0, 0, "data_movement")
 
 
 @register
-class OutfeedEnqueue(Op):
+class OutfeedEnqueue(FreeOp):
     """Hand the inputs (one element) to an outfeed queue. Attributes: ``queue_id``,
     ``structure`` (the enqueued nest, leaves replaced by their flat index) and ``passthrough``
     (-1, or the index of the last input, which is returned unchanged and not enqueued)."""
 
     name = "outfeed_enqueue"
-    kind = "data_movement"
 
     def infer(self, *specs: TensorSpec, queue_id: int, structure: Any, passthrough: int):
         if passthrough >= 0:
@@ -80,9 +107,6 @@ class OutfeedEnqueue(Op):
         if passthrough >= 0:
             grads[passthrough] = dy
         return grads
-
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 def outfeed_enqueue(

@@ -120,30 +120,20 @@ def stateless_uniform(
     return _uniform(shape, minval, maxval, dtype, _stateless_seed(seed), True)
 
 
-def stateless_normal(
-    shape: Any,
-    seed: Any,
-    mean: float = 0.0,
-    stddev: float = 1.0,
-    dtype: Any = "float32",
-    name: str | None = None,
-    alg: Any = None,
-) -> Any:
-    """``tf.random.stateless_normal``: deterministic in the ``seed`` pair."""
-    return _draw(shape, "normal", mean, stddev, _stateless_seed(seed), dtype, True)
+def _stateless(dist: str) -> Any:
+    """``tf.random.stateless_<dist>``: ``dist`` draws deterministic in the ``seed`` pair."""
+
+    def draw(shape: Any, seed: Any, mean: float = 0.0, stddev: float = 1.0,
+             dtype: Any = "float32", name: str | None = None, alg: Any = None) -> Any:  # fmt: skip
+        return _draw(shape, dist, mean, stddev, _stateless_seed(seed), dtype, True)
+
+    draw.__name__ = draw.__qualname__ = f"stateless_{dist}"
+    draw.__doc__ = f"``tf.random.stateless_{dist}``: deterministic in the ``seed`` pair."
+    return draw
 
 
-def stateless_truncated_normal(
-    shape: Any,
-    seed: Any,
-    mean: float = 0.0,
-    stddev: float = 1.0,
-    dtype: Any = "float32",
-    name: str | None = None,
-    alg: Any = None,
-) -> Any:
-    """``tf.random.stateless_truncated_normal``: deterministic in the ``seed`` pair."""
-    return _draw(shape, "truncated_normal", mean, stddev, _stateless_seed(seed), dtype, True)
+stateless_normal = _stateless("normal")
+stateless_truncated_normal = _stateless("truncated_normal")
 
 
 def categorical(

@@ -1,7 +1,7 @@
 """``tf.math``: tensor functions from ipusim's custom-training-loop runtime.
 
-Every name is looked up on first use in ``ipusim.compat.runtime.ops`` (its ``math`` namespace
-first, then the module itself), so ``tf.math`` works as soon as that runtime is installed.
+Every name is looked up on first use in ``ipusim.compat.runtime.ops`` (then in the runtime's
+``math`` namespace), so ``tf.math`` works as soon as that runtime is installed.
 """
 
 from ipusim.compat._alias import runtime_getattr
@@ -26,7 +26,6 @@ _DOCUMENTED = (
 __getattr__ = runtime_getattr(
     __name__,
     (
-        "ipusim.compat.runtime.ops:math",
         "ipusim.compat.runtime.ops",
         "ipusim.compat.runtime.namespaces:math",
     ),

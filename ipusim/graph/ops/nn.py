@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
@@ -51,8 +52,80 @@ def _check_float_pair(op: str, a: TensorSpec, b: TensorSpec) -> None:
         )
 
 
+def _matrix(shape: Shape, transpose: bool) -> Shape:
+    """The (rows, columns) of ``op(x)`` for a tensor of ``shape`` (its last two dimensions)."""
+    return (shape[-1], shape[-2]) if transpose else (shape[-2], shape[-1])
+
+
+class _Product(Op):
+    """``op(a) @ op(b)``: the forward, gradient and cost shared by ``matmul`` and
+    ``batch_matmul`` (subclasses check shapes and name the kernels)."""
+
+    kind = "matmul"
+    rounds_half_outputs = True
+    #: ``(a, b, transpose_a, transpose_b) -> a @ b`` in float32 and, in half precision, the
+    #: AMP-unit version that also takes the :class:`~ipusim.kernels.amp.AmpProducts`.
+    _kernel: Callable[[Array, Array, bool, bool], Array]
+    _amp_kernel: Callable[[Array, Array, bool, bool, amp.AmpProducts], Array]
+
+    def forward(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> Array:
+        if computes_half(ctx):
+            products = amp_products(ctx, "matmul")
+            out = self._amp_kernel(a, b, transpose_a, transpose_b, products)
+            ctx.overflows = products.overflows
+            return out
+        return self._kernel(a, b, transpose_a, transpose_b)
+
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        a, b = node.inputs
+        ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
+        bwd = node.attrs.get("available_memory_proportion_bwd")
+        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
+
+        def product(
+            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
+        ) -> Symbol:
+            return apply1(
+                self.name, x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra
+            )
+
+        # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
+        if not ta and not tb:
+            return [product(dy, b, transpose_b=True), product(a, dy, transpose_a=True)]
+        if ta and not tb:
+            return [product(b, dy, transpose_b=True), product(a, dy)]
+        if not ta and tb:
+            return [product(dy, b), product(dy, a, transpose_a=True)]
+        return [
+            product(b, dy, transpose_a=True, transpose_b=True),
+            product(dy, a, transpose_a=True, transpose_b=True),
+        ]
+
+    def cost(
+        self,
+        in_specs: Specs,
+        out_specs: Specs,
+        *,
+        transpose_a: bool = False,
+        transpose_b: bool = False,
+        **_: float,
+    ) -> OpCost:
+        k_dim = known_dims(_matrix(in_specs[0].shape, transpose_a))[1]  # costed shapes are known
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(2 * out_specs[0].size * k_dim, read, written, "matmul")
+
+
 @register
-class MatMul(Op):
+class MatMul(_Product):
     """2-D matrix product ``op(a) @ op(b)``; ``op`` transposes when ``transpose_a/b`` is set.
 
     In half precision the partial sums follow the AMP unit (:mod:`ipusim.kernels.amp`).
@@ -64,8 +137,8 @@ class MatMul(Op):
     """
 
     name = "matmul"
-    kind = "matmul"
-    rounds_half_outputs = True
+    _kernel = staticmethod(k.matmul)
+    _amp_kernel = staticmethod(amp.matmul)
 
     def infer(
         self,
@@ -82,71 +155,14 @@ class MatMul(Op):
                 f"matmul expects 2-D operands, received shapes {a.shape} and {b.shape}"
             )
         _check_float_pair("matmul", a, b)
-        m, ka = (a.shape[1], a.shape[0]) if transpose_a else a.shape
-        kb, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
+        m, ka = _matrix(a.shape, transpose_a)
+        kb, n = _matrix(b.shape, transpose_b)
         if ka is not None and kb is not None and ka != kb:
             raise ConfigurationError(
                 f"matmul inner dimensions differ: {a.shape}{'ᵀ' if transpose_a else ''} times "
                 f"{b.shape}{'ᵀ' if transpose_b else ''} ({ka} != {kb})"
             )
         return TensorSpec((m, n), a.dtype)
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        a: Array,
-        b: Array,
-        *,
-        transpose_a: bool = False,
-        transpose_b: bool = False,
-        **_: float,
-    ) -> Array:
-        if computes_half(ctx):
-            products = amp_products(ctx, "matmul")
-            out = amp.matmul(a, b, transpose_a, transpose_b, products)
-            ctx.overflows = products.overflows
-            return out
-        return k.matmul(a, b, transpose_a, transpose_b)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        a, b = node.inputs
-        ta, tb = node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)
-        bwd = node.attrs.get("available_memory_proportion_bwd")
-        extra: dict[str, Any] = {} if bwd is None else {"available_memory_proportion": bwd}
-
-        def matmul(
-            x: object, y: object, transpose_a: bool = False, transpose_b: bool = False
-        ) -> Symbol:
-            return apply1("matmul", x, y, transpose_a=transpose_a, transpose_b=transpose_b, **extra)
-
-        # Standard identities for C = op(A) op(B), written so no explicit transpose node is needed.
-        if not ta and not tb:
-            da, db = matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)
-        elif ta and not tb:
-            da, db = matmul(b, dy, transpose_b=True), matmul(a, dy)
-        elif not ta and tb:
-            da, db = matmul(dy, b), matmul(dy, a, transpose_a=True)
-        else:
-            da, db = (
-                matmul(b, dy, transpose_a=True, transpose_b=True),
-                matmul(dy, a, transpose_a=True, transpose_b=True),
-            )
-        return [da, db]
-
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        transpose_a: bool = False,
-        transpose_b: bool = False,
-        **_: float,
-    ) -> OpCost:
-        a = in_specs[0]
-        k_dim = known_dims(a.shape)[0 if transpose_a else 1]  # costed shapes are known
-        m, n = known_dims(out_specs[0].shape)
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(2 * m * n * k_dim, read, written, "matmul")
 
 
 def matmul(
@@ -228,13 +244,20 @@ def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
     return apply1("bias_add", x, bias)
 
 
-def _cost(name: str, size: int, in_specs: Specs, out_specs: Specs, kind: str) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(FLOPS_PER_ELEMENT[name] * size, read, written, kind)
+class _PerElement(Op):
+    """An op costing :data:`FLOPS_PER_ELEMENT` ``[name]`` per element of its output (of input
+    ``sized_by_input`` when set: the losses' logits)."""
+
+    sized_by_input: ClassVar[int | None] = None
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
+        sized = out_specs[0] if self.sized_by_input is None else in_specs[self.sized_by_input]
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(FLOPS_PER_ELEMENT[self.name] * sized.size, read, written, self.kind)
 
 
 # ---------------------------------------------------------------------------- softmax
-class _Softmax(Op):
+class _Softmax(_PerElement):
     kind = "reduction"
 
     def infer(self, x: TensorSpec, *, axis: int = -1) -> TensorSpec:
@@ -245,9 +268,6 @@ class _Softmax(Op):
             )
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
 @register
@@ -339,11 +359,12 @@ def _check_sparse(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
 
 
 @register
-class SparseSoftmaxCrossEntropy(Op):
+class SparseSoftmaxCrossEntropy(_PerElement):
     """Per-example ``-log(softmax(logits)[label])``; labels are class indices."""
 
     name = "sparse_softmax_cross_entropy_with_logits"
     kind = "reduction"
+    sized_by_input = 1
 
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_sparse(self.name, labels, logits), logits.dtype)
@@ -355,12 +376,9 @@ class SparseSoftmaxCrossEntropy(Op):
         labels, logits = node.inputs
         return [None, apply1("sparse_softmax_cross_entropy_grad", dy, labels, logits)]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SparseSoftmaxCrossEntropyGrad(Op):
+class SparseSoftmaxCrossEntropyGrad(_PerElement):
     """``(softmax(logits) - onehot(labels)) * dy[..., None]``, fused."""
 
     name = "sparse_softmax_cross_entropy_grad"
@@ -374,9 +392,6 @@ class SparseSoftmaxCrossEntropyGrad(Op):
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sparse_softmax_cross_entropy_grad(dy, labels, logits)
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
     _check_logits(op, logits)
@@ -384,11 +399,12 @@ def _check_dense(op: str, labels: TensorSpec, logits: TensorSpec) -> Shape:
 
 
 @register
-class SoftmaxCrossEntropy(Op):
+class SoftmaxCrossEntropy(_PerElement):
     """Per-example ``-sum(labels * log_softmax(logits))`` over the last axis."""
 
     name = "softmax_cross_entropy_with_logits"
     kind = "reduction"
+    sized_by_input = 1
 
     def infer(self, labels: TensorSpec, logits: TensorSpec) -> TensorSpec:
         return TensorSpec(_check_dense(self.name, labels, logits)[:-1], logits.dtype)
@@ -403,12 +419,9 @@ class SoftmaxCrossEntropy(Op):
             for w in ("labels", "logits")
         ]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, in_specs[1].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SoftmaxCrossEntropyGrad(Op):
+class SoftmaxCrossEntropyGrad(_PerElement):
     """Gradient w.r.t. ``wrt``: logits ``(softmax * sum(labels) - labels) * dy`` (TF's
     ``softmax - labels`` for labels that sum to 1), or labels ``-log_softmax(logits) * dy``."""
 
@@ -431,12 +444,9 @@ class SoftmaxCrossEntropyGrad(Op):
     ) -> Array:
         return kl.softmax_cross_entropy_grad(dy, labels, logits, wrt)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SigmoidCrossEntropy(Op):
+class SigmoidCrossEntropy(_PerElement):
     """Elementwise ``max(x, 0) - x z + log(1 + exp(-|x|))`` for logits x and labels z."""
 
     name = "sigmoid_cross_entropy_with_logits"
@@ -458,12 +468,9 @@ class SigmoidCrossEntropy(Op):
             apply1("sigmoid_cross_entropy_grad", dy, labels, logits),
         ]
 
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
-
 
 @register
-class SigmoidCrossEntropyGrad(Op):
+class SigmoidCrossEntropyGrad(_PerElement):
     """``(sigmoid(logits) - labels) * dy``."""
 
     name = "sigmoid_cross_entropy_grad"
@@ -477,9 +484,6 @@ class SigmoidCrossEntropyGrad(Op):
 
     def forward(self, ctx: ExecContext, dy: Array, labels: Array, logits: Array) -> Array:
         return kl.sigmoid_cross_entropy_grad_logits(dy, labels, logits)
-
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _cost(self.name, out_specs[0].size, in_specs, out_specs, self.kind)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Symbol:

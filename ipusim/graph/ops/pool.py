@@ -4,12 +4,15 @@ Windows follow TensorFlow's padding rules (see :mod:`ipusim.graph.ops._window`).
 contributes: max pooling ignores it and average pooling divides by the number of real pixels in each
 window, as TensorFlow does. ``max_pool2d_grad`` routes each gradient to the first maximum of its
 window in row-major order, TensorFlow's tie rule. ``strides`` default to ``pool_size`` as in Keras.
+:class:`PoolOp` and its forward and average-gradient forms also serve the 3-D ops
+(:mod:`ipusim.graph.ops.pool3d`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -28,52 +31,89 @@ from ipusim.graph.ops._window import (
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import pool as kp
 
+#: The activations' layout for each number of pooled (spatial) axes, for error messages.
+LAYOUTS = {2: "(batch, height, width, channels)", 3: "(batch, depth, height, width, channels)"}
 
-class _PoolBase(Op):
-    """Shared attribute handling: ``pool_size``, ``strides`` (default: the pool size), padding."""
-
-    kind = "reduction"
-
-    def _attrs(self, pool_size: object, strides: object, padding: object) -> tuple[Pair, Pair, str]:
-        pool = normalize_pair(self.name, "pool_size", pool_size)
-        strides = pool if strides is None else normalize_pair(self.name, "strides", strides)
-        return pool, strides, normalize_padding(self.name, padding)
-
-    def _out_spec(
-        self, x: TensorSpec, pool_size: object, strides: object, padding: object
-    ) -> TensorSpec:
-        check_nhwc(self.name, "x", x)
-        pool, strides, padding = self._attrs(pool_size, strides, padding)
-        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], pool, strides, padding)
-        return TensorSpec((x.shape[0], ho, wo, x.shape[3]), x.dtype)
-
-    def _geometry(
-        self, hw: Pair, pool_size: object, strides: object, padding: object
-    ) -> tuple[Pair, Pair, Pair, Pair]:
-        """Output size, window, strides and padding for an input of known size ``hw``."""
-        pool, strides, padding = self._attrs(pool_size, strides, padding)
-        out_hw, pads = spatial_geometry(self.name, hw, pool, strides, padding)
-        return known_hw(out_hw), pool, strides, pads
-
-    def _window_cost(
-        self, in_specs: Specs, out_specs: Specs, per: TensorSpec, pool_size: object, kind: str
-    ) -> OpCost:
-        pool = normalize_pair(self.name, "pool_size", pool_size)
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(per.size * pool[0] * pool[1], read, written, kind)
+Window = tuple[int, ...]
 
 
-def _pool_attrs(op: str, pool_size: object, strides: object, padding: str) -> dict[str, Any]:
-    pool = normalize_pair(op, "pool_size", pool_size)
+def pool_attrs(
+    op: str,
+    pool_size: object,
+    strides: object,
+    padding: object,
+    normalize: Callable[[str, str, Any], Window] = normalize_pair,
+) -> dict[str, Any]:
+    """A pooling op's attributes: ``pool_size``, ``strides`` (default: the pool size) and
+    ``padding``, checked; ``normalize`` reads a window argument (a pair, or a triple in 3-D)."""
+    pool = normalize(op, "pool_size", pool_size)
     return {
         "pool_size": pool,
-        "strides": pool if strides is None else normalize_pair(op, "strides", strides),
+        "strides": pool if strides is None else normalize(op, "strides", strides),
         "padding": normalize_padding(op, padding),
     }
 
 
-class _PoolForward(_PoolBase):
-    """A pooling forward op: the window geometry feeds ``kernel_fn(x, out_hw, pool, strides, pads)``."""
+class PoolOp(Op):
+    """What every pooling op shares: attributes, window geometry, the check of ``dy`` and the
+    cost (one step per window tap per pooled element). These are the 2-D (NHWC) forms; the 3-D
+    ops (:mod:`ipusim.graph.ops.pool3d`) replace ``rank``, ``normalize``, ``_check_x`` and
+    ``_spatial``."""
+
+    kind = "reduction"
+    #: Number of pooled (spatial) axes.
+    rank: ClassVar[int] = 2
+    #: How errors name the shape ``dy`` must have.
+    pooled: ClassVar[str] = "the pooled shape"
+
+    @property
+    def normalize(self) -> Callable[[str, str, Any], Window]:
+        """Reads a window argument (``op, arg, value``): a pair, a triple in 3-D."""
+        return normalize_pair
+
+    def _check_x(self, x: TensorSpec) -> None:
+        check_nhwc(self.name, "x", x)
+
+    def _spatial(
+        self, size: Shape, pool: Window, strides: Window, padding: str
+    ) -> tuple[tuple[int | None, ...], Window]:
+        """Output size and padding before the first element along each spatial axis."""
+        return spatial_geometry(self.name, size, pool, cast(Pair, strides), padding)
+
+    def _geometry(
+        self, size: Shape, pool_size: object, strides: object, padding: object
+    ) -> tuple[tuple[int | None, ...], Window, Window, Window]:
+        """Output size, window, strides and padding for an input of spatial size ``size``."""
+        a = pool_attrs(self.name, pool_size, strides, padding, self.normalize)
+        out, pads = self._spatial(size, a["pool_size"], a["strides"], a["padding"])
+        return out, a["pool_size"], a["strides"], pads
+
+    def _out_spec(
+        self, x: TensorSpec, pool_size: object, strides: object, padding: object
+    ) -> TensorSpec:
+        self._check_x(x)
+        out, _, _, _ = self._geometry(x.shape[1:-1], pool_size, strides, padding)
+        return TensorSpec((x.shape[0], *out, x.shape[-1]), x.dtype)
+
+    def _check_dy(self, dy: TensorSpec, expected: TensorSpec) -> None:
+        if not dy.is_compatible_with(expected):
+            raise ConfigurationError(
+                f"{self.name}: dy must have {self.pooled} {expected.shape}, received {dy.shape}"
+            )
+
+    def cost(
+        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
+    ) -> OpCost:
+        # The pooled element count: the output of a forward op, dy (the last input) of a gradient.
+        per = out_specs[0] if isinstance(self, PoolForward) else in_specs[-1]
+        pool = self.normalize(self.name, "pool_size", pool_size)
+        read, written = io_bytes(in_specs, out_specs)
+        return OpCost(per.size * math.prod(pool), read, written, self.kind)
+
+
+class PoolForward(PoolOp):
+    """A pooling forward op: the window geometry feeds ``kernel_fn(x, out, pool, strides, pads)``;
+    an average pool's gradient is the op named ``<name>_grad``."""
 
     kernel_fn: ClassVar[Callable[..., Array]]
 
@@ -91,19 +131,60 @@ class _PoolForward(_PoolBase):
         strides: object = None,
         padding: object = "VALID",
     ) -> Array:
-        out_hw, pool, strides, pads = self._geometry(
-            known_hw(x.shape[1:3]), pool_size, strides, padding
-        )
-        return self.kernel_fn(x, out_hw, pool, strides, pads)
+        out, pool, strides, pads = self._geometry(x.shape[1:-1], pool_size, strides, padding)
+        return self.kernel_fn(x, out, pool, strides, pads)
 
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
-    ) -> OpCost:
-        return self._window_cost(in_specs, out_specs, out_specs[0], pool_size, "reduction")
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
+        grad = f"{self.name}_grad"
+        return [apply1(grad, dy, input_shape=node.inputs[0].shape, **node.attrs)]
+
+
+class AvgPoolGrad(PoolOp):
+    """Gradient of an average pool: each ``dy / count`` spread over the real elements of its
+    window, by ``kernel_fn(dy, input_size, pool, strides, pads)``."""
+
+    kind = "data_movement"
+    kernel_fn: ClassVar[Callable[..., Array]]
+
+    def infer(
+        self,
+        dy: TensorSpec,
+        *,
+        input_shape: Shape,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> TensorSpec:
+        if len(input_shape) != self.rank + 2:
+            raise ConfigurationError(
+                f"{self.name}: input_shape must have {self.rank + 2} entries "
+                f"{LAYOUTS[self.rank]}, received {input_shape!r}"
+            )
+        x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
+        self._check_dy(dy, self._out_spec(x, pool_size, strides, padding))
+        return x
+
+    def forward(
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        *,
+        input_shape: Shape,
+        pool_size: object,
+        strides: object = None,
+        padding: object = "VALID",
+    ) -> Array:
+        size = tuple(input_shape[1:-1])  # the input's size is known at run time
+        _, pool, strides, pads = self._geometry(size, pool_size, strides, padding)
+        return self.kernel_fn(dy, size, pool, strides, pads)
+
+    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
+        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
+        return [apply1(self.name.removesuffix("_grad"), g, **attrs)]
 
 
 @register
-class MaxPool2D(_PoolForward):
+class MaxPool2D(PoolForward):
     """Max over each window of an NHWC tensor; padding never wins the max."""
 
     name = "max_pool2d"
@@ -113,47 +194,47 @@ class MaxPool2D(_PoolForward):
         return [apply1("max_pool2d_grad", node.inputs[0], dy, **node.attrs)]
 
 
-@register
-class MaxPool2DGrad(_PoolBase):
-    """Gradient of max_pool2d: each ``dy`` goes to the first maximum (row-major) of its window."""
+class MaxPoolGrad(PoolOp):
+    """Gradient of a max pool, by ``kernel_fn(x, *fwd, dy, pool, strides, pads)``: the inputs are
+    ``x`` and ``dy`` (2-D), or ``x``, the forward output ``y`` and ``dy`` (3-D)."""
 
-    name = "max_pool2d_grad"
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(
         self,
         x: TensorSpec,
-        dy: TensorSpec,
-        *,
+        *pooled: TensorSpec,
         pool_size: object,
         strides: object = None,
         padding: object = "VALID",
     ) -> TensorSpec:
         expected = self._out_spec(x, pool_size, strides, padding)
-        check_same_dtype(self.name, x, dy)
-        if not dy.is_compatible_with(expected):
-            raise ConfigurationError(
-                f"{self.name}: dy must have the max_pool2d output shape "
-                f"{expected.shape}, received {dy.shape}"
-            )
+        for spec in (pooled[-1], *pooled[:-1]):  # dy first, as the checks have always run
+            check_same_dtype(self.name, x, spec)
+        for spec in pooled:
+            self._check_dy(spec, expected)
         return x.with_shape(x.shape)
 
     def forward(
         self,
         ctx: ExecContext,
         x: Array,
-        dy: Array,
-        *,
+        *pooled: Array,
         pool_size: object,
         strides: object = None,
         padding: object = "VALID",
     ) -> Array:
-        _, pool, strides, pads = self._geometry(known_hw(x.shape[1:3]), pool_size, strides, padding)
-        return kp.max_pool2d_grad(x, dy, pool, strides, pads)
+        _, pool, strides, pads = self._geometry(x.shape[1:-1], pool_size, strides, padding)
+        return self.kernel_fn(x, *pooled, pool, strides, pads)
 
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
-    ) -> OpCost:
-        return self._window_cost(in_specs, out_specs, in_specs[1], pool_size, "reduction")
+
+@register
+class MaxPool2DGrad(MaxPoolGrad):
+    """Gradient of max_pool2d: each ``dy`` goes to the first maximum (row-major) of its window."""
+
+    name = "max_pool2d_grad"
+    pooled = "the max_pool2d output shape"
+    kernel_fn = staticmethod(kp.max_pool2d_grad)
 
 
 def max_pool2d(
@@ -167,7 +248,7 @@ def max_pool2d(
         strides: int or ``(sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling2D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    return apply1("max_pool2d", x, **_pool_attrs("max_pool2d", pool_size, strides, padding))
+    return apply1("max_pool2d", x, **pool_attrs("max_pool2d", pool_size, strides, padding))
 
 
 def max_pool2d_grad(
@@ -175,72 +256,24 @@ def max_pool2d_grad(
 ) -> Symbol:
     """Gradient of :func:`max_pool2d` w.r.t. ``x`` given ``dy`` (the pooled output's gradient)."""
     op = "max_pool2d_grad"
-    return apply1(op, x, dy, **_pool_attrs(op, pool_size, strides, padding))
+    return apply1(op, x, dy, **pool_attrs(op, pool_size, strides, padding))
 
 
 @register
-class AvgPool2D(_PoolForward):
+class AvgPool2D(PoolForward):
     """Mean over each window of an NHWC tensor, counting only real (unpadded) pixels."""
 
     name = "avg_pool2d"
     kernel_fn = staticmethod(kp.avg_pool2d)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("avg_pool2d_grad", dy, input_shape=node.inputs[0].shape, **node.attrs)]
-
 
 @register
-class AvgPool2DGrad(_PoolBase):
+class AvgPool2DGrad(AvgPoolGrad):
     """Gradient of avg_pool2d: each ``dy / count`` spread over the real pixels of its window."""
 
     name = "avg_pool2d_grad"
-    kind = "data_movement"
-
-    def infer(
-        self,
-        dy: TensorSpec,
-        *,
-        input_shape: Shape,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> TensorSpec:
-        if len(input_shape) != 4:
-            raise ConfigurationError(
-                f"{self.name}: input_shape must have 4 entries (batch, height, width, "
-                f"channels), received {input_shape!r}"
-            )
-        x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
-        expected = self._out_spec(x, pool_size, strides, padding)
-        if not dy.is_compatible_with(expected):
-            raise ConfigurationError(
-                f"{self.name}: dy must have the avg_pool2d output shape "
-                f"{expected.shape}, received {dy.shape}"
-            )
-        return x
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        *,
-        input_shape: Shape,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> Array:
-        hw = known_hw(tuple(input_shape[1:3]))
-        _, pool, strides, pads = self._geometry(hw, pool_size, strides, padding)
-        return kp.avg_pool2d_grad(dy, hw, pool, strides, pads)
-
-    def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
-        return [apply1("avg_pool2d", g, **attrs)]
-
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, pool_size: object, **attrs: object
-    ) -> OpCost:
-        return self._window_cost(in_specs, out_specs, in_specs[0], pool_size, "data_movement")
+    pooled = "the avg_pool2d output shape"
+    kernel_fn = staticmethod(kp.avg_pool2d_grad)
 
 
 def avg_pool2d(
@@ -250,7 +283,7 @@ def avg_pool2d(
 
     Args: as :func:`max_pool2d`.
     """
-    return apply1("avg_pool2d", x, **_pool_attrs("avg_pool2d", pool_size, strides, padding))
+    return apply1("avg_pool2d", x, **pool_attrs("avg_pool2d", pool_size, strides, padding))
 
 
 def avg_pool2d_grad(
@@ -262,7 +295,7 @@ def avg_pool2d_grad(
 ) -> Symbol:
     """Gradient of :func:`avg_pool2d` w.r.t. its input of shape ``input_shape`` (NHWC)."""
     op = "avg_pool2d_grad"
-    attrs = _pool_attrs(op, pool_size, strides, padding)
+    attrs = pool_attrs(op, pool_size, strides, padding)
     return apply1(op, dy, input_shape=tuple(input_shape), **attrs)
 
 

@@ -90,11 +90,7 @@ class InferenceMixin:
         handler = DataHandler(x, y, sample_weight, batch_size, steps, False, "evaluate")
         on_step = run.loop.on_step if run is not None else None
         logs = self._evaluate_handler(handler, callbacks, verbose, on_step)
-        if return_dict:
-            result: Any = logs
-        else:
-            values = [logs[name] for name in self.metrics_names]
-            result = values[0] if len(values) == 1 else values
+        result = self._batch_result(return_dict, logs)
         return result if run is None else run.finish(result)
 
     def _evaluate_handler(
@@ -110,9 +106,7 @@ class InferenceMixin:
         logs: dict[str, float] = {}
         for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
             cb.on_test_batch_begin(step)
-            arrays, x_spec, y_spec, sw_spec = self._prepare(bx, by, bsw)
-            program = self._program("test", x_spec, y_spec, sw_spec)
-            result = self._run_inference(program, arrays)
+            _, result, arrays = self._infer("test", bx, by, bsw)
             self._update_metrics(result, by, bsw, arrays)
             if on_step is not None:
                 on_step()
@@ -159,11 +153,10 @@ class InferenceMixin:
         structure = None
         for step, (bx, _, _) in enumerate(handler.epoch_iterator()):
             cb.on_predict_batch_begin(step)
-            arrays, x_spec, _, _ = self._prepare(bx, None, None)
-            program = self._program("predict", x_spec, None, None)
+            program, result, _ = self._infer("predict", bx, None, None)
             self._last_programs["predict"] = program
             structure = program.trace.outputs
-            outputs = self._run_inference(program, arrays).predictions
+            outputs = result.predictions
             chunks.append(outputs)
             if run is not None:
                 run.loop.on_step()
@@ -188,27 +181,28 @@ class InferenceMixin:
         self._assert_compiled("training/testing")
         if reset_metrics:
             self.reset_metrics()
-        arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
-        result = self._run_inference(self._program("test", x_spec, y_spec, sw_spec), arrays)
+        _, result, arrays = self._infer("test", x, y, sample_weight)
         self._update_metrics(result, y, sample_weight, arrays)
         return self._batch_result(return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
-        arrays, x_spec, _, _ = self._prepare(x, None, None)
-        program = self._program("predict", x_spec, None, None)
-        outputs = self._run_inference(program, arrays).predictions
-        return pack_sequence_as(program.trace.outputs, outputs)
+        program, result, _ = self._infer("predict", x, None, None)
+        return pack_sequence_as(program.trace.outputs, result.predictions)
 
-    def _run_inference(self, program: Any, arrays: list[np.ndarray]) -> Any:
-        """Run an evaluate / predict step and keep the states its layers carry to the next
-        batch (a stateful RNN's)."""
+    def _infer(
+        self, kind: str, x: Any, y: Any, sample_weight: Any
+    ) -> tuple[StepProgram, Any, list[np.ndarray]]:
+        """Run the ``kind`` ("test" / "predict") step on one batch, keeping the states its
+        layers carry to the next batch (a stateful RNN's): (program, result, input arrays)."""
+        arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
+        program = self._program(kind, x_spec, y_spec, sw_spec)
         result = program.run(arrays, self._next_ctx(False))
         for (variable, _), value in zip(program.updates, result.updates, strict=True):
             variable.assign(value)
-        return result
+        return program, result, arrays
 
-    def _batch_result(self, return_dict: bool) -> Any:
-        logs = self._logs()
+    def _batch_result(self, return_dict: bool, logs: dict[str, float] | None = None) -> Any:
+        logs = self._logs() if logs is None else logs
         if return_dict:
             return logs
         values = [logs[name] for name in self.metrics_names]

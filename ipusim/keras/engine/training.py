@@ -228,9 +228,6 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         self._exec_step += 1
         return ctx
 
-    def _train_batch(self, x: Any, y: Any, sample_weight: Any, where: str) -> None:
-        self._train_step([(x, y, sample_weight)], where)
-
     def _train_step(
         self, batches: list[tuple[Any, Any, Any]], where: str, norm_group: int = 1
     ) -> None:
@@ -446,7 +443,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         self._assert_compiled("training/testing")
         if reset_metrics:
             self.reset_metrics()
-        self._train_batch(x, y, sample_weight, "in train_on_batch")
+        self._train_step([(x, y, sample_weight)], "in train_on_batch")
         return self._batch_result(return_dict)
 
 

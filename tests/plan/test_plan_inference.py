@@ -1,0 +1,167 @@
+"""``ipusim.plan(..., inference=True)``: forward-only plans (``model.predict``). The planner's best
+against every inference configuration simulated one by one, the files of ``ipusim plan
+--inference`` re-run to their throughput, and a model whose inference plan needs none of what
+training needs (accumulation, more IPUs per replica) to fit."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import tomllib
+
+import pytest
+
+import ipusim
+from ipusim import keras
+from ipusim.cli import main
+from ipusim.errors import ConfigurationError
+from ipusim.plan.inference import STEPS
+from ipusim.plan.profile import from_report, workload_report
+from ipusim.plan.search import measure
+from ipusim.plan.space_model import layer_names
+
+MODEL = "tests.plan._models:mlp"
+WIDE = "tests.plan.test_plan_inference:wide"
+#: An IPU-M2000: 4 IPUs. 16 samples per device step over all replicas.
+SYSTEM, BATCH = "M2000", 16
+
+
+def wide() -> keras.Model:
+    """About 100 million parameters: 0.2 GB of fp16 weights fit an IPU's 0.9 GB, but not with
+    Adam's two moments per weight (E: what the memory check of the test then shows)."""
+    inputs = keras.Input((2048,))
+    x = keras.layers.Dense(8192, activation="relu", name="up")(inputs)
+    x = keras.layers.Dense(8192, activation="relu", name="mid")(x)
+    x = keras.layers.Dense(2048, activation="relu", name="down")(x)
+    model = keras.Model(inputs, keras.layers.Dense(10, name="logits")(x))
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
+def _exhaustive() -> list[dict]:
+    """Every inference configuration on the M2000: 1, 2 or 4 IPUs per replica using all four
+    IPUs, micro-batch = 16 / replicas, every cut of the four layers into the stages."""
+    names = layer_names(MODEL)
+    out = []
+    for ipr in (1, 2, 4):
+        replicas = 4 // ipr
+        base = {"system": SYSTEM, "model": MODEL, "precision": "fp16.16", "inference": True}
+        base |= {"stages": ipr, "replicas": replicas, "micro-batch": BATCH // replicas}
+        base |= {"accumulation": 1, "steps": STEPS}
+        for cut in itertools.combinations(range(1, len(names)), ipr - 1):
+            out.append({**base, "split": [names[c - 1] for c in cut]} if cut else base)
+    return out
+
+
+def test_the_inference_planners_best_is_the_best_of_the_whole_space():
+    result = ipusim.plan(MODEL, SYSTEM, BATCH, inference=True, budget_s=math.inf, progress=False)
+    table = result.table
+    assert table["fits"].iloc[0] and table["inference"].all()
+    figures = [measure("keras_model", args) for args in _exhaustive()]
+    assert len(figures) == 5 and all(f["fits"] for f in figures)
+    assert table["throughput"].iloc[0] == pytest.approx(
+        max(f["throughput"] for f in figures), rel=1e-9
+    )
+    for args in table[table["fits"]]["args"]:  # every plan returned as fitting fits on its own
+        assert args["accumulation"] == 1 and not args.get("recompute")
+        assert args["micro-batch"] * args["replicas"] == BATCH
+        assert measure("keras_model", args)["fits"]
+
+
+def test_an_inference_profile_has_no_backward_pass_or_optimizer_state():
+    args = {"system": SYSTEM, "model": MODEL, "inference": True, "micro-batch": 4}
+    args |= {"replicas": 1, "stages": 2, "split": ["dense_1"], "steps": 4}
+    p = from_report(workload_report("keras_model", args), lambda name: name)
+    assert set(p.groups) == set(layer_names(MODEL))
+    for cost in p.groups.values():
+        assert cost.forward_s > 0 and cost.weight_bytes > 0
+        assert cost.backward_s == 0 and cost.state_bytes == 0
+    assert p.update_s == 0
+    # a Dense layer's weights: (inputs + 1) x units values, fp32 (the workload's default)
+    assert p.groups["dense_0"].weight_bytes == (32 + 1) * 64 * 4
+
+
+def test_plan_inference_command_writes_a_row_that_reruns_to_its_throughput(tmp_path, capsys):
+    folder = tmp_path / "plan"
+    argv = ["plan", "--model", MODEL, "--system", SYSTEM, "--global-batch", str(BATCH)]
+    assert main([*argv, "--inference", "--candidates", "3", "-o", str(folder)]) == 0
+    best = tomllib.loads((folder / "best.toml").read_text())
+    assert best["args"]["inference"] is True and best["args"]["accumulation"] == 1
+    rerun = measure(best["workload"], best["args"])
+    assert rerun["fits"]
+    assert rerun["throughput"] == pytest.approx(best["measured"], rel=1e-9)
+    code = (folder / "best.py").read_text()
+    compile(code, "best.py", "exec")
+    assert "model.predict(" in code and "optimizer" not in code
+    capsys.readouterr()
+    assert main(["validate", "--folder", str(folder), "--no-crossval"]) == 0
+    assert "PLAN" in capsys.readouterr().out
+
+
+def test_inference_fits_where_training_needs_accumulation_or_more_ipus():
+    training = ipusim.plan(WIDE, SYSTEM, BATCH, budget_s=math.inf, progress=False).table
+    inference = ipusim.plan(WIDE, SYSTEM, BATCH, inference=True, budget_s=math.inf, progress=False)
+    trained, served = training.iloc[0], inference.table.iloc[0]
+    assert trained["fits"] and served["fits"]
+    assert trained["accumulation"] > 1 and served["accumulation"] == 1
+    assert served["micro_batch"] > trained["micro_batch"]
+    assert served["stages"] < trained["stages"]
+    # Why: on one IPU per replica (4 samples each) training does not fit the memory check
+    # (Adam's moments), while the forward pass alone does.
+    one_ipu = {"system": SYSTEM, "model": WIDE, "precision": "fp16.16", "stages": 1}
+    one_ipu |= {"replicas": 4, "micro-batch": 4, "accumulation": 1, "steps": 4}
+    refused = measure("keras_model", one_ipu)
+    assert not refused["fits"] and refused["error"].startswith("OutOfMemoryError")
+    assert measure("keras_model", {**one_ipu, "inference": True})["fits"]
+
+
+@pytest.mark.parametrize(
+    ("workload", "args", "layers"),
+    [
+        ("bert", {"size": "base", "sequence": 32, "masked": 4, "vocab": 1000}, 12),
+        ("resnet50", {"image-size": 32}, 16),
+    ],
+)
+def test_bert_and_resnet_inference_plans_fit_and_cover_every_layer(workload, args, layers):
+    table = ipusim.plan(
+        workload, SYSTEM, BATCH, args, inference=True, candidates=2, progress=False
+    ).table
+    assert table["fits"].all() and table["inference"].all()
+    for plan in table["args"]:
+        assert plan["micro-batch"] * plan["replicas"] == BATCH and plan["accumulation"] == 1
+        stages = plan["stages"]
+        if workload == "bert" and stages > 1:
+            assert len(plan["layers-per-ipu"]) == stages
+            assert sum(plan["layers-per-ipu"]) == layers
+        elif stages > 1:
+            assert len(plan["split"]) == stages - 1
+
+
+def test_run_plan_inference_plans_the_scripts_model_for_predict(tmp_path):
+    from tests.plan.test_run_plan import SCRIPT
+
+    marker = tmp_path / "trained.txt"
+    script = tmp_path / "train.py"
+    script.write_text(f"MARKER = {str(marker)!r}\n{SCRIPT}")
+    out = tmp_path / "plan"
+    argv = ["run", "--plan", "--inference", "--system", SYSTEM, "--global-batch", str(BATCH)]
+    assert main([*argv, "--candidates", "2", "-o", str(out), str(script)]) == 0
+    assert not marker.exists()  # the script stopped at fit
+    with open(out / "plans.csv") as f:
+        table = list(csv.DictReader(f))
+    assert table[0]["fits"] == "True"
+    for row in table:  # forward only: one micro-batch per device step and replica
+        assert row["inference"] == "True" and row["accumulation"] == "1"
+        assert int(row["micro_batch"]) * int(row["replicas"]) == BATCH
+
+
+def test_a_global_batch_no_inference_configuration_takes_is_refused_with_the_fix():
+    # 3 samples per step: only one replica of four stages takes them, and 6 device iterations
+    # are not a multiple of its four stages
+    with pytest.raises(ConfigurationError, match="steps a multiple of the stages"):
+        ipusim.plan(MODEL, SYSTEM, 3, {"steps": 6}, inference=True, progress=False)
+    table = ipusim.plan(MODEL, SYSTEM, 3, inference=True, candidates=1, progress=False).table
+    assert list(table["replicas"]) == [1] and list(table["stages"]) == [4]
