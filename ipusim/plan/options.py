@@ -55,7 +55,7 @@ __all__ = [
 IO_TILES = 32
 
 
-class Evaluated(list):  # type: ignore[type-arg]
+class Evaluated(list[Any]):
     """Candidates kept, with ``evaluated``: how many candidates were estimated (kept or pruned)."""
 
     evaluated: int = 0

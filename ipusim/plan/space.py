@@ -15,7 +15,8 @@ micro-batch from the layers' forward, backward (and recomputed forward) seconds,
 IPU over ``accumulation + 2 (stages - 1)`` cycles of the Grouped schedule, plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
-to the embedding.
+to the embedding. The costs live in :mod:`ipusim.plan.bert_costs`; the schedule, the
+optimizer-state options, I/O tiles and interpolated proportions in :mod:`ipusim.plan.options`.
 """
 
 from __future__ import annotations
