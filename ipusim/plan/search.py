@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
+from ipusim.plan.options import counted
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_model import model_candidates
 from ipusim.plan.space_resnet import resnet_candidates
@@ -188,7 +189,7 @@ def plan(
             f"it must split over the replicas into {rule}; give a multiple of the system's "
             "IPU count"
         )
-    cands = _seeded(cands, seed)
+    cands = counted(_seeded(cands, seed), evaluated)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
@@ -275,7 +276,8 @@ def _judge_all(
     refused: dict[tuple[Any, ...], float] = {}
     per_step, pos = 0.0, 0
     if progress:
-        print(f"plan: {len(cands)} candidates estimated", file=sys.stderr)
+        estimated = getattr(cands, "evaluated", len(cands))  # those pruned by estimates too
+        print(f"plan: {estimated} candidates estimated, {len(cands)} kept", file=sys.stderr)
     while pos < len(cands) and (limit is None or len(rows) < limit):
         batch: list[tuple[int, Candidate]] = []
         while pos < len(cands) and len(batch) < jobs:
