@@ -39,6 +39,9 @@ STAGE_COUNTS = (1, 4, 7)
 MEMORY_PROPORTIONS = (0.15, 0.6)
 #: availableMemoryProportion values estimated by interpolating the profiled ones (E).
 EXTRA_PROPORTIONS = (0.3, 0.45)
+#: Estimates above this multiple of the budget are pruned (E: the estimates track the memory
+#: check within a few percent on tests/plan/test_profile.py's sample, 15% there at most).
+PRUNE_FACTOR = 1.15
 #: Micro-batches of the two reference runs per setting (E: small enough to fit without
 #: recomputation at 224 x 224, far enough apart to give the slope).
 REFERENCE_BATCHES = (4, 16)
@@ -107,7 +110,8 @@ def _executions(accumulation: int) -> int:
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
-    """ResNet-50 configurations on ``num_ipus`` IPUs, ordered fastest first (estimates): per
+    """ResNet-50 configurations on ``num_ipus`` IPUs estimated to fit within
+    :data:`PRUNE_FACTOR`, ordered fastest first (estimates): per
     recomputation setting and availableMemoryProportion (profiled, or interpolated between the
     profiled ones), every micro-batch, optimizer-state setting and (without recomputation
     stages, whose Sequential schedule the simulator does not overlap) I/O tile count."""
@@ -129,7 +133,8 @@ def resnet_candidates(
         for mb in sorted(set(low) & set(high)):
             fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
             out += _variants(args, num_ipus, global_batch, precision, stages, proportion, mb, fig)
-    return options.counted(fastest_first(options.undominated(out)), len(out))
+    kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR]
+    return options.counted(fastest_first(kept), len(out))
 
 
 def _variants(
