@@ -38,7 +38,7 @@ STAGE_COUNTS = (1, 4, 7)
 #: CNN and BERT configs use, which leaves room for larger micro-batches).
 MEMORY_PROPORTIONS = (0.15, 0.6)
 #: availableMemoryProportion values estimated by interpolating the profiled ones (E).
-EXTRA_PROPORTIONS = (0.3, 0.45)
+EXTRA_PROPORTIONS = (0.3,)
 #: Estimates above this multiple of the budget are pruned (E: the estimates track the memory
 #: check within a few percent on tests/plan/test_profile.py's sample, 15% there at most).
 PRUNE_FACTOR = 1.15
