@@ -102,15 +102,22 @@ def best_py(args: dict[str, Any]) -> str:
         f"config.allow_recompute = {bool(args.get('recompute'))}",
         f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
         f"'{args.get('memory-proportion', 0.6)}'}}",
+        *([f"config.io_tiles.num_io_tiles = {args['io-tiles']}"] if args.get("io-tiles") else []),
         "config.configure_ipu_system()",
         "",
     ]
     if args["stages"] > 1:
         lines += _stages_py(args)
     else:
+        state = (
+            f", offload_weight_update_variables={args['offload'] == 'on'}, "
+            f"replicated_optimizer_state_sharding={bool(args.get('sharded-optimizer-state'))}"
+            if args.get("offload") in ("on", "off") and args["accumulation"] > 1
+            else ""
+        )
         lines.append(
             "model.set_gradient_accumulation_options("
-            f"gradient_accumulation_steps_per_replica={args['accumulation']})"
+            f"gradient_accumulation_steps_per_replica={args['accumulation']}{state})"
         )
     lines.append(f"# micro-batch (dataset batch size per replica): {args['micro-batch']}")
     return "\n".join(lines) + "\n"

@@ -80,6 +80,8 @@ class Profile:
         sample_s: the run's simulated seconds per sample (all replicas'), all costs included.
         host_s: the slowest IPU's seconds of host I/O and Streaming Memory traffic in the run
             (weight read-back, offloaded optimizer state: per execution, not per micro-batch).
+        infeed_s: the slowest IPU's seconds of infeed copies in the run (what I/O tiles
+            overlap with compute).
     """
 
     groups: dict[str, GroupCost]
@@ -90,6 +92,7 @@ class Profile:
     ipu_tile_ratio: dict[int, float]
     sample_s: float = math.nan
     host_s: float = 0.0
+    infeed_s: float = 0.0
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -115,10 +118,9 @@ def _side(name: str, op: str, phases: dict[str, str]) -> str:
     return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
 
 
-def _per_record(report: Any) -> Any:
+def _per_record(records: Any) -> Any:
     """Per (IPU, compute set): its layer, op and mean seconds per execution (compute plus
     exchange records, each averaged over the records the trace kept)."""
-    records = report.trace.to_dataframe()
     records = records[(records.ipu >= 0) & records.track.isin(["compute", "exchange"])]
     mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
         layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
@@ -128,8 +130,14 @@ def _per_record(report: Any) -> Any:
     )
 
 
+def _infeed_s(records: Any) -> float:
+    """The slowest IPU's seconds of ``infeed copy`` records (the IPU copying a staged element)."""
+    copies = records[(records.ipu >= 0) & (records.name == "infeed copy")]
+    return float(copies.groupby("ipu").duration_s.sum().max()) if len(copies) else 0.0
+
+
 def _times(
-    report: Any, group: Grouping
+    report: Any, records: Any, group: Grouping
 ) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
     """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
     seconds (the slowest IPU's)."""
@@ -137,7 +145,7 @@ def _times(
     sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
     where: dict[str, int] = {}
     update: dict[int, float] = {}
-    for (ipu, op_name), row in _per_record(report).iterrows():
+    for (ipu, op_name), row in _per_record(records).iterrows():
         side = _side(str(op_name), str(row.op), phases)
         if side == "update":
             update[int(ipu)] = update.get(int(ipu), 0.0) + float(row.seconds)
@@ -164,7 +172,8 @@ def from_report(report: Any, group: Grouping) -> Profile:
             f"{kept!r}; profile a shorter run (fewer micro-batches) or raise "
             "IPUConfig.ipusim.trace_records"
         )
-    sides, where, update_s = _times(report, group)
+    records = report.trace.to_dataframe()
+    sides, where, update_s = _times(report, records, group)
     fwd, bwd = sides["fwd"], sides["bwd"]
     weights: dict[str, float] = {}
     state: dict[str, float] = {}
@@ -202,6 +211,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
         dict(zip(ipus, ratio.astype(float))),
         1.0 / float(report.throughput_samples_per_s),
         float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
+        _infeed_s(records),
     )
 
 
@@ -258,8 +268,8 @@ def one_ipu(
     """A data-parallel configuration (one IPU per replica, ``args["replicas"]`` replicas)
     profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
     bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
-    besides the micro-batches (update, all-reduce, host I/O) and the IPU's budget; None if it
-    does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
+    besides the micro-batches (update, all-reduce, host I/O), the IPU's budget, its weight
+    bytes and its infeed copy seconds per micro-batch; None if it does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
     # A long accumulation is profiled over its first MAX_PROFILE_ACCUMULATION micro-batches:
     # the per-micro-batch and per-update figures do not depend on the count, and a run of
     # thousands would outgrow the trace's record budget.
@@ -275,7 +285,9 @@ def one_ipu(
     # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
     # the run did it) plus their share of the run's exchange and syncs.
     fixed = min(p.update_s + p.host_s / runs, step)
-    return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes
+    weights = sum(g.weight_bytes for g in p.groups.values())
+    infeed = p.infeed_s / (acc * runs)
+    return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes, weights, infeed
 
 
 def per_micro_batch(
@@ -310,7 +322,7 @@ def per_micro_batch(
     for mb in mbs:
         if m1 == m0:
             k = mb / m0
-            out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4])
+            out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4], f0[5], f0[6] * k)
             continue
         w = (mb - m0) / (m1 - m0)
         out[mb] = tuple((1 - w) * a + w * b for a, b in zip(f0, f1))

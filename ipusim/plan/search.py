@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
+from ipusim.plan.options import counted
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_model import model_candidates
 from ipusim.plan.space_resnet import resnet_candidates
@@ -170,11 +171,12 @@ def plan(
     batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
     if not batches:
         raise ConfigurationError("global_batch: give at least one global batch size")
-    cands = [
-        c
-        for gb in batches
-        for c in _candidates(workload, workload_args, system, gb, precision, inference)
+    spaces = [
+        _candidates(workload, workload_args, system, gb, precision, inference) for gb in batches
     ]
+    cands = [c for space in spaces for c in space]
+    # Candidates estimated, those pruned by memory included (a space that counts them says so).
+    evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
     if not cands:
         rule = (
             "micro-batch (inference: with steps a multiple of the stages)"
@@ -187,12 +189,12 @@ def plan(
             f"it must split over the replicas into {rule}; give a multiple of the system's "
             "IPU count"
         )
-    cands = _seeded(cands, seed)
+    cands = counted(_seeded(cands, seed), evaluated)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
     table = _rank(rows)
-    result = PlanResult(table, len(cands), len(rows), time.perf_counter() - start)
+    result = PlanResult(table, evaluated, len(rows), time.perf_counter() - start)
     if output is not None:
         from ipusim.plan.output import write_outputs
 
@@ -274,7 +276,8 @@ def _judge_all(
     refused: dict[tuple[Any, ...], float] = {}
     per_step, pos = 0.0, 0
     if progress:
-        print(f"plan: {len(cands)} candidates estimated", file=sys.stderr)
+        estimated = getattr(cands, "evaluated", len(cands))  # those pruned by estimates too
+        print(f"plan: {estimated} candidates estimated, {len(cands)} kept", file=sys.stderr)
     while pos < len(cands) and (limit is None or len(rows) < limit):
         batch: list[tuple[int, Candidate]] = []
         while pos < len(cands) and len(batch) < jobs:
@@ -390,6 +393,11 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         f"acc {a['accumulation']} recompute {bool(a.get('recompute'))} "
         f"amp {a.get('memory-proportion')}"
     )
+    for key, text in (("schedule", "{}"), ("offload", "offload {}"), ("io-tiles", "io-tiles {}")):
+        if a.get(key) not in (None, "grouped"):
+            summary += " " + text.format(a[key])
+    if a.get("sharded-optimizer-state"):
+        summary += " sharded"
     return {
         "summary": summary,
         "global_batch": a["micro-batch"] * a["accumulation"] * a["replicas"],

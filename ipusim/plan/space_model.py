@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.plan import profile
+from ipusim.lowering.supersteps import element_bytes
+from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
@@ -35,6 +36,11 @@ REFERENCE_BATCHES = (4, 16)
 def layer_names(reference: str, needs_loss: bool = True) -> list[str]:
     """The model's layers in pipeline-assignment order (the order stages take them); the
     model must be compiled with a loss if it ``needs_loss`` (to be trained)."""
+    return _built(reference, needs_loss)[0]
+
+
+def _built(reference: str, needs_loss: bool = True) -> tuple[list[str], int]:
+    """:func:`layer_names`, and the slots per variable of the model's compiled optimizer."""
     import ipusim
     from ipusim.config import reset_ipu_configuration
     from workloads.keras_model import builder
@@ -42,7 +48,8 @@ def layer_names(reference: str, needs_loss: bool = True) -> list[str]:
     try:
         with ipusim.IPUStrategy().scope():
             model = builder(reference, needs_loss=needs_loss)()
-            return [a.layer.name for a in model.get_pipeline_stage_assignment()]
+            names = [a.layer.name for a in model.get_pipeline_stage_assignment()]
+            return names, options.optimizer_slots(model.optimizer)
     finally:
         reset_ipu_configuration()
 
@@ -66,7 +73,7 @@ def model_candidates(
     """
     if "model" not in args:
         raise ConfigurationError("planning a Keras model needs args['model'] (module:function)")
-    names = layer_names(str(args["model"]))
+    names, slots = _built(str(args["model"]))
     if not names:
         raise ConfigurationError(f"the model {args['model']!r} has no layers to place on IPUs")
     base = {**args, "precision": precision}
@@ -80,28 +87,40 @@ def model_candidates(
             continue
         mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
         if ipr == 1:
-            out += _data_parallel({**base, "replicas": replicas}, mbs, per_replica, global_batch)
+            dp = {**base, "replicas": replicas}
+            out += _data_parallel(dp, mbs, per_replica, global_batch, slots)
         else:
             mbs = [m for m in mbs if (per_replica // m) % (2 * ipr) == 0][-PIPELINE_BATCHES:]
             for mb in mbs:
                 out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb)
-    return fastest_first(out)
+    return options.counted(fastest_first(options.undominated(out)), len(out))
 
 
 def _data_parallel(
-    base: dict[str, Any], mbs: list[int], per_replica: int, global_batch: int
+    base: dict[str, Any], mbs: list[int], per_replica: int, global_batch: int, slots: int
 ) -> list[Candidate]:
+    """One IPU per replica, profiled at two micro-batches as the workload runs by default (the
+    optimizer state offloaded with accumulation where there is Streaming Memory, as IPU
+    TensorFlow does), for every optimizer-state and I/O tile option."""
+    from ipusim.hardware import load_system
+
     figures = profile.per_micro_batch(
         "keras_model", base, _per_layer, mbs, per_replica, REFERENCE_BATCHES, _executions
     )
+    system = str(base["system"])
+    ref = ("on" if load_system(system).streaming_memory is not None else "off", False)
+    sizes = (slots, element_bytes(str(base["precision"])))
     out = []
-    for mb, (used, ratio, per_mb, update, budget) in figures.items():
+    for mb, fig in figures.items():
         acc = per_replica // mb
         args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
         args["steps"] = acc * _executions(acc)
-        speed = global_batch / (acc * per_mb + update)
         gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
-        out.append(Candidate.of(args, speed, gives, used, budget, ratio))
+        variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
+        for state, io, step, used in variants:
+            text = "; ".join([gives, *options.gives_up(state, io)])
+            a = options.setting_args(args, state, io)
+            out.append(Candidate.of(a, global_batch / step, text, used, fig[4], fig[1]))
     return out
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ipusim.plan import profile
+from ipusim.lowering.supersteps import element_bytes
+from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
@@ -36,6 +37,11 @@ STAGE_COUNTS = (1, 4, 7)
 #: availableMemoryProportion values tried (E: the IPU default 0.6 and the low end Graphcore's
 #: CNN and BERT configs use, which leaves room for larger micro-batches).
 MEMORY_PROPORTIONS = (0.15, 0.6)
+#: availableMemoryProportion values estimated by interpolating the profiled ones (E).
+EXTRA_PROPORTIONS = (0.3,)
+#: Estimates above this multiple of the budget are pruned (E: the estimates track the memory
+#: check within a few percent on tests/plan/test_profile.py's sample, 15% there at most).
+PRUNE_FACTOR = 1.15
 #: Micro-batches of the two reference runs per setting (E: small enough to fit without
 #: recomputation at 224 x 224, far enough apart to give the slope).
 REFERENCE_BATCHES = (4, 16)
@@ -104,24 +110,61 @@ def _executions(accumulation: int) -> int:
 def resnet_candidates(
     args: dict[str, Any], num_ipus: int, global_batch: int, precision: str
 ) -> list[Candidate]:
-    """ResNet-50 configurations on ``num_ipus`` IPUs, ordered fastest first (estimates)."""
+    """ResNet-50 configurations on ``num_ipus`` IPUs estimated to fit within
+    :data:`PRUNE_FACTOR`, ordered fastest first (estimates): per
+    recomputation setting and availableMemoryProportion (profiled, or interpolated between the
+    profiled ones), every micro-batch, optimizer-state setting and (without recomputation
+    stages, whose Sequential schedule the simulator does not overlap) I/O tile count."""
     per_replica, rem = divmod(global_batch, num_ipus)
     if rem:
         return []
     out = []
     mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
-    for stages, proportion in itertools.product(STAGE_COUNTS, MEMORY_PROPORTIONS):
+
+    def figures(stages: int, proportion: float) -> dict[int, tuple[float, ...]]:
         setting = _args(args, num_ipus, 1, 1, stages, proportion, precision, 1)
-        figures = profile.per_micro_batch(
+        return profile.per_micro_batch(
             "resnet50", setting, resnet_group, mbs, per_replica, REFERENCE_BATCHES, _executions
         )
-        for mb, (used, ratio, per_mb, update, budget) in figures.items():
-            acc = per_replica // mb
-            cand = _args(
-                args, num_ipus, mb, acc, stages, proportion, precision, acc * _executions(acc)
-            )
-            gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
-            speed = global_batch / (acc * per_mb + update)
-            gives += "; uint8 input cast on the IPU"
-            out.append(Candidate.of(cand, speed, gives, used, budget, ratio))
-    return fastest_first(out)
+
+    spread = options.interpolated(MEMORY_PROPORTIONS, EXTRA_PROPORTIONS)
+    for stages, (proportion, lo, hi, w) in itertools.product(STAGE_COUNTS, list(spread)):
+        low, high = figures(stages, lo), figures(stages, hi)
+        for mb in sorted(set(low) & set(high)):
+            fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
+            out += _variants(args, num_ipus, global_batch, precision, stages, proportion, mb, fig)
+    kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR]
+    return options.counted(fastest_first(kept), len(out))
+
+
+def _variants(
+    args: dict[str, Any],
+    num_ipus: int,
+    global_batch: int,
+    precision: str,
+    stages: int,
+    proportion: float,
+    mb: int,
+    fig: tuple[float, ...],
+) -> list[Candidate]:
+    """One setting's candidates at micro-batch ``mb`` from its figures ``fig``
+    (:func:`~ipusim.plan.profile.one_ipu`'s), for every optimizer-state and I/O tile option."""
+    acc = global_batch // (num_ipus * mb)
+    cand = _args(args, num_ipus, mb, acc, stages, proportion, precision, acc * _executions(acc))
+    gives = "recomputes activations between checkpoints" if stages > 1 else "no recompute"
+    sizes = (options.optimizer_slots(args.get("optimizer", "momentum")), element_bytes(precision))
+    variants = options.data_parallel_variants(
+        fig, acc, str(args["system"]), num_ipus, ("off", False), sizes
+    )
+    return [
+        Candidate.of(
+            options.setting_args(cand, state, io),
+            global_batch / step,
+            "; ".join([gives, *options.gives_up(state, io), "uint8 input cast on the IPU"]),
+            used,
+            fig[4],
+            fig[1],
+        )
+        for state, io, step, used in variants
+        if not (io and stages > 1)
+    ]

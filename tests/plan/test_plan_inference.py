@@ -108,7 +108,8 @@ def test_inference_fits_where_training_needs_accumulation_or_more_ipus():
     assert trained["fits"] and served["fits"]
     assert trained["accumulation"] > 1 and served["accumulation"] == 1
     assert served["micro_batch"] > trained["micro_batch"]
-    assert served["stages"] < trained["stages"]
+    # Training takes more IPUs per replica, or shards Adam's moments over the replicas.
+    assert served["stages"] < trained["stages"] or trained["args"].get("sharded-optimizer-state")
     # Why: on one IPU per replica (4 samples each) training does not fit the memory check
     # (Adam's moments), while the forward pass alone does.
     one_ipu = {"system": SYSTEM, "model": WIDE, "precision": "fp16.16", "stages": 1}

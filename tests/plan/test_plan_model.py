@@ -13,6 +13,7 @@ import pytest
 import ipusim
 from ipusim.cli import main
 from ipusim.errors import ConfigurationError
+from ipusim.plan import options
 from ipusim.plan.search import simulate
 from ipusim.plan.space_model import layer_names
 from tests.plan import _models
@@ -25,7 +26,8 @@ SYSTEM, BATCH = "M2000", 16
 def _exhaustive() -> list[dict]:
     """Every configuration of the space: IPUs per replica 1, 2 or 4; every cut of the layers;
     every micro-batch that divides the replica's share (the Grouped schedule's accumulation a
-    multiple of twice the stages); recomputation on and off when pipelined."""
+    multiple of twice the stages); recomputation on and off when pipelined; data parallel, the
+    optimizer state offloaded or on chip, sharded or not, with and without I/O tiles."""
     names = layer_names(MODEL)
     out = []
     for ipr in (1, 2, 4):
@@ -36,8 +38,9 @@ def _exhaustive() -> list[dict]:
             base = {"system": SYSTEM, "model": MODEL, "precision": "fp16.16", "stages": ipr}
             base |= {"replicas": replicas, "micro-batch": mb, "accumulation": acc}
             base["steps"] = acc * max(1, 16 // acc)
-            if ipr == 1:
-                out.append(base)
+            if ipr == 1:  # every optimizer-state setting (with accumulation) and I/O tiles
+                states = options.state_options(replicas) if acc > 1 else [("off", False)]
+                out += [options.setting_args(base, st, io) for st in states for io in (0, 32)]
                 continue
             if acc % (2 * ipr):
                 continue

@@ -42,16 +42,30 @@ def test_unknown_workload_is_a_configuration_error():
 
 
 def test_resnet_exhaustive_search_agrees_with_planner(monkeypatch):
-    from ipusim.plan import space_resnet
+    from ipusim.plan import options, space_resnet
     from ipusim.plan.space_resnet import resnet_candidates
 
     monkeypatch.setattr(space_resnet, "MEMORY_PROPORTIONS", (0.6,))
+    # Offloaded or not, with or without I/O tiles; sharded over the 4 replicas only (the
+    # unsharded sibling is as fast with more memory: tests/plan/test_options.py).
+    whole = options.state_options
+    monkeypatch.setattr(
+        options,
+        "state_options",
+        lambda r, fixed=None: [s for s in whole(r, fixed) if s[1] or fixed or r == 1],
+    )
     model = {"image-size": 32, "optimizer": "momentum"}
     out = plan("resnet50", SYSTEM, 16, model, budget_s=1e9, progress=False)
     fitting = out.table[out.table["fits"]]
     assert len(fitting) >= 1 and (fitting["memory_used"] <= 1.0).all()
+    # Every candidate, those the planner drops as dominated too.
+    monkeypatch.setattr(options, "undominated", lambda cands: cands)
+    every = resnet_candidates({"system": SYSTEM, **model}, 4, 16, "fp16.16")
+    assert {(c.args["offload"], c.args.get("io-tiles")) for c in every} == {
+        (o, io) for o in ("on", "off") for io in (None, options.IO_TILES)
+    }
     best = 0.0
-    for cand in resnet_candidates({"system": SYSTEM, **model}, 4, 16, "fp16.16"):
+    for cand in every:
         try:
             o = simulate("resnet50", cand.args)
         except Exception:  # refused or out of memory: not a plan

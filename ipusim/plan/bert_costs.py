@@ -1,0 +1,323 @@
+"""BERT's per-layer costs for the planner's BERT space (:mod:`ipusim.plan.space`), read from
+the profile of a Sequential reference pipeline of unequal stages (see :class:`BertCosts`) and
+cached per setting (:class:`CostCache`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from ipusim.errors import ConfigurationError
+from ipusim.lowering.supersteps import element_bytes
+from ipusim.plan import options, profile
+from ipusim.plan.profile import Profile
+
+__all__ = [
+    "BertCosts",
+    "BertShape",
+    "CostCache",
+    "bert_costs",
+    "bert_group",
+    "reference_counts",
+]
+
+#: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
+#: more would push the trace past its record budget, to block-level records without layers).
+REFERENCE_DEPTH = 2
+SIZES = {"base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
+
+
+@dataclass(frozen=True)
+class BertShape:
+    """The sizes that fix a BERT model: layers, hidden, heads, intermediate, sequence, masked
+    tokens, vocabulary."""
+
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+    sequence: int
+    masked: int
+    vocab: int
+
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> BertShape:
+        size = str(args.get("size", "large"))
+        if size not in SIZES:
+            raise ConfigurationError(
+                f"workload argument size must be one of {sorted(SIZES)}, got {size!r}"
+            )
+        layers, hidden, heads, inter = SIZES[size]
+        seq, masked = int(args.get("sequence", 128)), int(args.get("masked", 20))
+        return cls(layers, hidden, heads, inter, seq, masked, int(args.get("vocab", 30522)))
+
+
+@dataclass(frozen=True)
+class BertCosts:
+    """BERT's per-layer figures at one setting (seconds per micro-batch, bytes), from a profile.
+
+    Attributes:
+        layer_s / embed_s / head_s: an encoder layer's, the embedding's and the head's seconds
+            per micro-batch (recomputed forward included when recomputing).
+        layer_var / embed_var / head_var: variable bytes of an encoder layer, the embedding and
+            the head.
+        working: live activations of an IPU besides its stash (one layer's working set).
+        stash: an encoder layer's activations held per micro-batch in flight.
+        embed_act / head_act: the embedding's and the head's activations (IPU 0's activations
+            besides its layers', split between them in proportion to forward time, E).
+        fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
+        ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
+        update_per_byte: seconds of the weight update and host I/O per execution, per variable
+            byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
+            taken out: a candidate adds its own, :func:`~ipusim.plan.options.update_transfer_s`).
+        overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
+            (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
+            sum of its parts, spread over its stages.
+        budget: an IPU's budget, bytes.
+        weight_share: the encoder layers' weight bytes over their variable bytes.
+        layer_b / embed_b / head_b: the backward passes' part of ``layer_s``, ``embed_s`` and
+            ``head_s`` (a recomputed forward runs in the backward pass).
+        infeed_s: seconds of infeed copies per micro-batch (the slowest IPU's).
+    """
+
+    layer_s: float
+    embed_s: float
+    head_s: float
+    layer_var: float
+    embed_var: float
+    head_var: float
+    working: float
+    stash: float
+    embed_act: float
+    head_act: float
+    fixed: float
+    fixed0: float
+    ratio: float
+    ratio0: float
+    update_per_byte: float
+    overhead_s: float
+    budget: float
+    weight_share: float
+    layer_b: float
+    embed_b: float
+    head_b: float
+    infeed_s: float
+
+    @classmethod
+    def of(
+        cls,
+        p: Profile,
+        counts: list[int],
+        recompute: bool,
+        mb: int,
+        moved: Callable[[float], float],
+    ) -> BertCosts:
+        """From a profile of the Sequential reference layout ``counts`` (encoder layers per
+        IPU) at micro-batch ``mb``; ``moved(weight_bytes)``: the seconds of collectives and
+        Streaming Memory transfers of the reference's update of an IPU's weights."""
+        enc = [i for i in range(1, len(counts)) if i in p.ipu_activations]
+        n = np.array([counts[i] for i in enc], float)
+        act = np.array([p.ipu_activations[i] for i in enc])
+        if len(set(n)) > 1:  # act = working + n * stash over the encoder-only IPUs
+            (working, stash), *_ = np.linalg.lstsq(np.c_[np.ones_like(n), n], act, rcond=None)
+        else:
+            working, stash = 0.0, float(act.mean() / n.mean()) if len(n) else 0.0
+        working, stash = max(float(working), 0.0), max(float(stash), 0.0)
+        layers = [g for g in p.groups if g.startswith("encoder_")]
+        var = [p.variable_bytes([g]) for g in layers]
+        ipu0 = p.variable_bytes(["embedding", "head"])
+        extra = max(p.ipu_activations[0] - working - counts[0] * stash, 0.0)
+        e, h = p.groups["embedding"].activation_bytes, p.groups["head"].activation_bytes
+        head_share = h / (e + h) if e + h > 0 else 0.5
+        heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
+        stages = len(counts) + (len(counts) > 1)
+        acc = REFERENCE_DEPTH * stages
+        # Per execution: the update and host I/O but the infeed copies (one per micro-batch,
+        # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them).
+        fixed = p.update_s + p.host_s - p.infeed_s
+        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s) / acc
+        weights = sum(p.groups[g].weight_bytes for g in layers)
+
+        def back(names: list[str]) -> float:
+            return sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in names)
+
+        return cls(
+            layer_s=max(p.seconds([g], recompute) for g in layers),
+            embed_s=p.seconds(["embedding"], recompute),
+            head_s=p.seconds(["head"], recompute),
+            layer_var=max(var),
+            embed_var=p.variable_bytes(["embedding"]),
+            head_var=p.variable_bytes(["head"]),
+            working=working,
+            stash=stash,
+            embed_act=extra * (1.0 - head_share),
+            head_act=extra * head_share,
+            fixed=max((p.ipu_fixed[i] for i in enc), default=p.ipu_fixed[0]),
+            fixed0=p.ipu_fixed[0],
+            ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
+            ratio0=p.ipu_tile_ratio[0],
+            update_per_byte=max(fixed - moved(heaviest * weights / sum(var)), 0.0) / heaviest,
+            overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
+            budget=p.budget_bytes,
+            weight_share=weights / sum(var),
+            layer_b=max(p.seconds([g], recompute) for g in layers)
+            * back(layers)
+            / p.seconds(layers, recompute),
+            embed_b=back(["embedding"]),
+            head_b=back(["head"]),
+            infeed_s=p.infeed_s / acc,
+        )
+
+    def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
+        """Bytes of the IPU of encoder stage ``stage`` holding ``layers`` layers with ``alive``
+        micro-batches in flight (stage 0 also holds the embedding; ``head``: the head too), and
+        its use of the budget (the larger of the IPU's and its busiest tile's)."""
+        total = self.working + layers * (self.layer_var + self.stash * alive)
+        total += self.head_var + self.head_act if head else 0.0
+        if stage == 0:
+            total += self.fixed0 + self.embed_var + self.embed_act
+            return total, total / self.budget * max(1.0, self.ratio0)
+        total += self.fixed
+        return total, total / self.budget * max(1.0, self.ratio)
+
+
+def bert_group(layer: str) -> str | None:
+    """The profile group of a BERT Keras layer: ``encoder_N``, ``embedding`` or ``head``."""
+    if layer.startswith("encoder_"):
+        return "_".join(layer.split("_", 2)[:2])
+    if "embedding" in layer:
+        return "embedding"
+    if layer.startswith("mlm") or "slice" in layer:
+        return "head"
+    return None
+
+
+def reference_counts(layers: int, ipus: int) -> list[int]:
+    """Encoder layers per IPU of the reference run: one on IPU 0 (with the embedding and the
+    head), the rest split unevenly over the others so their activations tell the working set
+    from the per-layer stash."""
+    ipus = max(1, min(ipus, layers))
+    if ipus == 1:
+        return [layers]
+    base, extra = divmod(layers - 1, ipus - 1)
+    counts = [1] + [base + (1 if i < extra else 0) for i in range(ipus - 1)]
+    if ipus > 2 and counts[1] > 1:
+        counts[1] -= 1
+        counts[-1] += 1
+    return counts
+
+
+def bert_costs(
+    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
+) -> BertCosts | None:
+    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
+    recomputation, precision), from the cached profile of a Sequential reference pipeline over
+    ``ipus`` IPUs; None if that reference does not fit."""
+    mb, proportion, recompute, precision = setting
+    counts = reference_counts(shape.layers, ipus)
+    stages = len(counts) + (len(counts) > 1)
+    args = {
+        **base,
+        **{"micro-batch": mb, "accumulation": REFERENCE_DEPTH * stages},
+        "steps": REFERENCE_DEPTH * stages,
+        "replicas": 1,
+        "stages": stages,
+        "precision": precision,
+        "offload": "on",
+        "memory-proportion": proportion,
+    }
+    if stages > 1:
+        args.update(
+            schedule="sequential",
+            **{"device-mapping": [*range(len(counts)), 0], "heads-stage": True},
+            **{"layers-per-ipu": counts},
+        )
+    if recompute:
+        mode = "interleaved" if stages > 1 else "auto"
+        args.update(recompute=True, **{"recomputation-mode": mode, "checkpoint-every-layer": True})
+    key = ("bert", repr(sorted(args.items())))
+    p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_group)
+    if p is None:
+        return None
+    # The reference's own optimizer-state traffic (offloaded, one replica).
+    sizes = (options.optimizer_slots(base.get("optimizer", "adam")), element_bytes(precision))
+
+    def moved(weight_bytes: float) -> float:
+        elements = int(weight_bytes / sizes[1])
+        system = str(base["system"])
+        return options.update_transfer_s(system, 1, len(counts), ("on", False), elements, sizes)
+
+    return BertCosts.of(p, counts, recompute, mb, moved)
+
+
+class CostCache:
+    """BERT costs per setting, profiled at the two ends of the micro-batches a search uses
+    and interpolated linearly in between (a reference that does not fit: the next smaller);
+    an availableMemoryProportion not among the ``profiled`` ones, interpolated between them."""
+
+    def __init__(
+        self,
+        base: dict[str, Any],
+        shape: BertShape,
+        ipus: int,
+        mbs: list[int],
+        profiled: tuple[float, ...],
+    ):
+        self.base, self.shape, self.ipus, self.profiled = base, shape, ipus, profiled
+        self.lo, self.hi = min(mbs), max(mbs)
+        self.memo: dict[tuple[Any, ...], BertCosts | None] = {}
+
+    def at(self, mb: int, proportion: float, recompute: bool, precision: str) -> BertCosts | None:
+        key = (mb, proportion, recompute, precision)
+        if key not in self.memo and proportion not in self.profiled:
+            lo, hi, w = options.bracket(proportion, self.profiled)
+            ends = self.at(mb, lo, recompute, precision), self.at(mb, hi, recompute, precision)
+            self.memo[key] = None if None in ends else _blend(*ends, w)  # type: ignore[arg-type]
+        elif key not in self.memo:
+            self.memo[key] = self._at(*key)
+        return self.memo[key]
+
+    def _at(self, mb: int, proportion: float, recompute: bool, precision: str) -> BertCosts | None:
+        def one(m: int) -> BertCosts | None:
+            return bert_costs(
+                self.base, self.shape, self.ipus, (m, proportion, recompute, precision)
+            )
+
+        lo = one(self.lo)
+        if lo is None:
+            return None
+        top, hi = self.hi, None
+        for _ in range(2):  # the largest micro-batch, else half of it (a failed try is cheap)
+            if top <= self.lo or (hi := one(top)) is not None:
+                break
+            top //= 2
+        if hi is None:
+            return _scaled(lo, mb / self.lo)
+        return _blend(lo, hi, (mb - self.lo) / (top - self.lo))  # above ``top``: extrapolated
+
+
+def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:
+    """``lo`` and ``hi`` interpolated linearly (weight ``w`` on ``hi``, E)."""
+    pairs = ((getattr(lo, f.name), getattr(hi, f.name)) for f in fields(lo))
+    return BertCosts(*((1 - w) * a + w * b for a, b in pairs))
+
+
+def _scaled(c: BertCosts, k: float) -> BertCosts:
+    """``c`` at ``k`` times its micro-batch: seconds and activations proportional (E)."""
+    return replace(
+        c,
+        layer_s=c.layer_s * k,
+        layer_b=c.layer_b * k,
+        embed_b=c.embed_b * k,
+        head_b=c.head_b * k,
+        embed_s=c.embed_s * k,
+        head_s=c.head_s * k,
+        working=c.working * k,
+        stash=c.stash * k,
+        embed_act=c.embed_act * k,
+        head_act=c.head_act * k,
+        infeed_s=c.infeed_s * k,
+    )

@@ -1,0 +1,293 @@
+"""The options every planner space shares beyond stages and micro-batches, and what each does to
+an estimate (arithmetic on a profile, no simulation of its own):
+
+- **Optimizer state** (``offload``, ``sharded-optimizer-state``): on chip the state takes
+  ``slots x 4`` bytes per trainable element (the memory plan's figure,
+  ``ipusim.lowering.memory``), divided over the replicas when sharded; offloaded it takes none,
+  but the weight update loads and stores it from Streaming Memory. The update's collectives and
+  Streaming Memory traffic are the simulator's own (:meth:`Distribution.update_instructions`,
+  cached per setting), so a candidate's estimate is its profile's step minus the profiled
+  setting's transfers plus its own.
+- **I/O tiles** (``io-tiles``): the simulator overlaps the infeed copies with compute (no
+  ``infeed copy`` on the IPU's timeline) for a single IPU or the Grouped schedule; an estimate
+  takes the profile's infeed copy seconds per micro-batch off the step. ipusim does not take the
+  I/O tiles away from compute or memory (nor does the estimate).
+- **Schedule** (``schedule``): per schedule the micro-batches each stage holds
+  (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
+  ``M + 2 (S - 1)`` cycles of a forward step (the slowest forward pass) and a backward step;
+  Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes;
+  Sequential runs every stage one after the other, ``M`` times.
+- **availableMemoryProportion** (``memory-proportion``): the spaces profile two values; the
+  values between them are interpolated linearly in the proportion (E: PopLibs picks a matmul
+  plan per proportion, so seconds and temporaries move in steps, not lines).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from ipusim.lowering.schedules import depth_multiple
+
+__all__ = [
+    "IO_TILES",
+    "Evaluated",
+    "bracket",
+    "counted",
+    "interpolated",
+    "data_parallel_variants",
+    "gives_up",
+    "io_options",
+    "setting_args",
+    "state_variants",
+    "undominated",
+    "optimizer_slots",
+    "schedule_seconds",
+    "schedules",
+    "state_bytes",
+    "state_options",
+    "update_transfer_s",
+]
+
+#: I/O tiles tried besides none (E: the count ipusim's advice suggests, ipusim.session.advice).
+IO_TILES = 32
+
+
+class Evaluated(list[Any]):
+    """Candidates kept, with ``evaluated``: how many candidates were estimated (kept or pruned)."""
+
+    evaluated: int = 0
+
+
+def counted(kept: list[Any], evaluated: int) -> Evaluated:
+    """``kept`` (in order) as an :class:`Evaluated` of ``evaluated`` estimates."""
+    out = Evaluated(kept)
+    out.evaluated = evaluated
+    return out
+
+
+def state_options(replicas: int, fixed: tuple[str, bool] | None = None) -> list[tuple[str, bool]]:
+    """``(offload, sharded)`` choices: offloaded or on chip, sharded only over 2+ replicas
+    (``fixed``: that one only, as the workload's arguments ask)."""
+    if fixed is not None:
+        return [(fixed[0], fixed[1] and replicas > 1)]
+    shards = (True, False) if replicas > 1 else (False,)
+    return [(offload, shard) for offload in ("on", "off") for shard in shards]
+
+
+def io_options(overlapping: bool) -> tuple[int, ...]:
+    """I/O tile counts worth trying: none, and :data:`IO_TILES` where the simulator overlaps
+    the infeed with compute (a single IPU or the Grouped schedule)."""
+    return (0, IO_TILES) if overlapping else (0,)
+
+
+def schedules(stages: int, ipus: int) -> tuple[str, ...]:
+    """Schedules of a pipeline of ``stages`` stages over ``ipus`` distinct IPUs: Interleaved
+    refuses two stages on one IPU."""
+    if stages == 1:
+        return ("grouped",)
+    return ("grouped", "interleaved", "sequential") if stages == ipus else ("grouped", "sequential")
+
+
+def accumulation_ok(schedule: str, stages: int, ipus: int, acc: int) -> bool:
+    """The pipeline depth rule of IPU TensorFlow (``depth_multiple`` of the lowering)."""
+    if stages == 1:
+        return True
+    need = depth_multiple(schedule, stages, True, ipus)
+    return acc >= need and acc % need == 0
+
+
+def schedule_seconds(
+    schedule: str, acc: int, passes: list[tuple[float, float]], overhead: float
+) -> float:
+    """Seconds of ``acc`` micro-batches through stages whose forward and backward passes
+    (recomputation included) take ``passes`` seconds, with ``overhead`` seconds of exchange and
+    syncs per stage and micro-batch as a Sequential run measures them (two steps: a forward and
+    a backward), see the module docstring. Steps run in lock step: a step lasts as long as its
+    slowest item."""
+    stages = len(passes)
+    fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
+    if stages == 1 or schedule == "sequential":
+        return acc * (sum(fwd) + sum(bwd) + stages * overhead)
+    if schedule == "interleaved":  # even stages run forward while odd ones run backward
+        even = max(max(fwd[0::2]), max(bwd[1::2], default=0.0))
+        odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
+        return (acc + stages - 1) * (even + odd + overhead)
+    return (acc + 2 * (stages - 1)) * (max(fwd) + max(bwd) + overhead)
+
+
+def optimizer_slots(optimizer: Any) -> int:
+    """Slot arrays per variable of an optimizer, given as a workload's ``--optimizer`` name or
+    as an optimizer object (Adam: 2; ``optimizer_cost`` of the graph's update ops)."""
+    from ipusim.graph.ops.update import optimizer_cost
+
+    if isinstance(optimizer, str):
+        from workloads.common import OPTIMIZERS
+
+        optimizer = OPTIMIZERS[optimizer]()
+    return optimizer_cost(optimizer)[0]
+
+
+def state_bytes(elements: float, slots: int, offload: str, shard: bool, replicas: int) -> float:
+    """On-chip optimizer-state bytes of ``elements`` trainable elements (fp32 slots, as the
+    memory plan holds them): none when offloaded, a replica's share when sharded."""
+    if offload == "on":
+        return 0.0
+    return slots * 4.0 * elements / (replicas if shard else 1)
+
+
+@functools.cache
+def update_transfer_s(
+    system: str, replicas: int, ipr: int, setting: tuple[str, bool], elements: int, sizes: tuple
+) -> float:
+    """Seconds of the collectives and Streaming Memory transfers around one IPU's weight update
+    of ``elements`` trainable elements, as the lowering adds them
+    (:meth:`~ipusim.lowering.distribution.Distribution.update_instructions`); ``sizes``:
+    (slots per variable, bytes per element), ``setting``: (offload, sharded)."""
+    from ipusim.hardware import load_system
+    from ipusim.lowering.distribution import Distribution, DistributionSpec
+
+    offload, shard = setting[0] == "on", setting[1] and replicas > 1
+    if offload and load_system(system).streaming_memory is None:
+        return math.inf  # the workload refuses it: no Streaming Memory to offload to
+    spec = DistributionSpec(replicas, offload, shard)
+    dist = Distribution(spec, load_system(system), ipr, offload, shard)
+    slots, element = sizes
+    before, after = dist.update_instructions(
+        elements * element, slots * 4 * elements, elements * element
+    )
+    return sum(t.duration_ps for t in (*before, *after)) * 1e-12
+
+
+def interpolated(
+    values: tuple[float, ...], extra: tuple[float, ...], ends: tuple[float, ...] = ()
+) -> Iterator[tuple[float, float, float, float]]:
+    """``(proportion, low, high, weight)`` for every proportion of ``values`` (profiled) and of
+    ``extra`` strictly between the lowest and highest of ``ends`` (default: ``values``),
+    interpolated between those two with ``weight`` on the highest."""
+    for v in values:
+        yield v, v, v, 0.0
+    lo, hi = min(ends or values), max(ends or values)
+    for v in extra:
+        if lo < v < hi:
+            yield v, lo, hi, (v - lo) / (hi - lo)
+
+
+def state_variants(
+    system: str,
+    replicas: int,
+    ipr: int,
+    reference: tuple[str, bool] | None,
+    weight_bytes: float,
+    sizes: tuple[int, int],
+    fixed: tuple[str, bool] | None = None,
+) -> Iterator[tuple[tuple[str, bool], float, float]]:
+    """Per optimizer-state setting ``(offload, sharded)``: the bytes and the seconds per weight
+    update it adds to the IPU holding ``weight_bytes`` of weights, against the ``reference``
+    setting its profile ran (None: the whole bytes and seconds; ``sizes``: slots per variable,
+    bytes per element)."""
+    slots, element = sizes
+    elements = int(weight_bytes / element)
+
+    def cost(s: tuple[str, bool]) -> tuple[float, float]:
+        held = state_bytes(elements, slots, s[0], s[1] and replicas > 1, replicas)
+        return held, update_transfer_s(system, replicas, ipr, s, elements, sizes)
+
+    ref_bytes, ref_s = cost(reference) if reference is not None else (0.0, 0.0)
+    for setting in state_options(replicas, fixed):
+        held, seconds = cost(setting)
+        if math.isfinite(seconds):
+            yield setting, held - ref_bytes, seconds - ref_s
+
+
+def setting_args(args: dict[str, Any], setting: tuple[str, bool], io_tiles: int) -> dict[str, Any]:
+    """``args`` with an optimizer-state setting and I/O tile count (flags left out when off)."""
+    out = {**args, "offload": setting[0]}
+    out.pop("sharded-optimizer-state", None)
+    out.pop("io-tiles", None)
+    if setting[1]:
+        out["sharded-optimizer-state"] = True
+    if io_tiles:
+        out["io-tiles"] = io_tiles
+    return out
+
+
+def gives_up(setting: tuple[str, bool], io_tiles: int) -> list[str]:
+    """What an optimizer-state setting and I/O tiles trade away, in words."""
+    parts = []
+    if setting[0] == "on":
+        parts.append("optimizer state streamed from Streaming Memory")
+    else:
+        parts.append("optimizer state on chip")
+    if setting[1]:
+        parts.append("optimizer state sharded over the replicas (reduce-scatter, all-gather)")
+    if io_tiles:
+        parts.append(f"{io_tiles} tiles per IPU reserved for I/O")
+    return parts
+
+
+def data_parallel_variants(
+    figures: tuple[float, ...],
+    acc: int,
+    system: str,
+    replicas: int,
+    reference: tuple[str, bool],
+    sizes: tuple[int, int],
+    fixed: tuple[str, bool] | None = None,
+) -> Iterator[tuple[tuple[str, bool], int, float, float]]:
+    """A single-IPU replica's settings from its profiled ``figures`` (:func:`~ipusim.plan.
+    profile.one_ipu`'s, at the ``reference`` setting): ``(setting, io_tiles, seconds per weight
+    update, IPU bytes)`` for every optimizer-state setting and I/O tile count. Without
+    accumulation or pipeline (``acc == 1``) the workloads set no optimizer-state option: the
+    state stays on chip, unsharded (IPU TensorFlow's default), as profiled."""
+    used, _, per_mb, update, _, weights, infeed = figures
+    if acc == 1:
+        reference = fixed = ("off", False)
+    variants = state_variants(system, replicas, 1, reference, weights, sizes, fixed)
+    for setting, more_bytes, more_s in variants:
+        for io in io_options(True):
+            step = acc * (per_mb - (infeed if io else 0.0)) + update + more_s
+            yield setting, io, step, used + more_bytes
+
+
+def bracket(value: float, profiled: tuple[float, ...]) -> tuple[float, float, float]:
+    """``(low, high, weight)``: the profiled values ``value`` is interpolated between, with
+    ``weight`` on ``high`` (a profiled value: itself, weight 0)."""
+    if value in profiled:
+        return value, value, 0.0
+    lo, hi = min(profiled), max(profiled)
+    return lo, hi, (value - lo) / (hi - lo)
+
+
+#: The arguments :func:`undominated` compares siblings over, with how much each asks of the
+#: user (fewer wins a tie).
+_OPTION_KEYS = ("offload", "sharded-optimizer-state", "io-tiles")
+
+
+def undominated(cands: list[Any]) -> list[Any]:
+    """``cands`` but those another candidate of the same plan (the same arguments but the
+    optimizer-state and I/O tile options) dominates: estimated at least as fast with at most
+    as much memory, and strictly better in one or asking fewer options (E: the siblings'
+    estimates differ only by the arithmetic of this module, which the simulator follows
+    within a few percent; an estimate tie is the simulator's too)."""
+    groups: dict[str, list[Any]] = {}
+    for c in cands:
+        groups.setdefault(_plan_key(c), []).append(c)
+
+    def rank(c: Any) -> tuple[float, float, int]:
+        return c.speed, -c.memory, -sum(bool(c.args.get(k)) for k in _OPTION_KEYS[1:])
+
+    def beaten(c: Any) -> bool:
+        return any(
+            d.speed >= c.speed and d.memory <= c.memory and rank(d) > rank(c)
+            for d in groups[_plan_key(c)]
+        )
+
+    return [c for c in cands if not beaten(c)]
+
+
+def _plan_key(c: Any) -> str:
+    """A candidate's arguments but its optimizer-state and I/O tile options."""
+    return repr(sorted((k, v) for k, v in c.args.items() if k not in _OPTION_KEYS))
