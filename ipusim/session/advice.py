@@ -103,11 +103,10 @@ class WhatIf:
             self.lowered.system,
         )
 
-    def _config(self, change: Callable[[IPUConfig], None]) -> IPUConfig:
-        if self.lowered.config is None:  # _settings offers these changes only with a config
-            raise RuntimeError("a change of the IPUConfig needs the run's IPUConfig")
+    def _config(self, change: Callable[[IPUConfig], None]) -> IPUConfig | None:
         config = copy.deepcopy(self.lowered.config)
-        change(config)
+        if config is not None:  # _settings offers these changes only with a config
+            change(config)
         return config
 
     def _step(self, **fields: Any) -> RunDescription:
