@@ -131,18 +131,9 @@ def _efficientnet(
     default_size: int,
     dropout_rate: float,
     model_name: str,
-    include_top: bool,
-    weights: Any,
-    input_tensor: Any,
-    input_shape: Any,
-    pooling: Any,
-    classes: int,
-    classifier_activation: Any,
+    a: _common.AppArgs,
 ) -> Functional:
-    _, inputs = _common.checked_input(
-        model_name, include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, default_size,
-    )  # fmt: skip
+    _, inputs = _common.checked_input(model_name, a, default_size)
     x = layers.Rescaling(1.0 / 255.0)(inputs)
     x = layers.Normalization(axis=-1)(x)
     x = layers.ZeroPadding2D(padding=_common.correct_pad(x, 3), name="stem_conv_pad")(x)
@@ -151,21 +142,8 @@ def _efficientnet(
     x = _blocks(x, width, depth)
     x = _conv(_round_filters(1280, width), "top_conv")(x)
     x = _bn_swish(x, "top_bn", "top_activation")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        x = layers.Dense(
-            classes,
-            activation=classifier_activation,
-            kernel_initializer=_dense_init(),
-            name="predictions",
-        )(x)
-    else:
-        x = _common.pool_features(x, pooling)
-    model = Functional(inputs, x, name=model_name)
-    _common.load_weights(model, weights, stacklevel=4)
-    return model
+    x = _common.top(x, a, "avg_pool", dropout_rate, kernel_initializer=_dense_init())
+    return _common.finish(inputs, x, model_name, a.weights)
 
 
 def _variant(

@@ -104,10 +104,9 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     _common.no_kwargs(name, kwargs)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha <= 0:
         raise ConfigurationError(f"{name}: `alpha` must be a positive number, received {alpha!r}")
-    shape, inputs = _common.checked_input(
-        name, include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation,
-    )  # fmt: skip
+    a = _common.AppArgs(include_top, weights, input_tensor, input_shape, pooling, classes,
+                        classifier_activation)  # fmt: skip
+    shape, inputs = _common.checked_input(name, a)
     x = layers.Conv2D(
         _make_divisible(32 * alpha, 8),
         3,
@@ -124,14 +123,8 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = layers.BatchNormalization(name="Conv_1_bn", **_BN)(x)
     x = layers.ReLU(6.0, name="out_relu")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D()(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = _common.pool_features(x, pooling)
-    model = Functional(inputs, x, name=f"mobilenetv2_{float(alpha):.2f}_{shape[0]}")
-    _common.load_weights(model, weights, stacklevel=3)
-    return model
+    x = _common.top(x, a)
+    return _common.finish(inputs, x, f"mobilenetv2_{float(alpha):.2f}_{shape[0]}", weights, 3)
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:
