@@ -26,7 +26,9 @@ from ipusim.data._node import (
 
 class _KeepsPlan(Node):
     """A node over the rows of its input's index source when it has one (its :meth:`indices`
-    say which), else over the input's elements (:meth:`elements`)."""
+    say which), else over the input's elements (its ``elements()``)."""
+
+    elements: Callable[[], Iterator[Any]]  # what each subclass defines
 
     def index_source(self) -> IndexSource | None:
         return self.input.index_source()
@@ -35,9 +37,6 @@ class _KeepsPlan(Node):
         if self.index_source() is not None:
             return super().iterate()
         return self.elements()
-
-    def elements(self) -> Iterator[Any]:
-        raise NotImplementedError(f"{self.kind} must implement elements()")
 
 
 class _Counted(_KeepsPlan):
