@@ -186,6 +186,15 @@ def finish(inputs: Any, outputs: Any, name: str, weights: Any, stacklevel: int =
     return model
 
 
+def make_divisible(value: float, divisor: int = 8) -> int:
+    """Channels ``value`` rounded to a multiple of ``divisor`` (at least ``divisor``), never more
+    than 10% down (Keras' MobileNet ``_make_divisible`` and EfficientNet ``round_filters``)."""
+    new = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    if new < 0.9 * value:
+        new += divisor
+    return int(new)
+
+
 def correct_pad(x: Any, kernel_size: int | tuple[int, int]) -> tuple[tuple[int, int], ...]:
     """The explicit padding Keras puts before a stride-2 'valid' convolution.
 

@@ -37,20 +37,11 @@ _BLOCKS = [
 ]
 
 
-def _make_divisible(value: float, divisor: int, min_value: int | None = None) -> int:
-    """Round channels to a multiple of ``divisor``, never more than 10% down (as Keras)."""
-    min_value = min_value or divisor
-    new = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    if new < 0.9 * value:
-        new += divisor
-    return new
-
-
 def _inverted_res_block(
     inputs: Any, expansion: int, stride: int, alpha: float, filters: int, block_id: int
 ) -> Any:
     in_channels = inputs.shape[-1]
-    pointwise_filters = _make_divisible(int(filters * alpha), 8)
+    pointwise_filters = _common.make_divisible(int(filters * alpha), 8)
     x = inputs
     prefix = f"block_{block_id}_"
     if block_id:
@@ -108,7 +99,7 @@ def MobileNetV2(  # noqa: N802 - Keras' name
                         classifier_activation)  # fmt: skip
     shape, inputs = _common.checked_input(name, a)
     x = layers.Conv2D(
-        _make_divisible(32 * alpha, 8),
+        _common.make_divisible(32 * alpha, 8),
         3,
         strides=(2, 2),
         padding="same",
@@ -119,7 +110,7 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     x = layers.ReLU(6.0, name="Conv1_relu")(x)
     for block_id, (filters, stride, expansion) in enumerate(_BLOCKS):
         x = _inverted_res_block(x, expansion, stride, alpha, filters, block_id)
-    last = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
+    last = _common.make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = layers.BatchNormalization(name="Conv_1_bn", **_BN)(x)
     x = layers.ReLU(6.0, name="out_relu")(x)
