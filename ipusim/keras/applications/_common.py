@@ -174,13 +174,13 @@ def top(
     x = layers.GlobalAveragePooling2D(name=pool_name)(x)
     if dropout > 0:
         x = layers.Dropout(dropout, name="top_dropout")(x)
-    return layers.Dense(a.classes, activation=a.classifier_activation, name="predictions",
-                        **dense)(x)  # fmt: skip
+    activation = a.classifier_activation
+    return layers.Dense(a.classes, activation=activation, name="predictions", **dense)(x)
 
 
 def finish(inputs: Any, outputs: Any, name: str, weights: Any, stacklevel: int = 4) -> Functional:
-    """The model, with its weights (:func:`load_weights`, warning ``stacklevel`` frames up from
-    the caller of this function)."""
+    """The model with its weights (:func:`load_weights`; ``stacklevel`` counts from the caller of
+    this function, as if it called :func:`load_weights` itself)."""
     model = Functional(inputs, outputs, name=name)
     load_weights(model, weights, stacklevel=stacklevel + 1)
     return model
