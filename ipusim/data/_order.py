@@ -24,7 +24,30 @@ from ipusim.data._node import (
 )
 
 
-class Shuffle(Node):
+class _KeepsPlan(Node):
+    """A node over the rows of its input's index source when it has one (its :meth:`indices`
+    say which), else over the input's elements (its ``elements()``)."""
+
+    elements: Callable[[], Iterator[Any]]  # what each subclass defines
+
+    def index_source(self) -> IndexSource | None:
+        return self.input.index_source()
+
+    def iterate(self) -> Iterator[Any]:
+        if self.index_source() is not None:
+            return super().iterate()
+        return self.elements()
+
+
+class _Counted(_KeepsPlan):
+    """A node with a ``count`` argument (repeat, take, skip)."""
+
+    def __init__(self, input_: Node, count: int, **params: Any) -> None:
+        super().__init__(input_, count=count, **params)
+        self.count = count
+
+
+class Shuffle(_KeepsPlan):
     """The buffer shuffle: keep ``buffer_size`` elements, emit a random one, refill its slot."""
 
     kind = "ShuffleDataset"
@@ -46,17 +69,12 @@ class Shuffle(Node):
         epoch = next(self._passes) if self.reshuffle else 0
         return np.random.default_rng(np.random.SeedSequence([self.seed, epoch]))
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         rng = self._rng()
         upstream = flat_ints(self.input.indices())
         return chunk_ints(shuffle_stream(upstream, self.buffer_size, rng))
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         rng = self._rng()
         return shuffle_stream(self.input.iterate(), self.buffer_size, rng)
 
@@ -97,12 +115,8 @@ def shuffle_stream(
             yield chosen
 
 
-class Repeat(Node):
+class Repeat(_Counted):
     kind = "RepeatDataset"
-
-    def __init__(self, input_: Node, count: int, **params: Any) -> None:
-        super().__init__(input_, count=count, **params)
-        self.count = count
 
     def cardinality(self) -> int:
         n = self.input.cardinality()
@@ -112,15 +126,10 @@ class Repeat(Node):
             return 0
         return n if n < 0 else n * self.count
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         return self._rounds(self.input.indices)
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         return self._rounds(self.input.iterate)
 
     def _rounds(self, start_pass: Callable[[], Iterator[Any]]) -> Iterator[Any]:
@@ -135,12 +144,8 @@ class Repeat(Node):
             done += 1
 
 
-class Take(Node):
+class Take(_Counted):
     kind = "TakeDataset"
-
-    def __init__(self, input_: Node, count: int, **params: Any) -> None:
-        super().__init__(input_, count=count, **params)
-        self.count = count
 
     def cardinality(self) -> int:
         n = self.input.cardinality()
@@ -150,27 +155,18 @@ class Take(Node):
             return self.count
         return n if self.count < 0 else min(n, self.count)
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         return take_chunks(self.input.indices(), self.count)
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         if self.count == 0:
             return iter(())
         elements = self.input.iterate()
         return elements if self.count < 0 else itertools.islice(elements, self.count)
 
 
-class Skip(Node):
+class Skip(_Counted):
     kind = "SkipDataset"
-
-    def __init__(self, input_: Node, count: int, **params: Any) -> None:
-        super().__init__(input_, count=count, **params)
-        self.count = count
 
     def cardinality(self) -> int:
         n = self.input.cardinality()
@@ -178,22 +174,17 @@ class Skip(Node):
             return n
         return 0 if self.count < 0 else max(0, n - self.count)
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         return skip_chunks(self.input.indices(), self.count)
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         elements = self.input.iterate()
         if self.count < 0:
             return _drain(elements)
         return itertools.islice(elements, self.count, None)
 
 
-class Shard(Node):
+class Shard(_KeepsPlan):
     """Every ``num_shards``-th element, starting at element ``index`` (``tf.data`` shard)."""
 
     kind = "ShardDataset"
@@ -209,9 +200,6 @@ class Shard(Node):
             return n
         return n // self.num_shards + (1 if self.index < n % self.num_shards else 0)
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         position = 0  # of the chunk's first element in the input
         for chunk in self.input.indices():
@@ -221,9 +209,7 @@ class Shard(Node):
             if picked.size:
                 yield picked
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         return itertools.islice(self.input.iterate(), self.index, None, self.num_shards)
 
 
@@ -233,7 +219,7 @@ def _drain(elements: Iterator[Any]) -> Iterator[Any]:
     yield from ()
 
 
-class Prefetch(Node):
+class Prefetch(_KeepsPlan):
     """Pass-through; ``buffer_size`` is recorded for the host-side timing model."""
 
     kind = "PrefetchDataset"
@@ -242,19 +228,14 @@ class Prefetch(Node):
         super().__init__(input_, buffer_size=buffer_size, **params)
         self.buffer_size = buffer_size
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         return self.input.indices()
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         return self.input.iterate()
 
 
-class Cache(Node):
+class Cache(_KeepsPlan):
     """In-memory cache: the first complete pass is recorded and replayed from then on.
 
     Over an index plan the cache records the index stream (the rows themselves already live
@@ -267,17 +248,12 @@ class Cache(Node):
         super().__init__(input_, filename="", **params)
         self._stored: list[Any] | None = None
 
-    def index_source(self) -> IndexSource | None:
-        return self.input.index_source()
-
     def indices(self) -> Iterator[np.ndarray]:
         if self._stored is not None:
             return iter(self._stored)
         return self._record(self.input.indices())
 
-    def iterate(self) -> Iterator[Any]:
-        if self.index_source() is not None:
-            return super().iterate()
+    def elements(self) -> Iterator[Any]:
         if self._stored is not None:
             return iter(self._stored)
         return self._record(self.input.iterate())

@@ -105,13 +105,18 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
     return pairs if split is None else pairs[0]
 
 
-def search_dirs() -> list[Path]:
-    """The directories searched, in order (the env var's first when it is set)."""
+def search_dirs(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The folders searched, in order: ``IPUSIM_DATA_DIR``, then ``cache_dir``'s ``datasets``
+    folder when given (tf.keras' ``cache_dir`` argument), else ``~/.keras/datasets``."""
     dirs = []
     env_dir = os.environ.get(ENV_VAR)
     if env_dir:
         dirs.append(Path(env_dir).expanduser())
-    dirs.append(Path(KERAS_DATASETS_DIR).expanduser())
+    if cache_dir is not None:
+        base = Path(cache_dir).expanduser()
+        dirs += [base / "datasets", base]
+    else:
+        dirs.append(Path(KERAS_DATASETS_DIR).expanduser())
     return dirs
 
 

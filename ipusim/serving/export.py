@@ -20,6 +20,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
+from ipusim.keras.engine.training import _positive_int as _positive
 from ipusim.keras.extensions.serving import simulate_predict_execution
 from ipusim.serving.files import check_export_dir, write_export
 from ipusim.serving.host_steps import HostSteps, host_steps
@@ -29,12 +30,6 @@ from ipusim.serving.timing import timing_from_report
 from ipusim.session.options import full_trace
 
 __all__ = ["export_keras", "export_pipeline", "export_single_step"]
-
-
-def _positive(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ConfigurationError(f"`{what}` must be a positive integer, received {value!r}")
-    return int(value)
 
 
 def _system_fields(report: Any, config: Any) -> dict[str, Any]:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ipusim._files import default_file_mode, write_many_atomic
+from ipusim._files import atomic_folder
 from ipusim.errors import ConfigurationError
 from ipusim.keras.engine.saving_files import read_npz
 from ipusim.serving.manifest import ExportNotFoundError, check_manifest, export_error
@@ -58,32 +56,21 @@ def write_export(
 ) -> Path:
     """Write the export atomically: nothing appears at ``export_dir`` unless all of it does.
 
-    The files are written (each atomically, :func:`ipusim._files.write_many_atomic`) into a
-    temporary sibling folder, which then replaces ``export_dir`` in one rename.
+    The files are written into a temporary sibling folder, which then takes the place of
+    ``export_dir`` in one rename (:func:`ipusim._files.atomic_folder`).
     """
     path = check_export_dir(export_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
-        manifest = {"format": FORMAT, "version": VERSION, **manifest}
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        files = {
-            MANIFEST: (json.dumps(manifest, indent=1, allow_nan=True) + "\n").encode("utf-8"),
-            ARRAYS: buffer.getvalue(),
-            TRACE: trace_bytes,
-        }
-        write_many_atomic(tmp, files)
-        # mkdtemp makes the folder private; an export is a normal folder: the files' mode, with
-        # search permission wherever read permission is given (0755 under the usual umask).
-        mode = default_file_mode()
-        os.chmod(tmp, mode | (mode & 0o444) >> 2)
-        if path.is_dir():
-            path.rmdir()  # empty, checked above
-        os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    manifest = {"format": FORMAT, "version": VERSION, **manifest}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    files = {
+        MANIFEST: (json.dumps(manifest, indent=1, allow_nan=True) + "\n").encode("utf-8"),
+        ARRAYS: buffer.getvalue(),
+        TRACE: trace_bytes,
+    }
+    if path.is_dir():
+        path.rmdir()  # empty (checked above), so that the export appears in one rename
+    atomic_folder(path, files)
     return path
 
 

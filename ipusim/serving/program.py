@@ -142,7 +142,7 @@ class LoadedProgram:
 
 
 #: What decoding or re-inferring a damaged node can raise (the node is named in the error).
-_NODE_ERRORS = (
+NODE_ERRORS = (
     ValueError,
     TypeError,
     KeyError,
@@ -215,7 +215,7 @@ def decode_program(description: dict[str, Any], arrays: Any, name: str) -> Loade
     for index, entry in enumerate(nodes):
         try:
             _add(graph, built, entry, arrays)
-        except _NODE_ERRORS as exc:
+        except NODE_ERRORS as exc:
             op = entry.get("op") if isinstance(entry, dict) else None
             raise ModelFileError(
                 f"field 'program.nodes[{index}]' (op {op!r}) is damaged: "

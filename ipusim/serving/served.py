@@ -12,7 +12,7 @@ from ipusim.errors import InputDataError, InvalidTypeError, IPUSimError, ModelFi
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.spec import TensorSpec
 from ipusim.serving.files import MANIFEST, read_export
-from ipusim.serving.program import decode_program
+from ipusim.serving.program import NODE_ERRORS, decode_program
 from ipusim.serving.timing import ServingTiming
 from ipusim.trace import Trace
 
@@ -20,19 +20,7 @@ __all__ = ["ServedModel", "load"]
 
 #: What a damaged program (that spec inference let through) can raise on its first run; errors
 #: of the user's kind (an IPUSimError) are a damaged export here too, as the inputs are zeros.
-_RUN_ERRORS = (
-    IPUSimError,
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    AttributeError,
-    NotImplementedError,
-    RuntimeError,
-    OverflowError,
-    ZeroDivisionError,
-    MemoryError,
-)
+_RUN_ERRORS = (IPUSimError, ZeroDivisionError, *NODE_ERRORS)
 
 
 class ServedModel:

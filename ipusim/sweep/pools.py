@@ -17,12 +17,9 @@ from typing import Any
 
 from ipusim.sweep import local_pool
 from ipusim.sweep.errors import SweepError
+from ipusim.sweep.local_pool import Item, Outcome, Task
 
 __all__ = ["default_jobs", "run_dask", "run_local", "run_serial"]
-
-Task = Callable[..., Any]
-Item = tuple[int, tuple[Any, ...]]
-Outcome = tuple[int, bool, Any]
 
 #: How long to wait for a Dask scheduler to answer, in seconds.
 DASK_CONNECT_TIMEOUT_S = 30

@@ -45,10 +45,8 @@ def config_label(config: Mapping[str, Any]) -> str:
 
 
 def _outcome(record: Mapping[str, Any]) -> str:
-    if record.get("error"):
-        return "failed: " + one_line(record["error"])
-    if record.get("oom"):
-        return "out of memory: " + one_line(record.get("oom_reason") or "")
+    if note := _note(record):
+        return note
     value = (record.get("row") or {}).get(THROUGHPUT)
     return f"{value:,.1f} samples/s" if isinstance(value, int | float) else "done"
 
@@ -58,7 +56,8 @@ def progress_line(done: int, total: int, record: Mapping[str, Any]) -> str:
     return f"[{done}/{total}] {config_label(record.get('config') or {})}: {_outcome(record)}"
 
 
-def _note(row: pd.Series) -> str:
+def _note(row: Mapping[str, Any] | pd.Series) -> str:
+    """Why a configuration has no figures (failed, out of memory), or ""."""
     if row.get("error"):
         return "failed: " + one_line(row["error"])
     if row.get("oom"):

@@ -16,7 +16,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ipusim.data.mnist import ENV_VAR, KERAS_DATASETS_DIR
+from ipusim.data.mnist import ENV_VAR, search_dirs
 
 __all__ = [
     "SyntheticDataWarning",
@@ -34,21 +34,6 @@ class SyntheticDataWarning(UserWarning):
 
 #: The data sets that were synthesised in this process, in the order they were first loaded.
 _SYNTHETIC: list[str] = []
-
-
-def search_dirs(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """The folders searched, in order: ``IPUSIM_DATA_DIR``, then ``cache_dir``'s ``datasets``
-    folder when given (tf.keras' ``cache_dir`` argument), else ``~/.keras/datasets``."""
-    dirs = []
-    env_dir = os.environ.get(ENV_VAR)
-    if env_dir:
-        dirs.append(Path(env_dir).expanduser())
-    if cache_dir is not None:
-        base = Path(cache_dir).expanduser()
-        dirs += [base / "datasets", base]
-    else:
-        dirs.append(Path(KERAS_DATASETS_DIR).expanduser())
-    return dirs
 
 
 def find(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path | None:

@@ -117,8 +117,7 @@ def load_imdb(
         TypeError: an unknown keyword argument (as Keras).
         ConfigurationError: ``maxlen`` keeps no sequence.
     """
-    if "nb_words" in kwargs:
-        num_words = kwargs.pop("nb_words")
+    num_words = kwargs.pop("nb_words", num_words)  # Keras' legacy name
     if kwargs:
         raise InvalidTypeError(f"Unrecognized keyword arguments: {kwargs}.")
     parts = _keras_steps(_imdb_raw(path, cache_dir), seed, start_char, index_from, maxlen)
@@ -166,8 +165,7 @@ def load_reuters(
         ``((x_train, y_train), (x_test, y_test))``: object arrays of word-id lists and int64
         topic labels 0-45.
     """
-    if "nb_words" in kwargs:
-        num_words = kwargs.pop("nb_words")
+    num_words = kwargs.pop("nb_words", num_words)  # Keras' legacy name
     if kwargs:
         raise InvalidTypeError(f"Unrecognized keyword arguments: {kwargs}")
     ((xs, labels),) = _keras_steps(

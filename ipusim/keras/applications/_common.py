@@ -9,18 +9,28 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.keras import layers
+from ipusim.keras.engine.functional import Functional
 from ipusim.keras.engine.input_layer import Input
 from ipusim.keras.engine.keras_tensor import KerasTensor
 
-if TYPE_CHECKING:
-    from ipusim.keras.engine.functional import Functional
-
 #: The one pretrained set Keras knows by name.
 IMAGENET = "imagenet"
+
+
+class AppArgs(NamedTuple):
+    """The arguments every ``keras.applications`` function takes (Keras' names)."""
+
+    include_top: bool
+    weights: Any
+    input_tensor: Any
+    input_shape: Any
+    pooling: Any
+    classes: int
+    classifier_activation: Any
 
 
 def check_weights(name: str, weights: Any, include_top: bool, classes: int) -> None:
@@ -96,8 +106,8 @@ def constructor(
     Args:
         module: the module it belongs to (``__name__`` of the caller).
         name: the function's name (``ResNet50``).
-        build: called with the arguments after ``**kwargs`` is checked empty; it must call
-            :func:`load_weights` itself (its warning names the user's line, three frames up).
+        build: called with the :class:`AppArgs` after ``**kwargs`` is checked empty; it must
+            end with :func:`finish` (its warning names the user's line, three frames up).
         doc: the function's docstring.
         error_name: the name the unexpected-keyword error gives; default ``name``.
     """
@@ -113,10 +123,8 @@ def constructor(
         **kwargs: Any,
     ) -> Functional:
         no_kwargs(error_name or name, kwargs)
-        return build(
-            include_top, weights, input_tensor, input_shape, pooling, classes,
-            classifier_activation,
-        )  # fmt: skip
+        return build(AppArgs(include_top, weights, input_tensor, input_shape, pooling, classes,
+                             classifier_activation))  # fmt: skip
 
     application.__name__ = application.__qualname__ = name
     application.__module__ = module
@@ -125,22 +133,14 @@ def constructor(
 
 
 def checked_input(
-    name: str,
-    include_top: bool,
-    weights: Any,
-    input_tensor: Any,
-    input_shape: Any,
-    pooling: Any,
-    classes: int,
-    classifier_activation: Any,
-    default_size: int = 224,
+    name: str, a: AppArgs, default_size: int = 224
 ) -> tuple[tuple[int | None, int | None, int], Any]:
     """The checks every application makes, then its input shape and input tensor."""
-    check_weights(name, weights, include_top, classes)
-    check_classifier(name, include_top, weights, classifier_activation)
-    check_pooling(name, pooling)
-    shape = input_shape_for(name, input_shape, default_size, 32, include_top, weights)
-    return shape, model_input(input_tensor, shape)
+    check_weights(name, a.weights, a.include_top, a.classes)
+    check_classifier(name, a.include_top, a.weights, a.classifier_activation)
+    check_pooling(name, a.pooling)
+    shape = input_shape_for(name, a.input_shape, default_size, 32, a.include_top, a.weights)
+    return shape, model_input(a.input_tensor, shape)
 
 
 def check_classifier(name: str, include_top: bool, weights: Any, activation: Any) -> None:
@@ -159,13 +159,40 @@ def check_pooling(name: str, pooling: Any) -> None:
         )
 
 
-def pool_features(x: Any, pooling: Any) -> Any:
-    """The optional pooling of a headless model (``pooling='avg'`` / ``'max'``)."""
-    if pooling == "avg":
-        return layers.GlobalAveragePooling2D()(x)
-    if pooling == "max":
-        return layers.GlobalMaxPooling2D()(x)
-    return x
+def top(
+    x: Any, a: AppArgs, pool_name: str | None = None, dropout: float = 0.0, **dense: Any
+) -> Any:
+    """The classifier top (global average pooling, optional ``top_dropout``, the
+    ``predictions`` Dense layer with ``dense`` arguments), or without it the optional pooling
+    of a headless model (``pooling='avg'`` / ``'max'``)."""
+    if not a.include_top:
+        if a.pooling == "avg":
+            return layers.GlobalAveragePooling2D()(x)
+        if a.pooling == "max":
+            return layers.GlobalMaxPooling2D()(x)
+        return x
+    x = layers.GlobalAveragePooling2D(name=pool_name)(x)
+    if dropout > 0:
+        x = layers.Dropout(dropout, name="top_dropout")(x)
+    activation = a.classifier_activation
+    return layers.Dense(a.classes, activation=activation, name="predictions", **dense)(x)
+
+
+def finish(inputs: Any, outputs: Any, name: str, weights: Any, stacklevel: int = 4) -> Functional:
+    """The model with its weights (:func:`load_weights`; ``stacklevel`` counts from the caller of
+    this function, as if it called :func:`load_weights` itself)."""
+    model = Functional(inputs, outputs, name=name)
+    load_weights(model, weights, stacklevel=stacklevel + 1)
+    return model
+
+
+def make_divisible(value: float, divisor: int = 8) -> int:
+    """Channels ``value`` rounded to a multiple of ``divisor`` (at least ``divisor``), never more
+    than 10% down (Keras' MobileNet ``_make_divisible`` and EfficientNet ``round_filters``)."""
+    new = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    if new < 0.9 * value:
+        new += divisor
+    return int(new)
 
 
 def correct_pad(x: Any, kernel_size: int | tuple[int, int]) -> tuple[tuple[int, int], ...]:

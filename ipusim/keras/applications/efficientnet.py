@@ -100,22 +100,13 @@ def _block(
     return x
 
 
-def _round_filters(filters: int, width: float, divisor: int = 8) -> int:
-    """``filters * width`` rounded to a multiple of ``divisor``, at most 10% down (as Keras)."""
-    scaled = filters * width
-    new = max(divisor, int(scaled + divisor / 2) // divisor * divisor)
-    if new < 0.9 * scaled:
-        new += divisor
-    return int(new)
-
-
 def _blocks(x: Any, width: float, depth: float, drop_connect_rate: float = 0.2) -> Any:
     """The MBConv stages, scaled by ``width`` (channels) and ``depth`` (repeats)."""
     repeats_of = [int(math.ceil(depth * stage[1])) for stage in _STAGES]
     total_blocks = float(sum(repeats_of))
     b = 0
     for i, (kernel, _, f_in, f_out, expand, strides) in enumerate(_STAGES):
-        f_in, f_out = _round_filters(f_in, width), _round_filters(f_out, width)
+        f_in, f_out = _common.make_divisible(f_in * width), _common.make_divisible(f_out * width)
         for j in range(repeats_of[i]):
             if j > 0:
                 strides, f_in = 1, f_out
@@ -131,41 +122,19 @@ def _efficientnet(
     default_size: int,
     dropout_rate: float,
     model_name: str,
-    include_top: bool,
-    weights: Any,
-    input_tensor: Any,
-    input_shape: Any,
-    pooling: Any,
-    classes: int,
-    classifier_activation: Any,
+    a: _common.AppArgs,
 ) -> Functional:
-    _, inputs = _common.checked_input(
-        model_name, include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, default_size,
-    )  # fmt: skip
+    _, inputs = _common.checked_input(model_name, a, default_size)
     x = layers.Rescaling(1.0 / 255.0)(inputs)
     x = layers.Normalization(axis=-1)(x)
     x = layers.ZeroPadding2D(padding=_common.correct_pad(x, 3), name="stem_conv_pad")(x)
-    x = _conv(_round_filters(32, width), "stem_conv", 3, strides=2, padding="valid")(x)
+    x = _conv(_common.make_divisible(32 * width), "stem_conv", 3, strides=2, padding="valid")(x)
     x = _bn_swish(x, "stem_bn", "stem_activation")
     x = _blocks(x, width, depth)
-    x = _conv(_round_filters(1280, width), "top_conv")(x)
+    x = _conv(_common.make_divisible(1280 * width), "top_conv")(x)
     x = _bn_swish(x, "top_bn", "top_activation")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = layers.Dropout(dropout_rate, name="top_dropout")(x)
-        x = layers.Dense(
-            classes,
-            activation=classifier_activation,
-            kernel_initializer=_dense_init(),
-            name="predictions",
-        )(x)
-    else:
-        x = _common.pool_features(x, pooling)
-    model = Functional(inputs, x, name=model_name)
-    _common.load_weights(model, weights, stacklevel=4)
-    return model
+    x = _common.top(x, a, "avg_pool", dropout_rate, kernel_initializer=_dense_init())
+    return _common.finish(inputs, x, model_name, a.weights)
 
 
 def _variant(

@@ -37,20 +37,11 @@ _BLOCKS = [
 ]
 
 
-def _make_divisible(value: float, divisor: int, min_value: int | None = None) -> int:
-    """Round channels to a multiple of ``divisor``, never more than 10% down (as Keras)."""
-    min_value = min_value or divisor
-    new = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    if new < 0.9 * value:
-        new += divisor
-    return new
-
-
 def _inverted_res_block(
     inputs: Any, expansion: int, stride: int, alpha: float, filters: int, block_id: int
 ) -> Any:
     in_channels = inputs.shape[-1]
-    pointwise_filters = _make_divisible(int(filters * alpha), 8)
+    pointwise_filters = _common.make_divisible(int(filters * alpha), 8)
     x = inputs
     prefix = f"block_{block_id}_"
     if block_id:
@@ -104,12 +95,11 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     _common.no_kwargs(name, kwargs)
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha <= 0:
         raise ConfigurationError(f"{name}: `alpha` must be a positive number, received {alpha!r}")
-    shape, inputs = _common.checked_input(
-        name, include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation,
-    )  # fmt: skip
+    a = _common.AppArgs(include_top, weights, input_tensor, input_shape, pooling, classes,
+                        classifier_activation)  # fmt: skip
+    shape, inputs = _common.checked_input(name, a)
     x = layers.Conv2D(
-        _make_divisible(32 * alpha, 8),
+        _common.make_divisible(32 * alpha, 8),
         3,
         strides=(2, 2),
         padding="same",
@@ -120,18 +110,12 @@ def MobileNetV2(  # noqa: N802 - Keras' name
     x = layers.ReLU(6.0, name="Conv1_relu")(x)
     for block_id, (filters, stride, expansion) in enumerate(_BLOCKS):
         x = _inverted_res_block(x, expansion, stride, alpha, filters, block_id)
-    last = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
+    last = _common.make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = layers.BatchNormalization(name="Conv_1_bn", **_BN)(x)
     x = layers.ReLU(6.0, name="out_relu")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D()(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = _common.pool_features(x, pooling)
-    model = Functional(inputs, x, name=f"mobilenetv2_{float(alpha):.2f}_{shape[0]}")
-    _common.load_weights(model, weights, stacklevel=3)
-    return model
+    x = _common.top(x, a)
+    return _common.finish(inputs, x, f"mobilenetv2_{float(alpha):.2f}_{shape[0]}", weights, 3)
 
 
 def preprocess_input(x: Any, data_format: Any = None) -> Any:

@@ -49,22 +49,8 @@ def _stack(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
     return x
 
 
-def _resnet(
-    conv4_blocks: int,
-    model_name: str,
-    include_top: bool,
-    weights: Any,
-    input_tensor: Any,
-    input_shape: Any,
-    pooling: Any,
-    classes: int,
-    classifier_activation: Any,
-) -> Functional:
-    name = model_name
-    _, inputs = _common.checked_input(
-        name, include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation,
-    )  # fmt: skip
+def _resnet(conv4_blocks: int, model_name: str, a: _common.AppArgs) -> Functional:
+    _, inputs = _common.checked_input(model_name, a)
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(inputs)
     x = layers.Conv2D(64, 7, strides=2, name="conv1_conv")(x)
     x = layers.BatchNormalization(epsilon=_BN_EPSILON, name="conv1_bn")(x)
@@ -75,14 +61,8 @@ def _resnet(
     x = _stack(x, 128, 4, name="conv3")
     x = _stack(x, 256, conv4_blocks, name="conv4")
     x = _stack(x, 512, 3, name="conv5")
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    else:
-        x = _common.pool_features(x, pooling)
-    model = Functional(inputs, x, name=model_name)
-    _common.load_weights(model, weights, stacklevel=4)
-    return model
+    x = _common.top(x, a, "avg_pool")
+    return _common.finish(inputs, x, model_name, a.weights)
 
 
 ResNet50 = _common.constructor(

@@ -4,6 +4,7 @@ an extended model's predict step."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,10 +63,7 @@ def simulate_predict_execution(
         lambda s: np.zeros((batch * iterations, *s.shape[1:]), s.dtype), input_specs
     )
     lowered = model._ipu_program("predict", samples, None, None, batch, config, system, iterations)
-    if keep_all_records:
-        with full_trace():
-            report, _ = model._simulate(lowered, [(0, iterations)], config, system)
-    else:
+    with full_trace() if keep_all_records else contextlib.nullcontext():
         report, _ = model._simulate(lowered, [(0, iterations)], config, system)
     return PredictExecution(lowered, report)
 
