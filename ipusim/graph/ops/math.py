@@ -93,30 +93,26 @@ class Divide(_Binary):
         ]
 
 
-@register
-class Maximum(_Binary):
-    name = "maximum"
-    kernel_fn = staticmethod(k.maximum)
+class _Extremum(_Binary):
+    masks: ClassVar[tuple[str, str]]  # which of a, b receives dy, as masked_grad modes
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         a, b = node.inputs  # ties go to a, as TensorFlow's x >= y mask
-        return [
-            unbroadcast(masked_grad(dy, a, b, "ge"), a),
-            unbroadcast(masked_grad(dy, a, b, "lt"), b),
-        ]
+        return [unbroadcast(masked_grad(dy, a, b, m), x) for m, x in zip(self.masks, (a, b))]
 
 
 @register
-class Minimum(_Binary):
+class Maximum(_Extremum):
+    name = "maximum"
+    kernel_fn = staticmethod(k.maximum)
+    masks = ("ge", "lt")
+
+
+@register
+class Minimum(_Extremum):
     name = "minimum"
     kernel_fn = staticmethod(k.minimum)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        a, b = node.inputs
-        return [
-            unbroadcast(masked_grad(dy, a, b, "le"), a),
-            unbroadcast(masked_grad(dy, a, b, "gt"), b),
-        ]
+    masks = ("le", "gt")
 
 
 @register
@@ -231,13 +227,13 @@ class _PassThrough(Op):
     def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
+        return [dy]
+
 
 @register
 class Identity(_PassThrough):
     name = "identity"
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
 
 
 @register
@@ -247,15 +243,12 @@ class RecomputationCheckpoint(_PassThrough):
 
     name = "recomputation_checkpoint"
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
-
 
 @register
 class StopGradient(_PassThrough):
     name = "stop_gradient"
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
 
