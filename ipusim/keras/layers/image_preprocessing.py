@@ -59,6 +59,11 @@ def _as_float(layer: Layer, inputs: Any) -> Any:
     return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
 
 
+def _listed(factor: Any) -> Any:
+    """A factor as Keras' config has it (a tuple as a list)."""
+    return list(factor) if isinstance(factor, tuple) else factor
+
+
 class Resizing(Layer):
     """Resizes images to ``height`` x ``width`` (bilinear or nearest; ``crop_to_aspect_ratio``
     first crops the largest centred window of the target aspect ratio)."""
@@ -134,6 +139,11 @@ class _RandomLayer(Layer):
             kwargs["training"] = True
         return super().__call__(*args, **kwargs)
 
+    def _augment(self, inputs: Any, training: bool | None, fn: Any) -> Any:
+        """``fn`` applied to the (float, batched) images in training; the identity at inference."""
+        inputs = _as_float(self, inputs)
+        return _batched(inputs, fn) if training else m.identity(inputs)
+
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "seed": self.seed}
 
@@ -154,10 +164,7 @@ class RandomFlip(_RandomLayer):
         self.mode = mode
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-        return _batched(inputs, self._flip)
+        return self._augment(inputs, training, self._flip)
 
     def _flip(self, images: Any) -> Any:
         for i, axis in enumerate(self.MODES[self.mode]):
@@ -217,21 +224,16 @@ class RandomContrast(_RandomLayer):
         self.factor = factor
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-
         def adjust(x: Any) -> Any:
             lo, hi = 1.0 - self.lower, 1.0 + self.upper
             factor = random_draw(x, "uniform", self._op_seed, (1, 1, 1, 1), a=lo, b=hi)
             mean = m.reduce_mean(x, axis=(1, 2), keepdims=True)
             return m.clip(m.add(m.multiply(m.subtract(x, mean), factor), mean), 0.0, 255.0)
 
-        return _batched(inputs, adjust)
+        return self._augment(inputs, training, adjust)
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor}
+        return {**super().get_config(), "factor": _listed(self.factor)}
 
 
 class RandomBrightness(_RandomLayer):
@@ -258,21 +260,17 @@ class RandomBrightness(_RandomLayer):
         self.value_range = (float(value_range[0]), float(value_range[1]))
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-
         def adjust(x: Any) -> Any:
             low, high = self._bounds
             delta = random_draw(x, "uniform", self._op_seed, (None, 1, 1, 1), a=low, b=high)
             span = self.value_range[1] - self.value_range[0]
             return m.clip(m.add(x, m.multiply(delta, span)), *self.value_range)
 
-        return _batched(inputs, adjust)
+        return self._augment(inputs, training, adjust)
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor, "value_range": list(self.value_range)}
+        factor, value_range = _listed(self.factor), list(self.value_range)
+        return {**super().get_config(), "factor": factor, "value_range": value_range}
 
 
 class _SizeChanging(_RandomLayer):
@@ -298,8 +296,8 @@ class _SizeChanging(_RandomLayer):
         return m.identity(_as_float(self, inputs))
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor, "interpolation": self.interpolation}
+        factor, interpolation = _listed(self.factor), self.interpolation
+        return {**super().get_config(), "factor": factor, "interpolation": interpolation}
 
 
 class RandomHeight(_SizeChanging):
