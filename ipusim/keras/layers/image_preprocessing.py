@@ -27,11 +27,11 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.augment import random_crop
 from ipusim.graph.ops.noise import random_draw, reverse
-from ipusim.keras import backend
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
+from ipusim.keras.layers.noise import SeededLayer
 
 #: Offset between the seeds of a layer's independent draws.
 _SEED_STRIDE = 0x9E3779B1
@@ -120,13 +120,8 @@ class CenterCrop(Layer):
         return {**super().get_config(), "height": self.height, "width": self.width}
 
 
-class _RandomLayer(Layer):
+class _RandomLayer(SeededLayer):
     """Seeded like Dropout; ``training`` defaults to True outside a model call, as in Keras."""
-
-    def __init__(self, seed: int | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.seed = seed
-        self._op_seed = backend.next_seed() if seed is None else int(seed)
 
     def _seed(self, i: int) -> int:
         return (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
@@ -143,9 +138,6 @@ class _RandomLayer(Layer):
         """``fn`` applied to the (float, batched) images in training; the identity at inference."""
         inputs = _as_float(self, inputs)
         return _batched(inputs, fn) if training else m.identity(inputs)
-
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "seed": self.seed}
 
 
 class RandomFlip(_RandomLayer):
