@@ -15,9 +15,17 @@ from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import elementwise as k
 
 
-# ---------------------------------------------------------------------------- unary ops
-class _Unary(Op):
+class ElementwiseOp(Op):
+    """Base of the elementwise family's ops: costed per element (``FLOPS_PER_ELEMENT``)."""
+
     kind = "elementwise"
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
+        return _elementwise_cost(self.name, in_specs, out_specs)
+
+
+# ---------------------------------------------------------------------------- unary ops
+class _Unary(ElementwiseOp):
     kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = True
 
@@ -29,14 +37,10 @@ class _Unary(Op):
     def forward(self, ctx: ExecContext, x: Array, **attrs: object) -> Array:
         return self.kernel_fn(x, **attrs)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
-
-class _UnaryGrad(Op):
+class _UnaryGrad(ElementwiseOp):
     """``dx`` from ``dy`` and one saved value ``v`` (the op's input or output) of the same shape."""
 
-    kind = "elementwise"
     kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: object) -> TensorSpec:
@@ -45,9 +49,6 @@ class _UnaryGrad(Op):
 
     def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: object) -> Array:
         return self.kernel_fn(dy, v, **attrs)
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
 
 def _grad_op(op_name: str, fn: Callable[..., Array]) -> type[_UnaryGrad]:
