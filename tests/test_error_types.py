@@ -109,7 +109,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("ipusim/keras/layers/image_affine.py", "_AffineLayer._bounds", "NotImplementedError"): (
         _ABSTRACT
     ),
-    ("ipusim/keras/layers/merge.py", "_Merge._combine", "NotImplementedError"): _ABSTRACT,
     ("ipusim/keras/layers/recurrent.py", "_Recurrent._step", "NotImplementedError"): _ABSTRACT,
     (
         "ipusim/keras/layers/recurrent_cells.py",

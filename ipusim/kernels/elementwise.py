@@ -199,71 +199,73 @@ def _cast_to_bool(x, out):
         out[i] = x[i] != 0
 
 
-def _unary(fn: Callable, x: np.ndarray, *scalars: float) -> np.ndarray:
-    x = np.asarray(x, order="C")
-    out = np.empty_like(x)
-    fn(x.reshape(-1), *scalars, out.reshape(-1))
+def _flat(fn: Callable, *arrays: np.ndarray, scalars: tuple[float, ...] = ()) -> np.ndarray:
+    # Runs ``fn(*flat arrays, *scalars, flat out)``: unary kernels and their gradients; ``out`` is
+    # like the first array.
+    flat = [np.asarray(a, order="C") for a in arrays]
+    out = np.empty_like(flat[0])
+    fn(*(a.reshape(-1) for a in flat), *scalars, out.reshape(-1))
     return out
 
 
 def negative(x: np.ndarray) -> np.ndarray:
     """``-x``."""
-    return _unary(_negative, x)
+    return _flat(_negative, x)
 
 
 def exp(x: np.ndarray) -> np.ndarray:
     """``e**x``."""
-    return _unary(_exp, x)
+    return _flat(_exp, x)
 
 
 def log(x: np.ndarray) -> np.ndarray:
     """Natural logarithm (``-inf`` at 0, NaN below)."""
-    return _unary(_log, x)
+    return _flat(_log, x)
 
 
 def sqrt(x: np.ndarray) -> np.ndarray:
     """Square root."""
-    return _unary(_sqrt, x)
+    return _flat(_sqrt, x)
 
 
 def square(x: np.ndarray) -> np.ndarray:
     """``x * x``."""
-    return _unary(_square, x)
+    return _flat(_square, x)
 
 
 def abs_(x: np.ndarray) -> np.ndarray:
     """``|x|``."""
-    return _unary(_abs, x)
+    return _flat(_abs, x)
 
 
 def relu(x: np.ndarray) -> np.ndarray:
     """``max(x, 0)``."""
-    return _unary(_relu, x)
+    return _flat(_relu, x)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """Logistic function, evaluated without overflow for large ``|x|``."""
-    return _unary(_sigmoid, x)
+    return _flat(_sigmoid, x)
 
 
 def tanh(x: np.ndarray) -> np.ndarray:
     """Hyperbolic tangent."""
-    return _unary(_tanh, x)
+    return _flat(_tanh, x)
 
 
 def gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
     """GELU: ``x * Phi(x)`` (erf form), or the tanh approximation when ``approximate``."""
-    return _unary(_gelu_tanh if approximate else _gelu_erf, x)
+    return _flat(_gelu_tanh if approximate else _gelu_erf, x)
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
     """``log(1 + e**x)`` in the stable form ``max(x, 0) + log1p(e**-|x|)``."""
-    return _unary(_softplus, x)
+    return _flat(_softplus, x)
 
 
 def clip(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """``x`` clipped to ``[lo, hi]`` (NaN passes through)."""
-    return _unary(_clip, x, x.dtype.type(lo), x.dtype.type(hi))
+    return _flat(_clip, x, scalars=(x.dtype.type(lo), x.dtype.type(hi)))
 
 
 def cast(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -350,57 +352,49 @@ def _clip_grad(dy, x, lo, hi, out):
         out[i] = dy[i] if (v >= lo and v <= hi) else 0.0
 
 
-def _unary_grad(fn: Callable, dy: np.ndarray, v: np.ndarray, *scalars: float) -> np.ndarray:
-    dy = np.asarray(dy, order="C")
-    v = np.asarray(v, order="C")
-    out = np.empty_like(dy)
-    fn(dy.reshape(-1), v.reshape(-1), *scalars, out.reshape(-1))
-    return out
-
-
 def relu_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``dy`` where the relu output ``y`` is positive, else 0."""
-    return _unary_grad(_relu_grad, dy, y)
+    return _flat(_relu_grad, dy, y)
 
 
 def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``dy * y * (1 - y)`` with ``y`` the sigmoid output."""
-    return _unary_grad(_sigmoid_grad, dy, y)
+    return _flat(_sigmoid_grad, dy, y)
 
 
 def tanh_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``dy * (1 - y**2)`` with ``y`` the tanh output."""
-    return _unary_grad(_tanh_grad, dy, y)
+    return _flat(_tanh_grad, dy, y)
 
 
 def gelu_grad(dy: np.ndarray, x: np.ndarray, approximate: bool = False) -> np.ndarray:
     """``dy * gelu'(x)`` for the erf form or the tanh approximation."""
-    return _unary_grad(_gelu_tanh_grad if approximate else _gelu_erf_grad, dy, x)
+    return _flat(_gelu_tanh_grad if approximate else _gelu_erf_grad, dy, x)
 
 
 def softplus_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``dy * sigmoid(x)``."""
-    return _unary_grad(_softplus_grad, dy, x)
+    return _flat(_softplus_grad, dy, x)
 
 
 def sqrt_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``dy / (2 y)`` with ``y`` the sqrt output."""
-    return _unary_grad(_sqrt_grad, dy, y)
+    return _flat(_sqrt_grad, dy, y)
 
 
 def square_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``2 x dy``."""
-    return _unary_grad(_square_grad, dy, x)
+    return _flat(_square_grad, dy, x)
 
 
 def abs_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``sign(x) * dy`` (0 at ``x == 0``, as TensorFlow)."""
-    return _unary_grad(_abs_grad, dy, x)
+    return _flat(_abs_grad, dy, x)
 
 
 def clip_grad(dy: np.ndarray, x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """``dy`` where ``lo <= x <= hi`` (bounds included, as tf.clip_by_value), else 0."""
-    return _unary_grad(_clip_grad, dy, x, x.dtype.type(lo), x.dtype.type(hi))
+    return _flat(_clip_grad, dy, x, scalars=(x.dtype.type(lo), x.dtype.type(hi)))
 
 
 # ---------------------------------------------------------------------------- broadcasting sums

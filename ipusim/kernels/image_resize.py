@@ -34,37 +34,53 @@ def taps(size: int, out: int, method: str) -> tuple[np.ndarray, np.ndarray, np.n
     return lower, upper, lerp
 
 
-def _weights(rank: int, axis: int, lerp: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    shape = [1] * rank
-    shape[axis] = lerp.size
-    return lerp.astype(dtype).reshape(shape)
-
-
-def _axis(x: np.ndarray, axis: int, out: int, method: str) -> np.ndarray:
-    lower, upper, lerp = taps(x.shape[axis], out, method)
-    if method == "nearest":
+def lerp_axis(
+    x: np.ndarray, axis: int, taps: tuple[np.ndarray, ...], nearest: bool = False
+) -> np.ndarray:
+    """``x`` interpolated along ``axis`` between the pixels ``lower`` and ``upper`` of ``taps``
+    (``(lower, upper, weight of upper)`` per output pixel, as :func:`taps` gives them); a copy of
+    ``lower`` when ``nearest``."""
+    lower, upper, lerp = taps
+    if nearest:
         return np.take(x, lower, axis=axis)
-    f = _weights(x.ndim, axis, lerp, x.dtype)
+    f = _along(x.ndim, axis, lerp, x.dtype)
     return np.take(x, lower, axis=axis) * (1 - f) + np.take(x, upper, axis=axis) * f
 
 
-def _axis_grad(dy: np.ndarray, axis: int, size: int, method: str) -> np.ndarray:
-    lower, upper, lerp = taps(size, dy.shape[axis], method)
-    moved = np.zeros((size, *np.moveaxis(dy, axis, 0).shape[1:]), dtype=dy.dtype)
-    if method == "nearest":
+def lerp_axis_grad(
+    dy: np.ndarray, axis: int, size: int, taps: tuple[np.ndarray, ...], nearest: bool = False
+) -> np.ndarray:
+    """Gradient of :func:`lerp_axis` w.r.t. its input, which has ``size`` pixels along ``axis``
+    (C-contiguous)."""
+    lower, upper, lerp = taps
+    moved = np.moveaxis(
+        np.zeros((*dy.shape[:axis], size, *dy.shape[axis + 1 :]), dy.dtype), axis, 0
+    )
+    if nearest:
         np.add.at(moved, lower, np.moveaxis(dy, axis, 0))
     else:
-        f = _weights(dy.ndim, axis, lerp, dy.dtype)
+        f = _along(dy.ndim, axis, lerp, dy.dtype)
         np.add.at(moved, lower, np.moveaxis(dy * (1 - f), axis, 0))
         np.add.at(moved, upper, np.moveaxis(dy * f, axis, 0))
-    return np.ascontiguousarray(np.moveaxis(moved, 0, axis))
+    return np.moveaxis(moved, 0, axis)
+
+
+def _along(rank: int, axis: int, values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` shaped to broadcast along ``axis`` of a rank-``rank`` array."""
+    shape = [1] * rank
+    shape[axis] = values.size
+    return values.astype(dtype).reshape(shape)
 
 
 def resize(x: np.ndarray, size: tuple[int, int], method: str) -> np.ndarray:
     """``x`` (N, H, W, C) resized to (N, size[0], size[1], C): rows first, then columns."""
-    return np.ascontiguousarray(_axis(_axis(x, 1, size[0], method), 2, size[1], method))
+    nearest = method == "nearest"
+    y = lerp_axis(x, 1, taps(x.shape[1], size[0], method), nearest)
+    return np.ascontiguousarray(lerp_axis(y, 2, taps(x.shape[2], size[1], method), nearest))
 
 
 def resize_grad(dy: np.ndarray, input_hw: tuple[int, int], method: str) -> np.ndarray:
     """Gradient of :func:`resize` w.r.t. its input of spatial size ``input_hw``."""
-    return _axis_grad(_axis_grad(dy, 2, input_hw[1], method), 1, input_hw[0], method)
+    (h, w), nearest = input_hw, method == "nearest"
+    g = lerp_axis_grad(dy, 2, w, taps(w, dy.shape[2], method), nearest)
+    return lerp_axis_grad(g, 1, h, taps(h, dy.shape[1], method), nearest)

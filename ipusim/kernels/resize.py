@@ -14,6 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ipusim.kernels.image_resize import lerp_axis, lerp_axis_grad
+
 
 @lru_cache(maxsize=256)
 def bilinear_taps(size: int, scale: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -29,36 +31,12 @@ def bilinear_taps(size: int, scale: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return lower, upper, lerp
 
 
-def _along(shape_rank: int, axis: int, values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``values`` shaped to broadcast along ``axis`` of a rank-``shape_rank`` array."""
-    shape = [1] * shape_rank
-    shape[axis] = values.size
-    return values.astype(dtype).reshape(shape)
-
-
-def _lerp_axis(x: np.ndarray, axis: int, scale: int) -> np.ndarray:
-    lower, upper, lerp = bilinear_taps(x.shape[axis], scale)
-    f = _along(x.ndim, axis, lerp, x.dtype)
-    return np.take(x, lower, axis=axis) * (1 - f) + np.take(x, upper, axis=axis) * f
-
-
-def _lerp_axis_grad(dy: np.ndarray, axis: int, size: int, scale: int) -> np.ndarray:
-    lower, upper, lerp = bilinear_taps(size, scale)
-    f = _along(dy.ndim, axis, lerp, dy.dtype)
-    moved = np.moveaxis(
-        np.zeros_like(dy, shape=(*dy.shape[:axis], size, *dy.shape[axis + 1 :])), axis, 0
-    )
-    np.add.at(moved, lower, np.moveaxis(dy * (1 - f), axis, 0))
-    np.add.at(moved, upper, np.moveaxis(dy * f, axis, 0))
-    return np.moveaxis(moved, 0, axis)
-
-
 def resize(x: np.ndarray, scale: tuple[int, int], method: str = "bilinear") -> np.ndarray:
     """``x`` (N, H, W, C) resized to ``(N, H·sh, W·sw, C)``."""
     if method == "nearest":
         return np.repeat(np.repeat(x, scale[0], axis=1), scale[1], axis=2)
-    y = _lerp_axis(x, 1, scale[0]) if scale[0] > 1 else x
-    return _lerp_axis(y, 2, scale[1]) if scale[1] > 1 else y
+    y = lerp_axis(x, 1, bilinear_taps(x.shape[1], scale[0])) if scale[0] > 1 else x
+    return lerp_axis(y, 2, bilinear_taps(y.shape[2], scale[1])) if scale[1] > 1 else y
 
 
 def resize_grad(
@@ -69,5 +47,5 @@ def resize_grad(
     h, w = input_hw
     if method == "nearest":  # each pixel's gradient: the sum over its repeats
         return dy.reshape(n, h, scale[0], w, scale[1], c).sum(axis=(2, 4), dtype=dy.dtype)
-    g = _lerp_axis_grad(dy, 2, w, scale[1]) if scale[1] > 1 else dy
-    return _lerp_axis_grad(g, 1, h, scale[0]) if scale[0] > 1 else g
+    g = lerp_axis_grad(dy, 2, w, bilinear_taps(w, scale[1])) if scale[1] > 1 else dy
+    return lerp_axis_grad(g, 1, h, bilinear_taps(h, scale[0])) if scale[0] > 1 else g

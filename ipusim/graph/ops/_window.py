@@ -88,12 +88,16 @@ def spatial_geometry(
 
 
 def check_nhwc(
-    op: str, arg: str, spec: TensorSpec, layout: str = "(batch, height, width, channels)"
+    op: str,
+    arg: str,
+    spec: TensorSpec,
+    layout: str = "(batch, height, width, channels)",
+    rank: int = 4,
 ) -> None:
-    """Raise unless ``spec`` is a rank-4 float tensor (``layout`` names its axes)."""
-    if spec.rank != 4:
+    """Raise unless ``spec`` is a float tensor of ``rank`` (4: NHWC; ``layout`` names its axes)."""
+    if spec.rank != rank:
         raise ConfigurationError(
-            f"{op}: {arg} must be a 4-D tensor {layout}, received shape {spec.shape}"
+            f"{op}: {arg} must be a {rank}-D tensor {layout}, received shape {spec.shape}"
         )
     if spec.dtype not in ("float16", "float32", "float64"):
         raise InvalidTypeError(

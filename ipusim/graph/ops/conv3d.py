@@ -10,13 +10,14 @@ three field dimensions (``poplin::ConvParams`` takes any number); see
 
 from __future__ import annotations
 
+from functools import partial
 from numbers import Integral
 from typing import Any, cast
 
-from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
-from ipusim.graph.ops._window import window_geometry
+from ipusim.graph.ops._window import check_nhwc, window_geometry
 from ipusim.graph.ops.conv import (
     _ConvBase,
     _DenseBackpropFilter,
@@ -62,15 +63,7 @@ def volume_geometry(
     return tuple(outs), (pads[0], pads[1], pads[2])
 
 
-def _check_5d(op: str, arg: str, spec: TensorSpec, layout: str) -> None:
-    if spec.rank != 5:
-        raise ConfigurationError(
-            f"{op}: {arg} must be a 5-D tensor {layout}, received shape {spec.shape}"
-        )
-    if spec.dtype not in ("float16", "float32", "float64"):
-        raise InvalidTypeError(
-            f"{op}: {arg} must be float16, float32 or float64, received {spec.dtype}"
-        )
+_check_5d = partial(check_nhwc, rank=5)  # NDHWC: (op, arg, spec, layout)
 
 
 class _Conv3DBase(_ConvBase):

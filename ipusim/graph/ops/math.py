@@ -15,20 +15,19 @@ from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.ops._elementwise import FLOPS_PER_ELEMENT as FLOPS_PER_ELEMENT
-from ipusim.graph.ops._elementwise import _elementwise_cost
 from ipusim.graph.ops._elementwise import axis_attr as axis_attr
 from ipusim.graph.ops._elementwise import broadcast_shape as broadcast_shape
 from ipusim.graph.ops._elementwise import merge_shapes as merge_shapes
 from ipusim.graph.ops._elementwise import normalize_axes as normalize_axes
 from ipusim.graph.ops._elementwise import require_float as require_float
 from ipusim.graph.ops._elementwise import unbroadcast as unbroadcast
+from ipusim.graph.ops.unary import ElementwiseOp
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec, canonical_dtype
 from ipusim.kernels import elementwise as k
 
 
 # ---------------------------------------------------------------------------- binary ops
-class _Binary(Op):
-    kind = "elementwise"
+class _Binary(ElementwiseOp):
     kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = False
 
@@ -43,9 +42,6 @@ class _Binary(Op):
 
     def forward(self, ctx: ExecContext, a: Array, b: Array) -> Array:
         return self.kernel_fn(a, b)
-
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
 
 @register
@@ -93,30 +89,26 @@ class Divide(_Binary):
         ]
 
 
-@register
-class Maximum(_Binary):
-    name = "maximum"
-    kernel_fn = staticmethod(k.maximum)
+class _Extremum(_Binary):
+    masks: ClassVar[tuple[str, str]]  # which of a, b receives dy, as masked_grad modes
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         a, b = node.inputs  # ties go to a, as TensorFlow's x >= y mask
-        return [
-            unbroadcast(masked_grad(dy, a, b, "ge"), a),
-            unbroadcast(masked_grad(dy, a, b, "lt"), b),
-        ]
+        return [unbroadcast(masked_grad(dy, a, b, m), x) for m, x in zip(self.masks, (a, b))]
 
 
 @register
-class Minimum(_Binary):
+class Maximum(_Extremum):
+    name = "maximum"
+    kernel_fn = staticmethod(k.maximum)
+    masks = ("ge", "lt")
+
+
+@register
+class Minimum(_Extremum):
     name = "minimum"
     kernel_fn = staticmethod(k.minimum)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        a, b = node.inputs
-        return [
-            unbroadcast(masked_grad(dy, a, b, "le"), a),
-            unbroadcast(masked_grad(dy, a, b, "gt"), b),
-        ]
+    masks = ("le", "gt")
 
 
 @register
@@ -132,11 +124,10 @@ class Equal(_Binary):
 
 
 @register
-class MaskedGrad(Op):
+class MaskedGrad(ElementwiseOp):
     """``dy`` where ``a <mode> b`` (mode ge, gt, le, lt), else 0: the gradient of max / min."""
 
     name = "masked_grad"
-    kind = "elementwise"
 
     def infer(self, dy: TensorSpec, a: TensorSpec, b: TensorSpec, *, mode: str) -> TensorSpec:
         if mode not in ("ge", "gt", "le", "lt"):
@@ -148,9 +139,6 @@ class MaskedGrad(Op):
 
     def forward(self, ctx: ExecContext, dy: Array, a: Array, b: Array, *, mode: str) -> Array:
         return k.masked_grad(dy, a, b, mode)
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
 
 def add(a: TensorLike, b: TensorLike) -> Symbol:
@@ -195,11 +183,10 @@ def masked_grad(dy: TensorLike, a: TensorLike, b: TensorLike, mode: str) -> Symb
 
 # ---------------------------------------------------------------------------- casts and identities
 @register
-class Cast(Op):
+class Cast(ElementwiseOp):
     """Convert to ``dtype``. Gradient: cast back between float dtypes, none otherwise."""
 
     name = "cast"
-    kind = "elementwise"
 
     def infer(self, x: TensorSpec, *, dtype: str) -> TensorSpec:
         return TensorSpec(x.shape, dtype)
@@ -212,9 +199,6 @@ class Cast(Op):
         if x.dtype in FLOAT_DTYPES and dy.dtype in FLOAT_DTYPES:
             return [cast(dy, x.dtype)]
         return [None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
 
 class _PassThrough(Op):
@@ -231,13 +215,13 @@ class _PassThrough(Op):
     def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
         return OpCost(0, 0, 0, "data_movement")
 
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
+        return [dy]
+
 
 @register
 class Identity(_PassThrough):
     name = "identity"
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
 
 
 @register
@@ -247,15 +231,12 @@ class RecomputationCheckpoint(_PassThrough):
 
     name = "recomputation_checkpoint"
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
-
 
 @register
 class StopGradient(_PassThrough):
     name = "stop_gradient"
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
+    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
         return [None]
 
 

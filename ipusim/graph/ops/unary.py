@@ -15,9 +15,17 @@ from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import elementwise as k
 
 
-# ---------------------------------------------------------------------------- unary ops
-class _Unary(Op):
+class ElementwiseOp(Op):
+    """Base of the elementwise family's ops: costed per element (``FLOPS_PER_ELEMENT``)."""
+
     kind = "elementwise"
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
+        return _elementwise_cost(self.name, in_specs, out_specs)
+
+
+# ---------------------------------------------------------------------------- unary ops
+class _Unary(ElementwiseOp):
     kernel_fn: ClassVar[Callable[..., Array]]
     float_only: ClassVar[bool] = True
 
@@ -29,14 +37,10 @@ class _Unary(Op):
     def forward(self, ctx: ExecContext, x: Array, **attrs: object) -> Array:
         return self.kernel_fn(x, **attrs)
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
-
-class _UnaryGrad(Op):
+class _UnaryGrad(ElementwiseOp):
     """``dx`` from ``dy`` and one saved value ``v`` (the op's input or output) of the same shape."""
 
-    kind = "elementwise"
     kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(self, dy: TensorSpec, v: TensorSpec, **attrs: object) -> TensorSpec:
@@ -45,9 +49,6 @@ class _UnaryGrad(Op):
 
     def forward(self, ctx: ExecContext, dy: Array, v: Array, **attrs: object) -> Array:
         return self.kernel_fn(dy, v, **attrs)
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise_cost(self.name, in_specs, out_specs)
 
 
 def _grad_op(op_name: str, fn: Callable[..., Array]) -> type[_UnaryGrad]:
@@ -77,121 +78,46 @@ for _name in (
     _grad_op(_name, getattr(k, _name))
 
 
-@register
-class Negative(_Unary):
-    name = "negative"
-    kernel_fn = staticmethod(k.negative)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [negative(dy)]
-
-
-@register
-class Exp(_Unary):
-    name = "exp"
-    kernel_fn = staticmethod(k.exp)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("multiply", dy, node.outputs[0])]
-
-
-@register
-class Log(_Unary):
-    name = "log"
-    kernel_fn = staticmethod(k.log)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("divide", dy, node.inputs[0])]
-
-
-@register
-class Sqrt(_Unary):
-    name = "sqrt"
-    kernel_fn = staticmethod(k.sqrt)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("sqrt_grad", dy, node.outputs[0])]
-
-
-@register
-class Square(_Unary):
-    name = "square"
-    kernel_fn = staticmethod(k.square)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("square_grad", dy, node.inputs[0])]
-
-
-@register
-class Abs(_Unary):
-    name = "abs"
-    kernel_fn = staticmethod(k.abs_)
-    float_only = False
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("abs_grad", dy, node.inputs[0])]
-
-
-@register
-class Relu(_Unary):
-    name = "relu"
-    kernel_fn = staticmethod(k.relu)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [relu_grad(dy, node.outputs[0])]
-
-
-@register
-class Sigmoid(_Unary):
-    name = "sigmoid"
-    kernel_fn = staticmethod(k.sigmoid)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [sigmoid_grad(dy, node.outputs[0])]
-
-
-@register
-class Tanh(_Unary):
-    name = "tanh"
-    kernel_fn = staticmethod(k.tanh)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [tanh_grad(dy, node.outputs[0])]
-
-
-@register
-class Gelu(_Unary):
-    name = "gelu"
-    kernel_fn = staticmethod(k.gelu)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [gelu_grad(dy, node.inputs[0], node.attrs.get("approximate", False))]
-
-
-@register
-class Softplus(_Unary):
-    name = "softplus"
-    kernel_fn = staticmethod(k.softplus)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("softplus_grad", dy, node.inputs[0])]
-
-
-@register
-class Clip(_Unary):
-    name = "clip"
-    kernel_fn = staticmethod(k.clip)
-
+class _Clip(_Unary):
     # Clip's attributes are its own (as every op's are; see Op's base signatures).
     def infer(self, x: TensorSpec, *, lo: float, hi: float) -> TensorSpec:  # type: ignore[override]
         if not lo <= hi:
             raise ConfigurationError(f"clip: lo ({lo}) must not exceed hi ({hi})")
         return super().infer(x)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("clip_grad", dy, node.inputs[0], **node.attrs)]
+
+def _unary_op(
+    name: str,
+    fn: Callable[..., Array],
+    grad: str,
+    saved: str | None,
+    float_only: bool = True,
+    base: type[_Unary] = _Unary,
+) -> None:
+    """Register the unary op ``name`` computing ``fn(x, **attrs)``, whose gradient is the op
+    ``grad(dy, v, **attrs)`` with ``v`` the node's input (``saved="in"``), its output ("out") or
+    nothing (None)."""
+
+    def gradient(self: _Unary, node: Node, dy: Symbol) -> list[Symbol]:
+        values = [] if saved is None else [(node.inputs if saved == "in" else node.outputs)[0]]
+        return [apply1(grad, dy, *values, **node.attrs)]
+
+    attrs = {"name": name, "kernel_fn": staticmethod(fn), "float_only": float_only}
+    register(type(name.title(), (base,), {**attrs, "gradient": gradient}))
+
+
+_unary_op("negative", k.negative, "negative", None, False)
+_unary_op("exp", k.exp, "multiply", "out")
+_unary_op("log", k.log, "divide", "in")
+_unary_op("sqrt", k.sqrt, "sqrt_grad", "out")
+_unary_op("square", k.square, "square_grad", "in", False)
+_unary_op("abs", k.abs_, "abs_grad", "in", False)
+_unary_op("relu", k.relu, "relu_grad", "out")
+_unary_op("sigmoid", k.sigmoid, "sigmoid_grad", "out")
+_unary_op("tanh", k.tanh, "tanh_grad", "out")
+_unary_op("gelu", k.gelu, "gelu_grad", "in")
+_unary_op("softplus", k.softplus, "softplus_grad", "in")
+_unary_op("clip", k.clip, "clip_grad", "in", True, _Clip)
 
 
 def negative(x: TensorLike) -> Symbol:

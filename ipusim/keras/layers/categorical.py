@@ -160,7 +160,54 @@ def _materialise(data: Any) -> Any:
     return data
 
 
-class IntegerLookup(Layer):
+class VocabularyLayer(Layer):
+    """What Keras' lookup layers (IntegerLookup, StringLookup) share: the index layout (the mask
+    token at 0 in "int" mode, then the ``num_oov_indices`` OOV indices, then the vocabulary) and
+    the config; ``_token_type`` names the attribute (and config key) of the tokens' type.
+    Subclasses set ``output_mode`` and call :meth:`_init_vocabulary` from ``__init__``."""
+
+    _token_type: str
+    output_mode: str
+
+    def _init_vocabulary(
+        self, max_tokens: Any, num_oov_indices: int, mask_token: Any, oov_token: Any, invert: bool
+    ) -> None:
+        self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
+        self.mask_token, self.oov_token = mask_token, oov_token
+        self.invert, self.sparse = bool(invert), False
+        self._vocabulary: list[Any] = []
+
+    def _oov_start(self) -> int:
+        # The mask has an index of its own only in "int" mode, as in Keras.
+        return 1 if self.mask_token is not None and self.output_mode == "int" else 0
+
+    def _token_start(self) -> int:
+        return self._oov_start() + self.num_oov_indices
+
+    def get_vocabulary(self, include_special_tokens: bool = True) -> list[Any]:
+        special = [self.mask_token] if self._oov_start() else []
+        special += [self.oov_token] * self.num_oov_indices
+        return (special if include_special_tokens else []) + list(self._vocabulary)
+
+    def vocabulary_size(self) -> int:
+        return self._token_start() + len(self._vocabulary)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "max_tokens": self.max_tokens,
+            "num_oov_indices": self.num_oov_indices,
+            "mask_token": self.mask_token,
+            "oov_token": self.oov_token,
+            "vocabulary": list(self._vocabulary),
+            self._token_type: getattr(self, self._token_type),
+            "invert": self.invert,
+            "output_mode": self.output_mode,
+            "sparse": self.sparse,
+        }
+
+
+class IntegerLookup(VocabularyLayer):
     """Maps integer tokens to contiguous indices by a vocabulary (given, or learned with
     :meth:`adapt`: most frequent first, ties by the larger token, as Keras); ``invert`` maps
     indices back to tokens.
@@ -170,6 +217,8 @@ class IntegerLookup(Layer):
     ``floormod(token, num_oov_indices)``; with none, it is an error), then the vocabulary. In the
     encoding output modes the mask token has no index and is dropped.
     """
+
+    _token_type = "vocabulary_dtype"
 
     def __init__(
         self,
@@ -205,19 +254,10 @@ class IntegerLookup(Layer):
         self.output_mode = _mode("IntegerLookup", output_mode, ("int", *ENCODINGS))
         if invert and self.output_mode != "int":
             raise ConfigurationError("IntegerLookup: invert=True needs output_mode='int'")
-        self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
-        self.mask_token, self.oov_token = mask_token, int(oov_token)
-        self.vocabulary_dtype, self.invert, self.sparse = vocabulary_dtype, bool(invert), False
-        self._vocabulary: list[int] = []
+        self.vocabulary_dtype = vocabulary_dtype
+        self._init_vocabulary(max_tokens, num_oov_indices, mask_token, int(oov_token), invert)
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)
-
-    def _oov_start(self) -> int:
-        # The mask has an index of its own only in "int" mode, as in Keras.
-        return 1 if self.mask_token is not None and self.output_mode == "int" else 0
-
-    def _token_start(self) -> int:
-        return self._oov_start() + self.num_oov_indices
 
     def set_vocabulary(self, vocabulary: Any, idf_weights: Any = None) -> None:
         """Use ``vocabulary`` (unique integers, without the mask and OOV tokens)."""
@@ -248,14 +288,6 @@ class IntegerLookup(Layer):
         if self.max_tokens:
             order = order[: self.max_tokens - self._token_start()]
         self._vocabulary = [int(t) for t in tokens[order]]
-
-    def get_vocabulary(self, include_special_tokens: bool = True) -> list[int]:
-        special = [self.mask_token] if self._oov_start() else []
-        special += [self.oov_token] * self.num_oov_indices
-        return (special if include_special_tokens else []) + list(self._vocabulary)
-
-    def vocabulary_size(self) -> int:
-        return self._token_start() + len(self._vocabulary)
 
     def call(self, inputs: Any) -> Any:
         start = self._token_start()
@@ -293,20 +325,6 @@ class IntegerLookup(Layer):
             else tuple(input_shape[:-1])
         )
         return (*lead, self.vocabulary_size())
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "max_tokens": self.max_tokens,
-            "num_oov_indices": self.num_oov_indices,
-            "mask_token": self.mask_token,
-            "oov_token": self.oov_token,
-            "vocabulary": list(self._vocabulary),
-            "vocabulary_dtype": self.vocabulary_dtype,
-            "invert": self.invert,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
-        }
 
 
 class Hashing(Layer):

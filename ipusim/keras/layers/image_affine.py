@@ -10,12 +10,10 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.graph.ops import math as m
 from ipusim.graph.ops.image_transform import augment_transforms, image_transform
 from ipusim.keras.layers.image_preprocessing import (
-    _as_float,
-    _batched,
     _factor_pair,
+    _listed,
     _RandomLayer,
 )
 
@@ -43,6 +41,7 @@ class _AffineLayer(_RandomLayer):
     wrap, constant or nearest fill; bilinear or nearest interpolation); identity at inference."""
 
     _kind = ""
+    _factors: tuple[str, ...] = ()  # the constructor's factor arguments, kept for the config
 
     def __init__(
         self, fill_mode: str, interpolation: str, seed: Any, fill_value: float, **kwargs: Any
@@ -64,16 +63,11 @@ class _AffineLayer(_RandomLayer):
         raise NotImplementedError
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-        bounds, same = self._bounds()
-
         def warp(x: Any) -> Any:
-            maps = augment_transforms(x, self._kind, self._op_seed, bounds, same)
+            maps = augment_transforms(x, self._kind, self._op_seed, *self._bounds())
             return image_transform(x, maps, self.interpolation, self.fill_mode, self.fill_value)
 
-        return _batched(inputs, warp)
+        return self._augment(inputs, training, warp)
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -81,11 +75,9 @@ class _AffineLayer(_RandomLayer):
             "fill_mode": self.fill_mode,
             "fill_value": self.fill_value,
             "interpolation": self.interpolation,
+            # The factors as given (tuples as lists, as Keras' config has them).
+            **{k: _listed(getattr(self, k)) for k in self._factors},
         }
-
-
-def _listed(factor: Any) -> Any:
-    return list(factor) if isinstance(factor, tuple) else factor
 
 
 class RandomRotation(_AffineLayer):
@@ -93,6 +85,7 @@ class RandomRotation(_AffineLayer):
     [-f, f]; positive angles turn counter-clockwise)."""
 
     _kind = "rotation"
+    _factors = ("factor",)
 
     def __init__(
         self,
@@ -111,15 +104,13 @@ class RandomRotation(_AffineLayer):
         two_pi = 2.0 * np.pi
         return (self.lower * two_pi, self.upper * two_pi, 0.0, 0.0), False
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "factor": _listed(self.factor)}
-
 
 class RandomTranslation(_AffineLayer):
     """Shifts each image by fractions of its height and width drawn uniformly from
     ``height_factor`` and ``width_factor`` (a number f means [-f, f])."""
 
     _kind = "translation"
+    _factors = ("height_factor", "width_factor")
 
     def __init__(
         self,
@@ -139,19 +130,13 @@ class RandomTranslation(_AffineLayer):
     def _bounds(self) -> tuple[tuple[float, ...], bool]:
         return (*self.height, *self.width), False
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "height_factor": _listed(self.height_factor),
-            "width_factor": _listed(self.width_factor),
-        }
-
 
 class RandomZoom(_AffineLayer):
     """Zooms each image by 1 + a factor drawn uniformly from ``height_factor`` (and
     ``width_factor``, default: the height's draw); positive values zoom out."""
 
     _kind = "zoom"
+    _factors = ("height_factor", "width_factor")
 
     def __init__(
         self,
@@ -175,10 +160,3 @@ class RandomZoom(_AffineLayer):
         return (1 + self.height[0], 1 + self.height[1], 1 + width[0], 1 + width[1]), (
             self.width is None
         )
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "height_factor": _listed(self.height_factor),
-            "width_factor": _listed(self.width_factor),
-        }

@@ -27,11 +27,11 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.augment import random_crop
 from ipusim.graph.ops.noise import random_draw, reverse
-from ipusim.keras import backend
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
+from ipusim.keras.layers.noise import SeededLayer
 
 #: Offset between the seeds of a layer's independent draws.
 _SEED_STRIDE = 0x9E3779B1
@@ -57,6 +57,11 @@ def _batched(images: Any, fn: Any) -> Any:
 
 def _as_float(layer: Layer, inputs: Any) -> Any:
     return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
+
+
+def _listed(factor: Any) -> Any:
+    """A factor as Keras' config has it (a tuple as a list)."""
+    return list(factor) if isinstance(factor, tuple) else factor
 
 
 class Resizing(Layer):
@@ -115,13 +120,8 @@ class CenterCrop(Layer):
         return {**super().get_config(), "height": self.height, "width": self.width}
 
 
-class _RandomLayer(Layer):
+class _RandomLayer(SeededLayer):
     """Seeded like Dropout; ``training`` defaults to True outside a model call, as in Keras."""
-
-    def __init__(self, seed: int | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.seed = seed
-        self._op_seed = backend.next_seed() if seed is None else int(seed)
 
     def _seed(self, i: int) -> int:
         return (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
@@ -134,8 +134,10 @@ class _RandomLayer(Layer):
             kwargs["training"] = True
         return super().__call__(*args, **kwargs)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "seed": self.seed}
+    def _augment(self, inputs: Any, training: bool | None, fn: Any) -> Any:
+        """``fn`` applied to the (float, batched) images in training; the identity at inference."""
+        inputs = _as_float(self, inputs)
+        return _batched(inputs, fn) if training else m.identity(inputs)
 
 
 class RandomFlip(_RandomLayer):
@@ -154,10 +156,7 @@ class RandomFlip(_RandomLayer):
         self.mode = mode
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-        return _batched(inputs, self._flip)
+        return self._augment(inputs, training, self._flip)
 
     def _flip(self, images: Any) -> Any:
         for i, axis in enumerate(self.MODES[self.mode]):
@@ -217,21 +216,16 @@ class RandomContrast(_RandomLayer):
         self.factor = factor
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-
         def adjust(x: Any) -> Any:
             lo, hi = 1.0 - self.lower, 1.0 + self.upper
             factor = random_draw(x, "uniform", self._op_seed, (1, 1, 1, 1), a=lo, b=hi)
             mean = m.reduce_mean(x, axis=(1, 2), keepdims=True)
             return m.clip(m.add(m.multiply(m.subtract(x, mean), factor), mean), 0.0, 255.0)
 
-        return _batched(inputs, adjust)
+        return self._augment(inputs, training, adjust)
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor}
+        return {**super().get_config(), "factor": _listed(self.factor)}
 
 
 class RandomBrightness(_RandomLayer):
@@ -258,21 +252,17 @@ class RandomBrightness(_RandomLayer):
         self.value_range = (float(value_range[0]), float(value_range[1]))
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
-        inputs = _as_float(self, inputs)
-        if not training:
-            return m.identity(inputs)
-
         def adjust(x: Any) -> Any:
             low, high = self._bounds
             delta = random_draw(x, "uniform", self._op_seed, (None, 1, 1, 1), a=low, b=high)
             span = self.value_range[1] - self.value_range[0]
             return m.clip(m.add(x, m.multiply(delta, span)), *self.value_range)
 
-        return _batched(inputs, adjust)
+        return self._augment(inputs, training, adjust)
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor, "value_range": list(self.value_range)}
+        factor, value_range = _listed(self.factor), list(self.value_range)
+        return {**super().get_config(), "factor": factor, "value_range": value_range}
 
 
 class _SizeChanging(_RandomLayer):
@@ -298,8 +288,8 @@ class _SizeChanging(_RandomLayer):
         return m.identity(_as_float(self, inputs))
 
     def get_config(self) -> dict[str, Any]:
-        factor = list(self.factor) if isinstance(self.factor, tuple) else self.factor
-        return {**super().get_config(), "factor": factor, "interpolation": self.interpolation}
+        factor, interpolation = _listed(self.factor), self.interpolation
+        return {**super().get_config(), "factor": factor, "interpolation": interpolation}
 
 
 class RandomHeight(_SizeChanging):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError
@@ -12,12 +13,16 @@ from ipusim.keras.engine.layer import Layer
 
 class _Merge(Layer):
     _min_inputs = 2
+    _exact = False  # exactly _min_inputs inputs, not at least
+    _combine: Callable[[Any, Any], Any]  # the graph op folding the inputs, left to right
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, list) or len(input_shape) < self._min_inputs:
+        n = len(input_shape) if isinstance(input_shape, list) else -1
+        if n < self._min_inputs or (self._exact and n != self._min_inputs):
             raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} must be called on a list of at "
-                f"least {self._min_inputs} tensors, received {input_shape}"
+                f"{type(self).__name__} {self.name!r} must be called on a list of "
+                f"{'exactly' if self._exact else 'at least'} {self._min_inputs} tensors, "
+                f"received {input_shape}"
             )
         self.built = True
 
@@ -27,47 +32,32 @@ class _Merge(Layer):
             result = self._combine(result, x)
         return result
 
-    def _combine(self, a: Any, b: Any) -> Any:
-        raise NotImplementedError
-
 
 class Add(_Merge):
     """Elementwise sum of a list of tensors."""
 
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.add(a, b)
+    _combine = staticmethod(m.add)
 
 
 class Subtract(_Merge):
     """``inputs[0] - inputs[1]`` (exactly two inputs)."""
 
-    def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, list) or len(input_shape) != 2:
-            raise ConfigurationError(
-                f"Subtract {self.name!r} must be called on a list of exactly 2 "
-                f"tensors, received {input_shape}"
-            )
-        self.built = True
-
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.subtract(a, b)
+    _exact = True
+    _combine = staticmethod(m.subtract)
 
 
 class Multiply(_Merge):
     """Elementwise product of a list of tensors."""
 
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.multiply(a, b)
+    _combine = staticmethod(m.multiply)
 
 
 class Maximum(_Merge):
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.maximum(a, b)
+    _combine = staticmethod(m.maximum)
 
 
 class Minimum(_Merge):
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.minimum(a, b)
+    _combine = staticmethod(m.minimum)
 
 
 class Average(_Merge):
@@ -76,8 +66,7 @@ class Average(_Merge):
     def call(self, inputs: list[Any]) -> Any:
         return m.multiply(super().call(inputs), 1.0 / len(inputs))
 
-    def _combine(self, a: Any, b: Any) -> Any:
-        return m.add(a, b)
+    _combine = staticmethod(m.add)
 
 
 class Concatenate(_Merge):

@@ -30,18 +30,22 @@ def _rate(layer: str, rate: Any) -> float:
     return float(rate)
 
 
-class _Noise(Layer):
-    """Shared: a seed from the stream, the identity outside training, shape-preserving."""
+class SeededLayer(Layer):
+    """A layer seeded like Dropout: ``seed``, else the process stream's next seed."""
 
     def __init__(self, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.seed = seed
         self._op_seed = backend.next_seed() if seed is None else int(seed)
 
-    compute_output_shape = same_shape
-
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "seed": self.seed}
+
+
+class _Noise(SeededLayer):
+    """Shared: a seed from the stream, the identity outside training, shape-preserving."""
+
+    compute_output_shape = same_shape
 
 
 class GaussianNoise(_Noise):

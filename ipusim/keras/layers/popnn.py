@@ -123,6 +123,7 @@ class _Popnn:
     """What PopnnLSTM and PopnnGRU add to the Keras layers."""
 
     _bias_name = "biases"
+    _cell: str  # "LSTM" or "GRU", for messages
     _extras: dict[str, Any]
     dropout: float
     time_major: bool
@@ -140,7 +141,13 @@ class _Popnn:
     def num_units(self) -> int:
         return self.units  # type: ignore[attr-defined]
 
-    def _popnn_config(self, config: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, units: int, **kwargs: Any) -> None:
+        self._extras = _popnn_checks(self._cell, kwargs)
+        self._amp = _amp(self._extras)
+        super().__init__(units, **kwargs)  # type: ignore[call-arg]  # the Keras layer's
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()  # type: ignore[misc]  # the Keras layer's
         for arg in ("use_bias", "recurrent_dropout", "go_backwards", "unroll"):
             config.pop(arg, None)
         return {**config, **self._extras}
@@ -154,6 +161,8 @@ class PopnnLSTM(_Popnn, LSTM):
     popnn ``concat([kernel, recurrent_kernel], 0)``), then the bias and the gates.
     """
 
+    _cell = "LSTM"
+
     def _step_weights(self) -> dict[str, Any]:
         combined = shape.concat([self.kernel, self.recurrent_kernel], axis=0)
         return {"combined": combined, "bias": self.bias}
@@ -164,14 +173,6 @@ class PopnnLSTM(_Popnn, LSTM):
         h, c = lstm_gates(self, nn.bias_add(z, w["bias"]), c_prev)
         return h, [h, c]
 
-    def __init__(self, units: int, **kwargs: Any) -> None:
-        self._extras = _popnn_checks("LSTM", kwargs)
-        self._amp = _amp(self._extras)
-        super().__init__(units, **kwargs)
-
-    def get_config(self) -> dict[str, Any]:
-        return self._popnn_config(super().get_config())
-
 
 class PopnnGRU(_Popnn, GRU):
     """PopLibs' GRU (``ipu_tensorflow_addons.keras.layers.PopnnGRU``, alias ``GRU``).
@@ -181,6 +182,8 @@ class PopnnGRU(_Popnn, GRU):
     weightsOutput)``), then the gates.
     """
 
+    _cell = "GRU"
+
     def _step_weights(self) -> dict[str, Any]:
         return {**gru_step_weights(self), "kernel": self.kernel, "input_bias": self._input_bias()}
 
@@ -188,11 +191,3 @@ class PopnnGRU(_Popnn, GRU):
         xg = nn.bias_add(nn.matmul(x_t, w["kernel"], **self._amp), w["input_bias"])
         h = gru_step(self, xg, states[0], w)
         return h, [h]
-
-    def __init__(self, units: int, **kwargs: Any) -> None:
-        self._extras = _popnn_checks("GRU", kwargs)
-        self._amp = _amp(self._extras)
-        super().__init__(units, **kwargs)
-
-    def get_config(self) -> dict[str, Any]:
-        return self._popnn_config(super().get_config())

@@ -23,10 +23,10 @@ from ipusim.errors import ConfigurationError, InputDataError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.categorical import ENCODINGS, VocabularyLayer
 
 #: Keras' DEFAULT_STRIP_REGEX (tf_keras/src/layers/preprocessing/text_vectorization.py). S
 STRIP_PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
-ENCODINGS = ("one_hot", "multi_hot", "count")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -89,10 +89,12 @@ class _HostLayer(Layer):
         return mode
 
 
-class StringLookup(_HostLayer):
+class StringLookup(VocabularyLayer, _HostLayer):
     """Maps strings to integer indices by a vocabulary (given, or learned with :meth:`adapt`);
     ``invert`` maps indices back to strings. One OOV index (or none: unknown strings are an
     error); ``num_oov_indices`` > 1 (FarmHash buckets) is not simulated."""
+
+    _token_type = "encoding"
 
     def __init__(
         self,
@@ -118,23 +120,10 @@ class StringLookup(_HostLayer):
         if idf_weights is not None or pad_to_max_tokens:
             raise UnsupportedError("StringLookup: idf_weights / pad_to_max_tokens not simulated")
         self.output_mode = self._check_mode(output_mode, sparse)
-        self.max_tokens, self.num_oov_indices = max_tokens, num_oov_indices
-        self.mask_token, self.oov_token = mask_token, oov_token
-        self.encoding, self.invert, self.sparse = encoding, bool(invert), False
-        self._vocabulary: list[str] = []
+        self.encoding = encoding
+        self._init_vocabulary(max_tokens, num_oov_indices, mask_token, oov_token, invert)
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)
-
-    def _oov_start(self) -> int:
-        return 1 if self.mask_token is not None and self.output_mode == "int" else 0
-
-    def vocabulary_size(self) -> int:
-        return self._oov_start() + self.num_oov_indices + len(self._vocabulary)
-
-    def get_vocabulary(self, include_special_tokens: bool = True) -> list[str]:
-        special = [self.mask_token] if self._oov_start() else []
-        special += [self.oov_token] * self.num_oov_indices
-        return (special if include_special_tokens else []) + list(self._vocabulary)
 
     def set_vocabulary(self, vocabulary: Any, idf_weights: Any = None) -> None:
         tokens = list(as_strings(vocabulary, self.encoding).reshape(-1))
@@ -144,13 +133,13 @@ class StringLookup(_HostLayer):
 
     def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:
         """Learn the vocabulary from strings (an array, a list or a Dataset of them)."""
-        start = self._oov_start() + self.num_oov_indices
+        start = self._token_start()
         limit = None if self.max_tokens is None else self.max_tokens - start
         exclude = {self.mask_token, self.oov_token}
         self._vocabulary = learned_vocabulary(_strings_of(data, self.encoding), exclude, limit)
 
     def lookup(self, strings: np.ndarray) -> np.ndarray:
-        start = self._oov_start() + self.num_oov_indices
+        start = self._token_start()
         table = {t: start + i for i, t in enumerate(self._vocabulary)}
         if self.mask_token is not None:
             table[self.mask_token] = 0 if self.output_mode == "int" else -1
@@ -174,20 +163,6 @@ class StringLookup(_HostLayer):
         if self.output_mode == "int":
             return ids
         return encode_ids(ids, self.output_mode, self.vocabulary_size())
-
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "max_tokens": self.max_tokens,
-            "num_oov_indices": self.num_oov_indices,
-            "mask_token": self.mask_token,
-            "oov_token": self.oov_token,
-            "vocabulary": list(self._vocabulary),
-            "encoding": self.encoding,
-            "invert": self.invert,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
-        }
 
 
 _STANDARDIZE = (None, "lower_and_strip_punctuation", "lower", "strip_punctuation")
