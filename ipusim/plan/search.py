@@ -178,17 +178,7 @@ def plan(
     # Candidates estimated, those pruned by memory included (a space that counts them says so).
     evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
     if not cands:
-        rule = (
-            "micro-batch (inference: with steps a multiple of the stages)"
-            if inference
-            else "micro-batch x accumulation (with pipelines, an accumulation that is a "
-            "multiple of twice the stages)"
-        )
-        raise ConfigurationError(
-            f"no configuration of {workload} on {system} takes the global batch {batches}: "
-            f"it must split over the replicas into {rule}; give a multiple of the system's "
-            "IPU count"
-        )
+        raise _no_configuration(workload, system, batches, inference)
     cands = counted(_seeded(cands, seed), evaluated)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
@@ -200,6 +190,23 @@ def plan(
 
         write_outputs(result, workload, Path(output))
     return result
+
+
+def _no_configuration(
+    workload: str, system: str, batches: list[int], inference: bool
+) -> ConfigurationError:
+    """The error for global batches that no configuration of ``workload`` takes, with the rule."""
+    rule = (
+        "micro-batch (inference: with steps a multiple of the stages)"
+        if inference
+        else "micro-batch x accumulation (with pipelines, an accumulation that is a "
+        "multiple of twice the stages)"
+    )
+    return ConfigurationError(
+        f"no configuration of {workload} on {system} takes the global batch {batches}: "
+        f"it must split over the replicas into {rule}; give a multiple of the system's "
+        "IPU count"
+    )
 
 
 def _what(target: Any, args: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
