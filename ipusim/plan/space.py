@@ -37,7 +37,8 @@ from ipusim.plan.bert_costs import (
     bert_costs,
     bert_group,
 )
-from ipusim.plan.partition import best_splits
+from ipusim.plan.bert_units import Units, halves, whole_layers
+from ipusim.plan.partition import Split, best_splits
 
 __all__ = [
     "BertCosts",
@@ -166,6 +167,44 @@ def bert_candidates(
     return options.counted(fastest_first(kept), len(out))
 
 
+@dataclass(frozen=True)
+class _Stages:
+    """A pipeline's stages over ``units`` of the encoder (:mod:`ipusim.plan.bert_units`): each
+    stage's seconds, variable bytes and memory from the layer's figures ``c``; stage 0 also
+    holds the embedding, stage ``head_at`` the head; ``alive[s]``: micro-batches in flight."""
+
+    c: BertCosts
+    units: Units
+    head_at: int
+    alive: tuple[int, ...]
+
+    def var(self, first: int, stop: int, s: int) -> float:
+        c = self.c
+        layers = c.layer_var * self.units.share("var", first, stop)
+        return layers + c.embed_var * (s == 0) + c.head_var * (s == self.head_at)
+
+    def time(self, first: int, stop: int, s: int) -> float:
+        c = self.c
+        layers = c.layer_s * self.units.share("time", first, stop)
+        return layers + c.embed_s * (s == 0) + c.head_s * (s == self.head_at)
+
+    def back(self, first: int, stop: int, s: int) -> float:
+        """The backward pass's part of :meth:`time` (E: the units' share of the layer's)."""
+        c = self.c
+        layers = c.layer_b * self.units.share("time", first, stop)
+        return layers + c.embed_b * (s == 0) + c.head_b * (s == self.head_at)
+
+    def used(self, first: int, stop: int, s: int, per_var: float) -> tuple[float, float]:
+        """The stage's IPU bytes, with ``per_var`` bytes of optimizer state per variable byte,
+        and its use of the budget (busiest tile included)."""
+        fixed, use = self.c.stage(0, s, self.alive[s], s == self.head_at)
+        units = self.units
+        layers = self.c.layer_var * units.share("var", first, stop)
+        layers += self.c.stash * self.alive[s] * units.share("act", first, stop)
+        total = fixed + layers + per_var * self.var(first, stop, s)
+        return total, use * total / fixed
+
+
 def _bert_splits(
     shape: BertShape,
     base: dict[str, Any],
@@ -177,73 +216,94 @@ def _bert_splits(
     c: BertCosts,
     prune: bool = True,
 ) -> list[Candidate]:
-    """The best few layer splits over ``ipr`` IPUs for one set of options, as candidates, for
-    every optimizer-state setting and I/O tile count (see :mod:`ipusim.plan.options`)."""
-    mb, acc, schedule = opt["micro-batch"], opt["accumulation"], opt["schedule"]
+    """The best few splits over ``ipr`` IPUs for one set of options, at layer boundaries and
+    inside layers (:mod:`ipusim.plan.bert_units`), as candidates, for every optimizer-state
+    setting and I/O tile count (see :mod:`ipusim.plan.options`)."""
+    acc, schedule = opt["accumulation"], opt["schedule"]
     head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
-    alive = [in_flight(schedule, stages, s, acc) for s in range(ipr)]
+    alive = tuple(in_flight(schedule, stages, s, acc) for s in range(ipr))
     slots, element = (
         options.optimizer_slots(base.get("optimizer", "adam")),
         element_bytes(precision),
     )
-
-    def var(n: int, s: int) -> float:
-        return c.layer_var * n + c.embed_var * (s == 0) + c.head_var * (s == head_at)
-
-    def time(first: int, stop: int, s: int) -> float:
-        return (stop - first) * c.layer_s + c.embed_s * (s == 0) + c.head_s * (s == head_at)
-
-    def used(n: int, s: int, per_var: float) -> tuple[float, float]:
-        b, u = c.stage(n, s, alive[s], s == head_at)
-        return b + per_var * var(n, s), u * (1.0 + per_var * var(n, s) / b)
-
-    cands, found = [], {}
-    for setting in options.state_options(replicas):
-        # On-chip optimizer state per variable byte (none when offloaded).
-        per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
-        # The fastest splits estimated to fit, and those within the pruning margin (the
-        # estimate can be a few percent low or high); without pruning, the fastest splits.
-        if per_var not in found:
-            found[per_var] = set()
-            for limit in (1.0, PRUNE_FACTOR) if prune else (math.inf,):
-                fits = functools.partial(_fits, used=used, per_var=per_var, limit=limit)
-                found[per_var] |= set(best_splits(shape.layers, ipr, time, fits, SPLITS_KEPT))
-        for split in sorted(found[per_var]):
-            per_ipu = list(split.layers_per_stage)
-            mem = [used(n, s, per_var) for s, n in enumerate(per_ipu)]
-            heaviest = max(var(n, s) for s, n in enumerate(per_ipu))
-            # Per stage, its forward and backward passes' seconds.
-            back = [
-                n * c.layer_b + c.embed_b * (s == 0) + c.head_b * (s == head_at)
-                for s, n in enumerate(per_ipu)
-            ]
-            times = [time(a, b, s) for s, (a, b) in enumerate(zip(split.bounds, split.bounds[1:]))]
-            passes = [(t - b, b) for t, b in zip(times, back)]
-            elements = int(heaviest * c.weight_share / element)
-            run = c.update_per_byte * heaviest + options.update_transfer_s(
-                str(base["system"]), replicas, ipr, setting, elements, (slots, element)
-            )
-            ratio = [c.ratio0] + [c.ratio] * (len(per_ipu) - 1)
-            tile = max(b / c.budget * r for (b, _), r in zip(mem, ratio))
-            args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
-            peak = max(b for b, _ in mem)
-            for io in options.io_options(schedule == "grouped"):
-                first = [(passes[0][0] + c.infeed_s * (not io), passes[0][1]), *passes[1:]]
-                seconds = options.schedule_seconds(schedule, acc, first, c.overhead_s)
-                speed = replicas * mb * acc / (run + seconds)
-                gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
-                a = options.setting_args(args, setting, io)
-                memory = max(u for _, u in mem)
-                cands.append(
-                    Candidate(a, memory, speed, "; ".join(gives), peak, tile, peak / c.budget)
+    cands = []
+    for units in (whole_layers(shape), halves(shape)):
+        model = _Stages(c, units, head_at, alive)
+        found: dict[float, set[Split]] = {}
+        for setting in options.state_options(replicas):
+            # On-chip optimizer state per variable byte (none when offloaded).
+            per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
+            if per_var not in found:
+                found[per_var] = _found_splits(model, ipr, per_var, prune)
+            for split in sorted(found[per_var]):
+                cands += _split_candidates(
+                    model, split, base, (ipr, replicas, stages), opt, precision, setting
                 )
+    return cands
+
+
+def _found_splits(model: _Stages, ipr: int, per_var: float, prune: bool) -> set[Split]:
+    """The fastest splits estimated to fit, and those within the pruning margin (the estimate
+    can be a few percent low or high); without pruning, the fastest splits. Splits inside
+    layers only where they cut a layer (the others are the whole-layer splits)."""
+    units, found = model.units, set()
+    for limit in (1.0, PRUNE_FACTOR) if prune else (math.inf,):
+        fits = functools.partial(_fits, used=model.used, per_var=per_var, limit=limit)
+        found |= set(best_splits(units.count, ipr, model.time, fits, SPLITS_KEPT))
+    return {s for s in found if units.per_layer == 1 or units.is_sub_layer(s.bounds)}
+
+
+def _split_candidates(
+    model: _Stages,
+    split: Split,
+    base: dict[str, Any],
+    shape: tuple[int, int, int],
+    opt: dict[str, Any],
+    precision: str,
+    setting: tuple[str, bool],
+) -> list[Candidate]:
+    """One split's candidates, one per I/O tile count; ``shape``: IPUs per replica, replicas,
+    stages."""
+    (ipr, replicas, stages), c = shape, model.c
+    mb, acc, schedule = opt["micro-batch"], opt["accumulation"], opt["schedule"]
+    slots, element = (
+        options.optimizer_slots(base.get("optimizer", "adam")),
+        element_bytes(precision),
+    )
+    per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
+    spans = list(enumerate(zip(split.bounds, split.bounds[1:])))
+    mem = [model.used(a, b, s, per_var) for s, (a, b) in spans]
+    heaviest = max(model.var(a, b, s) for s, (a, b) in spans)
+    # Per stage, its forward and backward passes' seconds.
+    passes = [
+        (model.time(a, b, s) - model.back(a, b, s), model.back(a, b, s)) for s, (a, b) in spans
+    ]
+    elements = int(heaviest * c.weight_share / element)
+    run = c.update_per_byte * heaviest + options.update_transfer_s(
+        str(base["system"]), replicas, ipr, setting, elements, (slots, element)
+    )
+    ratio = [c.ratio0] + [c.ratio] * (len(spans) - 1)
+    tile = max(b / c.budget * r for (b, _), r in zip(mem, ratio))
+    per_ipu, ffn = model.units.placement(split.bounds)
+    args = _bert_args(base, ipr, replicas, stages, opt, precision, per_ipu)
+    if ffn is not None:
+        args["ffn-per-ipu"] = ffn
+    peak, memory = max(b for b, _ in mem), max(u for _, u in mem)
+    cands = []
+    for io in options.io_options(schedule == "grouped"):
+        first = [(passes[0][0] + c.infeed_s * (not io), passes[0][1]), *passes[1:]]
+        seconds = options.schedule_seconds(schedule, acc, first, c.overhead_s)
+        gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
+        a = options.setting_args(args, setting, io)
+        speed = replicas * mb * acc / (run + seconds)
+        cands.append(Candidate(a, memory, speed, "; ".join(gives), peak, tile, peak / c.budget))
     return cands
 
 
 def _fits(
     first: int, stop: int, stage: int, *, used: Callable[..., Any], per_var: float, limit: float
 ) -> bool:
-    return bool(used(stop - first, stage, per_var)[1] <= limit)
+    return bool(used(first, stop, stage, per_var)[1] <= limit)
 
 
 def _bert_data_parallel(

@@ -103,18 +103,23 @@ def test_resnet_estimates_are_ordered_like_the_simulator():
 
 
 def _whole_space(batch: int) -> list[dict]:
-    """Every BERT configuration of the planner's space on an M2000, every layer split, the head
-    in a stage of its own on IPU 0 or with the last encoder stage."""
-    layers, out = 12, []
+    """Every BERT configuration of the planner's space on an M2000, every split at a layer
+    boundary or between a layer's attention and feed-forward halves, the head in a stage of its
+    own on IPU 0 or with the last encoder stage."""
+    halves, out = 24, []
     for ipr, stages in ((1, 1), (2, 3), (2, 2), (4, 5), (4, 4)):
         replicas = 4 // ipr
         for opt in _pipeline_options(replicas, batch, stages, ipr):
-            cuts = itertools.combinations(range(1, layers), ipr - 1)
+            cuts = itertools.combinations(range(1, halves), ipr - 1)
             for cut in cuts if ipr > 1 else [()]:
-                bounds = (0, *cut, layers)
-                per_ipu = [b - a for a, b in zip(bounds, bounds[1:])]
+                bounds = (0, *cut, halves)
+                spans = list(zip(bounds, bounds[1:]))
+                attention = [sum(1 - u % 2 for u in range(a, b)) for a, b in spans]
+                ffn = [b - a - n for (a, b), n in zip(spans, attention)]
                 base = {"system": SYSTEM, **MODEL}
-                args = _bert_args(base, ipr, replicas, stages, opt, "fp16.16", per_ipu)
+                args = _bert_args(base, ipr, replicas, stages, opt, "fp16.16", attention)
+                if attention != ffn:  # a stage boundary inside a layer
+                    args["ffn-per-ipu"] = ffn
                 # The optimizer-state settings and I/O tiles, as the planner offers them.
                 for state in options.state_options(replicas):
                     for io in options.io_options(opt["schedule"] == "grouped"):
@@ -141,10 +146,10 @@ def test_exhaustive_search_over_the_whole_space_agrees(monkeypatch):
         lambda r, fixed=None: [s for s in whole(r, fixed) if s[1] or fixed or r == 1],
     )
     # At 36 samples the Grouped schedule's depth rule leaves: 2 IPUs x 3 stages at micro-batch
-    # 1 (11 splits, with and without recomputation) and 4 data-parallel replicas at 1, each
-    # with the optimizer state offloaded or on chip.
+    # 1 (23 splits: 11 between layers, 12 inside one; with and without recomputation) and 4
+    # data-parallel replicas at 1, each with the optimizer state offloaded or on chip.
     every = _whole_space(36)
-    assert len(every) == 24 * 2
+    assert len(every) == 48 * 2
     best = 0.0
     for args in every:
         out = measure("bert", args)  # one the memory check refuses is not a plan

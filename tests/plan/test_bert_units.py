@@ -1,0 +1,67 @@
+"""Sub-layer stage boundaries of BERT (ipusim/plan/bert_units.py): the halves' shares from the
+model's shape by hand, the workload's placement of a split, and sub-layer candidates against
+the simulator."""
+
+from __future__ import annotations
+
+import pytest
+
+from ipusim.plan.bert_costs import BertShape
+from ipusim.plan.bert_units import halves, whole_layers
+from ipusim.plan.search import measure
+from ipusim.plan.space import bert_candidates
+
+MODEL = {"size": "base", "sequence": 32, "masked": 4, "vocab": 1000}
+SYSTEM = "M2000"
+
+
+def test_halves_shares_of_bert_large_by_hand():
+    units = halves(BertShape.of({"size": "large", "sequence": 128}))
+    h, i, s, heads = 1024, 4096, 128, 16
+    attention_time = 8 * h * h + 4 * s * h  # QKV, output projection, scores and context
+    assert units.time[0] == pytest.approx(attention_time / (attention_time + 4 * h * i))
+    assert units.var[0] == pytest.approx(4 * h * h / (4 * h * h + 2 * h * i))  # 1/3
+    attention_act, ffn_act = 6 * s * h + 2 * heads * s * s, 2 * s * h + 2 * s * i
+    assert units.act[1] == pytest.approx(ffn_act / (attention_act + ffn_act))
+    assert sum(units.time) == sum(units.var) == pytest.approx(1.0)
+    assert units.count == 48
+
+
+def test_shares_and_placement_of_a_split():
+    shape = BertShape.of({"size": "base"})  # 12 layers
+    units = halves(shape)
+    a, f = units.time
+    # Units 3 .. 8: the FFN half of layer 1, layers 2 and 3 whole, the attention half of layer 4.
+    assert units.share("time", 3, 9) == pytest.approx(f + 2 + a)
+    # Stages of 7, 9 and 8 halves: attention halves 4, 4, 4 and FFN halves 3, 5, 4.
+    bounds = (0, 7, 16, 24)
+    assert units.is_sub_layer(bounds)
+    assert units.placement(bounds) == ([4, 4, 4], [3, 5, 4])
+    whole = whole_layers(shape)
+    assert whole.placement((0, 5, 12)) == ([5, 7], None)
+    assert not whole.is_sub_layer((0, 5, 12)) and not units.is_sub_layer((0, 10, 24))
+
+
+@pytest.fixture(scope="module")
+def sub_layer():
+    cands = bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16", prune=False)
+    return [c for c in cands if "ffn-per-ipu" in c.args]
+
+
+def test_sub_layer_splits_are_candidates_that_cut_a_layer(sub_layer):
+    assert sub_layer
+    for cand in sub_layer:
+        attention, ffn = cand.args["layers-per-ipu"], cand.args["ffn-per-ipu"]
+        assert sum(attention) == sum(ffn) == 12 and attention != ffn
+
+
+# Bounds as for the other options (tests/plan/test_options.py): over a sample of sub-layer
+# candidates the throughput was 1-21% high (highest on 2-IPU pipelines, whose per-step exchange
+# and syncs come from a 5-stage reference) and the bytes within 2%.
+@pytest.mark.parametrize("stages", [2, 5])
+def test_a_sub_layer_split_runs_and_tracks_the_simulator(sub_layer, stages):
+    cand = next(c for c in sub_layer if c.args["stages"] == stages)
+    out = measure("bert", cand.args)
+    assert out["fits"], out
+    assert cand.speed == pytest.approx(out["throughput"], rel=0.25), cand.args
+    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.05), cand.args
