@@ -44,8 +44,8 @@ from ipusim.errors import (
     StreamingMemoryUnavailableError,
 )
 from ipusim.graph.graph import Node
-from ipusim.hardware.specs import StreamingMemorySpec, SystemSpec
 from ipusim.graph.spec import TensorSpec
+from ipusim.hardware.specs import StreamingMemorySpec, SystemSpec
 from ipusim.lowering.program import Timed
 
 if TYPE_CHECKING:
