@@ -106,5 +106,10 @@ def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
                 steps[node.op.name].setdefault(id(var), step)
     # first-seen order (a key seen again keeps its place)
     variables = {id(v): v for node in applies for v in node.attrs["variables"]}
-    per_variable = (steps[name] for name in _PER_VARIABLE)
-    return UpdatePhase(tuple(variables.values()), optimizer, *per_variable, reductions)
+    return UpdatePhase(
+        tuple(variables.values()),
+        optimizer,
+        accumulate=steps["accumulate_gradients"],
+        update=steps["apply_gradients"],
+        reductions=reductions,
+    )
