@@ -124,16 +124,9 @@ def all_reduce_bytes(
     variables: Sequence[Variable],
     nbytes: Callable[[TensorSpec], int],
 ) -> int:
-    """Bytes per replica the gradient all-reduce of ``variables`` moves: the gradients of those
-    variables that the step's ``cross_replica_mean`` nodes reduce (the first node's, when
-    several reduce one variable), each ``nbytes(spec)`` at the run's precision.
-
-    Args:
-        reductions: the step graph's ``cross_replica_mean`` nodes
-            (:func:`ipusim.graph.ops.update.add_update`).
-        variables: the variables whose update follows this all-reduce (one IPU's).
-        nbytes: bytes of a value of a spec.
-    """
+    """Bytes per replica the gradient all-reduce before the update of ``variables`` (one
+    IPU's) moves: ``nbytes`` of each of their gradients that the step's ``cross_replica_mean``
+    nodes (``reductions``) reduce, once per variable."""
     grads: dict[int, TensorSpec] = {}
     for node in reductions:
         for variable, grad in zip(node.attrs["variables"], node.inputs, strict=True):

@@ -86,7 +86,8 @@ def layer_of(variable: Variable) -> str:
 def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
     """The update phase of ``graph`` (empty when it has no ``apply_gradients`` node): per
     variable, a superstep whose operands are float32 arrays of its shape (accumulation: the
-    accumulator and the gradient; apply: the variable, the gradient and the slots)."""
+    accumulator and the gradient; apply: the variable, the gradient and the slots), and the
+    ``cross_replica_mean`` nodes the gradient all-reduce reads."""
     nodes = update_nodes(graph)
     applies = [n for n in nodes if n.op.name == "apply_gradients"]
     if not applies:

@@ -16,11 +16,11 @@ from ipusim.compat.runtime.optimizers import CrossReplicaOptimizer
 from ipusim.compat.runtime.tape import GradientTape
 from ipusim.data import Dataset
 from ipusim.graph.execute import ExecContext, Executor
-from ipusim.graph.graph import Graph, Node, apply
+from ipusim.graph.graph import Graph, apply
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.lowering.distribution import all_reduce_bytes
-from ipusim.lowering.update import UPDATE_OPS
+from ipusim.lowering.update import UPDATE_OPS, update_nodes
 from ipusim.strategy import IPUStrategy
 
 
@@ -35,10 +35,6 @@ def _configure(ipus: int) -> None:
     cfg = ipusim.IPUConfig()
     cfg.auto_select_ipus = ipus
     cfg.configure_ipu_system()
-
-
-def _update_nodes(graph: Graph) -> list[Node]:
-    return [n for n in graph.nodes if n.op.name in UPDATE_OPS]
 
 
 def test_a_one_replica_trace_passes_the_gradients_through() -> None:
@@ -88,7 +84,7 @@ def test_a_replicated_keras_fit_all_reduces_its_cross_replica_mean_nodes_gradien
         model.compile(optimizer="sgd", loss="mse")
         model.fit(x, y, batch_size=4, verbose=0)
     step = model._last_programs["train"]
-    nodes = _update_nodes(step.graph)
+    nodes = update_nodes(step.graph)
     assert [n.op.name for n in nodes] == ["cross_replica_mean", *UPDATE_OPS[1:]]
     mean, accumulate = nodes[0], nodes[1]
     assert [id(s) for s in mean.inputs] == [id(g) for g in step.gradients]
@@ -119,7 +115,7 @@ def test_a_replicated_custom_loop_carries_the_node_and_all_reduces_its_bytes() -
 
     strategy = IPUStrategy()
     strategy.run(function(lambda: loops.repeat(2, body, [], infeed)))
-    nodes = _update_nodes(handles[0].symbol.graph)
+    nodes = update_nodes(handles[0].symbol.graph)
     assert [n.op.name for n in nodes] == ["cross_replica_mean", *UPDATE_OPS[1:]]
     assert [v.shape for v in nodes[0].attrs["variables"]] == [(5, 3), (3,)]
     # every replica's gradient of w is x (ones) per output column: two SGD steps of 0.1

@@ -380,13 +380,11 @@ class ApplyGradients(UpdateOp):
 
 @register
 class CrossReplicaMean(Op):
-    """The mean of each gradient over the replicas, before accumulation (IPU TensorFlow's
-    ``cross_replica_ops.cross_replica_mean``, the all-reduce of ``CrossReplicaOptimizer`` and
-    of a replicated Keras step). A trace is one replica's program, so ``forward`` passes its
-    gradients through (:func:`cross_replica_mean` of one replica; :func:`run_update` takes the
-    mean over the replicas' gradients). Lowering times it as the all-reduce of its inputs'
-    bytes (:mod:`ipusim.lowering.distribution`), never as a superstep. Attribute:
-    ``variables`` (the variable each gradient updates)."""
+    """Each gradient's mean over the replicas (IPU TensorFlow's ``cross_replica_mean``, the
+    all-reduce of ``CrossReplicaOptimizer`` and of a replicated Keras step); lowering times it
+    as the all-reduce of its inputs' bytes. A trace is one replica's, so ``forward`` passes the
+    gradients through (:func:`run_update` takes the mean over replicas). Attribute:
+    ``variables``, the variable of each gradient."""
 
     name = "cross_replica_mean"
     kind = "data_movement"
