@@ -32,8 +32,9 @@ chassis gateway (every IPU of the chassis moves data at the same time, by symmet
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ipusim.cost import collectives as col
 from ipusim.cost.units import cycles_to_ps, seconds_to_ps, transfer_ps
@@ -43,8 +44,12 @@ from ipusim.errors import (
     StreamingMemoryUnavailableError,
 )
 from ipusim.graph.graph import Node
+from ipusim.graph.spec import TensorSpec
 from ipusim.hardware.specs import StreamingMemorySpec, SystemSpec
 from ipusim.lowering.program import Timed
+
+if TYPE_CHECKING:
+    from ipusim.graph.variable import Variable
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,21 @@ def check_norm_group_pipeline(
             f"layer(s) {sorted(set(layers))} runs in it. Set the option to 1 (statistics per "
             "replica), or map every pipeline stage to one IPU (device_mapping=[0, 0, ...])."
         )
+
+
+def all_reduce_bytes(
+    reductions: Sequence[Node],
+    variables: Sequence[Variable],
+    nbytes: Callable[[TensorSpec], int],
+) -> int:
+    """Bytes per replica the gradient all-reduce before the update of ``variables`` (one
+    IPU's) moves: ``nbytes`` of each of their gradients that the step's ``cross_replica_mean``
+    nodes (``reductions``) reduce, once per variable."""
+    grads: dict[int, TensorSpec] = {}
+    for node in reductions:
+        for variable, grad in zip(node.attrs["variables"], node.inputs, strict=True):
+            grads.setdefault(id(variable), grad.spec)
+    return sum(nbytes(grads[id(v)]) for v in variables if id(v) in grads)
 
 
 @dataclass(frozen=True)

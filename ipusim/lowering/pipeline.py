@@ -37,6 +37,7 @@ from ipusim.graph.graph import Graph, Node, Symbol
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.lowering.context import SOURCES, LoweringContext, StageLayout, StagePlan, is_forward
+from ipusim.lowering.distribution import all_reduce_bytes
 from ipusim.lowering.liveness import SHAPE_ONLY_INPUTS
 from ipusim.lowering.memory import check_fits, ipu_plan
 from ipusim.lowering.program import Block, PipelineProgram, Program, StageProgram, Superstep, Timed
@@ -368,7 +369,8 @@ def _transfers(ctx: LoweringContext, plan: StagePlan) -> dict[str, tuple[Timed, 
     grads = sum(v.spec.size * ctx.element for v in variables)
     state = ctx.optimizer.slots_per_variable * sum(v.spec.size * 4 for v in variables)
     weights = sum(ctx.nbytes(v.spec) for v in variables) if ctx.fused else grads
-    before, after = dist.update_instructions(grads, state, weights)
+    reduced = all_reduce_bytes(ctx.update.reductions, variables, ctx.nbytes)
+    before, after = dist.update_instructions(reduced, state, weights)
     out = {"update_before": before, "update_after": after}
     # Offloaded stashes and accumulators (a transfer of no bytes is none).
     stash = plan.stash_bytes if dist.spec.offload_activations else 0

@@ -1,12 +1,14 @@
 """The weight update's supersteps, from the step graph's update nodes.
 
 A training step's graph carries the update phase as ops (:func:`ipusim.graph.ops.update.add_update`):
-``accumulate_gradients`` and ``apply_gradients``, owned by the optimizer (the ``optimizer``
-attribute says its slots and FLOPs per element). Lowering keeps them out of the step's own
-supersteps and makes one superstep per trainable variable from each: accumulation (timed only
-when the run accumulates) and the optimizer's apply, each an element-wise pass over float32
-arrays of the variable's shape, costed by the op itself (its ``variable_cost``, the per-variable
-share of its ``cost``) through the same superstep costing as every other op.
+``cross_replica_mean``, ``accumulate_gradients`` and ``apply_gradients``, the last owned by the
+optimizer (the ``optimizer`` attribute says its slots and FLOPs per element). Lowering keeps them
+out of the step's own supersteps. The mean is the all-reduce of the replicas' gradients
+(:mod:`ipusim.lowering.distribution` reads its bytes from the node); from each of the other two
+it makes one superstep per trainable variable: accumulation (timed only when the run
+accumulates) and the optimizer's apply, each an element-wise pass over float32 arrays of the
+variable's shape, costed by the op itself (its ``variable_cost``, the per-variable share of its
+``cost``) through the same superstep costing as every other op.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ from ipusim.hardware.specs import IPUSpec
 from ipusim.lowering.program import Superstep
 from ipusim.lowering.supersteps import superstep
 
-#: The update-phase ops: lowered per variable here, never as ordinary nodes.
-UPDATE_OPS = ("accumulate_gradients", "apply_gradients")
+#: The update-phase ops, never lowered as ordinary nodes: the cross-replica mean is the
+#: all-reduce (:func:`ipusim.lowering.distribution.all_reduce_bytes`), the others are lowered
+#: per variable here.
+UPDATE_OPS = ("cross_replica_mean", "accumulate_gradients", "apply_gradients")
+#: The ops lowered one superstep per variable.
+_PER_VARIABLE = UPDATE_OPS[1:]
 #: Per update op: the suffix of a variable's superstep name, its trace kind and phase.
 _LABELS = {
     "accumulate_gradients": ("accumulate", "accumulate", "accumulate"),
@@ -57,12 +63,14 @@ class UpdatePhase:
         variables: the trainable variables, in the order the optimizer updates them.
         optimizer: the optimizer's cost per element.
         accumulate / update: variable id -> its accumulation / optimizer-update superstep.
+        reductions: the ``cross_replica_mean`` nodes, whose gradients the all-reduce combines.
     """
 
     variables: tuple[Variable, ...] = ()
     optimizer: OptimizerCost = OptimizerCost()
     accumulate: dict[int, Superstep] = field(default_factory=dict)
     update: dict[int, Superstep] = field(default_factory=dict)
+    reductions: tuple[Node, ...] = ()
 
 
 def update_nodes(graph: Graph) -> list[Node]:
@@ -78,16 +86,18 @@ def layer_of(variable: Variable) -> str:
 def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
     """The update phase of ``graph`` (empty when it has no ``apply_gradients`` node): per
     variable, a superstep whose operands are float32 arrays of its shape (accumulation: the
-    accumulator and the gradient; apply: the variable, the gradient and the slots)."""
+    accumulator and the gradient; apply: the variable, the gradient and the slots), and the
+    ``cross_replica_mean`` nodes the gradient all-reduce reads."""
     nodes = update_nodes(graph)
     applies = [n for n in nodes if n.op.name == "apply_gradients"]
     if not applies:
         return UpdatePhase()
     optimizer = OptimizerCost.of(applies[0].attrs["optimizer"])
-    steps: dict[str, dict[int, Superstep]] = {name: {} for name in UPDATE_OPS}
-    for node in nodes:
+    steps: dict[str, dict[int, Superstep]] = {name: {} for name in _PER_VARIABLE}
+    reductions = tuple(n for n in nodes if n.op.name == "cross_replica_mean")
+    for node in (n for n in nodes if n.op.name in _PER_VARIABLE):
         op, (suffix, kind, phase) = node.op, _LABELS[node.op.name]
-        assert isinstance(op, UpdateOp), op  # the registry maps UPDATE_OPS to UpdateOps
+        assert isinstance(op, UpdateOp), op  # the registry maps _PER_VARIABLE to UpdateOps
         for var in node.attrs["variables"]:
             label = (f"{var.name}/{suffix}", layer_of(var), kind, phase)
             cost, arrays = op.variable_cost(var.shape, **node.attrs)
@@ -97,4 +107,10 @@ def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
                 steps[node.op.name].setdefault(id(var), step)
     # first-seen order (a key seen again keeps its place)
     variables = {id(v): v for node in applies for v in node.attrs["variables"]}
-    return UpdatePhase(tuple(variables.values()), optimizer, *(steps[name] for name in UPDATE_OPS))
+    return UpdatePhase(
+        tuple(variables.values()),
+        optimizer,
+        accumulate=steps["accumulate_gradients"],
+        update=steps["apply_gradients"],
+        reductions=reductions,
+    )

@@ -23,7 +23,7 @@ from ipusim.graph.ops.update import add_update
 from ipusim.graph.spec import TensorSpec
 from ipusim.graph.variable import Variable
 from ipusim.hardware import load_system
-from ipusim.lowering.update import update_phase
+from ipusim.lowering.update import UPDATE_OPS, update_phase
 
 LOWERING = Path(ipusim.__file__).parent / "lowering"
 
@@ -139,14 +139,14 @@ def test_the_keras_training_step_carries_the_update_as_graph_ops() -> None:
     model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
     spec = TensorSpec((4, 6), "float32")
     program = StepProgram(model, "train", spec, TensorSpec((4, 2), "float32"))
-    nodes = [
-        n for n in program.graph.nodes if n.op.name in ("accumulate_gradients", "apply_gradients")
-    ]
-    assert [n.op.name for n in nodes] == ["accumulate_gradients", "apply_gradients"]
-    assert list(nodes[1].attrs["variables"]) == program.trainable
-    assert nodes[1].attrs["optimizer"] is model.optimizer
-    # the nodes read the step's gradients; the executor does not run them (fit applies them)
+    nodes = [n for n in program.graph.nodes if n.op.name in UPDATE_OPS]
+    assert [n.op.name for n in nodes] == list(UPDATE_OPS)
+    assert list(nodes[2].attrs["variables"]) == program.trainable
+    assert nodes[2].attrs["optimizer"] is model.optimizer
+    # the nodes read the step's gradients, each the one before's outputs; the executor does not
+    # run them (fit applies them)
     assert [id(s) for s in nodes[0].inputs] == [id(g) for g in program.gradients]
+    assert [id(s) for s in nodes[1].inputs] == [id(s) for s in nodes[0].outputs]
     fetched = {id(s) for s in program.executor.fetches}
     assert not fetched & {id(s) for n in nodes for s in n.outputs}
     phase = update_phase(program.graph, load_system("M2000").ipu, "fp32")

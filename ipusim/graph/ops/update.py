@@ -17,9 +17,11 @@ the apply on a window's last gradient): Keras' ``fit``, the ``ipu.optimizers`` w
 * the gradient handed to the optimizer has the variable's dtype (the optimizer casts to it
   anyway).
 
-The ops (``accumulate_gradients``, ``apply_gradients``) put the same update in a graph: their
-``forward`` calls the driver and the optimizer, their ``variable_cost`` is what the update of
-one variable costs (:func:`accumulate_cost`, :func:`update_cost`) and ``cost`` its sum. Every
+The ops (``cross_replica_mean``, ``accumulate_gradients``, ``apply_gradients``) put the same
+update in a graph: their ``forward`` calls the mean, the driver and the optimizer; the mean is
+timed as the all-reduce of its gradients' bytes, and the other two's ``variable_cost`` is what
+the update of one variable costs (:func:`accumulate_cost`, :func:`update_cost`), ``cost`` its
+sum. Every
 training step's graph carries them (:func:`add_update`: Keras' step, ``pipeline()``, a custom
 loop's trace) and lowering builds the accumulation and weight-update supersteps from them. A
 custom loop's trace executes them (its ``apply_gradients`` node runs the update, through
@@ -376,6 +378,25 @@ class ApplyGradients(UpdateOp):
         return update_cost(shape, slots, flops), 2 + slots
 
 
+@register
+class CrossReplicaMean(Op):
+    """Each gradient's mean over the replicas (IPU TensorFlow's ``cross_replica_mean``, the
+    all-reduce of ``CrossReplicaOptimizer`` and of a replicated Keras step); lowering times it
+    as the all-reduce of its inputs' bytes. A trace is one replica's, so ``forward`` passes the
+    gradients through (:func:`run_update` takes the mean over replicas). Attribute:
+    ``variables``, the variable of each gradient."""
+
+    name = "cross_replica_mean"
+    kind = "data_movement"
+    num_outputs = -1  # VARIADIC: one per gradient
+
+    def infer(self, *grads: TensorSpec, variables: Sequence[Any]) -> tuple[TensorSpec, ...]:
+        return tuple(TensorSpec(g.shape, g.dtype) for g in grads)
+
+    def forward(self, ctx: Any, *grads: Any, variables: Sequence[Any]) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(g) for g in cross_replica_mean([grads]))
+
+
 # ---------------------------------------------------------------------- tracing
 class UpdateTracer(Protocol):
     """A trace that records optimizer updates made with its traced gradients."""
@@ -423,10 +444,12 @@ def add_update(
     optimizer: UpdateOptimizer,
     accumulator: GradientAccumulator | None = None,
 ) -> Symbol:
-    """The update phase as nodes of the gradients' graph: ``accumulate_gradients`` (without an
-    accumulator the gradients pass through) then ``apply_gradients``. Keep the returned Symbol
-    as a side effect; lowering builds the accumulation and weight-update supersteps from these
-    nodes (:mod:`ipusim.lowering.update`)."""
+    """The update phase as nodes of the gradients' graph: ``cross_replica_mean`` (the
+    all-reduce over replicas), ``accumulate_gradients`` (without an accumulator the gradients
+    pass through) then ``apply_gradients``. Keep the returned Symbol as a side effect; lowering
+    builds the all-reduce, accumulation and weight-update supersteps from these nodes
+    (:mod:`ipusim.lowering.update`)."""
+    grads = list(apply("cross_replica_mean", *grads, variables=variables))
     grads = list(
         apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
     )
