@@ -63,6 +63,10 @@ EXTRA_PROPORTIONS = (0.4,)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 #: Splits kept per IPU count and options (the DP's best and the next best it met).
 SPLITS_KEPT = 3
+#: Pipeline option sets also searched for splits inside layers: the fastest by their layer
+#: splits' estimates (E: a bound on the search's time; the best sub-layer split of BERT-Large
+#: was among the fastest option sets' in the bench rows).
+SUB_LAYER_SETS = 24
 
 
 @dataclass(frozen=True)
@@ -157,12 +161,21 @@ def bert_candidates(
     mbs = mbs or [o["micro-batch"] for *_, o in plans] or [1]
     costs = CostCache(args, shape, max(iprs), mbs, MEMORY_PROPORTIONS)
     out: list[Candidate] = []
-    for ipr, stages, opt in plans:
+    pipelines: list[tuple[float, int, tuple[Any, ...]]] = []
+    for index, (ipr, stages, opt) in enumerate(plans):
         c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
         if c is not None and ipr > 1:
-            out += _bert_splits(shape, args, ipr, num_ipus // ipr, stages, opt, precision, c, prune)
+            plan = (shape, args, ipr, num_ipus // ipr, stages, opt, precision, c)
+            found = _bert_splits(*plan, whole_layers(shape), prune)
+            out += found
+            fitting = [x.speed for x in found if x.memory <= 1.0]
+            pipelines.append((max(fitting, default=0.0), index, plan))
         elif c is not None:
             out += _bert_data_parallel(shape, args, num_ipus, global_batch, opt, precision, c)
+    # Splits inside layers for the option sets whose layer splits estimate fastest (a search
+    # over twice the units costs four times as much).
+    for *_, plan in sorted(pipelines, key=lambda p: (-p[0], p[1]))[:SUB_LAYER_SETS]:
+        out += _bert_splits(*plan, halves(shape), prune)
     kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR or not prune]
     return options.counted(fastest_first(kept), len(out))
 
@@ -214,11 +227,12 @@ def _bert_splits(
     opt: dict[str, Any],
     precision: str,
     c: BertCosts,
+    units: Units,
     prune: bool = True,
 ) -> list[Candidate]:
-    """The best few splits over ``ipr`` IPUs for one set of options, at layer boundaries and
-    inside layers (:mod:`ipusim.plan.bert_units`), as candidates, for every optimizer-state
-    setting and I/O tile count (see :mod:`ipusim.plan.options`)."""
+    """The best few splits of ``units`` (whole layers, or halves: :mod:`ipusim.plan.bert_units`)
+    over ``ipr`` IPUs for one set of options, as candidates, for every optimizer-state setting
+    and I/O tile count (see :mod:`ipusim.plan.options`)."""
     acc, schedule = opt["accumulation"], opt["schedule"]
     head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
     alive = tuple(in_flight(schedule, stages, s, acc) for s in range(ipr))
@@ -227,18 +241,17 @@ def _bert_splits(
         element_bytes(precision),
     )
     cands = []
-    for units in (whole_layers(shape), halves(shape)):
-        model = _Stages(c, units, head_at, alive)
-        found: dict[float, set[Split]] = {}
-        for setting in options.state_options(replicas):
-            # On-chip optimizer state per variable byte (none when offloaded).
-            per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
-            if per_var not in found:
-                found[per_var] = _found_splits(model, ipr, per_var, prune)
-            for split in sorted(found[per_var]):
-                cands += _split_candidates(
-                    model, split, base, (ipr, replicas, stages), opt, precision, setting
-                )
+    model = _Stages(c, units, head_at, alive)
+    found: dict[float, set[Split]] = {}
+    for setting in options.state_options(replicas):
+        # On-chip optimizer state per variable byte (none when offloaded).
+        per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
+        if per_var not in found:
+            found[per_var] = _found_splits(model, ipr, per_var, prune)
+        for split in sorted(found[per_var]):
+            cands += _split_candidates(
+                model, split, base, (ipr, replicas, stages), opt, precision, setting
+            )
     return cands
 
 
