@@ -177,6 +177,27 @@ def half_layer_splits(size: str, attention: list[int], ffn: list[int]) -> list[s
     return ends
 
 
+def split_points(
+    size: str,
+    layers_per_ipu: list[int],
+    ffn_per_ipu: list[int] | None = None,
+    heads_stage: bool = False,
+    checkpoint_every_layer: bool = False,
+) -> list[str]:
+    """The layers after which a stage starts: :func:`layer_splits`, or :func:`half_layer_splits`
+    with ``ffn_per_ipu``; with ``heads_stage`` the head starts a stage of its own; with
+    ``checkpoint_every_layer`` a stage ends after its last layer's checkpoint."""
+    if ffn_per_ipu:
+        splits = half_layer_splits(size, layers_per_ipu, ffn_per_ipu)
+    else:
+        splits = layer_splits(size, layers_per_ipu)
+    if heads_stage:
+        splits.append(f"encoder_{SIZES[size]['layers'] - 1}_ffn_norm")
+    if checkpoint_every_layer:
+        splits = [name.replace("_ffn_norm", "_checkpoint") for name in splits]
+    return splits
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this workload (the common one and BERT's own arguments)."""
     p = common.parser(
@@ -237,14 +258,13 @@ def main(argv: list[str] | None = None) -> Any:
             checkpoint_every_layer=args.checkpoint_every_layer,
         )
         if args.stages > 1:
-            if args.ffn_per_ipu:
-                splits = half_layer_splits(args.size, per_stage, args.ffn_per_ipu)
-            else:
-                splits = layer_splits(args.size, per_stage)
-            if args.heads_stage:
-                splits.append(f"encoder_{layers - 1}_ffn_norm")
-            if args.checkpoint_every_layer:  # a stage ends after its last layer's checkpoint
-                splits = [name.replace("_ffn_norm", "_checkpoint") for name in splits]
+            splits = split_points(
+                args.size,
+                per_stage,
+                args.ffn_per_ipu,
+                args.heads_stage,
+                args.checkpoint_every_layer,
+            )
             common.assign_stages_by_split(model, splits)
         common.pipeline(model, args)
         model.compile(

@@ -125,9 +125,10 @@ def best_py(args: dict[str, Any]) -> str:
 
 def _stages_py(args: dict[str, Any]) -> list[str]:
     """The stage assignment and ``set_pipelining_options`` of a pipelined plan."""
-    if args.get("split"):
+    split = args.get("split") or _bert_split(args)
+    if split:
         lines = [
-            f"split_after = {list(args['split'])}  # a stage starts after each of these layers",
+            f"split_after = {list(split)}  # a stage starts after each of these layers",
             "assignments = model.get_pipeline_stage_assignment()",
             "stage = 0",
             "for assignment in assignments:",
@@ -137,10 +138,7 @@ def _stages_py(args: dict[str, Any]) -> list[str]:
             "model.set_pipeline_stage_assignment(assignments)",
         ]
     else:
-        lines = [
-            f"# encoder layers per IPU: {args.get('layers-per-ipu')}; the masked-token head is a",
-            "# stage of its own on IPU 0 (set_pipeline_stage_assignment with these boundaries)",
-        ]
+        lines = ["# the model's own stage assignment (get_pipeline_stage_assignment)"]
     schedule = _SCHEDULES[str(args.get("schedule", "grouped"))]
     lines += [
         "model.set_pipelining_options(",
@@ -158,6 +156,21 @@ def _stages_py(args: dict[str, Any]) -> list[str]:
         ")",
     ]
     return lines
+
+
+def _bert_split(args: dict[str, Any]) -> list[str]:
+    """The layers after which a BERT plan's stages start (the workload's own split points)."""
+    if not args.get("layers-per-ipu"):
+        return []
+    from workloads.bert import split_points
+
+    return split_points(
+        str(args.get("size", "large")),
+        list(args["layers-per-ipu"]),
+        args.get("ffn-per-ipu"),
+        bool(args.get("heads-stage")),
+        bool(args.get("checkpoint-every-layer")),
+    )
 
 
 def ipus_per_replica(args: dict[str, Any]) -> int:

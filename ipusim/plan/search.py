@@ -403,6 +403,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
     for key, text in (("schedule", "{}"), ("offload", "offload {}"), ("io-tiles", "io-tiles {}")):
         if a.get(key) not in (None, "grouped"):
             summary += " " + text.format(a[key])
+    if a.get("ffn-per-ipu"):
+        summary += f" ffn {list(a['ffn-per-ipu'])}"
     if a.get("sharded-optimizer-state"):
         summary += " sharded"
     return {
@@ -411,6 +413,7 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "replicas": a["replicas"],
         "stages": a["stages"],
         "layers_per_ipu": " ".join(str(s) for s in a.get("layers-per-ipu") or []),
+        "ffn_per_ipu": " ".join(str(s) for s in a.get("ffn-per-ipu") or []),
         "splits": " ".join(str(s) for s in a.get("split") or []),
         "micro_batch": a["micro-batch"],
         "accumulation": a["accumulation"],

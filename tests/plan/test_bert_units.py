@@ -65,3 +65,18 @@ def test_a_sub_layer_split_runs_and_tracks_the_simulator(sub_layer, stages):
     assert out["fits"], out
     assert cand.speed == pytest.approx(out["throughput"], rel=0.25), cand.args
     assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.05), cand.args
+
+
+def test_best_py_names_the_layers_a_sub_layer_split_cuts_after(sub_layer):
+    """best.py's stage boundaries are the layer names the workload splits at: after the
+    attention half (``encoder_N_attention_norm``) where a stage boundary falls inside layer N."""
+    from ipusim.plan.output import best_py
+
+    cand = next(c for c in sub_layer if c.args["stages"] == 2)
+    attention, ffn = cand.args["layers-per-ipu"], cand.args["ffn-per-ipu"]
+    code = best_py(cand.args)
+    # Two stages over 24 halves: the first holds attention[0] + ffn[0] halves.
+    first = attention[0] + ffn[0]
+    layer = (first - 1) // 2
+    name = f"encoder_{layer}_{'attention' if first % 2 else 'ffn'}_norm"
+    assert f"split_after = ['{name}']" in code, code
