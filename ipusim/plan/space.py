@@ -165,7 +165,7 @@ def bert_candidates(
     for index, (ipr, stages, opt) in enumerate(plans):
         c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
         if c is not None and ipr > 1:
-            plan = (shape, args, ipr, num_ipus // ipr, stages, opt, precision, c)
+            plan = (args, ipr, num_ipus // ipr, stages, opt, precision, c)
             found = _bert_splits(*plan, whole_layers(shape), prune)
             out += found
             fitting = [x.speed for x in found if x.memory <= 1.0]
@@ -219,7 +219,6 @@ class _Stages:
 
 
 def _bert_splits(
-    shape: BertShape,
     base: dict[str, Any],
     ipr: int,
     replicas: int,
@@ -250,7 +249,7 @@ def _bert_splits(
             found[per_var] = _found_splits(model, ipr, per_var, prune)
         for split in sorted(found[per_var]):
             cands += _split_candidates(
-                model, split, base, (ipr, replicas, stages), opt, precision, setting
+                model, split, base, (ipr, replicas, stages), opt, precision, setting, per_var
             )
     return cands
 
@@ -274,23 +273,22 @@ def _split_candidates(
     opt: dict[str, Any],
     precision: str,
     setting: tuple[str, bool],
+    per_var: float,
 ) -> list[Candidate]:
     """One split's candidates, one per I/O tile count; ``shape``: IPUs per replica, replicas,
-    stages."""
+    stages; ``per_var``: on-chip optimizer-state bytes per variable byte at ``setting``."""
     (ipr, replicas, stages), c = shape, model.c
     mb, acc, schedule = opt["micro-batch"], opt["accumulation"], opt["schedule"]
     slots, element = (
         options.optimizer_slots(base.get("optimizer", "adam")),
         element_bytes(precision),
     )
-    per_var = options.state_bytes(c.weight_share / element, slots, *setting, replicas)
     spans = list(enumerate(zip(split.bounds, split.bounds[1:])))
     mem = [model.used(a, b, s, per_var) for s, (a, b) in spans]
     heaviest = max(model.var(a, b, s) for s, (a, b) in spans)
     # Per stage, its forward and backward passes' seconds.
-    passes = [
-        (model.time(a, b, s) - model.back(a, b, s), model.back(a, b, s)) for s, (a, b) in spans
-    ]
+    back = [model.back(a, b, s) for s, (a, b) in spans]
+    passes = [(model.time(a, b, s) - bs, bs) for (s, (a, b)), bs in zip(spans, back)]
     elements = int(heaviest * c.weight_share / element)
     run = c.update_per_byte * heaviest + options.update_transfer_s(
         str(base["system"]), replicas, ipr, setting, elements, (slots, element)
