@@ -140,3 +140,20 @@ def test_a_script_that_never_fits_is_planned_from_its_inference_call_and_reruns(
     (row,) = json.loads(table.read_text())["rows"]
     assert row["predicted"] == pytest.approx(best["measured"], rel=1e-9)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("workload", "args"),
+    [
+        ("bert", {"size": "base", "sequence": 32, "masked": 4, "vocab": 1000}),
+        ("resnet50", {"image-size": 32}),
+    ],
+)
+def test_bert_and_resnet_inference_estimates_follow_the_simulator(workload, args):
+    cands = inference_candidates(workload, {"system": SYSTEM, **args}, 4, BATCH, "fp16.16")
+    # the fastest estimate, and the fastest of each other schedule and iteration count
+    picked = {(c.args.get("schedule"), c.args.get("steps-per-execution")): c for c in cands[::-1]}
+    for cand in sorted(picked.values(), key=lambda c: -c.speed)[:4]:
+        out = measure(workload, cand.args)
+        assert out["fits"]
+        assert cand.speed == pytest.approx(out["throughput"], rel=TOLERANCE)
