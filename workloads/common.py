@@ -120,15 +120,6 @@ def parser(
     )
     p.add_argument("--output", default=None, help="save the simulation report in this folder")
     p.add_argument(
-        "--inference",
-        nargs="?",
-        const="predict",
-        default=None,
-        choices=["predict", "evaluate"],
-        help="run model.predict (the default) or model.evaluate on the synthetic data instead "
-        "of fit (forward pass only; --accumulation and the optimizer options do not apply)",
-    )
-    p.add_argument(
         "--optimizer",
         choices=sorted(OPTIMIZERS),
         default=None,
@@ -140,7 +131,16 @@ def parser(
 
 
 def _add_feed_and_state_arguments(p: argparse.ArgumentParser) -> None:
-    """Offloading, metrics, host processes and the infeed."""
+    """Inference, offloading, metrics, host processes and the infeed."""
+    p.add_argument(
+        "--inference",
+        nargs="?",
+        const="predict",
+        default=None,
+        choices=["predict", "evaluate"],
+        help="run model.predict (the default) or model.evaluate on the synthetic data instead "
+        "of fit (forward pass only; --accumulation and the optimizer options do not apply)",
+    )
     p.add_argument(
         "--offload",
         choices=["default", "on", "off"],

@@ -377,7 +377,8 @@ def best_py(args: dict[str, Any]) -> str:
             line for line in stage_lines if "optimizer_state" not in line and "offload" not in line
         ]
     lines += [
-        f"model.compile(steps_per_execution={spe})  # device iterations per host round trip",
+        f"model.compile({'loss=model.loss, ' if call == 'evaluate' else ''}"
+        f"steps_per_execution={spe})  # device iterations per host round trip",
         f"# micro-batch (dataset batch size per replica): {args['micro-batch']}",
         f"model.{call}(dataset, steps={steps * replicas})",
     ]

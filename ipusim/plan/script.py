@@ -46,9 +46,8 @@ class ScriptCall(NamedTuple):
     call: str = "fit"
 
 
-class Captured(BaseException):
-    """Stops the script at the call to plan (a BaseException, so no ``except Exception`` of the
-    script catches it).
+class Captured(NamedTuple):
+    """The call a script was stopped at.
 
     Attributes:
         model: the model of the call.
@@ -56,9 +55,18 @@ class Captured(BaseException):
         samples: the samples the call runs over all replicas (inference; None for a fit).
     """
 
-    def __init__(self, model: Any, call: str = "fit", samples: int | None = None) -> None:
+    model: Any
+    call: str = "fit"
+    samples: int | None = None
+
+
+class _Captured(BaseException):
+    """Stops the script at the call to plan (a BaseException, so no ``except Exception`` of the
+    script catches it)."""
+
+    def __init__(self, captured: Captured) -> None:
         super().__init__("ipusim run --plan: the model to plan was captured")
-        self.model, self.call, self.samples = model, call, samples
+        self.captured = captured
 
 
 def script_reference(
@@ -135,6 +143,7 @@ def capture(
         raise ConfigurationError(
             f"the fit to plan must be a positive int (1: the first); got {number!r}"
         )
+    got: Captured | None
     try:
         with settings_restored():
             seen, got = _with_fresh_names(lambda: _run_to_call(script, args, system, number, calls))
@@ -187,7 +196,7 @@ def _run_to_call(
         if kind in seen:
             seen[kind] += 1
             if seen[kind] == number:
-                raise Captured(model, kind, samples)
+                raise _Captured(Captured(model, kind, samples))
 
     def on_fit(model: Any, call: Any) -> None:
         observe(model, "fit", None)
@@ -201,8 +210,8 @@ def _run_to_call(
     try:
         with tempfile.TemporaryDirectory() as scratch:
             run_script(script, args, output=scratch, system=system, quiet=True, reports=False)
-    except Captured as captured:
-        return seen, captured
+    except _Captured as stop:
+        return seen, stop.captured
     finally:
         FIT_OBSERVERS.remove(on_fit)
         INFERENCE_OBSERVERS.remove(on_inference)

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
+from ipusim.plan.inference import inference_candidates, inference_kind, latency_rows
 from ipusim.plan.options import counted
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_model import model_candidates
@@ -81,8 +82,6 @@ def _candidates(
     num_ipus = load_system(system).num_ipus
     base = {"system": system, **dict(args)}
     if inference:
-        from ipusim.plan.inference import inference_candidates, inference_kind
-
         kind = inference_kind(inference)
         return inference_candidates(
             workload, base, num_ipus, global_batch, precision, kind, samples, max_latency_s
@@ -166,12 +165,9 @@ def plan(
             to simulate the finalists on, ``jobs`` at a time.
         inference: plan ``model.predict`` (forward only: no accumulation, optimizer state or
             recomputation; :mod:`ipusim.plan.inference`); ``global_batch`` is then the samples
-            of one device step over all replicas (micro-batch x replicas). ``"evaluate"``
-            plans ``model.evaluate`` (the loss too); ``"predict"`` is ``True``.
-        samples: inference: the dataset's samples, which bound the device iterations
-            (``steps_per_execution``) searched (default: 64 device steps).
-        max_latency_s: inference: the most seconds one execution may take (the host gets its
-            outputs when it ends); plans over it are left out.
+            of one device step over all replicas (micro-batch x replicas); ``"evaluate"``:
+            ``model.evaluate``. ``samples`` / ``max_latency_s``: the dataset's samples, bounding
+            the device iterations searched, and the most seconds an execution may take.
 
     Returns:
         A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
@@ -183,12 +179,8 @@ def plan(
     batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
     if not batches:
         raise ConfigurationError("global_batch: give at least one global batch size")
-    spaces = [
-        _candidates(
-            workload, workload_args, system, gb, precision, inference, samples, max_latency_s
-        )
-        for gb in batches
-    ]
+    infer = (inference, samples, max_latency_s)
+    spaces = [_candidates(workload, workload_args, system, gb, precision, *infer) for gb in batches]
     cands = [c for space in spaces for c in space]
     # Candidates estimated, those pruned by memory included (a space that counts them says so).
     evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
@@ -198,10 +190,7 @@ def plan(
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
-    if inference:
-        from ipusim.plan.inference import latency_rows
-
-        rows = latency_rows(rows, max_latency_s)
+    rows = latency_rows(rows, max_latency_s) if inference else rows
     table = _rank(rows)
     result = PlanResult(table, evaluated, len(rows), time.perf_counter() - start)
     if output is not None:

@@ -172,6 +172,22 @@ def test_plan_inference_command_writes_a_row_that_reruns_to_its_throughput(tmp_p
     assert "PLAN" in capsys.readouterr().out
 
 
+def test_plan_evaluate_command_bounds_the_latency_and_the_device_iterations(tmp_path):
+    folder = tmp_path / "plan"
+    argv = ["plan", "--model", MODEL, "--system", SYSTEM, "--global-batch", str(BATCH)]
+    argv += ["--evaluate", "--samples", str(SAMPLES), "--max-latency-s", "0.00305"]
+    assert main([*argv, "--candidates", "4", "-o", str(folder)]) == 0
+    best = tomllib.loads((folder / "best.toml").read_text())["args"]
+    assert best["inference"] == "evaluate" and best["steps"] == SAMPLES // BATCH
+    assert best["steps-per-execution"] in (1, 2, 4)  # 8 take longer than 3.05 ms
+    code = (folder / "best.py").read_text()
+    assert f"steps_per_execution={best['steps-per-execution']})" in code
+    assert "model.evaluate(dataset" in code
+    with open(folder / "plans.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(float(r["latency_s"]) <= 0.00305 for r in rows)
+
+
 def test_inference_fits_where_training_needs_accumulation_or_more_ipus():
     training = ipusim.plan(WIDE, SYSTEM, BATCH, budget_s=math.inf, progress=False).table
     inference = ipusim.plan(WIDE, SYSTEM, BATCH, inference=True, budget_s=math.inf, progress=False)
