@@ -198,7 +198,14 @@ def _execution(
     """Device seconds of ``n`` micro-batches through stages of ``fwd`` forward seconds, in the
     lowering's inference time steps (lock step: a step lasts as long as its slowest stage, the
     first stage's IPU copying each micro-batch's input in, the last stage's its outputs out:
-    ``feeds`` seconds, per micro-batch)."""
+    ``feeds`` seconds, per micro-batch). Past ``2 S`` micro-batches every added one adds the
+    same full step(s) (the steady state), so a long execution is extrapolated from a short
+    one's steps."""
+    if n > 2 * len(fwd) + 1:
+        short = 2 * len(fwd)
+        one = _execution(schedule, fwd, short, per_step, feeds)
+        more = _execution(schedule, fwd, short + 1, per_step, feeds) - one
+        return one + (n - short) * more
     steps = time_steps(schedule, len(fwd), n, training=False)
     busy = list(fwd)
     busy[0] += feeds[0]
@@ -231,9 +238,15 @@ def _executions(steps: int, stages: int, ipus: int) -> Iterator[tuple[str, int, 
     for schedule in options.schedules(stages, ipus):
         need = depth_multiple(schedule, stages, False, ipus)
         for io in options.io_options(stages == 1 or schedule == "grouped"):
-            for n in range(need, steps + 1, need):
-                if steps % n == 0:
+            for n in _divisors(steps):
+                if n % need == 0:
                     yield schedule, io, n
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of ``n``, ascending."""
+    low = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*low, *(n // d for d in low)})
 
 
 def _stage_groups(units: Units, first: int, stop: int, stage: int, stages: int) -> list[str]:

@@ -157,3 +157,19 @@ def test_bert_and_resnet_inference_estimates_follow_the_simulator(workload, args
         out = measure(workload, cand.args)
         assert out["fits"]
         assert cand.speed == pytest.approx(out["throughput"], rel=TOLERANCE)
+
+
+@pytest.mark.parametrize("n", [10, 1000])
+def test_an_executions_seconds_follow_its_schedules_time_steps(n):
+    """Stages of 1, 3, 2 and 0.5 s, 0.2 s of infeed on the first and 0.7 s of outfeed on the
+    last, 0.1 s of syncs per time step: Grouped runs n + 3 steps (the first 1.2 s, the second
+    stage's 3 s from step 1 to step n, then 2 s and 1.2 s as the pipeline drains), Interleaved
+    the same in inference, Sequential every stage one after the other n times (hand-computed)."""
+    from ipusim.plan.inference import _execution
+
+    fwd, feeds = (1.0, 3.0, 2.0, 0.5), (0.2, 0.7)
+    grouped = 1.2 + 3.0 * n + 2.0 + 1.2 + 0.1 * (n + 3)
+    assert _execution("grouped", fwd, n, 0.1, feeds) == pytest.approx(grouped, rel=1e-12)
+    assert _execution("interleaved", fwd, n, 0.1, feeds) == pytest.approx(grouped, rel=1e-12)
+    sequential = n * (1.2 + 3.0 + 2.0 + 1.2 + 4 * 0.1)
+    assert _execution("sequential", fwd, n, 0.1, feeds) == pytest.approx(sequential, rel=1e-12)
