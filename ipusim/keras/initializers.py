@@ -15,6 +15,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import fields
 
 
 def _fans(shape: tuple[int, ...]) -> tuple[float, float]:
@@ -187,12 +188,7 @@ class VarianceScaling(_Random):
         return values.astype(dtype or backend.floatx())
 
     def get_config(self):
-        return {
-            "scale": self.scale,
-            "mode": self.mode,
-            "distribution": self.distribution,
-            "seed": self.seed,
-        }
+        return fields(self, "scale mode distribution seed")
 
 
 class Orthogonal(_Random):

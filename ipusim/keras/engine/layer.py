@@ -25,6 +25,7 @@ from ipusim.graph.variable import Variable
 from ipusim.keras import backend, initializers
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.mixed_precision import policy as dtype_policies
 
 _context = threading.local()
@@ -211,8 +212,7 @@ class Layer:
 
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {
-            "name": self.name,
-            "trainable": self.trainable,
+            **fields(self, "name trainable"),
             "dtype": dtype_policies.serialize(self._dtype_policy),
         }
         if self._batch_input_shape is not None:

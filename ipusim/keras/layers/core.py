@@ -11,6 +11,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 
 
 def _positive_int(layer: str, arg: str, value: Any) -> int:
@@ -187,12 +188,7 @@ class ReLU(Layer):
         return y
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "max_value": self.max_value,
-            "negative_slope": self.negative_slope,
-            "threshold": self.threshold,
-        }
+        return super().get_config() | fields(self, "max_value negative_slope threshold")
 
 
 class Softmax(Layer):
@@ -324,9 +320,7 @@ class Embedding(Layer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "input_dim": self.input_dim,
-            "output_dim": self.output_dim,
-            "input_length": self.input_length,
+            **fields(self, "input_dim output_dim input_length"),
             "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
         }
 

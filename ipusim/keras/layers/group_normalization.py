@@ -13,6 +13,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.core import no_regularizers, same_shape
 
 
@@ -107,11 +108,7 @@ class GroupNormalization(Layer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "groups": self.groups,
-            "axis": self.axis,
-            "epsilon": self.epsilon,
-            "center": self.center,
-            "scale": self.scale,
+            **fields(self, "groups axis epsilon center scale"),
             "beta_initializer": initializers.serialize(self.beta_initializer),
             "gamma_initializer": initializers.serialize(self.gamma_initializer),
         }

@@ -11,6 +11,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops.image_transform import augment_transforms, image_transform
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.image_preprocessing import (
     _factor_pair,
     _listed,
@@ -72,9 +73,7 @@ class _AffineLayer(_RandomLayer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "fill_mode": self.fill_mode,
-            "fill_value": self.fill_value,
-            "interpolation": self.interpolation,
+            **fields(self, "fill_mode fill_value interpolation"),
             # The factors as given (tuples as lists, as Keras' config has them).
             **{k: _listed(getattr(self, k)) for k in self._factors},
         }

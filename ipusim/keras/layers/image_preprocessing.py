@@ -30,6 +30,7 @@ from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 from ipusim.keras.layers.noise import SeededLayer
 
@@ -90,13 +91,9 @@ class Resizing(Layer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "height": self.height,
-            "width": self.width,
-            "interpolation": self.interpolation,
-            "crop_to_aspect_ratio": self.crop_to_aspect_ratio,
-        }
+        return super().get_config() | fields(
+            self, "height width interpolation crop_to_aspect_ratio"
+        )
 
 
 class CenterCrop(Layer):

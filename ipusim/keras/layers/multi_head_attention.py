@@ -19,6 +19,7 @@ from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.linalg import batch_matmul
 from ipusim.keras import backend, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.attention import causal_mask, masked_softmax, merge_masks
 from ipusim.keras.layers.core import no_regularizers
 from ipusim.keras.layers.einsum_dense import EinsumDense
@@ -227,11 +228,7 @@ class MultiHeadAttention(Layer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "value_dim": self.value_dim,
-            "dropout": self.dropout,
-            "use_bias": self.use_bias,
+            **fields(self, "num_heads key_dim value_dim dropout use_bias"),
             "output_shape": self.output_shape_arg,
             "attention_axes": self.attention_axes,
             "kernel_initializer": initializers.serialize(self.kernel_initializer),

@@ -24,6 +24,7 @@ from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.core import _positive_int, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
@@ -117,8 +118,7 @@ class _GatedLayer(Layer):
             "kernel_initializer": initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
             "bias_initializer": initializers.serialize(self.bias_initializer),
-            "dropout": self.dropout,
-            "recurrent_dropout": self.recurrent_dropout,
+            **fields(self, "dropout recurrent_dropout"),
             **self._loop_config(),
         }
         if self.recurrent_activation is not None:
@@ -398,14 +398,7 @@ class _Recurrent(_GatedLayer):
         return out
 
     def _loop_config(self) -> dict[str, Any]:
-        return {
-            "return_sequences": self.return_sequences,
-            "return_state": self.return_state,
-            "go_backwards": self.go_backwards,
-            "stateful": self.stateful,
-            "unroll": self.unroll,
-            "time_major": self.time_major,
-        }
+        return fields(self, "return_sequences return_state go_backwards stateful unroll time_major")
 
 
 class SimpleRNN(_Recurrent):
