@@ -13,8 +13,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.keyword_init import fields
-from ipusim.keras.layers.core import no_regularizers, same_shape
+from ipusim.keras.layers.core import config_of, no_regularizers, same_shape
 
 
 class GroupNormalization(Layer):
@@ -106,9 +105,5 @@ class GroupNormalization(Layer):
     compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **fields(self, "groups axis epsilon center scale"),
-            "beta_initializer": initializers.serialize(self.beta_initializer),
-            "gamma_initializer": initializers.serialize(self.gamma_initializer),
-        }
+        names = "groups axis epsilon center scale beta_initializer gamma_initializer"
+        return super().get_config() | config_of(self, names)

@@ -25,7 +25,7 @@ from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.keyword_init import fields
-from ipusim.keras.layers.core import _positive_int, no_regularizers
+from ipusim.keras.layers.core import _positive_int, config_of, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
@@ -110,17 +110,11 @@ class _GatedLayer(Layer):
         return {}
 
     def get_config(self) -> dict[str, Any]:
-        config = {
-            **super().get_config(),
-            "units": self.units,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            **fields(self, "dropout recurrent_dropout"),
-            **self._loop_config(),
-        }
+        names = (
+            "units activation use_bias kernel_initializer recurrent_initializer "
+            "bias_initializer dropout recurrent_dropout"
+        )
+        config = super().get_config() | config_of(self, names) | self._loop_config()
         if self.recurrent_activation is not None:
             config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
         return config
