@@ -291,7 +291,6 @@ class LAMBIpuOptimizer(_AdamFamily):
         self.m_dtype, self.v_dtype = m_dtype, v_dtype
         self.debiasing = bool(debiasing)
         self._state_dtypes = {"m": m_dtype, "v": v_dtype}
-        self._current: str = ""
 
     slots_per_variable = 2
     #: moments 7, direction 5, weight decay 2, the two norms 4, the scaled subtract 2.
