@@ -22,7 +22,7 @@ from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
 from ipusim.graph.variable import Variable
-from ipusim.keras import backend, initializers
+from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
 from ipusim.keras.keyword_init import fields
@@ -97,6 +97,21 @@ def conform_dtype(value: Any, dtype: str) -> Any:
     if isinstance(value, Symbol) and value.dtype != dtype:
         return cast(value, dtype)
     return value
+
+
+def config_of(layer: Any, names: str) -> dict[str, Any]:
+    """``layer``'s attributes ``names`` (separated by spaces, in order) as Keras writes them in
+    ``get_config``: activations and initializers serialised, tuples (kernel sizes, strides ...)
+    as lists, the rest as they are."""
+    config: dict[str, Any] = {}
+    for name in names.split():
+        value = getattr(layer, name)
+        if name.endswith("activation"):
+            value = activations.serialize(value)
+        elif name.endswith("_initializer"):
+            value = initializers.serialize(value)
+        config[name] = list(value) if isinstance(value, tuple) else value
+    return config
 
 
 class Layer:
@@ -210,6 +225,10 @@ class Layer:
         out = self._symbolic_call(graph, (inputs,), {})
         return map_structure(lambda s: s.shape, out)
 
+    #: The attributes a class adds to :meth:`get_config` (separated by spaces), written by
+    #: :func:`config_of`: each class of the MRO adds its own, base classes first.
+    _config_names = ""
+
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {
             **fields(self, "name trainable"),
@@ -217,6 +236,8 @@ class Layer:
         }
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
+        for cls in reversed(type(self).__mro__):
+            config.update(config_of(self, vars(cls).get("_config_names", "")))
         return config
 
     @classmethod

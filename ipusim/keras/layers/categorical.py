@@ -90,8 +90,7 @@ class CategoryEncoding(Layer):
             )
         return encode(inputs, self.output_mode, self.num_tokens, self.compute_dtype, count_weights)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(self, "num_tokens output_mode sparse")
+    _config_names = "num_tokens output_mode sparse"
 
 
 class Discretization(Layer):

@@ -58,21 +58,6 @@ def add_bias(layer: Any, shape: tuple) -> None:
     layer.built = True
 
 
-def config_of(layer: Any, names: str) -> dict[str, Any]:
-    """``layer``'s attributes ``names`` (separated by spaces, in order) as Keras writes them in
-    ``get_config``: activations and initializers serialised, tuples (kernel sizes, strides ...)
-    as lists, the rest as they are."""
-    config: dict[str, Any] = {}
-    for name in names.split():
-        value = getattr(layer, name)
-        if name.endswith("activation"):
-            value = activations.serialize(value)
-        elif name.endswith("_initializer"):
-            value = initializers.serialize(value)
-        config[name] = list(value) if isinstance(value, tuple) else value
-    return config
-
-
 def bias_and_activation(layer: Any, y: Any) -> Any:
     """``layer``'s activation of ``y`` plus its bias (on the last axis, when it has one)."""
     if layer.use_bias:
@@ -134,10 +119,7 @@ class Dense(Layer):
             y = shape.reshape(nn.matmul(flat, self.kernel), (*_minus_one_batch(lead), self.units))
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self, "units activation use_bias kernel_initializer bias_initializer"
-        )
+    _config_names = "units activation use_bias kernel_initializer bias_initializer"
 
 
 def _minus_one_batch(lead: tuple) -> tuple:
@@ -154,8 +136,7 @@ class Activation(Layer):
     def call(self, inputs: Any) -> Any:
         return self.activation(inputs)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "activation": activations.serialize(self.activation)}
+    _config_names = "activation"
 
 
 class ReLU(Layer):
@@ -187,8 +168,7 @@ class ReLU(Layer):
             y = m.minimum(y, self.max_value)
         return y
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(self, "max_value negative_slope threshold")
+    _config_names = "max_value negative_slope threshold"
 
 
 class Softmax(Layer):

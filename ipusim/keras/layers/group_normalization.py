@@ -12,8 +12,8 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import config_of, no_regularizers, same_shape
+from ipusim.keras.engine.layer import Layer, config_of
+from ipusim.keras.layers.core import no_regularizers, same_shape
 
 
 class GroupNormalization(Layer):

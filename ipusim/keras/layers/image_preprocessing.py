@@ -30,7 +30,6 @@ from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
-from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 from ipusim.keras.layers.noise import SeededLayer
 
@@ -90,10 +89,7 @@ class Resizing(Layer):
             lambda x: fn(x, self.height, self.width, self.interpolation),
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(
-            self, "height width interpolation crop_to_aspect_ratio"
-        )
+    _config_names = "height width interpolation crop_to_aspect_ratio"
 
 
 class CenterCrop(Layer):
@@ -113,8 +109,7 @@ class CenterCrop(Layer):
 
         return _batched(_as_float(self, inputs), crop)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "height": self.height, "width": self.width}
+    _config_names = "height width"
 
 
 class _RandomLayer(SeededLayer):
@@ -163,8 +158,7 @@ class RandomFlip(_RandomLayer):
             images = m.add(m.multiply(flipped, f), m.multiply(images, m.subtract(1.0, f)))
         return images
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "mode": self.mode}
+    _config_names = "mode"
 
 
 class RandomCrop(_RandomLayer):
@@ -185,8 +179,7 @@ class RandomCrop(_RandomLayer):
 
         return _batched(_as_float(self, inputs), crop)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "height": self.height, "width": self.width}
+    _config_names = "height width"
 
 
 def _factor_pair(layer: str, factor: Any) -> tuple[float, float]:

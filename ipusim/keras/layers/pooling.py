@@ -89,8 +89,7 @@ class GlobalAveragePooling2D(Layer):
             return m.reduce_mean(inputs, axis=(1, 2), keepdims=True)
         return conv_ops.global_avg_pool2d(inputs)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 class GlobalMaxPooling2D(Layer):
@@ -106,8 +105,7 @@ class GlobalMaxPooling2D(Layer):
     def call(self, inputs: Any) -> Any:
         return m.reduce_max(inputs, axis=(1, 2), keepdims=self.keepdims)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 MaxPool2D = MaxPooling2D

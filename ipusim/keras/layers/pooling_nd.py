@@ -132,8 +132,7 @@ class _GlobalPooling(Layer):
         axes = tuple(range(1, self._rank - 1))
         return type(self)._reduce(inputs, axis=axes, keepdims=self.keepdims)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 class GlobalAveragePooling1D(_GlobalPooling):

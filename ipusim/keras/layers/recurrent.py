@@ -23,9 +23,9 @@ from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
-from ipusim.keras.engine.layer import Layer
+from ipusim.keras.engine.layer import Layer, config_of
 from ipusim.keras.keyword_init import fields
-from ipusim.keras.layers.core import _positive_int, config_of, no_regularizers
+from ipusim.keras.layers.core import _positive_int, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,

@@ -282,5 +282,4 @@ class RepeatVector(Layer):
         check_rank(self, inputs, 2, "(batch, features)")
         return shape_ops.tile(shape_ops.expand_dims(inputs, 1), (1, self.n, 1))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "n": self.n}
+    _config_names = "n"
