@@ -13,7 +13,7 @@ import inspect
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ipusim.keras.keyword_init import fields
 from ipusim.keras.mixed_precision import policy as dtype_policies
 
 _context = threading.local()
+_T = TypeVar("_T")
 
 _ALLOWED_KWARGS = {
     "input_shape",
@@ -282,14 +283,9 @@ class Layer:
 
     def _flat_layers(self) -> list[Layer]:
         """This layer's sublayers, depth first, without duplicates (not including itself)."""
-        seen: set[int] = set()
-        out: list[Layer] = []
-        for layer in self._tracked_layers:
-            for item in [layer, *layer._flat_layers()]:
-                if id(item) not in seen:
-                    seen.add(id(item))
-                    out.append(item)
-        return out
+        return _unique(
+            [item for sub in self._tracked_layers for item in [sub, *sub._flat_layers()]]
+        )
 
     @property
     def weights(self) -> list[Variable]:
@@ -297,15 +293,9 @@ class Layer:
         return self.trainable_weights + self.non_trainable_weights
 
     def _all_weights(self) -> list[Variable]:
-        seen: set[int] = set()
-        out = []
-        for variable in self._own_weights + [
-            w for sub in self._tracked_layers for w in sub._all_weights()
-        ]:
-            if id(variable) not in seen:
-                seen.add(id(variable))
-                out.append(variable)
-        return out
+        return _unique(
+            self._own_weights + [w for s in self._tracked_layers for w in s._all_weights()]
+        )
 
     @property
     def trainable_weights(self) -> list[Variable]:
@@ -486,14 +476,9 @@ class Layer:
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
 
 
-def _unique(variables: list[Variable]) -> list[Variable]:
-    seen: set[int] = set()
-    out = []
-    for v in variables:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
+def _unique(items: list[_T]) -> list[_T]:
+    """``items`` without repeats (by identity), in the order they first appear."""
+    return list({id(item): item for item in items}.values())
 
 
 def _is_shape(value: Any) -> bool:
