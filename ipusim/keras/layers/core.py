@@ -218,8 +218,7 @@ class Reshape(Layer):
         batch = inputs.shape[0]
         return shape.reshape(inputs, (-1 if batch is None else batch, *self.target_shape))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "target_shape": list(self.target_shape)}
+    _config_names = "target_shape"
 
 
 class Dropout(Layer):
@@ -245,13 +244,7 @@ class Dropout(Layer):
             return m.identity(inputs)
         return nn.dropout(inputs, rate=self.rate, seed=self._op_seed, noise_shape=self.noise_shape)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "rate": self.rate,
-            "noise_shape": None if self.noise_shape is None else list(self.noise_shape),
-            "seed": self.seed,
-        }
+    _config_names = "rate noise_shape seed"
 
 
 class Embedding(Layer):

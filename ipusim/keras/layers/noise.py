@@ -104,9 +104,7 @@ class AlphaDropout(_Noise):
         x = m.add(m.multiply(inputs, kept), m.multiply(m.subtract(1.0, kept), alpha_p))
         return m.add(m.multiply(x, a), b)
 
-    def get_config(self) -> dict[str, Any]:
-        noise_shape = None if self.noise_shape is None else list(self.noise_shape)
-        return {**super().get_config(), "rate": self.rate, "noise_shape": noise_shape}
+    _config_names = "rate noise_shape"
 
 
 class _SpatialDropout(Dropout):

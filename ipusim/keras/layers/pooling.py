@@ -48,13 +48,7 @@ class _Pooling2D(Layer):
             inputs, pool_size=self.pool_size, strides=self.strides, padding=self.padding.upper()
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "pool_size": list(self.pool_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-        }
+    _config_names = "pool_size strides padding"
 
 
 class MaxPooling2D(_Pooling2D):

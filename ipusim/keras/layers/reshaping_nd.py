@@ -263,8 +263,7 @@ class Permute(Layer):
         check_rank(self, inputs, len(self.dims) + 1, f"(batch, {len(self.dims)} axes)")
         return shape_ops.transpose(inputs, (0, *self.dims))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "dims": list(self.dims)}
+    _config_names = "dims"
 
 
 class RepeatVector(Layer):
