@@ -23,8 +23,7 @@ from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
-from ipusim.keras.engine.layer import Layer, config_of
-from ipusim.keras.keyword_init import fields
+from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.core import _positive_int, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
@@ -105,16 +104,13 @@ class _GatedLayer(Layer):
             else None
         )
 
-    def _loop_config(self) -> dict[str, Any]:
-        """The config of the loop over time (the layers'; a cell has none)."""
-        return {}
+    _config_names = (
+        "units activation use_bias kernel_initializer recurrent_initializer bias_initializer "
+        "dropout recurrent_dropout"
+    )
 
     def get_config(self) -> dict[str, Any]:
-        names = (
-            "units activation use_bias kernel_initializer recurrent_initializer "
-            "bias_initializer dropout recurrent_dropout"
-        )
-        config = super().get_config() | config_of(self, names) | self._loop_config()
+        config = super().get_config()
         if self.recurrent_activation is not None:
             config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
         return config
@@ -391,8 +387,7 @@ class _Recurrent(_GatedLayer):
             return [out] + [(batch, self.units)] * self._num_states
         return out
 
-    def _loop_config(self) -> dict[str, Any]:
-        return fields(self, "return_sequences return_state go_backwards stateful unroll time_major")
+    _config_names = "return_sequences return_state go_backwards stateful unroll time_major"
 
 
 class SimpleRNN(_Recurrent):
