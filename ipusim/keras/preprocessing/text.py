@@ -232,13 +232,10 @@ class Tokenizer:
         return out
 
     def get_config(self) -> dict[str, Any]:
+        tables = fields(self, "word_counts word_docs index_docs index_word word_index")
         return {
             **fields(self, "num_words filters lower split char_level oov_token document_count"),
-            "word_counts": json.dumps(self.word_counts),
-            "word_docs": json.dumps(self.word_docs),
-            "index_docs": json.dumps(self.index_docs),
-            "index_word": json.dumps(self.index_word),
-            "word_index": json.dumps(self.word_index),
+            **{name: json.dumps(table) for name, table in tables.items()},
         }
 
     def to_json(self, **kwargs: Any) -> str:
