@@ -26,6 +26,7 @@ from ipusim.graph.ops._conv_family import (
     ConvBackpropInput,
     ConvFamilyOp,
     ConvForward,
+    Placement,
 )
 from ipusim.graph.ops._window import (
     check_nhwc,
@@ -75,9 +76,9 @@ class _Grouped(ConvFamilyOp):
         b: Array,
         groups: int,
         size: Shape,
-        window: tuple[Any, Any, Any],
+        placement: Placement,
     ) -> Array:
-        return self.kernel(a, b, groups, size, *window)
+        return self.kernel(a, b, groups, size, *placement)
 
     def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
