@@ -42,9 +42,10 @@ def check_out_hw(op: str, out_hw: Shape, dy: TensorSpec, input_shape: Shape) -> 
     check_dy(op, dy, out_hw, f"an input of shape {tuple(input_shape)} gives an output of ")
 
 
-def check_shape4(op: str, arg: str, shape: Shape, what: str) -> None:
-    """Raise unless ``shape`` has 4 sizes, all known after the batch."""
-    if len(shape) != 4 or any(d is None for d in shape[1:]):
+def check_shape4(op: str, arg: str, shape: Shape, what: str, known_from: int = 1) -> None:
+    """Raise unless ``shape`` has 4 sizes, all known from index ``known_from`` (after the batch
+    of an input shape; all of a filter shape's)."""
+    if len(shape) != 4 or any(d is None for d in shape[known_from:]):
         raise ConfigurationError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
 
 
@@ -125,11 +126,8 @@ class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, x, dy)
         filter_shape = tuple(filter_shape)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 4 known sizes (height, width, channels, "
-                f"depth_multiplier), received {filter_shape!r}"
-            )
+        what = "(height, width, channels, depth_multiplier), all known"
+        check_shape4(self.name, "filter_shape", filter_shape, what, 0)
         fspec = TensorSpec(filter_shape, x.dtype)
         channels = known_dims(filter_shape)[2] * known_dims(filter_shape)[3]
         _check_depthwise_filters(self.name, x.shape[3], fspec, "x")

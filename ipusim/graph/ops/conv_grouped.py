@@ -174,11 +174,8 @@ class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
         check_nhwc(self.name, "dy", dy)
         check_same_dtype(self.name, x, dy)
         filter_shape = tuple(filter_shape)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 4 known sizes (height, width, "
-                f"in_channels/groups, filters), received {filter_shape!r}"
-            )
+        what = "(height, width, in_channels/groups, filters), all known"
+        check_shape4(self.name, "filter_shape", filter_shape, what, 0)
         _check_grouped(self.name, x.shape[3], filter_shape, groups, "x")
         if not known_eq(dy.shape[3], filter_shape[3]):
             raise ConfigurationError(
