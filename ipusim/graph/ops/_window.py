@@ -17,7 +17,6 @@ from ipusim.graph.spec import Shape, TensorSpec
 PADDINGS = ("VALID", "SAME")
 
 Pair = tuple[int, int]
-Triple = tuple[int, int, int]
 #: The spatial axes, for error messages: the last two for 2-D windows, all three for 3-D.
 _AXES = ("depth", "height", "width")
 
@@ -45,11 +44,6 @@ def normalize_window(op: str, arg: str, value: Any, n: int) -> tuple[int, ...]:
 def normalize_pair(op: str, arg: str, value: Any) -> Pair:
     """``value`` (an int or a pair of ints, each ≥ 1) as a ``(height, width)`` tuple."""
     return cast(Pair, normalize_window(op, arg, value, 2))
-
-
-def normalize_triple(op: str, arg: str, value: Any) -> Triple:
-    """``value`` (an int or 3 ints, each ≥ 1) as a ``(depth, height, width)`` tuple."""
-    return cast(Triple, normalize_window(op, arg, value, 3))
 
 
 def normalize_padding(op: str, padding: object) -> str:
