@@ -442,14 +442,6 @@ class Graph:
             stack.extend(s.node for s in node.inputs)
         return [n for n in self.nodes if n.id in needed]
 
-    def consumers(self) -> dict[int, list[Node]]:
-        """node id -> nodes that read any of its outputs."""
-        out: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
-        for n in self.nodes:
-            for s in n.inputs:
-                out[s.node.id].append(n)
-        return out
-
     def __repr__(self) -> str:
         return (
             f"<Graph {self.name!r}: {len(self.nodes)} nodes, {len(self.invocations)} layer calls>"
