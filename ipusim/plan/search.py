@@ -199,7 +199,7 @@ def _no_configuration(
     rule = (
         "micro-batch (inference: with steps a multiple of the stages)"
         if inference
-        else "micro-batch x accumulation (with pipelines, an accumulation that is a "
+        else "micro-batch x accumulation (with a Grouped pipeline, an accumulation that is a "
         "multiple of twice the stages)"
     )
     return ConfigurationError(
@@ -405,6 +405,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
             summary += " " + text.format(a[key])
     if a.get("ffn-per-ipu"):
         summary += f" ffn {list(a['ffn-per-ipu'])}"
+    if a.get("device-mapping") and list(a["device-mapping"]) != list(range(a["stages"])):
+        summary += f" mapping {list(a['device-mapping'])}"
     if a.get("sharded-optimizer-state"):
         summary += " sharded"
     return {
