@@ -171,7 +171,8 @@ def _mappings(layers: int, ipr: int) -> list[tuple[int, ...]]:
 class _Reference:
     """A reference run's per-layer figures as prefix sums (``sums[key][i]``: layers before
     ``i``; keys ``fwd``, ``bwd`` seconds per micro-batch, ``var`` weight bytes, ``held``
-    gradient accumulators, ``act`` activations of one micro-batch in flight) and its run's."""
+    gradient accumulators, ``act`` working activations (E: a stage's is the sum of its
+    layers'), ``stash`` the stash of one micro-batch in flight) and its run's."""
 
     sums: dict[str, tuple[float, ...]]
     fixed: float
@@ -245,7 +246,8 @@ def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference 
         "bwd": [c.backward_s for c in costs],
         "var": [c.weight_bytes for c in costs],
         "held": [c.state_bytes - own * c.weight_bytes for c in costs],
-        "act": [c.activation_bytes for c in costs],
+        "act": [c.activation_bytes * (1 - _STASH[key].get(c.ipu, 0.0)) for c in costs],
+        "stash": [c.activation_bytes * _STASH[key].get(c.ipu, 0.0) for c in costs],
     }
     sums = {k: tuple(itertools.accumulate(v, initial=0.0)) for k, v in per_layer.items()}
     heaviest = max(sum(c.weight_bytes for c in costs if c.ipu == i) for i in ref.ipu_fixed)
@@ -265,14 +267,25 @@ def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference 
 
 #: Per reference run (its profile key), its inter-IPU syncs' and copies' seconds.
 _STEP_S: dict[Any, float] = {}
+#: Per reference run, per IPU: the share of its activations that is the stash.
+_STASH: dict[Any, dict[int, float]] = {}
 
 
 def _noted(key: Any, run: dict[str, Any]) -> Any:
-    """The report of ``run``, its syncs' and copies' seconds noted in :data:`_STEP_S` (every
-    IPU syncs at every step; a copy shows on its two IPUs)."""
+    """The report of ``run``, its syncs' and inter-stage copies' seconds noted in
+    :data:`_STEP_S` (every IPU syncs at every step; a step's copies last as long as its
+    longest, recorded on both IPUs; collectives are not copies)."""
     report = profile.workload_report("keras_model", run)
-    u = report.utilisation
-    _STEP_S[key] = float(u.sync_s.max() + u.link_s.sum() / 2)
+    records = report.trace.to_dataframe()
+    records = records[records.ipu >= 0]
+    syncs = records[records.name == "inter-IPU sync"].groupby("ipu").duration_s.sum()
+    copies = records[records.name.str.startswith("copy IPU")]
+    longest = copies.groupby("start_ps").duration_s.max().sum() if len(copies) else 0.0
+    _STEP_S[key] = float(syncs.max() if len(syncs) else 0.0) + float(longest)
+    items = report.memory_items
+    stash = items[items.name.str.contains(" stash ")].groupby("ipu").bytes.sum()
+    acts = report.memory.set_index("ipu").activations_bytes
+    _STASH[key] = {int(i): float(stash.get(i, 0.0)) / max(float(a), 1.0) for i, a in acts.items()}
     return report
 
 
@@ -298,7 +311,7 @@ class _Pipe:
         for first, stop, s in spans:
             var = r.span("var", first, stop)
             total += var * (1 + self.per_var) + r.span("held", first, stop)
-            total += r.span("act", first, stop) * self.alive[s]
+            total += r.span("act", first, stop) + r.span("stash", first, stop) * self.alive[s]
         return total
 
     def splits(self) -> list[tuple[int, ...]]:
