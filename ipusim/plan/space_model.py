@@ -1,14 +1,26 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, and recomputation.
+gradient accumulation for the global batch, recomputation, and the options of
+:mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
 per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
-pipelined over ``k`` IPUs, a reference run split evenly by layer count at each micro-batch tried,
-whose per-layer seconds and bytes the dynamic programme re-balances (a stage's activations are
-the sum of its layers' in the reference, E: the stash depends on the stage's position too; the
-simulator judges).
+pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
+micro-batch tried, whose per-layer seconds, bytes, working activations and one micro-batch's
+stash the dynamic programme re-balances for every schedule (its stash held per micro-batch in
+flight), optimizer-state setting and device mapping.
+
+Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
+an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
+refuses them); the IPUs per replica are ``max + 1`` rounded up to a power of two; a copy between
+the two IPUs of a pair is faster than between neighbours. The search tries stage ``i`` on IPU
+``i`` and one more stage holding the last few layers mapped back to IPU 0 (as Graphcore's BERT
+puts its head beside the embedding whose weights it shares; ipusim keeps a shared variable on
+the first stage that reads it, so the mapping changes the result through IPU 0's memory and time
+and the copies between the stages). Not searched: permutations of the IPUs (the default
+already puts every other boundary inside a pair) and several contiguous stages on one IPU
+(recomputation checkpoints, as ResNet-50's space does).
 """
 
 from __future__ import annotations
@@ -143,7 +155,7 @@ def _pipelined(
     ref = _reference(run, names, slots)
     if ref is None:
         return []
-    out = []
+    out, found = [], {}
     for mapping in _mappings(len(names), ipr):
         stages = len(mapping)
         for schedule in options.schedules(stages, ipr):
@@ -152,7 +164,11 @@ def _pipelined(
             alive = tuple(in_flight(schedule, stages, s, acc) for s in range(stages))
             for recompute, setting in itertools.product((False, True), ref.settings(replicas)):
                 pipe = _Pipe(ref, mapping, alive, recompute, ref.per_var(setting, replicas))
-                for bounds in pipe.splits():
+                # The splits depend on the memory only where some stage could be refused.
+                key = (mapping, recompute, *((alive, pipe.per_var) if pipe.tight() else ()))
+                if key not in found:
+                    found[key] = pipe.splits()
+                for bounds in found[key]:
                     plan = (schedule, recompute, setting, mapping)
                     out += _pipeline_candidates(pipe, bounds, run, plan, names)
     return out
@@ -326,18 +342,26 @@ class _Pipe:
             out += [(*s.bounds, layers) for s in self._splits(layers - tail, last)]
         return out
 
+    def tight(self) -> bool:
+        """Whether a stage could be estimated not to fit: all the layers on the IPU holding
+        the most micro-batches would not."""
+        layers = len(self.ref.sums["fwd"]) - 1
+        fullest = max(range(len(self.alive)), key=self.alive.__getitem__)
+        return self.bytes([(0, layers, fullest)]) > PRUNE_FACTOR * self.ref.budget
+
     def _splits(self, layers: int, last: list[tuple[int, int, int]]) -> list[Split]:
         """:func:`best_splits` of the first ``layers`` over the IPUs, IPU 0 also holding the
         stage ``last`` (if any)."""
-
-        def on_ipu(a: int, b: int, s: int) -> list[tuple[int, int, int]]:
-            return [(a, b, s), *(last if s == 0 else [])]
+        seconds = list(itertools.accumulate(sum(self.passes(i, i + 1)) for i in range(layers)))
+        seconds.insert(0, 0.0)
+        extra = sum(sum(self.passes(a, b)) for a, b, _ in last)
+        limit = PRUNE_FACTOR * self.ref.budget
 
         def time(a: int, b: int, s: int) -> float:
-            return sum(sum(self.passes(f, t)) for f, t, _ in on_ipu(a, b, s))
+            return seconds[b] - seconds[a] + (extra if s == 0 else 0.0)
 
         def fits(a: int, b: int, s: int) -> bool:
-            return self.bytes(on_ipu(a, b, s)) <= PRUNE_FACTOR * self.ref.budget
+            return self.bytes([(a, b, s), *(last if s == 0 else [])]) <= limit
 
         return best_splits(layers, max(self.mapping) + 1, time, fits, keep=SPLITS_KEPT)
 
