@@ -177,8 +177,11 @@ def _pipelined(
 def _mappings(layers: int, ipr: int) -> list[tuple[int, ...]]:
     """Device mappings that change the simulation: stage ``i`` on IPU ``i``, and (with a layer
     to spare) one more stage mapped back to IPU 0, as Graphcore's BERT keeps its head beside
-    the embedding whose weights it shares. Permutations of the IPUs are left out (E: the
-    default puts every other boundary inside an IPU pair, the most a chain can have)."""
+    the embedding whose weights it shares. Left out: permutations of the IPUs (E: the default
+    puts every other boundary inside an IPU pair, the most a chain can have) and more stages
+    cycling over the IPUs or sharing one (``[0, 1, 0, 1]``, ``[0, 0, 1, 1]``: an IPU then runs
+    its stages one after the other, as one stage would, over more fill, drain and sync steps;
+    slower and no smaller in the simulation on tests/plan/_models.py's models)."""
     default = tuple(range(ipr))
     return [default, (*default, 0)] if layers > ipr else [default]
 
@@ -382,7 +385,8 @@ def _pipeline_candidates(
     peak = max(pipe.bytes(on) for on in per_ipu)
     heaviest = max(sum(ref.span("var", a, b) for a, b, _ in on) for on in per_ipu)
     update = ref.update_per_byte * heaviest + ref.transfer(setting, replicas, ipr, heaviest)
-    passes = [tuple(map(sum, zip(*(pipe.passes(a, b) for a, b, _ in on)))) for on in per_ipu]
+    per_stage = [[pipe.passes(a, b) for a, b, _ in on] for on in per_ipu]
+    passes = [(sum(f for f, _ in p), sum(b for _, b in p)) for p in per_stage]
     args = {**run, "stages": len(mapping), "split": [names[b - 1] for b in bounds[1:-1]]}
     args["schedule"] = schedule
     gives = [f"pipeline fill and drain over {len(mapping)} stages"]
