@@ -258,10 +258,10 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         # ipusim run --instances): the gradients, then the layers' state updates.
         n_grads = len(runs[0][1].gradients)
         job = job_replicas([list(r[1].gradients) + list(r[1].updates) for r in runs])
-        grads = replica_mean([replica[:n_grads] for replica in job])
         # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
         self._captured_grads = runs[0][1].captured
-        self._apply_or_accumulate(grads, program.trainable)
+        grads = [replica[:n_grads] for replica in job]
+        self._apply_or_accumulate(grads, program.trainable, program.update)
         updates = replica_mean([replica[n_grads:] for replica in job])
         for (variable, _), value in zip(program.updates, updates):
             variable.assign(value)
