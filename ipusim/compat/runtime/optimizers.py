@@ -113,7 +113,22 @@ class ApplyHandle:
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
         # the update nodes again, on every replica's gradients, applied by the wrapper chain
-        run_update(self.done, staged, optimizer=self.optimizer)
+        run_update(self.done, staged, optimizer=ConcreteApply(self.optimizer))
+
+
+class ConcreteApply:
+    """``optimizer`` (any wrapper chain) applying concrete gradients, as the ``apply_gradients``
+    node calls it: an IPU wrapper's own update (its ``apply_gradients`` ran when traced, e.g.
+    a gradient map), a Keras optimizer's ``apply_gradients``."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+
+    def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]], **kwargs: object) -> None:
+        if isinstance(self.optimizer, IpuOptimizer):
+            self.optimizer._apply([g for g, _ in grads_and_vars], [v for _, v in grads_and_vars])
+        else:
+            self.optimizer.apply_gradients(grads_and_vars)
 
 
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
@@ -259,7 +274,7 @@ class IpuOptimizer:
 
     # ------------------------------------------------------------------ numerics
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        self._opt.apply_gradients(list(zip(grads, variables)))
+        ConcreteApply(self._opt).apply_gradients(list(zip(grads, variables)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._opt!r})"
@@ -320,7 +335,7 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
             None,
             [grads],
             variables=variables,
-            optimizer=self._opt,
+            optimizer=ConcreteApply(self._opt),
             accumulator=self._accumulator,
         )
 

@@ -36,6 +36,7 @@ from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.runtime.ops_control import call_program
 from ipusim.compat.runtime.optimizers import (
+    ConcreteApply,
     accumulation_of,
     compute_gradients_symbolic,
     has_cross_replica,
@@ -365,7 +366,12 @@ class PipelineRuntime:
                     self.outfeed._push(self.outfeed_structure, outs)
             if self.optimizer is not None:
                 grads = [r[n_out + n_loss :] for r in runs]
-                run_update(self.update, grads, optimizer=self.optimizer, accumulator=accumulator)
+                run_update(
+                    self.update,
+                    grads,
+                    optimizer=ConcreteApply(self.optimizer),
+                    accumulator=accumulator,
+                )
         if outfeed_sum is not None:
             self.outfeed._push(self.outfeed_structure, outfeed_sum)
 

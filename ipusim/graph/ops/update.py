@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.numerics import Numerics, current_numerics
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
@@ -67,7 +67,6 @@ __all__ = [
     "trace_apply",
     "tracers",
     "update_cost",
-    "update_nodes",
 ]
 
 #: Stream of the accumulators' stochastic rounding (``stream_key(seed, _ACC_STREAM, step, i)``).
@@ -385,8 +384,7 @@ class CrossReplicaMean(Op):
 
 
 class Replicas(tuple[ArrayLike, ...]):
-    """One gradient's value on every replica: what :func:`run_update` feeds the
-    ``cross_replica_mean`` node (the graph executor runs one replica, a plain array)."""
+    """One gradient on every replica (the graph executor runs one: a plain array)."""
 
 
 _MEAN, _ACCUMULATE, _APPLY = CrossReplicaMean(), AccumulateGradients(), ApplyGradients()
@@ -432,14 +430,6 @@ def has_traced_gradient(pairs: Sequence[object]) -> bool:
     return any(isinstance(p, tuple | list) and p and isinstance(p[0], Symbol) for p in pairs)
 
 
-def update_nodes(done: Symbol) -> tuple[Node, Node, Node]:
-    """The ``cross_replica_mean``, ``accumulate_gradients`` and ``apply_gradients`` nodes that
-    :func:`add_update` made and ``done`` (its result) ends."""
-    applies = done.node
-    accumulates = applies.inputs[0].node
-    return accumulates.inputs[0].node, accumulates, applies
-
-
 def run_update(
     done: Symbol | None,
     per_replica: Sequence[Sequence[ArrayLike]],
@@ -451,28 +441,22 @@ def run_update(
     step: int | None = None,
     observe: GradientObserver | None = None,
 ) -> Array | None:
-    """Execute the update phase from every replica's gradients (``per_replica[replica][i]``):
-    the nodes of :func:`add_update` that ``done`` ends, each op's ``forward`` in turn with its
-    node's attributes, those given here (not None) taking their place: the run's
-    ``accumulator``, the ``optimizer`` (wrapper chain) that applies. ``done`` None (an eager
-    optimizer call, no graph): the same ops with the attributes given.
+    """Execute the update phase on every replica's gradients (``per_replica[replica][i]``): the
+    ops of the nodes :func:`add_update` made (``done``, its result; None: no graph, an eager
+    optimizer call), each ``forward`` with its node's attributes or those given (not None).
 
-    ``cross_replica_mean`` takes the mean over the replicas, ``observe(grads, variables,
-    "computed")`` sees it (what it returns, when not None, replaces it), ``accumulate_gradients``
-    folds it in (``step`` keys stochastic rounding; None: the accumulator's call count) and,
-    when its window is complete (always without an accumulator), ``observe(..., "apply")`` and
-    ``apply_gradients`` (with ``captured_grads`` when given) update the variables.
-
-    Returns:
-        The ``apply_gradients`` node's output (the optimizer's iterations), or None while the
-        accumulation window fills.
+    The replicas' mean; ``observe(grads, variables, "computed")`` (what it returns, when not
+    None, replaces them); accumulation (``step`` keys stochastic rounding; None: the
+    accumulator's call count); when the window is complete, ``observe(..., "apply")`` and the
+    apply (with ``captured_grads`` when given). Returns the apply's output (the optimizer's
+    iterations), or None while the window fills.
     """
-    if done is not None:
-        mean, accumulate, applies = update_nodes(done)
+    if done is not None:  # the apply node, its accumulation node before it
+        applies, accumulates = done.node, done.node.inputs[0].node
         variables = applies.attrs["variables"] if variables is None else variables
         optimizer = applies.attrs["optimizer"] if optimizer is None else optimizer
         if accumulator is None:
-            accumulator = accumulate.attrs["accumulator"]
+            accumulator = accumulates.attrs["accumulator"]
     variables = list(variables or ())
     ctx = None if step is None else ExecContext(training=True, step=step)
     grads: Sequence[ArrayLike] = _MEAN.forward(
