@@ -95,10 +95,7 @@ class GradientAccumulator:
     """
 
     def __init__(
-        self,
-        num_mini_batches: object,
-        reduction_method: GradientAccumulationReductionMethod | str = "sum",
-        dtype: DtypeSelector = None,
+        self, num_mini_batches: int, reduction_method: object = "sum", dtype: DtypeSelector = None
     ) -> None:
         n = num_mini_batches
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
@@ -250,15 +247,21 @@ def optimizer_cost(optimizer: object) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- ops
-class UpdateOptimizer(Protocol):
-    """What the ``apply_gradients`` op needs of an optimizer."""
+class Applier(Protocol):
+    """What applies the update: ``apply_gradients(pairs)`` (plus ``captured_grads=`` for an
+    optimizer that takes them)."""
 
-    slots_per_variable: int
-    update_flops_per_element: int
+    def apply_gradients(self, grads_and_vars: list[tuple[Array, Variable]], /) -> object: ...
 
-    def apply_gradients(
-        self, grads_and_vars: list[tuple[Array, Variable]], /, **kwargs: object
-    ) -> object: ...
+
+class UpdateOptimizer(Applier, Protocol):
+    """What the ``apply_gradients`` op needs of an optimizer: its update and what it costs."""
+
+    @property
+    def slots_per_variable(self) -> int: ...
+
+    @property
+    def update_flops_per_element(self) -> int: ...
 
 
 class UpdateOp(Op):
@@ -342,7 +345,7 @@ class ApplyGradients(UpdateOp):
         self,
         ctx: ExecContext | None,
         *grads: Array,
-        optimizer: UpdateOptimizer,
+        optimizer: Applier,
         variables: Sequence[Variable],
         accumulator: GradientAccumulator | None = None,
         captured_grads: Mapping[str, ArrayLike] | None = None,
@@ -435,7 +438,7 @@ def run_update(
     per_replica: Sequence[Sequence[ArrayLike]],
     *,
     variables: Sequence[Variable] | None = None,
-    optimizer: UpdateOptimizer | None = None,
+    optimizer: Applier | None = None,
     accumulator: GradientAccumulator | None = None,
     captured_grads: Mapping[str, ArrayLike] | None = None,
     step: int | None = None,

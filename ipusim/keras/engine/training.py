@@ -14,6 +14,7 @@ from ipusim.errors import (
     NonFiniteLossError,
 )
 from ipusim.graph.execute import ExecContext
+from ipusim.graph.ops.update import GradientAccumulator
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras import metrics as metrics_module
 from ipusim.keras import optimizers as optimizers_module
@@ -67,8 +68,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         # reduction method ("sum", "mean", "running_mean"), and the running state.
         self._gradient_accumulation = 1
         self._accumulation_method = "sum"
-        self._accumulators: list[np.ndarray] | None = None
-        self._accumulated = 0
+        self._accumulators: GradientAccumulator | None = None
         # The IPU extension of a model created in an IPUStrategy scope (ipu_hooks), or None.
         self._ipu_extension: IPUExtension | None = None
         # Per-step batch callbacks instead of once per execution (asynchronous callbacks).
