@@ -45,7 +45,7 @@ class GradientUpdateMixin:
         run_update(
             done,
             per_replica,
-            # the nodes' variables and optimizer (the compiled one); without nodes, these
+            # with nodes, their variables and optimizer (the compiled one); else these
             variables=None if done is not None else variables,
             optimizer=None if done is not None else optimizer,
             accumulator=accumulator,
