@@ -27,6 +27,26 @@ from ipusim.session import pipeline_depth_multiple
 _MAX_INT32 = 2**31 - 1
 
 
+def _extra_arguments(name: str, kind: type, v1_only: bool = False) -> property:
+    """An ``OptimizerFunctionOutput`` property holding a tuple or a dict of extra arguments
+    (None reads as empty); ``v1_only`` refuses a value with a Keras (OptimizerV2) optimizer."""
+    noun = "a tuple" if kind is tuple else "a dict"
+
+    def read(self: OptimizerFunctionOutput) -> Any:
+        return getattr(self, f"_{name}")
+
+    def write(self: OptimizerFunctionOutput, value: Any) -> None:
+        if value is not None and not isinstance(value, kind):
+            raise InvalidTypeError(
+                f"OptimizerFunctionOutput.{name} must be {noun}, received {type(value).__name__}"
+            )
+        if v1_only:
+            self._v1_only(name, value)
+        setattr(self, f"_{name}", value or kind())
+
+    return property(read, write)
+
+
 class OptimizerFunctionOutput:
     """What a pipeline's ``optimizer_function`` returns: the optimizer and the loss to minimise.
 
@@ -106,59 +126,10 @@ class OptimizerFunctionOutput:
                 f"(Keras optimizers such as {type(self._opt).__name__}); remove it."
             )
 
-    @property
-    def compute_gradients_args(self) -> tuple:
-        return self._cg_args
-
-    @compute_gradients_args.setter
-    def compute_gradients_args(self, value: Any) -> None:
-        if value is not None and not isinstance(value, tuple):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.compute_gradients_args must be a tuple, received "
-                f"{type(value).__name__}"
-            )
-        self._v1_only("compute_gradients_args", value)
-        self._cg_args = value or ()
-
-    @property
-    def compute_gradients_kwargs(self) -> dict:
-        return self._cg_kwargs
-
-    @compute_gradients_kwargs.setter
-    def compute_gradients_kwargs(self, value: Any) -> None:
-        if value is not None and not isinstance(value, dict):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.compute_gradients_kwargs must be a dict, received "
-                f"{type(value).__name__}"
-            )
-        self._v1_only("compute_gradients_kwargs", value)
-        self._cg_kwargs = value or {}
-
-    @property
-    def apply_gradients_args(self) -> tuple:
-        return self._ag_args
-
-    @apply_gradients_args.setter
-    def apply_gradients_args(self, value: Any) -> None:
-        if value is not None and not isinstance(value, tuple):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.apply_gradients_args must be a tuple, received "
-                f"{type(value).__name__}"
-            )
-        self._ag_args = value or ()
-
-    @property
-    def apply_gradients_kwargs(self) -> dict:
-        return self._ag_kwargs
-
-    @apply_gradients_kwargs.setter
-    def apply_gradients_kwargs(self, value: Any) -> None:
-        if value is not None and not isinstance(value, dict):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.apply_gradients_kwargs must be a dict, received "
-                f"{type(value).__name__}"
-            )
-        self._ag_kwargs = value or {}
+    compute_gradients_args = _extra_arguments("compute_gradients_args", tuple, v1_only=True)
+    compute_gradients_kwargs = _extra_arguments("compute_gradients_kwargs", dict, v1_only=True)
+    apply_gradients_args = _extra_arguments("apply_gradients_args", tuple)
+    apply_gradients_kwargs = _extra_arguments("apply_gradients_kwargs", dict)
 
     @property
     def variables(self) -> list | None:
