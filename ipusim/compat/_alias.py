@@ -7,11 +7,12 @@ Two kinds of compat module exist:
   imported) loads the name by :func:`become`, which puts the target in its ``sys.modules`` entry,
   so ``import ipusim.compat.keras.layers`` returns the very same module object (identity is kept:
   ``compat.keras.layers.Dense is ipusim.keras.layers.Dense``).
-* **lazy forwards**: modules whose names come from the custom-training-loop runtime
-  (``ipusim.compat.runtime``), which may be absent. :func:`runtime_getattr` builds a module-level
-  ``__getattr__`` that imports the runtime module on first access, so the namespace works for the
-  Keras path today and picks the runtime up as soon as it is installed. A documented name asked
-  for while its runtime module is missing raises ``NotImplementedError`` naming what is missing.
+* **lazy forwards** (:data:`FORWARDS` without a file, the others with one): modules whose names
+  come from the custom-training-loop runtime (``ipusim.compat.runtime``), which may be absent.
+  :func:`runtime_getattr` builds a module-level ``__getattr__`` that imports the runtime module
+  on first access, so the namespace works for the Keras path today and picks the runtime up as
+  soon as it is installed. A documented name asked for while its runtime module is missing
+  raises ``NotImplementedError`` naming what is missing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from ipusim.compat.not_simulated import public_module
 from ipusim.errors import UnsupportedError
 
-__all__ = ["MODULES", "become", "forward_getattr", "optional_module", "runtime_getattr"]
+__all__ = ["FORWARDS", "MODULES", "become", "forward_getattr", "optional_module", "runtime_getattr"]
 
 
 #: Compat module -> the ipusim module it *is*. TensorFlow exports some Keras modules under two
@@ -69,6 +70,55 @@ MODULES: dict[str, str] = {
     }.items()
 }
 
+_R = "ipusim.compat.runtime"
+
+#: Lazy forwards without a file: compat module -> (where its names come from, searched in order
+#: as :func:`runtime_getattr` does; the names it documents; whether those are its ``__all__``).
+FORWARDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
+    "ipusim.compat.ipu.cross_replica_optimizer": (
+        (f"{_R}.optimizers",),
+        ("CrossReplicaOptimizer",),
+        True,
+    ),
+    "ipusim.compat.ipu.gradient_accumulation_optimizer": (
+        (f"{_R}.optimizers",),
+        (
+            "CrossReplicaGradientAccumulationOptimizer",
+            "CrossReplicaGradientAccumulationOptimizerV2",
+            "GradientAccumulationOptimizer",
+            "GradientAccumulationOptimizerV2",
+        ),
+        True,
+    ),  # fmt: skip
+    "ipusim.compat.ipu.ipu_compiler": ((f"{_R}.function",), ("compile",), True),
+    "ipusim.compat.ipu.ipu_infeed_queue": (
+        (f"{_R}.feeds",),
+        ("IPUInfeedQueue", "IPUIterator", "IPUOwnedIterator"),
+        True,
+    ),
+    "ipusim.compat.ipu.ipu_outfeed_queue": (
+        (f"{_R}.feeds",),
+        ("IPUOutfeedMode", "IPUOutfeedQueue", "IPUOutfeedQueueIterator", "ScopedIPUOutfeedQueue"),
+        True,
+    ),
+    "ipusim.compat.ipu.loops": ((f"{_R}.loops",), ("repeat", "while_loop"), True),
+    "ipusim.compat.tf.image": ((f"{_R}.ops_image",), ("resize",), False),
+    "ipusim.compat.tf.linalg": ((f"{_R}.namespaces:linalg",), ("matmul", "einsum", "norm"), False),
+    "ipusim.compat.tf.nn": (
+        (f"{_R}.ops:nn", f"{_R}.ops", f"{_R}.namespaces:nn"),
+        (
+            "relu",
+            "sigmoid",
+            "softmax",
+            "log_softmax",
+            "tanh",
+            "sparse_softmax_cross_entropy_with_logits",
+            "softmax_cross_entropy_with_logits",
+        ),
+        False,
+    ),  # fmt: skip
+}
+
 #: Alias module name -> the module it is (:func:`become`); their submodules are the target's.
 _ALIASES: dict[str, str] = {}
 
@@ -91,6 +141,20 @@ class _SameModuleLoader(importlib.abc.Loader):
             sys.modules[module.__name__] = importlib.import_module(self.target)
 
 
+class _ForwardLoader(importlib.abc.Loader):
+    """Makes a module of :data:`FORWARDS`: its names are read from the runtime on first use."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        targets, names, exported = FORWARDS[module.__name__]
+        module.__doc__ = f"``{public_module(module.__name__)}``: the names of {targets}."
+        module.__getattr__ = runtime_getattr(module.__name__, targets, names)  # type: ignore[method-assign]
+        if exported:
+            module.__all__ = list(names)
+
+
 class _AliasFinder(importlib.abc.MetaPathFinder):
     """Resolves the names of :data:`MODULES`, and ``<alias>.<sub>`` to ``<target>.<sub>`` itself.
 
@@ -103,6 +167,8 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in FORWARDS:
+            return importlib.machinery.ModuleSpec(fullname, _ForwardLoader())
         if fullname in MODULES:
             loader = _SameModuleLoader(MODULES[fullname], alias=True)
             return importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
