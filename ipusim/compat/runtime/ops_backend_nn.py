@@ -14,7 +14,7 @@ import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_misc, ops_nn_extra, ops_random
 from ipusim.compat.runtime.dispatch import is_symbolic
-from ipusim.compat.runtime.ops_backend import get_value, update, variable
+from ipusim.compat.runtime.ops_backend import _keras_fn, get_value, update, variable
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.graph.ops import math as gm
@@ -104,9 +104,7 @@ def bias_add(x: Any, bias: Any, data_format: Any = None) -> Any:
     return ops.bias_add(x, bias)
 
 
-def dropout(x: Any, level: float, noise_shape: Any = None, seed: Any = None) -> Any:
-    """``K.dropout``."""
-    return ops_nn_extra.dropout(x, level, noise_shape=noise_shape, seed=seed)
+dropout = _keras_fn("dropout", ops_nn_extra.dropout, "x", "level", noise_shape=None, seed=None)
 
 
 def random_uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = None,

@@ -89,7 +89,6 @@ class IPUOutfeedQueue:
         self._ever_enqueued = False
         self._structure: Any = None
         self._specs: list[TensorSpec] = []
-        self._pushed = 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -124,11 +123,6 @@ class IPUOutfeedQueue:
         """
         symbol = self._enqueue(tensors, passthrough=None)
         return context.Operation("outfeed_enqueue", symbol)
-
-    def _enqueue_through(self, tensors: Any, passthrough: Any) -> Any:
-        """Enqueue ``tensors`` and return ``passthrough`` routed through the enqueue node, so a
-        Keras layer can put the enqueue on its data path (it then runs at every step)."""
-        return self._enqueue(tensors, passthrough=passthrough)
 
     def _enqueue(self, tensors: Any, passthrough: Any) -> Any:
         flat = flatten(tensors)
@@ -193,7 +187,6 @@ class IPUOutfeedQueue:
                 self._last = (structure, arrays)
             else:
                 self._elements.append((structure, arrays))
-            self._pushed += 1
             self._cond.notify_all()
 
     def _flush_replicas(self, staged: list[Any]) -> None:
