@@ -102,6 +102,26 @@ FORWARDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
         True,
     ),
     "ipusim.compat.ipu.loops": ((f"{_R}.loops",), ("repeat", "while_loop"), True),
+    "ipusim.compat.tf.math": (
+        (f"{_R}.ops", f"{_R}.namespaces:math"),
+        (
+            "abs",
+            "add",
+            "argmax",
+            "exp",
+            "log",
+            "maximum",
+            "minimum",
+            "multiply",
+            "reduce_max",
+            "reduce_mean",
+            "reduce_min",
+            "reduce_sum",
+            "sqrt",
+            "square",
+        ),
+        False,
+    ),  # fmt: skip
     "ipusim.compat.tf.image": ((f"{_R}.ops_image",), ("resize",), False),
     "ipusim.compat.tf.linalg": ((f"{_R}.namespaces:linalg",), ("matmul", "einsum", "norm"), False),
     "ipusim.compat.tf.nn": (
