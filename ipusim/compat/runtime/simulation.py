@@ -106,8 +106,7 @@ def graph_outfeeds(graph: Any, nodes: list) -> tuple[int, Any]:
     for node in nodes:
         if node.op.name != "outfeed_enqueue":
             continue
-        count = len(node.inputs) - 1 if node.attrs["passthrough"] >= 0 else len(node.inputs)
-        total += sum(s.spec.nbytes for s in node.inputs[:count])
+        total += sum(s.spec.nbytes for s in node.inputs)
         if queue is None:
             queue = lookup_queue(node.attrs["queue_id"])
     return total, queue
