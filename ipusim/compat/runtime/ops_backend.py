@@ -58,7 +58,6 @@ equal, not_equal = ops.equal, ops.not_equal
 greater, greater_equal, less, less_equal = ops.greater, ops.greater_equal, ops.less, ops.less_equal
 maximum, minimum = ops.maximum, ops.minimum
 sigmoid, tanh = ops.sigmoid, ops.tanh
-cumsum_tf, cumprod_tf = ops_math.cumsum, ops_math.cumprod
 in_top_k = ops_math.in_top_k
 
 
@@ -416,5 +415,4 @@ __all__ = [n for n in dir() if not n.startswith("_") and n not in {
     "Any", "Callable", "EagerTensor", "UnsupportedError", "annotations", "builtins",
     "contextmanager", "default_array", "gm", "gs", "inspect", "is_symbolic", "itertools", "np", "ops",
     "ops_array", "ops_linalg", "ops_math", "ops_nn_extra", "ops_random",
-    "cumsum_tf", "cumprod_tf",
 }]  # fmt: skip
