@@ -172,7 +172,7 @@ class _ForwardLoader(importlib.abc.Loader):
         module.__doc__ = f"``{public_module(module.__name__)}``: the names of {targets}."
         module.__getattr__ = runtime_getattr(module.__name__, targets, names)  # type: ignore[method-assign]
         if exported:
-            module.__all__ = list(names)
+            module.__dict__["__all__"] = list(names)
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):

@@ -29,7 +29,7 @@ from ipusim.keras.backend_ops import int_shape
 
 _image_format = {"value": "channels_last"}
 _learning_phase = {"value": 0}
-_uids: dict[str, itertools.count] = {}
+_uids: dict[str, itertools.count[int]] = {}
 
 
 def _reduction(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -275,7 +275,7 @@ def get_value(x: Any) -> Any:
 eval = _keras_fn("eval", get_value, "x")  # noqa: A001
 
 
-def batch_get_value(tensors: Any) -> list:
+def batch_get_value(tensors: Any) -> list[Any]:
     """``K.batch_get_value``."""
     return [get_value(t) for t in tensors]
 

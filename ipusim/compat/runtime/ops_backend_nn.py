@@ -28,7 +28,7 @@ def batch_normalization(x: Any, mean: Any, var: Any, beta: Any, gamma: Any, axis
 
 
 def normalize_batch_in_training(x: Any, gamma: Any, beta: Any, reduction_axes: Any,
-                                epsilon: float = 1e-3) -> tuple:  # fmt: skip
+                                epsilon: float = 1e-3) -> tuple[Any, Any, Any]:  # fmt: skip
     """``K.normalize_batch_in_training``: normalised ``x``, batch mean and variance."""
     mean, variance = ops_nn_extra.moments(x, reduction_axes)
     return batch_normalization(x, mean, variance, beta, gamma, epsilon=epsilon), mean, variance
@@ -194,7 +194,7 @@ def sparse_categorical_crossentropy(
     return _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
-def temporal_padding(x: Any, padding: tuple = (1, 1)) -> Any:
+def temporal_padding(x: Any, padding: tuple[int, int] = (1, 1)) -> Any:
     """``K.temporal_padding``: zeros before and after the middle axis of a 3-D tensor."""
     return ops_array.pad(x, [[0, 0], list(padding), [0, 0]])
 

@@ -226,7 +226,7 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
     return _op(lambda x: go.getitem(x, builtins.tuple(key)), _t(input_))
 
 
-def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int = None, batch_axis: int = 0,  # noqa: A002
+def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int | None = None, batch_axis: int = 0,  # noqa: A002
                      name: Any = None) -> Any:  # fmt: skip
     """``tf.reverse_sequence``: reverse the first ``seq_lengths[b]`` steps of each batch entry
     (concrete lengths; a gather with fixed indices)."""

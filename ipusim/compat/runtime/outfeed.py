@@ -85,7 +85,7 @@ class IPUOutfeedQueue:
         self._cond = threading.Condition()
         self._elements: deque[tuple[Any, list[np.ndarray]]] = deque()
         self._last: tuple[Any, list[np.ndarray]] | None = None
-        self._graphs: weakref.WeakSet = weakref.WeakSet()
+        self._graphs: weakref.WeakSet[Any] = weakref.WeakSet()
         self._ever_enqueued = False
         self._structure: Any = None
         self._specs: list[TensorSpec] = []

@@ -132,7 +132,7 @@ class OptimizerFunctionOutput:
     apply_gradients_kwargs = _extra_arguments("apply_gradients_kwargs", dict)
 
     @property
-    def variables(self) -> list | None:
+    def variables(self) -> list[Any] | None:
         return self._variables
 
     @variables.setter
@@ -197,7 +197,7 @@ class PipelineArgs:
             (offloading, sharding, per-stage Poplar options).
     """
 
-    slots: tuple
+    slots: tuple[Any, ...]
     groups: tuple[tuple[int, ...], ...]
     device_mapping: tuple[int, ...]
     gac: int

@@ -100,7 +100,7 @@ def feed_options(prefetch_depth: int, outfeed: Any) -> session.FeedOptions:
     )
 
 
-def graph_outfeeds(graph: Any, nodes: list) -> tuple[int, Any]:
+def graph_outfeeds(graph: Any, nodes: list[Any]) -> tuple[int, Any]:
     """Bytes enqueued per execution of ``nodes`` and the first outfeed queue they enqueue."""
     total, queue = 0, None
     for node in nodes:
