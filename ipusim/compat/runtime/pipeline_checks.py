@@ -237,16 +237,13 @@ def _check_gac(gac: Any) -> int:
 def _check_feeds(infeed_queue: Any, outfeed_queue: Any) -> None:
     from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
 
-    if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
-        raise InvalidTypeError(
-            "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue (received "
-            f"{type(infeed_queue).__name__})"
-        )
-    if outfeed_queue is not None and not isinstance(outfeed_queue, IPUOutfeedQueue):
-        raise InvalidTypeError(
-            "outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue (received "
-            f"{type(outfeed_queue).__name__})"
-        )
+    for name, queue, kind in (("infeed_queue", infeed_queue, IPUInfeedQueue),
+                              ("outfeed_queue", outfeed_queue, IPUOutfeedQueue)):  # fmt: skip
+        if queue is not None and not isinstance(queue, kind):
+            raise InvalidTypeError(
+                f"{name} is not an instance of ipu_{name}.{kind.__name__} (received "
+                f"{type(queue).__name__})"
+            )
 
 
 def _check_slots(computational_stages: Any) -> tuple[Any, ...]:
