@@ -156,7 +156,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("ipusim/keras/layers/reshaping_nd.py", "_amount", "TypeError"): _CAUGHT,
     ("ipusim/keras/layers/reshaping_nd.py", "normalize_pairs", "TypeError"): _CAUGHT,
     # Internal invariants.
-    ("ipusim/compat/runtime/outfeed.py", "IPUOutfeedQueue._enqueue", "RuntimeError"): _INTERNAL,
     ("ipusim/config/configure.py", "_load_system", "RuntimeError"): (
         "ipusim.hardware failed to import: a broken installation, not a user setting"
     ),

@@ -12,6 +12,8 @@ redirected for that process only (:mod:`ipusim.compat.runner`); nothing here ins
 named ``tensorflow`` or ``keras`` anywhere else.
 """
 
+# The finder of the alias modules (compat.keras.layers is ipusim.keras.layers...) comes first.
+from ipusim.compat import _alias  # noqa: F401, I001
 from ipusim.compat import keras  # noqa: I001  (keras before ipu and tf, which use it)
 from ipusim.compat import ipu
 from ipusim.compat import tf

@@ -2,15 +2,17 @@
 
 Two kinds of compat module exist:
 
-* **aliases**: ``ipusim/compat/keras/layers.py`` *is* :mod:`ipusim.keras.layers`. The file calls
-  :func:`become`, which replaces its own ``sys.modules`` entry with the target, so
-  ``import ipusim.compat.keras.layers`` returns the very same module object (identity is kept:
+* **aliases** (:data:`MODULES`): ``ipusim.compat.keras.layers`` *is* :mod:`ipusim.keras.layers`.
+  No file stands for it: a finder on ``sys.meta_path`` (installed when :mod:`ipusim.compat` is
+  imported) loads the name by :func:`become`, which puts the target in its ``sys.modules`` entry,
+  so ``import ipusim.compat.keras.layers`` returns the very same module object (identity is kept:
   ``compat.keras.layers.Dense is ipusim.keras.layers.Dense``).
-* **lazy forwards**: modules whose names come from the custom-training-loop runtime
-  (``ipusim.compat.runtime``), which may be absent. :func:`runtime_getattr` builds a module-level
-  ``__getattr__`` that imports the runtime module on first access, so the namespace works for the
-  Keras path today and picks the runtime up as soon as it is installed. A documented name asked
-  for while its runtime module is missing raises ``NotImplementedError`` naming what is missing.
+* **lazy forwards** (:data:`FORWARDS` without a file, the others with one): modules whose names
+  come from the custom-training-loop runtime (``ipusim.compat.runtime``), which may be absent.
+  :func:`runtime_getattr` builds a module-level ``__getattr__`` that imports the runtime module
+  on first access, so the namespace works for the Keras path today and picks the runtime up as
+  soon as it is installed. A documented name asked for while its runtime module is missing
+  raises ``NotImplementedError`` naming what is missing.
 """
 
 from __future__ import annotations
@@ -27,37 +29,169 @@ from typing import Any
 from ipusim.compat.not_simulated import public_module
 from ipusim.errors import UnsupportedError
 
-__all__ = ["become", "forward_getattr", "optional_module", "runtime_getattr"]
+__all__ = ["FORWARDS", "MODULES", "become", "forward_getattr", "optional_module", "runtime_getattr"]
 
+
+#: Compat module -> the ipusim module it *is*. TensorFlow exports some Keras modules under two
+#: names (``tf.losses`` is ``keras.losses``); ``ipu.keras.layers`` is the IPU layers' module of
+#: ``ipu_tensorflow_addons.keras.layers`` (``LSTM`` is ``PopnnLSTM``, graphcore/tensorflow
+#: ``python/ipu/keras/layers/__init__.py``); the strategy modules of every SDK are ipusim's one.
+MODULES: dict[str, str] = {
+    f"ipusim.compat.{name}": target
+    for name, target in {
+        "ipu.config": "ipusim.config",
+        "ipu.dataset_benchmark": "ipusim.compat.dataset_benchmark",
+        "ipu.distributed.popdist_strategy": "ipusim.strategy",
+        "ipu.horovod.ipu_multi_replica_strategy": "ipusim.strategy",
+        "ipu.horovod.popdist_strategy": "ipusim.strategy",
+        "ipu.ipu_multi_worker_strategy": "ipusim.strategy",
+        "ipu.ipu_strategy": "ipusim.strategy",
+        "ipu.keras.extensions": "ipusim.keras.extensions",
+        "ipu.keras.layers": "ipusim.compat.ipu_addons_layers",
+        "ipu.keras.losses": "ipusim.keras.losses",
+        "ipu.pipelining_ops": "ipusim.compat.ipu.ops.pipelining_ops",
+        "ipu.serving": "ipusim.serving",
+        "keras.activations": "ipusim.keras.activations",
+        "keras.applications": "ipusim.keras.applications",
+        "keras.callbacks": "ipusim.keras.callbacks",
+        "keras.initializers": "ipusim.keras.initializers",
+        "keras.ipu": "ipusim.keras.ipu",
+        "keras.layers": "ipusim.keras.layers",
+        "keras.losses": "ipusim.keras.losses",
+        "keras.metrics": "ipusim.keras.metrics",
+        "keras.mixed_precision": "ipusim.keras.mixed_precision",
+        "keras.models": "ipusim.keras.models",
+        "keras.optimizers": "ipusim.keras.optimizers",
+        "keras.utils": "ipusim.keras.utils",
+        "tf.initializers": "ipusim.keras.initializers",
+        "tf.losses": "ipusim.keras.losses",
+        "tf.metrics": "ipusim.keras.metrics",
+        "tf.optimizers": "ipusim.keras.optimizers",
+    }.items()
+}
+
+_R = "ipusim.compat.runtime"
+
+#: Lazy forwards without a file: compat module -> (where its names come from, searched in order
+#: as :func:`runtime_getattr` does; the names it documents; whether those are its ``__all__``).
+FORWARDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
+    "ipusim.compat.ipu.cross_replica_optimizer": (
+        (f"{_R}.optimizers",),
+        ("CrossReplicaOptimizer",),
+        True,
+    ),
+    "ipusim.compat.ipu.gradient_accumulation_optimizer": (
+        (f"{_R}.optimizers",),
+        (
+            "CrossReplicaGradientAccumulationOptimizer",
+            "CrossReplicaGradientAccumulationOptimizerV2",
+            "GradientAccumulationOptimizer",
+            "GradientAccumulationOptimizerV2",
+        ),
+        True,
+    ),  # fmt: skip
+    "ipusim.compat.ipu.ipu_compiler": ((f"{_R}.function",), ("compile",), True),
+    "ipusim.compat.ipu.ipu_infeed_queue": (
+        (f"{_R}.feeds",),
+        ("IPUInfeedQueue", "IPUIterator", "IPUOwnedIterator"),
+        True,
+    ),
+    "ipusim.compat.ipu.ipu_outfeed_queue": (
+        (f"{_R}.feeds",),
+        ("IPUOutfeedMode", "IPUOutfeedQueue", "IPUOutfeedQueueIterator", "ScopedIPUOutfeedQueue"),
+        True,
+    ),
+    "ipusim.compat.ipu.loops": ((f"{_R}.loops",), ("repeat", "while_loop"), True),
+    "ipusim.compat.tf.math": (
+        (f"{_R}.ops", f"{_R}.namespaces:math"),
+        (
+            "abs",
+            "add",
+            "argmax",
+            "exp",
+            "log",
+            "maximum",
+            "minimum",
+            "multiply",
+            "reduce_max",
+            "reduce_mean",
+            "reduce_min",
+            "reduce_sum",
+            "sqrt",
+            "square",
+        ),
+        False,
+    ),  # fmt: skip
+    "ipusim.compat.tf.image": ((f"{_R}.ops_image",), ("resize",), False),
+    "ipusim.compat.tf.linalg": ((f"{_R}.namespaces:linalg",), ("matmul", "einsum", "norm"), False),
+    "ipusim.compat.tf.nn": (
+        (f"{_R}.ops:nn", f"{_R}.ops", f"{_R}.namespaces:nn"),
+        (
+            "relu",
+            "sigmoid",
+            "softmax",
+            "log_softmax",
+            "tanh",
+            "sparse_softmax_cross_entropy_with_logits",
+            "softmax_cross_entropy_with_logits",
+        ),
+        False,
+    ),  # fmt: skip
+}
 
 #: Alias module name -> the module it is (:func:`become`); their submodules are the target's.
 _ALIASES: dict[str, str] = {}
 
 
 class _SameModuleLoader(importlib.abc.Loader):
-    """Loads a name as an existing module (the import system returns what sys.modules holds)."""
+    """Loads a name as an existing module (the import system returns what sys.modules holds);
+    a name of :data:`MODULES` through :func:`become`."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, alias: bool) -> None:
         self.target = target
+        self.alias = alias
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        sys.modules[module.__name__] = importlib.import_module(self.target)
+        if self.alias:
+            become(module.__name__, self.target)
+        else:
+            sys.modules[module.__name__] = importlib.import_module(self.target)
 
 
-class _AliasSubmoduleFinder(importlib.abc.MetaPathFinder):
-    """Resolves ``<alias>.<sub>`` to ``<target>.<sub>`` itself.
+class _ForwardLoader(importlib.abc.Loader):
+    """Makes a module of :data:`FORWARDS`: its names are read from the runtime on first use."""
 
-    Without it the import system would load the target package's file a second time under the
-    alias' name (the alias shares the target's ``__path__``), making a second copy of the module
-    with classes of its own (``isinstance`` checks then fail), and set it on the target package.
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        targets, names, exported = FORWARDS[module.__name__]
+        module.__doc__ = f"``{public_module(module.__name__)}``: the names of {targets}."
+        module.__getattr__ = runtime_getattr(module.__name__, targets, names)  # type: ignore[method-assign]
+        if exported:
+            module.__dict__["__all__"] = list(names)
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    """Resolves the names of :data:`MODULES`, and ``<alias>.<sub>`` to ``<target>.<sub>`` itself.
+
+    Without the second the import system would load the target package's file a second time
+    under the alias' name (the alias shares the target's ``__path__``), making a second copy of
+    the module with classes of its own (``isinstance`` checks then fail), and set it on the
+    target package.
     """
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in FORWARDS:
+            return importlib.machinery.ModuleSpec(fullname, _ForwardLoader())
+        if fullname in MODULES:
+            loader = _SameModuleLoader(MODULES[fullname], alias=True)
+            return importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
         parent, _, child = fullname.rpartition(".")
         real_parent = _ALIASES.get(parent)
         if real_parent is None:
@@ -66,18 +200,21 @@ class _AliasSubmoduleFinder(importlib.abc.MetaPathFinder):
         if importlib.util.find_spec(real) is None:
             return None
         _ALIASES[fullname] = real  # deeper submodules follow the same way
-        return importlib.machinery.ModuleSpec(fullname, _SameModuleLoader(real), is_package=True)
+        loader = _SameModuleLoader(real, alias=False)
+        return importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
 
 
-_FINDER = _AliasSubmoduleFinder()
+_FINDER = _AliasFinder()
+if _FINDER not in sys.meta_path:
+    sys.meta_path.insert(0, _FINDER)
 
 
 def become(name: str, target: str) -> ModuleType:
     """Make the module being imported as ``name`` be the module ``target``.
 
-    Call it at the top level of the alias file with ``__name__``. The import system returns
-    whatever ``sys.modules[name]`` holds once the file has run, so the caller gets ``target``;
-    ``name``'s submodules are ``target``'s own (:class:`_AliasSubmoduleFinder`).
+    The import system returns whatever ``sys.modules[name]`` holds once the module is loaded,
+    so the caller gets ``target``; ``name``'s submodules are ``target``'s own
+    (:class:`_AliasFinder`).
 
     Returns:
         The target module.
@@ -85,8 +222,6 @@ def become(name: str, target: str) -> ModuleType:
     module = importlib.import_module(target)
     sys.modules[name] = module
     _ALIASES[name] = target
-    if _FINDER not in sys.meta_path:
-        sys.meta_path.insert(0, _FINDER)
     from ipusim.compat._missing import guard  # late: _missing imports ipusim.errors
 
     guard(module, public_module(name))

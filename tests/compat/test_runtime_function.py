@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import ipusim
+from ipusim.compat.ipu.scopes import ipu_scope
 from ipusim.compat.runtime import ops
-from ipusim.compat.runtime.compiler import compile as ipu_compile
-from ipusim.compat.runtime.compiler import ipu_scope
 from ipusim.compat.runtime.function import Function, function
+from ipusim.compat.runtime.function import compile as ipu_compile
 from ipusim.compat.runtime.tape import GradientTape
 from ipusim.compat.runtime.tensor import EagerTensor
 from ipusim.config import reset_ipu_configuration

@@ -16,6 +16,7 @@ yields the last stage's outputs.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -137,7 +138,7 @@ class IPUPipelineEstimator(IPUEstimator):
     _program_type = _PipelineProgram
 
     def _call_pipeline_model_fn(self, mode: str) -> IPUPipelineEstimatorSpec:
-        names = set(_signature_names(self._model_fn))
+        names = set(inspect.signature(self._model_fn).parameters)
         if names & {"features", "labels"}:
             raise ConfigurationError(
                 "The `model_fn` used with `IPUPipelineEstimator` must not have `features` or "
@@ -173,12 +174,6 @@ class IPUPipelineEstimator(IPUEstimator):
         if "loss" not in metrics:
             raise KeyNotFoundError("The dict returned from `eval_metrics_fn` must contain 'loss'.")
         return {name: _metric_value(value) for name, value in metrics.items()}
-
-
-def _signature_names(fn: Callable[..., Any]) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(fn).parameters)
 
 
 def _concatenate(collected: list[Any]) -> Any:

@@ -9,6 +9,7 @@ The settings functions (``floatx``, ``epsilon``, ``clear_session``...) stay in
 from __future__ import annotations
 
 import builtins
+import inspect
 import itertools
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from ipusim.keras.backend_ops import int_shape
 
 _image_format = {"value": "channels_last"}
 _learning_phase = {"value": 0}
-_uids: dict[str, itertools.count] = {}
+_uids: dict[str, itertools.count[int]] = {}
 
 
 def _reduction(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,18 +58,55 @@ equal, not_equal = ops.equal, ops.not_equal
 greater, greater_equal, less, less_equal = ops.greater, ops.greater_equal, ops.less, ops.less_equal
 maximum, minimum = ops.maximum, ops.minimum
 sigmoid, tanh = ops.sigmoid, ops.tanh
-cumsum_tf, cumprod_tf = ops_math.cumsum, ops_math.cumprod
 in_top_k = ops_math.in_top_k
 
 
-def softplus(x: Any) -> Any:
-    """``K.softplus``."""
-    return ops_math.softplus(x)
+def _keras_fn(
+    name: str, fn: Callable[..., Any], /, *required: str, **optional: Any
+) -> Callable[..., Any]:
+    """``K.<name>(*required, **optional)``: ``fn`` called with the same arguments in the same
+    order (Keras' names and defaults; ``fn`` takes them positionally)."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    signature = inspect.Signature(
+        [inspect.Parameter(p, kind, annotation="Any") for p in required]
+        + [inspect.Parameter(p, kind, default=d, annotation="Any") for p, d in optional.items()],
+        return_annotation="Any",
+    )
+
+    def op(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fn(*bound.args)
+
+    op.__name__ = op.__qualname__ = name
+    op.__signature__ = signature  # type: ignore[attr-defined]
+    op.__doc__ = f"``K.{name}``: ``{getattr(fn, '__name__', name)}`` with Keras' arguments."
+    return op
 
 
-def softsign(x: Any) -> Any:
-    """``K.softsign``."""
-    return ops_math.softsign(x)
+softplus = _keras_fn("softplus", ops_math.softplus, "x")
+softsign = _keras_fn("softsign", ops_math.softsign, "x")
+transpose = _keras_fn("transpose", ops.transpose, "x")
+squeeze = _keras_fn("squeeze", ops.squeeze, "x", "axis")
+zeros_like = _keras_fn("zeros_like", ops.zeros_like, "x", dtype=None, name=None)
+ones_like = _keras_fn("ones_like", ops.ones_like, "x", dtype=None, name=None)
+gather = _keras_fn("gather", ops_array.gather, "reference", "indices")
+pow = _keras_fn("pow", ops_math.pow, "x", "a")  # noqa: A001
+cumsum = _keras_fn("cumsum", ops_math.cumsum, "x", axis=0)
+cumprod = _keras_fn("cumprod", ops_math.cumprod, "x", axis=0)
+argmax = _keras_fn("argmax", ops.argmax, "x", axis=-1)
+argmin = _keras_fn("argmin", ops_math.argmin, "x", axis=-1)
+softmax = _keras_fn("softmax", _nn.softmax, "x", axis=-1)
+l2_normalize = _keras_fn("l2_normalize", ops_math.l2_normalize, "x", axis=None)
+reshape = _keras_fn("reshape", ops.reshape, "x", "shape")
+permute_dimensions = _keras_fn("permute_dimensions", ops.transpose, "x", "pattern")
+expand_dims = _keras_fn("expand_dims", ops.expand_dims, "x", axis=-1)
+stack = _keras_fn("stack", ops_array.stack, "x", axis=0)
+repeat_elements = _keras_fn("repeat_elements", ops_array.repeat, "x", "rep", "axis")
+one_hot = _keras_fn("one_hot", ops.one_hot, "indices", "num_classes")
+cast = _keras_fn("cast", ops.cast, "x", "dtype")
+arange = _keras_fn("arange", ops.range, "start", stop=None, step=1, dtype="int32")
+shape = _keras_fn("shape", ops_array.shape, "x")
 
 
 def stop_gradient(variables: Any) -> Any:
@@ -76,26 +114,6 @@ def stop_gradient(variables: Any) -> Any:
     if isinstance(variables, list | tuple):
         return [ops.stop_gradient(v) for v in variables]
     return ops.stop_gradient(variables)
-
-
-def transpose(x: Any) -> Any:
-    """``K.transpose``: reverse the axes."""
-    return ops.transpose(x)
-
-
-def squeeze(x: Any, axis: int) -> Any:
-    """``K.squeeze``."""
-    return ops.squeeze(x, axis)
-
-
-def zeros_like(x: Any, dtype: Any = None, name: Any = None) -> Any:
-    """``K.zeros_like``."""
-    return ops.zeros_like(x, dtype)
-
-
-def ones_like(x: Any, dtype: Any = None, name: Any = None) -> Any:
-    """``K.ones_like``."""
-    return ops.ones_like(x, dtype)
 
 
 def tile(x: Any, n: Any) -> Any:
@@ -109,11 +127,6 @@ def eye(size: Any, dtype: Any = None, name: Any = None) -> Any:
     return ops_array.eye(rows, cols, dtype=dtype or _settings.floatx())
 
 
-def gather(reference: Any, indices: Any) -> Any:
-    """``K.gather``: rows of ``reference``."""
-    return ops_array.gather(reference, indices)
-
-
 def backend() -> str:
     """``K.backend``: ``"tensorflow"``, as Keras 2 reports."""
     return "tensorflow"
@@ -122,31 +135,6 @@ def backend() -> str:
 def to_dense(tensor: Any) -> Any:
     """``K.to_dense``: every ipusim tensor is dense already."""
     return tensor
-
-
-def pow(x: Any, a: Any) -> Any:  # noqa: A001
-    """``K.pow``: x ** a."""
-    return ops_math.pow(x, a)
-
-
-def cumsum(x: Any, axis: int = 0) -> Any:
-    """``K.cumsum``."""
-    return ops_math.cumsum(x, axis=axis)
-
-
-def cumprod(x: Any, axis: int = 0) -> Any:
-    """``K.cumprod``."""
-    return ops_math.cumprod(x, axis=axis)
-
-
-def argmax(x: Any, axis: int = -1) -> Any:
-    """``K.argmax``."""
-    return ops.argmax(x, axis=axis)
-
-
-def argmin(x: Any, axis: int = -1) -> Any:
-    """``K.argmin``."""
-    return ops_math.argmin(x, axis=axis)
 
 
 def clip(x: Any, min_value: Any, max_value: Any) -> Any:
@@ -204,16 +192,6 @@ def hard_sigmoid(x: Any) -> Any:
     return _op(lambda v: gm.minimum(gm.maximum(gm.add(gm.multiply(v, 0.2), 0.5), 0.0), 1.0), x)
 
 
-def softmax(x: Any, axis: int = -1) -> Any:
-    """``K.softmax``."""
-    return _nn.softmax(x, axis=axis)
-
-
-def l2_normalize(x: Any, axis: Any = None) -> Any:
-    """``K.l2_normalize``."""
-    return ops_math.l2_normalize(x, axis=axis)
-
-
 def dot(x: Any, y: Any) -> Any:
     """``K.dot``: matrix product; a rank > 2 ``y`` contracts its second-to-last axis, as Keras."""
     ry = len(y.shape) if hasattr(y, "shape") else np.ndim(y)
@@ -244,21 +222,6 @@ def concatenate(tensors: Any, axis: int = -1) -> Any:
     return ops.concat(list(tensors), axis)
 
 
-def reshape(x: Any, shape: Any) -> Any:
-    """``K.reshape``."""
-    return ops.reshape(x, shape)
-
-
-def permute_dimensions(x: Any, pattern: Any) -> Any:
-    """``K.permute_dimensions``."""
-    return ops.transpose(x, pattern)
-
-
-def expand_dims(x: Any, axis: int = -1) -> Any:
-    """``K.expand_dims``."""
-    return ops.expand_dims(x, axis)
-
-
 def flatten(x: Any) -> Any:
     """``K.flatten``: a 1-D tensor."""
     return _op(_keras.flatten, x)
@@ -269,16 +232,6 @@ def batch_flatten(x: Any) -> Any:
     return _op(_keras.batch_flatten, x)
 
 
-def stack(x: Any, axis: int = 0) -> Any:
-    """``K.stack``."""
-    return ops_array.stack(x, axis=axis)
-
-
-def repeat_elements(x: Any, rep: int, axis: int) -> Any:
-    """``K.repeat_elements``: each slice along ``axis`` repeated ``rep`` times."""
-    return ops_array.repeat(x, rep, axis=axis)
-
-
 def repeat(x: Any, n: int) -> Any:
     """``K.repeat``: a 2-D ``(batch, dim)`` tensor repeated to ``(batch, n, dim)``."""
     return ops_array.tile(expand_dims(x, 1), [1, int(n), 1])
@@ -287,16 +240,6 @@ def repeat(x: Any, n: int) -> Any:
 def reverse(x: Any, axes: Any) -> Any:
     """``K.reverse``."""
     return ops_array.reverse(x, np.asarray(axes).reshape(-1))
-
-
-def one_hot(indices: Any, num_classes: int) -> Any:
-    """``K.one_hot``."""
-    return ops.one_hot(indices, num_classes)
-
-
-def cast(x: Any, dtype: Any) -> Any:
-    """``K.cast``."""
-    return ops.cast(x, dtype)
 
 
 def cast_to_floatx(x: Any) -> Any:
@@ -319,11 +262,6 @@ def ones(shape: Any, dtype: Any = None, name: Any = None) -> Any:
     return ops.ones(shape, dtype or _settings.floatx())
 
 
-def arange(start: Any, stop: Any = None, step: int = 1, dtype: str = "int32") -> Any:
-    """``K.arange``."""
-    return ops.range(start, stop, step, dtype=dtype)
-
-
 def variable(value: Any, dtype: Any = None, name: Any = None, constraint: Any = None) -> Any:
     """``K.variable``: a ``tf.Variable`` of ``floatx()`` by default."""
     return ops.Variable(default_array(value, dtype or _settings.floatx()), name=name)
@@ -334,7 +272,10 @@ def get_value(x: Any) -> Any:
     return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
 
 
-def batch_get_value(tensors: Any) -> list:
+eval = _keras_fn("eval", get_value, "x")  # noqa: A001
+
+
+def batch_get_value(tensors: Any) -> list[Any]:
     """``K.batch_get_value``."""
     return [get_value(t) for t in tensors]
 
@@ -369,16 +310,6 @@ def update_add(x: Any, increment: Any) -> Any:
 def update_sub(x: Any, decrement: Any) -> Any:
     """``K.update_sub``."""
     return update(x, get_value(x) - get_value(decrement))
-
-
-def eval(x: Any) -> Any:  # noqa: A001
-    """``K.eval``: the value of a concrete tensor or variable."""
-    return get_value(x)
-
-
-def shape(x: Any) -> Any:
-    """``K.shape``: ``tf.shape``."""
-    return ops_array.shape(x)
 
 
 def dtype(x: Any) -> str:
@@ -482,7 +413,6 @@ def name_scope(name: str) -> Any:
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in {
     "Any", "Callable", "EagerTensor", "UnsupportedError", "annotations", "builtins",
-    "contextmanager", "default_array", "gm", "gs", "is_symbolic", "itertools", "np", "ops",
+    "contextmanager", "default_array", "gm", "gs", "inspect", "is_symbolic", "itertools", "np", "ops",
     "ops_array", "ops_linalg", "ops_math", "ops_nn_extra", "ops_random",
-    "cumsum_tf", "cumprod_tf",
 }]  # fmt: skip

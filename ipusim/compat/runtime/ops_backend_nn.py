@@ -14,7 +14,7 @@ import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_misc, ops_nn_extra, ops_random
 from ipusim.compat.runtime.dispatch import is_symbolic
-from ipusim.compat.runtime.ops_backend import get_value, update, variable
+from ipusim.compat.runtime.ops_backend import _keras_fn, get_value, update, variable
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.graph.ops import math as gm
@@ -28,7 +28,7 @@ def batch_normalization(x: Any, mean: Any, var: Any, beta: Any, gamma: Any, axis
 
 
 def normalize_batch_in_training(x: Any, gamma: Any, beta: Any, reduction_axes: Any,
-                                epsilon: float = 1e-3) -> tuple:  # fmt: skip
+                                epsilon: float = 1e-3) -> tuple[Any, Any, Any]:  # fmt: skip
     """``K.normalize_batch_in_training``: normalised ``x``, batch mean and variance."""
     mean, variance = ops_nn_extra.moments(x, reduction_axes)
     return batch_normalization(x, mean, variance, beta, gamma, epsilon=epsilon), mean, variance
@@ -104,9 +104,7 @@ def bias_add(x: Any, bias: Any, data_format: Any = None) -> Any:
     return ops.bias_add(x, bias)
 
 
-def dropout(x: Any, level: float, noise_shape: Any = None, seed: Any = None) -> Any:
-    """``K.dropout``."""
-    return ops_nn_extra.dropout(x, level, noise_shape=noise_shape, seed=seed)
+dropout = _keras_fn("dropout", ops_nn_extra.dropout, "x", "level", noise_shape=None, seed=None)
 
 
 def random_uniform(shape: Any, minval: float = 0.0, maxval: float = 1.0, dtype: Any = None,
@@ -196,7 +194,7 @@ def sparse_categorical_crossentropy(
     return _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
-def temporal_padding(x: Any, padding: tuple = (1, 1)) -> Any:
+def temporal_padding(x: Any, padding: tuple[int, int] = (1, 1)) -> Any:
     """``K.temporal_padding``: zeros before and after the middle axis of a 3-D tensor."""
     return ops_array.pad(x, [[0, 0], list(padding), [0, 0]])
 

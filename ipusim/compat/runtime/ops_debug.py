@@ -104,18 +104,18 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: Any = None, message:
                 raise InvalidArgumentError(message or f"shape {shape} does not match {spec}")
 
 
-def assert_positive(x: Any, message: Any = None, summarize: Any = None, name: Any = None) -> None:
-    """``tf.debugging.assert_positive``."""
-    if not is_symbolic(x):
-        _check(np.asarray(x) > 0, message, "assert_positive failed")
+def _sign_check(name: str, fn: Callable[[Any, Any], Any]) -> Callable[..., None]:
+    def check(x: Any, message: Any = None, summarize: Any = None, name: Any = None) -> None:
+        if not is_symbolic(x):
+            _check(fn(np.asarray(x), 0), message, f"{check.__name__} failed")
+
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = f"``tf.debugging.{name}``."
+    return check
 
 
-def assert_non_negative(
-    x: Any, message: Any = None, summarize: Any = None, name: Any = None
-) -> None:
-    """``tf.debugging.assert_non_negative``."""
-    if not is_symbolic(x):
-        _check(np.asarray(x) >= 0, message, "assert_non_negative failed")
+assert_positive = _sign_check("assert_positive", np.greater)
+assert_non_negative = _sign_check("assert_non_negative", np.greater_equal)
 
 
 def Assert(condition: Any, data: Any, summarize: Any = None, name: Any = None) -> None:  # noqa: N802
@@ -133,13 +133,9 @@ def check_numerics(tensor: Any, message: str, name: Any = None) -> Any:
 
 def is_numeric_tensor(tensor: Any) -> bool:
     """``tf.debugging.is_numeric_tensor``."""
-    return ops_misc_is_tensor(tensor) and str(getattr(tensor, "dtype", "")) != "bool"
-
-
-def ops_misc_is_tensor(tensor: Any) -> bool:
     from ipusim.compat.runtime.ops_misc import is_tensor
 
-    return is_tensor(tensor)
+    return is_tensor(tensor) and str(getattr(tensor, "dtype", "")) != "bool"
 
 
 #: ``tf.debugging``.
@@ -230,7 +226,7 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
     return _op(lambda x: go.getitem(x, builtins.tuple(key)), _t(input_))
 
 
-def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int = None, batch_axis: int = 0,  # noqa: A002
+def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int | None = None, batch_axis: int = 0,  # noqa: A002
                      name: Any = None) -> Any:  # fmt: skip
     """``tf.reverse_sequence``: reverse the first ``seq_lengths[b]`` steps of each batch entry
     (concrete lengths; a gather with fixed indices)."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic
-from ipusim.compat.runtime.ops_math import _op, _t
+from ipusim.compat.runtime.ops_math import _float_of, _op, _t
 from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc, _pooling
 from ipusim.errors import (
     ConfigurationError,
@@ -220,7 +220,7 @@ def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, wei
 
 def _monotone(x: Any, strict: bool) -> Any:
     def compose(v: Any) -> Any:
-        flat = gs.reshape(_float(v), (-1,))
+        flat = gs.reshape(_float_of(v), (-1,))
         n = flat.shape[0]
         if n < 2:
             return gm.equal(gr.reduce_sum(flat), gr.reduce_sum(flat))
@@ -235,10 +235,6 @@ def _monotone(x: Any, strict: bool) -> Any:
         return gm.equal(total, gm.multiply(total, 0.0))
 
     return _op(compose, _t(x))
-
-
-def _float(v: Any) -> Any:
-    return v if v.dtype in ("float32", "float64", "float16") else gm.cast(v, "float32")
 
 
 def is_non_decreasing(x: Any, name: Any = None) -> Any:

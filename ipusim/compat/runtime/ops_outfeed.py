@@ -83,36 +83,23 @@ class FreeOp(Op):
 
 @register
 class OutfeedEnqueue(FreeOp):
-    """Hand the inputs (one element) to an outfeed queue. Attributes: ``queue_id``,
-    ``structure`` (the enqueued nest, leaves replaced by their flat index) and ``passthrough``
-    (-1, or the index of the last input, which is returned unchanged and not enqueued)."""
+    """Hand the inputs (one element) to an outfeed queue. Attributes: ``queue_id`` and
+    ``structure`` (the enqueued nest, leaves replaced by their flat index)."""
 
     name = "outfeed_enqueue"
 
-    def infer(self, *specs: TensorSpec, queue_id: int, structure: Any, passthrough: int):
-        if passthrough >= 0:
-            spec = specs[passthrough]
-            return TensorSpec(spec.shape, spec.dtype)
+    def infer(self, *specs: TensorSpec, queue_id: int, structure: Any) -> TensorSpec:
         return TensorSpec((), "int32")
 
-    def forward(self, ctx: Any, *arrays: Any, queue_id: int, structure: Any, passthrough: int):
-        count = len(arrays) - 1 if passthrough >= 0 else len(arrays)
-        values = [np.array(a, copy=True) for a in arrays[:count]]
+    def forward(self, ctx: Any, *arrays: Any, queue_id: int, structure: Any) -> Any:
+        values = [np.array(a, copy=True) for a in arrays]
         lookup_queue(queue_id)._device_push(structure, values)
-        return arrays[passthrough] if passthrough >= 0 else TOKEN
+        return TOKEN
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        grads: list[Symbol | None] = [None] * len(node.inputs)
-        passthrough = node.attrs["passthrough"]
-        if passthrough >= 0:
-            grads[passthrough] = dy
-        return grads
+        return [None] * len(node.inputs)
 
 
-def outfeed_enqueue(
-    values: list[Any], queue_id: int, structure: Any, passthrough: int = -1
-) -> Symbol:
+def outfeed_enqueue(values: list[Any], queue_id: int, structure: Any) -> Symbol:
     """Add an ``outfeed_enqueue`` node for the flat ``values`` and return its output."""
-    return apply(
-        "outfeed_enqueue", *values, queue_id=queue_id, structure=structure, passthrough=passthrough
-    )
+    return apply("outfeed_enqueue", *values, queue_id=queue_id, structure=structure)

@@ -83,28 +83,23 @@ def uniform(
     return _uniform(shape, minval, maxval, dtype, _seed(seed), False)
 
 
-def normal(
-    shape: Any,
-    mean: float = 0.0,
-    stddev: float = 1.0,
-    dtype: Any = "float32",
-    seed: Any = None,
-    name: str | None = None,
-) -> Any:
-    """``tf.random.normal``: normally distributed values."""
-    return _draw(shape, "normal", float(mean), float(stddev), _seed(seed), dtype, False)
+def _normal(dist: str, doc: str) -> Any:
+    """``tf.random.<dist>``: ``dist`` draws from the op ``seed``, else ipusim's stream."""
+
+    def draw(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = "float32",
+             seed: Any = None, name: str | None = None) -> Any:  # fmt: skip
+        return _draw(shape, dist, float(mean), float(stddev), _seed(seed), dtype, False)
+
+    draw.__name__ = draw.__qualname__ = dist
+    draw.__doc__ = doc
+    return draw
 
 
-def truncated_normal(
-    shape: Any,
-    mean: float = 0.0,
-    stddev: float = 1.0,
-    dtype: Any = "float32",
-    seed: Any = None,
-    name: str | None = None,
-) -> Any:
-    """``tf.random.truncated_normal``: normal values redrawn beyond two standard deviations."""
-    return _draw(shape, "truncated_normal", float(mean), float(stddev), _seed(seed), dtype, False)
+normal = _normal("normal", "``tf.random.normal``: normally distributed values.")
+truncated_normal = _normal(
+    "truncated_normal",
+    "``tf.random.truncated_normal``: normal values redrawn beyond two standard deviations.",
+)
 
 
 def stateless_uniform(

@@ -85,11 +85,10 @@ class IPUOutfeedQueue:
         self._cond = threading.Condition()
         self._elements: deque[tuple[Any, list[np.ndarray]]] = deque()
         self._last: tuple[Any, list[np.ndarray]] | None = None
-        self._graphs: weakref.WeakSet = weakref.WeakSet()
+        self._graphs: weakref.WeakSet[Any] = weakref.WeakSet()
         self._ever_enqueued = False
         self._structure: Any = None
         self._specs: list[TensorSpec] = []
-        self._pushed = 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -122,15 +121,6 @@ class IPUOutfeedQueue:
             ValueError: the graph being traced already enqueues this queue.
             TypeError: a leaf is not a tensor.
         """
-        symbol = self._enqueue(tensors, passthrough=None)
-        return context.Operation("outfeed_enqueue", symbol)
-
-    def _enqueue_through(self, tensors: Any, passthrough: Any) -> Any:
-        """Enqueue ``tensors`` and return ``passthrough`` routed through the enqueue node, so a
-        Keras layer can put the enqueue on its data path (it then runs at every step)."""
-        return self._enqueue(tensors, passthrough=passthrough)
-
-    def _enqueue(self, tensors: Any, passthrough: Any) -> Any:
         flat = flatten(tensors)
         for leaf in flat:
             if not (is_tensor_like(leaf) or isinstance(leaf, int | float)):
@@ -141,32 +131,24 @@ class IPUOutfeedQueue:
         structure = pack_sequence_as(tensors, list(range(len(flat))))
         graph = current_graph()
         if graph is None:
-            if passthrough is not None:
-                raise RuntimeError("enqueue-through needs a graph being traced")
             self._note_enqueue(structure, [TensorSpec.from_array(np.asarray(v)) for v in flat])
             self._device_push(structure, [np.array(v, copy=True) for v in flat])
-            return None
+            return context.Operation("outfeed_enqueue", None)
         if graph in self._graphs:
             raise ConfigurationError(
                 "An outfeed can only be enqueued once per traced function: this IPUOutfeedQueue "
                 "is already enqueued in the graph being traced. Enqueue one tuple or dict holding "
                 "every value instead."
             )
-        index = -1
-        values = list(flat)
-        if passthrough is not None:
-            values.append(passthrough)
-            index = len(values) - 1
-        symbol = outfeed_enqueue(values, self._id, structure, index)
-        specs = [s.spec for s in symbol.node.inputs[: len(flat)]]
+        symbol = outfeed_enqueue(list(flat), self._id, structure)
         self._graphs.add(graph)
-        self._note_enqueue(structure, specs)
+        self._note_enqueue(structure, [s.spec for s in symbol.node.inputs])
         ctx = context.current()
-        if passthrough is None and ctx is not None and ctx.graph is graph:
+        if ctx is not None and ctx.graph is graph:
             ctx.add_side_effect(symbol)
-        elif passthrough is None:  # a Keras model's step: its graph runs the enqueue each step
+        else:  # a Keras model's step: its graph runs the enqueue each step
             graph.side_effects.append(symbol)
-        return symbol
+        return context.Operation("outfeed_enqueue", symbol)
 
     def _note_enqueue(self, structure: Any, specs: list[TensorSpec]) -> None:
         self._ever_enqueued = True
@@ -193,7 +175,6 @@ class IPUOutfeedQueue:
                 self._last = (structure, arrays)
             else:
                 self._elements.append((structure, arrays))
-            self._pushed += 1
             self._cond.notify_all()
 
     def _flush_replicas(self, staged: list[Any]) -> None:

@@ -27,6 +27,26 @@ from ipusim.session import pipeline_depth_multiple
 _MAX_INT32 = 2**31 - 1
 
 
+def _extra_arguments(name: str, kind: type, v1_only: bool = False) -> property:
+    """An ``OptimizerFunctionOutput`` property holding a tuple or a dict of extra arguments
+    (None reads as empty); ``v1_only`` refuses a value with a Keras (OptimizerV2) optimizer."""
+    noun = "a tuple" if kind is tuple else "a dict"
+
+    def read(self: OptimizerFunctionOutput) -> Any:
+        return getattr(self, f"_{name}")
+
+    def write(self: OptimizerFunctionOutput, value: Any) -> None:
+        if value is not None and not isinstance(value, kind):
+            raise InvalidTypeError(
+                f"OptimizerFunctionOutput.{name} must be {noun}, received {type(value).__name__}"
+            )
+        if v1_only:
+            self._v1_only(name, value)
+        setattr(self, f"_{name}", value or kind())
+
+    return property(read, write)
+
+
 class OptimizerFunctionOutput:
     """What a pipeline's ``optimizer_function`` returns: the optimizer and the loss to minimise.
 
@@ -106,62 +126,13 @@ class OptimizerFunctionOutput:
                 f"(Keras optimizers such as {type(self._opt).__name__}); remove it."
             )
 
-    @property
-    def compute_gradients_args(self) -> tuple:
-        return self._cg_args
-
-    @compute_gradients_args.setter
-    def compute_gradients_args(self, value: Any) -> None:
-        if value is not None and not isinstance(value, tuple):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.compute_gradients_args must be a tuple, received "
-                f"{type(value).__name__}"
-            )
-        self._v1_only("compute_gradients_args", value)
-        self._cg_args = value or ()
+    compute_gradients_args = _extra_arguments("compute_gradients_args", tuple, v1_only=True)
+    compute_gradients_kwargs = _extra_arguments("compute_gradients_kwargs", dict, v1_only=True)
+    apply_gradients_args = _extra_arguments("apply_gradients_args", tuple)
+    apply_gradients_kwargs = _extra_arguments("apply_gradients_kwargs", dict)
 
     @property
-    def compute_gradients_kwargs(self) -> dict:
-        return self._cg_kwargs
-
-    @compute_gradients_kwargs.setter
-    def compute_gradients_kwargs(self, value: Any) -> None:
-        if value is not None and not isinstance(value, dict):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.compute_gradients_kwargs must be a dict, received "
-                f"{type(value).__name__}"
-            )
-        self._v1_only("compute_gradients_kwargs", value)
-        self._cg_kwargs = value or {}
-
-    @property
-    def apply_gradients_args(self) -> tuple:
-        return self._ag_args
-
-    @apply_gradients_args.setter
-    def apply_gradients_args(self, value: Any) -> None:
-        if value is not None and not isinstance(value, tuple):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.apply_gradients_args must be a tuple, received "
-                f"{type(value).__name__}"
-            )
-        self._ag_args = value or ()
-
-    @property
-    def apply_gradients_kwargs(self) -> dict:
-        return self._ag_kwargs
-
-    @apply_gradients_kwargs.setter
-    def apply_gradients_kwargs(self, value: Any) -> None:
-        if value is not None and not isinstance(value, dict):
-            raise InvalidTypeError(
-                f"OptimizerFunctionOutput.apply_gradients_kwargs must be a dict, received "
-                f"{type(value).__name__}"
-            )
-        self._ag_kwargs = value or {}
-
-    @property
-    def variables(self) -> list | None:
+    def variables(self) -> list[Any] | None:
         return self._variables
 
     @variables.setter
@@ -226,7 +197,7 @@ class PipelineArgs:
             (offloading, sharding, per-stage Poplar options).
     """
 
-    slots: tuple
+    slots: tuple[Any, ...]
     groups: tuple[tuple[int, ...], ...]
     device_mapping: tuple[int, ...]
     gac: int
@@ -266,16 +237,13 @@ def _check_gac(gac: Any) -> int:
 def _check_feeds(infeed_queue: Any, outfeed_queue: Any) -> None:
     from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
 
-    if infeed_queue is not None and not isinstance(infeed_queue, IPUInfeedQueue):
-        raise InvalidTypeError(
-            "infeed_queue is not an instance of ipu_infeed_queue.IPUInfeedQueue (received "
-            f"{type(infeed_queue).__name__})"
-        )
-    if outfeed_queue is not None and not isinstance(outfeed_queue, IPUOutfeedQueue):
-        raise InvalidTypeError(
-            "outfeed_queue is not an instance of ipu_outfeed_queue.IPUOutfeedQueue (received "
-            f"{type(outfeed_queue).__name__})"
-        )
+    for name, queue, kind in (("infeed_queue", infeed_queue, IPUInfeedQueue),
+                              ("outfeed_queue", outfeed_queue, IPUOutfeedQueue)):  # fmt: skip
+        if queue is not None and not isinstance(queue, kind):
+            raise InvalidTypeError(
+                f"{name} is not an instance of ipu_{name}.{kind.__name__} (received "
+                f"{type(queue).__name__})"
+            )
 
 
 def _check_slots(computational_stages: Any) -> tuple[Any, ...]:

@@ -100,14 +100,13 @@ def feed_options(prefetch_depth: int, outfeed: Any) -> session.FeedOptions:
     )
 
 
-def graph_outfeeds(graph: Any, nodes: list) -> tuple[int, Any]:
+def graph_outfeeds(graph: Any, nodes: list[Any]) -> tuple[int, Any]:
     """Bytes enqueued per execution of ``nodes`` and the first outfeed queue they enqueue."""
     total, queue = 0, None
     for node in nodes:
         if node.op.name != "outfeed_enqueue":
             continue
-        count = len(node.inputs) - 1 if node.attrs["passthrough"] >= 0 else len(node.inputs)
-        total += sum(s.spec.nbytes for s in node.inputs[:count])
+        total += sum(s.spec.nbytes for s in node.inputs)
         if queue is None:
             queue = lookup_queue(node.attrs["queue_id"])
     return total, queue

@@ -8,6 +8,7 @@ sum divided by the number of non-zero weights.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.compat.runtime import ops
@@ -93,28 +94,26 @@ def softmax_cross_entropy(
     return _reduce(per_example, weights, reduction)
 
 
-def mean_squared_error(
-    labels: Any,
-    predictions: Any,
-    weights: Any = 1.0,
-    scope: Any = None,
-    loss_collection: Any = None,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
-) -> Any:
-    """``(predictions - labels)²`` reduced (TF1 ``losses``)."""
-    return _reduce(ops.square(difference(labels, predictions)), weights, reduction)
+def _pointwise(name: str, fn: Callable[[Any], Any], formula: str) -> Callable[..., Any]:
+    """A TF1 loss of ``fn(predictions - labels)`` per element, reduced."""
+
+    def loss(
+        labels: Any,
+        predictions: Any,
+        weights: Any = 1.0,
+        scope: Any = None,
+        loss_collection: Any = None,
+        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    ) -> Any:
+        return _reduce(fn(difference(labels, predictions)), weights, reduction)
+
+    loss.__name__ = loss.__qualname__ = name
+    loss.__doc__ = f"``{formula}`` reduced (TF1 ``losses``)."
+    return loss
 
 
-def absolute_difference(
-    labels: Any,
-    predictions: Any,
-    weights: Any = 1.0,
-    scope: Any = None,
-    loss_collection: Any = None,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
-) -> Any:
-    """``|predictions - labels|`` reduced (TF1 ``losses``)."""
-    return _reduce(ops.abs(difference(labels, predictions)), weights, reduction)
+mean_squared_error = _pointwise("mean_squared_error", ops.square, "(predictions - labels)²")
+absolute_difference = _pointwise("absolute_difference", ops.abs, "|predictions - labels|")
 
 
 def dense(

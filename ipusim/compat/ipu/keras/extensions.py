@@ -1,5 +1,0 @@
-"""``ipu.keras.extensions``: this module *is* :mod:`ipusim.keras.extensions` (see :func:`ipusim.compat._alias.become`)."""
-
-from ipusim.compat._alias import become
-
-become(__name__, "ipusim.keras.extensions")

@@ -1,5 +1,0 @@
-"""``keras.initializers``: this module *is* :mod:`ipusim.keras.initializers` (see :func:`ipusim.compat._alias.become`)."""
-
-from ipusim.compat._alias import become
-
-become(__name__, "ipusim.keras.initializers")
