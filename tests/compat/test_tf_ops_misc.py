@@ -122,6 +122,8 @@ def test_assertions_strided_slice_reverse_sequence_and_aliases():
     tf.debugging.assert_equal(np.ones(2), np.ones(2))
     with pytest.raises(ValueError, match="x is wrong"):
         tf.debugging.assert_less(np.ones(2), np.zeros(2), message="x is wrong")
+    with pytest.raises(ValueError, match="assert_greater failed for"):
+        tf.debugging.assert_greater(np.zeros(2), np.ones(2), name="check_positive")
     with pytest.raises(ValueError):
         tf.debugging.check_numerics(np.array([np.nan]), "bad")
     tf.debugging.assert_shapes([(np.zeros((2, 3)), ("N", 3)), (np.zeros(2), ("N",))])

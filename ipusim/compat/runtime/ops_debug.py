@@ -38,15 +38,15 @@ def _check(condition: Any, message: Any, default: str) -> None:
         raise InvalidArgumentError(str(message) if message else default)
 
 
-def _compare(name: str, fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def _compare(op_name: str, fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def check(x: Any, y: Any, message: Any = None, summarize: Any = None, name: Any = None) -> None:
         if is_symbolic(x) or is_symbolic(y):
             return None
-        _check(fn(np.asarray(x), np.asarray(y)), message, f"{name} failed for {x!r} and {y!r}")
+        _check(fn(np.asarray(x), np.asarray(y)), message, f"{op_name} failed for {x!r} and {y!r}")
         return None
 
-    check.__name__ = name
-    check.__doc__ = f"``tf.debugging.{name}``: checked on concrete values."
+    check.__name__ = op_name
+    check.__doc__ = f"``tf.debugging.{op_name}``: checked on concrete values."
     return check
 
 
