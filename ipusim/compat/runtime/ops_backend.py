@@ -412,7 +412,8 @@ def name_scope(name: str) -> Any:
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in {
-    "Any", "Callable", "EagerTensor", "UnsupportedError", "annotations", "builtins",
+    "Any", "Callable", "ConfigurationError", "EagerTensor", "InvalidTypeError", "UnsupportedError",
+    "annotations", "builtins",
     "contextmanager", "default_array", "gm", "gs", "inspect", "is_symbolic", "itertools", "np", "ops",
     "ops_array", "ops_linalg", "ops_math", "ops_nn_extra", "ops_random",
 }]  # fmt: skip
