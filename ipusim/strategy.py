@@ -108,7 +108,26 @@ class IPUStrategy:
 IPUStrategyV1 = IPUStrategy
 
 
-class IPUMultiWorkerStrategy(IPUStrategy):
+class _ProcessesStrategy(IPUStrategy):
+    """A strategy over several host processes (``worker_count``), each running its replicas."""
+
+    #: Host processes of the job; the session reads it (``process_count``).
+    worker_count: int
+
+    def run(
+        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
+    ) -> Any:
+        """As :meth:`IPUStrategy.run`, with the processes visible to the simulation."""
+        with self.scope():
+            return super().run(fn, args, kwargs, options)
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """The processes (one in-sync replica per process, as TensorFlow counts them)."""
+        return self.worker_count
+
+
+class IPUMultiWorkerStrategy(_ProcessesStrategy):
     """Synchronous data-parallel training over several workers (host processes), each running
     its replicas: IPU TensorFlow's ``IPUMultiWorkerStrategyV1`` (``ipu_multi_worker_strategy``).
 
@@ -149,25 +168,12 @@ class IPUMultiWorkerStrategy(IPUStrategy):
             )
         self.variables_on_host = False
         spec, self.task_id = _cluster_spec(cluster_resolver)
-        #: Host processes (workers) of the job; the session reads it (``process_count``).
         self.worker_count = sum(len(spec.get(job, ())) for job in ("chief", "worker"))
         if self.worker_count < 1:
             raise ConfigurationError(
                 "IPUMultiWorkerStrategy: the cluster specification names no 'worker' or 'chief' "
                 f"task (received {spec!r}); list the workers' addresses under 'worker'."
             )
-
-    def run(
-        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
-    ) -> Any:
-        """As :meth:`IPUStrategy.run`, with the workers visible to the simulation."""
-        with self.scope():
-            return super().run(fn, args, kwargs, options)
-
-    @property
-    def num_replicas_in_sync(self) -> int:
-        """The workers (one in-sync replica per worker, as IPU TensorFlow counts them)."""
-        return self.worker_count
 
     def __repr__(self) -> str:
         return (
@@ -178,7 +184,7 @@ class IPUMultiWorkerStrategy(IPUStrategy):
 IPUMultiWorkerStrategyV1 = IPUMultiWorkerStrategy
 
 
-class PopDistStrategy(IPUStrategy):
+class PopDistStrategy(_ProcessesStrategy):
     """Synchronous data-parallel training over the instances of a PopDist job: IPU TensorFlow's
     ``tensorflow.python.ipu.distributed.popdist_strategy.PopDistStrategy`` (SDK 3.x; older SDKs:
     ``ipu.horovod.popdist_strategy`` and ``ipu.horovod.ipu_multi_replica_strategy``'s
@@ -224,7 +230,6 @@ class PopDistStrategy(IPUStrategy):
             enable_dataset_iterators=enable_dataset_iterators,
             enable_keras_extensions=enable_keras_extensions,
         )
-        #: Host processes of the job; the session reads it (``process_count``).
         self.worker_count = popdist.getNumInstances()
 
     def update_ipu_config(self, config: Any) -> Any:
@@ -236,19 +241,6 @@ class PopDistStrategy(IPUStrategy):
         distribution.process_count = popdist.getNumInstances()
         distribution.process_index = popdist.getInstanceIndex()
         return config
-
-    def run(
-        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
-    ) -> Any:
-        """As :meth:`IPUStrategy.run`, with the instances visible to the simulation."""
-        with self.scope():
-            return super().run(fn, args, kwargs, options)
-
-    @property
-    def num_replicas_in_sync(self) -> int:
-        """The instances (one in-sync replica per instance, as TensorFlow's collective
-        strategies count them)."""
-        return self.worker_count
 
     def __repr__(self) -> str:
         return f"PopDistStrategy(instances={self.worker_count}, ipu_device={self.ipu_device!r})"

@@ -4,7 +4,7 @@ Arguments: ``--system`` (preset or TOML), ``--ipus`` (IPUs to select; default re
 stages), ``--micro-batch``, ``--accumulation``, ``--replicas``, ``--stages``, ``--schedule``,
 ``--precision``, ``--steps`` (micro-batch steps per replica), ``--steps-per-execution``,
 ``--epochs``, ``--timing-only``, ``--recompute``, ``--output`` (folder for the report),
-``--inference`` (``predict`` instead of ``fit``: :func:`run`).
+``--inference [predict|evaluate]`` (``predict``, or ``evaluate``, instead of ``fit``: :func:`run`).
 """
 
 from __future__ import annotations
@@ -120,12 +120,6 @@ def parser(
     )
     p.add_argument("--output", default=None, help="save the simulation report in this folder")
     p.add_argument(
-        "--inference",
-        action="store_true",
-        help="run model.predict on the synthetic data instead of fit (forward pass only; "
-        "--accumulation and the optimizer options do not apply)",
-    )
-    p.add_argument(
         "--optimizer",
         choices=sorted(OPTIMIZERS),
         default=None,
@@ -137,7 +131,16 @@ def parser(
 
 
 def _add_feed_and_state_arguments(p: argparse.ArgumentParser) -> None:
-    """Offloading, metrics, host processes and the infeed."""
+    """Inference, offloading, metrics, host processes and the infeed."""
+    p.add_argument(
+        "--inference",
+        nargs="?",
+        const="predict",
+        default=None,
+        choices=["predict", "evaluate"],
+        help="run model.predict (the default) or model.evaluate on the synthetic data instead "
+        "of fit (forward pass only; --accumulation and the optimizer options do not apply)",
+    )
     p.add_argument(
         "--offload",
         choices=["default", "on", "off"],
@@ -464,10 +467,13 @@ def synthetic(inputs: Any, targets: Any) -> Dataset:
 
 
 def run(model: keras.Model, args: argparse.Namespace, data: Dataset) -> None:
-    """Train on ``data`` (``fit``), or with ``--inference`` predict on it (``predict``), for
-    ``--steps`` micro-batches per replica (``--epochs`` epochs when training)."""
+    """Train on ``data`` (``fit``), or with ``--inference`` predict on it (``predict``; or
+    ``evaluate`` with ``--inference evaluate``), for ``--steps`` micro-batches per replica
+    (``--epochs`` epochs when training)."""
     steps = args.steps * args.replicas
-    if args.inference:
+    if args.inference == "evaluate":
+        model.evaluate(data, steps=steps, verbose=0)
+    elif args.inference:
         model.predict(data, steps=steps, verbose=0)
     else:
         model.fit(data, epochs=args.epochs, steps_per_epoch=steps, verbose=0)

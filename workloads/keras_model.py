@@ -35,7 +35,7 @@ def builder(
     reference: str, system: str | None = None, needs_loss: bool = True
 ) -> Callable[[], Any]:
     """The model function ``--model`` names: a registered name, a script reference
-    (``script:PATH ARG...``, :mod:`ipusim.plan.script`: the script runs now, up to that fit, on
+    (``script:PATH ARG...``, :mod:`ipusim.plan.script`: the script runs now, up to that call, on
     ``system`` as ``ipusim run --system`` runs it, and its model is registered under the
     reference) or ``module:function``. The function it returns checks that the model is
     compiled with a loss, unless not ``needs_loss`` (a model that only predicts).
@@ -47,7 +47,7 @@ def builder(
 
     script = parse_reference(reference)
     if reference not in _BUILDERS and script is not None:
-        model = script_model(script[0], script[1], system, script[2])
+        model = script_model(script.path, script.args, system, script.number, script.call)
         register(reference, lambda: model)
     if reference in _BUILDERS:
         return functools.partial(_compiled, _BUILDERS[reference], reference, needs_loss)
@@ -104,14 +104,14 @@ def main(argv: list[str] | None = None) -> Any:
         "--model",
         required=True,
         help="module:function returning a compiled model, or script:PATH ARG... (the model "
-        "the script fits first; script@N:... its Nth fit)",
+        "the script fits first; script@N:... its Nth fit, script@predict:... its first predict)",
     )
     p.add_argument("--split", nargs="*", default=[], help="layers after which a stage starts")
     args = common.parse(p, argv)
     if args.stages > 1 and len(args.split) != args.stages - 1:
         p.error(f"--stages {args.stages} needs {args.stages - 1} --split layer names")
     # A script reference runs the script here, before this run configures the IPUs.
-    build = builder(args.model, args.system or None, needs_loss=not args.inference)
+    build = builder(args.model, args.system or None, needs_loss=args.inference != "predict")
     common.configure(args)
     with ipusim.IPUStrategy().scope():
         model = build()

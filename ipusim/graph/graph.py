@@ -59,9 +59,12 @@ class TensorOperators:
         return cast(Self, value)
 
     def _binary(self, op: str, other: TensorLike, reverse: bool = False) -> Self:
-        from ipusim.graph.ops import math as m
+        """``op(self, other)``, or ``op(other, self)`` when ``reverse``; ``op`` names a function of
+        :mod:`ipusim.graph.ops.math`, or of another op module as ``"module.function"``."""
+        from ipusim.graph import ops
 
-        fn = getattr(m, op)
+        module, _, name = op.rpartition(".")
+        fn = getattr(getattr(ops, module or "math"), name)
         return self._result(fn(other, self) if reverse else fn(self, other))
 
     def __add__(self, other: TensorLike) -> Self:
@@ -89,14 +92,10 @@ class TensorOperators:
         return self._binary("divide", other, True)
 
     def __matmul__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops import nn
-
-        return self._result(nn.matmul(self, other))
+        return self._binary("nn.matmul", other)
 
     def __rmatmul__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops import nn
-
-        return self._result(nn.matmul(other, self))
+        return self._binary("nn.matmul", other, True)
 
     def __neg__(self) -> Self:
         from ipusim.graph.ops import math as m
@@ -112,34 +111,22 @@ class TensorOperators:
         return self._result(m.abs(self))
 
     def __pow__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import power
-
-        return self._result(power(self, other))
+        return self._binary("operators.power", other)
 
     def __rpow__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import power
-
-        return self._result(power(other, self))
+        return self._binary("operators.power", other, True)
 
     def __floordiv__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import floordiv
-
-        return self._result(floordiv(self, other))
+        return self._binary("operators.floordiv", other)
 
     def __rfloordiv__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import floordiv
-
-        return self._result(floordiv(other, self))
+        return self._binary("operators.floordiv", other, True)
 
     def __mod__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import mod
-
-        return self._result(mod(self, other))
+        return self._binary("operators.mod", other)
 
     def __rmod__(self, other: TensorLike) -> Self:
-        from ipusim.graph.ops.operators import mod
-
-        return self._result(mod(other, self))
+        return self._binary("operators.mod", other, True)
 
     def __getitem__(self, key: object) -> Self:
         """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
@@ -454,14 +441,6 @@ class Graph:
             needed.add(node.id)
             stack.extend(s.node for s in node.inputs)
         return [n for n in self.nodes if n.id in needed]
-
-    def consumers(self) -> dict[int, list[Node]]:
-        """node id -> nodes that read any of its outputs."""
-        out: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
-        for n in self.nodes:
-            for s in n.inputs:
-                out[s.node.id].append(n)
-        return out
 
     def __repr__(self) -> str:
         return (

@@ -208,25 +208,20 @@ def parse_count(value: object, field: str) -> int:
         ValueError: negative or fractional.
         TypeError: a string, a boolean or another type.
     """
-    expected = "a whole number >= 0"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidTypeError(
-            f"{field}: got {type(value).__name__} {value!r}; expected {expected}"
-        )
-    number = _check_number(field, value, float(value), expected)
-    if isinstance(value, int):
-        return value
-    return _whole(field, value, number, "units")
+    number = parse_number(value, field, "a whole number >= 0")
+    return value if isinstance(value, int) else _whole(field, value, number, "units")
 
 
-def parse_number(value: object, field: str) -> float:
+def parse_number(value: object, field: str, expected: str = "a number >= 0") -> float:
     """Parse a plain non-negative number (FLOPs or bytes per cycle); strings are rejected.
+
+    Args:
+        expected: what the error messages say the field takes.
 
     Raises:
         ValueError: negative, NaN or infinite.
         TypeError: a string, a boolean or another type.
     """
-    expected = "a number >= 0"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidTypeError(
             f"{field}: got {type(value).__name__} {value!r}; expected {expected}"

@@ -60,19 +60,10 @@ def swish(x: Any) -> Any:
 silu = swish
 
 _ACTIVATIONS: dict[str, Callable[..., Any]] = {
-    "linear": linear,
-    "relu": relu,
-    "sigmoid": sigmoid,
-    "tanh": tanh,
-    "hard_sigmoid": hard_sigmoid,
-    "gelu": gelu,
-    "softplus": softplus,
-    "softmax": softmax,
-    "log_softmax": log_softmax,
-    "exponential": exponential,
-    "swish": swish,
-    "silu": silu,
+    fn.__name__: fn
+    for fn in (linear, relu, sigmoid, tanh, hard_sigmoid, gelu, softplus, softmax, log_softmax)
 }
+_ACTIVATIONS.update(exponential=exponential, swish=swish, silu=silu)
 
 
 def get(identifier: Any) -> Callable[..., Any]:

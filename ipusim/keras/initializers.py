@@ -15,6 +15,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import fields
 
 
 def _fans(shape: tuple[int, ...]) -> tuple[float, float]:
@@ -187,12 +188,7 @@ class VarianceScaling(_Random):
         return values.astype(dtype or backend.floatx())
 
     def get_config(self):
-        return {
-            "scale": self.scale,
-            "mode": self.mode,
-            "distribution": self.distribution,
-            "seed": self.seed,
-        }
+        return fields(self, "scale mode distribution seed")
 
 
 class Orthogonal(_Random):
@@ -238,23 +234,17 @@ HeNormal = _preset("HeNormal", 2.0, "fan_in", "truncated_normal")
 LecunUniform = _preset("LecunUniform", 1.0, "fan_in", "uniform")
 LecunNormal = _preset("LecunNormal", 1.0, "fan_in", "truncated_normal")
 
-_BY_NAME: dict[str, type[Initializer]] = {
-    "zeros": Zeros,
-    "ones": Ones,
-    "constant": Constant,
-    "random_uniform": RandomUniform,
-    "random_normal": RandomNormal,
-    "truncated_normal": TruncatedNormal,
-    "variance_scaling": VarianceScaling,
-    "orthogonal": Orthogonal,
-    "glorot_uniform": GlorotUniform,
-    "glorot_normal": GlorotNormal,
-    "he_uniform": HeUniform,
-    "he_normal": HeNormal,
-    "lecun_uniform": LecunUniform,
-    "lecun_normal": LecunNormal,
+#: The initializer classes above by name: every public Initializer subclass.
+_BY_CLASS: dict[str, type[Initializer]] = {
+    value.__name__: value
+    for value in list(globals().values())
+    if isinstance(value, type)
+    and issubclass(value, Initializer)
+    and value is not Initializer
+    and not value.__name__.startswith("_")
 }
-_BY_CLASS = {cls.__name__: cls for cls in _BY_NAME.values()}
+#: The same by Keras' snake_case names (``"glorot_uniform"``).
+_BY_NAME = {backend.to_snake_case(name): cls for name, cls in _BY_CLASS.items()}
 
 
 def get(identifier: Any) -> Initializer:

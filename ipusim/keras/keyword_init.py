@@ -63,3 +63,9 @@ def table_class(
     and the API docs name it)."""
     namespace = {"__init__": init, "__doc__": doc, "__module__": module, "__qualname__": name}
     return type(name, (base,), {**namespace, **attributes})
+
+
+def fields(owner: Any, names: str) -> dict[str, Any]:
+    """``owner``'s attributes ``names`` (separated by spaces) by name, in that order, as they
+    are: the plain entries of a ``get_config``."""
+    return {name: getattr(owner, name) for name in names.split()}

@@ -119,6 +119,18 @@ def _chunk(n: int, rows_per_image: int, cols_per_row: int, itemsize: int) -> int
     return max(1, min(n, COLS_BUDGET_BYTES // per_image))
 
 
+def _gemm(
+    a: np.ndarray, b: np.ndarray, out: np.ndarray, accumulate: bool, product: Product | None
+) -> None:
+    """``out = a @ b`` (``+=`` when accumulating) by ``product``, or NumPy's float32 GEMM."""
+    if product is not None:
+        product(a, b, out, accumulate)
+    elif accumulate:
+        out += a @ b
+    else:
+        np.matmul(a, b, out=out)
+
+
 def conv2d(
     x: np.ndarray,
     filters: np.ndarray,
@@ -153,11 +165,7 @@ def conv2d(
     for n0 in range(0, n, chunk):
         rows = min(chunk, n - n0) * ho * wo
         _im2col(x3, n0, min(chunk, n - n0), *geometry, cols)
-        target = out2[n0 * ho * wo : n0 * ho * wo + rows]
-        if product is None:
-            np.matmul(cols[:rows], w2, out=target)
-        else:
-            product(cols[:rows], w2, target, False)
+        _gemm(cols[:rows], w2, out2[n0 * ho * wo : n0 * ho * wo + rows], False, product)
     return out
 
 
@@ -196,10 +204,7 @@ def conv2d_backprop_input(
     geometry = (kh, kw, strides[0], strides[1], dilation[0], dilation[1], pads[0], pads[1], ho, wo)
     for n0 in range(0, n, chunk):
         rows = min(chunk, n - n0) * ho * wo
-        if product is None:
-            np.matmul(dy2[n0 * ho * wo : n0 * ho * wo + rows], w2.T, out=cols[:rows])
-        else:
-            product(dy2[n0 * ho * wo : n0 * ho * wo + rows], w2.T, cols[:rows], False)
+        _gemm(dy2[n0 * ho * wo : n0 * ho * wo + rows], w2.T, cols[:rows], False, product)
         _col2im_add(cols, n0, min(chunk, n - n0), *geometry, dx3)
     return dx
 
@@ -239,12 +244,5 @@ def conv2d_backprop_filter(
     for n0 in range(0, n, chunk):
         rows = min(chunk, n - n0) * ho * wo
         _im2col(x3, n0, min(chunk, n - n0), *geometry, cols)
-        if product is not None:
-            product(cols[:rows].T, dy2[n0 * ho * wo : n0 * ho * wo + rows], dw2, n0 > 0)
-            continue
-        part = cols[:rows].T @ dy2[n0 * ho * wo : n0 * ho * wo + rows]
-        if n0 == 0:
-            dw2[...] = part
-        else:
-            dw2 += part
+        _gemm(cols[:rows].T, dy2[n0 * ho * wo : n0 * ho * wo + rows], dw2, n0 > 0, product)
     return dw2.reshape(kh, kw, c, cout)

@@ -75,39 +75,32 @@ def _binary(fn: Callable, dtype: np.dtype, *arrays: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=dtype).reshape(shape)
 
 
-def add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a + b`` with NumPy broadcasting."""
-    return _binary(_add, a.dtype, a, b)
+def _binary_op(
+    name: str, fn: Callable[..., Any], doc: str, dtype: np.dtype | None = None
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The public wrapper ``name(a, b)`` of the broadcasting kernel ``fn``: its result has the
+    operands' dtype, or ``dtype``."""
+
+    def wrapper(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _binary(fn, a.dtype if dtype is None else dtype, a, b)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = doc
+    return wrapper
 
 
-def subtract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a - b`` with NumPy broadcasting."""
-    return _binary(_subtract, a.dtype, a, b)
-
-
-def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a * b`` with NumPy broadcasting."""
-    return _binary(_multiply, a.dtype, a, b)
-
-
-def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a / b`` with NumPy broadcasting (float operands)."""
-    return _binary(_divide, a.dtype, a, b)
-
-
-def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise maximum with broadcasting (NaN propagates)."""
-    return _binary(_maximum, a.dtype, a, b)
-
-
-def minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise minimum with broadcasting (NaN propagates)."""
-    return _binary(_minimum, a.dtype, a, b)
-
-
-def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise ``a == b`` with broadcasting, as a bool array."""
-    return _binary(_equal, np.dtype(np.bool_), a, b)
+add = _binary_op("add", _add, "``a + b`` with NumPy broadcasting.")
+subtract = _binary_op("subtract", _subtract, "``a - b`` with NumPy broadcasting.")
+multiply = _binary_op("multiply", _multiply, "``a * b`` with NumPy broadcasting.")
+divide = _binary_op("divide", _divide, "``a / b`` with NumPy broadcasting (float operands).")
+maximum = _binary_op("maximum", _maximum, "Elementwise maximum with broadcasting (NaN propagates).")
+minimum = _binary_op("minimum", _minimum, "Elementwise minimum with broadcasting (NaN propagates).")
+equal = _binary_op(
+    "equal",
+    _equal,
+    "Elementwise ``a == b`` with broadcasting, as a bool array.",
+    np.dtype(np.bool_),
+)
 
 
 def masked_grad(dy: np.ndarray, a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
@@ -208,49 +201,28 @@ def _flat(fn: Callable, *arrays: np.ndarray, scalars: tuple[float, ...] = ()) ->
     return out
 
 
-def negative(x: np.ndarray) -> np.ndarray:
-    """``-x``."""
-    return _flat(_negative, x)
+def _flat_op(name: str, fn: Callable[..., Any], doc: str) -> Callable[..., np.ndarray]:
+    """The public wrapper ``name(*arrays)`` of the flat kernel ``fn`` (see :func:`_flat`)."""
+
+    def wrapper(*arrays: np.ndarray) -> np.ndarray:
+        return _flat(fn, *arrays)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = doc
+    return wrapper
 
 
-def exp(x: np.ndarray) -> np.ndarray:
-    """``e**x``."""
-    return _flat(_exp, x)
-
-
-def log(x: np.ndarray) -> np.ndarray:
-    """Natural logarithm (``-inf`` at 0, NaN below)."""
-    return _flat(_log, x)
-
-
-def sqrt(x: np.ndarray) -> np.ndarray:
-    """Square root."""
-    return _flat(_sqrt, x)
-
-
-def square(x: np.ndarray) -> np.ndarray:
-    """``x * x``."""
-    return _flat(_square, x)
-
-
-def abs_(x: np.ndarray) -> np.ndarray:
-    """``|x|``."""
-    return _flat(_abs, x)
-
-
-def relu(x: np.ndarray) -> np.ndarray:
-    """``max(x, 0)``."""
-    return _flat(_relu, x)
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """Logistic function, evaluated without overflow for large ``|x|``."""
-    return _flat(_sigmoid, x)
-
-
-def tanh(x: np.ndarray) -> np.ndarray:
-    """Hyperbolic tangent."""
-    return _flat(_tanh, x)
+negative = _flat_op("negative", _negative, "``-x``.")
+exp = _flat_op("exp", _exp, "``e**x``.")
+log = _flat_op("log", _log, "Natural logarithm (``-inf`` at 0, NaN below).")
+sqrt = _flat_op("sqrt", _sqrt, "Square root.")
+square = _flat_op("square", _square, "``x * x``.")
+abs_ = _flat_op("abs_", _abs, "``|x|``.")
+relu = _flat_op("relu", _relu, "``max(x, 0)``.")
+sigmoid = _flat_op(
+    "sigmoid", _sigmoid, "Logistic function, evaluated without overflow for large ``|x|``."
+)
+tanh = _flat_op("tanh", _tanh, "Hyperbolic tangent.")
 
 
 def gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
@@ -258,9 +230,9 @@ def gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
     return _flat(_gelu_tanh if approximate else _gelu_erf, x)
 
 
-def softplus(x: np.ndarray) -> np.ndarray:
-    """``log(1 + e**x)`` in the stable form ``max(x, 0) + log1p(e**-|x|)``."""
-    return _flat(_softplus, x)
+softplus = _flat_op(
+    "softplus", _softplus, "``log(1 + e**x)`` in the stable form ``max(x, 0) + log1p(e**-|x|)``."
+)
 
 
 def clip(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -352,19 +324,13 @@ def _clip_grad(dy, x, lo, hi, out):
         out[i] = dy[i] if (v >= lo and v <= hi) else 0.0
 
 
-def relu_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``dy`` where the relu output ``y`` is positive, else 0."""
-    return _flat(_relu_grad, dy, y)
-
-
-def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``dy * y * (1 - y)`` with ``y`` the sigmoid output."""
-    return _flat(_sigmoid_grad, dy, y)
-
-
-def tanh_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``dy * (1 - y**2)`` with ``y`` the tanh output."""
-    return _flat(_tanh_grad, dy, y)
+relu_grad = _flat_op(
+    "relu_grad", _relu_grad, "``dy`` where the relu output ``y`` is positive, else 0."
+)
+sigmoid_grad = _flat_op(
+    "sigmoid_grad", _sigmoid_grad, "``dy * y * (1 - y)`` with ``y`` the sigmoid output."
+)
+tanh_grad = _flat_op("tanh_grad", _tanh_grad, "``dy * (1 - y**2)`` with ``y`` the tanh output.")
 
 
 def gelu_grad(dy: np.ndarray, x: np.ndarray, approximate: bool = False) -> np.ndarray:
@@ -372,24 +338,10 @@ def gelu_grad(dy: np.ndarray, x: np.ndarray, approximate: bool = False) -> np.nd
     return _flat(_gelu_tanh_grad if approximate else _gelu_erf_grad, dy, x)
 
 
-def softplus_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``dy * sigmoid(x)``."""
-    return _flat(_softplus_grad, dy, x)
-
-
-def sqrt_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``dy / (2 y)`` with ``y`` the sqrt output."""
-    return _flat(_sqrt_grad, dy, y)
-
-
-def square_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``2 x dy``."""
-    return _flat(_square_grad, dy, x)
-
-
-def abs_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``sign(x) * dy`` (0 at ``x == 0``, as TensorFlow)."""
-    return _flat(_abs_grad, dy, x)
+softplus_grad = _flat_op("softplus_grad", _softplus_grad, "``dy * sigmoid(x)``.")
+sqrt_grad = _flat_op("sqrt_grad", _sqrt_grad, "``dy / (2 y)`` with ``y`` the sqrt output.")
+square_grad = _flat_op("square_grad", _square_grad, "``2 x dy``.")
+abs_grad = _flat_op("abs_grad", _abs_grad, "``sign(x) * dy`` (0 at ``x == 0``, as TensorFlow).")
 
 
 def clip_grad(dy: np.ndarray, x: np.ndarray, lo: float, hi: float) -> np.ndarray:

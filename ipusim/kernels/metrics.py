@@ -7,6 +7,8 @@ Ties in an argmax pick the first maximum, as ``tf.math.argmax`` and ``np.argmax`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ipusim._jit import kernel
@@ -143,46 +145,43 @@ def _rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1])
 
 
-def _out_shape(x: np.ndarray) -> tuple[int, ...]:
-    return x.shape[:-1] if x.ndim > 0 else ()
+def _per_row(
+    kernel: Callable[..., None], like: np.ndarray, dtype: np.dtype | type, *args: object
+) -> np.ndarray:
+    """``kernel(*args, out)`` into a new ``out`` of ``dtype``, one value per row of ``like``
+    (shape ``like.shape[:-1]``)."""
+    out = np.empty(like.shape[:-1] if like.ndim > 0 else (), dtype=dtype)
+    kernel(*args, out.reshape(-1))
+    return out
 
 
 def argmax_last(x: np.ndarray) -> np.ndarray:
     """Index of the (first) maximum along the last axis, as int64; shape ``x.shape[:-1]``."""
-    out = np.empty(_out_shape(x), dtype=np.int64)
-    _argmax_rows(_rows(x), out.reshape(-1))
-    return out
+    return _per_row(_argmax_rows, x, np.int64, _rows(x))
 
 
 def categorical_match(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """1.0 where ``argmax(y_true, -1) == argmax(y_pred, -1)``; shape ``y_pred.shape[:-1]``."""
-    out = np.empty(_out_shape(y_pred), dtype=np.float32)
-    _categorical_match(_rows(y_true), _rows(y_pred), out.reshape(-1))
-    return out
+    return _per_row(_categorical_match, y_pred, np.float32, _rows(y_true), _rows(y_pred))
 
 
 def sparse_categorical_match(labels: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """1.0 where ``labels == argmax(y_pred, -1)`` (labels compared as floats, as Keras casts)."""
-    out = np.empty(_out_shape(y_pred), dtype=np.float32)
     flat_labels = np.ascontiguousarray(labels, dtype=np.float64).reshape(-1)
-    _sparse_categorical_match(flat_labels, _rows(y_pred), out.reshape(-1))
-    return out
+    return _per_row(_sparse_categorical_match, y_pred, np.float32, flat_labels, _rows(y_pred))
 
 
 def in_top_k(y_pred: np.ndarray, targets: np.ndarray, k: int) -> np.ndarray:
     """``tf.math.in_top_k`` as floats: 1.0 where ``targets`` is among the top ``k`` of each row."""
-    out = np.empty(_out_shape(y_pred), dtype=np.float32)
     flat_targets = np.ascontiguousarray(targets, dtype=np.int64).reshape(-1)
-    _in_top_k(_rows(y_pred), flat_targets, int(k), out.reshape(-1))
-    return out
+    return _per_row(_in_top_k, y_pred, np.float32, _rows(y_pred), flat_targets, int(k))
 
 
 def binary_match_mean(y_true: np.ndarray, y_pred: np.ndarray, threshold: float) -> np.ndarray:
     """Mean over the last axis of ``y_true == (y_pred > threshold)``; same-shape inputs."""
-    out = np.empty(_out_shape(y_pred), dtype=np.float32)
     t = y_pred.dtype.type
-    _binary_match_mean(_rows(y_true), _rows(y_pred), t(threshold), out.reshape(-1))
-    return out
+    rows = (_rows(y_true), _rows(y_pred))
+    return _per_row(_binary_match_mean, y_pred, np.float32, *rows, t(threshold))
 
 
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -197,16 +196,12 @@ def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def mean_squared_diff(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """``mean((y_pred - y_true)**2, axis=-1)``; same-shape inputs."""
-    out = np.empty(_out_shape(y_pred), dtype=y_pred.dtype)
-    _mean_squared_diff(_rows(y_true), _rows(y_pred), out.reshape(-1))
-    return out
+    return _per_row(_mean_squared_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred))
 
 
 def mean_abs_diff(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """``mean(|y_pred - y_true|, axis=-1)``; same-shape inputs."""
-    out = np.empty(_out_shape(y_pred), dtype=y_pred.dtype)
-    _mean_abs_diff(_rows(y_true), _rows(y_pred), out.reshape(-1))
-    return out
+    return _per_row(_mean_abs_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred))
 
 
 def total(x: np.ndarray) -> float:

@@ -63,6 +63,31 @@ def _add_inference(p: argparse.ArgumentParser) -> None:
         "recomputation); --global-batch is then the samples of one device step over all "
         "replicas (micro-batch x replicas)",
     )
+    p.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="plan model.evaluate (the forward pass and the loss; implies --inference)",
+    )
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help="with --inference: the dataset's samples, which bound the device iterations "
+        "(steps_per_execution) searched (default: 64 device steps; a script's predict call "
+        "gives its own)",
+    )
+    p.add_argument(
+        "--max-latency-s",
+        type=float,
+        default=None,
+        help="with --inference: the most seconds one execution may take (the host gets its "
+        "outputs when it ends)",
+    )
+
+
+def _inference(args: argparse.Namespace) -> bool | str:
+    """``plan``'s ``inference``: False, True (predict) or "evaluate"."""
+    return "evaluate" if args.evaluate else bool(args.inference)
 
 
 def global_batches(text: str) -> list[int]:
@@ -122,7 +147,9 @@ def main_plan(args: argparse.Namespace) -> int:
             output=args.output,
             jobs=args.jobs,
             scheduler=args.scheduler,
-            inference=args.inference,
+            inference=_inference(args),
+            samples=args.samples,
+            max_latency_s=args.max_latency_s,
         ),
         args.output,
     )
@@ -135,7 +162,8 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="plan the model SCRIPT trains at its first fit (or --plan-fit N) instead of "
         "training it (stops there; needs --system and --global-batch; -o is the planner's "
-        "folder; best.toml names the script, so ipusim validate --folder re-runs it)",
+        "folder; best.toml names the script, so ipusim validate --folder re-runs it); with "
+        "--inference (--evaluate), the script stops at its first fit or predict (evaluate) call",
     )
     p.add_argument(
         "--global-batch",
@@ -151,15 +179,17 @@ def add_run_plan_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="with --plan: plan the model of the script's Nth fit() call (default 1: the first; "
-        "the fits before it run, none after)",
+        "the fits before it run, none after); with --inference, its Nth fit or predict "
+        "(evaluate) call, whichever comes first",
     )
 
 
 def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
-    """``ipusim run --plan ... SCRIPT``: capture the model of the script's ``--plan-fit``-th fit,
-    then plan it under its script reference (which ``best.toml`` names, so ``ipusim validate``
-    re-runs the script up to that fit in its own process)."""
-    from ipusim.plan.script import script_model, script_reference
+    """``ipusim run --plan ... SCRIPT``: capture the model of the script's ``--plan-fit``-th fit
+    (with ``--inference``, of its first fit or predict / evaluate call), then plan it under its
+    script reference (which ``best.toml`` names, so ``ipusim validate`` re-runs the script up
+    to that call in its own process)."""
+    from ipusim.plan.script import capture, script_reference
     from ipusim.plan.search import plan
     from workloads.keras_model import register
 
@@ -168,11 +198,17 @@ def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
             "ipusim run --plan needs --system and --global-batch (e.g. --system POD16 "
             "--global-batch 1024)"
         )
-    model = script_model(args.script, tail, args.system, args.plan_fit)
-    reference = register(script_reference(args.script, tail, args.plan_fit), lambda: model)
+    inference = _inference(args)
+    calls = ("fit", "evaluate" if inference == "evaluate" else "predict") if inference else ("fit",)
+    got = capture(args.script, tail, args.system, args.plan_fit, calls)
+    model = got.model
+    reference = register(
+        script_reference(args.script, tail, args.plan_fit, got.call), lambda: model
+    )
     print(
-        f"ipusim run --plan: planning the model {model.name!r} of fit() number {args.plan_fit} "
-        f"of {args.script} (the script stopped there; --plan-fit N plans another fit's model)",
+        f"ipusim run --plan: planning the model {model.name!r} of {got.call}() number "
+        f"{args.plan_fit} of {args.script} (the script stopped there; --plan-fit N plans "
+        "another call's model)",
         file=sys.stderr,
     )
     output = args.output or f"ipusim_plan/{Path(args.script).stem}"
@@ -183,7 +219,9 @@ def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
         budget_s=args.budget_s,
         candidates=args.candidates,
         output=output,
-        inference=args.inference,
+        inference=inference,
+        samples=args.samples if args.samples is not None else got.samples,
+        max_latency_s=args.max_latency_s,
     )
     return _print(result, output)
 
@@ -191,6 +229,7 @@ def main_run_plan(args: argparse.Namespace, tail: list[str]) -> int:
 def _print(result: Any, output: str) -> int:
     """The ranked table's top and the search's figures, on stdout."""
     cols = ["summary", "throughput", "memory_used", "fits", "bottleneck"]
+    cols += ["latency_s"] if "latency_s" in result.table else []
     print(result.table[cols].head(10).to_string(index=False))
     print(
         f"{result.estimated} candidates estimated, {result.simulated} simulated in "

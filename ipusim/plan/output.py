@@ -41,14 +41,15 @@ def _script_of(args: dict[str, Any]) -> str:
     script = parse_reference(str(args.get("model", "")))
     if script is None:
         return ""
-    path, argv, fit = script
-    return f"the model of fit() number {fit} of {shlex.join([path, *argv])}"
+    return f"the model of {script.call}() number {script.number} of " + shlex.join(
+        [script.path, *script.args]
+    )
 
 
 def _model_note(args: dict[str, Any]) -> str:
     """``best.toml``'s note on how its model is rebuilt, for a Keras model's plan ("" else)."""
     if _script_of(args):
-        return f"{_script_of(args)} (ipusim run --plan): re-running runs the script up to that fit"
+        return f"{_script_of(args)} (ipusim run --plan): re-running runs the script up to that call"
     if "model" in args and ":" not in str(args["model"]):
         return (
             "the model was given to ipusim.plan as an object or function, known only to the "

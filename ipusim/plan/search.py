@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
+from ipusim.plan.inference import inference_candidates, inference_kind, latency_rows
 from ipusim.plan.options import counted
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_model import model_candidates
@@ -66,7 +67,9 @@ def _candidates(
     system: str,
     global_batch: int,
     precision: str,
-    inference: bool = False,
+    inference: bool | str = False,
+    samples: int | None = None,
+    max_latency_s: float | None = None,
 ) -> list[Candidate]:
     from ipusim.hardware import load_system
 
@@ -79,9 +82,10 @@ def _candidates(
     num_ipus = load_system(system).num_ipus
     base = {"system": system, **dict(args)}
     if inference:
-        from ipusim.plan.inference import inference_candidates
-
-        return inference_candidates(workload, base, num_ipus, global_batch, precision)
+        kind = inference_kind(inference)
+        return inference_candidates(
+            workload, base, num_ipus, global_batch, precision, kind, samples, max_latency_s
+        )
     if workload == "resnet50":
         return resnet_candidates(base, num_ipus, global_batch, precision)
     if workload == "keras_model":
@@ -132,7 +136,9 @@ def plan(
     progress: bool = True,
     jobs: int = 1,
     scheduler: Any = None,
-    inference: bool = False,
+    inference: bool | str = False,
+    samples: int | None = None,
+    max_latency_s: float | None = None,
 ) -> PlanResult:
     """Search ``workload``'s configurations on ``system`` for the fastest that fits.
 
@@ -159,7 +165,9 @@ def plan(
             to simulate the finalists on, ``jobs`` at a time.
         inference: plan ``model.predict`` (forward only: no accumulation, optimizer state or
             recomputation; :mod:`ipusim.plan.inference`); ``global_batch`` is then the samples
-            of one device step over all replicas (micro-batch x replicas).
+            of one device step over all replicas (micro-batch x replicas); ``"evaluate"``:
+            ``model.evaluate``. ``samples`` / ``max_latency_s``: the dataset's samples, bounding
+            the device iterations searched, and the most seconds an execution may take.
 
     Returns:
         A :class:`PlanResult`; its ``table`` lists the simulated candidates best first.
@@ -171,9 +179,8 @@ def plan(
     batches = [global_batch] if isinstance(global_batch, int) else list(global_batch)
     if not batches:
         raise ConfigurationError("global_batch: give at least one global batch size")
-    spaces = [
-        _candidates(workload, workload_args, system, gb, precision, inference) for gb in batches
-    ]
+    infer = (inference, samples, max_latency_s)
+    spaces = [_candidates(workload, workload_args, system, gb, precision, *infer) for gb in batches]
     cands = [c for space in spaces for c in space]
     # Candidates estimated, those pruned by memory included (a space that counts them says so).
     evaluated = sum(getattr(space, "evaluated", len(space)) for space in spaces)
@@ -183,6 +190,7 @@ def plan(
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
     rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
+    rows = latency_rows(rows, max_latency_s) if inference else rows
     table = _rank(rows)
     result = PlanResult(table, evaluated, len(rows), time.perf_counter() - start)
     if output is not None:
@@ -193,11 +201,12 @@ def plan(
 
 
 def _no_configuration(
-    workload: str, system: str, batches: list[int], inference: bool
+    workload: str, system: str, batches: list[int], inference: bool | str
 ) -> ConfigurationError:
     """The error for global batches that no configuration of ``workload`` takes, with the rule."""
     rule = (
-        "micro-batch (inference: with steps a multiple of the stages)"
+        "micro-batch (inference: with device steps that fill a pipeline's depth, "
+        "and within max_latency_s)"
         if inference
         else "micro-batch x accumulation (with pipelines, an accumulation that is a "
         "multiple of twice the stages)"
@@ -400,9 +409,16 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         f"acc {a['accumulation']} recompute {bool(a.get('recompute'))} "
         f"amp {a.get('memory-proportion')}"
     )
-    for key, text in (("schedule", "{}"), ("offload", "offload {}"), ("io-tiles", "io-tiles {}")):
+    for key, text in (
+        ("schedule", "{}"),
+        ("offload", "offload {}"),
+        ("io-tiles", "io-tiles {}"),
+        ("steps-per-execution", "device iterations {}"),
+    ):
         if a.get(key) not in (None, "grouped"):
             summary += " " + text.format(a[key])
+    if a.get("inference") == "evaluate":
+        summary += " evaluate"
     if a.get("ffn-per-ipu"):
         summary += f" ffn {list(a['ffn-per-ipu'])}"
     if a.get("sharded-optimizer-state"):
@@ -419,6 +435,7 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         "accumulation": a["accumulation"],
         "recompute": bool(a.get("recompute")),
         "inference": bool(a.get("inference")),
+        "steps_per_execution": a.get("steps-per-execution", a.get("steps")),
         "memory_proportion": a.get("memory-proportion"),
         "estimated_memory": cand.memory,
         "estimated_ipu_bytes": cand.ipu_bytes,

@@ -130,8 +130,12 @@ def test_script_references_round_trip_and_leave_module_functions_alone(tmp_path)
     path = tmp_path / "my dir" / "train.py"
     ref = script_reference(path, ["--epochs", "3", "a b"], fit=4)
     assert ref.startswith("script@4:")
-    assert parse_reference(ref) == (str(path.resolve()), ["--epochs", "3", "a b"], 4)
-    assert parse_reference(script_reference(path)) == (str(path.resolve()), [], 1)
+    assert parse_reference(ref) == (str(path.resolve()), ["--epochs", "3", "a b"], 4, "fit")
+    assert parse_reference(script_reference(path)) == (str(path.resolve()), [], 1, "fit")
+    predict = script_reference(path, ["a b"], fit=2, call="predict")
+    assert predict.startswith("script@predict2:")
+    assert parse_reference(predict) == (str(path.resolve()), ["a b"], 2, "predict")
+    assert parse_reference(script_reference(path, call="evaluate")).call == "evaluate"
     assert parse_reference("script:build") is None  # a module named script, its function
     assert parse_reference("tests.plan._models:mlp") is None
     for bad in ("script: ", "script:'train.py"):

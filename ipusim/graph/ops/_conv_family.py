@@ -12,19 +12,42 @@ a family sets its rank, its kernels, its spec inference and its FLOP formula.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes
-from ipusim.graph.ops._window import known_eq, normalize_padding, normalize_pair, spatial_geometry
+from ipusim.graph.ops._window import (
+    known_dims,
+    known_eq,
+    normalize_padding,
+    normalize_window,
+    spatial_geometry,
+)
 from ipusim.graph.spec import Array, Shape, TensorSpec
 
 #: Each role's op name after the family's stem: forward, input gradient, filter gradient.
 _SUFFIXES = ("", "_backprop_input", "_backprop_filter")
 #: The size attribute of each role's op (the forward has none).
 _SIZE_ATTRS = ("", "input_shape", "filter_shape")
+
+
+class Window(NamedTuple):
+    """A convolution's window attributes, normalised: ``nd``-tuples and an upper-case padding."""
+
+    strides: tuple[int, ...]
+    padding: str
+    dilation: tuple[int, ...]
+
+
+class Placement(NamedTuple):
+    """Where a convolution's windows fall: strides, dilation and the padding before the first
+    element along each spatial axis (the kernels' geometry arguments, in their order)."""
+
+    strides: tuple[int, ...]
+    dilation: tuple[int, ...]
+    pads: tuple[int, ...]
 
 
 def check_channels(
@@ -53,17 +76,14 @@ def check_dy(op: str, dy: TensorSpec, out: Shape, gives: str) -> None:
 class ConvFamilyOp(Op):
     """One op of a convolution family; a role class below (forward or a gradient) completes it.
 
-    A family sets ``stem`` (the forward op's name), ``nd`` and the matching ``_normalize`` /
-    ``_geometry`` (2-D: pairs), each op its ``kernel``; :meth:`_kernel` says how it is called.
+    A family sets ``stem`` (the forward op's name) and ``nd``, each op its ``kernel``;
+    :meth:`_kernel` says how it is called.
     """
 
     kind = "conv"
     stem: ClassVar[str]
     #: Spatial dimensions of the activations (NHWC: 2).
     nd: ClassVar[int] = 2
-    # Pair-valued for 2-D, Triple-valued for 3-D (``nd`` decides): typed loosely.
-    _normalize: ClassVar[Callable[..., tuple[int, ...]]] = staticmethod(normalize_pair)
-    _geometry: ClassVar[Callable[..., tuple[Any, tuple[int, ...]]]] = staticmethod(spatial_geometry)
     kernel: ClassVar[Callable[..., Array]]
     #: The family's FLOPs from (the forward output or dy, the filter shape).
     _flops: Callable[[TensorSpec, Shape], int]
@@ -73,15 +93,13 @@ class ConvFamilyOp(Op):
     @classmethod
     def _attrs(
         cls, op: str, strides: object = 1, padding: object = "VALID", dilation_rate: object = 1
-    ) -> tuple[Any, str, Any]:
-        """``(strides, padding, dilation)`` normalised: ``nd``-tuples and an upper-case padding.
-
-        The window attributes of every op of a family and their defaults (``**window`` in the
-        ops' methods)."""
-        return (
-            cls._normalize(op, "strides", strides),
+    ) -> Window:
+        """The window attributes of every op of a family, with their defaults (``**window`` in
+        the ops' methods), normalised."""
+        return Window(
+            normalize_window(op, "strides", strides, cls.nd),
             normalize_padding(op, padding),
-            cls._normalize(op, "dilation_rate", dilation_rate),
+            normalize_window(op, "dilation_rate", dilation_rate, cls.nd),
         )
 
     @classmethod
@@ -132,10 +150,10 @@ class ConvFamilyOp(Op):
         b: Array,
         groups: int,
         size: Shape,
-        window: tuple[Any, Any, Any],
+        placement: Placement,
     ) -> Array:
         """Run ``kernel(a, b, size, strides, dilation, pads)`` (the depthwise ops' call)."""
-        return self.kernel(a, b, size, *window)
+        return self.kernel(a, b, size, *placement)
 
     def _run(
         self,
@@ -151,13 +169,13 @@ class ConvFamilyOp(Op):
         spatial size."""
         strides, padding, dilation = self._attrs(self.name, **window_attrs)
         nd = self.nd
-        out, pads = self._geometry(
+        out, pads = spatial_geometry(
             self.name, shapes[0][1 : 1 + nd], shapes[1][:nd], strides, padding, dilation
         )
-        size = out if size is None else size
-        return self._kernel(ctx, *operands, groups, size, (strides, dilation, pads))
+        size = known_dims(out) if size is None else size
+        return self._kernel(ctx, *operands, groups, size, Placement(strides, dilation, pads))
 
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(self._flops(*self._operands(in_specs, out_specs)), read, written, "conv")
 

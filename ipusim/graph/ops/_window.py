@@ -17,25 +17,33 @@ from ipusim.graph.spec import Shape, TensorSpec
 PADDINGS = ("VALID", "SAME")
 
 Pair = tuple[int, int]
+#: The spatial axes, for error messages: the last two for 2-D windows, all three for 3-D.
+_AXES = ("depth", "height", "width")
+
+
+def normalize_window(op: str, arg: str, value: Any, n: int) -> tuple[int, ...]:
+    """``value`` (an int or ``n`` ints, each ≥ 1) as an ``n``-tuple."""
+    items = (value,) * n if isinstance(value, Integral) else value
+    try:
+        window = tuple(items)
+    except TypeError:
+        window = ()
+    if (
+        len(window) != n
+        or any(isinstance(v, bool) or not isinstance(v, Integral) for v in window)
+        or min(window) < 1
+    ):
+        ints = "a pair of positive ints" if n == 2 else f"{n} of them"
+        raise ConfigurationError(
+            f"{op}: {arg} must be a positive int or {ints} ({', '.join(_AXES[-n:])}), "
+            f"received {value!r}"
+        )
+    return tuple(int(v) for v in window)
 
 
 def normalize_pair(op: str, arg: str, value: Any) -> Pair:
     """``value`` (an int or a pair of ints, each ≥ 1) as a ``(height, width)`` tuple."""
-    items = (value, value) if isinstance(value, Integral) else value
-    try:
-        pair = tuple(items)
-    except TypeError:
-        pair = ()
-    if (
-        len(pair) != 2
-        or any(isinstance(v, bool) or not isinstance(v, Integral) for v in pair)
-        or min(pair) < 1
-    ):
-        raise ConfigurationError(
-            f"{op}: {arg} must be a positive int or a pair of positive ints "
-            f"(height, width), received {value!r}"
-        )
-    return (int(pair[0]), int(pair[1]))
+    return cast(Pair, normalize_window(op, arg, value, 2))
 
 
 def normalize_padding(op: str, padding: object) -> str:
@@ -75,16 +83,27 @@ def window_geometry(
 
 
 def spatial_geometry(
-    op: str, hw: Shape, kernel_hw: Shape, strides: Pair, padding: str, dilation: Pair = (1, 1)
-) -> tuple[tuple[int | None, int | None], Pair]:
-    """``((Ho, Wo), (pad_top, pad_left))`` for an input of spatial size ``hw``.
+    op: str,
+    hw: Shape,
+    kernel_hw: Shape,
+    strides: tuple[int, ...],
+    padding: str,
+    dilation: tuple[int, ...] | None = None,
+) -> tuple[tuple[int | None, ...], tuple[int, ...]]:
+    """``((Ho, Wo), (pad_top, pad_left))`` for an input of spatial size ``hw``; for a volume
+    ``dhw`` (3-D windows), ``((Do, Ho, Wo), (pad_front, pad_top, pad_left))``.
 
     The output size is None where the input's is (an unknown size); window sizes are always known.
+    ``dilation``: 1 along every axis by default.
     """
-    kh, kw = cast(Pair, kernel_hw)
-    ho, pt = window_geometry(op, hw[0], (kh - 1) * dilation[0] + 1, strides[0], padding, "height")
-    wo, pl = window_geometry(op, hw[1], (kw - 1) * dilation[1] + 1, strides[1], padding, "width")
-    return (ho, wo), (pt, pl)
+    outs, pads = [], []
+    dilation = dilation or (1,) * len(hw)
+    axes = _AXES[-len(hw) :]
+    for size, k, s, d, axis in zip(hw, known_dims(kernel_hw), strides, dilation, axes, strict=True):
+        out, pad = window_geometry(op, size, (k - 1) * d + 1, s, padding, axis)
+        outs.append(out)
+        pads.append(pad)
+    return tuple(outs), tuple(pads)
 
 
 def check_nhwc(

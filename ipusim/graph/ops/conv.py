@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -24,6 +24,8 @@ from ipusim.graph.ops._conv_family import (
     ConvBackpropInput,
     ConvFamilyOp,
     ConvForward,
+    Placement,
+    Window,
     check_channels,
     check_dy,
 )
@@ -34,6 +36,7 @@ from ipusim.graph.ops._window import (
     known_dims,
     normalize_padding,
     normalize_pair,
+    spatial_geometry,
     window_geometry,
 )
 from ipusim.graph.ops.pool import (
@@ -73,7 +76,7 @@ __all__ = [
 class _ConvBase(ConvFamilyOp):
     """What the dense convolution ops of every rank share (2-D here, 3-D in :mod:`.conv3d`).
 
-    A subclass of another rank sets ``nd``, ``_normalize`` / ``_geometry`` and the layouts and
+    A subclass of another rank sets ``nd`` and the layouts and
     wording of its checks below.
     """
 
@@ -117,13 +120,13 @@ class _ConvBase(ConvFamilyOp):
         b: Array,
         groups: int,
         size: Shape,
-        window: tuple[Any, Any, Any],
+        placement: Placement,
     ) -> Array:
         """Run ``kernel(a, b, size, strides, dilation, pads, product)``; the input gradient's
         col2im sum rounds its output."""
         return self._half_run(
             ctx,
-            lambda product: self.kernel(a, b, size, *window, product),
+            lambda product: self.kernel(a, b, size, *placement, product),
             round_output=isinstance(self, ConvBackpropInput),
         )
 
@@ -139,13 +142,10 @@ class _ConvBase(ConvFamilyOp):
     def _channels(self, what: str, got: int | None, filter_shape: Shape, axis: int) -> None:
         check_channels(self.name, what, got, self._filters_said, filter_shape, axis)
 
-    def _out(self, x_shape: Shape, filter_shape: Shape, window: tuple[Any, str, Any]) -> Shape:
+    def _out(self, x_shape: Shape, filter_shape: Shape, window: Window) -> Shape:
         """The forward output's spatial size for an input of ``x_shape``."""
         nd = self.nd
-        strides, padding, dilation = window
-        out, _ = self._geometry(
-            self.name, x_shape[1 : 1 + nd], filter_shape[:nd], strides, padding, dilation
-        )
+        out, _ = spatial_geometry(self.name, x_shape[1 : 1 + nd], filter_shape[:nd], *window)
         return tuple(out)
 
 

@@ -11,13 +11,10 @@ three field dimensions (``poplin::ConvParams`` takes any number); see
 from __future__ import annotations
 
 from functools import partial
-from numbers import Integral
-from typing import Any, cast
 
-from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
-from ipusim.graph.ops._window import check_nhwc, window_geometry
+from ipusim.graph.ops._window import check_nhwc
 from ipusim.graph.ops.conv import (
     _ConvBase,
     _DenseBackpropFilter,
@@ -27,42 +24,6 @@ from ipusim.graph.ops.conv import (
 from ipusim.graph.spec import Shape, TensorSpec
 from ipusim.kernels import conv3d as k3
 
-Triple = tuple[int, int, int]
-_AXES = ("depth", "height", "width")
-
-
-def normalize_triple(op: str, arg: str, value: Any) -> Triple:
-    """``value`` (an int or 3 ints, each ≥ 1) as a ``(depth, height, width)`` tuple."""
-    items = (value,) * 3 if isinstance(value, Integral) else value
-    try:
-        triple = tuple(items)
-    except TypeError:
-        triple = ()
-    if (
-        len(triple) != 3
-        or any(isinstance(v, bool) or not isinstance(v, Integral) for v in triple)
-        or min(triple) < 1
-    ):
-        raise ConfigurationError(
-            f"{op}: {arg} must be a positive int or 3 of them (depth, height, width), "
-            f"received {value!r}"
-        )
-    return (int(triple[0]), int(triple[1]), int(triple[2]))
-
-
-def volume_geometry(
-    op: str, dhw: Shape, kernel: Shape, strides: Triple, padding: str, dilation: Triple
-) -> tuple[Shape, Triple]:
-    """``((Do, Ho, Wo), (pad_front, pad_top, pad_left))`` for an input volume ``dhw``."""
-    outs, pads = [], []
-    sizes = cast(Triple, kernel)  # window sizes are always known
-    for size, k, s, d, axis in zip(dhw, sizes, strides, dilation, _AXES, strict=True):
-        out, pad = window_geometry(op, size, (k - 1) * d + 1, s, padding, axis)
-        outs.append(out)
-        pads.append(pad)
-    return tuple(outs), (pads[0], pads[1], pads[2])
-
-
 _check_5d = partial(check_nhwc, rank=5)  # NDHWC: (op, arg, spec, layout)
 
 
@@ -71,8 +32,6 @@ class _Conv3DBase(_ConvBase):
 
     stem = "conv3d"
     nd = 3
-    _normalize = staticmethod(normalize_triple)
-    _geometry = staticmethod(volume_geometry)
     _acts = "(batch, depth, height, width, channels)"
     _filters = "(depth, height, width, in_channels, out_channels)"
     _filters_said = "the filters "

@@ -9,6 +9,9 @@ differentiable again. The shape checks here are shared with :mod:`ipusim.graph.o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
@@ -17,6 +20,7 @@ from ipusim.graph.ops._conv_family import (
     ConvBackpropInput,
     ConvFamilyOp,
     ConvForward,
+    Window,
     check_channels,
     check_dy,
 )
@@ -37,20 +41,120 @@ __all__ = [
 ]
 
 
-def check_out_hw(op: str, out_hw: Shape, dy: TensorSpec, input_shape: Shape) -> None:
-    """Raise unless ``dy``'s spatial size agrees with the forward output size ``out_hw``."""
-    check_dy(op, dy, out_hw, f"an input of shape {tuple(input_shape)} gives an output of ")
+def check_positive_groups(op: str, groups: object) -> int:
+    """``groups`` checked: a positive int."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ConfigurationError(f"{op}: groups must be a positive int, received {groups!r}")
+    return groups
 
 
-def check_shape4(op: str, arg: str, shape: Shape, what: str) -> None:
-    """Raise unless ``shape`` has 4 sizes, all known after the batch."""
-    if len(shape) != 4 or any(d is None for d in shape[1:]):
+def check_shape4(op: str, arg: str, shape: Shape, what: str, known_from: int = 1) -> None:
+    """Raise unless ``shape`` has 4 sizes, all known from index ``known_from`` (after the batch
+    of an input shape; all of a filter shape's)."""
+    if len(shape) != 4 or any(d is None for d in shape[known_from:]):
         raise ConfigurationError(f"{op}: {arg} must be 4 sizes {what}, received {shape!r}")
 
 
+class SplitChannelsOp(ConvFamilyOp):
+    """What the depthwise and grouped ops share: NHWC activations and 4-D filters whose channels
+    split into independent groups. A family sets its filters' ``_layout``, checks them against
+    the input's channels (:meth:`_check_filters`) and counts the output channels they give."""
+
+    _layout: ClassVar[str]
+
+    #: Raise unless the filters fit an input of (channels, named what) with (groups).
+    _check_filters: Callable[[int | None, Shape, str, int], None]
+    #: The output channels the filters give.
+    _out_channels: Callable[[Shape], int | None]
+
+    def _window(self, groups: object, window_attrs: dict[str, object]) -> tuple[int, Window]:
+        return check_positive_groups(self.name, groups), self._attrs(self.name, **window_attrs)
+
+    def _check_pair(self, a: str, spec: TensorSpec, b: str, other: TensorSpec) -> None:
+        """Raise unless the operands ``a`` and ``b`` (``"filters"`` or an activation) are float
+        tensors of their layouts and one dtype."""
+        check_nhwc(self.name, a, spec)
+        if b == "filters":
+            check_nhwc(self.name, b, other, self._layout)
+        else:
+            check_nhwc(self.name, b, other)
+        check_same_dtype(self.name, spec, other)
+
+    def _check_dy(
+        self, dy: TensorSpec, filters: Shape, input_shape: Shape, window: Window, source: str
+    ) -> None:
+        """Raise unless ``dy`` has the channels ``filters`` give and the forward output's size."""
+        channels = self._out_channels(filters)
+        if not known_eq(dy.shape[3], channels):
+            raise ConfigurationError(
+                f"{self.name}: dy has {dy.shape[3]} channels, {source} {tuple(filters)} give "
+                f"{channels}"
+            )
+        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters[:2], *window)
+        given = f"an input of shape {tuple(input_shape)} gives an output of "
+        check_dy(self.name, dy, out_hw, given)
+
+
+class SplitForward(SplitChannelsOp, ConvForward):
+    def infer(
+        self, x: TensorSpec, filters: TensorSpec, *, groups: int = 1, **window_attrs: object
+    ) -> TensorSpec:
+        groups, window = self._window(groups, window_attrs)
+        self._check_pair("x", x, "filters", filters)
+        self._check_filters(x.shape[3], filters.shape, "x", groups)
+        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
+        return TensorSpec((x.shape[0], ho, wo, self._out_channels(filters.shape)), x.dtype)
+
+
+class SplitBackpropInput(SplitChannelsOp, ConvBackpropInput):
+    def infer(
+        self,
+        dy: TensorSpec,
+        filters: TensorSpec,
+        *,
+        input_shape: Shape,
+        groups: int = 1,
+        **window_attrs: object,
+    ) -> TensorSpec:
+        groups, window = self._window(groups, window_attrs)
+        self._check_pair("dy", dy, "filters", filters)
+        check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
+        self._check_filters(input_shape[3], filters.shape, "input_shape", groups)
+        self._check_dy(dy, filters.shape, input_shape, window, "the filters")
+        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
+
+
+class SplitBackpropFilter(SplitChannelsOp, ConvBackpropFilter):
+    def infer(
+        self,
+        x: TensorSpec,
+        dy: TensorSpec,
+        *,
+        filter_shape: Shape,
+        groups: int = 1,
+        **window_attrs: object,
+    ) -> TensorSpec:
+        groups, window = self._window(groups, window_attrs)
+        self._check_pair("x", x, "dy", dy)
+        filter_shape = tuple(filter_shape)
+        check_shape4(self.name, "filter_shape", filter_shape, f"{self._layout}, all known", 0)
+        self._check_filters(x.shape[3], filter_shape, "x", groups)
+        self._check_dy(dy, filter_shape, x.shape, window, "filter_shape")
+        return TensorSpec(filter_shape, x.dtype)
+
+
 # ================================================================================== depthwise
-class _Depthwise(ConvFamilyOp):
+class _Depthwise(SplitChannelsOp):
     stem = "depthwise_conv2d"
+    _layout = "(height, width, in_channels, depth_multiplier)"
+
+    def _check_filters(self, channels: int | None, filters: Shape, what: str, groups: int) -> None:
+        said = "the depthwise filters (Kh, Kw, C, M) = "
+        check_channels(self.name, what, channels, said, filters, 2)
+
+    def _out_channels(self, filters: Shape) -> int:
+        c, m = known_dims(filters)[2:4]  # filters have known sizes
+        return c * m
 
     def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         # The forward output and dy have the N·Ho·Wo·C·M shape; each product touches every tap once.
@@ -59,56 +163,24 @@ class _Depthwise(ConvFamilyOp):
         return 2 * n * ho * wo * cm * kh * kw
 
 
-def _check_depthwise_filters(op: str, channels: int | None, filters: TensorSpec, what: str) -> None:
-    check_nhwc(op, "filters", filters, "(height, width, in_channels, depth_multiplier)")
-    said = "the depthwise filters (Kh, Kw, C, M) = "
-    check_channels(op, what, channels, said, filters.shape, 2)
-
-
 @register
-class DepthwiseConv2D(_Depthwise, ConvForward):
+class DepthwiseConv2D(_Depthwise, SplitForward):
     """Depthwise convolution of NHWC ``x`` with ``(Kh, Kw, C, M)`` filters."""
 
     name = "depthwise_conv2d"
     kernel = staticmethod(kd.depthwise_conv2d)
 
-    def infer(self, x: TensorSpec, filters: TensorSpec, **window_attrs: object) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        check_nhwc(self.name, "x", x)
-        check_same_dtype(self.name, x, filters)
-        _check_depthwise_filters(self.name, x.shape[3], filters, "x")
-        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
-        c, m = known_dims(filters.shape)[2:4]  # filters have known sizes
-        return TensorSpec((x.shape[0], ho, wo, c * m), x.dtype)
-
 
 @register
-class DepthwiseConv2DBackpropInput(_Depthwise, ConvBackpropInput):
+class DepthwiseConv2DBackpropInput(_Depthwise, SplitBackpropInput):
     """Gradient of depthwise_conv2d w.r.t. its input."""
 
     name = "depthwise_conv2d_backprop_input"
     kernel = staticmethod(kd.depthwise_conv2d_backprop_input)
 
-    def infer(
-        self, dy: TensorSpec, filters: TensorSpec, *, input_shape: Shape, **window_attrs: object
-    ) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        check_nhwc(self.name, "dy", dy)
-        check_same_dtype(self.name, dy, filters)
-        check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
-        _check_depthwise_filters(self.name, input_shape[3], filters, "input_shape")
-        c, m = known_dims(filters.shape)[2:4]  # filters have known sizes
-        if not known_eq(dy.shape[3], c * m):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, the filters give {c}·{m} = {c * m}"
-            )
-        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters.shape[:2], *window)
-        check_out_hw(self.name, out_hw, dy, input_shape)
-        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
-
 
 @register
-class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
+class DepthwiseConv2DBackpropFilter(_Depthwise, SplitBackpropFilter):
     """Gradient of depthwise_conv2d w.r.t. its filters."""
 
     name = "depthwise_conv2d_backprop_filter"
@@ -116,31 +188,6 @@ class DepthwiseConv2DBackpropFilter(_Depthwise, ConvBackpropFilter):
 
     def _filter_size(self, filter_shape: Shape) -> Shape:
         return tuple(filter_shape)  # the kernel takes the whole (Kh, Kw, C, M)
-
-    def infer(
-        self, x: TensorSpec, dy: TensorSpec, *, filter_shape: Shape, **window_attrs: object
-    ) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        check_nhwc(self.name, "x", x)
-        check_nhwc(self.name, "dy", dy)
-        check_same_dtype(self.name, x, dy)
-        filter_shape = tuple(filter_shape)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 4 known sizes (height, width, channels, "
-                f"depth_multiplier), received {filter_shape!r}"
-            )
-        fspec = TensorSpec(filter_shape, x.dtype)
-        channels = known_dims(filter_shape)[2] * known_dims(filter_shape)[3]
-        _check_depthwise_filters(self.name, x.shape[3], fspec, "x")
-        if not known_eq(dy.shape[3], channels):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape} "
-                f"gives {channels}"
-            )
-        out_hw, _ = spatial_geometry(self.name, x.shape[1:3], filter_shape[:2], *window)
-        check_out_hw(self.name, out_hw, dy, x.shape)
-        return fspec
 
 
 def depthwise_conv2d(

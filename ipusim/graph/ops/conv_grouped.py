@@ -21,22 +21,14 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.op import register
-from ipusim.graph.ops._conv_family import (
-    ConvBackpropFilter,
-    ConvBackpropInput,
-    ConvFamilyOp,
-    ConvForward,
-)
-from ipusim.graph.ops._window import (
-    check_nhwc,
-    check_same_dtype,
-    known_dims,
-    known_eq,
-    spatial_geometry,
-)
+from ipusim.graph.ops._conv_family import Placement
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.conv_depthwise import (  # the depthwise ops are importable from here
-    check_out_hw,
-    check_shape4,
+    SplitBackpropFilter,
+    SplitBackpropInput,
+    SplitChannelsOp,
+    SplitForward,
+    check_positive_groups,
     depthwise_conv2d,
     depthwise_conv2d_backprop_filter,
     depthwise_conv2d_backprop_input,
@@ -54,19 +46,31 @@ __all__ = [
 ]
 
 
-def _check_positive_groups(op: str, groups: object) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ConfigurationError(f"{op}: groups must be a positive int, received {groups!r}")
-    return groups
-
-
 # ==================================================================================== grouped
-class _Grouped(ConvFamilyOp):
+class _Grouped(SplitChannelsOp):
     stem = "grouped_conv2d"
+    _layout = "(height, width, in_channels/groups, filters)"
 
     @classmethod
     def _extra(cls, op: str, groups: object) -> dict[str, Any]:
-        return {"groups": _check_positive_groups(op, groups)}
+        return {"groups": check_positive_groups(op, groups)}
+
+    def _check_filters(self, channels: int | None, filters: Shape, what: str, groups: int) -> None:
+        kh, kw, cin_g, cout = known_dims(filters)  # filters have known sizes
+        if cout % groups:
+            raise ConfigurationError(
+                f"{self.name}: the filters' {cout} output channels do not split into "
+                f"groups={groups}; use a number of filters divisible by groups"
+            )
+        if channels is not None and channels != cin_g * groups:
+            raise ConfigurationError(
+                f"{self.name}: {what} has {channels} channels but filters of shape {filters} "
+                f"with groups={groups} expect {cin_g} x {groups} = {cin_g * groups}; make them "
+                "agree"
+            )
+
+    def _out_channels(self, filters: Shape) -> int | None:
+        return filters[3]
 
     def _kernel(
         self,
@@ -75,9 +79,9 @@ class _Grouped(ConvFamilyOp):
         b: Array,
         groups: int,
         size: Shape,
-        window: tuple[Any, Any, Any],
+        placement: Placement,
     ) -> Array:
-        return self.kernel(a, b, groups, size, *window)
+        return self.kernel(a, b, groups, size, *placement)
 
     def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         # Every output element of the forward (= every dy element) takes Kh·Kw·Cin/G taps.
@@ -85,107 +89,28 @@ class _Grouped(ConvFamilyOp):
         return 2 * big.size * kh * kw * cin_per_group
 
 
-def _check_grouped(op: str, cin: int | None, filt: Shape, groups: int, what: str) -> None:
-    kh, kw, cin_g, cout = known_dims(filt)  # filters have known sizes
-    if cout % groups:
-        raise ConfigurationError(
-            f"{op}: the filters' {cout} output channels do not split into groups={groups}; "
-            "use a number of filters divisible by groups"
-        )
-    if cin is not None and cin != cin_g * groups:
-        raise ConfigurationError(
-            f"{op}: {what} has {cin} channels but filters of shape {filt} with groups={groups} "
-            f"expect {cin_g} x {groups} = {cin_g * groups}; make them agree"
-        )
-
-
 @register
-class GroupedConv2D(_Grouped, ConvForward):
+class GroupedConv2D(_Grouped, SplitForward):
     """Grouped convolution of NHWC ``x`` with ``(Kh, Kw, Cin/G, Cout)`` filters."""
 
     name = "grouped_conv2d"
     kernel = staticmethod(kg.grouped_conv2d)
 
-    def infer(
-        self, x: TensorSpec, filters: TensorSpec, *, groups: int, **window_attrs: object
-    ) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        groups = _check_positive_groups(self.name, groups)
-        check_nhwc(self.name, "x", x)
-        check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
-        check_same_dtype(self.name, x, filters)
-        _check_grouped(self.name, x.shape[3], filters.shape, groups, "x")
-        (ho, wo), _ = spatial_geometry(self.name, x.shape[1:3], filters.shape[:2], *window)
-        return TensorSpec((x.shape[0], ho, wo, filters.shape[3]), x.dtype)
-
 
 @register
-class GroupedConv2DBackpropInput(_Grouped, ConvBackpropInput):
+class GroupedConv2DBackpropInput(_Grouped, SplitBackpropInput):
     """Gradient of grouped_conv2d w.r.t. its input."""
 
     name = "grouped_conv2d_backprop_input"
     kernel = staticmethod(kg.grouped_conv2d_backprop_input)
 
-    def infer(
-        self,
-        dy: TensorSpec,
-        filters: TensorSpec,
-        *,
-        input_shape: Shape,
-        groups: int,
-        **window_attrs: object,
-    ) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        groups = _check_positive_groups(self.name, groups)
-        check_nhwc(self.name, "dy", dy)
-        check_nhwc(self.name, "filters", filters, "(height, width, in_channels/groups, filters)")
-        check_same_dtype(self.name, dy, filters)
-        check_shape4(self.name, "input_shape", tuple(input_shape), "(batch, height, width, C)")
-        _check_grouped(self.name, input_shape[3], filters.shape, groups, "input_shape")
-        if not known_eq(dy.shape[3], filters.shape[3]):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, the filters {filters.shape[3]}"
-            )
-        out_hw, _ = spatial_geometry(self.name, input_shape[1:3], filters.shape[:2], *window)
-        check_out_hw(self.name, out_hw, dy, input_shape)
-        return TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
-
 
 @register
-class GroupedConv2DBackpropFilter(_Grouped, ConvBackpropFilter):
+class GroupedConv2DBackpropFilter(_Grouped, SplitBackpropFilter):
     """Gradient of grouped_conv2d w.r.t. its filters."""
 
     name = "grouped_conv2d_backprop_filter"
     kernel = staticmethod(kg.grouped_conv2d_backprop_filter)
-
-    def infer(
-        self,
-        x: TensorSpec,
-        dy: TensorSpec,
-        *,
-        filter_shape: Shape,
-        groups: int,
-        **window_attrs: object,
-    ) -> TensorSpec:
-        window = self._attrs(self.name, **window_attrs)
-        groups = _check_positive_groups(self.name, groups)
-        check_nhwc(self.name, "x", x)
-        check_nhwc(self.name, "dy", dy)
-        check_same_dtype(self.name, x, dy)
-        filter_shape = tuple(filter_shape)
-        if len(filter_shape) != 4 or any(d is None for d in filter_shape):
-            raise ConfigurationError(
-                f"{self.name}: filter_shape must be 4 known sizes (height, width, "
-                f"in_channels/groups, filters), received {filter_shape!r}"
-            )
-        _check_grouped(self.name, x.shape[3], filter_shape, groups, "x")
-        if not known_eq(dy.shape[3], filter_shape[3]):
-            raise ConfigurationError(
-                f"{self.name}: dy has {dy.shape[3]} channels, filter_shape {filter_shape[3]}"
-            )
-        out_hw, _ = spatial_geometry(self.name, x.shape[1:3], filter_shape[:2], *window)
-        check_out_hw(self.name, out_hw, dy, x.shape)
-        return TensorSpec(filter_shape, x.dtype)
 
 
 def grouped_conv2d(

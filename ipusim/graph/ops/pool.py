@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
 from ipusim.graph.ops._window import (
-    Pair,
     check_nhwc,
     check_same_dtype,
     known_eq,
     known_hw,
     normalize_padding,
-    normalize_pair,
+    normalize_window,
     spatial_geometry,
 )
 from ipusim.graph.spec import Array, Shape, TensorSpec
@@ -42,23 +41,22 @@ def pool_attrs(
     pool_size: object,
     strides: object,
     padding: object,
-    normalize: Callable[[str, str, Any], Window] = normalize_pair,
+    rank: int = 2,
 ) -> dict[str, Any]:
     """A pooling op's attributes: ``pool_size``, ``strides`` (default: the pool size) and
-    ``padding``, checked; ``normalize`` reads a window argument (a pair, or a triple in 3-D)."""
-    pool = normalize(op, "pool_size", pool_size)
+    ``padding``, checked; the windows have ``rank`` sizes (a pair, or a triple in 3-D)."""
+    pool = normalize_window(op, "pool_size", pool_size, rank)
     return {
         "pool_size": pool,
-        "strides": pool if strides is None else normalize(op, "strides", strides),
+        "strides": pool if strides is None else normalize_window(op, "strides", strides, rank),
         "padding": normalize_padding(op, padding),
     }
 
 
 class PoolOp(Op):
     """What every pooling op shares: attributes, window geometry, the check of ``dy`` and the
-    cost (one step per window tap per pooled element). These are the 2-D (NHWC) forms; the 3-D
-    ops (:mod:`ipusim.graph.ops.pool3d`) replace ``rank``, ``normalize``, ``_check_x`` and
-    ``_spatial``."""
+    cost (one step per window tap per pooled element), for the 2-D (NHWC) ops and, with ``rank``
+    3, the 3-D ops (:mod:`ipusim.graph.ops.pool3d`)."""
 
     kind = "reduction"
     #: Number of pooled (spatial) axes.
@@ -66,26 +64,15 @@ class PoolOp(Op):
     #: How errors name the shape ``dy`` must have.
     pooled: ClassVar[str] = "the pooled shape"
 
-    @property
-    def normalize(self) -> Callable[[str, str, Any], Window]:
-        """Reads a window argument (``op, arg, value``): a pair, a triple in 3-D."""
-        return normalize_pair
-
     def _check_x(self, x: TensorSpec) -> None:
-        check_nhwc(self.name, "x", x)
-
-    def _spatial(
-        self, size: Shape, pool: Window, strides: Window, padding: str
-    ) -> tuple[tuple[int | None, ...], Window]:
-        """Output size and padding before the first element along each spatial axis."""
-        return spatial_geometry(self.name, size, pool, cast(Pair, strides), padding)
+        check_nhwc(self.name, "x", x, LAYOUTS[self.rank], self.rank + 2)
 
     def _geometry(
         self, size: Shape, pool_size: object, strides: object, padding: object
     ) -> tuple[tuple[int | None, ...], Window, Window, Window]:
         """Output size, window, strides and padding for an input of spatial size ``size``."""
-        a = pool_attrs(self.name, pool_size, strides, padding, self.normalize)
-        out, pads = self._spatial(size, a["pool_size"], a["strides"], a["padding"])
+        a = pool_attrs(self.name, pool_size, strides, padding, self.rank)
+        out, pads = spatial_geometry(self.name, size, a["pool_size"], a["strides"], a["padding"])
         return out, a["pool_size"], a["strides"], pads
 
     def _out_spec(
@@ -106,7 +93,7 @@ class PoolOp(Op):
     ) -> OpCost:
         # The pooled element count: the output of a forward op, dy (the last input) of a gradient.
         per = out_specs[0] if isinstance(self, PoolForward) else in_specs[-1]
-        pool = self.normalize(self.name, "pool_size", pool_size)
+        pool = normalize_window(self.name, "pool_size", pool_size, self.rank)
         read, written = io_bytes(in_specs, out_specs)
         return OpCost(per.size * math.prod(pool), read, written, self.kind)
 

@@ -10,41 +10,24 @@ output, as the 2-D ops, whose shared base :class:`ipusim.graph.ops.pool.PoolOp` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import ClassVar
 
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.op import register
-from ipusim.graph.ops.conv3d import Triple, _check_5d, normalize_triple, volume_geometry
 from ipusim.graph.ops.pool import (
-    LAYOUTS,
     AvgPoolGrad,
     MaxPoolGrad,
     PoolForward,
     PoolOp,
-    Window,
     pool_attrs,
 )
-from ipusim.graph.spec import Shape, TensorSpec
 from ipusim.kernels import pool as kp
 
 
 class _Volume(PoolOp):
-    """The 3-D forms of the pooling ops' hooks: triples, 5-D inputs, per-axis geometry."""
+    """The pooling ops of 3-D windows: triples, 5-D inputs."""
 
     rank: ClassVar[int] = 3
-
-    @property
-    def normalize(self) -> Callable[[str, str, Any], Window]:
-        return normalize_triple
-
-    def _check_x(self, x: TensorSpec) -> None:
-        _check_5d(self.name, "x", x, LAYOUTS[3])
-
-    def _spatial(
-        self, size: Shape, pool: Window, strides: Window, padding: str
-    ) -> tuple[tuple[int | None, ...], Window]:
-        return volume_geometry(self.name, size, pool, cast(Triple, strides), padding, (1, 1, 1))
 
 
 @register
@@ -93,7 +76,7 @@ def max_pool3d(
         strides: int or ``(sd, sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling3D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    attrs = pool_attrs("max_pool3d", pool_size, strides, padding, normalize_triple)
+    attrs = pool_attrs("max_pool3d", pool_size, strides, padding, 3)
     return apply1("max_pool3d", x, **attrs)
 
 
@@ -102,5 +85,5 @@ def avg_pool3d(
 ) -> Symbol:
     """Average pooling of NDHWC ``x`` over the real voxels of each window (args as
     :func:`max_pool3d`)."""
-    attrs = pool_attrs("avg_pool3d", pool_size, strides, padding, normalize_triple)
+    attrs = pool_attrs("avg_pool3d", pool_size, strides, padding, 3)
     return apply1("avg_pool3d", x, **attrs)

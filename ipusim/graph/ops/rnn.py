@@ -15,7 +15,8 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -187,6 +188,13 @@ def zero_state(like: TensorLike, units: int) -> Symbol:
 # ------------------------------------------------------------------------------------ LSTM
 class _Cell(Op):
     kind = "elementwise"
+    #: ``kernel(*inputs, activation, recurrent_activation)`` computes the op's outputs.
+    kernel: ClassVar[Callable[..., Array | tuple[Array, ...]]]
+
+    def forward(
+        self, ctx: ExecContext, *inputs: Array, activation: str, recurrent_activation: str
+    ) -> Array | tuple[Array, ...]:
+        return self.kernel(*inputs, activation, recurrent_activation)
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         read, written = io_bytes(in_specs, out_specs)
@@ -202,6 +210,7 @@ class LstmCell(_Cell):
     ``i, f, c, o``) and the previous cell state."""
 
     name = "lstm_cell"
+    kernel = staticmethod(k.lstm_cell)
     num_outputs = 2
     #: 3 recurrent activations, 2 activations, 3 products and an add per unit (E: one FLOP each).
     flops_per_unit = 9
@@ -214,17 +223,6 @@ class LstmCell(_Cell):
         _check_gates(self.name, "z", z, c_prev, 4)
         _check_state(self.name, "c_prev", c_prev, c_prev.with_dtype(z.dtype))
         return c_prev, c_prev
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        z: Array,
-        c_prev: Array,
-        *,
-        activation: str,
-        recurrent_activation: str,
-    ) -> tuple[Array, ...]:
-        return k.lstm_cell(z, c_prev, activation, recurrent_activation)
 
     def gradient(self, node: Node, dh: Symbol | None, dc: Symbol | None) -> list[Symbol]:
         z, c_prev = node.inputs
@@ -240,6 +238,7 @@ class LstmCellGrad(_Cell):
     """Backward of ``lstm_cell``: ``(dz, dc_prev)`` from ``dh``, ``dc`` and the step's stash."""
 
     name = "lstm_cell_grad"
+    kernel = staticmethod(k.lstm_cell_grad)
     num_outputs = 2
     flops_per_unit = 20
 
@@ -258,20 +257,6 @@ class LstmCellGrad(_Cell):
         for arg, spec in (("dh", dh), ("dc", dc), ("c", c)):
             _check_state(self.name, arg, spec, c_prev)
         return z, c_prev
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        dh: Array,
-        dc: Array,
-        z: Array,
-        c_prev: Array,
-        c: Array,
-        *,
-        activation: str,
-        recurrent_activation: str,
-    ) -> tuple[Array, ...]:
-        return k.lstm_cell_grad(dh, dc, z, c_prev, c, activation, recurrent_activation)
 
 
 def lstm_cell(
@@ -301,6 +286,7 @@ class GruCell(_Cell):
     ``h`` from ``xg = x·W + b_in`` and ``hg = h_prev·U + b_rec`` (order ``z, r, h``)."""
 
     name = "gru_cell"
+    kernel = staticmethod(k.gru_cell)
     #: 2 recurrent activations, an activation, 3 adds, 3 products per unit (E: one FLOP each).
     flops_per_unit = 9
 
@@ -320,18 +306,6 @@ class GruCell(_Cell):
         _check_state(self.name, "h_prev", h_prev, h_prev.with_dtype(xg.dtype))
         return h_prev
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        xg: Array,
-        hg: Array,
-        h_prev: Array,
-        *,
-        activation: str,
-        recurrent_activation: str,
-    ) -> Array:
-        return k.gru_cell(xg, hg, h_prev, activation, recurrent_activation)
-
     def gradient(self, node: Node, dh: Symbol) -> list[Symbol]:
         return list(apply_multi("gru_cell_grad", dh, *node.inputs, **node.attrs))
 
@@ -341,6 +315,7 @@ class GruCellGrad(_Cell):
     """Backward of ``gru_cell``: ``(dxg, dhg, dh_prev)`` (``dh_prev``: the direct path only)."""
 
     name = "gru_cell_grad"
+    kernel = staticmethod(k.gru_cell_grad)
     num_outputs = 3
     flops_per_unit = 18
 
@@ -357,19 +332,6 @@ class GruCellGrad(_Cell):
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_state(self.name, "dh", dh, h_prev)
         return xg, hg, h_prev
-
-    def forward(
-        self,
-        ctx: ExecContext,
-        dh: Array,
-        xg: Array,
-        hg: Array,
-        h_prev: Array,
-        *,
-        activation: str,
-        recurrent_activation: str,
-    ) -> tuple[Array, ...]:
-        return k.gru_cell_grad(dh, xg, hg, h_prev, activation, recurrent_activation)
 
 
 def gru_cell(

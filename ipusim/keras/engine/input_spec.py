@@ -7,6 +7,7 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.spec import canonical_dtype
+from ipusim.keras.keyword_init import fields
 
 
 class InputSpec:
@@ -56,14 +57,7 @@ class InputSpec:
         return f"InputSpec({', '.join(parts)})"
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            "dtype": self.dtype,
-            "shape": self.shape,
-            "ndim": self.ndim,
-            "max_ndim": self.max_ndim,
-            "min_ndim": self.min_ndim,
-            "axes": self.axes,
-        }
+        return fields(self, "dtype shape ndim max_ndim min_ndim axes")
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> InputSpec:

@@ -13,7 +13,7 @@ import inspect
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,12 +22,14 @@ from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
 from ipusim.graph.variable import Variable
-from ipusim.keras import backend, initializers
+from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.mixed_precision import policy as dtype_policies
 
 _context = threading.local()
+_T = TypeVar("_T")
 
 _ALLOWED_KWARGS = {
     "input_shape",
@@ -96,6 +98,21 @@ def conform_dtype(value: Any, dtype: str) -> Any:
     if isinstance(value, Symbol) and value.dtype != dtype:
         return cast(value, dtype)
     return value
+
+
+def config_of(layer: Any, names: str) -> dict[str, Any]:
+    """``layer``'s attributes ``names`` (separated by spaces, in order) as Keras writes them in
+    ``get_config``: activations and initializers serialised, tuples (kernel sizes, strides ...)
+    as lists, the rest as they are."""
+    config: dict[str, Any] = {}
+    for name in names.split():
+        value = getattr(layer, name)
+        if name.endswith("activation"):
+            value = activations.serialize(value)
+        elif name.endswith("_initializer"):
+            value = initializers.serialize(value)
+        config[name] = list(value) if isinstance(value, tuple) else value
+    return config
 
 
 class Layer:
@@ -209,14 +226,19 @@ class Layer:
         out = self._symbolic_call(graph, (inputs,), {})
         return map_structure(lambda s: s.shape, out)
 
+    #: The attributes a class adds to :meth:`get_config` (separated by spaces), written by
+    #: :func:`config_of`: each class of the MRO adds its own, base classes first.
+    _config_names = ""
+
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {
-            "name": self.name,
-            "trainable": self.trainable,
+            **fields(self, "name trainable"),
             "dtype": dtype_policies.serialize(self._dtype_policy),
         }
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = list(self._batch_input_shape)
+        for cls in reversed(type(self).__mro__):
+            config.update(config_of(self, vars(cls).get("_config_names", "")))
         return config
 
     @classmethod
@@ -261,14 +283,9 @@ class Layer:
 
     def _flat_layers(self) -> list[Layer]:
         """This layer's sublayers, depth first, without duplicates (not including itself)."""
-        seen: set[int] = set()
-        out: list[Layer] = []
-        for layer in self._tracked_layers:
-            for item in [layer, *layer._flat_layers()]:
-                if id(item) not in seen:
-                    seen.add(id(item))
-                    out.append(item)
-        return out
+        return _unique(
+            [item for sub in self._tracked_layers for item in [sub, *sub._flat_layers()]]
+        )
 
     @property
     def weights(self) -> list[Variable]:
@@ -276,15 +293,9 @@ class Layer:
         return self.trainable_weights + self.non_trainable_weights
 
     def _all_weights(self) -> list[Variable]:
-        seen: set[int] = set()
-        out = []
-        for variable in self._own_weights + [
-            w for sub in self._tracked_layers for w in sub._all_weights()
-        ]:
-            if id(variable) not in seen:
-                seen.add(id(variable))
-                out.append(variable)
-        return out
+        return _unique(
+            self._own_weights + [w for s in self._tracked_layers for w in s._all_weights()]
+        )
 
     @property
     def trainable_weights(self) -> list[Variable]:
@@ -465,14 +476,9 @@ class Layer:
         return f"<{type(self).__name__} name={self.name!r}, built={self.built}>"
 
 
-def _unique(variables: list[Variable]) -> list[Variable]:
-    seen: set[int] = set()
-    out = []
-    for v in variables:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
+def _unique(items: list[_T]) -> list[_T]:
+    """``items`` without repeats (by identity), in the order they first appear."""
+    return list({id(item): item for item in items}.values())
 
 
 def _is_shape(value: Any) -> bool:

@@ -65,14 +65,7 @@ def _layer_classes(custom_objects: dict[str, Any] | None) -> dict[str, type]:
     classes: dict[str, type] = {
         name: obj for name, obj in vars(layers_module).items() if isinstance(obj, type)
     }
-    classes.update(
-        {
-            "InputLayer": InputLayer,
-            "Sequential": Sequential,
-            "Functional": Functional,
-            "Model": Model,
-        }
-    )
+    classes.update({cls.__name__: cls for cls in (InputLayer, Sequential, Functional, Model)})
     classes.update(custom_objects or {})
     return classes
 

@@ -91,13 +91,8 @@ class PipelineStage:
         return f"PipelineStage({self._stage})"
 
 
-class SequentialLayerPipelineStageAssignment:
-    """The pipeline stage of one layer of a Sequential model.
-
-    Args:
-        layer: the layer.
-        pipeline_stage: its stage (int >= 0), or None while unassigned.
-    """
+class _StageAssignment:
+    """A layer and its pipeline stage (int >= 0, or None while unassigned)."""
 
     def __init__(self, layer: Any, pipeline_stage: int | None = None) -> None:
         self._layer = layer
@@ -115,13 +110,22 @@ class SequentialLayerPipelineStageAssignment:
     def pipeline_stage(self, value: int | None) -> None:
         self._pipeline_stage = _check_stage(value, "pipeline_stage", allow_none=True)
 
+
+class SequentialLayerPipelineStageAssignment(_StageAssignment):
+    """The pipeline stage of one layer of a Sequential model.
+
+    Args:
+        layer: the layer.
+        pipeline_stage: its stage (int >= 0), or None while unassigned.
+    """
+
     def __str__(self) -> str:
         return f"Layer: {self._layer.name} is assigned to pipeline stage: {self._pipeline_stage}"
 
     __repr__ = __str__
 
 
-class ModelLayerPipelineStageAssignment:
+class ModelLayerPipelineStageAssignment(_StageAssignment):
     """The pipeline stage of one invocation (call) of a layer of a subclassed model.
 
     Args:
@@ -131,14 +135,9 @@ class ModelLayerPipelineStageAssignment:
     """
 
     def __init__(self, layer: Any, node_index: int, pipeline_stage: int | None = None) -> None:
-        self._layer = layer
         self._node_index = _check_stage(node_index, "node_index", allow_none=False)
         self._inbound_layers: list[Any] = []
-        self.pipeline_stage = pipeline_stage
-
-    @property
-    def layer(self) -> Any:
-        return self._layer
+        super().__init__(layer, pipeline_stage)
 
     @property
     def node_index(self) -> int:
@@ -148,14 +147,6 @@ class ModelLayerPipelineStageAssignment:
     def inbound_layers(self) -> list[Any]:
         """The layers whose outputs this invocation reads (model inputs show as input layers)."""
         return list(self._inbound_layers)
-
-    @property
-    def pipeline_stage(self) -> int | None:
-        return self._pipeline_stage
-
-    @pipeline_stage.setter
-    def pipeline_stage(self, value: int | None) -> None:
-        self._pipeline_stage = _check_stage(value, "pipeline_stage", allow_none=True)
 
     def __str__(self) -> str:
         return (

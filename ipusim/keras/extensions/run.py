@@ -115,6 +115,9 @@ class ExtensionRun:
 #: Called with the model and the call at the start of every ``fit``, before anything runs
 #: (``ipusim run --plan`` stops the script there to plan its model).
 FIT_OBSERVERS: list[Callable[[Any, RunCall], None]] = []
+#: Called with the model, the kind and the data plan of every ``evaluate`` / ``predict`` once its
+#: data are checked, before anything runs (``ipusim run --plan --inference`` stops there).
+INFERENCE_OBSERVERS: list[Callable[[Any, RunKind, IPUDataPlan], None]] = []
 
 
 def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
@@ -138,6 +141,8 @@ def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
             raise ConfigurationError("timing-only mode needs config.ipusim.timing = True")
         model._check_pipelined_fit(x, call.batch_size)  # pipelined: N micro-batches per update
     plan = _check_data(model, kind, x, call)
+    for observe_inference in INFERENCE_OBSERVERS if kind != "fit" else ():
+        observe_inference(model, kind, plan)
     model._infeed_source = (x, plan.batch_size)  # what the host feeds (timing)
     if kind == "fit":
         model._set_effective_batch_size(plan.batch_size, model._replication_factor())

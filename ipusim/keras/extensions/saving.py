@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError, ModelFileError
+from ipusim.keras.keyword_init import fields
 
 __all__ = ["ipu_state", "restore_ipu_state"]
 
@@ -37,13 +38,8 @@ def _encode(value: Any, where: str) -> Any:
     if isinstance(value, Enum) and type(value).__name__ in _enums():
         return {"__enum__": type(value).__name__, "name": value.name}
     if isinstance(value, PipelineStageOptions):
-        return {
-            "__stage_options__": {
-                "convolution_options": value.convolution_options,
-                "matmul_options": value.matmul_options,
-                "slice_options": value.slice_options,
-            }
-        }
+        names = "convolution_options matmul_options slice_options"
+        return {"__stage_options__": fields(value, names)}
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple):

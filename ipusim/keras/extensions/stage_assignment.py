@@ -31,9 +31,12 @@ from ipusim.keras.extensions.pipelining import _PipeliningBase
 log = logging.getLogger("ipusim")
 
 
-def _stale(kind: str, name: str, what: str) -> IncompatibleStateError:
+def _stale(model: Any, what: str) -> IncompatibleStateError:
+    """The error for ``model`` (a pipelining mixin, naming its kind in ``_stale_kind``) whose
+    stage assignment ``what`` says is out of date."""
     return IncompatibleStateError(
-        f"The pipeline stage assignment of {kind} model {name} is no longer valid: {what} "
+        f"The pipeline stage assignment of {model._stale_kind} model {model.name} is no longer "
+        f"valid: {what} "
         "Call set_pipeline_stage_assignment() again (start from "
         "get_pipeline_stage_assignment()), or reset_pipeline_stage_assignment() to run the "
         "model unpipelined."
@@ -58,6 +61,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
     """Pipelining of Sequential models: one stage per layer, in layer order."""
 
     _pipeline_kind = "Sequential"
+    _stale_kind = "Sequential"
 
     def _init_extension_state(self) -> None:
         _PipeliningBase._init_extension_state(self)
@@ -172,11 +176,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
 
     def _check_valid(self) -> None:
         if not self._assignment_valid:
-            raise _stale(
-                "Sequential",
-                self.name,  # type: ignore[attr-defined]
-                "layers were added to or removed from the model after it was set.",
-            )
+            raise _stale(self, "layers were added to or removed from the model after it was set.")
 
     def _current_stages(self) -> tuple[list[StageEntry], list[int]] | None:
         self._check_valid()
@@ -195,11 +195,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
         stages = []
         for entry in entries:
             if id(entry.layer) not in by_layer:
-                raise _stale(
-                    "Sequential",
-                    self.name,  # type: ignore[attr-defined]
-                    f"layer {entry.layer.name} has no stage.",
-                )
+                raise _stale(self, f"layer {entry.layer.name} has no stage.")
             stages.append(by_layer[id(entry.layer)])
         return stages
 
@@ -251,15 +247,11 @@ class _InvocationPipelining(_PipeliningBase):
         self._assignment_reset = False
         self._reset_ipu_functions()  # type: ignore[attr-defined]
 
-    def _lookup(self, entries: list[StageEntry], stage_map: dict, kind: str) -> list[int]:
+    def _lookup(self, entries: list[StageEntry], stage_map: dict) -> list[int]:
         stages = []
         for entry in entries:
             if entry.key not in stage_map:
-                raise _stale(
-                    kind,
-                    self.name,  # type: ignore[attr-defined]
-                    f"layer {entry.label} of the traced graph has no stage.",
-                )
+                raise _stale(self, f"layer {entry.label} of the traced graph has no stage.")
             stages.append(stage_map[entry.key])
         return stages
 
@@ -268,6 +260,7 @@ class FunctionalPipelining(_CustomCallCheck, _InvocationPipelining):
     """Pipelining of functional models: one stage per layer call of the model's DAG."""
 
     _pipeline_kind = "Functional"
+    _stale_kind = "functional"
     _assignment_class = FunctionalLayerPipelineStageAssignment
 
     def _entries(self) -> list[StageEntry] | None:
@@ -310,17 +303,18 @@ class FunctionalPipelining(_CustomCallCheck, _InvocationPipelining):
     def _current_stages(self) -> tuple[list[StageEntry], list[int]] | None:
         entries = functional_entries(self)
         stage_map = self._stage_map(entries)
-        return entries, self._lookup(entries, stage_map, "functional")
+        return entries, self._lookup(entries, stage_map)
 
     def _stages_for_graph(self, entries: list[StageEntry]) -> list[int] | None:
         stage_map = self._stage_map(functional_entries(self))
-        return None if stage_map is None else self._lookup(entries, stage_map, "functional")
+        return None if stage_map is None else self._lookup(entries, stage_map)
 
 
 class ModelPipelining(_InvocationPipelining):
     """Pipelining of subclassed models: one stage per layer invocation of the traced ``call``."""
 
     _pipeline_kind = "Model"
+    _stale_kind = "subclassed"
 
     def _init_extension_state(self) -> None:
         _PipeliningBase._init_extension_state(self)
@@ -383,11 +377,9 @@ class ModelPipelining(_InvocationPipelining):
             expected = [(e.layer, e.node_index) for e in entries]
             if sorted(self._stage_assignment) != sorted((id(la), i) for la, i in expected):
                 raise _stale(
-                    "subclassed",
-                    self.name,  # type: ignore[attr-defined]
-                    "the graph traced by the last build() has different layer invocations.",
+                    self, "the graph traced by the last build() has different layer invocations."
                 )
-        return entries, self._lookup(entries, self._stage_map(entries), "subclassed")
+        return entries, self._lookup(entries, self._stage_map(entries))
 
     def _stages_for_graph(self, entries: list[StageEntry]) -> list[int] | None:
         if self._assignment_reset:
@@ -396,12 +388,11 @@ class ModelPipelining(_InvocationPipelining):
             return scope_stages(self.name, entries)  # type: ignore[attr-defined]
         if len(entries) != len(self._stage_assignment):
             raise _stale(
-                "subclassed",
-                self.name,  # type: ignore[attr-defined]
+                self,
                 f"the traced graph has {len(entries)} layer invocations, the assignment "
                 f"{len(self._stage_assignment)}.",
             )
-        return self._lookup(entries, self._stage_assignment, "subclassed")
+        return self._lookup(entries, self._stage_assignment)
 
 
 def _check_order(assignments: list[Any], entries: list[StageEntry]) -> None:

@@ -55,8 +55,7 @@ class LeakyReLU(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "alpha": self.alpha}
+    _config_names = "alpha"
 
 
 class ELU(Layer):
@@ -72,8 +71,7 @@ class ELU(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "alpha": self.alpha}
+    _config_names = "alpha"
 
 
 class ThresholdedReLU(Layer):
@@ -88,8 +86,7 @@ class ThresholdedReLU(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "theta": self.theta}
+    _config_names = "theta"
 
 
 class PReLU(Layer):

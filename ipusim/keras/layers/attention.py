@@ -101,8 +101,7 @@ class _BaseDenseAttention(Layer):
     def compute_output_shape(self, input_shape: Any) -> Any:
         return tuple(input_shape[0])
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "dropout": self.dropout}
+    _config_names = "dropout"
 
 
 class Attention(_BaseDenseAttention):
@@ -136,8 +135,7 @@ class Attention(_BaseDenseAttention):
             pairs = m.multiply(self.scale, pairs)
         return m.multiply(self.concat_score_weight, m.reduce_sum(m.tanh(pairs), axis=-1))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "use_scale": self.use_scale, "score_mode": self.score_mode}
+    _config_names = "use_scale score_mode"
 
 
 class AdditiveAttention(_BaseDenseAttention):
@@ -165,5 +163,4 @@ class AdditiveAttention(_BaseDenseAttention):
             tanh = m.multiply(self.scale, tanh)
         return m.reduce_sum(tanh, axis=-1)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "use_scale": self.use_scale}
+    _config_names = "use_scale"

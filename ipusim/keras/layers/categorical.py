@@ -18,6 +18,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.lookup import bucketize, hash_bucket, table_lookup
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 
 ENCODINGS = ("one_hot", "multi_hot", "count")
 
@@ -89,13 +90,7 @@ class CategoryEncoding(Layer):
             )
         return encode(inputs, self.output_mode, self.num_tokens, self.compute_dtype, count_weights)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_tokens": self.num_tokens,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
-        }
+    _config_names = "num_tokens output_mode sparse"
 
 
 class Discretization(Layer):
@@ -147,9 +142,7 @@ class Discretization(Layer):
             **super().get_config(),
             "bin_boundaries": self.bin_boundaries,
             "num_bins": None if self.bin_boundaries is not None else self.num_bins,
-            "epsilon": self.epsilon,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
+            **fields(self, "epsilon output_mode sparse"),
         }
 
 
@@ -195,15 +188,10 @@ class VocabularyLayer(Layer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "max_tokens": self.max_tokens,
-            "num_oov_indices": self.num_oov_indices,
-            "mask_token": self.mask_token,
-            "oov_token": self.oov_token,
+            **fields(self, "max_tokens num_oov_indices mask_token oov_token"),
             "vocabulary": list(self._vocabulary),
             self._token_type: getattr(self, self._token_type),
-            "invert": self.invert,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
+            **fields(self, "invert output_mode sparse"),
         }
 
 
@@ -375,11 +363,4 @@ class Hashing(Layer):
         return (*tuple(input_shape)[:-1], self.num_bins)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_bins": self.num_bins,
-            "mask_value": self.mask_value,
-            "salt": self.salt,
-            "output_mode": self.output_mode,
-            "sparse": self.sparse,
-        }
+        return super().get_config() | fields(self, "num_bins mask_value salt output_mode sparse")

@@ -9,13 +9,7 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import (
-    _positive_int,
-    add_bias,
-    bias_and_activation,
-    config_of,
-    no_regularizers,
-)
+from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
 
 
 def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
@@ -161,12 +155,10 @@ class Conv2D(Layer):
             y = conv_ops.conv2d(inputs, self.kernel, **geometry)
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self,
-            "filters kernel_size strides padding dilation_rate groups activation use_bias "
-            "kernel_initializer bias_initializer",
-        )
+    _config_names = (
+        "filters kernel_size strides padding dilation_rate groups activation use_bias "
+        "kernel_initializer bias_initializer"
+    )
 
 
 Convolution2D = Conv2D

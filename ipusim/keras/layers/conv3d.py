@@ -21,13 +21,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
-from ipusim.keras.layers.core import (
-    _positive_int,
-    add_bias,
-    bias_and_activation,
-    config_of,
-    no_regularizers,
-)
+from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
 from ipusim.keras.layers.pooling_nd import normalize_triple
 
 
@@ -106,12 +100,10 @@ class Conv3D(Layer):
         y = self._convolve(inputs)
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self,
-            "filters kernel_size strides padding dilation_rate activation use_bias "
-            "kernel_initializer bias_initializer",
-        )
+    _config_names = (
+        "filters kernel_size strides padding dilation_rate activation use_bias "
+        "kernel_initializer bias_initializer"
+    )
 
 
 class Conv3DTranspose(Conv3D):
@@ -157,8 +149,7 @@ class Conv3DTranspose(Conv3D):
     def _convolve(self, inputs: Any) -> Any:
         return transposed_conv(self, inputs, self.kernel, conv3d_ops.conv3d_backprop_input)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(self, "output_padding")
+    _config_names = "output_padding"
 
 
 Convolution3D = Conv3D

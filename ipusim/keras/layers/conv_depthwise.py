@@ -21,13 +21,7 @@ from ipusim.keras.layers.conv import (
     normalize_padding,
     normalize_pair,
 )
-from ipusim.keras.layers.core import (
-    _positive_int,
-    add_bias,
-    bias_and_activation,
-    config_of,
-    no_regularizers,
-)
+from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
 
 
 class DepthwiseConv2D(Layer):
@@ -112,12 +106,10 @@ class DepthwiseConv2D(Layer):
         y = self._depthwise(inputs)
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self,
-            "kernel_size strides padding depth_multiplier dilation_rate activation "
-            "use_bias depthwise_initializer bias_initializer",
-        )
+    _config_names = (
+        "kernel_size strides padding depth_multiplier dilation_rate activation use_bias "
+        "depthwise_initializer bias_initializer"
+    )
 
 
 class SeparableConv2D(DepthwiseConv2D):
@@ -188,8 +180,7 @@ class SeparableConv2D(DepthwiseConv2D):
         y = conv_ops.conv2d(self._depthwise(inputs), self.pointwise_kernel)
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(self, "filters pointwise_initializer")
+    _config_names = "filters pointwise_initializer"
 
 
 SeparableConvolution2D = SeparableConv2D

@@ -21,7 +21,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import config_of, no_regularizers
+from ipusim.keras.layers.core import no_regularizers
 
 
 def _pair(layer: str, arg: str, value: Any, rank: int) -> tuple[int, ...]:
@@ -186,13 +186,11 @@ class _ConvLSTM(Layer):
             outputs.append(h)
         return h, c, outputs
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self,
-            "filters kernel_size strides padding data_format dilation_rate activation "
-            "recurrent_activation use_bias kernel_initializer recurrent_initializer "
-            "bias_initializer unit_forget_bias return_sequences return_state go_backwards",
-        )
+    _config_names = (
+        "filters kernel_size strides padding data_format dilation_rate activation "
+        "recurrent_activation use_bias kernel_initializer recurrent_initializer "
+        "bias_initializer unit_forget_bias return_sequences return_state go_backwards"
+    )
 
 
 class ConvLSTM1D(_ConvLSTM):

@@ -16,9 +16,10 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import shape as shape_ops
+from ipusim.keras.engine.layer import config_of
 from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv1d import _one_d, check_steps_input, normalize_single, padding_1d
-from ipusim.keras.layers.core import add_bias, bias_and_activation, config_of
+from ipusim.keras.layers.core import add_bias, bias_and_activation
 
 
 def deconv_length(

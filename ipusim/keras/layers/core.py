@@ -11,6 +11,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 
 
 def _positive_int(layer: str, arg: str, value: Any) -> int:
@@ -55,21 +56,6 @@ def add_bias(layer: Any, shape: tuple) -> None:
         else None
     )
     layer.built = True
-
-
-def config_of(layer: Any, names: str) -> dict[str, Any]:
-    """``layer``'s attributes ``names`` (separated by spaces, in order) as Keras writes them in
-    ``get_config``: activations and initializers serialised, tuples (kernel sizes, strides ...)
-    as lists, the rest as they are."""
-    config: dict[str, Any] = {}
-    for name in names.split():
-        value = getattr(layer, name)
-        if name.endswith("activation"):
-            value = activations.serialize(value)
-        elif name.endswith("_initializer"):
-            value = initializers.serialize(value)
-        config[name] = list(value) if isinstance(value, tuple) else value
-    return config
 
 
 def bias_and_activation(layer: Any, y: Any) -> Any:
@@ -133,10 +119,7 @@ class Dense(Layer):
             y = shape.reshape(nn.matmul(flat, self.kernel), (*_minus_one_batch(lead), self.units))
         return bias_and_activation(self, y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self, "units activation use_bias kernel_initializer bias_initializer"
-        )
+    _config_names = "units activation use_bias kernel_initializer bias_initializer"
 
 
 def _minus_one_batch(lead: tuple) -> tuple:
@@ -153,8 +136,7 @@ class Activation(Layer):
     def call(self, inputs: Any) -> Any:
         return self.activation(inputs)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "activation": activations.serialize(self.activation)}
+    _config_names = "activation"
 
 
 class ReLU(Layer):
@@ -186,13 +168,7 @@ class ReLU(Layer):
             y = m.minimum(y, self.max_value)
         return y
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "max_value": self.max_value,
-            "negative_slope": self.negative_slope,
-            "threshold": self.threshold,
-        }
+    _config_names = "max_value negative_slope threshold"
 
 
 class Softmax(Layer):
@@ -242,8 +218,7 @@ class Reshape(Layer):
         batch = inputs.shape[0]
         return shape.reshape(inputs, (-1 if batch is None else batch, *self.target_shape))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "target_shape": list(self.target_shape)}
+    _config_names = "target_shape"
 
 
 class Dropout(Layer):
@@ -269,13 +244,7 @@ class Dropout(Layer):
             return m.identity(inputs)
         return nn.dropout(inputs, rate=self.rate, seed=self._op_seed, noise_shape=self.noise_shape)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "rate": self.rate,
-            "noise_shape": None if self.noise_shape is None else list(self.noise_shape),
-            "seed": self.seed,
-        }
+    _config_names = "rate noise_shape seed"
 
 
 class Embedding(Layer):
@@ -324,9 +293,7 @@ class Embedding(Layer):
     def get_config(self) -> dict[str, Any]:
         return {
             **super().get_config(),
-            "input_dim": self.input_dim,
-            "output_dim": self.output_dim,
-            "input_length": self.input_length,
+            **fields(self, "input_dim output_dim input_length"),
             "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
         }
 

@@ -63,8 +63,7 @@ class Masking(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "mask_value": self.mask_value}
+    _config_names = "mask_value"
 
 
 class ActivityRegularization(Layer):
@@ -86,8 +85,7 @@ class ActivityRegularization(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "l1": self.l1, "l2": self.l2}
+    _config_names = "l1 l2"
 
 
 class UnitNormalization(Layer):

@@ -19,7 +19,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
-from ipusim.keras.engine.layer import Layer
+from ipusim.keras.engine.layer import Layer, config_of
 from ipusim.keras.layers.core import no_regularizers
 
 _EQUATION = re.compile(r"^([a-zA-Z.]+),([a-zA-Z]+)->([a-zA-Z.]+)$")
@@ -179,12 +179,6 @@ class EinsumDense(Layer):
         return self.activation(y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "equation": self.equation,
-            "output_shape": self.partial_output_shape,
-            "activation": activations.serialize(self.activation),
-            "bias_axes": self.bias_axes,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        shape = {"equation": self.equation, "output_shape": self.partial_output_shape}
+        names = "activation bias_axes kernel_initializer bias_initializer"
+        return super().get_config() | shape | config_of(self, names)

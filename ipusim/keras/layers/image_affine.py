@@ -13,7 +13,6 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops.image_transform import augment_transforms, image_transform
 from ipusim.keras.layers.image_preprocessing import (
     _factor_pair,
-    _listed,
     _RandomLayer,
 )
 
@@ -41,7 +40,7 @@ class _AffineLayer(_RandomLayer):
     wrap, constant or nearest fill; bilinear or nearest interpolation); identity at inference."""
 
     _kind = ""
-    _factors: tuple[str, ...] = ()  # the constructor's factor arguments, kept for the config
+    _config_names = "fill_mode fill_value interpolation"  # subclasses: their factor arguments
 
     def __init__(
         self, fill_mode: str, interpolation: str, seed: Any, fill_value: float, **kwargs: Any
@@ -69,23 +68,13 @@ class _AffineLayer(_RandomLayer):
 
         return self._augment(inputs, training, warp)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "fill_mode": self.fill_mode,
-            "fill_value": self.fill_value,
-            "interpolation": self.interpolation,
-            # The factors as given (tuples as lists, as Keras' config has them).
-            **{k: _listed(getattr(self, k)) for k in self._factors},
-        }
-
 
 class RandomRotation(_AffineLayer):
     """Rotates each image by an angle drawn uniformly from ``factor`` x 2 pi (a number f means
     [-f, f]; positive angles turn counter-clockwise)."""
 
     _kind = "rotation"
-    _factors = ("factor",)
+    _config_names = "factor"
 
     def __init__(
         self,
@@ -110,7 +99,7 @@ class RandomTranslation(_AffineLayer):
     ``height_factor`` and ``width_factor`` (a number f means [-f, f])."""
 
     _kind = "translation"
-    _factors = ("height_factor", "width_factor")
+    _config_names = "height_factor width_factor"
 
     def __init__(
         self,
@@ -136,7 +125,7 @@ class RandomZoom(_AffineLayer):
     ``width_factor``, default: the height's draw); positive values zoom out."""
 
     _kind = "zoom"
-    _factors = ("height_factor", "width_factor")
+    _config_names = "height_factor width_factor"
 
     def __init__(
         self,

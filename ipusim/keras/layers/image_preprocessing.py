@@ -59,11 +59,6 @@ def _as_float(layer: Layer, inputs: Any) -> Any:
     return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
 
 
-def _listed(factor: Any) -> Any:
-    """A factor as Keras' config has it (a tuple as a list)."""
-    return list(factor) if isinstance(factor, tuple) else factor
-
-
 class Resizing(Layer):
     """Resizes images to ``height`` x ``width`` (bilinear or nearest; ``crop_to_aspect_ratio``
     first crops the largest centred window of the target aspect ratio)."""
@@ -89,14 +84,7 @@ class Resizing(Layer):
             lambda x: fn(x, self.height, self.width, self.interpolation),
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "height": self.height,
-            "width": self.width,
-            "interpolation": self.interpolation,
-            "crop_to_aspect_ratio": self.crop_to_aspect_ratio,
-        }
+    _config_names = "height width interpolation crop_to_aspect_ratio"
 
 
 class CenterCrop(Layer):
@@ -116,8 +104,7 @@ class CenterCrop(Layer):
 
         return _batched(_as_float(self, inputs), crop)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "height": self.height, "width": self.width}
+    _config_names = "height width"
 
 
 class _RandomLayer(SeededLayer):
@@ -166,8 +153,7 @@ class RandomFlip(_RandomLayer):
             images = m.add(m.multiply(flipped, f), m.multiply(images, m.subtract(1.0, f)))
         return images
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "mode": self.mode}
+    _config_names = "mode"
 
 
 class RandomCrop(_RandomLayer):
@@ -188,8 +174,7 @@ class RandomCrop(_RandomLayer):
 
         return _batched(_as_float(self, inputs), crop)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "height": self.height, "width": self.width}
+    _config_names = "height width"
 
 
 def _factor_pair(layer: str, factor: Any) -> tuple[float, float]:
@@ -224,8 +209,7 @@ class RandomContrast(_RandomLayer):
 
         return self._augment(inputs, training, adjust)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "factor": _listed(self.factor)}
+    _config_names = "factor"
 
 
 class RandomBrightness(_RandomLayer):
@@ -260,9 +244,7 @@ class RandomBrightness(_RandomLayer):
 
         return self._augment(inputs, training, adjust)
 
-    def get_config(self) -> dict[str, Any]:
-        factor, value_range = _listed(self.factor), list(self.value_range)
-        return {**super().get_config(), "factor": factor, "value_range": value_range}
+    _config_names = "factor value_range"
 
 
 class _SizeChanging(_RandomLayer):
@@ -287,9 +269,7 @@ class _SizeChanging(_RandomLayer):
             )
         return m.identity(_as_float(self, inputs))
 
-    def get_config(self) -> dict[str, Any]:
-        factor, interpolation = _listed(self.factor), self.interpolation
-        return {**super().get_config(), "factor": factor, "interpolation": interpolation}
+    _config_names = "factor interpolation"
 
 
 class RandomHeight(_SizeChanging):

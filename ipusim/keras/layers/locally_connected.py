@@ -23,7 +23,7 @@ from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_pair
 from ipusim.keras.layers.conv1d import normalize_single
-from ipusim.keras.layers.core import _positive_int, add_bias, config_of, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_bias, no_regularizers
 
 
 class _LocallyConnected(Layer):
@@ -123,12 +123,10 @@ class _LocallyConnected(Layer):
             y = m.add(y, self.bias)
         return self.activation(y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | config_of(
-            self,
-            "filters kernel_size strides padding activation use_bias kernel_initializer "
-            "bias_initializer implementation",
-        )
+    _config_names = (
+        "filters kernel_size strides padding activation use_bias kernel_initializer "
+        "bias_initializer implementation"
+    )
 
 
 class LocallyConnected1D(_LocallyConnected):

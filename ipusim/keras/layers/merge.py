@@ -79,5 +79,4 @@ class Concatenate(_Merge):
     def call(self, inputs: list[Any]) -> Any:
         return shape.concat(list(inputs), axis=self.axis)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "axis": self.axis}
+    _config_names = "axis"

@@ -18,7 +18,8 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.linalg import batch_matmul
 from ipusim.keras import backend, initializers
-from ipusim.keras.engine.layer import Layer
+from ipusim.keras.engine.layer import Layer, config_of
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.attention import causal_mask, masked_softmax, merge_masks
 from ipusim.keras.layers.core import no_regularizers
 from ipusim.keras.layers.einsum_dense import EinsumDense
@@ -225,15 +226,6 @@ class MultiHeadAttention(Layer):
         return (*tuple(query_shape)[:-1], size)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "value_dim": self.value_dim,
-            "dropout": self.dropout,
-            "use_bias": self.use_bias,
-            "output_shape": self.output_shape_arg,
-            "attention_axes": self.attention_axes,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        config = super().get_config() | fields(self, "num_heads key_dim value_dim dropout use_bias")
+        axes = {"output_shape": self.output_shape_arg, "attention_axes": self.attention_axes}
+        return config | axes | config_of(self, "kernel_initializer bias_initializer")

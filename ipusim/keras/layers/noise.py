@@ -38,8 +38,7 @@ class SeededLayer(Layer):
         self.seed = seed
         self._op_seed = backend.next_seed() if seed is None else int(seed)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "seed": self.seed}
+    _config_names = "seed"
 
 
 class _Noise(SeededLayer):
@@ -64,8 +63,7 @@ class GaussianNoise(_Noise):
             return m.identity(inputs)
         return m.add(inputs, random_draw(inputs, "normal", self._op_seed, a=0.0, b=self.stddev))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "stddev": self.stddev}
+    _config_names = "stddev"
 
 
 class GaussianDropout(_Noise):
@@ -81,8 +79,7 @@ class GaussianDropout(_Noise):
         stddev = math.sqrt(self.rate / (1.0 - self.rate))
         return m.multiply(inputs, random_draw(inputs, "normal", self._op_seed, a=1.0, b=stddev))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "rate": self.rate}
+    _config_names = "rate"
 
 
 class AlphaDropout(_Noise):
@@ -107,9 +104,7 @@ class AlphaDropout(_Noise):
         x = m.add(m.multiply(inputs, kept), m.multiply(m.subtract(1.0, kept), alpha_p))
         return m.add(m.multiply(x, a), b)
 
-    def get_config(self) -> dict[str, Any]:
-        noise_shape = None if self.noise_shape is None else list(self.noise_shape)
-        return {**super().get_config(), "rate": self.rate, "noise_shape": noise_shape}
+    _config_names = "rate noise_shape"
 
 
 class _SpatialDropout(Dropout):

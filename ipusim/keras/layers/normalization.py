@@ -16,6 +16,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import norm as norm_ops
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.core import no_regularizers
 
 
@@ -165,14 +166,7 @@ class BatchNormalization(_Normalization):
         return self._narrow(y)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "axis": self.axis,
-            "momentum": self.momentum,
-            "epsilon": self.epsilon,
-            "center": self.center,
-            "scale": self.scale,
-        }
+        return super().get_config() | fields(self, "axis momentum epsilon center scale")
 
 
 class LayerNormalization(_Normalization):
@@ -238,10 +232,4 @@ class LayerNormalization(_Normalization):
         return self.dtype == "float32" and self.epsilon >= 1.001e-5
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "axis": self.axis,
-            "epsilon": self.epsilon,
-            "center": self.center,
-            "scale": self.scale,
-        }
+        return super().get_config() | fields(self, "axis epsilon center scale")

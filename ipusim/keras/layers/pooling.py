@@ -48,13 +48,7 @@ class _Pooling2D(Layer):
             inputs, pool_size=self.pool_size, strides=self.strides, padding=self.padding.upper()
         )
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "pool_size": list(self.pool_size),
-            "strides": list(self.strides),
-            "padding": self.padding,
-        }
+    _config_names = "pool_size strides padding"
 
 
 class MaxPooling2D(_Pooling2D):
@@ -89,8 +83,7 @@ class GlobalAveragePooling2D(Layer):
             return m.reduce_mean(inputs, axis=(1, 2), keepdims=True)
         return conv_ops.global_avg_pool2d(inputs)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 class GlobalMaxPooling2D(Layer):
@@ -106,8 +99,7 @@ class GlobalMaxPooling2D(Layer):
     def call(self, inputs: Any) -> Any:
         return m.reduce_max(inputs, axis=(1, 2), keepdims=self.keepdims)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 MaxPool2D = MaxPooling2D

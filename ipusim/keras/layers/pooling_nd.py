@@ -65,12 +65,7 @@ class _Pooling1D(_Pooling2D):
         return shape_ops.squeeze(y, 1)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **Layer.get_config(self),
-            "pool_size": [self.pool_size],
-            "strides": [self.strides],
-            "padding": self.padding,
-        }
+        return super().get_config() | {"pool_size": [self.pool_size], "strides": [self.strides]}
 
 
 class MaxPooling1D(_Pooling1D):
@@ -132,8 +127,7 @@ class _GlobalPooling(Layer):
         axes = tuple(range(1, self._rank - 1))
         return type(self)._reduce(inputs, axis=axes, keepdims=self.keepdims)
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "keepdims": self.keepdims}
+    _config_names = "keepdims"
 
 
 class GlobalAveragePooling1D(_GlobalPooling):

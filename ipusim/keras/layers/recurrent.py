@@ -104,23 +104,13 @@ class _GatedLayer(Layer):
             else None
         )
 
-    def _loop_config(self) -> dict[str, Any]:
-        """The config of the loop over time (the layers'; a cell has none)."""
-        return {}
+    _config_names = (
+        "units activation use_bias kernel_initializer recurrent_initializer bias_initializer "
+        "dropout recurrent_dropout"
+    )
 
     def get_config(self) -> dict[str, Any]:
-        config = {
-            **super().get_config(),
-            "units": self.units,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "dropout": self.dropout,
-            "recurrent_dropout": self.recurrent_dropout,
-            **self._loop_config(),
-        }
+        config = super().get_config()
         if self.recurrent_activation is not None:
             config["recurrent_activation"] = activations.serialize(self.recurrent_activation)
         return config
@@ -397,15 +387,7 @@ class _Recurrent(_GatedLayer):
             return [out] + [(batch, self.units)] * self._num_states
         return out
 
-    def _loop_config(self) -> dict[str, Any]:
-        return {
-            "return_sequences": self.return_sequences,
-            "return_state": self.return_state,
-            "go_backwards": self.go_backwards,
-            "stateful": self.stateful,
-            "unroll": self.unroll,
-            "time_major": self.time_major,
-        }
+    _config_names = "return_sequences return_state go_backwards stateful unroll time_major"
 
 
 class SimpleRNN(_Recurrent):

@@ -15,6 +15,7 @@ from ipusim.graph.ops import random as random_ops
 from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.engine.nest import flatten
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.recurrent import _GatedLayer, _ResetAfter, _UnitForgetBias
 from ipusim.keras.layers.recurrent import _states_list as _states
 from ipusim.keras.layers.recurrent_steps import (
@@ -305,12 +306,7 @@ class RNN(Layer):
         return {
             **super().get_config(),
             "cell": {"class_name": type(self.cell).__name__, "config": self.cell.get_config()},
-            "return_sequences": self.return_sequences,
-            "return_state": self.return_state,
-            "go_backwards": self.go_backwards,
-            "stateful": self.stateful,
-            "unroll": self.unroll,
-            "time_major": self.time_major,
+            **fields(self, "return_sequences return_state go_backwards stateful unroll time_major"),
         }
 
     @classmethod

@@ -263,8 +263,7 @@ class Permute(Layer):
         check_rank(self, inputs, len(self.dims) + 1, f"(batch, {len(self.dims)} axes)")
         return shape_ops.transpose(inputs, (0, *self.dims))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "dims": list(self.dims)}
+    _config_names = "dims"
 
 
 class RepeatVector(Layer):
@@ -282,5 +281,4 @@ class RepeatVector(Layer):
         check_rank(self, inputs, 2, "(batch, features)")
         return shape_ops.tile(shape_ops.expand_dims(inputs, 1), (1, self.n, 1))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "n": self.n}
+    _config_names = "n"

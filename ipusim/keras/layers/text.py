@@ -23,6 +23,7 @@ from ipusim.errors import ConfigurationError, InputDataError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.categorical import ENCODINGS, VocabularyLayer
 
 #: Keras' DEFAULT_STRIP_REGEX (tf_keras/src/layers/preprocessing/text_vectorization.py). S
@@ -287,15 +288,9 @@ class TextVectorization(_HostLayer):
         ngrams = list(self.ngrams) if isinstance(self.ngrams, tuple) else self.ngrams
         return {
             **super().get_config(),
-            "max_tokens": self.max_tokens,
-            "standardize": self.standardize,
-            "split": self.split,
+            **fields(self, "max_tokens standardize split"),
             "ngrams": ngrams,
-            "output_mode": self.output_mode,
-            "output_sequence_length": self.output_sequence_length,
-            "pad_to_max_tokens": self.pad_to_max_tokens,
+            **fields(self, "output_mode output_sequence_length pad_to_max_tokens"),
             "vocabulary": self.get_vocabulary(include_special_tokens=False),
-            "sparse": self.sparse,
-            "ragged": self.ragged,
-            "encoding": self.encoding,
+            **fields(self, "sparse ragged encoding"),
         }

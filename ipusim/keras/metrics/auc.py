@@ -14,6 +14,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.confusion import confusion_counts, div_no_nan, evenly_distributed, prepare
 
@@ -194,11 +195,7 @@ class AUC(Metric):
     def get_config(self) -> dict[str, Any]:
         config = {
             **super().get_config(),
-            "num_thresholds": self.num_thresholds,
-            "curve": self.curve,
-            "summation_method": self.summation_method,
-            "multi_label": self.multi_label,
-            "num_labels": self.num_labels,
+            **fields(self, "num_thresholds curve summation_method multi_label num_labels"),
             "label_weights": None if self.label_weights is None else self.label_weights.tolist(),
             "from_logits": self._from_logits,
         }

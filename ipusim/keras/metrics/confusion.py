@@ -17,7 +17,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras import backend
-from ipusim.keras.keyword_init import REQUIRED, keyword_init, table_class
+from ipusim.keras.keyword_init import REQUIRED, fields, keyword_init, table_class
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
 from ipusim.kernels import confusion as ck
@@ -280,8 +280,7 @@ class _PrecisionRecall(ConfusionMetric):
         return {
             **super().get_config(),
             "thresholds": self.init_thresholds,
-            "top_k": self.top_k,
-            "class_id": self.class_id,
+            **fields(self, "top_k class_id"),
         }
 
 

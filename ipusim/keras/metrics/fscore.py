@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.confusion import div_no_nan
 
@@ -111,12 +112,7 @@ class FBetaScore(Metric):
         return np.asarray(score, dtype=self.dtype)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "average": self.average,
-            "beta": self.beta,
-            "threshold": self.threshold,
-        }
+        return super().get_config() | fields(self, "average beta threshold")
 
 
 class F1Score(FBetaScore):

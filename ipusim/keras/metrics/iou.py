@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError
-from ipusim.keras.keyword_init import REQUIRED, keyword_init, table_class
+from ipusim.keras.keyword_init import REQUIRED, fields, keyword_init, table_class
 from ipusim.keras.metrics.base import Metric
 from ipusim.kernels import confusion as ck
 
@@ -105,12 +105,9 @@ class IoU(Metric):
     def get_config(self) -> dict[str, Any]:
         config = {
             **super().get_config(),
-            "num_classes": self.num_classes,
-            "target_class_ids": self.target_class_ids,
-            "ignore_class": self.ignore_class,
-            "sparse_y_true": self.sparse_y_true,
-            "sparse_y_pred": self.sparse_y_pred,
-            "axis": self.axis,
+            **fields(
+                self, "num_classes target_class_ids ignore_class sparse_y_true sparse_y_pred axis"
+            ),
         }
         for key in self._unlisted:
             del config[key]
@@ -161,12 +158,7 @@ class BinaryIoU(IoU):
         super().update_state(y_true, pred, sample_weight)
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "target_class_ids": self.target_class_ids,
-            "threshold": self.threshold,
-        }
+        return fields(self, "name dtype target_class_ids threshold")
 
 
 OneHotIoU = _variant(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.metrics.base import Mean, Metric
 from ipusim.keras.metrics.confusion import broadcast_weights, div_no_nan
 from ipusim.keras.metrics.functions import squeeze_or_expand_dimensions
@@ -193,8 +194,4 @@ class R2Score(Metric):
         return score
 
     def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "class_aggregation": self.class_aggregation,
-            "num_regressors": self.num_regressors,
-        }
+        return super().get_config() | fields(self, "class_aggregation num_regressors")

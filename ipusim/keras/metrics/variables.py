@@ -24,7 +24,6 @@ class MetricVariable:
     def __init__(self, name: str, value: np.ndarray) -> None:
         self.name = name
         self._value = np.array(value)
-        self._initial = self._value.copy()
 
     @property
     def shape(self) -> tuple[int, ...]:

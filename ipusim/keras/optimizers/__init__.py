@@ -52,17 +52,8 @@ __all__ = [
 
 #: Built-in optimizers by lower-case name (Keras resolves built-in class names case-insensitively).
 _BUILTINS: dict[str, type[Optimizer]] = {
-    "sgd": SGD,
-    "rmsprop": RMSprop,
-    "adam": Adam,
-    "adagrad": Adagrad,
-    "adadelta": Adadelta,
-    "adamax": Adamax,
-    "nadam": Nadam,
-    "ftrl": Ftrl,
-    "adamw": AdamW,
-    "lion": Lion,
-    "adafactor": Adafactor,
+    cls.__name__.lower(): cls
+    for cls in (SGD, RMSprop, Adam, Adagrad, Adadelta, Adamax, Nadam, Ftrl, AdamW, Lion, Adafactor)
 }
 
 

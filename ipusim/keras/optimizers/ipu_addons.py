@@ -21,6 +21,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.graph.variable import Variable
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.optimizers.algorithms import SGD
 from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper
 from ipusim.keras.optimizers.optimizer import Optimizer
@@ -80,8 +81,7 @@ class IpuOptimizerBase(Optimizer):
     def _ipu_config(self) -> dict[str, Any]:
         return {
             "optimizer_compute_precisions": self.opt_dtypes,
-            "outline_apply_gradients": self.outline_apply_gradients,
-            "outline_apply_gradients_kwargs": self.outline_apply_gradients_kwargs,
+            **fields(self, "outline_apply_gradients outline_apply_gradients_kwargs"),
         }
 
     def _base_config(self) -> dict[str, Any]:
@@ -291,7 +291,6 @@ class LAMBIpuOptimizer(_AdamFamily):
         self.m_dtype, self.v_dtype = m_dtype, v_dtype
         self.debiasing = bool(debiasing)
         self._state_dtypes = {"m": m_dtype, "v": v_dtype}
-        self._current: str = ""
 
     slots_per_variable = 2
     #: moments 7, direction 5, weight decay 2, the two norms 4, the scaled subtract 2.

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.keras.keyword_init import fields
 
 
 class LearningRateSchedule:
@@ -262,12 +263,10 @@ class CosineDecayRestarts(LearningRateSchedule):
 
     def get_config(self) -> dict[str, Any]:
         return {
-            "initial_learning_rate": self.initial_learning_rate,
-            "first_decay_steps": self.first_decay_steps,
+            **fields(self, "initial_learning_rate first_decay_steps"),
             "t_mul": self._t_mul,
             "m_mul": self._m_mul,
-            "alpha": self.alpha,
-            "name": self.name,
+            **fields(self, "alpha name"),
         }
 
 

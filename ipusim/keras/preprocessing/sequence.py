@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.utils_data import Sequence
 
 __all__ = ["TimeseriesGenerator", "make_sampling_table", "pad_sequences"]
@@ -175,14 +176,9 @@ class TimeseriesGenerator(Sequence):
         return {
             "data": as_json(self.data, "Data"),
             "targets": as_json(self.targets, "Targets"),
-            "length": self.length,
-            "sampling_rate": self.sampling_rate,
-            "stride": self.stride,
-            "start_index": self.start_index,
-            "end_index": self.end_index,
-            "shuffle": self.shuffle,
-            "reverse": self.reverse,
-            "batch_size": self.batch_size,
+            **fields(
+                self, "length sampling_rate stride start_index end_index shuffle reverse batch_size"
+            ),
         }
 
     def to_json(self, **kwargs: Any) -> str:

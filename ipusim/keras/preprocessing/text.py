@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.keras.keyword_init import fields
 
 __all__ = [
     "Tokenizer",
@@ -231,19 +232,10 @@ class Tokenizer:
         return out
 
     def get_config(self) -> dict[str, Any]:
+        tables = fields(self, "word_counts word_docs index_docs index_word word_index")
         return {
-            "num_words": self.num_words,
-            "filters": self.filters,
-            "lower": self.lower,
-            "split": self.split,
-            "char_level": self.char_level,
-            "oov_token": self.oov_token,
-            "document_count": self.document_count,
-            "word_counts": json.dumps(self.word_counts),
-            "word_docs": json.dumps(self.word_docs),
-            "index_docs": json.dumps(self.index_docs),
-            "index_word": json.dumps(self.index_word),
-            "word_index": json.dumps(self.word_index),
+            **fields(self, "num_words filters lower split char_level oov_token document_count"),
+            **{name: json.dumps(table) for name, table in tables.items()},
         }
 
     def to_json(self, **kwargs: Any) -> str:
