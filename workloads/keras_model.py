@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> Any:
             common.assign_stages_by_split(model, args.split)
         else:  # a model a script pipelined itself runs as the plan says
             model.reset_pipeline_stage_assignment()
+            # A model object run again keeps its last run's accumulation options: start afresh
+            # (pipeline() sets them again when this run accumulates).
+            model.set_gradient_accumulation_options()
         common.pipeline(model, args)
         model.compile(
             optimizer=common.optimizer(args) or model.optimizer or keras.optimizers.SGD(),

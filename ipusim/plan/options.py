@@ -130,14 +130,15 @@ def accumulation_ok(schedule: str, stages: int, ipus: int, acc: int) -> bool:
 
 
 def schedule_seconds(
-    schedule: str, acc: int, passes: list[tuple[float, float]], overhead: float
+    schedule: str, acc: int, passes: list[tuple[float, float]], overhead: float, stages: int = 0
 ) -> float:
     """Seconds of ``acc`` micro-batches through stages whose forward and backward passes
     (recomputation included) take ``passes`` seconds, with ``overhead`` seconds of exchange and
     syncs per stage and micro-batch as a Sequential run measures them (two steps: a forward and
     a backward), see the module docstring. Steps run in lock step: a step lasts as long as its
-    slowest item."""
-    stages = len(passes)
+    slowest item. With ``stages`` (more stages than IPUs, some sharing one; not Interleaved),
+    ``passes`` are per IPU: the engine runs an IPU's items of a step one after the other."""
+    stages = stages or len(passes)
     fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
     if stages == 1 or schedule == "sequential":
         return acc * (sum(fwd) + sum(bwd) + stages * overhead)

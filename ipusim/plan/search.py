@@ -208,7 +208,7 @@ def _no_configuration(
         "micro-batch (inference: with device steps that fill a pipeline's depth, "
         "and within max_latency_s)"
         if inference
-        else "micro-batch x accumulation (with pipelines, an accumulation that is a "
+        else "micro-batch x accumulation (with a Grouped pipeline, an accumulation that is a "
         "multiple of twice the stages)"
     )
     return ConfigurationError(
@@ -421,6 +421,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
         summary += " evaluate"
     if a.get("ffn-per-ipu"):
         summary += f" ffn {list(a['ffn-per-ipu'])}"
+    if a.get("device-mapping") and list(a["device-mapping"]) != list(range(a["stages"])):
+        summary += f" mapping {list(a['device-mapping'])}"
     if a.get("sharded-optimizer-state"):
         summary += " sharded"
     return {

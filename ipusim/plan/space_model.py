@@ -1,24 +1,40 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, and recomputation.
+gradient accumulation for the global batch, recomputation, and the options of
+:mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
 per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
-pipelined over ``k`` IPUs, a reference run split evenly by layer count at each micro-batch tried,
-whose per-layer seconds and bytes the dynamic programme re-balances (a stage's activations are
-the sum of its layers' in the reference, E: the stash depends on the stage's position too; the
-simulator judges).
+pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
+micro-batch tried, whose per-layer seconds, bytes, working activations and one micro-batch's
+stash the dynamic programme re-balances for every schedule (its stash held per micro-batch in
+flight), optimizer-state setting and device mapping.
+
+Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
+an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
+refuses them); the IPUs per replica are ``max + 1`` rounded up to a power of two; a copy between
+the two IPUs of a pair is faster than between neighbours. The search tries stage ``i`` on IPU
+``i`` and one more stage holding the last few layers mapped back to IPU 0 (as Graphcore's BERT
+puts its head beside the embedding whose weights it shares; ipusim keeps a shared variable on
+the first stage that reads it, so the mapping changes the result through IPU 0's memory and time
+and the copies between the stages). Not searched: permutations of the IPUs (the default
+already puts every other boundary inside a pair) and several contiguous stages on one IPU
+(recomputation checkpoints, as ResNet-50's space does).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.lowering.schedules import in_flight
 from ipusim.lowering.supersteps import element_bytes
 from ipusim.plan import options, profile
-from ipusim.plan.partition import best_splits
+from ipusim.plan.partition import Split, best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
 __all__ = ["layer_names", "model_candidates"]
@@ -31,6 +47,11 @@ PIPELINE_BATCHES = 4
 PRUNE_FACTOR = 1.3
 #: Data-parallel micro-batches profiled to interpolate the others (E, as ResNet-50's space).
 REFERENCE_BATCHES = (4, 16)
+#: Splits kept per pipeline setting (the dynamic programme's best and the next best it met).
+SPLITS_KEPT = 3
+#: Layers a last stage mapped back to IPU 0 holds at most (E: a model's head, such as an output
+#: projection sharing the embedding's weights; each count is a dynamic programme of its own).
+TAIL_LAYERS = 3
 
 
 def layer_names(reference: str, needs_loss: bool = True) -> list[str]:
@@ -90,9 +111,8 @@ def model_candidates(
             dp = {**base, "replicas": replicas}
             out += _data_parallel(dp, mbs, per_replica, global_batch, slots)
         else:
-            mbs = [m for m in mbs if (per_replica // m) % (2 * ipr) == 0][-PIPELINE_BATCHES:]
-            for mb in mbs:
-                out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb)
+            for mb in mbs[-PIPELINE_BATCHES:]:
+                out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb, slots)
     return options.counted(fastest_first(options.undominated(out)), len(out))
 
 
@@ -125,63 +145,272 @@ def _data_parallel(
 
 
 def _pipelined(
-    base: dict[str, Any], names: list[str], ipr: int, replicas: int, mb: int, acc: int
+    base: dict[str, Any], names: list[str], ipr: int, replicas: int, mb: int, acc: int, slots: int
 ) -> list[Candidate]:
-    """Splits of ``names`` over ``ipr`` IPUs at micro-batch ``mb``, from one reference run."""
-    run = {
-        **base,
-        "replicas": replicas,
-        "micro-batch": mb,
-        "accumulation": acc,
-        "steps": acc * _executions(acc),
-        "stages": ipr,
-        "split": _even_split(names, ipr),
-    }
-    ref = profile.cached(
-        ("keras_model", repr(sorted(run.items()))),
-        lambda: profile.workload_report("keras_model", run),
-        _per_layer,
-    )
+    """The pipelines of ``names`` over ``ipr`` IPUs at micro-batch ``mb`` (``acc`` from the
+    global batch), from one reference run: per device mapping, schedule (with its depth rule),
+    recomputation and optimizer-state setting, the best splits and their I/O tile variants."""
+    run = {**base, "replicas": replicas, "micro-batch": mb, "accumulation": acc, "stages": ipr}
+    run |= {"steps": acc * _executions(acc), "split": _even_split(names, ipr)}
+    ref = _reference(run, names, slots)
     if ref is None:
         return []
+    out, found = [], {}
+    for mapping in _mappings(len(names), ipr):
+        stages = len(mapping)
+        for schedule in options.schedules(stages, ipr):
+            if not options.accumulation_ok(schedule, stages, ipr, acc):
+                continue
+            alive = tuple(in_flight(schedule, stages, s, acc) for s in range(stages))
+            for recompute, setting in itertools.product((False, True), ref.settings(replicas)):
+                pipe = _Pipe(ref, mapping, alive, recompute, ref.per_var(setting, replicas))
+                # The splits depend on the memory only where some stage could be refused.
+                key = (mapping, recompute, *((alive, pipe.per_var) if pipe.tight() else ()))
+                if key not in found:
+                    found[key] = pipe.splits()
+                for bounds in found[key]:
+                    plan = (schedule, recompute, setting, mapping)
+                    out += _pipeline_candidates(pipe, bounds, run, plan, names)
+    return out
+
+
+def _mappings(layers: int, ipr: int) -> list[tuple[int, ...]]:
+    """Device mappings that change the simulation: stage ``i`` on IPU ``i``, and (with a layer
+    to spare) one more stage mapped back to IPU 0, as Graphcore's BERT keeps its head beside
+    the embedding whose weights it shares. Left out: permutations of the IPUs (E: the default
+    puts every other boundary inside an IPU pair, the most a chain can have) and more stages
+    cycling over the IPUs or sharing one (``[0, 1, 0, 1]``, ``[0, 0, 1, 1]``: an IPU then runs
+    its stages one after the other, as one stage would, over more fill, drain and sync steps;
+    slower and no smaller in the simulation on tests/plan/_models.py's models)."""
+    default = tuple(range(ipr))
+    return [default, (*default, 0)] if layers > ipr else [default]
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A reference run's per-layer figures as prefix sums (``sums[key][i]``: layers before
+    ``i``; keys ``fwd``, ``bwd`` seconds per micro-batch, ``var`` weight bytes, ``held``
+    gradient accumulators, ``act`` working activations (E: a stage's is the sum of its
+    layers'), ``stash`` the stash of one micro-batch in flight) and its run's."""
+
+    sums: dict[str, tuple[float, ...]]
+    fixed: float
+    budget: float
+    ratio: float
+    update_per_byte: float
+    overhead: float
+    infeed: float
+    host: float
+    sizes: tuple[int, int]
+    system: str
+
+    def passes(self, first: int, stop: int, recompute: bool) -> tuple[float, float]:
+        """Forward and backward seconds of layers ``first .. stop - 1`` per micro-batch (the
+        backward pass re-runs the forward when recomputing)."""
+        fwd, bwd = self.span("fwd", first, stop), self.span("bwd", first, stop)
+        return fwd, bwd + fwd * recompute
+
+    def seconds(
+        self, schedule: str, acc: int, passes: list[tuple[float, float]], mapping: tuple[int, ...]
+    ) -> float:
+        """Seconds of ``acc`` micro-batches through IPUs whose passes take ``passes`` (per IPU),
+        stage ``s`` on IPU ``mapping[s]``, with the infeed copies of the inputs on the first
+        stage's IPU and of the targets on the last's (none with I/O tiles: ``infeed`` 0)."""
+        ends = list(passes)
+        for ipu in (mapping[0], mapping[-1]):
+            ends[ipu] = (ends[ipu][0] + self.infeed, ends[ipu][1])
+        stages = len(mapping)
+        return options.schedule_seconds(schedule, acc, ends, self.overhead, stages)
+
+    def span(self, key: str, first: int, stop: int) -> float:
+        return self.sums[key][stop] - self.sums[key][first]
+
+    def settings(self, replicas: int) -> list[tuple[str, bool]]:
+        """Optimizer-state settings the system allows (no offload without Streaming Memory)."""
+        allowed = options.state_options(replicas)
+        return [s for s in allowed if math.isfinite(self.transfer(s, replicas, 1, 0))]
+
+    def per_var(self, setting: tuple[str, bool], replicas: int) -> float:
+        """On-chip optimizer-state bytes per weight byte at ``setting``."""
+        return options.state_bytes(1.0 / self.sizes[1], self.sizes[0], *setting, replicas)
+
+    def transfer(self, setting: tuple[str, bool], replicas: int, ipr: int, var: float) -> float:
+        """Seconds of the update's collectives and Streaming Memory traffic on an IPU holding
+        ``var`` weight bytes (:func:`~ipusim.plan.options.update_transfer_s`)."""
+        elements = int(var / self.sizes[1])
+        return options.update_transfer_s(self.system, replicas, ipr, setting, elements, self.sizes)
+
+
+def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference | None:
+    """Profile ``run`` as a Sequential pipeline (one micro-batch in flight per stage, so each
+    layer's activations are one micro-batch's; any accumulation passes its depth rule) with the
+    optimizer state where it takes least memory; None when that does not fit. Its ``overhead``
+    is the run's inter-IPU syncs and copies per stage and micro-batch (two steps), its ``host``
+    what the run measured beyond its IPUs' work per weight update (E: calibrated on the
+    reference, as a constant per update: host time in series with the device's)."""
+    from ipusim.hardware import load_system
+
+    system, replicas, acc = str(run["system"]), run["replicas"], run["accumulation"]
+    state = ("on" if load_system(system).streaming_memory is not None else "off", False)
+    run = options.setting_args({**run, "schedule": "sequential"}, state, 0)
+    key = ("keras_model", repr(sorted(run.items())))
+    ref = profile.cached(key, lambda: _noted(key, run), _per_layer)
+    if ref is None:
+        return None
     costs = [ref.groups.get(n, profile.GroupCost()) for n in names]
-    return [c for recompute in (False, True) for c in _splits(ref, names, costs, run, recompute)]
+    sizes = (slots, element_bytes(str(run["precision"])))
+    own = options.state_bytes(1.0 / sizes[1], slots, *state, replicas)
+    per_layer = {
+        "fwd": [c.forward_s for c in costs],
+        "bwd": [c.backward_s for c in costs],
+        "var": [c.weight_bytes for c in costs],
+        "held": [c.state_bytes - own * c.weight_bytes for c in costs],
+        "act": [c.activation_bytes * (1 - _STASH[key].get(c.ipu, 0.0)) for c in costs],
+        "stash": [c.activation_bytes * _STASH[key].get(c.ipu, 0.0) for c in costs],
+    }
+    sums = {k: tuple(itertools.accumulate(v, initial=0.0)) for k, v in per_layer.items()}
+    heaviest = max(sum(c.weight_bytes for c in costs if c.ipu == i) for i in ref.ipu_fixed)
+    steps, stages = run["steps"], run["stages"]
+    out = _Reference(
+        sums, max(ref.ipu_fixed.values()), ref.budget_bytes, max(ref.ipu_tile_ratio.values()),
+        ref.update_s / max(heaviest, 1.0), _STEP_S[key] / (steps * stages),
+        ref.infeed_s / steps, 0.0, sizes, system,
+    )  # fmt: skip
+    passes = [(0.0, 0.0)] * (stages - 1)
+    layers = [out.passes(0, len(names), False), *passes]
+    device = out.seconds("sequential", acc, layers, tuple(range(stages)))
+    device += ref.update_s + out.transfer(state, replicas, stages, heaviest)
+    measured = ref.sample_s * run["micro-batch"] * acc * replicas
+    return replace(out, host=max(0.0, measured - device))
 
 
-def _splits(
-    ref: profile.Profile,
-    names: list[str],
-    costs: list[profile.GroupCost],
+#: Per reference run (its profile key), its inter-IPU syncs' and copies' seconds.
+_STEP_S: dict[Any, float] = {}
+#: Per reference run, per IPU: the share of its activations that is the stash.
+_STASH: dict[Any, dict[int, float]] = {}
+
+
+def _noted(key: Any, run: dict[str, Any]) -> Any:
+    """The report of ``run``, its syncs' and inter-stage copies' seconds noted in
+    :data:`_STEP_S` (every IPU syncs at every step; a step's copies last as long as its
+    longest, recorded on both IPUs; collectives are not copies)."""
+    report = profile.workload_report("keras_model", run)
+    records = report.trace.to_dataframe()
+    records = records[records.ipu >= 0]
+    syncs = records[records.name == "inter-IPU sync"].groupby("ipu").duration_s.sum()
+    copies = records[records.name.str.startswith("copy IPU")]
+    longest = copies.groupby("start_ps").duration_s.max().sum() if len(copies) else 0.0
+    _STEP_S[key] = float(syncs.max() if len(syncs) else 0.0) + float(longest)
+    items = report.memory_items
+    stash = items[items.name.str.contains(" stash ")].groupby("ipu").bytes.sum()
+    acts = report.memory.set_index("ipu").activations_bytes
+    _STASH[key] = {int(i): float(stash.get(i, 0.0)) / max(float(a), 1.0) for i, a in acts.items()}
+    return report
+
+
+@dataclass(frozen=True)
+class _Pipe:
+    """A pipeline's stages on IPUs (``mapping[s]``: stage ``s``'s IPU; ``alive[s]``: its
+    micro-batches in flight) at one recomputation and optimizer-state setting (``per_var``:
+    on-chip state bytes per weight byte)."""
+
+    ref: _Reference
+    mapping: tuple[int, ...]
+    alive: tuple[int, ...]
+    recompute: bool
+    per_var: float
+
+    def passes(self, first: int, stop: int) -> tuple[float, float]:
+        """:meth:`_Reference.passes` at this pipeline's recomputation."""
+        return self.ref.passes(first, stop, self.recompute)
+
+    def bytes(self, spans: list[tuple[int, int, int]]) -> float:
+        """Bytes of an IPU holding the stages ``(first, stop, stage)`` of ``spans``."""
+        r, total = self.ref, self.ref.fixed
+        for first, stop, s in spans:
+            var = r.span("var", first, stop)
+            total += var * (1 + self.per_var) + r.span("held", first, stop)
+            total += r.span("act", first, stop) + r.span("stash", first, stop) * self.alive[s]
+        return total
+
+    def splits(self) -> list[tuple[int, ...]]:
+        """Stage boundaries of the best splits estimated to fit within the pruning margin;
+        with a last stage back on IPU 0, the best per layer count it holds."""
+        layers, ipr = len(self.ref.sums["fwd"]) - 1, max(self.mapping) + 1
+        if len(self.mapping) == ipr:
+            return [s.bounds for s in self._splits(layers, [])]
+        out = []
+        for tail in range(1, min(TAIL_LAYERS, layers - ipr) + 1):
+            last = [(layers - tail, layers, len(self.mapping) - 1)]
+            out += [(*s.bounds, layers) for s in self._splits(layers - tail, last)]
+        return out
+
+    def tight(self) -> bool:
+        """Whether a stage could be estimated not to fit: all the layers on the IPU holding
+        the most micro-batches would not."""
+        layers = len(self.ref.sums["fwd"]) - 1
+        fullest = max(range(len(self.alive)), key=self.alive.__getitem__)
+        return self.bytes([(0, layers, fullest)]) > PRUNE_FACTOR * self.ref.budget
+
+    def _splits(self, layers: int, last: list[tuple[int, int, int]]) -> list[Split]:
+        """:func:`best_splits` of the first ``layers`` over the IPUs, IPU 0 also holding the
+        stage ``last`` (if any)."""
+        seconds = list(itertools.accumulate(sum(self.passes(i, i + 1)) for i in range(layers)))
+        seconds.insert(0, 0.0)
+        extra = sum(sum(self.passes(a, b)) for a, b, _ in last)
+        limit = PRUNE_FACTOR * self.ref.budget
+
+        def time(a: int, b: int, s: int) -> float:
+            return seconds[b] - seconds[a] + (extra if s == 0 else 0.0)
+
+        def fits(a: int, b: int, s: int) -> bool:
+            return self.bytes([(a, b, s), *(last if s == 0 else [])]) <= limit
+
+        return best_splits(layers, max(self.mapping) + 1, time, fits, keep=SPLITS_KEPT)
+
+
+def _pipeline_candidates(
+    pipe: _Pipe,
+    bounds: tuple[int, ...],
     run: dict[str, Any],
-    recompute: bool,
+    plan: tuple[str, bool, tuple[str, bool], tuple[int, ...]],
+    names: list[str],
 ) -> list[Candidate]:
-    """The best two splits of the layers over the reference run's IPUs, as candidates."""
-    ipr, replicas, mb, acc = run["stages"], run["replicas"], run["micro-batch"], run["accumulation"]
-    fixed = max(ref.ipu_fixed.values())
-    ratio = max(ref.ipu_tile_ratio.values())
-
-    def seconds(a: int, b: int, s: int) -> float:
-        fwd = sum(c.forward_s for c in costs[a:b])
-        return fwd * (2.0 if recompute else 1.0) + sum(c.backward_s for c in costs[a:b])
-
-    def used(a: int, b: int, s: int) -> float:
-        return fixed + sum(c.weight_bytes + c.state_bytes + c.activation_bytes for c in costs[a:b])
-
-    def fits(a: int, b: int, s: int) -> bool:
-        return used(a, b, s) <= PRUNE_FACTOR * ref.budget_bytes
-
+    """One split's candidates (one per I/O tile count); ``plan``: schedule, recomputation,
+    optimizer-state setting and device mapping."""
+    schedule, recompute, setting, mapping = plan
+    ref, ipr, replicas = pipe.ref, max(mapping) + 1, run["replicas"]
+    spans = [(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+    per_ipu = [[sp for sp in spans if mapping[sp[2]] == i] for i in range(ipr)]
+    peak = max(pipe.bytes(on) for on in per_ipu)
+    heaviest = max(sum(ref.span("var", a, b) for a, b, _ in on) for on in per_ipu)
+    update = ref.update_per_byte * heaviest + ref.transfer(setting, replicas, ipr, heaviest)
+    per_stage = [[pipe.passes(a, b) for a, b, _ in on] for on in per_ipu]
+    passes = [(sum(f for f, _ in p), sum(b for _, b in p)) for p in per_stage]
+    args = {**run, "stages": len(mapping), "split": [names[b - 1] for b in bounds[1:-1]]}
+    args["schedule"] = schedule
+    gives = [f"pipeline fill and drain over {len(mapping)} stages"]
+    if schedule != "grouped":
+        gives.append(f"{schedule} schedule")
+    if len(mapping) > ipr:
+        args["device-mapping"] = list(mapping)
+        gives.append("last stage shares IPU 0 with the first")
+    if recompute:
+        args["recompute"] = True
+        gives.append("recomputes the forward pass")
     out = []
-    for split in best_splits(len(names), ipr, seconds, fits, keep=2):
-        bounds = split.bounds
-        peak = max(used(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
-        step = (acc + ipr - 1) * split.bottleneck + ref.update_s
-        args = {**run, "split": [names[b - 1] for b in bounds[1:-1]]}
-        gives = f"pipeline fill and drain over {ipr} stages"
-        if recompute:
-            args["recompute"] = True
-            gives += "; recomputes the forward pass"
-        speed = replicas * mb * acc / step
-        out.append(Candidate.of(args, speed, gives, peak, ref.budget_bytes, ratio))
+    for io in options.io_options(schedule == "grouped"):
+        feed = replace(ref, infeed=0.0) if io else ref
+        # I/O tiles: fewer tiles for compute (slower) and a smaller budget (same busiest tile)
+        share = options.compute_share(str(run["system"]), io)
+        k = options.io_slowdown(share)
+        slowed = [(k * f, k * b) for f, b in passes]
+        step = feed.seconds(schedule, run["accumulation"], slowed, mapping)
+        speed = replicas * run["micro-batch"] * run["accumulation"] / (step + update + ref.host)
+        text = "; ".join([*gives, *options.gives_up(setting, io)])
+        a = options.setting_args(args, setting, io)
+        budget = (ref.budget * share, ref.ratio * share)
+        out.append(Candidate.of(a, speed, text, peak, *budget))
     return out
 
 

@@ -26,7 +26,7 @@ def _accumulate(model: keras.Model, grads: list[np.ndarray], variable: Variable)
     model._gradient_accumulation, model._accumulation_method = len(grads), "sum"
     model._accumulators = None
     for g in grads:
-        model._apply_or_accumulate([g], [variable])
+        model._apply_or_accumulate([[g]], [variable])
     (applied,) = capture.applied
     return applied[0]
 

@@ -33,3 +33,18 @@ def auto_named() -> keras.Model:
     model = keras.Model(inputs, keras.layers.Dense(10)(x))
     model.compile(optimizer="sgd", loss="mse")
     return model
+
+
+def wide() -> keras.Model:
+    """Three 4096-wide dense layers (50M weights) and a small head, compiled with Adam: its
+    gradients' all-reduce dominates a small global batch, so pipelines can win."""
+    inputs = keras.Input((4096,))
+    x = inputs
+    for i in range(3):
+        x = keras.layers.Dense(4096, activation="relu", name=f"dense_{i}")(x)
+    outputs = keras.layers.Dense(10, name="logits")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model

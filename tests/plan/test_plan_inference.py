@@ -193,8 +193,9 @@ def test_inference_fits_where_training_needs_accumulation_or_more_ipus():
     inference = ipusim.plan(WIDE, SYSTEM, BATCH, inference=True, budget_s=math.inf, progress=False)
     trained, served = training.iloc[0], inference.table.iloc[0]
     assert trained["fits"] and served["fits"]
-    assert trained["accumulation"] > 1 and served["accumulation"] == 1
-    assert served["micro_batch"] > trained["micro_batch"]
+    assert served["accumulation"] == 1 and served["micro_batch"] >= trained["micro_batch"]
+    # Training accumulates, or runs more stages (a Sequential pipeline takes any accumulation).
+    assert trained["accumulation"] > 1 or trained["stages"] > served["stages"]
     # Training takes more IPUs per replica, or shards Adam's moments over the replicas.
     assert served["stages"] < trained["stages"] or trained["args"].get("sharded-optimizer-state")
     # Why: on one IPU per replica (4 samples each) training does not fit the memory check

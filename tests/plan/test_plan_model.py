@@ -13,7 +13,6 @@ import pytest
 import ipusim
 from ipusim.cli import main
 from ipusim.errors import ConfigurationError
-from ipusim.plan import options
 from ipusim.plan.search import simulate
 from ipusim.plan.space_model import layer_names
 from tests.plan import _models
@@ -21,42 +20,87 @@ from tests.plan import _models
 MODEL = "tests.plan._models:mlp"
 #: An IPU-M2000: 4 IPUs. A global batch of 16 samples per weight update.
 SYSTEM, BATCH = "M2000", 16
+#: The exhaustive search's model and global batch: a small batch of a wide model, whose
+#: gradients' all-reduce makes pipelines (and their options) competitive.
+WIDE, WIDE_BATCH = "tests.plan._models:wide", 8
 
 
-def _exhaustive() -> list[dict]:
-    """Every configuration of the space: IPUs per replica 1, 2 or 4; every cut of the layers;
-    every micro-batch that divides the replica's share (the Grouped schedule's accumulation a
-    multiple of twice the stages); recomputation on and off when pipelined; data parallel, the
-    optimizer state offloaded or on chip, sharded or not, with and without I/O tiles."""
-    names = layer_names(MODEL)
+def _depth_ok(schedule: str, stages: int, ipus: int, acc: int) -> bool:
+    """IPU TensorFlow's depth rule: Grouped 2 x stages, Interleaved the IPUs (which must be
+    one per stage), Sequential any."""
+    if schedule == "interleaved" and stages > ipus:
+        return False
+    need = {"grouped": 2 * stages, "interleaved": ipus, "sequential": 1}[schedule]
+    return acc >= need and acc % need == 0
+
+
+def _states(replicas: int) -> list[dict]:
+    """Every optimizer-state setting: offloaded or on chip, sharded over 2+ replicas or not."""
+    shards = (False, True) if replicas > 1 else (False,)
+    return [
+        {"offload": off, **({"sharded-optimizer-state": True} if sh else {})}
+        for off in ("on", "off")
+        for sh in shards
+    ]
+
+
+def _exhaustive(model: str = WIDE, batch: int = WIDE_BATCH) -> list[dict]:
+    """Every configuration of the space: IPUs per replica 1, 2 or 4; every micro-batch that
+    divides the replica's share; data parallel with every optimizer-state setting (with
+    accumulation) and I/O tiles or not; pipelined: stage i on IPU i, or one more stage mapped
+    back to IPU 0; every cut of the layers; every schedule its depth rule allows;
+    recomputation on and off; every optimizer-state setting; I/O tiles or not with the
+    Grouped schedule (with the others the simulator does not overlap the infeed: checked in
+    the test)."""
+    names = layer_names(model)
     out = []
     for ipr in (1, 2, 4):
         replicas = 4 // ipr
-        share = BATCH // replicas
+        share = batch // replicas
         for mb in [m for m in range(1, share + 1) if share % m == 0]:
             acc = share // mb
-            base = {"system": SYSTEM, "model": MODEL, "precision": "fp16.16", "stages": ipr}
+            base = {"system": SYSTEM, "model": model, "precision": "fp16.16", "stages": ipr}
             base |= {"replicas": replicas, "micro-batch": mb, "accumulation": acc}
             base["steps"] = acc * max(1, 16 // acc)
-            if ipr == 1:  # every optimizer-state setting (with accumulation) and I/O tiles
-                states = options.state_options(replicas) if acc > 1 else [("off", False)]
-                out += [options.setting_args(base, st, io) for st in states for io in (0, 32)]
+            io = [{}, {"io-tiles": 32}]
+            if ipr == 1:
+                states = _states(replicas) if acc > 1 else [{"offload": "off"}]
+                out += [base | st | t for st in states for t in io]
                 continue
-            if acc % (2 * ipr):
-                continue
-            for cut in itertools.combinations(range(1, len(names)), ipr - 1):
-                split = [names[c - 1] for c in cut]
-                out += [{**base, "split": split}, {**base, "split": split, "recompute": True}]
+            for mapping in (list(range(ipr)), [*range(ipr), 0]):
+                stages = len(mapping)
+                extra = {"device-mapping": mapping} if stages > ipr else {}
+                for cut in itertools.combinations(range(1, len(names)), stages - 1):
+                    split = {"stages": stages, "split": [names[c - 1] for c in cut], **extra}
+                    for schedule in ("grouped", "interleaved", "sequential"):
+                        if not _depth_ok(schedule, stages, ipr, acc):
+                            continue
+                        ios = io if schedule == "grouped" else io[:1]
+                        for rc, st, t in itertools.product(
+                            ({}, {"recompute": True}), _states(replicas), ios
+                        ):
+                            out.append(base | split | {"schedule": schedule} | rc | st | t)
     return out
 
 
 def test_the_planners_best_is_the_best_of_the_whole_space():
-    result = ipusim.plan(MODEL, SYSTEM, BATCH, budget_s=math.inf, progress=False)
+    result = ipusim.plan(WIDE, SYSTEM, WIDE_BATCH, budget_s=math.inf, progress=False)
     assert result.table["fits"].iloc[0]
     best = result.table["throughput"].iloc[0]
-    simulated = [simulate("keras_model", args) for args in _exhaustive()]
+    space = _exhaustive()
+    simulated = [simulate("keras_model", args) for args in space]
     top = max(o.predicted for o in simulated if o.memory_fits)
     assert best == pytest.approx(top, rel=1e-9)
+    # the space has every option: schedules, a stage sharing IPU 0, offloading, sharding
+    for key, value in (("schedule", "interleaved"), ("schedule", "sequential")):
+        assert any(a.get(key) == value for a in space)
+    assert any(a.get("device-mapping") == [0, 1, 0] for a in space)
+    assert any(a.get("sharded-optimizer-state") and a["stages"] > 1 for a in space)
+    # I/O tiles change nothing with the Sequential and Interleaved schedules
+    for schedule in ("sequential", "interleaved"):
+        args = next(a for a in space if a.get("schedule") == schedule)
+        with_io = simulate("keras_model", {**args, "io-tiles": 32}).predicted
+        assert with_io == simulate("keras_model", args).predicted
     # every plan returned as fitting fits when run on its own
     for args in result.table[result.table["fits"]]["args"].head(3):
         assert simulate("keras_model", args).memory_fits
@@ -132,5 +176,9 @@ def test_auto_named_layers_plan_without_errors():
 
 
 def test_a_global_batch_no_configuration_takes_is_refused_with_the_fix():
+    # 16 IPUs, at most 4 per replica (the model's 4 layers): 3 samples do not split over them
     with pytest.raises(ConfigurationError, match="multiple of the system's IPU count"):
-        ipusim.plan(MODEL, SYSTEM, 3, candidates=1, progress=False)
+        ipusim.plan(MODEL, "POD16", 3, candidates=1, progress=False)
+    # a 4-IPU Sequential pipeline takes any accumulation: 3 samples on an IPU-M2000 plan
+    table = ipusim.plan(MODEL, SYSTEM, 3, candidates=1, progress=False).table
+    assert table["fits"].iloc[0] and table["stages"].iloc[0] == 4

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.optimizers import IpuOptimizer, apply_arrays
+from ipusim.compat.runtime.optimizers import ConcreteApply, IpuOptimizer
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.als import add_to_histogram
 from ipusim.keras.optimizers.als_tf25 import check, check_factors, check_initial
@@ -119,4 +119,4 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
             self._n.value[...] = 1
         else:
             self._n.value[...] += 1
-        apply_arrays(self._opt, unscaled, variables)
+        ConcreteApply(self._opt).apply_gradients(list(zip(unscaled, variables)))

@@ -20,14 +20,14 @@ their optimizer: each execution of its ``apply_gradients`` node hands the gradie
 optimizer's update, which runs in Numba kernels as in Keras' own training loop, and lowering
 times the same nodes. A plain Keras optimizer's ``apply_gradients`` given traced gradients does
 the same: it asks the innermost trace (:meth:`TraceContext.trace_apply`) to record it.
-Accumulation, the cross-replica mean and the apply take the one path of the update phase,
-:func:`ipusim.graph.ops.update.run_update`.
+Once every replica has staged its gradients, :meth:`ApplyHandle.apply_replicated` executes the
+update nodes on them (:func:`ipusim.graph.ops.update.run_update`: the mean over replicas, then
+the wrapper chain's apply); the accumulating wrappers run the same ops eagerly.
 """
 
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,12 +70,14 @@ class ApplyHandle:
         optimizer: the optimizer (a Keras optimizer or an :class:`IpuOptimizer`).
         variables: the variables updated, one per gradient.
         grads: the traced gradients (what the update-phase graph ops read).
+        done: the update's last node (:func:`add_update`), set once it is added.
     """
 
     def __init__(self, optimizer: Any, variables: list[Any], grads: list[Symbol]) -> None:
         self.optimizer = optimizer
         self.variables = list(variables)
         self.grads = list(grads)
+        self.done: Symbol | None = None
 
     @property
     def slots_per_variable(self) -> int:
@@ -110,15 +112,23 @@ class ApplyHandle:
                 "the optimizer in ipu.optimizers.CrossReplicaOptimizer (or "
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
-        run_update(staged, self.variables, partial(apply_arrays, self.optimizer))
+        # the update nodes again, on every replica's gradients, applied by the wrapper chain
+        run_update(self.done, staged, optimizer=ConcreteApply(self.optimizer))
 
 
-def apply_arrays(optimizer: Any, grads: list[Any], variables: list[Any]) -> None:
-    """Apply concrete gradients with ``optimizer`` (any wrapper chain)."""
-    if isinstance(optimizer, IpuOptimizer):
-        optimizer._apply(list(grads), list(variables))
-    else:
-        optimizer.apply_gradients(list(zip(grads, variables)))
+class ConcreteApply:
+    """``optimizer`` (any wrapper chain) applying concrete gradients, as the ``apply_gradients``
+    node calls it: an IPU wrapper's own update (its ``apply_gradients`` ran when traced, e.g.
+    a gradient map), a Keras optimizer's ``apply_gradients``."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+
+    def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]], **kwargs: object) -> None:
+        if isinstance(self.optimizer, IpuOptimizer):
+            self.optimizer._apply([g for g, _ in grads_and_vars], [v for _, v in grads_and_vars])
+        else:
+            self.optimizer.apply_gradients(grads_and_vars)
 
 
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
@@ -128,7 +138,7 @@ def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
     handle = ApplyHandle(optimizer, [v for _, v in pairs], grads)
     with ctx.graph.phase("update"):
-        done = add_update(grads, handle.variables, handle)
+        done = handle.done = add_update(grads, handle.variables, handle)
     ctx.add_side_effect(done)
     ctx.applies.append(handle)
     return Operation("apply_gradients", done)
@@ -264,7 +274,7 @@ class IpuOptimizer:
 
     # ------------------------------------------------------------------ numerics
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        apply_arrays(self._opt, grads, variables)
+        ConcreteApply(self._opt).apply_gradients(list(zip(grads, variables)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._opt!r})"
@@ -321,7 +331,13 @@ class GradientAccumulationOptimizerV2(IpuOptimizer):
         return self._accumulator.reduction_method
 
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        run_update([grads], variables, partial(apply_arrays, self._opt), self._accumulator)
+        run_update(
+            None,
+            [grads],
+            variables=variables,
+            optimizer=ConcreteApply(self._opt),
+            accumulator=self._accumulator,
+        )
 
 
 class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV2):

@@ -27,7 +27,6 @@ Concurrent stages are modelled in :mod:`.pipeline_timing`.
 from __future__ import annotations
 
 import warnings
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,8 +36,8 @@ from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
 from ipusim.compat.runtime.ops_control import call_program
 from ipusim.compat.runtime.optimizers import (
+    ConcreteApply,
     accumulation_of,
-    apply_arrays,
     compute_gradients_symbolic,
     has_cross_replica,
     innermost,
@@ -244,6 +243,7 @@ class PipelineRuntime:
         self.outfeed_structure: Any = None
         self.loss: Symbol | None = None
         self.grads: list[Symbol] = []
+        self.update: Symbol | None = None  # the update phase's last node (add_update)
         self.compiled: CompiledGraph | None = None
         self.runs = 0
 
@@ -325,9 +325,10 @@ class PipelineRuntime:
         kept = present_gradients(list(zip(grads, variables)))
         self.grads = [g for g, _ in kept]
         self.variables = [v for _, v in kept]
-        # The update phase as graph ops, for lowering to time (not fetched: _run applies it).
+        # The update phase as graph ops: lowering times them, and _run executes them on every
+        # replica's fetched gradients (run_update) with the wrapper chain applying.
         with self.graph.phase("update"):
-            add_update(self.grads, self.variables, innermost(self.optimizer))
+            self.update = add_update(self.grads, self.variables, innermost(self.optimizer))
 
     # ------------------------------------------------------------------ numerics
     def execute(self, exec_ctx: Any, arrays: list[Any]) -> None:
@@ -366,7 +367,10 @@ class PipelineRuntime:
             if self.optimizer is not None:
                 grads = [r[n_out + n_loss :] for r in runs]
                 run_update(
-                    grads, self.variables, partial(apply_arrays, self.optimizer), accumulator
+                    self.update,
+                    grads,
+                    optimizer=ConcreteApply(self.optimizer),
+                    accumulator=accumulator,
                 )
         if outfeed_sum is not None:
             self.outfeed._push(self.outfeed_structure, outfeed_sum)

@@ -1,11 +1,17 @@
-"""The weight-update phase: gradient accumulation, the cross-replica mean and the optimizer's
-apply, as one numeric driver and as graph ops.
+"""The weight-update phase as graph ops: the cross-replica mean, gradient accumulation and the
+optimizer's apply, and the one driver that executes them.
 
-:func:`run_update` is the one path of the update's numbers (the replicas' mean, accumulation,
-the apply on a window's last gradient): Keras' ``fit``, the ``ipu.optimizers`` wrappers and
-``pipeline()`` take it. :class:`GradientAccumulator` is the one driver of gradient accumulation
-(the Keras accumulating wrappers fold through it too). Its semantics are IPU TensorFlow's
-(``GradientAccumulationOptimizerV2`` and ``gradient_accumulation_dtype``):
+:func:`add_update` puts the phase in a training step's graph: ``cross_replica_mean`` (the mean
+over replicas; lowering times it as the all-reduce of its gradients' bytes),
+``accumulate_gradients`` and ``apply_gradients`` (their ``variable_cost`` is what the update of
+one variable costs, :func:`accumulate_cost` and :func:`update_cost`; ``cost`` its sum). Each
+op's ``forward`` does its part of the numbers. :func:`run_update` executes the three with every
+replica's gradients (the mean node takes them as :class:`Replicas`), calling the gradient
+observer in between: Keras' ``fit``, ``pipeline()`` and a custom loop's ``apply_gradients``
+walk their graph's update nodes through it, and the eager accumulating wrappers
+(``ipu.optimizers``, ``keras.ipu.optimizers``) run the same ops with their own attributes.
+:class:`GradientAccumulator` is the state of ``accumulate_gradients``, with IPU TensorFlow's
+semantics (``GradientAccumulationOptimizerV2`` and ``gradient_accumulation_dtype``):
 
 * the accumulator has the requested dtype: None (the variable's), a dtype, or a callable
   ``variable -> dtype``. A float16 accumulator adds in half precision: the value, kept in float32
@@ -16,17 +22,6 @@ the apply on a window's last gradient): Keras' ``fit``, the ``ipu.optimizers`` w
   (:mod:`ipusim.kernels.accumulate`);
 * the gradient handed to the optimizer has the variable's dtype (the optimizer casts to it
   anyway).
-
-The ops (``cross_replica_mean``, ``accumulate_gradients``, ``apply_gradients``) put the same
-update in a graph: their ``forward`` calls the mean, the driver and the optimizer; the mean is
-timed as the all-reduce of its gradients' bytes, and the other two's ``variable_cost`` is what
-the update of one variable costs (:func:`accumulate_cost`, :func:`update_cost`), ``cost`` its
-sum. Every
-training step's graph carries them (:func:`add_update`: Keras' step, ``pipeline()``, a custom
-loop's trace) and lowering builds the accumulation and weight-update supersteps from them. A
-custom loop's trace executes them (its ``apply_gradients`` node runs the update, through
-:func:`run_update` in the compat runtime); where the step runs :func:`run_update` itself (Keras'
-``fit``, ``pipeline()``) they are not fetched.
 
 :func:`trace_apply` adds an optimizer's update with traced gradients to the graph being traced:
 the innermost trace on this thread's :func:`tracers` stack (the compat runtime's trace contexts
@@ -39,16 +34,18 @@ import functools
 import operator
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError
+from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.numerics import Numerics, current_numerics
 from ipusim.graph.op import Op, OpCost, register
-from ipusim.graph.spec import TensorSpec, canonical_dtype
+from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
 from ipusim.kernels.accumulate import accumulate, finish
 from ipusim.kernels.half import round_to_half, stream_key
 from ipusim.pipelining import GradientAccumulationReductionMethod
@@ -58,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GradientAccumulator",
+    "Replicas",
     "UpdateOp",
     "UpdateTracer",
     "accumulate_cost",
@@ -75,10 +73,12 @@ __all__ = [
 _ACC_STREAM = 0xACC
 
 #: The accumulator dtype: None (the variable's), a dtype, or ``callable(variable) -> dtype``.
-DtypeSelector = Any
+DtypeSelector: TypeAlias = "DTypeLike | Callable[[Variable], DTypeLike | None] | None"
 #: ``observe(grads, variables, stage)``: sees each call's gradients (stage ``"computed"``; what
 #: it returns, when not None, replaces them) and those applied (stage ``"apply"``).
-GradientObserver = Callable[[list[Any], list[Any], str], Any]
+GradientObserver: TypeAlias = (
+    "Callable[[list[ArrayLike], list[Variable], str], Sequence[ArrayLike] | None]"
+)
 
 
 class GradientAccumulator:
@@ -95,7 +95,7 @@ class GradientAccumulator:
     """
 
     def __init__(
-        self, num_mini_batches: Any, reduction_method: Any = "sum", dtype: DtypeSelector = None
+        self, num_mini_batches: int, reduction_method: object = "sum", dtype: DtypeSelector = None
     ) -> None:
         n = num_mini_batches
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
@@ -143,7 +143,7 @@ class GradientAccumulator:
         self.count = 0
 
     def add(
-        self, grads: Sequence[Any], variables: Sequence[Variable], step: int | None = None
+        self, grads: Sequence[ArrayLike], variables: Sequence[Variable], step: int | None = None
     ) -> list[np.ndarray] | None:
         """Fold one call's gradients in; the gradients to apply when the window is full.
 
@@ -191,7 +191,7 @@ class GradientAccumulator:
         )
 
 
-def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+def cross_replica_mean(per_replica: Sequence[Sequence[ArrayLike]]) -> list[Array]:
     """The mean over replicas of each array (``per_replica[replica][i]``), as the all-reduce of
     ``CrossReplicaOptimizer`` and of a replicated Keras step computes it (one replica: its
     arrays as they are).
@@ -200,7 +200,7 @@ def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]
     float32 when the run computes float32 as half) get the mean rounded to half once.
     """
     if len(per_replica) == 1:
-        return list(per_replica[0])
+        return [np.asarray(a) for a in per_replica[0]]
     numerics = current_numerics()
     out = []
     for arrays in zip(*per_replica):
@@ -213,35 +213,6 @@ def cross_replica_mean(per_replica: Sequence[Sequence[Any]]) -> list[np.ndarray]
             acc = round_to_half(acc, nan_on_overflow=numerics.nan_on_overflow)[0]
         out.append(acc.astype(dtype, copy=False))
     return out
-
-
-def run_update(
-    per_replica: Sequence[Sequence[Any]],
-    variables: Sequence[Variable],
-    apply: Callable[[list[Any], list[Any]], object],
-    accumulator: GradientAccumulator | None = None,
-    *,
-    step: int | None = None,
-    observe: GradientObserver | None = None,
-) -> None:
-    """The update phase's numbers, the one path of Keras' ``fit``, the compat optimizer
-    wrappers and ``pipeline()``: the replicas' mean (:func:`cross_replica_mean`, one list of
-    gradients per replica), ``observe(..., "computed")``, accumulation (``accumulator`` None: a
-    window of one, nothing accumulated or rounded; ``step`` keys its stochastic rounding) and,
-    when the window is complete, ``observe(..., "apply")`` and ``apply(gradients, variables)``
-    (the optimizer's update with the caller's arguments, e.g. ``captured_grads``)."""
-    grads, variables = cross_replica_mean(per_replica), list(variables)
-    if observe is not None:
-        replaced = observe(grads, variables, "computed")
-        grads = grads if replaced is None else list(replaced)
-    if accumulator is not None:
-        applied = accumulator.add(grads, variables, step)
-        if applied is None:
-            return
-        grads = applied
-    if observe is not None:
-        observe(grads, variables, "apply")
-    apply(grads, variables)
 
 
 # ---------------------------------------------------------------------- costs
@@ -266,7 +237,7 @@ DEFAULT_SLOTS = 0
 DEFAULT_UPDATE_FLOPS = 2
 
 
-def optimizer_cost(optimizer: Any) -> tuple[int, int]:
+def optimizer_cost(optimizer: object) -> tuple[int, int]:
     """``(slots_per_variable, update_flops_per_element)`` an optimizer declares, the defaults
     above for what it does not say (the one place they live)."""
     return (
@@ -276,13 +247,21 @@ def optimizer_cost(optimizer: Any) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- ops
-class UpdateOptimizer(Protocol):
-    """What the ``apply_gradients`` op needs of an optimizer."""
+class Applier(Protocol):
+    """What applies the update: ``apply_gradients(pairs)`` (plus ``captured_grads=`` for an
+    optimizer that takes them)."""
 
-    slots_per_variable: int
-    update_flops_per_element: int
+    def apply_gradients(self, grads_and_vars: list[tuple[Array, Variable]], /) -> object: ...
 
-    def apply_gradients(self, grads_and_vars: Any) -> Any: ...
+
+class UpdateOptimizer(Applier, Protocol):
+    """What the ``apply_gradients`` op needs of an optimizer: its update and what it costs."""
+
+    @property
+    def slots_per_variable(self) -> int: ...
+
+    @property
+    def update_flops_per_element(self) -> int: ...
 
 
 class UpdateOp(Op):
@@ -315,7 +294,7 @@ class AccumulateGradients(UpdateOp):
         self,
         *grads: TensorSpec,
         accumulator: GradientAccumulator | None,
-        variables: Sequence[Any],
+        variables: Sequence[Variable],
     ) -> tuple[TensorSpec, ...]:
         if accumulator is None:
             return tuple(TensorSpec(g.shape, g.dtype) for g in grads)
@@ -323,14 +302,15 @@ class AccumulateGradients(UpdateOp):
 
     def forward(
         self,
-        ctx: Any,
-        *grads: Any,
+        ctx: ExecContext | None,
+        *grads: ArrayLike,
         accumulator: GradientAccumulator | None,
-        variables: Sequence[Any],
-    ) -> tuple[np.ndarray, ...]:
+        variables: Sequence[Variable],
+    ) -> tuple[Array, ...]:
         if accumulator is None:
             return tuple(np.asarray(g) for g in grads)
-        applied = accumulator.add(list(grads), list(variables), getattr(ctx, "step", None))
+        step = None if ctx is None else ctx.step
+        applied = accumulator.add(list(grads), list(variables), step)
         if applied is None:
             applied = [a.astype(v.value.dtype) for a, v in zip(accumulator.accumulators, variables)]
         return tuple(applied)
@@ -345,7 +325,9 @@ class AccumulateGradients(UpdateOp):
 class ApplyGradients(UpdateOp):
     """The optimizer's update of ``variables`` from one gradient each (run when ``accumulator``
     is None or has just completed a window); outputs the optimizer's iteration count.
-    Attributes: ``optimizer``, ``variables``, ``accumulator`` (optional)."""
+    Attributes: ``optimizer``, ``variables``, ``accumulator`` (optional); ``captured_grads``
+    (the gradients ``keras.ipu.layers`` captured, for an optimizer that takes them) comes from
+    :func:`run_update`."""
 
     name = "apply_gradients"
     kind = "elementwise"
@@ -354,21 +336,23 @@ class ApplyGradients(UpdateOp):
         self,
         *grads: TensorSpec,
         optimizer: UpdateOptimizer,
-        variables: Sequence[Any],
+        variables: Sequence[Variable],
         accumulator: GradientAccumulator | None = None,
     ) -> TensorSpec:
         return TensorSpec((), "int64")
 
     def forward(
         self,
-        ctx: Any,
-        *grads: Any,
-        optimizer: UpdateOptimizer,
-        variables: Sequence[Any],
+        ctx: ExecContext | None,
+        *grads: Array,
+        optimizer: Applier,
+        variables: Sequence[Variable],
         accumulator: GradientAccumulator | None = None,
-    ) -> np.ndarray:
+        captured_grads: Mapping[str, ArrayLike] | None = None,
+    ) -> Array:
         if accumulator is None or accumulator.complete:
-            optimizer.apply_gradients(list(zip(grads, variables)))
+            kwargs = {} if captured_grads is None else {"captured_grads": captured_grads}
+            optimizer.apply_gradients(list(zip(grads, variables)), **kwargs)
         return np.asarray(getattr(optimizer, "iterations", 0), dtype=np.int64)
 
     def variable_cost(self, shape: tuple[int | None, ...], **attrs: Any) -> tuple[OpCost, int]:
@@ -382,41 +366,53 @@ class ApplyGradients(UpdateOp):
 class CrossReplicaMean(Op):
     """Each gradient's mean over the replicas (IPU TensorFlow's ``cross_replica_mean``, the
     all-reduce of ``CrossReplicaOptimizer`` and of a replicated Keras step); lowering times it
-    as the all-reduce of its inputs' bytes. A trace is one replica's, so ``forward`` passes the
-    gradients through (:func:`run_update` takes the mean over replicas). Attribute:
-    ``variables``, the variable of each gradient."""
+    as the all-reduce of its inputs' bytes. ``forward`` takes the mean over each input's
+    :class:`Replicas` (what :func:`run_update` feeds it); the graph executor runs one
+    replica's trace, whose gradients pass through. Attribute: ``variables``, the variable of
+    each gradient."""
 
     name = "cross_replica_mean"
     kind = "data_movement"
     num_outputs = -1  # VARIADIC: one per gradient
 
-    def infer(self, *grads: TensorSpec, variables: Sequence[Any]) -> tuple[TensorSpec, ...]:
+    def infer(self, *grads: TensorSpec, variables: Sequence[Variable]) -> tuple[TensorSpec, ...]:
         return tuple(TensorSpec(g.shape, g.dtype) for g in grads)
 
-    def forward(self, ctx: Any, *grads: Any, variables: Sequence[Any]) -> tuple[np.ndarray, ...]:
-        return tuple(np.asarray(g) for g in cross_replica_mean([grads]))
+    def forward(
+        self, ctx: ExecContext | None, *grads: ArrayLike | Replicas, variables: Sequence[Variable]
+    ) -> tuple[Array, ...]:
+        """Each gradient's mean over its :class:`Replicas` (a plain array is one replica's)."""
+        replicas = [g if isinstance(g, Replicas) else Replicas((g,)) for g in grads]
+        return tuple(cross_replica_mean(list(zip(*replicas))))
+
+
+class Replicas(tuple[ArrayLike, ...]):
+    """One gradient on every replica (the graph executor runs one: a plain array)."""
+
+
+_MEAN, _ACCUMULATE, _APPLY = CrossReplicaMean(), AccumulateGradients(), ApplyGradients()
 
 
 # ---------------------------------------------------------------------- tracing
 class UpdateTracer(Protocol):
     """A trace that records optimizer updates made with its traced gradients."""
 
-    def trace_apply(self, optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any: ...
+    def trace_apply(self, optimizer: object, pairs: list[tuple[object, object]]) -> object: ...
 
 
 _local = threading.local()
 
 
-def tracers() -> list[Any]:
+def tracers() -> list[UpdateTracer]:
     """This thread's traces that take optimizer updates, innermost last (the compat runtime
     keeps its trace contexts here, so entering a trace is all it takes)."""
     if not hasattr(_local, "stack"):
         _local.stack = []
-    stack: list[Any] = _local.stack
+    stack: list[UpdateTracer] = _local.stack
     return stack
 
 
-def trace_apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
+def trace_apply(optimizer: object, pairs: list[tuple[object, object]]) -> object:
     """Add ``optimizer``'s update with traced gradients to the innermost trace.
 
     Raises:
@@ -428,19 +424,69 @@ def trace_apply(optimizer: Any, pairs: list[tuple[Any, Any]]) -> Any:
             "apply_gradients received traced gradients outside a device function; call it in "
             "the tf.function (or loop body) that computed them"
         )
-    tracer: UpdateTracer = stack[-1]
-    return tracer.trace_apply(optimizer, pairs)
+    return stack[-1].trace_apply(optimizer, pairs)
 
 
-def has_traced_gradient(pairs: Sequence[Any]) -> bool:
+def has_traced_gradient(pairs: Sequence[object]) -> bool:
     """Whether any ``(gradient, variable)`` pair holds a traced gradient (a graph Symbol);
     malformed pairs count as not traced (``apply_gradients`` reports them)."""
     return any(isinstance(p, tuple | list) and p and isinstance(p[0], Symbol) for p in pairs)
 
 
+def run_update(
+    done: Symbol | None,
+    per_replica: Sequence[Sequence[ArrayLike]],
+    *,
+    variables: Sequence[Variable] | None = None,
+    optimizer: Applier | None = None,
+    accumulator: GradientAccumulator | None = None,
+    captured_grads: Mapping[str, ArrayLike] | None = None,
+    step: int | None = None,
+    observe: GradientObserver | None = None,
+) -> Array | None:
+    """Execute the update phase on every replica's gradients (``per_replica[replica][i]``): the
+    ops of the nodes :func:`add_update` made (``done``, its result; None: no graph, an eager
+    optimizer call), each ``forward`` with its node's attributes or those given (not None).
+
+    The replicas' mean; ``observe(grads, variables, "computed")`` (what it returns, when not
+    None, replaces them); accumulation (``step`` keys stochastic rounding; None: the
+    accumulator's call count); when the window is complete, ``observe(..., "apply")`` and the
+    apply (with ``captured_grads`` when given). Returns the apply's output (the optimizer's
+    iterations), or None while the window fills.
+    """
+    if done is not None:  # the apply node, its accumulation node before it
+        applies, accumulates = done.node, done.node.inputs[0].node
+        variables = applies.attrs["variables"] if variables is None else variables
+        optimizer = applies.attrs["optimizer"] if optimizer is None else optimizer
+        if accumulator is None:
+            accumulator = accumulates.attrs["accumulator"]
+    variables = list(variables or ())
+    ctx = None if step is None else ExecContext(training=True, step=step)
+    grads: Sequence[ArrayLike] = _MEAN.forward(
+        ctx, *map(Replicas, zip(*per_replica)), variables=variables
+    )
+    if observe is not None:
+        replaced = observe(list(grads), variables, "computed")
+        grads = grads if replaced is None else replaced
+    grads = _ACCUMULATE.forward(ctx, *grads, accumulator=accumulator, variables=variables)
+    if accumulator is not None and not accumulator.complete:
+        return None
+    if observe is not None:
+        observe(list(grads), variables, "apply")
+    assert optimizer is not None, "run_update needs an optimizer or an apply_gradients node"
+    return _APPLY.forward(
+        ctx,
+        *grads,
+        optimizer=optimizer,
+        variables=variables,
+        accumulator=accumulator,
+        captured_grads=captured_grads,
+    )
+
+
 def add_update(
     grads: Sequence[Symbol],
-    variables: Sequence[Any],
+    variables: Sequence[Variable],
     optimizer: UpdateOptimizer,
     accumulator: GradientAccumulator | None = None,
 ) -> Symbol:

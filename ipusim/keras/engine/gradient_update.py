@@ -1,7 +1,7 @@
-"""The weight update of a Keras training step: apply each step's gradients, or accumulate them
-over ``gradient_accumulation_steps_per_replica`` mini-batches and apply them once every N steps
-(through :func:`ipusim.graph.ops.update.run_update`, the one path every front end shares). A
-mixin of :class:`ipusim.keras.engine.training.TrainingMixin`."""
+"""The weight update of a Keras training step: the step graph's update nodes executed on every
+replica's gradients (:func:`ipusim.graph.ops.update.run_update`): their mean, then applied at
+once, or accumulated over ``gradient_accumulation_steps_per_replica`` mini-batches and applied
+once every N steps. A mixin of :class:`ipusim.keras.engine.training.TrainingMixin`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.graph.graph import Symbol
 from ipusim.graph.ops.update import GradientAccumulator, run_update
 
 __all__ = ["GradientUpdateMixin"]
@@ -24,9 +25,12 @@ class GradientUpdateMixin:
     _accumulators: Any
     _exec_step: int
 
-    def _apply_or_accumulate(self, grads: list[np.ndarray], variables: list[Any]) -> None:
-        """Apply the gradients now, or accumulate them and apply every N steps
-        (:func:`~ipusim.graph.ops.update.run_update`)."""
+    def _apply_or_accumulate(
+        self, per_replica: list[list[np.ndarray]], variables: list[Any], done: Symbol | None = None
+    ) -> None:
+        """Run the update nodes that ``done`` ends (the step graph's; None: the update of
+        ``variables`` with the model's optimizer) on every replica's gradients: apply their mean
+        now, or accumulate it and apply every N steps."""
         optimizer, accumulator = self.optimizer, None
         if self._gradient_accumulation != 1:
             if not isinstance(self._accumulators, GradientAccumulator):
@@ -38,12 +42,14 @@ class GradientUpdateMixin:
         # they are accumulated: the captures are one step's).
         captured = getattr(self, "_captured_grads", None)
         supported = accumulator is None and getattr(optimizer, "supports_captured_grads", False)
-        kwargs = {"captured_grads": captured} if captured and supported else {}
         run_update(
-            [grads],
-            variables,
-            lambda grads, variables: optimizer.apply_gradients(zip(grads, variables), **kwargs),
-            accumulator,
+            done,
+            per_replica,
+            # with nodes, their variables and optimizer (the compiled one); else these
+            variables=None if done is not None else variables,
+            optimizer=None if done is not None else optimizer,
+            accumulator=accumulator,
+            captured_grads=captured if captured and supported else None,
             step=self._exec_step,
             # optimizers that outfeed or replace gradients (a TF1 optimizer's) observe them
             observe=getattr(optimizer, "_gradients_observer", None),

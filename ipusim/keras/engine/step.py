@@ -72,6 +72,8 @@ class StepProgram:
         self.gradients: list[Symbol] = []
         self.captured: list[tuple[str, Symbol]] = []
         self.updates: list[tuple[Variable, Symbol]] = []
+        #: The last update node (``apply_gradients``) of a train step (:func:`add_update`).
+        self.update: Symbol | None = None
         fetches = list(self.outputs)
         if kind in ("train", "test"):
             if y_spec is None:
@@ -132,11 +134,11 @@ class StepProgram:
                 inverse = m.divide(1.0, scale)
                 grads = [m.multiply(g, m.cast(inverse, g.dtype)) for g in grads]
         self.gradients = list(grads)
-        # The update phase as graph ops owned by the optimizer: lowering times the
-        # accumulation and the weight update from these nodes. They are not fetched: fit
-        # applies the fetched gradients through the same driver (GradientAccumulator).
+        # The update phase as graph ops owned by the optimizer: lowering times the all-reduce,
+        # accumulation and weight update from these nodes, and fit executes them on every
+        # replica's fetched gradients (run_update), so they are not fetched here.
         with graph.phase("update"):
-            add_update(self.gradients, self.trainable, model.optimizer)
+            self.update = add_update(self.gradients, self.trainable, model.optimizer)
         self.updates = list(graph.updates)
         updates = [value for _, value in self.updates]
         return self.gradients + updates + [g for _, g in self.captured]

@@ -14,6 +14,7 @@ from ipusim.errors import (
     NonFiniteLossError,
 )
 from ipusim.graph.execute import ExecContext
+from ipusim.graph.ops.update import GradientAccumulator
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras import metrics as metrics_module
 from ipusim.keras import optimizers as optimizers_module
@@ -67,8 +68,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         # reduction method ("sum", "mean", "running_mean"), and the running state.
         self._gradient_accumulation = 1
         self._accumulation_method = "sum"
-        self._accumulators: list[np.ndarray] | None = None
-        self._accumulated = 0
+        self._accumulators: GradientAccumulator | None = None
         # The IPU extension of a model created in an IPUStrategy scope (ipu_hooks), or None.
         self._ipu_extension: IPUExtension | None = None
         # Per-step batch callbacks instead of once per execution (asynchronous callbacks).
@@ -258,10 +258,10 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         # ipusim run --instances): the gradients, then the layers' state updates.
         n_grads = len(runs[0][1].gradients)
         job = job_replicas([list(r[1].gradients) + list(r[1].updates) for r in runs])
-        grads = replica_mean([replica[:n_grads] for replica in job])
         # Gradients captured by keras.ipu.layers go to an optimizer that takes them.
         self._captured_grads = runs[0][1].captured
-        self._apply_or_accumulate(grads, program.trainable)
+        grads = [replica[:n_grads] for replica in job]
+        self._apply_or_accumulate(grads, program.trainable, program.update)
         updates = replica_mean([replica[n_grads:] for replica in job])
         for (variable, _), value in zip(program.updates, updates):
             variable.assign(value)

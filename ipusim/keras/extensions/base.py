@@ -78,7 +78,6 @@ class KerasExtensionBase(metaclass=_ExtensionType):
         """Setters invalidate what was compiled for the IPU (as IPU TensorFlow does)."""
         self._programs.clear()
         self._accumulators = None
-        self._accumulated = 0
 
     # ------------------------------------------------------------------ setters
     def set_asynchronous_callbacks(self, asynchronous: bool = False) -> None:

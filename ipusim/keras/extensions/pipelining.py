@@ -194,7 +194,6 @@ class _PipeliningBase:
             self._gradient_accumulation = steps
             self._accumulation_method = method
             self._accumulators = None
-            self._accumulated = 0
 
     def _check_pipelined_fit(self, x: Any = None, batch_size: int | None = None) -> None:
         """Validate a pipelined model before training and give it gradient-accumulation numerics.

@@ -1,9 +1,10 @@
 """``keras.ipu.optimizers.GradientAccumulationOptimizer`` (Graphcore's Keras, SDK 3.x): apply the
 wrapped optimizer once every ``num_mini_batches`` calls, to the gradients accumulated in between.
 
-The accumulation is the one driver, :class:`ipusim.graph.ops.update.GradientAccumulator` (shared
-with :class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`, Keras' ``fit`` and
-the compat runtime). SUM adds (the SDK's default: no division by the number of mini-batches),
+Each call runs the update-phase ops (:func:`ipusim.graph.ops.update.run_update`: accumulation in
+a :class:`~ipusim.graph.ops.update.GradientAccumulator`, then the wrapped optimizer's apply), as
+:class:`~ipusim.keras.optimizers.als.ALSGradientAccumulationOptimizer`, Keras' ``fit`` and the
+compat runtime do. SUM adds (the SDK's default: no division by the number of mini-batches),
 MEAN adds then divides once, RUNNING_MEAN keeps the running mean; float16 accumulators round
 every addition to half precision.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import InvalidTypeError
-from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
+from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient, run_update
 from ipusim.graph.variable import Variable
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.optimizer import Optimizer
@@ -93,13 +94,23 @@ class AccumulatingWrapper:
     def num_mini_batches(self) -> int:
         return self._accumulator.num_mini_batches
 
-    def _accumulate(self, grads: list[Any], variables: list[Variable], **kwargs: Any) -> Any:
+    def _accumulate(
+        self,
+        grads: list[Any],
+        variables: list[Variable],
+        captured_grads: dict[str, Any] | None = None,
+    ) -> int | None:
         """Add the gradients; every ``num_mini_batches`` calls, apply the accumulated ones with
-        the wrapped optimizer (its result; None in between)."""
-        applied = self._accumulator.add(grads, variables)
-        if applied is None:
-            return None
-        return self._opt.apply_gradients(zip(applied, variables), **kwargs)
+        the wrapped optimizer (its iterations then; None in between)."""
+        done = run_update(
+            None,
+            [grads],
+            variables=variables,
+            optimizer=self._opt,
+            accumulator=self._accumulator,
+            captured_grads=captured_grads,
+        )
+        return None if done is None else self._opt.iterations
 
     def _accumulation_config(self) -> dict[str, Any]:
         return {
