@@ -28,7 +28,9 @@ class HostOptions:
         infeed: how elements reach the IPU.
             ``"overlapped"``: a host copier moves each element over the host link into one of
             ``prefetch_depth`` device-side slots while the IPU computes; the IPU only takes it (I/O
-            tiles: ``IPUConfig.io_tiles.num_io_tiles`` > 0, single-IPU or Grouped programs).
+            tiles: ``IPUConfig.io_tiles.num_io_tiles`` > 0 and the step's stream buffers fit on
+            them, single-IPU or Grouped programs; the program was lowered on the other tiles,
+            ``ipusim.session.plan.compute_system``).
             ``"staged"``: the copier stages elements near the IPU (Poplar's multi-buffered
             streams, ``prefetch_depth`` >= 2, which may sit in the IPU-Machine's DRAM) while the
             IPU computes; the IPU then copies each from there itself, between its compute sets,

@@ -306,15 +306,17 @@ def _pipelined(
         peak = max(used(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
         args = {**run, **(units.split(bounds) if stages > 1 else {})}
         for schedule, io, spe in _executions(run["steps"], stages, stages):
-            # I/O tiles take the infeed copies off the first stage's timeline
+            # I/O tiles take the infeed copies off the first stage's timeline, and their tiles
+            # from compute (slower) and from the budget (the busiest tile keeps what it held)
+            share = options.compute_share(str(run["system"]), io)
             feeds = (0.0 if io else infeed, outfeed)
-            latency = host_s + _execution(schedule, fwd(bounds), spe, per_step, feeds)
+            slowed = tuple(f * options.io_slowdown(share) for f in fwd(bounds))
+            latency = host_s + _execution(schedule, slowed, spe, per_step, feeds)
             if max_latency_s is not None and latency > max_latency_s:
                 continue
             a = _options(args, schedule, io, spe)
-            out.append(
-                Candidate.of(a, samples * spe / latency, _gives(a), peak, ref.budget_bytes, ratio)
-            )
+            budget = (ref.budget_bytes * share, ratio * share)
+            out.append(Candidate.of(a, samples * spe / latency, _gives(a), peak, *budget))
     return out
 
 

@@ -9,9 +9,11 @@ an estimate (arithmetic on a profile, no simulation of its own):
   cached per setting), so a candidate's estimate is its profile's step minus the profiled
   setting's transfers plus its own.
 - **I/O tiles** (``io-tiles``): the simulator overlaps the infeed copies with compute (no
-  ``infeed copy`` on the IPU's timeline) for a single IPU or the Grouped schedule; an estimate
-  takes the profile's infeed copy seconds per micro-batch off the step. ipusim does not take the
-  I/O tiles away from compute or memory (nor does the estimate).
+  ``infeed copy`` on the IPU's timeline) for a single IPU or the Grouped schedule, and maps the
+  compute graph to the tiles left (:func:`compute_share`); an estimate takes the profile's
+  infeed copy seconds per micro-batch off the step, slows the rest down by
+  :func:`io_slowdown` and divides the IPU's bytes by the smaller budget, its busiest tile
+  keeping what it held (M: within 1% on the test models).
 - **Schedule** (``schedule``): per schedule the micro-batches each stage holds
   (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
   ``M + 2 (S - 1)`` cycles of a forward step (the slowest forward pass) and a backward step;
@@ -35,8 +37,10 @@ __all__ = [
     "IO_TILES",
     "Evaluated",
     "bracket",
+    "compute_share",
     "counted",
     "interpolated",
+    "io_slowdown",
     "data_parallel_variants",
     "gives_up",
     "io_options",
@@ -81,6 +85,32 @@ def io_options(overlapping: bool) -> tuple[int, ...]:
     """I/O tile counts worth trying: none, and :data:`IO_TILES` where the simulator overlaps
     the infeed with compute (a single IPU or the Grouped schedule)."""
     return (0, IO_TILES) if overlapping else (0,)
+
+
+@functools.cache
+def compute_share(system: str, io_tiles: int) -> float:
+    """The share of an IPU's tiles the compute graph keeps with ``io_tiles`` I/O tiles, as the
+    simulator reserves them (:func:`~ipusim.session.plan.reserved_io_tiles`); 1 without."""
+    if not io_tiles:
+        return 1.0
+    from ipusim.hardware import load_system
+    from ipusim.session.plan import reserved_io_tiles
+
+    tiles = load_system(system).ipu.tiles
+    return (tiles - reserved_io_tiles(io_tiles, tiles)) / tiles
+
+
+#: Share of a micro-batch's seconds (its infeed copies aside) that grows in proportion to
+#: ``1 / compute_share``: little, as most matmul and convolution plans split their work over
+#: whole partitions that fit on the tiles left (M: the simulator with and without 32 I/O tiles
+#: on an M2000, fp16.16, one IPU: 0.033 for the BERT-Base of tests/plan/test_options.py at
+#: micro-batch 2, 0.032 for ResNet-50 at 224x224, micro-batch 1, 0.002 at 32x32).
+TILE_BOUND_SHARE = 0.03
+
+
+def io_slowdown(share: float) -> float:
+    """How much longer a micro-batch's compute takes with ``share`` of the tiles (>= 1)."""
+    return 1.0 + TILE_BOUND_SHARE * (1.0 / share - 1.0)
 
 
 def schedules(stages: int, ipus: int) -> tuple[str, ...]:
@@ -240,17 +270,21 @@ def data_parallel_variants(
 ) -> Iterator[tuple[tuple[str, bool], int, float, float]]:
     """A single-IPU replica's settings from its profiled ``figures`` (:func:`~ipusim.plan.
     profile.one_ipu`'s, at the ``reference`` setting): ``(setting, io_tiles, seconds per weight
-    update, IPU bytes)`` for every optimizer-state setting and I/O tile count. Without
+    update, IPU bytes)`` for every optimizer-state setting and I/O tile count (with I/O tiles,
+    bytes that give ``Candidate.of`` the larger of the IPU's bytes over the compute tiles'
+    budget and its busiest tile, unchanged). Without
     accumulation or pipeline (``acc == 1``) the workloads set no optimizer-state option: the
     state stays on chip, unsharded (IPU TensorFlow's default), as profiled."""
-    used, _, per_mb, update, _, weights, infeed = figures
+    used, ratio, per_mb, update, _, weights, infeed = figures
     if acc == 1:
         reference = fixed = ("off", False)
     variants = state_variants(system, replicas, 1, reference, weights, sizes, fixed)
     for setting, more_bytes, more_s in variants:
         for io in io_options(True):
-            step = acc * (per_mb - (infeed if io else 0.0)) + update + more_s
-            yield setting, io, step, used + more_bytes
+            share = compute_share(system, io)
+            step = acc * (per_mb - (infeed if io else 0.0)) * io_slowdown(share)
+            held = (used + more_bytes) * max(1.0 / share, ratio) / max(1.0, ratio)
+            yield setting, io, step + update + more_s, held
 
 
 def bracket(value: float, profiled: tuple[float, ...]) -> tuple[float, float, float]:

@@ -302,12 +302,17 @@ def _split_candidates(
     peak, memory = max(b for b, _ in mem), max(u for _, u in mem)
     cands = []
     for io in options.io_options(schedule == "grouped"):
-        first = [(passes[0][0] + c.infeed_s * (not io), passes[0][1]), *passes[1:]]
+        share = options.compute_share(str(base["system"]), io)
+        k = options.io_slowdown(share)
+        first = [(k * f, k * b) for f, b in passes]
+        first[0] = (first[0][0] + c.infeed_s * (not io), first[0][1])
         seconds = options.schedule_seconds(schedule, acc, first, c.overhead_s)
         gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
         a = options.setting_args(args, setting, io)
         speed = replicas * mb * acc / (run + seconds)
-        cands.append(Candidate(a, memory, speed, "; ".join(gives), peak, tile, peak / c.budget))
+        # Fewer tiles: a smaller IPU budget; the busiest tile holds what it held.
+        held = (max(memory, peak / c.budget / share), speed, "; ".join(gives), peak, tile)
+        cands.append(Candidate(a, *held, peak / c.budget / share))
     return cands
 
 

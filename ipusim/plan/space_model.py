@@ -401,11 +401,16 @@ def _pipeline_candidates(
     out = []
     for io in options.io_options(schedule == "grouped"):
         feed = replace(ref, infeed=0.0) if io else ref
-        step = feed.seconds(schedule, run["accumulation"], passes, mapping)
+        # I/O tiles: fewer tiles for compute (slower) and a smaller budget (same busiest tile)
+        share = options.compute_share(str(run["system"]), io)
+        k = options.io_slowdown(share)
+        slowed = [(k * f, k * b) for f, b in passes]
+        step = feed.seconds(schedule, run["accumulation"], slowed, mapping)
         speed = replicas * run["micro-batch"] * run["accumulation"] / (step + update + ref.host)
         text = "; ".join([*gives, *options.gives_up(setting, io)])
         a = options.setting_args(args, setting, io)
-        out.append(Candidate.of(a, speed, text, peak, ref.budget, ref.ratio))
+        budget = (ref.budget * share, ref.ratio * share)
+        out.append(Candidate.of(a, speed, text, peak, *budget))
     return out
 
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ipusim.cost.compute import PlannerOptions
 from ipusim.cost.units import seconds_to_ps
 from ipusim.engine import HostLink, HostOptions
+from ipusim.errors import ConfigurationError
+from ipusim.hardware import load_system
 from ipusim.hardware.specs import SystemSpec
-from ipusim.lowering import Program
+from ipusim.lowering import Program, StepDescription
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.session.options import (
     DEFAULT_BUFFER_DEPTH,
@@ -34,7 +37,11 @@ from ipusim.session.options import (
 if TYPE_CHECKING:
     from ipusim.config import IPUConfig
 
-__all__ = ["HostSettings", "SessionPlan", "resolve_plan"]
+__all__ = ["HostSettings", "SessionPlan", "compute_system", "reserved_io_tiles", "resolve_plan"]
+
+#: Most I/O tiles per IPU IPU TensorFlow accepts (S: graphcore/tensorflow
+#: ``poplar_compiler.cc`` ``GetNumIoTiles``, ``kNumIoTilesMaxValue``).
+MAX_IO_TILES = 192
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,10 @@ class SessionPlan:
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
         planner: PopLibs options of matmuls and convolutions.
         recompute: ``allow_recompute``.
-        io_tiles: ``io_tiles.num_io_tiles``.
+        io_tiles: I/O tiles per IPU: ``io_tiles.num_io_tiles`` as configured, then, once a
+            step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
+            (rounded up to even; 0 when its stream buffers do not fit on them).
+        io_memory_proportion: ``io_tiles.available_memory_proportion``.
         processes: host processes running the replicas (``process_count``).
         feeding_processes: the processes sharing out the replicas' outfeed drains and stream
             copies (1 without an IPUConfig).
@@ -89,10 +99,47 @@ class SessionPlan:
     stable_norm_statistics: bool
     host: HostSettings
     engine: EngineSettings
+    io_memory_proportion: float = 0.9
 
     def with_system(self, system: SystemSpec) -> SessionPlan:
-        """The same configuration on ``system`` (another host preset, say)."""
-        return resolve_plan(self.config, system)
+        """The same configuration on ``system`` (another host preset, say), with the I/O
+        tiles already settled for its step."""
+        return replace(resolve_plan(self.config, system), io_tiles=self.io_tiles)
+
+    @property
+    def compute_system(self) -> SystemSpec:
+        """The system as the compute graph sees it: its IPUs without the I/O tiles."""
+        return compute_system(self.system, self.io_tiles)
+
+    def for_step(self, step: StepDescription) -> SessionPlan:
+        """This plan with the I/O tiles IPU TensorFlow reserves for ``step``.
+
+        The stream buffers of a step (one infeed and one outfeed element) go on the I/O tiles
+        only if they take less than ``available_memory_proportion`` of the I/O tiles' memory;
+        otherwise nothing is placed there and the tiles go back to the compute graph (S:
+        graphcore/tensorflow ``passes/io_tiles_placer.cc``, ``GetMaxLiveBytes`` against
+        ``GetMaxAvailableIoBytes``, then ``UpdateNumIoTiles``), which IPU TensorFlow only logs:
+        ipusim warns, and the infeed no longer overlaps compute.
+        """
+        if self.io_tiles == 0:
+            return self
+        reserved = reserved_io_tiles(self.io_tiles, self.system.ipu.tiles)
+        buffers = step.infeed_bytes + step.outfeed_bytes
+        per_tile = self.system.ipu.sram_bytes_per_tile
+        available = int(reserved * per_tile * self.io_memory_proportion)
+        if buffers < available:
+            return replace(self, io_tiles=reserved)
+        warnings.warn(
+            f"The step's stream buffers ({buffers} bytes: one infeed and one outfeed element) "
+            f"do not fit on the {reserved} I/O tiles ({available} bytes at "
+            f"io_tiles.available_memory_proportion = {self.io_memory_proportion}), so, as in "
+            "IPU TensorFlow, nothing is placed on them: the tiles stay with the compute graph "
+            "and the infeed does not overlap compute. Raise io_tiles.num_io_tiles or "
+            "io_tiles.available_memory_proportion to use them.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return replace(self, io_tiles=0)
 
     def distribution(self, spec: DistributionSpec) -> DistributionSpec:
         """``spec`` with the IPUConfig's batch-norm options."""
@@ -198,6 +245,40 @@ class SessionPlan:
         )
 
 
+def reserved_io_tiles(requested: int, tiles: int) -> int:
+    """The I/O tiles per IPU IPU TensorFlow reserves for ``io_tiles.num_io_tiles = requested``
+    on an IPU of ``tiles`` tiles: rounded up to an even count (S: graphcore/tensorflow
+    ``poplar_compiler.cc`` ``GetNumIoTiles``; tiles come in pairs).
+
+    Raises:
+        ConfigurationError: more than :data:`MAX_IO_TILES`, or no tile left for compute.
+    """
+    if requested > MAX_IO_TILES:
+        raise ConfigurationError(
+            f"io_tiles.num_io_tiles must be in the range [0, {MAX_IO_TILES}] (IPU TensorFlow's "
+            f"limit), received {requested}. Reserve fewer I/O tiles."
+        )
+    reserved = requested + requested % 2
+    if reserved >= tiles:
+        raise ConfigurationError(
+            f"io_tiles.num_io_tiles = {requested} reserves {reserved} of the IPU's {tiles} "
+            "tiles, leaving none for compute. Reserve fewer I/O tiles (or more "
+            "ipu_model.tiles_per_ipu)."
+        )
+    return reserved
+
+
+def compute_system(system: SystemSpec, io_tiles: int) -> SystemSpec:
+    """``system`` with ``io_tiles`` tiles of each IPU reserved for I/O: the compute graph is
+    mapped to the other ``tiles - io_tiles`` (S: graphcore/tensorflow ``poplar_compiler.cc``
+    ``PartitionTiles``), so every op's tile mapping, cost and memory use those. (E) Every IPU
+    of a pipeline is taken to reserve them; IPU TensorFlow reserves them only on the IPUs
+    with host I/O (a pipeline's first and last stages)."""
+    if io_tiles == 0:
+        return system
+    return load_system(system, overrides={"ipu.tiles": system.ipu.tiles - io_tiles})
+
+
 def stream_callback_threads(system: SystemSpec, processes: int) -> int:
     """Threads one host process makes its replicas' host-side stream copies on.
 
@@ -257,6 +338,9 @@ def resolve_plan(config: IPUConfig | None, system: SystemSpec) -> SessionPlan:
         ),
         recompute=bool(config is not None and config.allow_recompute),
         io_tiles=int(config.io_tiles.num_io_tiles) if config is not None else 0,
+        io_memory_proportion=(
+            float(config.io_tiles.available_memory_proportion) if config is not None else 0.9
+        ),
         processes=processes,
         feeding_processes=processes if config is not None else 1,
         batch_norm_group=(

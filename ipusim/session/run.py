@@ -109,10 +109,10 @@ def _host_of(
 
 def lower(description: RunDescription, config: IPUConfig | None, system: SystemSpec) -> LoweredRun:
     """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit)."""
-    plan = resolve_plan(config, system)
+    plan = resolve_plan(config, system).for_step(description.step)
     program = lower_program(
         description.step,
-        system,
+        plan.compute_system,
         precision=plan.precision,
         gradient_accumulation=description.gradient_accumulation,
         pipeline=description.pipeline,

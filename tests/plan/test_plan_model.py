@@ -96,11 +96,12 @@ def test_the_planners_best_is_the_best_of_the_whole_space():
         assert any(a.get(key) == value for a in space)
     assert any(a.get("device-mapping") == [0, 1, 0] for a in space)
     assert any(a.get("sharded-optimizer-state") and a["stages"] > 1 for a in space)
-    # I/O tiles change nothing with the Sequential and Interleaved schedules
+    # With the Sequential and Interleaved schedules I/O tiles do not overlap the infeed: they
+    # only take their tiles from compute
     for schedule in ("sequential", "interleaved"):
         args = next(a for a in space if a.get("schedule") == schedule)
         with_io = simulate("keras_model", {**args, "io-tiles": 32}).predicted
-        assert with_io == simulate("keras_model", args).predicted
+        assert with_io < simulate("keras_model", args).predicted
     # every plan returned as fitting fits when run on its own
     for args in result.table[result.table["fits"]]["args"].head(3):
         assert simulate("keras_model", args).memory_fits
