@@ -242,7 +242,8 @@ def _add_host_and_device_arguments(p: argparse.ArgumentParser) -> None:
         "--io-tiles",
         type=int,
         default=0,
-        help="I/O tiles per IPU (io_tiles.num_io_tiles; infeed copies then overlap compute)",
+        help="I/O tiles per IPU (io_tiles.num_io_tiles, with place_ops_on_io_tiles: infeed "
+        "copies then overlap compute)",
     )
     p.add_argument(
         "--engine",
@@ -329,6 +330,7 @@ def configure(args: argparse.Namespace) -> None:
     cfg.ipusim.engine = args.engine
     if args.io_tiles:
         cfg.io_tiles.num_io_tiles = args.io_tiles
+        cfg.io_tiles.place_ops_on_io_tiles = True
     if args.host_overhead is not None:
         cfg.ipusim.host_overhead_s = args.host_overhead
     cfg.ipusim.host = args.host

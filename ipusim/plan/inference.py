@@ -366,28 +366,28 @@ def latency_rows(
 def best_py(args: dict[str, Any]) -> str:
     """The IPUConfig, stage assignment and pipelining options of an inference plan, to paste
     into an IPU TensorFlow 2 script (``model`` built in the strategy's scope)."""
-    from ipusim.plan.output import _script_of, _stages_py, ipus_per_replica
+    from ipusim.plan.output import io_tiles_py, ipus_per_replica, script_of, stages_py
 
     ipr, replicas, steps = ipus_per_replica(args), args["replicas"], args["steps"]
     spe = args.get("steps-per-execution", steps)
     call = "evaluate" if args.get("inference") == "evaluate" else "predict"
     lines = [
         "# ipusim plan: the inference configuration to paste (IPU TensorFlow 2)",
-        *([f"# for {_script_of(args)}"] if _script_of(args) else []),
+        *([f"# for {script_of(args)}"] if script_of(args) else []),
         "from tensorflow.python import ipu",
         "",
         "config = ipu.config.IPUConfig()",
         f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
         f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
         f"'{args.get('memory-proportion', 0.6)}'}}",
-        *([f"config.io_tiles.num_io_tiles = {args['io-tiles']}"] if args.get("io-tiles") else []),
+        *io_tiles_py(args),
         "config.configure_ipu_system()",
         "",
     ]
     if args["stages"] > 1:
         # The accumulation count is not used by inference: its pipeline runs steps_per_execution
         # micro-batches (IPU TensorFlow builds it with gradient_accumulation_count set so).
-        stage_lines = _stages_py({**args, "accumulation": spe, "offload": None})
+        stage_lines = stages_py({**args, "accumulation": spe, "offload": None})
         lines += [
             line for line in stage_lines if "optimizer_state" not in line and "offload" not in line
         ]

@@ -16,10 +16,29 @@ from ipusim._files import write_bytes_atomic, write_text_atomic
 if TYPE_CHECKING:
     from ipusim.plan.search import PlanResult
 
-__all__ = ["best_toml", "ipus_per_replica", "sweep_toml", "write_outputs"]
+__all__ = [
+    "best_toml",
+    "io_tiles_py",
+    "ipus_per_replica",
+    "script_of",
+    "stages_py",
+    "sweep_toml",
+    "write_outputs",
+]
 
 #: Fitting plans written to the study file ``sweep/plans.toml``, best first.
 SWEEP_PLANS = 10
+
+
+def io_tiles_py(args: dict[str, Any]) -> list[str]:
+    """The IPUConfig lines of a plan's I/O tiles: both options, since without
+    ``place_ops_on_io_tiles`` IPU TensorFlow reserves the tiles but places nothing on them."""
+    if not args.get("io-tiles"):
+        return []
+    return [
+        f"config.io_tiles.num_io_tiles = {args['io-tiles']}",
+        "config.io_tiles.place_ops_on_io_tiles = True",
+    ]
 
 
 def _toml_value(value: Any) -> str:
@@ -34,7 +53,7 @@ def _toml_value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _script_of(args: dict[str, Any]) -> str:
+def script_of(args: dict[str, Any]) -> str:
     """Which fit of which script the plan's model is (``ipusim run --plan``), or ""."""
     from ipusim.plan.script import parse_reference
 
@@ -48,8 +67,8 @@ def _script_of(args: dict[str, Any]) -> str:
 
 def _model_note(args: dict[str, Any]) -> str:
     """``best.toml``'s note on how its model is rebuilt, for a Keras model's plan ("" else)."""
-    if _script_of(args):
-        return f"{_script_of(args)} (ipusim run --plan): re-running runs the script up to that call"
+    if script_of(args):
+        return f"{script_of(args)} (ipusim run --plan): re-running runs the script up to that call"
     if "model" in args and ":" not in str(args["model"]):
         return (
             "the model was given to ipusim.plan as an object or function, known only to the "
@@ -95,7 +114,7 @@ def best_py(args: dict[str, Any]) -> str:
     ipr, replicas = ipus_per_replica(args), args["replicas"]
     lines = [
         "# ipusim plan: the configuration to paste (IPU TensorFlow 2)",
-        *([f"# for {_script_of(args)}"] if _script_of(args) else []),
+        *([f"# for {script_of(args)}"] if script_of(args) else []),
         "from tensorflow.python import ipu",
         "",
         "config = ipu.config.IPUConfig()",
@@ -103,12 +122,12 @@ def best_py(args: dict[str, Any]) -> str:
         f"config.allow_recompute = {bool(args.get('recompute'))}",
         f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
         f"'{args.get('memory-proportion', 0.6)}'}}",
-        *([f"config.io_tiles.num_io_tiles = {args['io-tiles']}"] if args.get("io-tiles") else []),
+        *io_tiles_py(args),
         "config.configure_ipu_system()",
         "",
     ]
     if args["stages"] > 1:
-        lines += _stages_py(args)
+        lines += stages_py(args)
     else:
         state = (
             f", offload_weight_update_variables={args['offload'] == 'on'}, "
@@ -124,7 +143,7 @@ def best_py(args: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stages_py(args: dict[str, Any]) -> list[str]:
+def stages_py(args: dict[str, Any]) -> list[str]:
     """The stage assignment and ``set_pipelining_options`` of a pipelined plan."""
     split = args.get("split") or _bert_split(args)
     if split:

@@ -232,7 +232,10 @@ class WhatIf:
         found: list[Variant] = []
         if int(config.io_tiles.num_io_tiles) == 0:
             found.append(
-                (f"io_tiles.num_io_tiles={IO_TILES}", lambda: self._configured(_set_io_tiles))
+                (
+                    f"io_tiles.num_io_tiles={IO_TILES} placed",
+                    lambda: self._configured(_set_io_tiles),
+                )
             )
         replicas = int(self.lowered.program.replicas)
         processes = int(config.experimental.multi_replica_distribution.process_count or 1)
@@ -336,6 +339,7 @@ def _set_processes(config: IPUConfig, processes: int) -> None:
 
 def _set_io_tiles(config: IPUConfig) -> None:
     config.io_tiles.num_io_tiles = IO_TILES
+    config.io_tiles.place_ops_on_io_tiles = True
 
 
 def _eight_bit_infeed_bytes(step: StepDescription) -> int:

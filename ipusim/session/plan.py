@@ -78,6 +78,9 @@ class SessionPlan:
             step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
             (rounded up to even; 0 when its stream buffers do not fit on them).
         io_memory_proportion: ``io_tiles.available_memory_proportion``.
+        io_ops_placed: ``io_tiles.place_ops_on_io_tiles``: the stream copies run on the I/O
+            tiles (and so overlap compute). Without it the tiles are reserved but idle, as in
+            IPU TensorFlow, whose examples set both options together.
         processes: host processes running the replicas (``process_count``).
         feeding_processes: the processes sharing out the replicas' outfeed drains and stream
             copies (1 without an IPUConfig).
@@ -100,6 +103,7 @@ class SessionPlan:
     host: HostSettings
     engine: EngineSettings
     io_memory_proportion: float = 0.9
+    io_ops_placed: bool = False
 
     def with_system(self, system: SystemSpec) -> SessionPlan:
         """The same configuration on ``system`` (another host preset, say), with the I/O
@@ -124,6 +128,8 @@ class SessionPlan:
         if self.io_tiles == 0:
             return self
         reserved = reserved_io_tiles(self.io_tiles, self.system.ipu.tiles)
+        if not self.io_ops_placed:  # S: io_tiles_placer.cc, Run returns at once when disabled
+            return replace(self, io_tiles=reserved)
         buffers = step.infeed_bytes + step.outfeed_bytes
         per_tile = self.system.ipu.sram_bytes_per_tile
         available = int(reserved * per_tile * self.io_memory_proportion)
@@ -198,7 +204,7 @@ class SessionPlan:
         if overhead_s < 0:
             overhead_s = self.system.host.per_execution_overhead_s
         depth = int(feeds.prefetch_depth or DEFAULT_PREFETCH_DEPTH)
-        if self.io_tiles > 0 and schedule in (None, "grouped"):
+        if self.io_tiles > 0 and self.io_ops_placed and schedule in (None, "grouped"):
             mode = "overlapped"
         else:
             mode = "staged" if depth >= 2 else "direct"
@@ -341,6 +347,7 @@ def resolve_plan(config: IPUConfig | None, system: SystemSpec) -> SessionPlan:
         io_memory_proportion=(
             float(config.io_tiles.available_memory_proportion) if config is not None else 0.9
         ),
+        io_ops_placed=bool(config is not None and config.io_tiles.place_ops_on_io_tiles),
         processes=processes,
         feeding_processes=processes if config is not None else 1,
         batch_norm_group=(

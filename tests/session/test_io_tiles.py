@@ -24,14 +24,14 @@ BATCH, FEATURES = 8, 128_000  # 1,024,000 fp32 elements (32,000 grains of 128 by
 GC200 = load_system("M2000").ipu
 
 
-def _predict(io_tiles: int = 0, proportion: float = 0.9):
+def _predict(io_tiles: int = 0, proportion: float = 0.9, place: bool = True):
     """A ReLU over a (BATCH, FEATURES) fp32 batch, two steps of predict on one IPU."""
     ipusim.config.reset_ipu_configuration()
     cfg = ipusim.IPUConfig()
     cfg.auto_select_ipus = 1
     if io_tiles:
         cfg.io_tiles.num_io_tiles = io_tiles
-        cfg.io_tiles.place_ops_on_io_tiles = True
+        cfg.io_tiles.place_ops_on_io_tiles = place
         cfg.io_tiles.available_memory_proportion = proportion
     cfg.configure_ipu_system()
     x = np.ones((2 * BATCH, FEATURES), np.float32)
@@ -112,6 +112,18 @@ def test_stream_buffers_that_do_not_fit_leave_every_tile_to_compute() -> None:
     assert _relu(model).tiles == GC200.tiles
     assert model.last_program.memory[0].budget_bytes == GC200.tiles * GC200.sram_bytes_per_tile
     assert _on_ipu_infeed_copies(model) == 2  # the IPU copies each step's input itself
+
+
+def test_io_tiles_without_placing_ops_on_them_are_reserved_and_idle() -> None:
+    """Without ``place_ops_on_io_tiles`` IPU TensorFlow's placer does nothing (its ``Run``
+    returns at once), yet the tiles stay out of the compute graph: only the cost remains, and
+    no warning, however large the buffers."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        idle = _predict(32, 0.01, place=False)
+    assert _relu(idle).tiles == GC200.tiles - 32
+    assert _on_ipu_infeed_copies(idle) == 2  # the IPU still copies each step's input itself
+    assert idle.last_simulation.seconds > _predict(0).last_simulation.seconds
 
 
 def test_io_tile_counts_as_ipu_tensorflow_reserves_them() -> None:

@@ -17,9 +17,10 @@ from ipusim.session.plan import HostSettings, resolve_plan
 _PS_PER_S = 10**12
 
 
-def _config() -> ipusim.IPUConfig:
+def _config(place_ops_on_io_tiles: bool = True) -> ipusim.IPUConfig:
     cfg = ipusim.IPUConfig()
     cfg.io_tiles.num_io_tiles = 32
+    cfg.io_tiles.place_ops_on_io_tiles = place_ops_on_io_tiles
     cfg.allow_recompute = True
     cfg.ipusim.precision = "fp16.16"
     cfg.ipusim.host_dataset_rate = 2000.0
@@ -72,6 +73,8 @@ def test_the_plan_s_host_options_follow_the_config_and_the_feeds() -> None:
     direct = plan.host_options(session.FeedOptions(prefetch_depth=1), "interleaved")
     assert direct.infeed == "direct"
     assert plan.host_options(session.FeedOptions(callbacks=False)).callback_ps == 0
+    idle = resolve_plan(_config(place_ops_on_io_tiles=False), load_system("M2000"))
+    assert idle.host_options(session.FeedOptions()).infeed == "staged"  # reserved, no copies
 
 
 def test_the_old_entry_points_resolve_the_same_plan() -> None:
