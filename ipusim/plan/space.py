@@ -175,7 +175,7 @@ def bert_candidates(
     # Splits inside layers for the option sets whose layer splits estimate fastest (a search
     # over twice the units costs four times as much).
     for *_, plan in sorted(pipelines, key=lambda p: (-p[0], p[1]))[:SUB_LAYER_SETS]:
-        out += _bert_splits(*plan, halves(shape), prune)
+        out += _bert_splits(*plan, halves(shape, plan[-1]), prune)
     kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR or not prune]
     return options.counted(fastest_first(kept), len(out))
 
@@ -202,9 +202,9 @@ class _Stages:
         return layers + c.embed_s * (s == 0) + c.head_s * (s == self.head_at)
 
     def back(self, first: int, stop: int, s: int) -> float:
-        """The backward pass's part of :meth:`time` (E: the units' share of the layer's)."""
+        """The backward pass's part of :meth:`time` (the units' share of the layer's)."""
         c = self.c
-        layers = c.layer_b * self.units.share("time", first, stop)
+        layers = c.layer_b * self.units.share("back", first, stop)
         return layers + c.embed_b * (s == 0) + c.head_b * (s == self.head_at)
 
     def used(self, first: int, stop: int, s: int, per_var: float) -> tuple[float, float]:
@@ -290,8 +290,12 @@ def _split_candidates(
     back = [model.back(a, b, s) for s, (a, b) in spans]
     passes = [(model.time(a, b, s) - bs, bs) for (s, (a, b)), bs in zip(spans, back)]
     elements = int(heaviest * c.weight_share / element)
-    run = c.update_per_byte * heaviest + options.update_transfer_s(
-        str(base["system"]), replicas, ipr, setting, elements, (slots, element)
+    run = (
+        c.update_per_byte * heaviest
+        + c.execution_s
+        + options.update_transfer_s(
+            str(base["system"]), replicas, ipr, setting, elements, (slots, element)
+        )
     )
     ratio = [c.ratio0] + [c.ratio] * (len(spans) - 1)
     tile = max(b / c.budget * r for (b, _), r in zip(mem, ratio))
