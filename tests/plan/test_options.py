@@ -17,13 +17,27 @@ SYSTEM = "M2000"
 
 def test_schedule_seconds_closed_forms():
     passes, overhead = [(1.0, 2.0), (2.0, 3.0), (1.5, 2.5)], 0.5  # (forward, backward) s
-    # Grouped: M + 2 (S - 1) cycles of the slowest forward, the slowest backward, overhead.
-    assert options.schedule_seconds("grouped", 6, passes, overhead) == 10 * (2 + 3 + 0.5)
+    # Grouped: M + S - 1 = 8 forward and 8 backward steps, half the overhead each. Full
+    # steps (4 of each): 2 + 3. Ramp up: F of stage 0 (1), of 0..1 (2); B of stage 2 (2.5),
+    # of 1..2 (3). Ramp down: F of 1..2 (2), of 2 (1.5); B of 0..1 (3), of 0 (2).
+    ramp = (1 + 2) + (2.5 + 3) + (2 + 1.5) + (3 + 2)
+    assert options.schedule_seconds("grouped", 6, passes, overhead) == 4 * 5 + ramp + 8 * 0.5
     # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
     # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
     assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
     # Sequential: every stage in turn, M times.
     assert options.schedule_seconds("sequential", 6, passes, overhead) == 6 * (12 + 1.5)
+
+
+@pytest.mark.parametrize("stages, acc", [(2, 4), (3, 6), (5, 10), (4, 40)])
+def test_grouped_seconds_follow_the_lowerings_time_steps(stages, acc):
+    """Each step of the lowering's Grouped schedule lasts as long as its slowest item."""
+    from ipusim.lowering.schedules import time_steps
+
+    passes = [(1.0 + 0.3 * s * (-1) ** s, 2.0 + 0.7 * (s % 3)) for s in range(stages)]
+    steps = time_steps("grouped", stages, acc, True)
+    naive = sum(max(passes[s][p == "B"] for s, p, _ in step) + 0.25 for step in steps)
+    assert options.schedule_seconds("grouped", acc, passes, 0.5) == pytest.approx(naive)
 
 
 def test_state_bytes_and_settings():
