@@ -59,6 +59,8 @@ PRUNE_FACTOR = 1.15
 MEMORY_PROPORTIONS = (0.2, 0.6)
 #: availableMemoryProportion values estimated by interpolating the profiled ones (E).
 EXTRA_PROPORTIONS = (0.4,)
+#: IPUs per replica tried (those that divide the system's IPUs).
+IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
 #: Micro-batches tried.
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 #: Splits kept per IPU count and options (the DP's best and the next best it met).
@@ -147,7 +149,7 @@ def bert_candidates(
     estimated from profiles, pruned by memory (unless ``prune`` is False) and ordered fastest
     first."""
     shape = BertShape.of(args)
-    iprs = [i for i in (1, 2, 4, 8, 16) if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
+    iprs = [i for i in IPUS_PER_REPLICA if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
     # Pipelines: the head in a stage of its own on IPU 0, or with the last encoder stage.
     plans = [
         (ipr, stages, opt)
