@@ -22,6 +22,7 @@ __all__ = [
     "bert_costs",
     "bert_group",
     "bert_half_group",
+    "reference_args",
     "reference_counts",
 ]
 
@@ -78,7 +79,8 @@ class BertCosts:
             per execution, per variable byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
             taken out: a candidate adds its own, :func:`~ipusim.plan.options.update_transfer_s`).
         overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
-            (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
+            (stage-to-stage copies, inter-IPU syncs, host I/O; the compute sets' own syncs are
+            the layers'): the reference's simulated time over the
             sum of its parts, spread over its stages.
         budget: an IPU's budget, bytes.
         weight_share: the encoder layers' weight bytes over their variable bytes.
@@ -249,14 +251,12 @@ def reference_counts(layers: int, ipus: int) -> list[int]:
     return counts
 
 
-def bert_costs(
-    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
-) -> BertCosts | None:
-    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
-    recomputation, precision), from the cached profile of a Sequential reference pipeline over
-    ``ipus`` IPUs; None if that reference does not fit."""
+def reference_args(
+    base: dict[str, Any], counts: list[int], setting: tuple[int, float, bool, str]
+) -> dict[str, Any]:
+    """The ``[args]`` of the reference run with ``counts`` encoder layers per IPU at
+    ``setting`` (micro-batch, availableMemoryProportion, recomputation, precision)."""
     mb, proportion, recompute, precision = setting
-    counts = reference_counts(shape.layers, ipus)
     stages = len(counts) + (len(counts) > 1)
     args = {
         **base,
@@ -277,6 +277,18 @@ def bert_costs(
     if recompute:
         mode = "interleaved" if stages > 1 else "auto"
         args.update(recompute=True, **{"recomputation-mode": mode, "checkpoint-every-layer": True})
+    return args
+
+
+def bert_costs(
+    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
+) -> BertCosts | None:
+    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
+    recomputation, precision), from the cached profile of a Sequential reference pipeline over
+    ``ipus`` IPUs; None if that reference does not fit."""
+    mb, _, recompute, precision = setting
+    counts = reference_counts(shape.layers, ipus)
+    args = reference_args(base, counts, setting)
     key = ("bert halves", repr(sorted(args.items())))
     p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_half_group, SYNCED)
     if p is None:

@@ -5,7 +5,8 @@ head, a ResNet block: any grouping the caller gives as a function of the layer n
 :class:`GroupCost`:
 
 - ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU: the mean duration of each
-  of its compute sets' compute and exchange records, summed (a recomputed forward is left out:
+  of its compute sets' compute and exchange records (and sync records, when
+  asked), summed (a recomputed forward is left out:
   :meth:`Profile.seconds` adds it back when asked);
 - ``weight_bytes`` / ``state_bytes``: its variables, and their optimizer state plus gradient
   accumulators, as the memory plan holds them (replica 0's copy);

@@ -11,8 +11,8 @@ with a Sequential pipeline of unequal stages so that each IPU's live activations
 a working set and a per-layer stash (:class:`BertCosts`). Each candidate is then pure arithmetic:
 per stage, fixed + variables + working set + stash x micro-batches in flight (the lowering's
 ``in_flight``), and the busiest tile from the reference's tile-over-IPU ratio; time per
-micro-batch from the layers' forward, backward (and recomputed forward) seconds, the slowest
-IPU over ``accumulation + 2 (stages - 1)`` cycles of the Grouped schedule, plus the update. The
+micro-batch from the layers' forward, backward (and recomputed forward) seconds, over the
+schedule's steps (:func:`~ipusim.plan.options.schedule_seconds`), plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
 to the embedding. The costs live in :mod:`ipusim.plan.bert_costs`; the schedule, the
