@@ -26,6 +26,7 @@ an estimate (arithmetic on a profile, no simulation of its own):
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -120,7 +121,8 @@ def schedule_seconds(
     # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
     # down runs only the stages that hold a micro-batch (the first or last k).
     ramp = sum(
-        max(fwd[:k]) + max(fwd[-k:]) + max(bwd[:k]) + max(bwd[-k:]) for k in range(1, stages)
+        sum(itertools.accumulate(p[:-1], max)) + sum(itertools.accumulate(p[:0:-1], max))
+        for p in (fwd, bwd)
     )
     return (acc - stages + 1) * (max(fwd) + max(bwd)) + ramp + (acc + stages - 1) * overhead
 

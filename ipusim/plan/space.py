@@ -349,10 +349,10 @@ def _bert_data_parallel(
         )
 
     lo, hi, w = options.bracket(opt["memory-proportion"], MEMORY_PROPORTIONS)
-    ends = at(lo), at(hi)
-    if ends[0] is None or ends[1] is None:
+    low, high = at(lo), at(hi)
+    if low is None or high is None:
         return []
-    fig = tuple((1 - w) * a + w * b for a, b in zip(*ends))
+    fig = tuple((1 - w) * a + w * b for a, b in zip(low, high))
     args = _bert_args(base, 1, replicas, 1, opt, precision, [])
     sizes = (options.optimizer_slots(args["optimizer"]), element_bytes(precision))
     variants = options.data_parallel_variants(
