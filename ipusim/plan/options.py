@@ -119,9 +119,12 @@ def schedule_seconds(
         odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
         return (acc + stages - 1) * (even + odd + overhead)
     # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
-    # down runs only the stages that hold a micro-batch (the first or last k).
+    # down runs only the IPUs that hold a micro-batch (the first or last k; all of them for
+    # the ramp's steps beyond the IPUs, when some hold two stages).
     ramp = sum(
-        sum(itertools.accumulate(p[:-1], max)) + sum(itertools.accumulate(p[:0:-1], max))
+        sum(itertools.accumulate(p[:-1], max))
+        + sum(itertools.accumulate(p[:0:-1], max))
+        + 2 * (stages - len(p)) * max(p)
         for p in (fwd, bwd)
     )
     return (acc - stages + 1) * (max(fwd) + max(bwd)) + ramp + (acc + stages - 1) * overhead
