@@ -22,6 +22,11 @@ def test_schedule_seconds_closed_forms():
     # of 1..2 (3). Ramp down: F of 1..2 (2), of 2 (1.5); B of 0..1 (3), of 0 (2).
     ramp = (1 + 2) + (2.5 + 3) + (2 + 1.5) + (3 + 2)
     assert options.schedule_seconds("grouped", 6, passes, overhead) == 4 * 5 + ramp + 8 * 0.5
+    # Two IPUs holding 3 stages: 8 steps a pass again; the ramp's step beyond the IPUs at the
+    # slowest IPU's passes (F 2, B 3).
+    two = passes[:2]
+    ramp = (1 + 2 + 2 * 2) + (2 + 3 + 2 * 3)
+    assert options.schedule_seconds("grouped", 6, two, overhead, 3) == 4 * 5 + ramp + 8 * 0.5
     # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
     # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
     assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
