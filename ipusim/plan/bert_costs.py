@@ -21,12 +21,17 @@ __all__ = [
     "CostCache",
     "bert_costs",
     "bert_group",
+    "bert_half_group",
+    "reference_args",
     "reference_counts",
 ]
 
 #: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
 #: more would push the trace past its record budget, to block-level records without layers).
 REFERENCE_DEPTH = 2
+#: Trace tracks of a reference's compute sets: their syncs too, so a stage's seconds grow with
+#: its layers' syncs and what the layers leave out (``overhead_s``) is the stage boundaries'.
+SYNCED = (*profile.TRACKS, "sync")
 SIZES = {"base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
 
 
@@ -70,17 +75,22 @@ class BertCosts:
             besides its layers', split between them in proportion to forward time, E).
         fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
         ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
-        update_per_byte: seconds of the weight update and host I/O per execution, per variable
-            byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
+        update_per_byte: seconds of the weight update (its compute sets and syncs) and host I/O
+            per execution, per variable byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
             taken out: a candidate adds its own, :func:`~ipusim.plan.options.update_transfer_s`).
         overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
-            (stage-to-stage exchange, syncs, host I/O): the reference's simulated time over the
+            (stage-to-stage copies, inter-IPU syncs, host I/O; the compute sets' own syncs are
+            the layers'): the reference's simulated time over the
             sum of its parts, spread over its stages.
         budget: an IPU's budget, bytes.
         weight_share: the encoder layers' weight bytes over their variable bytes.
         layer_b / embed_b / head_b: the backward passes' part of ``layer_s``, ``embed_s`` and
             ``head_s`` (a recomputed forward runs in the backward pass).
         infeed_s: seconds of infeed copies per micro-batch (the slowest IPU's).
+        execution_s: seconds of the host's work per execution (a candidate's step has it once).
+        attention_s / attention_b / attention_var: the attention halves' shares of the encoder
+            layers' seconds, backward seconds and variable bytes (the feed-forward halves have
+            the rest; :mod:`ipusim.plan.bert_units`).
     """
 
     layer_s: float
@@ -105,6 +115,10 @@ class BertCosts:
     embed_b: float
     head_b: float
     infeed_s: float
+    execution_s: float
+    attention_s: float
+    attention_b: float
+    attention_var: float
 
     @classmethod
     def of(
@@ -126,8 +140,15 @@ class BertCosts:
         else:
             working, stash = 0.0, float(act.mean() / n.mean()) if len(n) else 0.0
         working, stash = max(float(working), 0.0), max(float(stash), 0.0)
-        layers = [g for g in p.groups if g.startswith("encoder_")]
-        var = [p.variable_bytes([g]) for g in layers]
+        # Per encoder layer, its groups (its attention and feed-forward halves).
+        per_layer: dict[str, list[str]] = {}
+        for g in p.groups:
+            if g.startswith("encoder_"):
+                per_layer.setdefault(g.split("/")[0], []).append(g)
+        layers = [g for names in per_layer.values() for g in names]
+        attention = [g for g in layers if g.endswith("/attention")]
+        var = [p.variable_bytes(names) for names in per_layer.values()]
+        layer_s = max(p.seconds(names, recompute) for names in per_layer.values())
         ipu0 = p.variable_bytes(["embedding", "head"])
         extra = max(p.ipu_activations[0] - working - counts[0] * stash, 0.0)
         e, h = p.groups["embedding"].activation_bytes, p.groups["head"].activation_bytes
@@ -136,16 +157,21 @@ class BertCosts:
         stages = len(counts) + (len(counts) > 1)
         acc = REFERENCE_DEPTH * stages
         # Per execution: the update and host I/O but the infeed copies (one per micro-batch,
-        # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them).
+        # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them),
+        # and the host's per-execution work (a candidate has it once).
         fixed = p.update_s + p.host_s - p.infeed_s
-        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s) / acc
+        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s + p.execution_s) / acc
+        # The reference's Streaming Memory transfers out (a candidate adds its own), the
+        # update's compute and syncs kept whatever the transfers' estimate.
         weights = sum(p.groups[g].weight_bytes for g in layers)
+        moved_s = moved(heaviest * weights / sum(var))
+        update = p.update_s + max(p.host_s - p.infeed_s - moved_s, 0.0)
 
         def back(names: list[str]) -> float:
             return sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in names)
 
         return cls(
-            layer_s=max(p.seconds([g], recompute) for g in layers),
+            layer_s=layer_s,
             embed_s=p.seconds(["embedding"], recompute),
             head_s=p.seconds(["head"], recompute),
             layer_var=max(var),
@@ -159,16 +185,18 @@ class BertCosts:
             fixed0=p.ipu_fixed[0],
             ratio=max((p.ipu_tile_ratio[i] for i in enc), default=p.ipu_tile_ratio[0]),
             ratio0=p.ipu_tile_ratio[0],
-            update_per_byte=max(fixed - moved(heaviest * weights / sum(var)), 0.0) / heaviest,
+            update_per_byte=update / heaviest,
             overhead_s=max(p.sample_s * mb - parts, 0.0) / stages,
             budget=p.budget_bytes,
             weight_share=weights / sum(var),
-            layer_b=max(p.seconds([g], recompute) for g in layers)
-            * back(layers)
-            / p.seconds(layers, recompute),
+            layer_b=layer_s * back(layers) / p.seconds(layers, recompute),
             embed_b=back(["embedding"]),
             head_b=back(["head"]),
             infeed_s=p.infeed_s / acc,
+            execution_s=p.execution_s,
+            attention_s=p.seconds(attention, recompute) / p.seconds(layers, recompute),
+            attention_b=back(attention) / back(layers),
+            attention_var=p.variable_bytes(attention) / sum(var),
         )
 
     def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
@@ -188,6 +216,19 @@ def bert_group(layer: str) -> str | None:
     """The profile group of a BERT Keras layer: ``encoder_N``, ``embedding`` or ``head``."""
     if layer.startswith("encoder_"):
         return "_".join(layer.split("_", 2)[:2])
+    return _outside_encoder(layer)
+
+
+def bert_half_group(layer: str) -> str | None:
+    """As :func:`bert_group`, an encoder layer in two groups: ``encoder_N/attention`` (the
+    self-attention, its dropout, residual add and norm) and ``encoder_N/ffn`` (the rest)."""
+    if layer.startswith("encoder_"):
+        _, n, rest = (layer.split("_", 2) + [""])[:3]
+        return f"encoder_{n}/{'attention' if rest.startswith('attention') else 'ffn'}"
+    return _outside_encoder(layer)
+
+
+def _outside_encoder(layer: str) -> str | None:
     if "embedding" in layer:
         return "embedding"
     if layer.startswith("mlm") or "slice" in layer:
@@ -210,14 +251,12 @@ def reference_counts(layers: int, ipus: int) -> list[int]:
     return counts
 
 
-def bert_costs(
-    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
-) -> BertCosts | None:
-    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
-    recomputation, precision), from the cached profile of a Sequential reference pipeline over
-    ``ipus`` IPUs; None if that reference does not fit."""
+def reference_args(
+    base: dict[str, Any], counts: list[int], setting: tuple[int, float, bool, str]
+) -> dict[str, Any]:
+    """The ``[args]`` of the reference run with ``counts`` encoder layers per IPU at
+    ``setting`` (micro-batch, availableMemoryProportion, recomputation, precision)."""
     mb, proportion, recompute, precision = setting
-    counts = reference_counts(shape.layers, ipus)
     stages = len(counts) + (len(counts) > 1)
     args = {
         **base,
@@ -238,8 +277,20 @@ def bert_costs(
     if recompute:
         mode = "interleaved" if stages > 1 else "auto"
         args.update(recompute=True, **{"recomputation-mode": mode, "checkpoint-every-layer": True})
-    key = ("bert", repr(sorted(args.items())))
-    p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_group)
+    return args
+
+
+def bert_costs(
+    base: dict[str, Any], shape: BertShape, ipus: int, setting: tuple[int, float, bool, str]
+) -> BertCosts | None:
+    """The :class:`BertCosts` at ``setting`` (micro-batch, availableMemoryProportion,
+    recomputation, precision), from the cached profile of a Sequential reference pipeline over
+    ``ipus`` IPUs; None if that reference does not fit."""
+    mb, _, recompute, precision = setting
+    counts = reference_counts(shape.layers, ipus)
+    args = reference_args(base, counts, setting)
+    key = ("bert halves", repr(sorted(args.items())))
+    p = profile.cached(key, lambda: profile.workload_report("bert", args), bert_half_group, SYNCED)
     if p is None:
         return None
     # The reference's own optimizer-state traffic (offloaded, one replica).

@@ -16,7 +16,8 @@ an estimate (arithmetic on a profile, no simulation of its own):
   keeping what it held (M: within 1% on the test models).
 - **Schedule** (``schedule``): per schedule the micro-batches each stage holds
   (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
-  ``M + 2 (S - 1)`` cycles of a forward step (the slowest forward pass) and a backward step;
+  ``M + S - 1`` forward steps (the slowest forward pass of the stages holding a micro-batch)
+  and as many backward steps (``time_steps`` of the lowering);
   Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes;
   Sequential runs every stage one after the other, ``M`` times.
 - **availableMemoryProportion** (``memory-proportion``): the spaces profile two values; the
@@ -27,6 +28,7 @@ an estimate (arithmetic on a profile, no simulation of its own):
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -146,7 +148,16 @@ def schedule_seconds(
         even = max(max(fwd[0::2]), max(bwd[1::2], default=0.0))
         odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
         return (acc + stages - 1) * (even + odd + overhead)
-    return (acc + 2 * (stages - 1)) * (max(fwd) + max(bwd) + overhead)
+    # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
+    # down runs only the IPUs that hold a micro-batch (the first or last k; all of them for
+    # the ramp's steps beyond the IPUs, when some hold two stages).
+    ramp = sum(
+        sum(itertools.accumulate(p[:-1], max))
+        + sum(itertools.accumulate(p[:0:-1], max))
+        + 2 * (stages - len(p)) * max(p)
+        for p in (fwd, bwd)
+    )
+    return (acc - stages + 1) * (max(fwd) + max(bwd)) + ramp + (acc + stages - 1) * overhead
 
 
 def optimizer_slots(optimizer: Any) -> int:

@@ -5,7 +5,8 @@ head, a ResNet block: any grouping the caller gives as a function of the layer n
 :class:`GroupCost`:
 
 - ``forward_s`` / ``backward_s``: seconds per micro-batch on its IPU: the mean duration of each
-  of its compute sets' compute and exchange records, summed (a recomputed forward is left out:
+  of its compute sets' compute and exchange records (and sync records, when
+  asked), summed (a recomputed forward is left out:
   :meth:`Profile.seconds` adds it back when asked);
 - ``weight_bytes`` / ``state_bytes``: its variables, and their optimizer state plus gradient
   accumulators, as the memory plan holds them (replica 0's copy);
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipusim.errors import ConfigurationError, OutOfMemoryError
+from ipusim.trace._schema import HOST_ROUND_TRIP_WORK
 
 __all__ = [
     "GroupCost",
@@ -82,6 +84,8 @@ class Profile:
             (weight read-back, offloaded optimizer state: per execution, not per micro-batch).
         infeed_s: the slowest IPU's seconds of infeed copies in the run (what I/O tiles
             overlap with compute).
+        execution_s: the host's per-execution work in the run (execution overhead, weight
+            read-back, callbacks, outfeed drain: ``HOST_ROUND_TRIP_WORK`` of the trace).
     """
 
     groups: dict[str, GroupCost]
@@ -93,6 +97,7 @@ class Profile:
     sample_s: float = math.nan
     host_s: float = 0.0
     infeed_s: float = 0.0
+    execution_s: float = 0.0
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -118,10 +123,10 @@ def _side(name: str, op: str, phases: dict[str, str]) -> str:
     return phases.get(name, "bwd" if "_grad" in op or "_grad" in name else "fwd")
 
 
-def _per_record(records: Any) -> Any:
-    """Per (IPU, compute set): its layer, op and mean seconds per execution (compute plus
-    exchange records, each averaged over the records the trace kept)."""
-    records = records[(records.ipu >= 0) & records.track.isin(["compute", "exchange"])]
+def _per_record(records: Any, tracks: tuple[str, ...]) -> Any:
+    """Per (IPU, compute set): its layer, op and mean seconds per execution (its records of
+    ``tracks``, each averaged over the records the trace kept)."""
+    records = records[(records.ipu >= 0) & records.track.isin(tracks)]
     mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
         layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
     )
@@ -137,7 +142,7 @@ def _infeed_s(records: Any) -> float:
 
 
 def _times(
-    report: Any, records: Any, group: Grouping
+    report: Any, records: Any, group: Grouping, tracks: tuple[str, ...]
 ) -> tuple[dict[str, dict[str, float]], dict[str, int], float]:
     """Per group, forward and backward seconds per micro-batch; each group's IPU; the update's
     seconds (the slowest IPU's)."""
@@ -145,7 +150,7 @@ def _times(
     sides: dict[str, dict[str, float]] = {"fwd": {}, "bwd": {}}
     where: dict[str, int] = {}
     update: dict[int, float] = {}
-    for (ipu, op_name), row in _per_record(records).iterrows():
+    for (ipu, op_name), row in _per_record(records, tracks).iterrows():
         side = _side(str(op_name), str(row.op), phases)
         if side == "update":
             update[int(ipu)] = update.get(int(ipu), 0.0) + float(row.seconds)
@@ -158,12 +163,19 @@ def _times(
     return sides, where, max(update.values(), default=0.0)
 
 
-def from_report(report: Any, group: Grouping) -> Profile:
+#: Trace tracks a compute set's seconds are read from by default; with its ``sync`` too, a
+#: group's seconds include the syncs of its compute sets (BSP: a compute set's sync runs
+#: between its compute and its exchange, so it grows with the layers of a stage).
+TRACKS = ("compute", "exchange")
+
+
+def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) -> Profile:
     """The :class:`Profile` of a simulated run (a :class:`~ipusim.trace.Report`).
 
     Args:
         report: the run's report (timing-only is enough).
         group: maps a layer name to its group (None: not part of any group).
+        tracks: the trace tracks of a compute set's records that make its seconds.
     """
     kept = str(report.figures().get("trace_detail", ""))
     if "every record" not in kept:
@@ -173,7 +185,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
             "IPUConfig.ipusim.trace_records"
         )
     records = report.trace.to_dataframe()
-    sides, where, update_s = _times(report, records, group)
+    sides, where, update_s = _times(report, records, group, tracks)
     fwd, bwd = sides["fwd"], sides["bwd"]
     weights: dict[str, float] = {}
     state: dict[str, float] = {}
@@ -212,6 +224,7 @@ def from_report(report: Any, group: Grouping) -> Profile:
         1.0 / float(report.throughput_samples_per_s),
         float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
         _infeed_s(records),
+        float(records[records.name.isin(HOST_ROUND_TRIP_WORK)].duration_s.sum()),
     )
 
 
@@ -333,14 +346,17 @@ _CACHE: dict[Hashable, Profile | None] = {}
 _SECONDS: list[float] = [0.0]
 
 
-def cached(key: Hashable, run: Callable[[], Any], group: Grouping) -> Profile | None:
-    """The profile for ``key`` (the settings that change a layer's cost), simulating ``run()``
-    (which returns a Report) only the first time the key is seen in this process; None when
-    that run does not pass the memory check (an :class:`~ipusim.errors.OutOfMemoryError`)."""
+def cached(
+    key: Hashable, run: Callable[[], Any], group: Grouping, tracks: tuple[str, ...] = TRACKS
+) -> Profile | None:
+    """The profile for ``key`` (the settings that change a layer's cost; with ``group`` and
+    ``tracks``, :func:`from_report`'s), simulating ``run()`` (which returns a Report) only the
+    first time the key is seen in this process; None when that run does not pass the memory
+    check (an :class:`~ipusim.errors.OutOfMemoryError`)."""
     if key not in _CACHE:
         t0 = time.perf_counter()
         try:
-            _CACHE[key] = from_report(run(), group)
+            _CACHE[key] = from_report(run(), group, tracks)
         except OutOfMemoryError:
             _CACHE[key] = None
         _SECONDS[0] += time.perf_counter() - t0

@@ -11,8 +11,8 @@ with a Sequential pipeline of unequal stages so that each IPU's live activations
 a working set and a per-layer stash (:class:`BertCosts`). Each candidate is then pure arithmetic:
 per stage, fixed + variables + working set + stash x micro-batches in flight (the lowering's
 ``in_flight``), and the busiest tile from the reference's tile-over-IPU ratio; time per
-micro-batch from the layers' forward, backward (and recomputed forward) seconds, the slowest
-IPU over ``accumulation + 2 (stages - 1)`` cycles of the Grouped schedule, plus the update. The
+micro-batch from the layers' forward, backward (and recomputed forward) seconds, over the
+schedule's steps (:func:`~ipusim.plan.options.schedule_seconds`), plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
 to the embedding. The costs live in :mod:`ipusim.plan.bert_costs`; the schedule, the
@@ -59,6 +59,8 @@ PRUNE_FACTOR = 1.15
 MEMORY_PROPORTIONS = (0.2, 0.6)
 #: availableMemoryProportion values estimated by interpolating the profiled ones (E).
 EXTRA_PROPORTIONS = (0.4,)
+#: IPUs per replica tried (those that divide the system's IPUs).
+IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
 #: Micro-batches tried.
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 #: Splits kept per IPU count and options (the DP's best and the next best it met).
@@ -147,7 +149,7 @@ def bert_candidates(
     estimated from profiles, pruned by memory (unless ``prune`` is False) and ordered fastest
     first."""
     shape = BertShape.of(args)
-    iprs = [i for i in (1, 2, 4, 8, 16) if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
+    iprs = [i for i in IPUS_PER_REPLICA if i <= min(num_ipus, shape.layers) and num_ipus % i == 0]
     # Pipelines: the head in a stage of its own on IPU 0, or with the last encoder stage.
     plans = [
         (ipr, stages, opt)
@@ -175,7 +177,7 @@ def bert_candidates(
     # Splits inside layers for the option sets whose layer splits estimate fastest (a search
     # over twice the units costs four times as much).
     for *_, plan in sorted(pipelines, key=lambda p: (-p[0], p[1]))[:SUB_LAYER_SETS]:
-        out += _bert_splits(*plan, halves(shape), prune)
+        out += _bert_splits(*plan, halves(shape, plan[-1]), prune)
     kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR or not prune]
     return options.counted(fastest_first(kept), len(out))
 
@@ -202,9 +204,9 @@ class _Stages:
         return layers + c.embed_s * (s == 0) + c.head_s * (s == self.head_at)
 
     def back(self, first: int, stop: int, s: int) -> float:
-        """The backward pass's part of :meth:`time` (E: the units' share of the layer's)."""
+        """The backward pass's part of :meth:`time` (the units' share of the layer's)."""
         c = self.c
-        layers = c.layer_b * self.units.share("time", first, stop)
+        layers = c.layer_b * self.units.share("back", first, stop)
         return layers + c.embed_b * (s == 0) + c.head_b * (s == self.head_at)
 
     def used(self, first: int, stop: int, s: int, per_var: float) -> tuple[float, float]:
@@ -290,8 +292,12 @@ def _split_candidates(
     back = [model.back(a, b, s) for s, (a, b) in spans]
     passes = [(model.time(a, b, s) - bs, bs) for (s, (a, b)), bs in zip(spans, back)]
     elements = int(heaviest * c.weight_share / element)
-    run = c.update_per_byte * heaviest + options.update_transfer_s(
-        str(base["system"]), replicas, ipr, setting, elements, (slots, element)
+    run = (
+        c.update_per_byte * heaviest
+        + c.execution_s
+        + options.update_transfer_s(
+            str(base["system"]), replicas, ipr, setting, elements, (slots, element)
+        )
     )
     ratio = [c.ratio0] + [c.ratio] * (len(spans) - 1)
     tile = max(b / c.budget * r for (b, _), r in zip(mem, ratio))
@@ -348,10 +354,10 @@ def _bert_data_parallel(
         )
 
     lo, hi, w = options.bracket(opt["memory-proportion"], MEMORY_PROPORTIONS)
-    ends = at(lo), at(hi)
-    if ends[0] is None or ends[1] is None:
+    low, high = at(lo), at(hi)
+    if low is None or high is None:
         return []
-    fig = tuple((1 - w) * a + w * b for a, b in zip(*ends))
+    fig = tuple((1 - w) * a + w * b for a, b in zip(low, high))
     args = _bert_args(base, 1, replicas, 1, opt, precision, [])
     sizes = (options.optimizer_slots(args["optimizer"]), element_bytes(precision))
     variants = options.data_parallel_variants(

@@ -1,12 +1,13 @@
 """Sub-layer stage boundaries of BERT (ipusim/plan/bert_units.py): the halves' shares from the
-model's shape by hand, the workload's placement of a split, and sub-layer candidates against
-the simulator."""
+model's shape by hand and from the reference run's trace and memory, the workload's placement
+of a split, and sub-layer candidates against the simulator."""
 
 from __future__ import annotations
 
 import pytest
 
-from ipusim.plan.bert_costs import BertShape
+from ipusim.plan import profile
+from ipusim.plan.bert_costs import BertShape, bert_costs, reference_args, reference_counts
 from ipusim.plan.bert_units import halves, whole_layers
 from ipusim.plan.search import measure
 from ipusim.plan.space import bert_candidates
@@ -25,6 +26,37 @@ def test_halves_shares_of_bert_large_by_hand():
     assert units.act[1] == pytest.approx(ffn_act / (attention_act + ffn_act))
     assert sum(units.time) == sum(units.var) == pytest.approx(1.0)
     assert units.count == 48
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_halves_shares_come_from_the_reference_run(recompute):
+    """The attention halves' share of a layer's variables is their parameters' (closed form);
+    their share of the seconds is their compute sets' (compute, exchange and sync records of
+    the reference run's trace, summed here from the records)."""
+    base, shape = {"system": SYSTEM, **MODEL}, BertShape.of(MODEL)
+    setting = (2, 0.6, recompute, "fp16.16")
+    costs = bert_costs(base, shape, 4, setting)
+    h, i = shape.hidden, shape.intermediate
+    attention = 4 * (h * h + h) + 2 * h  # Q, K, V, output projections; the layer norm
+    ffn = 2 * h * i + i + h + 2 * h  # intermediate and output dense layers; the layer norm
+    assert costs.attention_var == pytest.approx(attention / (attention + ffn), rel=1e-9)
+    args = reference_args(base, reference_counts(shape.layers, 4), setting)
+    records = profile.workload_report("bert", args).trace.to_dataframe()
+    kept = records[
+        (records.ipu >= 0)
+        & records.track.isin(["compute", "exchange", "sync"])
+        & records.layer.fillna("").str.startswith("encoder_")
+        & ~records.name.str.startswith("recompute ")
+        & (records.op != "weight_update")
+    ]
+    # Recomputing runs each forward compute set again in the backward pass (the profile
+    # counts the forward records twice instead of the recomputed ones).
+    seconds = kept.duration_s * (1 + recompute * (kept.phase == "fwd"))
+    share = seconds[kept.layer.str.split("_").str[2] == "attention"].sum() / seconds.sum()
+    assert costs.attention_s == pytest.approx(share, rel=1e-6)
+    # The profile's share differs from the multiply-adds' (the attention's softmax, norms and
+    # small matmuls take longer than their multiply-adds say).
+    assert abs(costs.attention_s - halves(shape).time[0]) > 0.05
 
 
 def test_shares_and_placement_of_a_split():
@@ -55,15 +87,15 @@ def test_sub_layer_splits_are_candidates_that_cut_a_layer(sub_layer):
         assert sum(attention) == sum(ffn) == 12 and attention != ffn
 
 
-# Bounds as for the other options (tests/plan/test_options.py): over a sample of sub-layer
-# candidates the throughput was 1-21% high (highest on 2-IPU pipelines, whose per-step exchange
-# and syncs come from a 5-stage reference) and the bytes within 2%.
+# Bounds: over a sample of 24 sub-layer candidates the throughput is within -1%..+4% of the
+# simulator's and the bytes within 3% (1-21% high before the halves' seconds came from the
+# profile with their syncs, and the Grouped schedule's ramp steps were counted).
 @pytest.mark.parametrize("stages", [2, 5])
 def test_a_sub_layer_split_runs_and_tracks_the_simulator(sub_layer, stages):
     cand = next(c for c in sub_layer if c.args["stages"] == stages)
     out = measure("bert", cand.args)
     assert out["fits"], out
-    assert cand.speed == pytest.approx(out["throughput"], rel=0.25), cand.args
+    assert cand.speed == pytest.approx(out["throughput"], rel=0.05), cand.args
     assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.05), cand.args
 
 

@@ -63,8 +63,9 @@ def test_profiles_are_cached_by_setting(report):
 
 
 def test_bert_estimates_track_the_simulator():
-    """Per-IPU memory within 10% and throughput within 12% of the simulator's, on a sample of
-    a small BERT's candidates (pipelines of 4 and 2 IPUs, and data parallel)."""
+    """Per-IPU memory within 4%, the busiest tile within 7% and throughput within 5% of the
+    simulator's, on a sample of a small BERT's candidates (pipelines of 4 and 2 IPUs, and data
+    parallel; measured: 1.9%, 5.0% and 1.8%)."""
     cands = bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16", prune=False)
     # The options this test has always held to these bounds (tests/plan/test_options.py holds
     # the others to theirs): offloaded, sharded over replicas, Grouped, profiled proportions
@@ -81,9 +82,9 @@ def test_bert_estimates_track_the_simulator():
     assert {c.args["replicas"] for c in sample} == {1, 2, 4}
     for cand in sample:
         out = simulate("bert", cand.args)
-        assert cand.ipu_bytes == pytest.approx(out.ipu_bytes, rel=0.10), cand.args
-        assert cand.tile_used == pytest.approx(out.tile_used, rel=0.10), cand.args
-        assert cand.speed == pytest.approx(out.predicted, rel=0.12), cand.args
+        assert cand.ipu_bytes == pytest.approx(out.ipu_bytes, rel=0.04), cand.args
+        assert cand.tile_used == pytest.approx(out.tile_used, rel=0.07), cand.args
+        assert cand.speed == pytest.approx(out.predicted, rel=0.05), cand.args
 
 
 def test_resnet_estimates_are_ordered_like_the_simulator():
@@ -133,8 +134,9 @@ def test_exhaustive_search_over_the_whole_space_agrees(monkeypatch):
     same best throughput."""
     monkeypatch.setattr(space, "MEMORY_PROPORTIONS", (0.6,))
     # Grouped and no I/O tiles only (the other schedules open every 4-IPU split at this batch:
-    # hundreds of simulations); tests/plan/test_options.py holds their estimates to the
-    # simulator's and test_search.py searches I/O tiles exhaustively on ResNet-50.
+    # hundreds of simulations); test_exhaustive.py searches every schedule on a 3-layer BERT,
+    # test_options.py holds their estimates to the simulator's and test_search.py searches I/O
+    # tiles exhaustively on ResNet-50.
     monkeypatch.setattr(options, "schedules", lambda stages, ipus: ("grouped",))
     monkeypatch.setattr(options, "io_options", lambda overlapping: (0,))
     # The optimizer state offloaded or on chip, sharded over the replicas (the unsharded
