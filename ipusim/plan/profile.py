@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipusim.errors import ConfigurationError, OutOfMemoryError
-from ipusim.trace._schema import HOST_ROUND_TRIP_WORK
+from ipusim.trace import HOST_ROUND_TRIP_WORK
 
 __all__ = [
     "GroupCost",

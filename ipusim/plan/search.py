@@ -340,8 +340,9 @@ def _judge_all(
 
 
 #: A candidate whose estimated throughput is below this share of the best simulated fitting
-#: plan's is not simulated (E: the profile's estimates are within 12% of the simulator's
-#: throughput in tests/plan/test_profile.py; the margin keeps the near misses).
+#: plan's is not simulated (E: BERT's estimates are within 5% of the simulator's throughput in
+#: tests/plan/test_profile.py, the options' within 10% in test_options.py; the margin keeps the
+#: near misses).
 HOPELESS = 0.85
 
 

@@ -13,6 +13,7 @@ the memory plans come:
   :meth:`Report.summary` and :meth:`Report.save` / :meth:`Report.load`.
 """
 
+from ipusim.trace._schema import HOST_ROUND_TRIP_WORK
 from ipusim.trace.building import TraceRecorder, concat, expand_replicas
 from ipusim.trace.chrome import to_chrome_json
 from ipusim.trace.records import (
@@ -39,6 +40,7 @@ from ipusim.trace.reports import (
 __all__ = [
     "DETAIL_LEVELS",
     "HOST",
+    "HOST_ROUND_TRIP_WORK",
     "HOST_TRACKS",
     "IPU_STATE_TRACKS",
     "TRACE_PHASES",
