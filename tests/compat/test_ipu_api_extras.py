@@ -8,28 +8,18 @@ import logging
 import numpy as np
 import pytest
 
-import ipusim
 from ipusim.compat import ipu
 from ipusim.compat.runtime import loops, ops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue
 from ipusim.compat.runtime.function import function
 from ipusim.compat.runtime.tape import GradientTape
-from ipusim.config import reset_ipu_configuration
 from ipusim.data import Dataset
 from ipusim.errors import UnsupportedError
 from ipusim.keras import optimizers
 from ipusim.keras.ipu.optimizers import ALSOptimizer
 from ipusim.strategy import IPUStrategy
 
-
-@pytest.fixture(autouse=True)
-def _configured():
-    reset_ipu_configuration()
-    cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 1
-    cfg.configure_ipu_system()
-    yield
-    reset_ipu_configuration()
+pytestmark = pytest.mark.usefixtures("one_ipu")
 
 
 def _train(optimizer_step, x_rows: np.ndarray, iterations: int) -> np.ndarray:

@@ -8,7 +8,6 @@ import threading
 import numpy as np
 import pytest
 
-import ipusim
 from ipusim.compat.runtime import loops, ops
 from ipusim.compat.runtime.feeds import (
     IPUInfeedQueue,
@@ -17,20 +16,11 @@ from ipusim.compat.runtime.feeds import (
     ScopedIPUOutfeedQueue,
 )
 from ipusim.compat.runtime.function import function
-from ipusim.config import reset_ipu_configuration
 from ipusim.data import Dataset
 from ipusim.graph.spec import TensorSpec
 from ipusim.strategy import IPUStrategy
 
-
-@pytest.fixture(autouse=True)
-def _one_ipu():
-    reset_ipu_configuration()
-    cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 1
-    cfg.configure_ipu_system()
-    yield
-    reset_ipu_configuration()
+pytestmark = pytest.mark.usefixtures("one_ipu")
 
 
 def _slices(n: int = 8) -> Dataset:

@@ -6,25 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ipusim
 from ipusim.compat.ipu.scopes import ipu_scope
 from ipusim.compat.runtime import ops
 from ipusim.compat.runtime.function import Function, function
 from ipusim.compat.runtime.function import compile as ipu_compile
 from ipusim.compat.runtime.tape import GradientTape
 from ipusim.compat.runtime.tensor import EagerTensor
-from ipusim.config import reset_ipu_configuration
 from ipusim.strategy import IPUStrategy
 
-
-@pytest.fixture(autouse=True)
-def _one_ipu():
-    reset_ipu_configuration()
-    cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 1
-    cfg.configure_ipu_system()
-    yield
-    reset_ipu_configuration()
+pytestmark = pytest.mark.usefixtures("one_ipu")
 
 
 def test_strategy_run_needs_a_tf_function():

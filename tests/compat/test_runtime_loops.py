@@ -7,25 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ipusim
 from ipusim import keras
 from ipusim.compat.runtime import loops, ops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
 from ipusim.compat.runtime.function import function
 from ipusim.compat.runtime.tape import GradientTape
-from ipusim.config import reset_ipu_configuration
 from ipusim.data import Dataset
 from ipusim.strategy import IPUStrategy
 
-
-@pytest.fixture(autouse=True)
-def _one_ipu():
-    reset_ipu_configuration()
-    cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 1
-    cfg.configure_ipu_system()
-    yield
-    reset_ipu_configuration()
+pytestmark = pytest.mark.usefixtures("one_ipu")
 
 
 def test_seed_001_loop_outfeeds_sum_and_difference_of_every_iteration():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ipusim
 from ipusim import keras
 from ipusim.compat.runtime import loops, ops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue
@@ -16,19 +15,10 @@ from ipusim.compat.runtime.optimizers import (
     MapGradientOptimizer,
 )
 from ipusim.compat.runtime.tape import GradientTape
-from ipusim.config import reset_ipu_configuration
 from ipusim.data import Dataset
 from ipusim.strategy import IPUStrategy
 
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    reset_ipu_configuration()
-    cfg = ipusim.IPUConfig()
-    cfg.auto_select_ipus = 1
-    cfg.configure_ipu_system()
-    yield
-    reset_ipu_configuration()
+pytestmark = pytest.mark.usefixtures("one_ipu")
 
 
 def _train(optimizer, xs: list[float], ts: list[float]) -> float:
