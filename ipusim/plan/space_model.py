@@ -1,6 +1,7 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, recomputation, and the options of
+gradient accumulation for the global batch, recomputation, availableMemoryProportion (data
+parallel only: ResNet-50's profiled and interpolated values), and the options of
 :mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
