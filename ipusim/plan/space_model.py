@@ -1,6 +1,7 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, recomputation, and the options of
+gradient accumulation for the global batch, recomputation, availableMemoryProportion (data
+parallel only: ResNet-50's profiled and interpolated values), and the options of
 :mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
@@ -36,6 +37,7 @@ from ipusim.lowering.supersteps import element_bytes
 from ipusim.plan import options, profile
 from ipusim.plan.partition import Split, best_splits
 from ipusim.plan.space import Candidate, fastest_first
+from ipusim.plan.space_resnet import EXTRA_PROPORTIONS, MEMORY_PROPORTIONS
 
 __all__ = ["layer_names", "model_candidates"]
 
@@ -121,26 +123,50 @@ def _data_parallel(
 ) -> list[Candidate]:
     """One IPU per replica, profiled at two micro-batches as the workload runs by default (the
     optimizer state offloaded with accumulation where there is Streaming Memory, as IPU
-    TensorFlow does), for every optimizer-state and I/O tile option."""
+    TensorFlow does) at the two profiled availableMemoryProportion values (the others
+    interpolated), for every optimizer-state and I/O tile option."""
+
+    def figures(proportion: float) -> dict[int, tuple[float, ...]]:
+        setting = {**base, "memory-proportion": proportion}
+        return profile.per_micro_batch(
+            "keras_model", setting, _per_layer, mbs, per_replica, REFERENCE_BATCHES, _executions
+        )
+
+    out = []
+    # availableMemoryProportion as ResNet-50's space: two profiled, the others interpolated
+    for proportion, lo, hi, w in options.interpolated(MEMORY_PROPORTIONS, EXTRA_PROPORTIONS):
+        low, high = figures(lo), figures(hi)
+        for mb in sorted(set(low) & set(high)):
+            fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
+            args = {**base, "memory-proportion": proportion}
+            out += _data_parallel_at(args, mb, fig, per_replica, global_batch, slots)
+    return out
+
+
+def _data_parallel_at(
+    base: dict[str, Any],
+    mb: int,
+    fig: tuple[float, ...],
+    per_replica: int,
+    global_batch: int,
+    slots: int,
+) -> list[Candidate]:
+    """:func:`_data_parallel`'s candidates at micro-batch ``mb`` whose figures are ``fig``."""
     from ipusim.hardware import load_system
 
-    figures = profile.per_micro_batch(
-        "keras_model", base, _per_layer, mbs, per_replica, REFERENCE_BATCHES, _executions
-    )
     system = str(base["system"])
     ref = ("on" if load_system(system).streaming_memory is not None else "off", False)
     sizes = (slots, element_bytes(str(base["precision"])))
     out = []
-    for mb, fig in figures.items():
-        acc = per_replica // mb
-        args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
-        args["steps"] = acc * _executions(acc)
-        gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
-        variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
-        for state, io, step, used in variants:
-            text = "; ".join([gives, *options.gives_up(state, io)])
-            a = options.setting_args(args, state, io)
-            out.append(Candidate.of(a, global_batch / step, text, used, fig[4], fig[1]))
+    acc = per_replica // mb
+    args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
+    args["steps"] = acc * _executions(acc)
+    gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
+    variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
+    for state, io, step, used in variants:
+        text = "; ".join([gives, *options.gives_up(state, io)])
+        a = options.setting_args(args, state, io)
+        out.append(Candidate.of(a, global_batch / step, text, used, fig[4], fig[1]))
     return out
 
 

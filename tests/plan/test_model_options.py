@@ -102,14 +102,17 @@ def _script(args: dict, out: str) -> str:
     [
         {"schedule": "sequential", "device-mapping": [0, 1, 0], "offload": "off"},
         {"schedule": "interleaved", "stages": 4, "recompute": True},
+        {"stages": 1, "memory-proportion": 0.3},
     ],
-    ids=["mapping", "interleaved"],
+    ids=["mapping", "interleaved", "proportion"],
 )
 def test_best_py_runs_to_the_planners_throughput(cands, want, tmp_path):
     args = _pick(cands, **want).args
     code = best_py(args)
-    assert f"PipelineSchedule.{args['schedule'].capitalize()}" in code
-    assert f"offload_weight_update_variables={args['offload'] == 'on'}" in code
+    if args["stages"] > 1:
+        assert f"PipelineSchedule.{args['schedule'].capitalize()}" in code
+        assert f"offload_weight_update_variables={args['offload'] == 'on'}" in code
+    assert f"'availableMemoryProportion': '{args.get('memory-proportion', 0.6)}'" in code
     if "device-mapping" in args:
         assert f"device_mapping={args['device-mapping']}" in code
     path, out = tmp_path / "best_script.py", tmp_path / "throughput.json"
