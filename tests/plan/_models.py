@@ -5,18 +5,24 @@ from __future__ import annotations
 from ipusim import keras
 
 
-def mlp() -> keras.Model:
-    """Four dense layers, compiled with Adam and a sparse cross-entropy."""
-    inputs = keras.Input((32,))
+def _dense_stack(features: int, width: int) -> keras.Model:
+    """Three ReLU dense layers of ``width`` over ``features`` inputs and a 10-way head, compiled
+    with Adam and a sparse cross-entropy."""
+    inputs = keras.Input((features,))
     x = inputs
     for i in range(3):
-        x = keras.layers.Dense(64, activation="relu", name=f"dense_{i}")(x)
+        x = keras.layers.Dense(width, activation="relu", name=f"dense_{i}")(x)
     outputs = keras.layers.Dense(10, name="logits")(x)
     model = keras.Model(inputs, outputs)
     model.compile(
         optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     )
     return model
+
+
+def mlp() -> keras.Model:
+    """Four dense layers (32 -> 64 -> 64 -> 64 -> 10)."""
+    return _dense_stack(32, 64)
 
 
 def uncompiled() -> keras.Model:
@@ -36,15 +42,6 @@ def auto_named() -> keras.Model:
 
 
 def wide() -> keras.Model:
-    """Three 4096-wide dense layers (50M weights) and a small head, compiled with Adam: its
-    gradients' all-reduce dominates a small global batch, so pipelines can win."""
-    inputs = keras.Input((4096,))
-    x = inputs
-    for i in range(3):
-        x = keras.layers.Dense(4096, activation="relu", name=f"dense_{i}")(x)
-    outputs = keras.layers.Dense(10, name="logits")(x)
-    model = keras.Model(inputs, outputs)
-    model.compile(
-        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    )
-    return model
+    """Three 4096-wide dense layers (50M weights) and a small head: its gradients' all-reduce
+    dominates a small global batch, so pipelines can win."""
+    return _dense_stack(4096, 4096)

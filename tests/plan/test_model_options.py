@@ -13,6 +13,7 @@ from ipusim.compat.runner import run_script
 from ipusim.plan.output import best_py
 from ipusim.plan.search import measure
 from ipusim.plan.space_model import model_candidates
+from tests.plan._candidates import pick
 
 MODEL, SYSTEM, BATCH = "tests.plan._models:wide", "M2000", 16
 
@@ -20,13 +21,6 @@ MODEL, SYSTEM, BATCH = "tests.plan._models:wide", "M2000", 16
 @pytest.fixture(scope="module")
 def cands():
     return model_candidates({"system": SYSTEM, "model": MODEL}, 4, BATCH, "fp16.16")
-
-
-def _pick(cands, **want):
-    for c in cands:
-        if all(c.args.get(k) == v for k, v in want.items()):
-            return c
-    raise AssertionError(f"no candidate with {want}")
 
 
 # One pipelined candidate per option (the wide model, 4 IPUs). Bounds: the worst errors measured
@@ -45,7 +39,7 @@ CASES = [
 
 @pytest.mark.parametrize("want", CASES, ids=lambda w: " ".join(f"{k}={v}" for k, v in w.items()))
 def test_each_pipeline_option_is_estimated_as_the_simulator_runs_it(cands, want):
-    cand = _pick(cands, **want)
+    cand = pick(cands, **want)
     sim = measure("keras_model", cand.args)
     assert sim["error"] == "" and sim["fits"]
     assert cand.speed == pytest.approx(sim["throughput"], rel=0.13)
@@ -55,7 +49,7 @@ def test_each_pipeline_option_is_estimated_as_the_simulator_runs_it(cands, want)
 def test_offloading_costs_what_the_simulator_says(cands):
     """Without accumulation the offloaded state is loaded and stored at every update: the
     estimate's slowdown against the state on chip is the simulator's, within 5%."""
-    on = _pick(cands, stages=2, accumulation=1, offload="on", schedule="sequential")
+    on = pick(cands, stages=2, accumulation=1, offload="on", schedule="sequential")
     off_args = {k: v for k, v in on.args.items() if k != "offload"} | {"offload": "off"}
     off = next(c for c in cands if c.args == off_args)
     sims = [measure("keras_model", c.args)["throughput"] for c in (on, off)]
@@ -107,7 +101,7 @@ def _script(args: dict, out: str) -> str:
     ids=["mapping", "interleaved", "proportion"],
 )
 def test_best_py_runs_to_the_planners_throughput(cands, want, tmp_path):
-    args = _pick(cands, **want).args
+    args = pick(cands, **want).args
     code = best_py(args)
     if args["stages"] > 1:
         assert f"PipelineSchedule.{args['schedule'].capitalize()}" in code

@@ -10,6 +10,7 @@ from ipusim.hardware import load_system
 from ipusim.plan import options, space
 from ipusim.plan.search import measure
 from ipusim.plan.space import bert_candidates
+from tests.plan._candidates import pick
 
 MODEL = {"size": "base", "sequence": 32, "masked": 4, "vocab": 1000}
 SYSTEM = "M2000"
@@ -78,13 +79,6 @@ def cands():
     return bert_candidates({"system": SYSTEM, **MODEL}, 4, 80, "fp16.16", prune=False)
 
 
-def _pick(cands, **want):
-    for c in cands:
-        if all(c.args.get(k) == v for k, v in want.items()):
-            return c
-    raise AssertionError(f"no candidate with {want}")
-
-
 # One candidate per new option (a small BERT, 4 IPUs). Bounds: the worst errors of these cases,
 # rounded up: throughput up to 9% high (5-stage Grouped pipelines; up to 22% high on 2-IPU
 # pipelines with the state on chip before the stages' seconds included their syncs, the step
@@ -103,7 +97,7 @@ CASES = [
 
 @pytest.mark.parametrize("want", CASES, ids=lambda w: "-".join(f"{k}={v}" for k, v in w.items()))
 def test_new_options_track_the_simulator(cands, want):
-    cand = _pick(cands, **want)
+    cand = pick(cands, **want)
     out = measure("bert", cand.args)
     assert out["fits"], out
     assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
@@ -115,10 +109,10 @@ def test_state_on_chip_costs_memory_and_saves_the_update_as_simulated(cands):
     replicas): the estimates order bytes and speed as the simulator does. The unsharded
     on-chip sibling the planner drops as dominated is, simulated, as fast with more memory."""
     same = {"replicas": 2, "stages": 3, "micro-batch": 4, "schedule": "sequential"}
-    chip = _pick(cands, **same, offload="off")
+    chip = pick(cands, **same, offload="off")
     assert chip.args.get("sharded-optimizer-state")
     layout = {k: chip.args.get(k) for k in ("layers-per-ipu", "recompute", "memory-proportion")}
-    off = _pick(cands, **same, **layout, offload="on")
+    off = pick(cands, **same, **layout, offload="on")
     outs = [measure("bert", c.args) for c in (off, chip)]
     assert (off.ipu_bytes < chip.ipu_bytes) == (outs[0]["ipu_bytes"] < outs[1]["ipu_bytes"])
     assert (off.speed < chip.speed) == (outs[0]["throughput"] < outs[1]["throughput"])
