@@ -213,22 +213,12 @@ def _execution(
     return sum(max(busy[s] for s, _, _ in step) + per_step for step in steps)
 
 
-#: Per reference profile key, the slowest IPU's seconds of outfeed copies in its run.
-_OUTFEED: dict[str, float] = {}
-
-
 def _profiled(workload: str, args: dict[str, Any], units: Units) -> profile.Profile | None:
-    """The profile of a reference run (cached), noting its outfeed copies' seconds."""
+    """The profile of a reference run (cached)."""
     key = repr(sorted(args.items()))
-
-    def run() -> Any:
-        report = profile.workload_report(workload, args)
-        records = report.trace.to_dataframe()
-        copies = records[(records.ipu >= 0) & (records.name == "outfeed copy")]
-        _OUTFEED[key] = float(copies.groupby("ipu").duration_s.sum().max()) if len(copies) else 0.0
-        return report
-
-    return profile.cached((workload, key), run, units.group)
+    return profile.cached(
+        (workload, key), lambda: profile.workload_report(workload, args), units.group
+    )
 
 
 def _executions(steps: int, stages: int, ipus: int) -> Iterator[tuple[str, int, int]]:
@@ -292,7 +282,7 @@ def _pipelined(
     # trip (E: exchange, syncs and host I/O taken as added to the compute, not overlapped).
     total = ref.sample_s * samples * ref_steps - host_s
     infeed = ref.infeed_s / ref_steps
-    outfeed = _OUTFEED.get(repr(sorted(ref_args.items())), 0.0) / ref_steps
+    outfeed = ref.outfeed_s / ref_steps
     plain = _execution("grouped", fwd(even), ref_steps, 0.0, (infeed, outfeed))
     count = len(time_steps("grouped", stages, ref_steps, training=False))
     per_step = max(total - plain, 0.0) / count

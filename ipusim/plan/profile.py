@@ -84,6 +84,7 @@ class Profile:
             (weight read-back, offloaded optimizer state: per execution, not per micro-batch).
         infeed_s: the slowest IPU's seconds of infeed copies in the run (what I/O tiles
             overlap with compute).
+        outfeed_s: the slowest IPU's seconds of outfeed copies in the run.
         execution_s: the host's per-execution work in the run (execution overhead, weight
             read-back, callbacks, outfeed drain: ``HOST_ROUND_TRIP_WORK`` of the trace).
     """
@@ -98,6 +99,7 @@ class Profile:
     host_s: float = 0.0
     infeed_s: float = 0.0
     execution_s: float = 0.0
+    outfeed_s: float = 0.0
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -135,9 +137,10 @@ def _per_record(records: Any, tracks: tuple[str, ...]) -> Any:
     )
 
 
-def _infeed_s(records: Any) -> float:
-    """The slowest IPU's seconds of ``infeed copy`` records (the IPU copying a staged element)."""
-    copies = records[(records.ipu >= 0) & (records.name == "infeed copy")]
+def _copies_s(records: Any, name: str) -> float:
+    """The slowest IPU's seconds of ``name`` records (``infeed copy``: the IPU copying a staged
+    element in; ``outfeed copy``: its results out)."""
+    copies = records[(records.ipu >= 0) & (records.name == name)]
     return float(copies.groupby("ipu").duration_s.sum().max()) if len(copies) else 0.0
 
 
@@ -223,8 +226,9 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
         dict(zip(ipus, ratio.astype(float))),
         1.0 / float(report.throughput_samples_per_s),
         float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
-        _infeed_s(records),
+        _copies_s(records, "infeed copy"),
         float(records[records.name.isin(HOST_ROUND_TRIP_WORK)].duration_s.sum()),
+        _copies_s(records, "outfeed copy"),
     )
 
 
