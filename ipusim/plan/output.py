@@ -170,6 +170,12 @@ def stages_py(args: dict[str, Any]) -> list[str]:
     if args.get("recompute"):
         mode = _RECOMPUTATION[str(args.get("recomputation-mode", "auto"))]
         lines.append(f"    recomputation_mode=ipu.ops.pipelining_ops.RecomputationMode.{mode},")
+        if args.get("checkpoint-every-layer"):
+            lines[:0] = [
+                "# recomputation checkpoints: an ipu_tensorflow_addons.keras.layers."
+                "RecomputationCheckpoint after every encoder layer (a stage ends after its last "
+                "layer's)"
+            ]
     lines += [
         f"    offload_weight_update_variables={args.get('offload') == 'on'},",
         f"    replicated_optimizer_state_sharding={bool(args.get('sharded-optimizer-state'))},",
