@@ -104,3 +104,14 @@ def test_every_schedule_recomputation_and_proportion_exhaustively(reduced, monke
         result.table[["throughput", "fits", "summary"]].head(8).to_string(),
     )
     assert top["throughput"] == best, top["args"]
+    # Recomputing plans only (here slower than plain ones, which the planner would not
+    # simulate): the best of the recomputation modes, as exhaustively simulated.
+    modes = space._recomputations
+    monkeypatch.setattr(
+        space, "_recomputations", lambda *a: [m for m in modes(*a) if m != (False, False)]
+    )
+    result = plan("bert", SYSTEM, BATCH, MODEL, budget_s=1e9, progress=False)
+    outs = [simulated[_key(a)] for a in every if a.get("recompute")]
+    recomputing = [r["throughput"] for r in outs if r["fits"]]
+    top = result.table[result.table["fits"]].iloc[0]
+    assert top["args"]["recompute"] and top["throughput"] == max(recomputing), top["args"]
