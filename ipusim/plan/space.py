@@ -148,7 +148,7 @@ def _recomputations(schedule: str, stages: int, ipus: int) -> list[tuple[bool, b
     RecomputeAndBackpropagateInterleaved, which refuses the Interleaved schedule. Without
     (RecomputationMode Auto): only with the head in the last encoder stage, the one stage that
     then recomputes nothing (M: with the head in a stage of its own, BERT-Large on 4 IPUs ran
-    0.1-0.3% slower and held 16-37% more bytes on its fullest IPU without checkpoints; with
+    0.1-0.3% slower and held 4-37% more bytes on its fullest IPU without checkpoints; with
     the head in the last stage, Sequential ran 3.5% faster, for 18% more bytes). Auto with
     Grouped (RecomputeThenBackpropagate) simulates within 0.1% of
     RecomputeAndBackpropagateInterleaved without checkpoints, and a checkpoint every 2 or 3

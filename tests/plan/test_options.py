@@ -163,3 +163,23 @@ def test_interleaved_schedule_recomputes_without_checkpoints(cands):
     assert out["fits"], out
     assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
     assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.04), cand.args
+
+
+def test_best_py_table_and_gives_up_carry_the_recomputation(cands):
+    """With checkpoints: RecomputeAndBackpropagateInterleaved, the checkpoint layers named and
+    stages ending after them; without: Auto, stages ending after the layers' last norm."""
+    from ipusim.plan.output import best_py
+    from ipusim.plan.search import _describe
+
+    auto = pick(cands, schedule="sequential", stages=2, **{"recomputation-mode": "auto"})
+    every = pick(cands, schedule="sequential", stages=2, **{"checkpoint-every-layer": True})
+    code = best_py(auto.args)
+    assert "RecomputationMode.Auto," in code and "RecomputationCheckpoint" not in code
+    assert "_ffn_norm']" in code and "_checkpoint'" not in code
+    assert "without checkpoints" in auto.gives_up
+    assert " no checkpoints" in _describe(auto)["summary"]
+    code = best_py(every.args)
+    assert "RecomputationMode.RecomputeAndBackpropagateInterleaved," in code
+    assert "RecomputationCheckpoint after every 1 encoder layer(s)" in code
+    assert "_checkpoint']" in code
+    assert "no checkpoints" not in _describe(every)["summary"]
