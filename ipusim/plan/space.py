@@ -15,8 +15,11 @@ micro-batch from the layers' forward, backward (and recomputed forward) seconds,
 schedule's steps (:func:`~ipusim.plan.options.schedule_seconds`), plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
-to the embedding. The costs live in :mod:`ipusim.plan.bert_costs`; the schedule, the
-optimizer-state options, I/O tiles and interpolated proportions in :mod:`ipusim.plan.options`.
+to the embedding. Recomputation: none, a checkpoint after every encoder layer, or (the head in
+the last stage, or Interleaved) RecomputationMode Auto without checkpoints, estimated from the
+other two settings' profiles (:func:`~ipusim.plan.bert_costs.without_checkpoints`). The costs
+live in :mod:`ipusim.plan.bert_costs`; the schedule, the optimizer-state options, I/O tiles and
+interpolated proportions in :mod:`ipusim.plan.options`.
 """
 
 from __future__ import annotations
@@ -249,10 +252,9 @@ class _Stages:
     def used(self, first: int, stop: int, s: int, per_var: float) -> tuple[float, float]:
         """The stage's IPU bytes, with ``per_var`` bytes of optimizer state per variable byte,
         and its use of the budget (busiest tile included)."""
-        fixed, use = self.c.stage(0, s, self.alive[s], s == self.head_at)
-        units = self.units
-        layers = self.c.layer_var * units.share("var", first, stop)
-        c = self.c
+        c, units = self.c, self.units
+        fixed, use = c.stage(0, s, self.alive[s], s == self.head_at)
+        layers = c.layer_var * units.share("var", first, stop)
         layers += (c.stash * self.alive[s] + c.held) * units.share("act", first, stop)
         total = fixed + layers + per_var * self.var(first, stop, s)
         return total, use * total / fixed
