@@ -19,6 +19,7 @@ if __package__ in (None, ""):  # run as a script: make `workloads` importable
 
 import ipusim  # noqa: E402
 from ipusim import keras  # noqa: E402
+from ipusim.errors import ConfigurationError  # noqa: E402
 from ipusim.keras import ops  # noqa: E402
 from workloads import common  # noqa: E402
 
@@ -101,6 +102,7 @@ def bert(
     micro_batch: int | None = None,
     vocab: int = VOCAB,
     checkpoint_every_layer: bool = False,
+    checkpoint_every: int = 0,
 ) -> keras.Model:
     """A BERT pre-training model predicting ``masked`` tokens per sequence.
 
@@ -108,8 +110,10 @@ def bert(
     first ``masked`` positions (the masked positions, gathered up front as BERT does).
     ``checkpoint_every_layer`` puts a recomputation checkpoint after every encoder layer, as
     Graphcore's BERT does (TensorFlow 2: ``convert_bert_model.py`` after each ``TFBertLayer``;
-    PopART: ``recompute_checkpoint_every_layer``, on by default).
+    PopART: ``recompute_checkpoint_every_layer``, on by default); ``checkpoint_every`` k puts
+    one after every k-th layer instead (layers k - 1, 2k - 1 ...).
     """
+    every = checkpoint_every or int(checkpoint_every_layer)
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, received {size!r}")
     if not 0 < masked <= sequence:
@@ -122,7 +126,7 @@ def bert(
     x = keras.layers.Dropout(0.1, name="embeddings_dropout")(x)
     for index in range(config["layers"]):
         x = encoder_layer(x, index, config)
-        if checkpoint_every_layer:
+        if every and (index + 1) % every == 0:
             x = keras.layers.RecomputationCheckpoint(name=f"encoder_{index}_checkpoint")(x)
     # The masked positions (an OpLambda layer).
     x = ops.slice(x, (0, 0, 0), (-1, masked, -1))
@@ -182,20 +186,28 @@ def split_points(
     layers_per_ipu: list[int],
     ffn_per_ipu: list[int] | None = None,
     heads_stage: bool = False,
-    checkpoint_every_layer: bool = False,
+    checkpoint_every: int = 0,
 ) -> list[str]:
     """The layers after which a stage starts: :func:`layer_splits`, or :func:`half_layer_splits`
-    with ``ffn_per_ipu``; with ``heads_stage`` the head starts a stage of its own; with
-    ``checkpoint_every_layer`` a stage ends after its last layer's checkpoint."""
+    with ``ffn_per_ipu``; with ``heads_stage`` the head starts a stage of its own; with a
+    checkpoint after every ``checkpoint_every`` layers (True: every layer) a stage ends after
+    its last layer's checkpoint, where that layer has one."""
     if ffn_per_ipu:
         splits = half_layer_splits(size, layers_per_ipu, ffn_per_ipu)
     else:
         splits = layer_splits(size, layers_per_ipu)
     if heads_stage:
         splits.append(f"encoder_{SIZES[size]['layers'] - 1}_ffn_norm")
-    if checkpoint_every_layer:
-        splits = [name.replace("_ffn_norm", "_checkpoint") for name in splits]
+    if checkpoint_every:
+        splits = [_after_checkpoint(name, int(checkpoint_every)) for name in splits]
     return splits
+
+
+def _after_checkpoint(split: str, every: int) -> str:
+    """``split``, or the checkpoint after it when its encoder layer ends with one."""
+    if split.endswith("_ffn_norm") and (int(split.split("_")[1]) + 1) % every == 0:
+        return split.replace("_ffn_norm", "_checkpoint")
+    return split
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,6 +252,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a recomputation checkpoint after every encoder layer, as Graphcore's BERT "
         "(kept with --recompute --recomputation-mode interleaved)",
     )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="a recomputation checkpoint after every K-th encoder layer (1: as "
+        "--checkpoint-every-layer; 0: none unless --checkpoint-every-layer)",
+    )
     return p
 
 
@@ -249,13 +269,18 @@ def main(argv: list[str] | None = None) -> Any:
     layers = SIZES[args.size]["layers"]
     encoder_stages = args.stages - 1 if args.heads_stage else args.stages
     per_stage = args.layers_per_ipu or _even(layers, encoder_stages)
+    if args.checkpoint_every < 0:
+        raise ConfigurationError(
+            f"--checkpoint-every must be 0 (none) or a number of layers, got {args.checkpoint_every}"
+        )
+    every = args.checkpoint_every or int(args.checkpoint_every_layer)
     with ipusim.IPUStrategy().scope():
         model = bert(
             args.size,
             args.sequence,
             args.masked,
             vocab=args.vocab,
-            checkpoint_every_layer=args.checkpoint_every_layer,
+            checkpoint_every=every,
         )
         if args.stages > 1:
             splits = split_points(
@@ -263,7 +288,7 @@ def main(argv: list[str] | None = None) -> Any:
                 per_stage,
                 args.ffn_per_ipu,
                 args.heads_stage,
-                args.checkpoint_every_layer,
+                every,
             )
             common.assign_stages_by_split(model, splits)
         common.pipeline(model, args)

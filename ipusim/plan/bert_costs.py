@@ -24,6 +24,7 @@ __all__ = [
     "bert_half_group",
     "reference_args",
     "reference_counts",
+    "without_checkpoints",
 ]
 
 #: Micro-batches per stage of a reference run (E: enough to run every stage's compute sets;
@@ -91,6 +92,10 @@ class BertCosts:
         attention_s / attention_b / attention_var: the attention halves' shares of the encoder
             layers' seconds, backward seconds and variable bytes (the feed-forward halves have
             the rest; :mod:`ipusim.plan.bert_units`).
+        held: an encoder layer's activations held for one micro-batch whatever the micro-batches
+            in flight (recomputation without checkpoints: :func:`without_checkpoints`).
+        kept: a stage's activations held per micro-batch in flight whatever its layers (its
+            input, without checkpoints).
     """
 
     layer_s: float
@@ -119,6 +124,8 @@ class BertCosts:
     attention_s: float
     attention_b: float
     attention_var: float
+    held: float = 0.0
+    kept: float = 0.0
 
     @classmethod
     def of(
@@ -203,7 +210,8 @@ class BertCosts:
         """Bytes of the IPU of encoder stage ``stage`` holding ``layers`` layers with ``alive``
         micro-batches in flight (stage 0 also holds the embedding; ``head``: the head too), and
         its use of the budget (the larger of the IPU's and its busiest tile's)."""
-        total = self.working + layers * (self.layer_var + self.stash * alive)
+        total = self.working + self.kept * alive
+        total += layers * (self.layer_var + self.stash * alive + self.held)
         total += self.head_var + self.head_act if head else 0.0
         if stage == 0:
             total += self.fixed0 + self.embed_var + self.embed_act
@@ -371,4 +379,22 @@ def _scaled(c: BertCosts, k: float) -> BertCosts:
         embed_act=c.embed_act * k,
         head_act=c.head_act * k,
         infeed_s=c.infeed_s * k,
+        held=c.held * k,
+        kept=c.kept * k,
+    )
+
+
+def without_checkpoints(checkpointed: BertCosts, plain: BertCosts) -> BertCosts:
+    """The figures of a stage that recomputes without checkpoints (RecomputationMode Auto:
+    RecomputeThenBackpropagate with Grouped or Interleaved, RecomputeAndBackpropagateInterleaved
+    with Sequential; IPU TensorFlow's default), from those of the same setting with a checkpoint
+    after every layer (``checkpointed``) and without recomputation (``plain``): the seconds are
+    ``checkpointed``'s (the last stage, which recomputes nothing, takes ``plain``'s: the
+    caller's), the stash only the stage's input (one checkpoint's worth, ``checkpointed``'s
+    per-layer stash) per micro-batch in flight, and every layer's activations live at once for
+    the micro-batch being backpropagated, as without recomputation at one micro-batch in flight
+    (``plain``'s per-layer stash and working set; E: ipusim's lowering re-creates a stage's
+    forward values from its input, so they are the same values)."""
+    return replace(
+        checkpointed, working=plain.working, stash=0.0, held=plain.stash, kept=checkpointed.stash
     )

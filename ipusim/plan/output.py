@@ -170,6 +170,12 @@ def stages_py(args: dict[str, Any]) -> list[str]:
     if args.get("recompute"):
         mode = _RECOMPUTATION[str(args.get("recomputation-mode", "auto"))]
         lines.append(f"    recomputation_mode=ipu.ops.pipelining_ops.RecomputationMode.{mode},")
+        if _checkpoint_every(args):
+            lines[:0] = [
+                "# recomputation checkpoints: an ipu_tensorflow_addons.keras.layers."
+                f"RecomputationCheckpoint after every {_checkpoint_every(args)} encoder layer(s) "
+                "(a stage ends after its last layer's)"
+            ]
     lines += [
         f"    offload_weight_update_variables={args.get('offload') == 'on'},",
         f"    replicated_optimizer_state_sharding={bool(args.get('sharded-optimizer-state'))},",
@@ -189,8 +195,13 @@ def _bert_split(args: dict[str, Any]) -> list[str]:
         list(args["layers-per-ipu"]),
         args.get("ffn-per-ipu"),
         bool(args.get("heads-stage")),
-        bool(args.get("checkpoint-every-layer")),
+        _checkpoint_every(args),
     )
+
+
+def _checkpoint_every(args: dict[str, Any]) -> int:
+    """Encoder layers per recomputation checkpoint of a BERT plan (0: none)."""
+    return int(args.get("checkpoint-every") or args.get("checkpoint-every-layer") or 0)
 
 
 def ipus_per_replica(args: dict[str, Any]) -> int:

@@ -264,7 +264,8 @@ def _seeded(cands: list[Candidate], seed: int) -> list[Candidate]:
 def _family(cand: Candidate) -> tuple[Any, ...]:
     """Candidates whose memory estimates are comparable: same IPUs per replica and options."""
     a = cand.args
-    return (a["stages"], bool(a.get("recompute")), a.get("offload"), a.get("memory-proportion"))
+    recompute = bool(a.get("recompute")), a.get("recomputation-mode")
+    return (a["stages"], recompute, a.get("offload"), a.get("memory-proportion"))
 
 
 def _judge_all(
@@ -420,6 +421,8 @@ def _describe(cand: Candidate) -> dict[str, Any]:
             summary += " " + text.format(a[key])
     if a.get("inference") == "evaluate":
         summary += " evaluate"
+    if a.get("recomputation-mode") == "auto" and a["stages"] > 1:  # BERT's, no checkpoints
+        summary += " no checkpoints"
     if a.get("ffn-per-ipu"):
         summary += f" ffn {list(a['ffn-per-ipu'])}"
     if a.get("device-mapping") and list(a["device-mapping"]) != list(range(a["stages"])):

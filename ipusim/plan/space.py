@@ -15,8 +15,11 @@ micro-batch from the layers' forward, backward (and recomputed forward) seconds,
 schedule's steps (:func:`~ipusim.plan.options.schedule_seconds`), plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
-to the embedding. The costs live in :mod:`ipusim.plan.bert_costs`; the schedule, the
-optimizer-state options, I/O tiles and interpolated proportions in :mod:`ipusim.plan.options`.
+to the embedding. Recomputation: none, a checkpoint after every encoder layer, or (the head in
+the last stage, or Interleaved) RecomputationMode Auto without checkpoints, estimated from the
+other two settings' profiles (:func:`~ipusim.plan.bert_costs.without_checkpoints`). The costs
+live in :mod:`ipusim.plan.bert_costs`; the schedule, the optimizer-state options, I/O tiles and
+interpolated proportions in :mod:`ipusim.plan.options`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ipusim.plan.bert_costs import (
     CostCache,
     bert_costs,
     bert_group,
+    without_checkpoints,
 )
 from ipusim.plan.bert_units import Units, halves, whole_layers
 from ipusim.plan.partition import Split, best_splits
@@ -129,17 +133,34 @@ def _pipeline_options(
             acc = global_batch // (mb * replicas)
             if not options.accumulation_ok(schedule, stages, ipus, acc):
                 continue
-            # RecomputeAndBackpropagateInterleaved refuses the Interleaved schedule.
-            for recompute in (True, False) if schedule != "interleaved" else (False,):
+            for recompute, checkpoints in _recomputations(schedule, stages, ipus):
                 for proportion, *_ in options.interpolated(MEMORY_PROPORTIONS, EXTRA_PROPORTIONS):
                     yield {
                         "micro-batch": mb,
                         "accumulation": acc,
                         "recompute": recompute,
+                        "checkpoints": checkpoints,
                         "offload": "on",
                         "memory-proportion": proportion,
                         "schedule": schedule,
                     }
+
+
+def _recomputations(schedule: str, stages: int, ipus: int) -> list[tuple[bool, bool]]:
+    """(recompute, checkpoint after every layer) choices of a pipeline. With checkpoints:
+    RecomputeAndBackpropagateInterleaved, which refuses the Interleaved schedule. Without
+    (RecomputationMode Auto): only with the head in the last encoder stage, the one stage that
+    then recomputes nothing (M: with the head in a stage of its own, BERT-Large on 4 IPUs ran
+    0.1-0.3% slower and held 4-37% more bytes on its fullest IPU without checkpoints; with
+    the head in the last stage, Sequential ran 3.5% faster, for 18% more bytes). Auto with
+    Grouped (RecomputeThenBackpropagate) simulates within 0.1% of
+    RecomputeAndBackpropagateInterleaved without checkpoints, and a checkpoint every 2 or 3
+    layers no faster and no smaller than every layer (M), so neither is searched."""
+    if schedule == "interleaved":
+        return [(True, False), (False, False)]
+    if stages == ipus and stages > 1:
+        return [(True, True), (True, False), (False, False)]
+    return [(True, True), (False, False)]
 
 
 def bert_candidates(
@@ -165,9 +186,9 @@ def bert_candidates(
     out: list[Candidate] = []
     pipelines: list[tuple[float, int, tuple[Any, ...]]] = []
     for index, (ipr, stages, opt) in enumerate(plans):
-        c = costs.at(opt["micro-batch"], opt["memory-proportion"], opt["recompute"], precision)
-        if c is not None and ipr > 1:
-            plan = (args, ipr, num_ipus // ipr, stages, opt, precision, c)
+        c, last = _recomputed(costs, opt, precision)
+        if c is not None and last is not None and ipr > 1:
+            plan = (args, ipr, num_ipus // ipr, stages, opt, precision, c, last)
             found = _bert_splits(*plan, whole_layers(shape), prune)
             out += found
             fitting = [x.speed for x in found if x.memory <= 1.0]
@@ -177,21 +198,40 @@ def bert_candidates(
     # Splits inside layers for the option sets whose layer splits estimate fastest (a search
     # over twice the units costs four times as much).
     for *_, plan in sorted(pipelines, key=lambda p: (-p[0], p[1]))[:SUB_LAYER_SETS]:
-        out += _bert_splits(*plan, halves(shape, plan[-1]), prune)
+        out += _bert_splits(*plan, halves(shape, plan[-2]), prune)
     kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR or not prune]
     return options.counted(fastest_first(kept), len(out))
+
+
+def _recomputed(
+    costs: CostCache, opt: dict[str, Any], precision: str
+) -> tuple[BertCosts | None, BertCosts | None]:
+    """The figures of an option set's stages, and of its last stage: without checkpoints
+    (:func:`without_checkpoints`) the last stage recomputes nothing."""
+    setting = (opt["micro-batch"], opt["memory-proportion"])
+    c = costs.at(*setting, opt["recompute"], precision)
+    if not opt["recompute"] or opt["checkpoints"] or c is None:
+        return c, c
+    plain = costs.at(*setting, False, precision)
+    return (None, None) if plain is None else (without_checkpoints(c, plain), plain)
 
 
 @dataclass(frozen=True)
 class _Stages:
     """A pipeline's stages over ``units`` of the encoder (:mod:`ipusim.plan.bert_units`): each
     stage's seconds, variable bytes and memory from the layer's figures ``c``; stage 0 also
-    holds the embedding, stage ``head_at`` the head; ``alive[s]``: micro-batches in flight."""
+    holds the embedding, stage ``head_at`` the head; ``alive[s]``: micro-batches in flight;
+    ``last``: the figures of the last encoder stage's seconds (``c`` but when that stage ends
+    the pipeline and, without checkpoints, recomputes nothing)."""
 
     c: BertCosts
     units: Units
     head_at: int
     alive: tuple[int, ...]
+    last: BertCosts
+
+    def _timed(self, s: int) -> BertCosts:
+        return self.last if s == len(self.alive) - 1 else self.c
 
     def var(self, first: int, stop: int, s: int) -> float:
         c = self.c
@@ -199,23 +239,23 @@ class _Stages:
         return layers + c.embed_var * (s == 0) + c.head_var * (s == self.head_at)
 
     def time(self, first: int, stop: int, s: int) -> float:
-        c = self.c
+        c = self._timed(s)
         layers = c.layer_s * self.units.share("time", first, stop)
         return layers + c.embed_s * (s == 0) + c.head_s * (s == self.head_at)
 
     def back(self, first: int, stop: int, s: int) -> float:
         """The backward pass's part of :meth:`time` (the units' share of the layer's)."""
-        c = self.c
+        c = self._timed(s)
         layers = c.layer_b * self.units.share("back", first, stop)
         return layers + c.embed_b * (s == 0) + c.head_b * (s == self.head_at)
 
     def used(self, first: int, stop: int, s: int, per_var: float) -> tuple[float, float]:
         """The stage's IPU bytes, with ``per_var`` bytes of optimizer state per variable byte,
         and its use of the budget (busiest tile included)."""
-        fixed, use = self.c.stage(0, s, self.alive[s], s == self.head_at)
-        units = self.units
-        layers = self.c.layer_var * units.share("var", first, stop)
-        layers += self.c.stash * self.alive[s] * units.share("act", first, stop)
+        c, units = self.c, self.units
+        fixed, use = c.stage(0, s, self.alive[s], s == self.head_at)
+        layers = c.layer_var * units.share("var", first, stop)
+        layers += (c.stash * self.alive[s] + c.held) * units.share("act", first, stop)
         total = fixed + layers + per_var * self.var(first, stop, s)
         return total, use * total / fixed
 
@@ -228,6 +268,7 @@ def _bert_splits(
     opt: dict[str, Any],
     precision: str,
     c: BertCosts,
+    last: BertCosts,
     units: Units,
     prune: bool = True,
 ) -> list[Candidate]:
@@ -242,7 +283,7 @@ def _bert_splits(
         element_bytes(precision),
     )
     cands = []
-    model = _Stages(c, units, head_at, alive)
+    model = _Stages(c, units, head_at, alive, last)
     found: dict[float, set[Split]] = {}
     for setting in options.state_options(replicas):
         # On-chip optimizer state per variable byte (none when offloaded).
@@ -404,7 +445,7 @@ def _bert_args(
         )
     elif ipr > 1:  # the head with the last encoder stage
         args.update({"device-mapping": [*range(ipr)], "layers-per-ipu": per_ipu})
-    if opt["recompute"]:
+    if opt["recompute"] and opt.get("checkpoints", True):
         args.update(
             {
                 "recompute": True,
@@ -412,6 +453,8 @@ def _bert_args(
                 "checkpoint-every-layer": True,
             }
         )
+    elif opt["recompute"]:
+        args.update({"recompute": True, "recomputation-mode": "auto"})
     if replicas > 1:
         args["sharded-optimizer-state"] = True
     return args
@@ -420,8 +463,13 @@ def _bert_args(
 def _gives_up(opt: dict[str, Any], stages: int, replicas: int) -> str:
     """What a configuration trades away, in a few words."""
     parts = []
-    if opt["recompute"]:
+    if opt["recompute"] and opt.get("checkpoints", True):
         parts.append("recomputes the forward pass (about a third more compute)")
+    elif opt["recompute"]:
+        parts.append(
+            "recomputes the forward pass but in the last stage, without checkpoints (every "
+            "layer's activations of a stage live at once)"
+        )
     if stages > 1:
         parts.append(f"pipeline fill and drain over {stages} stages")
     if stages > 1 and opt.get("schedule", "grouped") != "grouped":

@@ -5,7 +5,9 @@ The model is BERT-Base cut to 3 encoder layers (the workload's and the planner's
 patched for the test), so that the space is small: 2 replicas of 2-IPU pipelines, each of the 5
 splits at a layer or half-layer boundary with the head in a stage of its own on IPU 0 or with the
 last stage, micro-batch 1 (accumulation 4), the optimizer state on chip sharded over the
-replicas, no I/O tiles: 105 configurations. test_profile.py searches data parallelism and the
+replicas, no I/O tiles, recomputation with a checkpoint after every layer, without checkpoints
+(RecomputationMode Auto, with the head in the last stage and with the Interleaved schedule) or
+none: 150 configurations. test_profile.py searches data parallelism and the
 optimizer-state settings exhaustively (Grouped), test_search.py I/O tiles (ResNet-50)."""
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ def _space() -> list[dict]:
     return out
 
 
+def _recomputation(args: dict) -> str:
+    if not args.get("recompute"):
+        return "off"
+    assert args["recomputation-mode"] == (
+        "interleaved" if "checkpoint-every-layer" in args else "auto"
+    )
+    return "every layer" if args.get("checkpoint-every-layer") else "auto"
+
+
 def _key(args: dict) -> str:
     return repr(sorted(args.items()))
 
@@ -68,20 +79,17 @@ def test_every_schedule_recomputation_and_proportion_exhaustively(reduced, monke
     a fitting plan with exactly the best simulated throughput (its finalists' figures are the
     exhaustive run's, so equal means it found a best plan, not a near one)."""
     every = _space()
-    kinds = {
-        (a["stages"], a["schedule"], bool(a.get("recompute")), a["memory-proportion"])
-        for a in every
+    kinds = {(a["stages"], a["schedule"], _recomputation(a), a["memory-proportion"]) for a in every}
+    # At acc 4: Grouped on 2 stages (a multiple of 2 S), Interleaved (2 distinct IPUs; its
+    # recomputation Auto, without checkpoints), Sequential; each at the 3 proportions. Without
+    # checkpoints only when the last stage holds encoder layers (it then recomputes nothing).
+    assert {k[:3] for k in kinds} == {
+        *((2, s, r) for s in ("grouped", "sequential") for r in ("every layer", "auto", "off")),
+        *((2, "interleaved", r) for r in ("auto", "off")),
+        *((3, "sequential", r) for r in ("every layer", "off")),
     }
-    # At acc 4: Grouped on 2 stages (a multiple of 2 S), Interleaved (2 distinct IPUs; without
-    # recomputation, which it refuses), Sequential; each at the 3 proportions.
-    assert {k[:2] for k in kinds} == {
-        (2, "grouped"),
-        (2, "interleaved"),
-        (2, "sequential"),
-        (3, "sequential"),
-    }
-    assert {k[2] for k in kinds} == {True, False} and {k[3] for k in kinds} == {0.2, 0.4, 0.6}
-    assert len(every) == (2 * LAYERS - 1) * (6 + 3 + 6 + 6)
+    assert {k[3] for k in kinds} == {0.2, 0.4, 0.6}
+    assert len(every) == (2 * LAYERS - 1) * (9 + 6 + 9 + 6)
     simulated = {_key(a): search.measure("bert", a) for a in every}
     best = max(r["throughput"] for r in simulated.values() if r["fits"])
     # The planner's finalists are configurations of the space: their figures are the ones
@@ -96,3 +104,14 @@ def test_every_schedule_recomputation_and_proportion_exhaustively(reduced, monke
         result.table[["throughput", "fits", "summary"]].head(8).to_string(),
     )
     assert top["throughput"] == best, top["args"]
+    # Recomputing plans only (here slower than plain ones, which the planner would not
+    # simulate): the best of the recomputation modes, as exhaustively simulated.
+    modes = space._recomputations
+    monkeypatch.setattr(
+        space, "_recomputations", lambda *a: [m for m in modes(*a) if m != (False, False)]
+    )
+    result = plan("bert", SYSTEM, BATCH, MODEL, budget_s=1e9, progress=False)
+    outs = [simulated[_key(a)] for a in every if a.get("recompute")]
+    recomputing = [r["throughput"] for r in outs if r["fits"]]
+    top = result.table[result.table["fits"]].iloc[0]
+    assert top["args"]["recompute"] and top["throughput"] == max(recomputing), top["args"]

@@ -127,3 +127,59 @@ def test_every_candidate_estimated_is_counted(cands):
     assert {c.args["schedule"] for c in cands} == {"grouped", "sequential", "interleaved"}
     assert {c.args["memory-proportion"] for c in cands} == {0.2, 0.4, 0.6}
     assert space.EXTRA_PROPORTIONS == (0.4,)
+
+
+def test_recomputation_without_checkpoints_tracks_the_simulator(cands):
+    """The same 2-IPU Sequential plan recomputing with a checkpoint after every layer
+    (RecomputeAndBackpropagateInterleaved) and without (Auto): without, the last stage
+    recomputes nothing (faster) and a stage holds every layer's activations at once (more
+    bytes). Each estimate within the bounds of CASES, and they order as the simulator."""
+    auto = pick(
+        cands, schedule="sequential", stages=2, **{"micro-batch": 8, "recomputation-mode": "auto"}
+    )
+    assert auto.args["recompute"] and "checkpoint-every-layer" not in auto.args
+    every = {**auto.args, "recomputation-mode": "interleaved", "checkpoint-every-layer": True}
+    (layer,) = [c for c in cands if c.args == every]
+    outs = [measure("bert", c.args) for c in (auto, layer)]
+    for cand, out in zip((auto, layer), outs):
+        assert out["fits"], out
+        assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
+        assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.04), cand.args
+    assert outs[0]["throughput"] > outs[1]["throughput"] and auto.speed > layer.speed
+    assert outs[0]["ipu_bytes"] > outs[1]["ipu_bytes"] and auto.ipu_bytes > layer.ipu_bytes
+
+
+def test_interleaved_schedule_recomputes_without_checkpoints(cands):
+    """Interleaved refuses RecomputeAndBackpropagateInterleaved: its recomputing plans are
+    Auto (RecomputeThenBackpropagate) without checkpoints, estimated as the simulator runs
+    them."""
+    want = {"schedule": "interleaved", "recompute": True, "stages": 2, "micro-batch": 4}
+    cand = pick(cands, **want)
+    assert cand.args["recomputation-mode"] == "auto"
+    assert not any(
+        c.args.get("checkpoint-every-layer") for c in cands if c.args["schedule"] == "interleaved"
+    )
+    out = measure("bert", cand.args)
+    assert out["fits"], out
+    assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
+    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.04), cand.args
+
+
+def test_best_py_table_and_gives_up_carry_the_recomputation(cands):
+    """With checkpoints: RecomputeAndBackpropagateInterleaved, the checkpoint layers named and
+    stages ending after them; without: Auto, stages ending after the layers' last norm."""
+    from ipusim.plan.output import best_py
+    from ipusim.plan.search import _describe
+
+    auto = pick(cands, schedule="sequential", stages=2, **{"recomputation-mode": "auto"})
+    every = pick(cands, schedule="sequential", stages=2, **{"checkpoint-every-layer": True})
+    code = best_py(auto.args)
+    assert "RecomputationMode.Auto," in code and "RecomputationCheckpoint" not in code
+    assert "_ffn_norm']" in code and "_checkpoint'" not in code
+    assert "without checkpoints" in auto.gives_up
+    assert " no checkpoints" in _describe(auto)["summary"]
+    code = best_py(every.args)
+    assert "RecomputationMode.RecomputeAndBackpropagateInterleaved," in code
+    assert "RecomputationCheckpoint after every 1 encoder layer(s)" in code
+    assert "_checkpoint']" in code
+    assert "no checkpoints" not in _describe(every)["summary"]

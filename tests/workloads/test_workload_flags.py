@@ -65,3 +65,24 @@ def test_metrics_are_compiled_into_the_large_workloads_too():
     with_accuracy = _outfeed_bytes(_run(bert, [*argv, "--metrics", "accuracy"]))
     assert len(base) == 1 and len(with_accuracy) == 1
     assert with_accuracy.pop() - base.pop() == 4
+
+
+def test_bert_checkpoint_every_k_layers():
+    """--checkpoint-every 3 on BERT-Base's 12 layers: checkpoints after layers 2, 5, 8 and 11;
+    a stage ends after its last layer's checkpoint where that layer has one."""
+    import ipusim
+
+    with ipusim.IPUStrategy().scope():
+        model = bert.bert("base", 32, 4, vocab=1000, checkpoint_every=3)
+    names = [layer.name for layer in model.layers if layer.name.endswith("_checkpoint")]
+    assert names == [f"encoder_{i}_checkpoint" for i in (2, 5, 8, 11)]
+    assert bert.split_points("base", [6, 6], checkpoint_every=3) == ["encoder_5_checkpoint"]
+    assert bert.split_points("base", [5, 7], checkpoint_every=3) == ["encoder_4_ffn_norm"]
+    assert bert.split_points("base", [5, 7], checkpoint_every=True) == ["encoder_4_checkpoint"]
+    flags = ["--size", "base", "--sequence", "32", "--masked", "4", "--vocab", "1000"]
+    flags += ["--timing-only", "--micro-batch", "1", "--accumulation", "4", "--steps", "4"]
+    flags += ["--stages", "2", "--layers-per-ipu", "6", "6", "--recompute"]
+    report = _run(bert, [*flags, "--recomputation-mode", "interleaved", "--checkpoint-every", "3"])
+    assert report.samples == 4
+    with pytest.raises(ConfigurationError, match="--checkpoint-every must be 0"):
+        _run(bert, [*flags, "--checkpoint-every", "-1"])
