@@ -20,13 +20,7 @@ from ipusim.keras.optimizers.als import ALSOptimizer
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 
-__all__ = [
-    "AutomaticLossScalingOptimizer",
-    "check",
-    "check_factors",
-    "check_initial",
-    "step_tf25",
-]
+__all__ = ["AutomaticLossScalingOptimizer", "check", "check_factors", "check_initial"]
 
 
 def check(ok: bool, message: str) -> None:
