@@ -86,6 +86,18 @@ def test_map_gradient_optimizer_maps_before_the_update():
     np.testing.assert_array_equal(w.numpy(), [-3.0])
 
 
+def test_map_gradient_optimizer_inside_accumulation_maps_the_accumulated_gradient():
+    # IPU TensorFlow's accumulation wrapper calls the inner apply_gradients on the sum of the
+    # mini-batch gradients, so a clipping map sees 1.5 + 1.5 = 3 and clips it to 2.
+    w = Variable(np.array([0.0], np.float32), "map_acc_w:0")
+    clip = MapGradientOptimizer(keras.optimizers.SGD(1.0), lambda g, v: np.minimum(g, 2.0))
+    opt = GradientAccumulationOptimizerV2(clip, num_mini_batches=2)
+    opt.apply_gradients([(np.array([1.5], np.float32), w)])
+    np.testing.assert_array_equal(w.numpy(), [0.0])
+    opt.apply_gradients([(np.array([1.5], np.float32), w)])
+    np.testing.assert_array_equal(w.numpy(), [-2.0])
+
+
 def _linear_loop(optimizer, ipus: int, iterations: int):
     """Train w in loss = mean((w x - t)^2) on elements (x_i, t_i); return w, losses and data."""
     _configure(ipus)

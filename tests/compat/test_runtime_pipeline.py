@@ -12,7 +12,7 @@ from ipusim import keras
 from ipusim.compat.runtime import loops, ops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedMode, IPUOutfeedQueue
 from ipusim.compat.runtime.function import function
-from ipusim.compat.runtime.optimizers import GradientAccumulationOptimizerV2
+from ipusim.compat.runtime.optimizers import GradientAccumulationOptimizerV2, MapGradientOptimizer
 from ipusim.compat.runtime.pipeline_op import OptimizerFunctionOutput, pipeline
 from ipusim.compat.runtime.tape import GradientTape
 from ipusim.config import reset_ipu_configuration
@@ -80,7 +80,8 @@ def _reference(layers, gac: int, runs: int, method: str = "sum") -> list[np.ndar
     return [w.numpy() for w in variables]
 
 
-def _run_pipeline(layers, schedule, concurrent: bool, gac: int, runs: int, **kwargs):
+def _run_pipeline(layers, schedule, concurrent: bool, gac: int, runs: int, opt=None, **kwargs):
+    """``opt``: a TF1-style wrapper to train with (every trainable variable); default SGD(0.1)."""
     _configure(4)
     d0, da, db, d2 = layers
     variables = [w for layer in layers for w in layer.trainable_weights]
@@ -113,8 +114,10 @@ def _run_pipeline(layers, schedule, concurrent: bool, gac: int, runs: int, **kwa
             repeat_count=runs,
             infeed_queue=infeed,
             outfeed_queue=outfeed,
-            optimizer_function=lambda loss: OptimizerFunctionOutput(
-                keras.optimizers.SGD(0.1), loss, variables=variables
+            optimizer_function=lambda loss: (
+                OptimizerFunctionOutput(keras.optimizers.SGD(0.1), loss, variables=variables)
+                if opt is None
+                else OptimizerFunctionOutput(opt, loss)
             ),
             device_mapping=mapping,
             pipeline_schedule=schedule,
@@ -143,6 +146,14 @@ def test_pipeline_trains_like_accumulation_without_pipelining(schedule, concurre
     assert outfeed.dequeue().shape == (12,)  # the last stage's loss, per micro-batch
     assert report.steps == 12 and report.kind == "train"
     assert report.extra["gradient_accumulation"] == 6
+
+
+def test_a_gradient_map_of_the_pipeline_optimizer_is_applied():
+    # SGD(0.05) on gradients mapped to 2 g is SGD(0.1) on g: the unpipelined reference.
+    doubled = MapGradientOptimizer(keras.optimizers.SGD(0.05), lambda g, v: g * 2.0)
+    got, _, _ = _run_pipeline(_layers(), PipelineSchedule.Grouped, False, 6, 1, opt=doubled)
+    for a, b in zip(got, _reference(_layers(), gac=6, runs=1)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_mean_reduction_and_outfeed_options():

@@ -23,7 +23,12 @@ import numpy as np
 from ipusim.compat.runtime.optimizers import ConcreteApply, IpuOptimizer
 from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.als import add_to_histogram
-from ipusim.keras.optimizers.als_tf25 import check, check_factors, check_initial
+from ipusim.keras.optimizers.als_tf25 import (
+    check,
+    check_factors,
+    check_initial,
+    step_tf25,
+)
 from ipusim.kernels import loss_scaling
 
 __all__ = ["AutomaticLossScalingOptimizer"]
@@ -96,27 +101,14 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
         scaled = m.multiply(loss, m.cast(scale, loss.dtype))
         return super().compute_gradients(scaled, var_list, tape, **kwargs)
 
-    def _due(self) -> bool:
-        return int(self._n.value) % self.update_frequency == 0
-
     def _apply(self, grads: list[Any], variables: list[Any]) -> None:
-        lsf = np.float32(self.loss_scaling_factor.value)
+        lsf = float(self.loss_scaling_factor.value)
         hist = self.histogram.value
-        if self.accumulate_statistics_over_update_period or self._due():
+        if self.accumulate_statistics_over_update_period or (
+            int(self._n.value) % self.update_frequency == 0
+        ):
             for grad in grads:
                 hist[...] = add_to_histogram(hist, grad)
-        unscaled = [loss_scaling.unscale(g, float(lsf)) for g in grads]
-        if self._due():
-            self.loss_scaling_factor.value[...] = loss_scaling.next_factor_tf25(
-                hist,
-                lsf,
-                self.ratio_threshold,
-                self.increase_factor,
-                self.decrease_factor,
-                self.max_loss_scaling_factor,
-            )
-            hist[...] = 0
-            self._n.value[...] = 1
-        else:
-            self._n.value[...] += 1
+        unscaled = [loss_scaling.unscale(g, lsf) for g in grads]
+        step_tf25(self, hist, self.loss_scaling_factor, self._n)
         ConcreteApply(self._opt).apply_gradients(list(zip(unscaled, variables)))

@@ -316,17 +316,13 @@ class TFVariable(_GraphVariable):
 
 
 # ---------------------------------------------------------------------- reductions
-def _axis(axis: Any) -> Any:
-    return gm.axis_attr(axis)
-
-
 def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``tf.<name>(input_tensor, axis=None, keepdims=False, name=None)`` running ``fn``."""
 
     def reduce(
         input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
     ) -> Any:
-        return _op(fn, input_tensor, axis=_axis(axis), keepdims=bool(keepdims))
+        return _op(fn, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims))
 
     reduce.__name__ = reduce.__qualname__ = name
     return reduce

@@ -315,17 +315,13 @@ def _logsumexp(v: Any, axis: Any, keepdims: bool) -> Any:
     finite = me.select(_float_predicate(peak), peak, gm.multiply(peak, 0.0))
     total = gr.reduce_sum(gm.exp(gm.subtract(v, finite)), axis=axis, keepdims=True)
     out = gm.add(gm.log(total), finite)
-    return out if keepdims else gs.squeeze(out, axis=_squeeze_axes(v.ndim, axis))
+    return out if keepdims else gs.squeeze(out, axis=tuple(sorted(_axes(v.ndim, axis))))
 
 
 def _float_predicate(v: Any) -> Any:
     from ipusim.graph.graph import apply
 
     return apply("float_predicate", v, fn="is_finite")
-
-
-def _squeeze_axes(rank: int, axis: Any) -> tuple[int, ...]:
-    return tuple(sorted(_axes(rank, axis)))
 
 
 def reduce_logsumexp(

@@ -113,22 +113,30 @@ class ApplyHandle:
                 "CrossReplicaGradientAccumulationOptimizerV2)."
             )
         # the update nodes again, on every replica's gradients, applied by the wrapper chain
-        run_update(self.done, staged, optimizer=ConcreteApply(self.optimizer))
+        run_update(self.done, staged, optimizer=ConcreteApply(self.optimizer, outermost=True))
 
 
 class ConcreteApply:
     """``optimizer`` (any wrapper chain) applying concrete gradients, as the ``apply_gradients``
-    node calls it: an IPU wrapper's own update (its ``apply_gradients`` ran when traced, e.g.
-    a gradient map), a Keras optimizer's ``apply_gradients``."""
+    node calls it: an IPU wrapper's own update, a Keras optimizer's ``apply_gradients``.
 
-    def __init__(self, optimizer: Any) -> None:
+    The outermost wrapper's ``apply_gradients`` ran when traced (e.g. a gradient map); an inner
+    wrapper's never runs, so its gradient map is applied here, to the gradients it receives
+    (e.g. accumulated ones, as IPU TensorFlow's wrappers call the inner ``apply_gradients``).
+    """
+
+    def __init__(self, optimizer: Any, outermost: bool = False) -> None:
         self.optimizer = optimizer
+        self.outermost = outermost
 
     def apply_gradients(self, grads_and_vars: list[tuple[Any, Any]], **kwargs: object) -> None:
-        if isinstance(self.optimizer, IpuOptimizer):
-            self.optimizer._apply([g for g, _ in grads_and_vars], [v for _, v in grads_and_vars])
+        opt = self.optimizer
+        if isinstance(opt, MapGradientOptimizer) and not self.outermost:
+            grads_and_vars = opt._mapped(grads_and_vars)
+        if isinstance(opt, IpuOptimizer):
+            opt._apply([g for g, _ in grads_and_vars], [v for _, v in grads_and_vars])
         else:
-            self.optimizer.apply_gradients(grads_and_vars)
+            opt.apply_gradients(grads_and_vars)
 
 
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
@@ -418,8 +426,10 @@ class MapGradientOptimizer(IpuOptimizer):
         super().__init__(wrapped_optimizer, name)
         self._map = gradient_mapping_function
 
+    def _mapped(self, grads_and_vars: Any) -> list[tuple[Any, Any]]:
+        return [(None if g is None else self._map(g, v), v) for g, v in grads_and_vars]
+
     def apply_gradients(
         self, grads_and_vars: Any, global_step: Any = None, name: str | None = None, **kwargs: Any
     ) -> Any:
-        pairs = [(None if g is None else self._map(g, v), v) for g, v in grads_and_vars]
-        return super().apply_gradients(pairs, global_step, name)
+        return super().apply_gradients(self._mapped(grads_and_vars), global_step, name)

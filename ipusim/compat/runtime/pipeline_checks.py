@@ -126,6 +126,18 @@ class OptimizerFunctionOutput:
                 f"(Keras optimizers such as {type(self._opt).__name__}); remove it."
             )
 
+    def _v2_only(self, name: str, other: str) -> None:
+        """Refuse ``name`` (``variables`` / ``tape``) with a TF1 optimizer or beside ``other``."""
+        if not self.is_v2:
+            raise ConfigurationError(
+                f"OptimizerFunctionOutput.{name} can only be used with OptimizerV2 (Keras) "
+                f"optimizers, not {type(self._opt).__name__}; remove it."
+            )
+        if getattr(self, f"_{other}", None) is not None:
+            raise ConfigurationError(
+                "OptimizerFunctionOutput: pass either `variables` or `tape`, not both."
+            )
+
     compute_gradients_args = _extra_arguments("compute_gradients_args", tuple, v1_only=True)
     compute_gradients_kwargs = _extra_arguments("compute_gradients_kwargs", dict, v1_only=True)
     apply_gradients_args = _extra_arguments("apply_gradients_args", tuple)
@@ -143,15 +155,7 @@ class OptimizerFunctionOutput:
                     f"OptimizerFunctionOutput.variables must be a list or a tuple of variables, "
                     f"received {type(value).__name__}"
                 )
-            if not self.is_v2:
-                raise ConfigurationError(
-                    "OptimizerFunctionOutput.variables can only be used with OptimizerV2 (Keras) "
-                    f"optimizers, not {type(self._opt).__name__}; remove it."
-                )
-            if getattr(self, "_tape", None) is not None:
-                raise ConfigurationError(
-                    "OptimizerFunctionOutput: pass either `variables` or `tape`, not both."
-                )
+            self._v2_only("variables", "tape")
         self._variables = None if value is None else list(value)
 
     @property
@@ -168,15 +172,7 @@ class OptimizerFunctionOutput:
                     f"OptimizerFunctionOutput.tape must be a GradientTape, received "
                     f"{type(value).__name__}"
                 )
-            if not self.is_v2:
-                raise ConfigurationError(
-                    "OptimizerFunctionOutput.tape can only be used with OptimizerV2 (Keras) "
-                    f"optimizers, not {type(self._opt).__name__}; remove it."
-                )
-            if self._variables is not None:
-                raise ConfigurationError(
-                    "OptimizerFunctionOutput: pass either `variables` or `tape`, not both."
-                )
+            self._v2_only("tape", "variables")
         self._tape = value
 
 

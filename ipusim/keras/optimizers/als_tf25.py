@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers.als import ALSOptimizer
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
@@ -54,6 +55,28 @@ def check_initial(initial: float, increase_factor: float, maximum: float) -> Non
         initial * increase_factor < maximum,
         "initial_loss_scaling_factor x increase_factor must be less than max_loss_scaling_factor",
     )
+
+
+def step_tf25(opt: Any, hist: np.ndarray, lsf: Variable, counter: Variable) -> None:
+    """IPU TensorFlow 2.5's LSF step, shared by its Keras and TF1-style wrappers.
+
+    When ``counter`` is a multiple of ``opt.update_frequency``, ``lsf`` takes its next value from
+    the ``[fine, overflowed]`` histogram ``hist`` (then cleared, in place) and the counter
+    restarts at 1; otherwise the counter counts this call.
+    """
+    if int(counter.value) % opt.update_frequency == 0:
+        lsf.value[...] = loss_scaling.next_factor_tf25(
+            hist,
+            np.float32(lsf.value),
+            opt.ratio_threshold,
+            opt.increase_factor,
+            opt.decrease_factor,
+            opt.max_loss_scaling_factor,
+        )
+        hist[...] = 0
+        counter.value[...] = 1
+    else:
+        counter.value[...] = int(counter.value) + 1
 
 
 class AutomaticLossScalingOptimizer(ALSOptimizer):
@@ -121,27 +144,11 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
         return int(self._n.value) % self.update_frequency == 0
 
     def update_loss_scaling_factor(self, captured_grads: Any = None) -> None:
-        """The 2.5 LSF step: update when due, then restart the counter at 1."""
-        due = self._update_due()
+        """The 2.5 LSF step (:func:`step_tf25`); the previous LSF is kept when it changes."""
         old = np.float32(self._lsf.value)
-        if due:
-            self._lsf.value[...] = self._next_lsf(self._hist.value, old)
-            self._hist.value[...] = 0
-            self._n.value[...] = 1
-        else:
-            self._n.value[...] = int(self._n.value) + 1
+        step_tf25(self, self._hist.value, self._lsf, self._n)
         if np.float32(self._lsf.value) != old:
             self._prev_lsf.value[...] = old
-
-    def _next_lsf(self, hist: np.ndarray, old: np.float32) -> np.float32:
-        return loss_scaling.next_factor_tf25(
-            hist,
-            old,
-            self.ratio_threshold,
-            self.increase_factor,
-            self._decrease_factor,
-            self.max_loss_scaling_factor,
-        )
 
     def reset(self) -> None:
         super().reset()

@@ -62,18 +62,11 @@ def get_temp_dir() -> str:
 
 
 def is_built_with_cuda() -> bool:
-    """False: ipusim simulates IPUs only."""
+    """False: ipusim simulates IPUs only (also ``is_built_with_rocm`` / ``_gpu_support``)."""
     return False
 
 
-def is_built_with_rocm() -> bool:
-    """False: ipusim simulates IPUs only."""
-    return False
-
-
-def is_built_with_gpu_support() -> bool:
-    """False: ipusim simulates IPUs only."""
-    return False
+is_built_with_rocm = is_built_with_gpu_support = is_built_with_cuda
 
 
 def is_built_with_xla() -> bool:
