@@ -37,7 +37,6 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
-from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.keyword_init import fields
 from ipusim.keras.optimizers.accumulation import (
     AccumulatingWrapper,
@@ -47,6 +46,7 @@ from ipusim.keras.optimizers.accumulation import (
 )
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
+from ipusim.pipelining import GradientAccumulationReductionMethod
 
 ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
 
