@@ -151,7 +151,7 @@ class LossScaleOptimizer(OptimizerWrapper):
 
     # ------------------------------------------------------------------ optimizer API
     @property
-    def iterations(self) -> int:  # type: ignore[override]
+    def iterations(self) -> int:
         return self._opt.iterations
 
     @iterations.setter

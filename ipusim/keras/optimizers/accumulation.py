@@ -71,12 +71,12 @@ class OptimizerWrapper(Optimizer):
     def name(self) -> str:
         return self._wrapper_name
 
-    @property  # type: ignore[misc]  # read-only: ALSOptimizer alone adds a setter
+    @property  # type: ignore[misc]  # read-only: ALSOptimizer and LossScaleOptimizer add a setter
     def iterations(self) -> int:
         return self._opt.iterations
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
+    def slots_per_variable(self) -> int:
         return self._opt.slots_per_variable
 
     @property
