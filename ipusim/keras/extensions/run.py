@@ -169,19 +169,16 @@ def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
 
 def _check_data(model: Any, kind: RunKind, x: Any, call: RunCall) -> IPUDataPlan:
     local = model._local_replicas()  # the replicas whose data and numbers this process runs
-    if kind != "fit":
-        return check_data(
-            model, kind, x, call.batch_size, call.steps, model._steps_per_execution, replicas=local
-        )
+    fit = kind == "fit"  # evaluate / predict: one batch per step, not pipelined
     return check_data(
         model,
-        "fit",
+        kind,
         x,
         call.batch_size,
         call.steps,
         model._steps_per_execution,
-        model._gradient_accumulation,
-        model._is_pipelined(),
+        model._gradient_accumulation if fit else 1,
+        model._is_pipelined() if fit else False,
         local,
     )
 
