@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import InvalidTypeError
@@ -23,6 +24,26 @@ def _flatten(callbacks: Any) -> list[Callback]:
             f"{type(callbacks).__name__}: {callbacks!r}"
         )
     return [callbacks]
+
+
+def _indexed(hook: str, gate: str | None = None) -> Callable[..., None]:
+    """A :class:`CallbackList` method calling ``hook(index, logs)`` on every callback (a batch
+    hook: only when the flag ``gate`` says some callback overrides that family)."""
+
+    def dispatch(self: CallbackList, index: int, logs: Logs | None = None) -> None:
+        if gate is None or getattr(self, gate):
+            self._call(hook, index, logs=logs)
+
+    return dispatch
+
+
+def _whole(hook: str) -> Callable[..., None]:
+    """A :class:`CallbackList` method calling ``hook(logs)`` on every callback."""
+
+    def dispatch(self: CallbackList, logs: Logs | None = None) -> None:
+        self._call(hook, logs=logs)
+
+    return dispatch
 
 
 class CallbackList:
@@ -104,56 +125,19 @@ class CallbackList:
         for cb in self.callbacks:
             getattr(cb, hook)(*args, shared)
 
-    def on_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
-        self.on_train_batch_begin(batch, logs)
-
-    def on_batch_end(self, batch: int, logs: Logs | None = None) -> None:
-        self.on_train_batch_end(batch, logs)
-
-    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
-        self._call("on_epoch_begin", epoch, logs=logs)
-
-    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        self._call("on_epoch_end", epoch, logs=logs)
-
-    def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_train_batch:
-            self._call("on_train_batch_begin", batch, logs=logs)
-
-    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_train_batch:
-            self._call("on_train_batch_end", batch, logs=logs)
-
-    def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_test_batch:
-            self._call("on_test_batch_begin", batch, logs=logs)
-
-    def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_test_batch:
-            self._call("on_test_batch_end", batch, logs=logs)
-
-    def on_predict_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_predict_batch:
-            self._call("on_predict_batch_begin", batch, logs=logs)
-
-    def on_predict_batch_end(self, batch: int, logs: Logs | None = None) -> None:
-        if self._call_predict_batch:
-            self._call("on_predict_batch_end", batch, logs=logs)
-
-    def on_train_begin(self, logs: Logs | None = None) -> None:
-        self._call("on_train_begin", logs=logs)
-
-    def on_train_end(self, logs: Logs | None = None) -> None:
-        self._call("on_train_end", logs=logs)
-
-    def on_test_begin(self, logs: Logs | None = None) -> None:
-        self._call("on_test_begin", logs=logs)
-
-    def on_test_end(self, logs: Logs | None = None) -> None:
-        self._call("on_test_end", logs=logs)
-
-    def on_predict_begin(self, logs: Logs | None = None) -> None:
-        self._call("on_predict_begin", logs=logs)
-
-    def on_predict_end(self, logs: Logs | None = None) -> None:
-        self._call("on_predict_end", logs=logs)
+    on_batch_begin = _indexed("on_train_batch_begin", "_call_train_batch")
+    on_batch_end = _indexed("on_train_batch_end", "_call_train_batch")
+    on_epoch_begin = _indexed("on_epoch_begin")
+    on_epoch_end = _indexed("on_epoch_end")
+    on_train_batch_begin = _indexed("on_train_batch_begin", "_call_train_batch")
+    on_train_batch_end = _indexed("on_train_batch_end", "_call_train_batch")
+    on_test_batch_begin = _indexed("on_test_batch_begin", "_call_test_batch")
+    on_test_batch_end = _indexed("on_test_batch_end", "_call_test_batch")
+    on_predict_batch_begin = _indexed("on_predict_batch_begin", "_call_predict_batch")
+    on_predict_batch_end = _indexed("on_predict_batch_end", "_call_predict_batch")
+    on_train_begin = _whole("on_train_begin")
+    on_train_end = _whole("on_train_end")
+    on_test_begin = _whole("on_test_begin")
+    on_test_end = _whole("on_test_end")
+    on_predict_begin = _whole("on_predict_begin")
+    on_predict_end = _whole("on_predict_end")

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 RunKind = Literal["fit", "evaluate", "predict"]
 
 
-def _no_step() -> None:
+def no_step() -> None:
     """No simulated clock to move."""
 
 
@@ -39,7 +39,7 @@ class LoopSettings:
     steps_per_execution: int = 1
     replicas: int = 1
     norm_group: int = 1
-    on_step: Callable[[], None] = _no_step
+    on_step: Callable[[], None] = no_step
 
 
 @dataclass(frozen=True)
@@ -100,4 +100,4 @@ class IPUExtension(Protocol):
         ...
 
 
-__all__ = ["IPUExtension", "IPURun", "LoopSettings", "RunCall", "RunKind"]
+__all__ = ["IPUExtension", "IPURun", "LoopSettings", "RunCall", "RunKind", "no_step"]

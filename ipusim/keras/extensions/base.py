@@ -270,9 +270,8 @@ class KerasExtensionBase(metaclass=_ExtensionType):
     ) -> Any:
         from ipusim.keras.extensions.simulation import simulate_program
 
-        report, epoch_seconds = simulate_program(
-            self, lowered, executions, config, system, progress
-        )
+        del config, system  # the lowered run already holds them
+        report, epoch_seconds = simulate_program(self, lowered, executions, progress)
         self.last_simulation = report
         self.last_program = lowered.program
         return report, epoch_seconds

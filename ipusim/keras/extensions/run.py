@@ -15,7 +15,7 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras import callbacks as callbacks_module
-from ipusim.keras.engine.ipu_hooks import LoopSettings, RunCall, RunKind
+from ipusim.keras.engine.ipu_hooks import LoopSettings, RunCall, RunKind, no_step
 from ipusim.keras.engine.layer import timing_only
 from ipusim.keras.extensions.data import IPUDataPlan, check_data
 from ipusim.keras.extensions.simulated_time import FitClock, planned_fit_executions, preview_fit
@@ -169,19 +169,16 @@ def begin_run(model: Any, kind: RunKind, call: RunCall) -> ExtensionRun:
 
 def _check_data(model: Any, kind: RunKind, x: Any, call: RunCall) -> IPUDataPlan:
     local = model._local_replicas()  # the replicas whose data and numbers this process runs
-    if kind != "fit":
-        return check_data(
-            model, kind, x, call.batch_size, call.steps, model._steps_per_execution, replicas=local
-        )
+    fit = kind == "fit"  # evaluate / predict: one batch per step, not pipelined
     return check_data(
         model,
-        "fit",
+        kind,
         x,
         call.batch_size,
         call.steps,
         model._steps_per_execution,
-        model._gradient_accumulation,
-        model._is_pipelined(),
+        model._gradient_accumulation if fit else 1,
+        model._is_pipelined() if fit else False,
         local,
     )
 
@@ -198,7 +195,7 @@ def _plan_fit_loop(run: ExtensionRun, plan: IPUDataPlan) -> None:
         steps_per_execution=plan.steps_per_execution,
         replicas=model._local_replicas(),
         norm_group=_norm_group(run.config, model._replication_factor()),
-        on_step=_noop if run.preview is None else run.preview.step_done,
+        on_step=no_step if run.preview is None else run.preview.step_done,
     )
 
 
@@ -211,12 +208,8 @@ def _plan_inference_loop(run: ExtensionRun, plan: IPUDataPlan) -> None:
     run.preview = preview_fit(run.lowered, run.executions, run.model._local_replicas())
     run.loop = LoopSettings(
         steps_per_execution=run.model._steps_per_execution,
-        on_step=_noop if run.preview is None else run.preview.step_done,
+        on_step=no_step if run.preview is None else run.preview.step_done,
     )
-
-
-def _noop() -> None:
-    """No simulated clock to move."""
 
 
 def _data_arguments(what: str, x: Any, y: Any, batch_size: Any, steps: Any) -> tuple[Any, Any]:

@@ -157,8 +157,6 @@ def simulate_program(
     model: Any,
     lowered: session.LoweredRun,
     executions: list[tuple[int, int]],
-    config: Any,
-    system: Any,
     progress: bool | None = None,
 ) -> tuple[Report, list[float]]:
     """Simulate ``executions`` ((epoch, steps) pairs) of a lowered step.

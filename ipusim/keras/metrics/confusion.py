@@ -299,12 +299,7 @@ class Recall(_PrecisionRecall):
 
 
 def _rates(metric: ConfusionMetric) -> dict[str, np.ndarray]:
-    tp, fp, tn, fn = (
-        metric.true_positives,
-        metric.false_positives,
-        metric.true_negatives,
-        metric.false_negatives,
-    )
+    tp, fp, tn, fn = (getattr(metric, _ATTR[key]) for key in KEYS)
     return {
         "sensitivity": div_no_nan(tp, tp + fn),
         "specificity": div_no_nan(tn, tn + fp),

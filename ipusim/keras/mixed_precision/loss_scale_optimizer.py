@@ -20,6 +20,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.variable import Variable
+from ipusim.keras.optimizers.accumulation import OptimizerWrapper
 from ipusim.keras.optimizers.optimizer import Optimizer
 
 _DEFAULT_INITIAL_SCALE = 2.0**15
@@ -27,7 +28,7 @@ _DEFAULT_GROWTH_STEPS = 2000
 _MULTIPLIER = 2.0
 
 
-class LossScaleOptimizer(Optimizer):
+class LossScaleOptimizer(OptimizerWrapper):
     """An optimizer that scales the loss and unscales the gradients, skipping non-finite steps.
 
     Args:
@@ -92,7 +93,7 @@ class LossScaleOptimizer(Optimizer):
                 f'"initial_scale" must be a positive finite number, got {scale!r}'
             )
         inner_optimizer._is_wrapped_by_loss_scale_optimizer = True
-        self.__dict__["_optimizer"] = inner_optimizer
+        self._wrap(inner_optimizer, inner_optimizer._name)  # the inner optimizer's name
         self._dynamic = dynamic
         self._initial_scale = scale
         self._growth_steps = growth
@@ -101,17 +102,11 @@ class LossScaleOptimizer(Optimizer):
             np.array(scale, dtype=np.float32), "current_loss_scale:0", trainable=False
         )
 
-    def __getattr__(self, name: str) -> Any:
-        # Everything not defined here is the inner optimizer's (hyperparameters, slots, name).
-        if name == "_optimizer":
-            raise AttributeError(name)
-        return getattr(self.__dict__["_optimizer"], name)
-
     # ------------------------------------------------------------------ loss-scale state
     @property
     def inner_optimizer(self) -> Optimizer:
         """The wrapped optimizer."""
-        return self._optimizer
+        return self._opt
 
     @property
     def dynamic(self) -> bool:
@@ -156,33 +151,21 @@ class LossScaleOptimizer(Optimizer):
 
     # ------------------------------------------------------------------ optimizer API
     @property
-    def iterations(self) -> int:  # type: ignore[override]
-        return self._optimizer.iterations
+    def iterations(self) -> int:
+        return self._opt.iterations
 
     @iterations.setter
     def iterations(self, value: int) -> None:
-        self._optimizer.iterations = value
-
-    @property
-    def weights(self) -> list[Variable]:  # type: ignore[override]
-        return self._optimizer.weights
+        self._opt.iterations = value
 
     def variables(self) -> list[Variable]:
-        return self._optimizer.variables()
+        return self._opt.variables()
 
     def get_weights(self) -> list[np.ndarray]:
-        return self._optimizer.get_weights()
+        return self._opt.get_weights()
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
-        self._optimizer.set_weights(weights)
-
-    @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return self._optimizer.slots_per_variable
-
-    @property
-    def update_flops_per_element(self) -> int:  # type: ignore[override]
-        return self._optimizer.update_flops_per_element
+        self._opt.set_weights(weights)
 
     def apply_gradients(
         self,
@@ -193,7 +176,7 @@ class LossScaleOptimizer(Optimizer):
         """Apply the gradients unless one is non-finite (dynamic scale), then update the scale."""
         pairs = list(grads_and_vars)
         if not self._dynamic:
-            return self._optimizer.apply_gradients(pairs)
+            return self._opt.apply_gradients(pairs)
         finite = all(
             np.isfinite(np.asarray(g, dtype=np.float32)).all() for g, _ in pairs if g is not None
         )
@@ -202,7 +185,7 @@ class LossScaleOptimizer(Optimizer):
             self._counter = 0
             self.loss_scale_variable.assign(np.float32(max(scale / _MULTIPLIER, 1.0)))
             return None
-        result = self._optimizer.apply_gradients(pairs)
+        result = self._opt.apply_gradients(pairs)
         if self._counter + 1 >= self._growth_steps:
             grown = scale * _MULTIPLIER
             if math.isfinite(np.float32(grown)):
@@ -216,7 +199,7 @@ class LossScaleOptimizer(Optimizer):
         from ipusim.keras import optimizers
 
         return {
-            "inner_optimizer": optimizers.serialize(self._optimizer),
+            "inner_optimizer": optimizers.serialize(self._opt),
             "dynamic": self._dynamic,
             "initial_scale": self._initial_scale,
             "dynamic_growth_steps": self._growth_steps,
@@ -234,4 +217,4 @@ class LossScaleOptimizer(Optimizer):
 
     def __repr__(self) -> str:
         kind = "dynamic" if self._dynamic else "fixed"
-        return f"<LossScaleOptimizer {kind} scale={self.loss_scale} inner={self._optimizer!r}>"
+        return f"<LossScaleOptimizer {kind} scale={self.loss_scale} inner={self._opt!r}>"

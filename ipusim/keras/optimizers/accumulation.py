@@ -16,8 +16,8 @@ from typing import Any
 from ipusim.errors import InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient, run_update
 from ipusim.graph.variable import Variable
-from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
 from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.pipelining import GradientAccumulationReductionMethod
 
 __all__ = [
     "AccumulatingWrapper",
@@ -71,13 +71,21 @@ class OptimizerWrapper(Optimizer):
     def name(self) -> str:
         return self._wrapper_name
 
-    @property  # type: ignore[misc]  # read-only: ALSOptimizer alone adds a setter
+    @property  # type: ignore[misc]  # read-only: ALSOptimizer and LossScaleOptimizer add a setter
     def iterations(self) -> int:
         return self._opt.iterations
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
+    def slots_per_variable(self) -> int:
         return self._opt.slots_per_variable
+
+    @property
+    def update_flops_per_element(self) -> int:  # type: ignore[override]
+        return self._opt.update_flops_per_element
+
+    @property
+    def weights(self) -> list[Variable]:
+        return self._opt.weights
 
 
 class AccumulatingWrapper:
@@ -160,16 +168,8 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper):
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
-    @property
-    def weights(self) -> list[Variable]:
-        return self._opt.weights
-
     def variables(self) -> list[Variable]:
         return self._opt.variables()
-
-    @property
-    def update_flops_per_element(self) -> int:  # type: ignore[override]
-        return self._opt.update_flops_per_element
 
     def apply_gradients(
         self,

@@ -49,7 +49,6 @@ class Adadelta(Optimizer):
     """
 
     rho = Hyper()
-    slots_per_variable = 2
     update_flops_per_element = 17
     _config_hyper = ("learning_rate", "decay", "rho")
     _config_fields = ("epsilon",)
@@ -101,7 +100,6 @@ class Adamax(Optimizer):
 
     beta_1 = Hyper()
     beta_2 = Hyper()
-    slots_per_variable = 2
     update_flops_per_element = 10
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon",)
@@ -175,7 +173,6 @@ class Nadam(Optimizer):
 
     beta_1 = Hyper()
     beta_2 = Hyper()
-    slots_per_variable = 2
     update_flops_per_element = 18
     _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
     _config_fields = ("epsilon",)
@@ -289,7 +286,6 @@ class Ftrl(Optimizer):
     l1_regularization_strength = Hyper()
     l2_regularization_strength = Hyper()
     beta = Hyper()
-    slots_per_variable = 2
     _slot_order = ("accumulator", "linear")
     _half_kernel = half_kernels.ftrl
 

@@ -79,10 +79,6 @@ class SGD(Optimizer):
         self.nesterov = bool(nesterov)
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return 1 if self._momentum else 0
-
-    @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         if not self._momentum:
             return 2
@@ -160,10 +156,6 @@ class RMSprop(Optimizer):
         self._momentum = _is_positive_hyper(momentum)
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
         self.centered = bool(centered)
-
-    @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return 1 + int(self._momentum) + int(self.centered)
 
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
@@ -263,10 +255,6 @@ class Adam(Optimizer):
         self.amsgrad = bool(amsgrad)
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return 3 if self.amsgrad else 2
-
-    @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return 13 if self.amsgrad else 12
 
@@ -333,7 +321,6 @@ class Adagrad(Optimizer):
         **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``lr``, ``decay``.
     """
 
-    slots_per_variable = 1
     update_flops_per_element = 7
     _config_hyper = ("learning_rate", "decay")
     _config_fields = ("initial_accumulator_value", "epsilon")

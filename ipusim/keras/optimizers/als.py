@@ -37,7 +37,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient
 from ipusim.graph.variable import Variable
-from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+from ipusim.keras.keyword_init import fields
 from ipusim.keras.optimizers.accumulation import (
     AccumulatingWrapper,
     OptimizerWrapper,
@@ -46,6 +46,7 @@ from ipusim.keras.optimizers.accumulation import (
 )
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
+from ipusim.pipelining import GradientAccumulationReductionMethod
 
 ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
 
@@ -331,15 +332,12 @@ class ALSOptimizer(OptimizerWrapper):
         return {
             "name": self._wrapper_name,
             **wrapped_config(self._opt),
-            "initial_loss_scaling_factor": self.initial_loss_scaling_factor,
-            "update_frequency": self.update_frequency,
-            "increase_factor": self.increase_factor,
-            "max_loss_scaling_factor": self.max_loss_scaling_factor,
-            "accumulate_statistics_over_update_period": (
-                self.accumulate_statistics_over_update_period
+            **fields(
+                self,
+                "initial_loss_scaling_factor update_frequency increase_factor "
+                "max_loss_scaling_factor accumulate_statistics_over_update_period "
+                "ratio_threshold captured_grads_only",
             ),
-            "ratio_threshold": self.ratio_threshold,
-            "captured_grads_only": self.captured_grads_only,
         }
 
     @classmethod

@@ -225,10 +225,6 @@ class AdamIpuOptimizer(_AdamFamily):
         self._state_dtypes = {"m": m_dtype, "v": v_dtype, "vhat": vhat_dtype}
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
-        return 3 if self.amsgrad else 2
-
-    @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return 14 if self.amsgrad else 13  # moments 7, direction 5 (6), lr multiply
 
@@ -292,7 +288,6 @@ class LAMBIpuOptimizer(_AdamFamily):
         self.debiasing = bool(debiasing)
         self._state_dtypes = {"m": m_dtype, "v": v_dtype}
 
-    slots_per_variable = 2
     #: moments 7, direction 5, weight decay 2, the two norms 4, the scaled subtract 2.
     update_flops_per_element = 20
 

@@ -146,7 +146,6 @@ class Lion(_WeightDecay, Optimizer):
 
     beta_1 = Hyper()
     beta_2 = Hyper()
-    slots_per_variable = 1
     _config_hyper = ("learning_rate", "beta_1", "beta_2")
     _config_fields = ("weight_decay",)
     _slot_order = ("m",)

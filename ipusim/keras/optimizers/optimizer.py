@@ -53,8 +53,8 @@ class Optimizer:
     """Base class of every optimizer (Keras 2 ``OptimizerV2``).
 
     Subclasses define ``_apply_dense(grad, var, slots, coefficients)`` (one kernel call) and
-    ``_prepare_half`` (float16 scalars), plus ``slots_per_variable`` and
-    ``update_flops_per_element`` for the timing model. Their slots, per-step scalars, float16
+    ``_prepare_half`` (float16 scalars), plus ``update_flops_per_element`` for the timing model
+    (``slots_per_variable`` counts their slots). Their slots, per-step scalars, float16
     kernel and ``get_config`` come from class tables (``_slot_order``, ``_step_hyper``,
     ``_half_kernel``, ``_config_hyper``, ``_config_fields``) unless they override
     ``_slot_specs()``, ``_prepare(lr, step)``, ``_apply_half`` or ``get_config()``.
@@ -74,8 +74,6 @@ class Optimizer:
     learning_rate = Hyper()
     decay = Hyper()
 
-    #: Slots the timing model should budget per variable (overridden by subclasses).
-    slots_per_variable: int = 0
     #: Arithmetic operations per variable element in one update (overridden by subclasses).
     update_flops_per_element: int = 0
     #: What :meth:`get_config` lists after the base keys: hyperparameters (serialized: a
@@ -326,6 +324,11 @@ class Optimizer:
         return f"<{type(self).__name__} name={self._name!r} iterations={self.iterations}>"
 
     # --- subclass hooks --------------------------------------------------------------------------
+
+    @property
+    def slots_per_variable(self) -> int:
+        """Slots the timing model budgets per variable: those :meth:`_slot_specs` lists."""
+        return len(self._slot_specs())
 
     def _base_config(self) -> dict[str, Any]:
         """The first entries of :meth:`get_config`: the name and the clipping arguments set."""

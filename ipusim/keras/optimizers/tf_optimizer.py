@@ -108,7 +108,7 @@ class TFOptimizer(Optimizer):
         return None
 
     @property
-    def slots_per_variable(self) -> int:  # type: ignore[override]
+    def slots_per_variable(self) -> int:
         worker = self._worker()
         return worker.slots_per_variable if worker is not None else 0  # E: as plain SGD
 
