@@ -255,7 +255,7 @@ def expand_replicas(trace: Trace, replicas: int, ipus_per_replica: int) -> Trace
         raise TraceError(
             f"the trace uses IPU {max(used)}, more than the {ipus_per_replica} IPUs of one replica"
         )
-    out = Trace.build(
+    return Trace.build(
         trace.templates,
         trace.instances,
         trace.counters,
@@ -267,4 +267,3 @@ def expand_replicas(trace: Trace, replicas: int, ipus_per_replica: int) -> Trace
         sort=False,
         execution_end_ps=trace.execution_end_ps,
     )
-    return out
