@@ -67,14 +67,6 @@ def tid_of(track: str, lane: int = 0) -> int:
     return lane * len(TRACKS) + _TRACK_INDEX[track] + 1
 
 
-def _thread_name(track: str, lane: int) -> str:
-    return track if lane == 0 else f"{track} #{lane + 1}"
-
-
-def _default_process_name(ipu: int) -> str:
-    return "Host" if ipu == HOST else f"IPU {ipu}"
-
-
 def _greedy_lanes(start: np.ndarray, end: np.ndarray) -> list[int]:
     """Lane of each interval (given sorted by start): the lowest lane free at its start."""
     busy: list[tuple[int, int]] = []  # (end, lane)
@@ -402,14 +394,15 @@ def _metadata(
     for ipu_index, code, lane in threads:  # sorted by IPU, track, lane
         pid = pid_of(ipu_index)
         if ipu_index != last_ipu:
-            process = names.get(ipu_index, _default_process_name(ipu_index))
+            process = names.get(ipu_index, "Host" if ipu_index == HOST else f"IPU {ipu_index}")
             events.append(_meta("process_name", pid, 0, {"name": process}))
             sort_index = 0 if ipu_index == HOST else pid
             events.append(_meta("process_sort_index", pid, 0, {"sort_index": sort_index}))
             last_ipu = ipu_index
         track = TRACKS[code]
         tid = tid_of(track, lane)
-        events.append(_meta("thread_name", pid, tid, {"name": _thread_name(track, lane)}))
+        name = track if lane == 0 else f"{track} #{lane + 1}"
+        events.append(_meta("thread_name", pid, tid, {"name": name}))
         sort_index = code * _LANE_SORT_STRIDE + lane
         events.append(_meta("thread_sort_index", pid, tid, {"sort_index": sort_index}))
     return events
