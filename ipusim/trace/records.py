@@ -135,13 +135,10 @@ class Trace:
         validate(cols)
         from ipusim.trace.building import from_string_records
 
-        other = from_string_records(cols)
-        self._adopt(other)
-
-    def _adopt(self, other: Trace) -> None:
+        built = from_string_records(cols)
         for name in Trace.__slots__:
             if name != "__weakref__":
-                object.__setattr__(self, name, getattr(other, name))
+                object.__setattr__(self, name, getattr(built, name))
 
     @classmethod
     def build(
