@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from ipusim._files import write_text_atomic
 from ipusim.sweep import pools
 from ipusim.sweep.errors import SweepError, WorkerDied
 from ipusim.sweep.interrupts import sigterm_raises
@@ -39,7 +40,6 @@ from ipusim.sweep.task import (
     error_record,
     execute,
 )
-from ipusim.trace._atomic import write_text_atomic
 
 __all__ = [
     "as_study",

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.trace._atomic import write_bytes_atomic
+from ipusim._files import write_bytes_atomic
 from ipusim.trace._schema import _TRACK_INDEX, TRACE_PHASES
 from ipusim.trace.expand import replicate
 from ipusim.trace.records import HOST, TRACKS, Trace, TraceError

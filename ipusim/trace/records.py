@@ -511,7 +511,7 @@ class Trace:
         Returns:
             The path written.
         """
-        from ipusim.trace._atomic import write_bytes_atomic
+        from ipusim._files import write_bytes_atomic
 
         return write_bytes_atomic(path, self.to_npz_bytes())
 
