@@ -18,8 +18,8 @@ from pathlib import Path
 
 from analysis.report import _plans
 from analysis.sources import load
+from ipusim._files import write_text_atomic
 from ipusim.trace import Report
-from ipusim.trace._atomic import write_text_atomic
 
 __all__ = ["view_html", "write_view"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ipusim.trace._atomic import write_text_atomic  # noqa: E402
+from ipusim._files import write_text_atomic  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "demo_spread.json"
 #: Settings removed from the children's environment: the defaults are what is measured.

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docs.build.memory_figures import RUNS, run_workload  # noqa: E402
-from ipusim.trace._atomic import write_text_atomic  # noqa: E402
+from ipusim._files import write_text_atomic  # noqa: E402
 
 
 def _kib(value: float) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ipusim.trace._atomic import write_text_atomic  # noqa: E402
+from ipusim._files import write_text_atomic  # noqa: E402
 from validation.cli import format_table, to_json, validate  # noqa: E402
 from validation.rows import load_rows  # noqa: E402
 

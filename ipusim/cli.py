@@ -15,6 +15,7 @@ it (exit status 1).
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import sys
@@ -22,6 +23,7 @@ import traceback
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["VERBS", "Verb", "build_parser", "main"]
 
@@ -328,42 +330,14 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- sweep
-def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from ipusim.sweep.cli import add_sweep_arguments
+# ---------------------------------------------------------------------- sweep, validate, plan
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported on the first call (a verb's module loads only for that verb)."""
 
-    add_sweep_arguments(parser)
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
 
-
-def _sweep(args: argparse.Namespace) -> int:
-    from ipusim.sweep.cli import main_sweep
-
-    return main_sweep(args)
-
-
-# ---------------------------------------------------------------------- validate
-def _validate_arguments(parser: argparse.ArgumentParser) -> None:
-    from validation.cli import add_arguments
-
-    add_arguments(parser)
-
-
-def _validate(args: argparse.Namespace) -> int:
-    from validation.cli import run
-
-    return run(args)
-
-
-def _plan_arguments(parser: argparse.ArgumentParser) -> None:
-    from ipusim.plan.cli import add_arguments
-
-    add_arguments(parser)
-
-
-def _plan(args: argparse.Namespace) -> int:
-    from ipusim.plan.cli import main_plan
-
-    return main_plan(args)
+    return call
 
 
 # ---------------------------------------------------------------------- the table
@@ -432,8 +406,8 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "plan",
         "search a workload's configurations for the fastest that fits",
-        _plan_arguments,
-        _plan,
+        _lazy("ipusim.plan.cli", "add_arguments"),
+        _lazy("ipusim.plan.cli", "main_plan"),
     ),
     Verb(
         "plot",
@@ -447,14 +421,14 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "sweep",
         "run a study over many configurations (local processes or a Dask cluster), resumable",
-        _sweep_arguments,
-        _sweep,
+        _lazy("ipusim.sweep.cli", "add_sweep_arguments"),
+        _lazy("ipusim.sweep.cli", "main_sweep"),
     ),
     Verb(
         "validate",
         "simulate the calibration set and compare with the published throughputs",
-        _validate_arguments,
-        _validate,
+        _lazy("validation.cli", "add_arguments"),
+        _lazy("validation.cli", "run"),
         "Simulate every row of validation/rows (published IPU throughputs with their "
         "configurations) timing-only and print predicted against measured, the signed error, "
         "what bounds each run, the leave-one-out errors of the constants fitted to the table, "

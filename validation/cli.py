@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ipusim.trace._atomic import write_text_atomic
+from ipusim._files import write_text_atomic
 from validation.fit import FITTED, CrossValidation, cross_validate
 from validation.rows import Row, load_rows
 from validation.run import Outcome, run_row

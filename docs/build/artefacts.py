@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ipusim.trace._atomic import write_text_atomic
+from ipusim._files import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where the figures and their data live.

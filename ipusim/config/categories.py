@@ -183,7 +183,14 @@ class _FloatingPointBehaviourConfig(_ConfigBase):
 
 class _IOTilesConfig(_ConfigBase):
     _FIELDS = (
-        Option("num_io_tiles", 0, "Number of tiles per IPU reserved for I/O."),
+        Option(
+            "num_io_tiles",
+            0,
+            "Tiles per IPU reserved for I/O (rounded up to an even count, at most 192), taken "
+            "from the compute tiles: the compute graph runs on the rest. The I/O overlaps "
+            "compute only with `place_ops_on_io_tiles=True` (and the stream buffers fitting "
+            "the I/O tiles).",
+        ),
         Option(
             "place_ops_on_io_tiles",
             False,

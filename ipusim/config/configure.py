@@ -54,13 +54,8 @@ _ACTIVE: _Registration | None = None
 
 def _load_system(name: str) -> Any:
     """``ipusim.hardware.load_system(name)``, imported lazily (hardware is below config)."""
-    try:
-        from ipusim.hardware import load_system
-    except ImportError as e:  # pragma: no cover - only while ipusim.hardware is missing
-        raise RuntimeError(
-            f"Cannot resolve the simulated system {name!r}: ipusim.hardware could not be "
-            f"imported ({e})."
-        ) from e
+    from ipusim.hardware import load_system
+
     return load_system(name)
 
 
@@ -76,14 +71,12 @@ def _system(name: str) -> Any:
 
 
 def _system_num_ipus(system: Any) -> int:
-    """Number of IPUs of a SystemSpec (its ``num_ipus``, else ``len(ipus)``)."""
+    """Number of IPUs of a SystemSpec (its ``num_ipus``)."""
     n = getattr(system, "num_ipus", None)
-    if n is None and hasattr(system, "ipus"):
-        n = len(system.ipus)
     if type(n) is not int:
         raise InvalidTypeError(
             f"Cannot tell how many IPUs the system {system!r} has: expected a SystemSpec with "
-            "an int `num_ipus` or a sequence `ipus`."
+            "an int `num_ipus`."
         )
     return n
 
@@ -97,13 +90,6 @@ def _ipu_model_system(config: IPUConfig, system: Any) -> Any:
     if config.ipu_model.tiles_per_ipu:
         overrides["ipu.tiles"] = config.ipu_model.tiles_per_ipu
     return load_system(system, overrides=overrides)
-
-
-def _with_host(system: Any, host: str) -> Any:
-    """``system`` driven by the host preset ``host`` ("" = the one shipped with it)."""
-    from ipusim.hardware.hosts import with_host
-
-    return with_host(system, host)
 
 
 def _resolve(config: IPUConfig) -> _Registration:
@@ -141,7 +127,9 @@ def _resolve(config: IPUConfig) -> _Registration:
         )
     if running_on_ipu_model():
         system = _ipu_model_system(config, system)
-    system = _with_host(system, config.ipusim.host)
+    from ipusim.hardware.hosts import with_host
+
+    system = with_host(system, config.ipusim.host)  # "" = the host shipped with the system
     devices = tuple(tuple(r) for r in ranges)
     frozen = copy.deepcopy(config)
     frozen._set_frozen(True)

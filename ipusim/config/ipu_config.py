@@ -116,7 +116,7 @@ class IPUConfig(_ConfigBase):
             "Floating-point exceptions, stochastic rounding and overflow behaviour.",
         ),
         Category(
-            "io_tiles", _IOTilesConfig, "Tiles reserved for I/O, which overlaps with compute."
+            "io_tiles", _IOTilesConfig, "Tiles reserved for I/O, taken from the compute tiles."
         ),
         Category(
             "ipu_model",

@@ -60,9 +60,7 @@ def flatten_with_paths(structure: Any, prefix: str = "") -> list[tuple[str, Any]
 
 def pack_as(template: Any, leaves: list) -> Any:
     """Rebuild ``template``'s nesting around ``leaves`` (as produced by :func:`flatten`)."""
-    iterator = iter(leaves)
-    result = _pack(template, iterator)
-    return result
+    return _pack(template, iter(leaves))
 
 
 def _pack(template: Any, leaves: Iterator) -> Any:

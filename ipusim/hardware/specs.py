@@ -12,7 +12,7 @@ come from (``field_sources``, see :class:`ipusim.hardware._base.SpecBase`); pref
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ipusim.errors import ConfigurationError, HardwareSpecError, InvalidTypeError
@@ -469,21 +469,7 @@ class SystemSpec(SpecBase):
             return self
         sources = dict(self.field_sources)
         sources["num_ipus"] = f"U: with_num_ipus({num_ipus})"
-        return SystemSpec(
-            name=self.name,
-            description=self.description,
-            ipu=self.ipu,
-            num_ipus=num_ipus,
-            ipus_per_chassis=self.ipus_per_chassis,
-            max_ipus=self.max_ipus,
-            ipus_per_pod=self.ipus_per_pod,
-            topology=self.topology,
-            host=self.host,
-            ipu_link=self.ipu_link,
-            gw_link=self.gw_link,
-            streaming_memory=self.streaming_memory,
-            field_sources=sources,
-        )
+        return replace(self, num_ipus=num_ipus, field_sources=sources)
 
     def peak_flops(self, precision: str) -> float:
         """Peak AMP FLOP/s of all ``num_ipus`` IPUs at ``precision``."""

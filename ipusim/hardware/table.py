@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ipusim.errors import HardwareSpecError, InvalidTypeError
+from ipusim.hardware.units import parse_number
 
 __all__ = ["PrecisionTable"]
 
@@ -57,16 +57,7 @@ class PrecisionTable(Mapping[str, float]):
             key, value = _normalise(pair[0]), pair[1]
             if key in table:
                 raise HardwareSpecError(f"PrecisionTable: precision {key!r} is given twice")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidTypeError(
-                    f"PrecisionTable: rate for {key!r} is {type(value).__name__} {value!r}; "
-                    "expected a number"
-                )
-            if not math.isfinite(value) or value < 0:
-                raise HardwareSpecError(
-                    f"PrecisionTable: rate for {key!r} is {value!r}; expected a finite number >= 0"
-                )
-            table[key] = float(value)
+            table[key] = parse_number(value, f"PrecisionTable: rate for {key!r}")
         if not table:
             raise HardwareSpecError("PrecisionTable: needs at least one (precision, rate) entry")
         object.__setattr__(self, "entries", tuple(sorted(table.items())))

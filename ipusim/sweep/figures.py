@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 import pandas as pd
 
-from ipusim.trace._atomic import write_bytes_atomic
+from ipusim._files import write_bytes_atomic
 from ipusim.trace.records import HOST, IPU_STATE_TRACKS, Trace
 from ipusim.trace.reports import UTILISATION_STATES, state_column
 

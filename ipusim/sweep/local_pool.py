@@ -136,6 +136,14 @@ def chunk_size(durations: Sequence[float], remaining: int, workers: int) -> int:
     return max(1, min(by_cost, by_balance))
 
 
+def _join_or_kill(process: BaseProcess) -> None:
+    """Wait up to :data:`JOIN_TIMEOUT_S` for ``process`` to exit, then kill it."""
+    process.join(JOIN_TIMEOUT_S)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
 @dataclass(eq=False)
 class _Worker:
     process: BaseProcess
@@ -255,10 +263,7 @@ class LocalPool:
         """Stop one worker now (terminate it, wait, kill it if it lingers)."""
         if worker.process.is_alive():
             worker.process.terminate()
-        worker.process.join(JOIN_TIMEOUT_S)
-        if worker.process.is_alive():
-            worker.process.kill()
-            worker.process.join()
+        _join_or_kill(worker.process)
 
     def _discard(self, worker: _Worker) -> None:
         worker.conn.close()
@@ -286,10 +291,7 @@ class LocalPool:
                 with contextlib.suppress(OSError, ValueError):
                     worker.conn.send(("stop",))
         for worker in workers:
-            worker.process.join(JOIN_TIMEOUT_S)
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join()
+            _join_or_kill(worker.process)
             worker.conn.close()
         if self._death_pipe is not None:
             for fd in self._death_pipe:
@@ -433,10 +435,7 @@ class _Run:
                 self._handle(worker, worker.conn.recv())
         except (EOFError, OSError):
             pass
-        worker.process.join(JOIN_TIMEOUT_S)
-        if worker.process.is_alive():  # closed its pipe but did not exit: make sure
-            worker.process.kill()
-            worker.process.join()
+        _join_or_kill(worker.process)  # it may have closed its pipe without exiting
         exitcode = worker.process.exitcode
         self.pool.stats.deaths += 1
         if worker.chunk:

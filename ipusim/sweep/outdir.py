@@ -1,7 +1,7 @@
 """A sweep's output folder: one sweep at a time, and no temporary files left from a killed one.
 
 Result files and tables are written atomically (a temporary ``.<name>.<random>.tmp`` file in the
-same folder, then a rename; see :mod:`ipusim.trace._atomic`). A sweep killed during such a write
+same folder, then a rename; see :mod:`ipusim._files`). A sweep killed during such a write
 (``kill -9``, a power cut) leaves the temporary file behind. :func:`claim_output` takes the
 folder for one sweep (a lock on ``.ipusim-sweep.lock``, released when the sweep ends or its
 process dies) and removes the temporary files earlier sweeps left there; holding the lock, it

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from ipusim._files import write_text_atomic
 from ipusim.sweep import pools
 from ipusim.sweep.errors import SweepError, WorkerDied
 from ipusim.sweep.interrupts import sigterm_raises
@@ -39,7 +40,6 @@ from ipusim.sweep.task import (
     error_record,
     execute,
 )
-from ipusim.trace._atomic import write_text_atomic
 
 __all__ = [
     "as_study",
@@ -50,7 +50,6 @@ __all__ = [
     "run_sweep",
 ]
 
-_CONFIGS_FOLDER = CONFIGS_FOLDER
 #: Invalid configurations listed in full in the error before the rest are counted.
 _SHOWN_PROBLEMS = 5
 
@@ -96,7 +95,7 @@ def as_study(
 
 def result_path(output: str | os.PathLike[str], key: str) -> Path:
     """The result file of the configuration with ``key`` in a sweep's output folder."""
-    return Path(output) / _CONFIGS_FOLDER / f"{key}.json"
+    return Path(output) / CONFIGS_FOLDER / f"{key}.json"
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
@@ -297,7 +296,7 @@ def _run_pending(
     if progress:
         print(
             f"sweep: {len(study)} configurations, {len(records)} already in "
-            f"{str(output / _CONFIGS_FOLDER)!r}, running {len(items)}"
+            f"{str(output / CONFIGS_FOLDER)!r}, running {len(items)}"
             + (f" {_describe_backend(scheduler, jobs)}" if items else ""),
             file=out,
         )
@@ -373,7 +372,7 @@ def run_sweep(
         print(
             f"sweep: {len(frame)} configurations, {oom} out of memory, {failed} failed"
             + (
-                f" (see the error column and the tracebacks in {str(output / _CONFIGS_FOLDER)!r})"
+                f" (see the error column and the tracebacks in {str(output / CONFIGS_FOLDER)!r})"
                 if failed
                 else ""
             ),

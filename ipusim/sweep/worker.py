@@ -46,12 +46,8 @@ def _watch_parent(death_fd: int | None) -> None:
             started by ``spawn`` or ``forkserver``, which inherit nothing else).
     """
     if death_fd is not None:
-        while True:
-            try:
-                if os.read(death_fd, 1) == b"":
-                    break
-            except InterruptedError:  # pragma: no cover - PEP 475 retries reads
-                continue
+        while os.read(death_fd, 1):  # b"" once the write end is closed (EINTR: PEP 475 retries)
+            pass
     else:
         import multiprocessing
 

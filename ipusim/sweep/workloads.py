@@ -134,6 +134,7 @@ def mlp_timing(config: dict[str, Any]) -> dict[str, Any]:
     import ipusim
     from ipusim import keras
     from ipusim.config import reset_ipu_configuration
+    from ipusim.demo import seed_mlp
 
     settings = _settings(config)
     reset_ipu_configuration()
@@ -156,14 +157,7 @@ def mlp_timing(config: dict[str, Any]) -> dict[str, Any]:
         x = np.zeros((samples, 28, 28), dtype=np.float32)
         y = np.zeros(samples, dtype=np.int32)
         with ipusim.IPUStrategy().scope():
-            model = keras.Sequential(
-                [
-                    keras.layers.Flatten(),
-                    keras.layers.Dense(256, activation="relu"),
-                    keras.layers.Dense(128, activation="relu"),
-                    keras.layers.Dense(10),
-                ]
-            )
+            model = seed_mlp()
             model.compile(
                 optimizer="rmsprop",
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ipusim.errors import TraceFileError
-from ipusim.trace._schema import HOST, IPU_STATE_TRACKS, MAX_TIME_PS, TRACKS
+from ipusim.trace._schema import HOST, MAX_TIME_PS, STATE_CODES
 from ipusim.trace.counters import Counters
 from ipusim.trace.detail import TraceDetail
 from ipusim.trace.templates import TemplateTable
@@ -27,7 +27,6 @@ __all__ = ["MAX_REPLICA_IPUS", "MAX_TIME_PS", "check_meta", "check_trace"]
 MAX_REPLICA_IPUS = 65_536
 
 
-_STATE_CODES = np.array([TRACKS.index(t) for t in IPU_STATE_TRACKS], dtype=np.int64)
 _FIX = "the file is damaged or was edited; save the trace again (Trace.save / Report.save)"
 
 
@@ -151,7 +150,7 @@ def _check_busy(path: Path, templates: TemplateTable, counters: Counters, end_ps
         return
     owner = np.repeat(np.arange(len(templates)), templates.sizes)
     rec = templates.records
-    state = np.isin(rec["track"], _STATE_CODES)
+    state = np.isin(rec["track"], STATE_CODES)
     fixed = state & ~templates.stretch[owner]
     per_template = np.zeros(len(templates))
     np.add.at(per_template, owner[fixed], (rec["rel_end"] - rec["rel_start"])[fixed])

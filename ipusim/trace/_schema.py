@@ -22,6 +22,8 @@ TRACKS = ("compute", "exchange", "sync", "host-io", "link", "remote", "host")
 
 #: Tracks that are states of an IPU (at most one at a time; idle otherwise).
 IPU_STATE_TRACKS = ("compute", "exchange", "sync", "host-io", "link", "remote")
+#: Their track codes (indices in :data:`TRACKS`).
+STATE_CODES = np.array([TRACKS.index(t) for t in IPU_STATE_TRACKS], dtype=np.int64)
 
 #: Tracks the host may record on.
 HOST_TRACKS = ("host", "host-io")

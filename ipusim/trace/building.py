@@ -17,7 +17,7 @@ from ipusim.trace._schema import (
     COLUMNS,
     HOST,
     HOST_ROUND_TRIP_WORK,
-    IPU_STATE_TRACKS,
+    STATE_CODES,
     TRACE_PHASES,
     TRACKS,
     check_record,
@@ -28,9 +28,6 @@ from ipusim.trace.records import Trace, TraceDetail
 from ipusim.trace.templates import TemplateTable
 
 __all__ = ["TraceRecorder", "concat", "counters_from_records", "expand_replicas"]
-
-_TRACK_ARRAY = np.array(TRACKS, dtype=str)
-_STATE_CODES = [TRACKS.index(t) for t in IPU_STATE_TRACKS]
 
 
 def from_string_records(cols: Mapping[str, np.ndarray]) -> Trace:
@@ -140,7 +137,7 @@ def counters_from_records(
         for k, slot_ipu in enumerate(slots):
             if slot_ipu == HOST:
                 continue
-            mine = (ipu == slot_ipu) & np.isin(track, _STATE_CODES)
+            mine = (ipu == slot_ipu) & np.isin(track, STATE_CODES)
             idle = complement(union(start[mine], end[mine]), 0, end_ps)
             counters.waiting_ps[k] = overlap(idle, work)
     return counters
@@ -255,7 +252,7 @@ def expand_replicas(trace: Trace, replicas: int, ipus_per_replica: int) -> Trace
         raise TraceError(
             f"the trace uses IPU {max(used)}, more than the {ipus_per_replica} IPUs of one replica"
         )
-    out = Trace.build(
+    return Trace.build(
         trace.templates,
         trace.instances,
         trace.counters,
@@ -267,4 +264,3 @@ def expand_replicas(trace: Trace, replicas: int, ipus_per_replica: int) -> Trace
         sort=False,
         execution_end_ps=trace.execution_end_ps,
     )
-    return out

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.trace._atomic import write_bytes_atomic
+from ipusim._files import write_bytes_atomic
 from ipusim.trace._schema import _TRACK_INDEX, TRACE_PHASES
 from ipusim.trace.expand import replicate
 from ipusim.trace.records import HOST, TRACKS, Trace, TraceError
@@ -65,14 +65,6 @@ def pid_of(ipu: int) -> int:
 def tid_of(track: str, lane: int = 0) -> int:
     """The Chrome thread id of lane ``lane`` of ``track`` (lane 0 of the tracks: 1..7)."""
     return lane * len(TRACKS) + _TRACK_INDEX[track] + 1
-
-
-def _thread_name(track: str, lane: int) -> str:
-    return track if lane == 0 else f"{track} #{lane + 1}"
-
-
-def _default_process_name(ipu: int) -> str:
-    return "Host" if ipu == HOST else f"IPU {ipu}"
 
 
 def _greedy_lanes(start: np.ndarray, end: np.ndarray) -> list[int]:
@@ -402,14 +394,15 @@ def _metadata(
     for ipu_index, code, lane in threads:  # sorted by IPU, track, lane
         pid = pid_of(ipu_index)
         if ipu_index != last_ipu:
-            process = names.get(ipu_index, _default_process_name(ipu_index))
+            process = names.get(ipu_index, "Host" if ipu_index == HOST else f"IPU {ipu_index}")
             events.append(_meta("process_name", pid, 0, {"name": process}))
             sort_index = 0 if ipu_index == HOST else pid
             events.append(_meta("process_sort_index", pid, 0, {"sort_index": sort_index}))
             last_ipu = ipu_index
         track = TRACKS[code]
         tid = tid_of(track, lane)
-        events.append(_meta("thread_name", pid, tid, {"name": _thread_name(track, lane)}))
+        name = track if lane == 0 else f"{track} #{lane + 1}"
+        events.append(_meta("thread_name", pid, tid, {"name": name}))
         sort_index = code * _LANE_SORT_STRIDE + lane
         events.append(_meta("thread_sort_index", pid, tid, {"sort_index": sort_index}))
     return events

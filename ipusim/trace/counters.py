@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ipusim.trace._schema import HOST, IPU_STATE_TRACKS, TRACE_PHASES, TRACKS
+from ipusim.trace._schema import HOST, STATE_CODES, TRACE_PHASES, TRACKS
 from ipusim.trace.templates import TemplateTable
 
 _N_TRACKS = len(TRACKS)
 _N_PHASES = len(TRACE_PHASES)
-_STATE_CODES = np.array([TRACKS.index(t) for t in IPU_STATE_TRACKS], dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +95,7 @@ class Totals:
 
     def state_ps(self) -> np.ndarray:
         """Per slot, time in each of :data:`~ipusim.trace.IPU_STATE_TRACKS` (slots x states)."""
-        states: np.ndarray = self.duration_ps.sum(axis=2)[:, _STATE_CODES]
+        states: np.ndarray = self.duration_ps.sum(axis=2)[:, STATE_CODES]
         return states
 
     def busy_ps(self) -> np.ndarray:

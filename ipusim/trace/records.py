@@ -41,6 +41,7 @@ from ipusim.trace._schema import (
     HOST,
     HOST_TRACKS,
     IPU_STATE_TRACKS,
+    STATE_CODES,
     STRING_COLUMNS,
     TRACE_PHASES,
     TRACKS,
@@ -70,7 +71,6 @@ _PS_PER_S = 1e12
 _FINGERPRINT_TAG = b"ipusim-trace-v2"
 _TRACK_ARRAY = np.array(TRACKS, dtype=str)
 _PHASE_ARRAY = np.array(TRACE_PHASES, dtype=str)
-_STATE_CODES = [TRACKS.index(t) for t in IPU_STATE_TRACKS]
 
 
 @dataclass(slots=True)
@@ -135,13 +135,10 @@ class Trace:
         validate(cols)
         from ipusim.trace.building import from_string_records
 
-        other = from_string_records(cols)
-        self._adopt(other)
-
-    def _adopt(self, other: Trace) -> None:
+        built = from_string_records(cols)
         for name in Trace.__slots__:
             if name != "__weakref__":
-                object.__setattr__(self, name, getattr(other, name))
+                object.__setattr__(self, name, getattr(built, name))
 
     @classmethod
     def build(
@@ -461,7 +458,7 @@ class Trace:
             TraceError: naming the first two overlapping records.
         """
         cols = self._coded()
-        states = np.isin(cols["track"], _STATE_CODES)
+        states = np.isin(cols["track"], STATE_CODES)
         keep = (cols["ipu"] != HOST) & (cols["end_ps"] > cols["start_ps"]) & states
         idx = np.flatnonzero(keep)
         if len(idx) < 2:
@@ -514,7 +511,7 @@ class Trace:
         Returns:
             The path written.
         """
-        from ipusim.trace._atomic import write_bytes_atomic
+        from ipusim._files import write_bytes_atomic
 
         return write_bytes_atomic(path, self.to_npz_bytes())
 

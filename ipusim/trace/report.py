@@ -49,6 +49,7 @@ from ipusim.trace.reports import (
     throughput,
     utilisation,
 )
+from ipusim.trace.tiles import tile_table
 
 #: What a report can be the report of.
 KINDS = ("train", "test", "predict")
@@ -258,8 +259,6 @@ class Report:
     def tiles(self) -> pd.DataFrame:
         """Bytes of every tile of each IPU at its fullest tile's worst step; see
         :func:`ipusim.trace.tiles.tile_table` (a loaded report: its ``tiles.csv``)."""
-        from ipusim.trace.tiles import tile_table
-
         if not self.memory_plans and self.tiles_table is not None:
             return self.tiles_table.copy()
         return tile_table(self.memory_plans)
@@ -414,13 +413,7 @@ class Report:
                 f"fingerprint is {trace.fingerprint()!r}, report.json records {stored!r}); the "
                 "folder mixes files of different runs. Save the report again."
             )
-        memory = _read_memory(folder / "memory.csv")
-        items_path = folder / "memory_items.csv"
-        items = _read_items(items_path) if items_path.is_file() else None
-        liveness_path = folder / "liveness.csv"
-        liveness = _read_liveness(liveness_path) if liveness_path.is_file() else None
-        tiles_path = folder / "tiles.csv"
-        tiles = _read_tiles(tiles_path) if tiles_path.is_file() else None
+        memory, items, liveness, tiles = _read_tables(folder)
         try:
             return cls(
                 trace=trace,
@@ -510,24 +503,20 @@ def _read_table(
     return frame
 
 
-def _read_memory(path: Path) -> pd.DataFrame:
-    return _read_table(path, memory_report(()))
+def _read_tables(folder: Path) -> tuple[pd.DataFrame | None, ...]:
+    """A report folder's memory, memory-item, liveness and tile tables (None for a file the
+    folder lacks: only ``memory.csv`` is required). Names such as "NA" stay strings."""
 
+    def optional(name: str, template: pd.DataFrame, **options: Any) -> pd.DataFrame | None:
+        path = folder / name
+        return _read_table(path, template, **options) if path.is_file() else None
 
-def _read_items(path: Path) -> pd.DataFrame:
-    # Item names such as "NA" stay strings.
-    return _read_table(
-        path, memory_items(()), keep_default_na=False, dtype={"name": str, "category": str}
-    )
-
-
-def _read_tiles(path: Path) -> pd.DataFrame:
-    from ipusim.trace.tiles import tile_table
-
-    return _read_table(path, tile_table(()), lowest={"peak_step": -1})
-
-
-def _read_liveness(path: Path) -> pd.DataFrame:
-    return _read_table(
-        path, liveness_report(()), keep_default_na=False, dtype={"name": str, "phase": str}
+    names = {"keep_default_na": False}
+    return (
+        _read_table(folder / "memory.csv", memory_report(())),
+        optional(
+            "memory_items.csv", memory_items(()), dtype={"name": str, "category": str}, **names
+        ),
+        optional("liveness.csv", liveness_report(()), dtype={"name": str, "phase": str}, **names),
+        optional("tiles.csv", tile_table(()), lowest={"peak_step": -1}),
     )

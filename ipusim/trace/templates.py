@@ -23,9 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ipusim.errors import ConfigurationError, TraceError
-from ipusim.trace._schema import MAX_TIME_PS, TRACE_PHASES, TRACKS
+from ipusim.trace._schema import _TRACK_INDEX, MAX_TIME_PS, TRACE_PHASES, TRACKS
 
-_TRACK_CODE = {t: i for i, t in enumerate(TRACKS)}
 _PHASE_CODE = {p: i for i, p in enumerate(TRACE_PHASES)}
 
 #: Record fields of a template, in storage order.
@@ -202,13 +201,13 @@ class TemplateBuilder:
                     f"run ipusim simulates ({MAX_TIME_PS / 8.64e16:.1f} days): a hardware figure "
                     "(clock, bandwidth) or a host setting is implausible"
                 )
-            if track not in _TRACK_CODE:
+            if track not in _TRACK_INDEX:
                 raise TraceError(f"track must be one of {TRACKS}; got {track!r}")
             if phase not in _PHASE_CODE:
                 raise TraceError(f"phase must be one of {TRACE_PHASES}; got {phase!r}")
             rows.append(
                 (
-                    _TRACK_CODE[track],
+                    _TRACK_INDEX[track],
                     self.intern(name),
                     self.intern(layer),
                     self.intern(op),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.engine.nest import map_structure
+from ipusim.keras.engine.nest import flatten, map_structure
 
 if TYPE_CHECKING:
     from ipusim.graph.spec import TensorSpec
@@ -69,8 +69,6 @@ def simulate_predict_execution(
 
 
 def _batch_of(input_specs: Any) -> int:
-    from ipusim.keras.engine.nest import flatten
-
     specs: list[TensorSpec] = flatten(input_specs)
     batch = specs[0].shape[0] if specs and specs[0].shape else None
     if batch is None:
