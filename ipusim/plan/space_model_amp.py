@@ -4,14 +4,17 @@ ResNet-50's :data:`~ipusim.plan.space_resnet.MEMORY_PROPORTIONS` and
 :data:`~ipusim.plan.space_resnet.EXTRA_PROPORTIONS`).
 
 The proportion bounds the temporary memory of each matmul and convolution plan per tile
-(:func:`ipusim.cost.amp.plan_conv`), so it changes a layer's seconds and working bytes only
-where the default plan's temporaries would not fit under the bound: a step in the proportion,
-not a slope. Measured on tests/plan/_models.py's models (M): dense layers up to 4096 wide and
-3 x 3 convolutions of 64 to 128 channels at 32 x 32 plan alike from 0.15 to 0.6 at every
-micro-batch the planner tries (up to 64); a 4096 x 4096 product at micro-batch 64 changes
-below 0.15 (8% slower forward, half the temporaries at 0.05). So the default's reference is
-run first and a lower proportion's reference is kept only when its per-layer figures differ:
-otherwise the proportion gives the default's plans and the search would simulate duplicates.
+(:func:`ipusim.cost.amp.plan_conv`; the lowering holds at most that share of a tile,
+``ipusim/lowering/tile_mapping.py``), so it changes a layer's seconds and working bytes only
+where the default plan's temporaries would pass the bound: a step in the proportion, not a
+slope. Measured (M) on tests/plan/_models.py's dense models: products up to 4096 wide run
+alike from 0.15 to 0.6 at every micro-batch the planner tries (up to 64), and change below
+0.15 at micro-batches 32 and 64 (at 0.05: a fifth to a half less live activations, and an 8%
+slower forward at 64); 3 x 3 convolutions of 64 to 128 channels at 32 x 32 run alike from 0.15
+to 0.6 at micro-batches 1 and 4. So the default's reference is run first and another
+proportion's is kept only when it differs: otherwise that proportion's plans are the default's
+and the search would simulate duplicates. Interpolating a step is rough in between (E); the
+profiled ends are each a run.
 """
 
 from __future__ import annotations
