@@ -9,9 +9,9 @@ The model runs through ``workloads/keras_model.py`` (``--model`` names the funct
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
 per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
 pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
-micro-batch and profiled proportion tried, whose per-layer seconds, bytes, working activations and one micro-batch's
-stash the dynamic programme re-balances for every schedule (its stash held per micro-batch in
-flight), optimizer-state setting and device mapping.
+micro-batch and profiled proportion tried, whose per-layer seconds, bytes, working activations
+and one micro-batch's stash the dynamic programme re-balances for every schedule (its stash
+held per micro-batch in flight), optimizer-state setting and device mapping.
 
 Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
 an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
