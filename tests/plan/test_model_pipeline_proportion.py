@@ -8,12 +8,15 @@ micro-batches 32 and 64 hold smaller temporaries at 0.05 than at 0.6."""
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from ipusim.cost.amp import plan_matmul
 from ipusim.cost.amp_problem import AmpTarget
 from ipusim.hardware import load_system
 from ipusim.plan import space_model_amp
+from ipusim.plan.output import best_py, best_toml, sweep_toml
 from ipusim.plan.search import measure
 from ipusim.plan.space_model import model_candidates
 from tests.plan._candidates import pick
@@ -78,3 +81,16 @@ def test_the_proportions_saving_is_the_simulators(cands):
     # the proportion between them is estimated between them (a run of it: the test above)
     mid = next(c for c in cands if c.args == {**low.args, "memory-proportion": MID})
     assert low.ipu_bytes < mid.ipu_bytes < high.ipu_bytes
+
+
+def test_the_proportion_reaches_best_py_best_toml_and_the_sweep(cands):
+    """A pipelined plan's proportion is in the IPUConfig of best.py (IPU TensorFlow's
+    ``matmuls.poplar_options``), best.toml's [args] and the sweep's configurations."""
+    low = pick(cands, **{"micro-batch": 64, "memory-proportion": LOW, "stages": 2})
+    code = best_py(low.args)
+    compile(code, "best.py", "exec")
+    assert f"config.matmuls.poplar_options = {{'availableMemoryProportion': '{LOW}'}}" in code
+    best = tomllib.loads(best_toml("keras_model", low.args, low.speed))
+    assert best["args"]["memory-proportion"] == LOW
+    sweep = tomllib.loads(sweep_toml("keras_model", [low.args]))
+    assert sweep["configs"][0]["args"]["memory-proportion"] == LOW
