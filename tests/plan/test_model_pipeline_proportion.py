@@ -12,12 +12,13 @@ import tomllib
 
 import pytest
 
+import ipusim
 from ipusim.cost.amp import plan_matmul
 from ipusim.cost.amp_problem import AmpTarget
 from ipusim.hardware import load_system
 from ipusim.plan import space_model_amp
 from ipusim.plan.output import best_py, best_toml, sweep_toml
-from ipusim.plan.search import measure
+from ipusim.plan.search import measure, simulate
 from ipusim.plan.space_model import model_candidates
 from tests.plan._candidates import pick
 
@@ -94,3 +95,14 @@ def test_the_proportion_reaches_best_py_best_toml_and_the_sweep(cands):
     assert best["args"]["memory-proportion"] == LOW
     sweep = tomllib.loads(sweep_toml("keras_model", [low.args]))
     assert sweep["configs"][0]["args"]["memory-proportion"] == LOW
+
+
+def test_the_planners_plans_with_the_proportion_searched_pass_the_memory_check():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(space_model_amp, "PROFILED", (LOW, HIGH))
+        mp.setattr(space_model_amp, "INTERPOLATED", (MID,))
+        table = ipusim.plan(MODEL, SYSTEM, BATCH, candidates=4, progress=False).table
+    fitting = table[table["fits"]]
+    assert len(fitting) > 0
+    for args in fitting["args"]:
+        assert simulate("keras_model", args).memory_fits, args
