@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.errors import ConfigurationError, OutOfMemoryError
@@ -85,6 +85,10 @@ class Profile:
         infeed_s: the slowest IPU's seconds of infeed copies in the run (what I/O tiles
             overlap with compute).
         outfeed_s: the slowest IPU's seconds of outfeed copies in the run.
+        link_s: the run's inter-IPU syncs (the slowest IPU's) and copies between IPUs (per
+            step, the longest; collectives are not copies), seconds.
+        ipu_stash: per IPU of the run, the share of its live activations that is the
+            pipeline's stash (0 to 1).
         execution_s: the host's per-execution work in the run (execution overhead, weight
             read-back, callbacks, outfeed drain: ``HOST_ROUND_TRIP_WORK`` of the trace).
     """
@@ -100,6 +104,8 @@ class Profile:
     infeed_s: float = 0.0
     execution_s: float = 0.0
     outfeed_s: float = 0.0
+    link_s: float = 0.0
+    ipu_stash: dict[int, float] = field(default_factory=dict)
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -229,7 +235,26 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
         _copies_s(records, "infeed copy"),
         float(records[records.name.isin(HOST_ROUND_TRIP_WORK)].duration_s.sum()),
         _copies_s(records, "outfeed copy"),
+        _links_s(records),
+        _stash_shares(report, acts),
     )
+
+
+def _links_s(records: Any) -> float:
+    """The slowest IPU's inter-IPU sync seconds plus, per step, its longest copy between IPUs
+    (every IPU syncs at every step; a copy is recorded on both of its IPUs)."""
+    records = records[records.ipu >= 0]
+    syncs = records[records.name == "inter-IPU sync"].groupby("ipu").duration_s.sum()
+    copies = records[records.name.str.startswith("copy IPU")]
+    longest = copies.groupby("start_ps").duration_s.max().sum() if len(copies) else 0.0
+    return float(syncs.max() if len(syncs) else 0.0) + float(longest)
+
+
+def _stash_shares(report: Any, acts: dict[int, float]) -> dict[int, float]:
+    """Per IPU, the share of its live activations (``acts``, bytes) that is the stash."""
+    items = report.memory_items
+    stash = items[items.name.str.contains(" stash ")].groupby("ipu").bytes.sum()
+    return {i: float(stash.get(i, 0.0)) / max(a, 1.0) for i, a in acts.items()}
 
 
 def _apportion(

@@ -1,16 +1,17 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, recomputation, availableMemoryProportion (data
-parallel only: ResNet-50's profiled and interpolated values), and the options of
+gradient accumulation for the global batch, recomputation, availableMemoryProportion
+(ResNet-50's profiled and interpolated values; for pipelines see
+:mod:`~ipusim.plan.space_model_amp`), and the options of
 :mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
 per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
 pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
-micro-batch tried, whose per-layer seconds, bytes, working activations and one micro-batch's
-stash the dynamic programme re-balances for every schedule (its stash held per micro-batch in
-flight), optimizer-state setting and device mapping.
+micro-batch and profiled proportion tried, whose per-layer seconds, bytes, working activations
+and one micro-batch's stash the dynamic programme re-balances for every schedule (its stash
+held per micro-batch in flight), optimizer-state setting and device mapping.
 
 Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
 an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
@@ -37,6 +38,7 @@ from ipusim.lowering.supersteps import element_bytes
 from ipusim.plan import options, profile
 from ipusim.plan.partition import Split, best_splits
 from ipusim.plan.space import Candidate, fastest_first
+from ipusim.plan.space_model_amp import proportion_references
 from ipusim.plan.space_resnet import EXTRA_PROPORTIONS, MEMORY_PROPORTIONS
 
 __all__ = ["layer_names", "model_candidates"]
@@ -174,13 +176,23 @@ def _pipelined(
     base: dict[str, Any], names: list[str], ipr: int, replicas: int, mb: int, acc: int, slots: int
 ) -> list[Candidate]:
     """The pipelines of ``names`` over ``ipr`` IPUs at micro-batch ``mb`` (``acc`` from the
-    global batch), from one reference run: per device mapping, schedule (with its depth rule),
-    recomputation and optimizer-state setting, the best splits and their I/O tile variants."""
+    global batch), from a reference run per profiled availableMemoryProportion
+    (:mod:`~ipusim.plan.space_model_amp`)."""
     run = {**base, "replicas": replicas, "micro-batch": mb, "accumulation": acc, "stages": ipr}
     run |= {"steps": acc * _executions(acc), "split": _even_split(names, ipr)}
-    ref = _reference(run, names, slots)
-    if ref is None:
-        return []
+    out = []
+    for proportion, ref in proportion_references(run, lambda r: _reference(r, names, slots)):
+        out += _pipelined_at(ref, {**run, "memory-proportion": proportion}, names, ipr, acc)
+    return out
+
+
+def _pipelined_at(
+    ref: _Reference, run: dict[str, Any], names: list[str], ipr: int, acc: int
+) -> list[Candidate]:
+    """:func:`_pipelined`'s candidates from one reference: per device mapping, schedule (with
+    its depth rule), recomputation and optimizer-state setting, the best splits and their I/O
+    tile variants."""
+    replicas = run["replicas"]
     out, found = [], {}
     for mapping in _mappings(len(names), ipr):
         stages = len(mapping)
@@ -280,7 +292,7 @@ def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference 
     state = ("on" if load_system(system).streaming_memory is not None else "off", False)
     run = options.setting_args({**run, "schedule": "sequential"}, state, 0)
     key = ("keras_model", repr(sorted(run.items())))
-    ref = profile.cached(key, lambda: _noted(key, run), _per_layer)
+    ref = profile.cached(key, lambda: profile.workload_report("keras_model", run), _per_layer)
     if ref is None:
         return None
     costs = [ref.groups.get(n, profile.GroupCost()) for n in names]
@@ -291,15 +303,15 @@ def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference 
         "bwd": [c.backward_s for c in costs],
         "var": [c.weight_bytes for c in costs],
         "held": [c.state_bytes - own * c.weight_bytes for c in costs],
-        "act": [c.activation_bytes * (1 - _STASH[key].get(c.ipu, 0.0)) for c in costs],
-        "stash": [c.activation_bytes * _STASH[key].get(c.ipu, 0.0) for c in costs],
+        "act": [c.activation_bytes * (1 - ref.ipu_stash.get(c.ipu, 0.0)) for c in costs],
+        "stash": [c.activation_bytes * ref.ipu_stash.get(c.ipu, 0.0) for c in costs],
     }
     sums = {k: tuple(itertools.accumulate(v, initial=0.0)) for k, v in per_layer.items()}
     heaviest = max(sum(c.weight_bytes for c in costs if c.ipu == i) for i in ref.ipu_fixed)
     steps, stages = run["steps"], run["stages"]
     out = _Reference(
         sums, max(ref.ipu_fixed.values()), ref.budget_bytes, max(ref.ipu_tile_ratio.values()),
-        ref.update_s / max(heaviest, 1.0), _STEP_S[key] / (steps * stages),
+        ref.update_s / max(heaviest, 1.0), ref.link_s / (steps * stages),
         ref.infeed_s / steps, 0.0, sizes, system,
     )  # fmt: skip
     passes = [(0.0, 0.0)] * (stages - 1)
@@ -308,30 +320,6 @@ def _reference(run: dict[str, Any], names: list[str], slots: int) -> _Reference 
     device += ref.update_s + out.transfer(state, replicas, stages, heaviest)
     measured = ref.sample_s * run["micro-batch"] * acc * replicas
     return replace(out, host=max(0.0, measured - device))
-
-
-#: Per reference run (its profile key), its inter-IPU syncs' and copies' seconds.
-_STEP_S: dict[Any, float] = {}
-#: Per reference run, per IPU: the share of its activations that is the stash.
-_STASH: dict[Any, dict[int, float]] = {}
-
-
-def _noted(key: Any, run: dict[str, Any]) -> Any:
-    """The report of ``run``, its syncs' and inter-stage copies' seconds noted in
-    :data:`_STEP_S` (every IPU syncs at every step; a step's copies last as long as its
-    longest, recorded on both IPUs; collectives are not copies)."""
-    report = profile.workload_report("keras_model", run)
-    records = report.trace.to_dataframe()
-    records = records[records.ipu >= 0]
-    syncs = records[records.name == "inter-IPU sync"].groupby("ipu").duration_s.sum()
-    copies = records[records.name.str.startswith("copy IPU")]
-    longest = copies.groupby("start_ps").duration_s.max().sum() if len(copies) else 0.0
-    _STEP_S[key] = float(syncs.max() if len(syncs) else 0.0) + float(longest)
-    items = report.memory_items
-    stash = items[items.name.str.contains(" stash ")].groupby("ipu").bytes.sum()
-    acts = report.memory.set_index("ipu").activations_bytes
-    _STASH[key] = {int(i): float(stash.get(i, 0.0)) / max(float(a), 1.0) for i, a in acts.items()}
-    return report
 
 
 @dataclass(frozen=True)

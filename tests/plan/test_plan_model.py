@@ -23,6 +23,9 @@ SYSTEM, BATCH = "M2000", 16
 #: The exhaustive search's model and global batch: a small batch of a wide model, whose
 #: gradients' all-reduce makes pipelines (and their options) competitive.
 WIDE, WIDE_BATCH = "tests.plan._models:wide", 8
+#: availableMemoryProportion settings of the pipelines: the default (0.6), ResNet-50's low
+#: profiled value and the interpolated one.
+PROPORTIONS = ({}, {"memory-proportion": 0.15}, {"memory-proportion": 0.3})
 
 
 def _depth_ok(schedule: str, stages: int, ipus: int, acc: int) -> bool:
@@ -51,7 +54,7 @@ def _exhaustive(model: str = WIDE, batch: int = WIDE_BATCH) -> list[dict]:
     back to IPU 0; every cut of the layers; every schedule its depth rule allows;
     recomputation on and off; every optimizer-state setting; I/O tiles or not with the
     Grouped schedule (with the others the simulator does not overlap the infeed: checked in
-    the test)."""
+    the test); every proportion of :data:`PROPORTIONS`."""
     names = layer_names(model)
     out = []
     for ipr in (1, 2, 4):
@@ -76,10 +79,10 @@ def _exhaustive(model: str = WIDE, batch: int = WIDE_BATCH) -> list[dict]:
                         if not _depth_ok(schedule, stages, ipr, acc):
                             continue
                         ios = io if schedule == "grouped" else io[:1]
-                        for rc, st, t in itertools.product(
-                            ({}, {"recompute": True}), _states(replicas), ios
+                        for rc, st, t, amp in itertools.product(
+                            ({}, {"recompute": True}), _states(replicas), ios, PROPORTIONS
                         ):
-                            out.append(base | split | {"schedule": schedule} | rc | st | t)
+                            out.append(base | split | {"schedule": schedule} | rc | st | t | amp)
     return out
 
 
@@ -105,6 +108,16 @@ def test_the_planners_best_is_the_best_of_the_whole_space():
     # every plan returned as fitting fits when run on its own
     for args in result.table[result.table["fits"]]["args"].head(3):
         assert simulate("keras_model", args).memory_fits
+    # This model's pipelines run alike at every proportion, so the planner keeps the default's
+    # (its other proportions' plans would be duplicates to simulate)
+    alike: dict[str, set] = {}
+    for args, out in zip(space, simulated):
+        plan = {k: v for k, v in args.items() if k != "memory-proportion"}
+        if args["stages"] > 1:
+            alike.setdefault(repr(plan), set()).add((out.predicted, out.memory_used))
+    assert all(len(runs) == 1 for runs in alike.values())
+    pipelined = result.table[result.table["stages"] > 1]
+    assert set(pipelined["memory_proportion"]) == {0.6}
 
 
 def test_a_model_its_function_and_its_module_path_plan_alike():
