@@ -11,7 +11,6 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.keyword_init import fields
 
 
 def _positive_int(layer: str, arg: str, value: Any) -> int:
@@ -290,12 +289,7 @@ class Embedding(Layer):
         ids = inputs if inputs.dtype in ("int32", "int64") else m.cast(inputs, "int32")
         return nn.embedding_lookup(self.embeddings, ids)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **fields(self, "input_dim output_dim input_length"),
-            "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-        }
+    _config_names = "input_dim output_dim input_length embeddings_initializer"
 
 
 class RecomputationCheckpoint(Layer):
