@@ -12,16 +12,16 @@ from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
 
 
-def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
-    """An int or a pair of ints as a pair of positive ints."""
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in pair
+def normalize_tuple(value: Any, name: str, layer: str, rank: int = 2) -> tuple[int, ...]:
+    """An int or ``rank`` ints as a tuple of ``rank`` positive ints (Keras' ``normalize_tuple``)."""
+    items = (value,) * rank if isinstance(value, int) else tuple(value)
+    if len(items) != rank or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items
     ):
         raise ConfigurationError(
-            f"{layer}: `{name}` must be a positive int or a pair of them, received {value!r}"
+            f"{layer}: `{name}` must be a positive int or {rank} of them, received {value!r}"
         )
-    return pair
+    return items
 
 
 def normalize_padding(value: Any, layer: str) -> str:
@@ -104,10 +104,10 @@ class Conv2D(Layer):
             raise ConfigurationError(
                 f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
-        self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", "Conv2D")
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", "Conv2D")
         self.filters = filters
-        self.kernel_size = normalize_pair(kernel_size, "kernel_size", "Conv2D")
-        self.strides = normalize_pair(strides, "strides", "Conv2D")
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", "Conv2D")
+        self.strides = normalize_tuple(strides, "strides", "Conv2D")
         self.padding = normalize_padding(padding, "Conv2D")
         check_strides_dilation(self.strides, self.dilation_rate, type(self).__name__)
         self.activation = activations.get(activation)

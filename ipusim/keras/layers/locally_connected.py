@@ -21,7 +21,7 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_pair
+from ipusim.keras.layers.conv import check_data_format, normalize_tuple
 from ipusim.keras.layers.conv1d import normalize_single
 from ipusim.keras.layers.core import _positive_int, add_bias, no_regularizers
 
@@ -77,7 +77,7 @@ class _LocallyConnected(Layer):
         name = type(self).__name__
         if self._rank == 1:
             return (normalize_single(value, arg, name),)
-        return normalize_pair(value, arg, name)
+        return normalize_tuple(value, arg, name)
 
     def build(self, input_shape: Any) -> None:
         name = type(self).__name__

@@ -8,7 +8,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_pair
+from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_tuple
 
 
 class _Pooling2D(Layer):
@@ -16,7 +16,7 @@ class _Pooling2D(Layer):
     argument (the 1-D and 3-D pools of :mod:`ipusim.keras.layers.pooling_nd` change it)."""
 
     _op: Any = None
-    _normalize: Any = staticmethod(normalize_pair)
+    _normalize: Any = staticmethod(normalize_tuple)
 
     def __init__(
         self,
