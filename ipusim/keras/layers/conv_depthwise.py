@@ -157,11 +157,7 @@ class SeparableConv2D(DepthwiseConv2D):
             use_bias=use_bias,
             depthwise_initializer=depthwise_initializer,
             bias_initializer=bias_initializer,
-            depthwise_regularizer=depthwise_regularizer,
-            bias_regularizer=bias_regularizer,
-            activity_regularizer=activity_regularizer,
-            depthwise_constraint=depthwise_constraint,
-            bias_constraint=bias_constraint,
+            activity_regularizer=activity_regularizer,  # the others are None (checked above)
             **kwargs,
         )
         self.filters = _positive_int("SeparableConv2D", "filters", filters)
