@@ -9,7 +9,7 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_kernel, bias_and_activation, no_regularizers
 
 
 def normalize_tuple(value: Any, name: str, layer: str, rank: int = 2) -> tuple[int, ...]:
@@ -136,12 +136,7 @@ class Conv2D(Layer):
                 f"{label} {self.name!r}: the input's {channels} channels must be divisible by "
                 f"`groups` ({self.groups})"
             )
-        self.kernel = self.add_weight(
-            "kernel",
-            (*window, channels // self.groups, self.filters),
-            initializer=self.kernel_initializer,
-        )
-        add_bias(self, (self.filters,))
+        add_kernel(self, (*window, channels // self.groups, self.filters), (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         geometry = {

@@ -22,7 +22,7 @@ from ipusim.keras.layers.conv import (
     normalize_tuple,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
-from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_kernel, bias_and_activation, no_regularizers
 
 
 class Conv3D(Layer):
@@ -82,10 +82,7 @@ class Conv3D(Layer):
 
     def build(self, input_shape: Any) -> None:
         channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
-        self.kernel = self.add_weight(
-            "kernel", self._kernel_shape(channels), initializer=self.kernel_initializer
-        )
-        add_bias(self, (self.filters,))
+        add_kernel(self, self._kernel_shape(channels), (self.filters,))
 
     def _convolve(self, inputs: Any) -> Any:
         return conv3d_ops.conv3d(

@@ -54,6 +54,12 @@ def add_bias(layer: Any, shape: tuple) -> None:
         if layer.use_bias
         else None
     )
+
+
+def add_kernel(layer: Any, kernel_shape: tuple, bias_shape: tuple) -> None:
+    """Add ``layer``'s ``kernel`` (by its ``kernel_initializer``), then its bias (:func:`add_bias`)."""
+    layer.kernel = layer.add_weight("kernel", kernel_shape, initializer=layer.kernel_initializer)
+    add_bias(layer, bias_shape)
     layer.built = True
 
 
@@ -102,10 +108,7 @@ class Dense(Layer):
                 f"Dense {self.name!r} needs inputs of rank >= 2 with a known last "
                 f"dimension, received input shape {input_shape}"
             )
-        self.kernel = self.add_weight(
-            "kernel", (input_shape[-1], self.units), initializer=self.kernel_initializer
-        )
-        add_bias(self, (self.units,))
+        add_kernel(self, (input_shape[-1], self.units), (self.units,))
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast

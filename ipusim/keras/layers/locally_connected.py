@@ -23,7 +23,7 @@ from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_tuple
 from ipusim.keras.layers.conv1d import normalize_single
-from ipusim.keras.layers.core import _positive_int, add_bias, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_kernel, no_regularizers
 
 
 class _LocallyConnected(Layer):
@@ -100,12 +100,8 @@ class _LocallyConnected(Layer):
                 f"{self.kernel_size}; use a smaller kernel or a larger input"
             )
         features = math.prod(self.kernel_size) * input_shape[-1]
-        self.kernel = self.add_weight(
-            "kernel",
-            (math.prod(self.output_shape_), features, self.filters),
-            initializer=self.kernel_initializer,
-        )
-        add_bias(self, (*self.output_shape_, self.filters))
+        kernel_shape = (math.prod(self.output_shape_), features, self.filters)
+        add_kernel(self, kernel_shape, (*self.output_shape_, self.filters))
 
     def call(self, inputs: Any) -> Any:
         features = self.kernel.shape[1]
