@@ -116,25 +116,20 @@ class Conv2D(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"Conv2D {self.name!r} expects inputs of shape (batch, height, width, "
-                f"channels), received input shape {input_shape}"
-            )
-        self._add_kernel("Conv2D", input_shape[-1], self.kernel_size)
+        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
+        self._add_kernel(channels, self.kernel_size)
 
-    def _add_kernel(self, label: str, channels: int, window: tuple[int, ...]) -> None:
+    def _add_kernel(self, channels: int, window: tuple[int, ...]) -> None:
         """Add the ``(*window, channels / groups, filters)`` kernel, then the bias.
 
         Args:
-            label: the layer's name in the message when ``channels`` do not split into groups.
             channels: the input's channels.
             window: the kernel's taps along each spatial axis.
         """
         if channels % self.groups:
             raise ConfigurationError(
-                f"{label} {self.name!r}: the input's {channels} channels must be divisible by "
-                f"`groups` ({self.groups})"
+                f"{type(self).__name__} {self.name!r}: the input's {channels} channels must be "
+                f"divisible by `groups` ({self.groups})"
             )
         add_kernel(self, (*window, channels // self.groups, self.filters), (self.filters,))
 

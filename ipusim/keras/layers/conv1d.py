@@ -110,7 +110,7 @@ class Conv1D(Conv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        self._add_kernel("Conv1D", check_steps_input(self, input_shape), self.kernel_size[1:])
+        self._add_kernel(check_steps_input(self, input_shape), self.kernel_size[1:])
 
     def call(self, inputs: Any) -> Any:
         causal = (
