@@ -131,7 +131,9 @@ class Conv2D(Layer):
                 f"{type(self).__name__} {self.name!r}: the input's {channels} channels must be "
                 f"divisible by `groups` ({self.groups})"
             )
-        add_kernel(self, (*window, channels // self.groups, self.filters), (self.filters,))
+        self.kernel = add_kernel(
+            self, (*window, channels // self.groups, self.filters), (self.filters,)
+        )
 
     def call(self, inputs: Any) -> Any:
         geometry = {

@@ -82,7 +82,7 @@ class Conv3D(Layer):
 
     def build(self, input_shape: Any) -> None:
         channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
-        add_kernel(self, self._kernel_shape(channels), (self.filters,))
+        self.kernel = add_kernel(self, self._kernel_shape(channels), (self.filters,))
 
     def _convolve(self, inputs: Any) -> Any:
         return conv3d_ops.conv3d(

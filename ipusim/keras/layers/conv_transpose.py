@@ -141,7 +141,7 @@ class Conv2DTranspose(Conv2D):
 
     def build(self, input_shape: Any) -> None:
         channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
-        add_kernel(self, (*self.kernel_size, self.filters, channels), (self.filters,))
+        self.kernel = add_kernel(self, (*self.kernel_size, self.filters, channels), (self.filters,))
 
     def _transpose(self, x: Any, kernel: Any) -> Any:
         return transposed_conv(self, x, kernel, conv_ops.conv2d_backprop_input)
@@ -191,7 +191,9 @@ class Conv1DTranspose(Conv2DTranspose):
 
     def build(self, input_shape: Any) -> None:
         channels = check_steps_input(self, input_shape)
-        add_kernel(self, (self.kernel_size[1], self.filters, channels), (self.filters,))
+        self.kernel = add_kernel(
+            self, (self.kernel_size[1], self.filters, channels), (self.filters,)
+        )
 
     def call(self, inputs: Any) -> Any:
         kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))

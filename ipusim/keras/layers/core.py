@@ -9,6 +9,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
+from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
 
@@ -56,10 +57,14 @@ def add_bias(layer: Any, shape: tuple) -> None:
     )
 
 
-def add_kernel(layer: Any, kernel_shape: tuple, bias_shape: tuple) -> None:
-    """Add ``layer``'s ``kernel`` (by its ``kernel_initializer``), then its bias (:func:`add_bias`)."""
-    layer.kernel = layer.add_weight("kernel", kernel_shape, initializer=layer.kernel_initializer)
+def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int, ...]) -> Variable:
+    """Add and return ``layer``'s kernel (by its ``kernel_initializer``), then add its bias
+    (:func:`add_bias`)."""
+    kernel: Variable = layer.add_weight(
+        "kernel", kernel_shape, initializer=layer.kernel_initializer
+    )
     add_bias(layer, bias_shape)
+    return kernel
     layer.built = True
 
 
@@ -108,7 +113,7 @@ class Dense(Layer):
                 f"Dense {self.name!r} needs inputs of rank >= 2 with a known last "
                 f"dimension, received input shape {input_shape}"
             )
-        add_kernel(self, (input_shape[-1], self.units), (self.units,))
+        self.kernel = add_kernel(self, (input_shape[-1], self.units), (self.units,))
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast

@@ -101,7 +101,7 @@ class _LocallyConnected(Layer):
             )
         features = math.prod(self.kernel_size) * input_shape[-1]
         kernel_shape = (math.prod(self.output_shape_), features, self.filters)
-        add_kernel(self, kernel_shape, (*self.output_shape_, self.filters))
+        self.kernel = add_kernel(self, kernel_shape, (*self.output_shape_, self.filters))
 
     def call(self, inputs: Any) -> Any:
         features = self.kernel.shape[1]
