@@ -33,11 +33,14 @@ def _fans(shape: tuple[int, ...]) -> tuple[float, float]:
 class Initializer:
     """Base class: ``initializer(shape, dtype) -> np.ndarray``."""
 
+    #: The constructor arguments ``get_config`` returns (attributes of the same names).
+    _config_names = ""
+
     def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         raise NotImplementedError
 
     def get_config(self) -> dict[str, Any]:
-        return {}
+        return fields(self, self._config_names)
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Initializer:
@@ -51,24 +54,21 @@ class Constant(Initializer):
     def __call__(self, shape, dtype=None):
         return np.full(shape, self.value, dtype=dtype or backend.floatx())
 
-    def get_config(self):
-        return {"value": self.value}
+    _config_names = "value"
 
 
 class Zeros(Constant):
     def __init__(self) -> None:
         super().__init__(0.0)
 
-    def get_config(self):
-        return {}
+    _config_names = ""
 
 
 class Ones(Constant):
     def __init__(self) -> None:
         super().__init__(1.0)
 
-    def get_config(self):
-        return {}
+    _config_names = ""
 
 
 class _Random(Initializer):
@@ -83,8 +83,7 @@ class _Random(Initializer):
         self._calls += 1
         return rng
 
-    def get_config(self):
-        return {"seed": self.seed}
+    _config_names = "seed"
 
     def _deferred(self, shape: tuple[int, ...], dtype: str) -> Callable[[], np.ndarray]:
         """``self(shape, dtype)`` to run later, with the draw an immediate call would take."""
@@ -111,8 +110,7 @@ class RandomUniform(_Random):
         values = self._rng().uniform(self.minval, self.maxval, size=shape)
         return values.astype(dtype or backend.floatx())
 
-    def get_config(self):
-        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
+    _config_names = "minval maxval seed"
 
 
 class RandomNormal(_Random):
@@ -124,8 +122,7 @@ class RandomNormal(_Random):
         values = self._rng().normal(self.mean, self.stddev, size=shape)
         return values.astype(dtype or backend.floatx())
 
-    def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+    _config_names = "mean stddev seed"
 
 
 def _truncated_normal(rng: np.random.Generator, stddev: float, shape) -> np.ndarray:
@@ -147,8 +144,7 @@ class TruncatedNormal(_Random):
         values = self.mean + _truncated_normal(self._rng(), self.stddev, shape)
         return values.astype(dtype or backend.floatx())
 
-    def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+    _config_names = "mean stddev seed"
 
 
 class VarianceScaling(_Random):
@@ -187,8 +183,7 @@ class VarianceScaling(_Random):
             values = rng.uniform(-limit, limit, size=shape)
         return values.astype(dtype or backend.floatx())
 
-    def get_config(self):
-        return fields(self, "scale mode distribution seed")
+    _config_names = "scale mode distribution seed"
 
 
 class Orthogonal(_Random):
@@ -213,18 +208,14 @@ class Orthogonal(_Random):
             q = q.T
         return (self.gain * q.reshape(shape)).astype(dtype or backend.floatx())
 
-    def get_config(self):
-        return {"gain": self.gain, "seed": self.seed}
+    _config_names = "gain seed"
 
 
 def _preset(name: str, scale: float, mode: str, distribution: str) -> type[VarianceScaling]:
     def __init__(self, seed: int | None = None) -> None:
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
 
-    def get_config(self) -> dict[str, Any]:
-        return {"seed": self.seed}
-
-    return type(name, (VarianceScaling,), {"__init__": __init__, "get_config": get_config})
+    return type(name, (VarianceScaling,), {"__init__": __init__, "_config_names": "seed"})
 
 
 GlorotUniform = _preset("GlorotUniform", 1.0, "fan_avg", "uniform")

@@ -391,21 +391,9 @@ FUNCTIONS: dict[str, Callable[..., Symbol]] = {
         cosine_similarity,
     )
 }
-FUNCTIONS.update(
-    mse=mse,
-    MSE=mse,
-    mae=mae,
-    MAE=mae,
-    mape=mape,
-    MAPE=mape,
-    msle=msle,
-    MSLE=msle,
-    kld=kld,
-    KLD=kld,
-    kullback_leibler_divergence=kl_divergence,
-    logcosh=log_cosh,
-    huber_loss=huber,
-)
+#: Keras' short and legacy names of the functions above (the aliases defined in this module).
+_ALIASES = "mse MSE mae MAE mape MAPE msle MSLE kld KLD kullback_leibler_divergence logcosh"
+FUNCTIONS.update({alias: globals()[alias] for alias in _ALIASES.split()}, huber_loss=huber)
 
 
 def get(identifier: Any) -> Loss | Callable[..., Any]:

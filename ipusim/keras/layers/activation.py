@@ -144,9 +144,4 @@ class PReLU(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            "alpha_initializer": initializers.serialize(self.alpha_initializer),
-            "shared_axes": self.shared_axes,
-        }
+    _config_names = "alpha_initializer shared_axes"

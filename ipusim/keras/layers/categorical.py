@@ -362,5 +362,4 @@ class Hashing(Layer):
             return tuple(input_shape)
         return (*tuple(input_shape)[:-1], self.num_bins)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(self, "num_bins mask_value salt output_mode sparse")
+    _config_names = "num_bins mask_value salt output_mode sparse"

@@ -9,19 +9,19 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import conv_grouped
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_kernel, bias_and_activation, no_regularizers
 
 
-def normalize_pair(value: Any, name: str, layer: str) -> tuple[int, int]:
-    """An int or a pair of ints as a pair of positive ints."""
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in pair
+def normalize_tuple(value: Any, name: str, layer: str, rank: int = 2) -> tuple[int, ...]:
+    """An int or ``rank`` ints as a tuple of ``rank`` positive ints (Keras' ``normalize_tuple``)."""
+    items = (value,) * rank if isinstance(value, int) else tuple(value)
+    if len(items) != rank or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items
     ):
         raise ConfigurationError(
-            f"{layer}: `{name}` must be a positive int or a pair of them, received {value!r}"
+            f"{layer}: `{name}` must be a positive int or {rank} of them, received {value!r}"
         )
-    return pair
+    return items
 
 
 def normalize_padding(value: Any, layer: str) -> str:
@@ -104,10 +104,10 @@ class Conv2D(Layer):
             raise ConfigurationError(
                 f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
-        self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", "Conv2D")
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", "Conv2D")
         self.filters = filters
-        self.kernel_size = normalize_pair(kernel_size, "kernel_size", "Conv2D")
-        self.strides = normalize_pair(strides, "strides", "Conv2D")
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", "Conv2D")
+        self.strides = normalize_tuple(strides, "strides", "Conv2D")
         self.padding = normalize_padding(padding, "Conv2D")
         check_strides_dilation(self.strides, self.dilation_rate, type(self).__name__)
         self.activation = activations.get(activation)
@@ -116,32 +116,24 @@ class Conv2D(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 4 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"Conv2D {self.name!r} expects inputs of shape (batch, height, width, "
-                f"channels), received input shape {input_shape}"
-            )
-        self._add_kernel("Conv2D", input_shape[-1], self.kernel_size)
+        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
+        self._add_kernel(channels, self.kernel_size)
 
-    def _add_kernel(self, label: str, channels: int, window: tuple[int, ...]) -> None:
+    def _add_kernel(self, channels: int, window: tuple[int, ...]) -> None:
         """Add the ``(*window, channels / groups, filters)`` kernel, then the bias.
 
         Args:
-            label: the layer's name in the message when ``channels`` do not split into groups.
             channels: the input's channels.
             window: the kernel's taps along each spatial axis.
         """
         if channels % self.groups:
             raise ConfigurationError(
-                f"{label} {self.name!r}: the input's {channels} channels must be divisible by "
-                f"`groups` ({self.groups})"
+                f"{type(self).__name__} {self.name!r}: the input's {channels} channels must be "
+                f"divisible by `groups` ({self.groups})"
             )
-        self.kernel = self.add_weight(
-            "kernel",
-            (*window, channels // self.groups, self.filters),
-            initializer=self.kernel_initializer,
+        self.kernel = add_kernel(
+            self, (*window, channels // self.groups, self.filters), (self.filters,)
         )
-        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         geometry = {

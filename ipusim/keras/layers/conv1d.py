@@ -110,7 +110,7 @@ class Conv1D(Conv2D):
         self.padding = pad
 
     def build(self, input_shape: Any) -> None:
-        self._add_kernel("Conv1D", check_steps_input(self, input_shape), self.kernel_size[1:])
+        self._add_kernel(check_steps_input(self, input_shape), self.kernel_size[1:])
 
     def call(self, inputs: Any) -> Any:
         causal = (
@@ -136,9 +136,9 @@ class _Depthwise1D(Layer):
     """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input, the depthwise
     kernel and step on a unit height (``causal`` padded before the sequence), the 1-D config."""
 
-    kernel_size: tuple[int, int]
-    dilation_rate: tuple[int, int]
-    strides: tuple[int, int]
+    kernel_size: tuple[int, ...]
+    dilation_rate: tuple[int, ...]
+    strides: tuple[int, ...]
     padding: str
     depth_multiplier: int
     depthwise_initializer: Any

@@ -19,10 +19,10 @@ from ipusim.keras.layers.conv import (
     check_data_format,
     check_strides_dilation,
     normalize_padding,
+    normalize_tuple,
 )
 from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
-from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
-from ipusim.keras.layers.pooling_nd import normalize_triple
+from ipusim.keras.layers.core import _positive_int, add_kernel, bias_and_activation, no_regularizers
 
 
 class Conv3D(Layer):
@@ -67,10 +67,10 @@ class Conv3D(Layer):
             )
         check_data_format(data_format, name)
         self.filters = filters
-        self.kernel_size = normalize_triple(kernel_size, "kernel_size", name)
-        self.strides = normalize_triple(strides, "strides", name)
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", name, 3)
+        self.strides = normalize_tuple(strides, "strides", name, 3)
         self.padding = normalize_padding(padding, name)
-        self.dilation_rate = normalize_triple(dilation_rate, "dilation_rate", name)
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", name, 3)
         check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -82,10 +82,7 @@ class Conv3D(Layer):
 
     def build(self, input_shape: Any) -> None:
         channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
-        self.kernel = self.add_weight(
-            "kernel", self._kernel_shape(channels), initializer=self.kernel_initializer
-        )
-        add_bias(self, (self.filters,))
+        self.kernel = add_kernel(self, self._kernel_shape(channels), (self.filters,))
 
     def _convolve(self, inputs: Any) -> Any:
         return conv3d_ops.conv3d(

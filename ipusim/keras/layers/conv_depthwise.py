@@ -19,7 +19,7 @@ from ipusim.keras.layers.conv import (
     check_data_format,
     check_strides_dilation,
     normalize_padding,
-    normalize_pair,
+    normalize_tuple,
 )
 from ipusim.keras.layers.core import _positive_int, add_bias, bias_and_activation, no_regularizers
 
@@ -60,11 +60,11 @@ class DepthwiseConv2D(Layer):
         name = type(self).__name__
         no_regularizers(name, locals())
         check_data_format(data_format, name)
-        self.kernel_size = normalize_pair(kernel_size, "kernel_size", name)
-        self.strides = normalize_pair(strides, "strides", name)
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", name)
+        self.strides = normalize_tuple(strides, "strides", name)
         self.padding = normalize_padding(padding, name)
         self.depth_multiplier = _positive_int(name, "depth_multiplier", depth_multiplier)
-        self.dilation_rate = normalize_pair(dilation_rate, "dilation_rate", name)
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", name)
         check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -157,11 +157,7 @@ class SeparableConv2D(DepthwiseConv2D):
             use_bias=use_bias,
             depthwise_initializer=depthwise_initializer,
             bias_initializer=bias_initializer,
-            depthwise_regularizer=depthwise_regularizer,
-            bias_regularizer=bias_regularizer,
-            activity_regularizer=activity_regularizer,
-            depthwise_constraint=depthwise_constraint,
-            bias_constraint=bias_constraint,
+            activity_regularizer=activity_regularizer,  # the others are None (checked above)
             **kwargs,
         )
         self.filters = _positive_int("SeparableConv2D", "filters", filters)

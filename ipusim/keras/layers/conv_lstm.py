@@ -21,16 +21,8 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.conv import normalize_tuple
 from ipusim.keras.layers.core import no_regularizers
-
-
-def _pair(layer: str, arg: str, value: Any, rank: int) -> tuple[int, ...]:
-    values = (value,) * rank if isinstance(value, int) else tuple(value)
-    if len(values) != rank or any(not isinstance(v, int) or v < 1 for v in values):
-        raise ConfigurationError(
-            f"{layer}: `{arg}` must be a positive int or {rank} of them, received {value!r}"
-        )
-    return values
 
 
 class _ConvLSTM(Layer):
@@ -78,10 +70,10 @@ class _ConvLSTM(Layer):
             raise UnsupportedError(f"{name}: ipusim simulates channels_last data only")
         if str(padding).lower() not in ("valid", "same"):
             raise ConfigurationError(f"{name}: padding must be 'valid' or 'same', got {padding}")
-        self.filters = _pair(name, "filters", filters, 1)[0]
-        self.kernel_size = _pair(name, "kernel_size", kernel_size, self._rank)
-        self.strides = _pair(name, "strides", strides, self._rank)
-        self.dilation_rate = _pair(name, "dilation_rate", dilation_rate, self._rank)
+        self.filters = normalize_tuple(filters, "filters", name, 1)[0]
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", name, self._rank)
+        self.strides = normalize_tuple(strides, "strides", name, self._rank)
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", name, self._rank)
         self.padding, self.data_format = str(padding).lower(), "channels_last"
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)

@@ -19,7 +19,7 @@ from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import config_of
 from ipusim.keras.layers.conv import Conv2D, channels_last_input
 from ipusim.keras.layers.conv1d import _one_d, check_steps_input, normalize_single, padding_1d
-from ipusim.keras.layers.core import add_bias, bias_and_activation
+from ipusim.keras.layers.core import add_kernel, bias_and_activation
 
 
 def deconv_length(
@@ -141,12 +141,7 @@ class Conv2DTranspose(Conv2D):
 
     def build(self, input_shape: Any) -> None:
         channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
-        self.kernel = self.add_weight(
-            "kernel",
-            (*self.kernel_size, self.filters, channels),
-            initializer=self.kernel_initializer,
-        )
-        add_bias(self, (self.filters,))
+        self.kernel = add_kernel(self, (*self.kernel_size, self.filters, channels), (self.filters,))
 
     def _transpose(self, x: Any, kernel: Any) -> Any:
         return transposed_conv(self, x, kernel, conv_ops.conv2d_backprop_input)
@@ -196,12 +191,9 @@ class Conv1DTranspose(Conv2DTranspose):
 
     def build(self, input_shape: Any) -> None:
         channels = check_steps_input(self, input_shape)
-        self.kernel = self.add_weight(
-            "kernel",
-            (self.kernel_size[1], self.filters, channels),
-            initializer=self.kernel_initializer,
+        self.kernel = add_kernel(
+            self, (self.kernel_size[1], self.filters, channels), (self.filters,)
         )
-        add_bias(self, (self.filters,))
 
     def call(self, inputs: Any) -> Any:
         kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))

@@ -9,9 +9,9 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
+from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.keyword_init import fields
 
 
 def _positive_int(layer: str, arg: str, value: Any) -> int:
@@ -55,6 +55,16 @@ def add_bias(layer: Any, shape: tuple) -> None:
         if layer.use_bias
         else None
     )
+
+
+def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int, ...]) -> Variable:
+    """Add and return ``layer``'s kernel (by its ``kernel_initializer``), then add its bias
+    (:func:`add_bias`)."""
+    kernel: Variable = layer.add_weight(
+        "kernel", kernel_shape, initializer=layer.kernel_initializer
+    )
+    add_bias(layer, bias_shape)
+    return kernel
     layer.built = True
 
 
@@ -103,10 +113,7 @@ class Dense(Layer):
                 f"Dense {self.name!r} needs inputs of rank >= 2 with a known last "
                 f"dimension, received input shape {input_shape}"
             )
-        self.kernel = self.add_weight(
-            "kernel", (input_shape[-1], self.units), initializer=self.kernel_initializer
-        )
-        add_bias(self, (self.units,))
+        self.kernel = add_kernel(self, (input_shape[-1], self.units), (self.units,))
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast
@@ -290,12 +297,7 @@ class Embedding(Layer):
         ids = inputs if inputs.dtype in ("int32", "int64") else m.cast(inputs, "int32")
         return nn.embedding_lookup(self.embeddings, ids)
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            **super().get_config(),
-            **fields(self, "input_dim output_dim input_length"),
-            "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-        }
+    _config_names = "input_dim output_dim input_length embeddings_initializer"
 
 
 class RecomputationCheckpoint(Layer):

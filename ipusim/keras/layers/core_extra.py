@@ -108,5 +108,4 @@ class UnitNormalization(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "axis": self.axis}
+    _config_names = "axis"

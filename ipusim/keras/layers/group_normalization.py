@@ -12,7 +12,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
-from ipusim.keras.engine.layer import Layer, config_of
+from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.core import no_regularizers, same_shape
 
 
@@ -104,6 +104,4 @@ class GroupNormalization(Layer):
 
     compute_output_shape = same_shape
 
-    def get_config(self) -> dict[str, Any]:
-        names = "groups axis epsilon center scale beta_initializer gamma_initializer"
-        return super().get_config() | config_of(self, names)
+    _config_names = "groups axis epsilon center scale beta_initializer gamma_initializer"

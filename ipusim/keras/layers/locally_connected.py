@@ -21,9 +21,9 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_pair
+from ipusim.keras.layers.conv import check_data_format, normalize_tuple
 from ipusim.keras.layers.conv1d import normalize_single
-from ipusim.keras.layers.core import _positive_int, add_bias, no_regularizers
+from ipusim.keras.layers.core import _positive_int, add_kernel, no_regularizers
 
 
 class _LocallyConnected(Layer):
@@ -77,7 +77,7 @@ class _LocallyConnected(Layer):
         name = type(self).__name__
         if self._rank == 1:
             return (normalize_single(value, arg, name),)
-        return normalize_pair(value, arg, name)
+        return normalize_tuple(value, arg, name)
 
     def build(self, input_shape: Any) -> None:
         name = type(self).__name__
@@ -100,12 +100,8 @@ class _LocallyConnected(Layer):
                 f"{self.kernel_size}; use a smaller kernel or a larger input"
             )
         features = math.prod(self.kernel_size) * input_shape[-1]
-        self.kernel = self.add_weight(
-            "kernel",
-            (math.prod(self.output_shape_), features, self.filters),
-            initializer=self.kernel_initializer,
-        )
-        add_bias(self, (*self.output_shape_, self.filters))
+        kernel_shape = (math.prod(self.output_shape_), features, self.filters)
+        self.kernel = add_kernel(self, kernel_shape, (*self.output_shape_, self.filters))
 
     def call(self, inputs: Any) -> Any:
         features = self.kernel.shape[1]

@@ -16,7 +16,6 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import norm as norm_ops
 from ipusim.keras import initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.core import no_regularizers
 
 
@@ -165,8 +164,7 @@ class BatchNormalization(_Normalization):
             graph.add_update(self.moving_variance, new_var)
         return self._narrow(y)
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(self, "axis momentum epsilon center scale")
+    _config_names = "axis momentum epsilon center scale"
 
 
 class LayerNormalization(_Normalization):
@@ -231,5 +229,4 @@ class LayerNormalization(_Normalization):
         ``norms.use_stable_statistics`` (see ``docs/numerics.md``)."""
         return self.dtype == "float32" and self.epsilon >= 1.001e-5
 
-    def get_config(self) -> dict[str, Any]:
-        return super().get_config() | fields(self, "axis epsilon center scale")
+    _config_names = "axis epsilon center scale"

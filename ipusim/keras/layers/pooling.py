@@ -8,7 +8,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_pair
+from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_tuple
 
 
 class _Pooling2D(Layer):
@@ -16,7 +16,7 @@ class _Pooling2D(Layer):
     argument (the 1-D and 3-D pools of :mod:`ipusim.keras.layers.pooling_nd` change it)."""
 
     _op: Any = None
-    _normalize: Any = staticmethod(normalize_pair)
+    _normalize: Any = staticmethod(normalize_tuple)
 
     def __init__(
         self,
@@ -63,15 +63,19 @@ class AveragePooling2D(_Pooling2D):
     _op = staticmethod(conv_ops.avg_pool2d)
 
 
-class GlobalAveragePooling2D(Layer):
-    """Mean over height and width: (N, H, W, C) -> (N, C)."""
-
+class _GlobalPooling2D(Layer):
     def __init__(
         self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        check_data_format(data_format, "GlobalAveragePooling2D")
+        check_data_format(data_format, type(self).__name__)
         self.keepdims = keepdims
+
+    _config_names = "keepdims"
+
+
+class GlobalAveragePooling2D(_GlobalPooling2D):
+    """Mean over height and width: (N, H, W, C) -> (N, C)."""
 
     def call(self, inputs: Any) -> Any:
         if inputs.ndim != 4:
@@ -83,23 +87,12 @@ class GlobalAveragePooling2D(Layer):
             return m.reduce_mean(inputs, axis=(1, 2), keepdims=True)
         return conv_ops.global_avg_pool2d(inputs)
 
-    _config_names = "keepdims"
 
-
-class GlobalMaxPooling2D(Layer):
+class GlobalMaxPooling2D(_GlobalPooling2D):
     """Maximum over height and width: (N, H, W, C) -> (N, C)."""
-
-    def __init__(
-        self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        check_data_format(data_format, "GlobalMaxPooling2D")
-        self.keepdims = keepdims
 
     def call(self, inputs: Any) -> Any:
         return m.reduce_max(inputs, axis=(1, 2), keepdims=self.keepdims)
-
-    _config_names = "keepdims"
 
 
 MaxPool2D = MaxPooling2D

@@ -7,6 +7,7 @@ A 1-D pool is the 2-D pool with a unit height (``expand_dims`` + the 2-D op + ``
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ipusim.errors import ConfigurationError
@@ -15,21 +16,9 @@ from ipusim.graph.ops import math as m
 from ipusim.graph.ops import pool3d
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format
+from ipusim.keras.layers.conv import check_data_format, normalize_tuple
 from ipusim.keras.layers.conv1d import normalize_single
 from ipusim.keras.layers.pooling import _Pooling2D
-
-
-def normalize_triple(value: Any, name: str, layer: str) -> tuple[int, int, int]:
-    """An int or 3 ints as a triple of positive ints."""
-    items = (value,) * 3 if isinstance(value, int) else tuple(value)
-    if len(items) != 3 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items
-    ):
-        raise ConfigurationError(
-            f"{layer}: `{name}` must be a positive int or 3 of them, received {value!r}"
-        )
-    return items
 
 
 def check_rank(layer: Layer, inputs: Any, rank: int, layout: str) -> None:
@@ -81,7 +70,7 @@ class AveragePooling1D(_Pooling1D):
 
 
 class _Pooling3D(_Pooling2D):
-    _normalize = staticmethod(normalize_triple)
+    _normalize = staticmethod(partial(normalize_tuple, rank=3))
     build = Layer.build
 
     def __init__(

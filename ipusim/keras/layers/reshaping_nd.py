@@ -14,8 +14,8 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import resize as resize_ops
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import check_data_format
-from ipusim.keras.layers.pooling_nd import check_rank, normalize_triple
+from ipusim.keras.layers.conv import check_data_format, normalize_tuple
+from ipusim.keras.layers.pooling_nd import check_rank
 
 
 def _amount(value: Any) -> int:
@@ -167,7 +167,7 @@ class _UpSampling(Layer):
     def _normalize(self, size: Any) -> tuple[int, ...]:
         name = type(self).__name__
         if self._axes == 3:
-            return normalize_triple(size, "size", name)
+            return normalize_tuple(size, "size", name, 3)
         items = (size,) * self._axes if isinstance(size, int) else tuple(size)
         if len(items) != self._axes or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items
