@@ -35,12 +35,26 @@ Product = Callable[[np.ndarray, np.ndarray, np.ndarray, bool], None]
 
 
 @kernel
-def _im2col(x3, n0, nb, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo, cols):
+def _move(xs, cs, count, add_back):
+    # One run of ``count`` values: x -> column entries, or (``add_back``) column entries added
+    # back into x. Plain range counters let Numba drop wrap-around checks and vectorise (×6
+    # measured).
+    if add_back:
+        for t in range(count):
+            xs[t] += cs[t]
+    else:
+        for t in range(count):
+            cs[t] = xs[t]
+
+
+@kernel
+def _im2col(x3, n0, nb, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo, cols, add_back=False):
     # x3: (N, H, W*C) view of an NHWC input; cols: rows (n, oh, ow) for images n0..n0+nb-1,
     # columns (i, j, c). Channel runs are contiguous in both arrays; when a kernel row lies fully
     # inside the image with dilation 1, the whole (j, c) run of Kw*C values is one contiguous copy.
-    # Copies go through 1-D slice views indexed by plain range counters: Numba then knows the
-    # index is non-negative, drops the wrap-around check and vectorises the copy (×6 measured).
+    # Copies go through 1-D slice views. ``add_back``: the adjoint (col2im), which scatter-adds
+    # every column entry back to the pixel of x3 (then dx, zeroed by the caller) it was read from;
+    # entries that came from padding are dropped, where the forward writes zeros.
     h = x3.shape[1]
     c = cols.shape[1] // (kh * kw)
     w = x3.shape[2] // max(c, 1)
@@ -54,63 +68,23 @@ def _im2col(x3, n0, nb, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo, cols):
                 inside_w = iw0 >= 0 and iw0 + (kw - 1) * dw < w
                 for i in range(kh):
                     ih = ih0 + i * dh
-                    dst = crow[i * kwc : (i + 1) * kwc]
+                    ctap = crow[i * kwc : (i + 1) * kwc]
                     if ih < 0 or ih >= h:
-                        for t in range(kwc):
-                            dst[t] = 0
+                        if not add_back:
+                            ctap[:] = 0
                         continue
                     xrow = x3[n0 + n, ih]
                     if inside_w and dw == 1:
-                        src = xrow[iw0 * c : iw0 * c + kwc]
-                        for t in range(kwc):
-                            dst[t] = src[t]
+                        _move(xrow[iw0 * c : iw0 * c + kwc], ctap, kwc, add_back)
                         continue
                     for j in range(kw):
                         iw = iw0 + j * dw
-                        d = dst[j * c : (j + 1) * c]
-                        if iw < 0 or iw >= w:
-                            for ch in range(c):
-                                d[ch] = 0
-                        else:
-                            src = xrow[iw * c : (iw + 1) * c]
-                            for ch in range(c):
-                                d[ch] = src[ch]
-
-
-@kernel
-def _col2im_add(cols, n0, nb, kh, kw, sh, sw, dh, dw, pt, pl, ho, wo, dx3):
-    # The adjoint of _im2col: scatter-add every column entry back to the input pixel it was read
-    # from (entries that came from padding are dropped). dx3 must be zeroed by the caller.
-    h = dx3.shape[1]
-    c = cols.shape[1] // (kh * kw)
-    w = dx3.shape[2] // max(c, 1)
-    kwc = kw * c
-    for n in range(nb):
-        for oh in range(ho):
-            ih0 = oh * sh - pt
-            for ow in range(wo):
-                crow = cols[(n * ho + oh) * wo + ow]
-                iw0 = ow * sw - pl
-                inside_w = iw0 >= 0 and iw0 + (kw - 1) * dw < w
-                for i in range(kh):
-                    ih = ih0 + i * dh
-                    if ih < 0 or ih >= h:
-                        continue
-                    src = crow[i * kwc : (i + 1) * kwc]
-                    dxrow = dx3[n0 + n, ih]
-                    if inside_w and dw == 1:
-                        dst = dxrow[iw0 * c : iw0 * c + kwc]
-                        for t in range(kwc):
-                            dst[t] += src[t]
-                        continue
-                    for j in range(kw):
-                        iw = iw0 + j * dw
-                        if iw < 0 or iw >= w:
-                            continue
-                        dst = dxrow[iw * c : (iw + 1) * c]
-                        s = src[j * c : (j + 1) * c]
-                        for ch in range(c):
-                            dst[ch] += s[ch]
+                        if iw >= 0 and iw < w:
+                            _move(
+                                xrow[iw * c : (iw + 1) * c], ctap[j * c : (j + 1) * c], c, add_back
+                            )
+                        elif not add_back:
+                            ctap[j * c : (j + 1) * c] = 0
 
 
 def _chunk(n: int, rows_per_image: int, cols_per_row: int, itemsize: int) -> int:
@@ -205,7 +179,7 @@ def conv2d_backprop_input(
     for n0 in range(0, n, chunk):
         rows = min(chunk, n - n0) * ho * wo
         _gemm(dy2[n0 * ho * wo : n0 * ho * wo + rows], w2.T, cols[:rows], False, product)
-        _col2im_add(cols, n0, min(chunk, n - n0), *geometry, dx3)
+        _im2col(dx3, n0, min(chunk, n - n0), *geometry, cols, True)
     return dx
 
 

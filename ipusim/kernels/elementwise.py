@@ -138,14 +138,18 @@ def _relu(x, out):
 
 
 @kernel
+def _stable_sigmoid(v):
+    # ``1 / (1 + e^-v)`` that never overflows: exp is only taken of a non-positive number.
+    if v >= 0.0:
+        return 1.0 / (1.0 + np.exp(-v))
+    e = np.exp(v)
+    return e / (1.0 + e)
+
+
+@kernel
 def _sigmoid(x, out):
     for i in range(x.size):
-        v = x[i]
-        if v >= 0.0:
-            out[i] = 1.0 / (1.0 + np.exp(-v))
-        else:  # exp of a negative number cannot overflow
-            e = np.exp(v)
-            out[i] = e / (1.0 + e)
+        out[i] = _stable_sigmoid(x[i])
 
 
 @kernel
@@ -289,13 +293,7 @@ def _gelu_tanh_grad(dy, x, out):
 @kernel
 def _softplus_grad(dy, x, out):
     for i in range(dy.size):
-        v = x[i]
-        if v >= 0.0:
-            s = 1.0 / (1.0 + np.exp(-v))
-        else:
-            e = np.exp(v)
-            s = e / (1.0 + e)
-        out[i] = dy[i] * s
+        out[i] = dy[i] * _stable_sigmoid(x[i])
 
 
 @kernel

@@ -14,6 +14,7 @@ import numpy as np
 
 from ipusim._jit import kernel
 from ipusim.errors import InputDataError
+from ipusim.kernels.elementwise import _stable_sigmoid
 
 
 @kernel
@@ -103,13 +104,7 @@ def _sigmoid_ce(logits, labels, out):
 @kernel
 def _sigmoid_ce_grad_logits(dy, logits, labels, out):
     for i in range(logits.size):
-        x = logits[i]
-        if x >= 0.0:
-            s = 1.0 / (1.0 + np.exp(-x))
-        else:
-            e = np.exp(x)
-            s = e / (1.0 + e)
-        out[i] = (s - labels[i]) * dy[i]
+        out[i] = (_stable_sigmoid(logits[i]) - labels[i]) * dy[i]
 
 
 def _check_labels(op: str, labels: np.ndarray, row: int, classes: int) -> None:

@@ -88,23 +88,14 @@ def _equal(a, b, out):
 
 
 @kernel
-def _mean_squared_diff(y_true2d, y_pred2d, out):
+def _mean_diff(y_true2d, y_pred2d, squared, out):
+    # Row means of (y_pred - y_true)**2 (``squared``) or of |y_pred - y_true|.
     rows, cols = y_pred2d.shape
     for i in range(rows):
         total = 0.0
         for j in range(cols):
             d = y_pred2d[i, j] - y_true2d[i, j]
-            total += d * d
-        out[i] = total / cols
-
-
-@kernel
-def _mean_abs_diff(y_true2d, y_pred2d, out):
-    rows, cols = y_pred2d.shape
-    for i in range(rows):
-        total = 0.0
-        for j in range(cols):
-            total += abs(y_pred2d[i, j] - y_true2d[i, j])
+            total += d * d if squared else abs(d)
         out[i] = total / cols
 
 
@@ -196,12 +187,12 @@ def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def mean_squared_diff(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """``mean((y_pred - y_true)**2, axis=-1)``; same-shape inputs."""
-    return _per_row(_mean_squared_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred))
+    return _per_row(_mean_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred), True)
 
 
 def mean_abs_diff(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
     """``mean(|y_pred - y_true|, axis=-1)``; same-shape inputs."""
-    return _per_row(_mean_abs_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred))
+    return _per_row(_mean_diff, y_pred, y_pred.dtype, _rows(y_true), _rows(y_pred), False)
 
 
 def total(x: np.ndarray) -> float:

@@ -30,67 +30,44 @@ def _sgd(var, grad, lr):
 
 
 @kernel
-def _sgd_momentum(var, grad, velocity, lr, momentum):
-    for i in range(var.size):
-        v = momentum * velocity[i] - lr * grad[i]
-        velocity[i] = v
-        var[i] = var[i] + v
-
-
-@kernel
-def _sgd_nesterov(var, grad, velocity, lr, momentum):
+def _sgd_momentum(var, grad, velocity, lr, momentum, nesterov):
     for i in range(var.size):
         lg = lr * grad[i]
         v = momentum * velocity[i] - lg
         velocity[i] = v
-        var[i] = var[i] + (momentum * v - lg)
+        var[i] = var[i] + (momentum * v - lg if nesterov else v)
 
 
 # --- RMSprop -------------------------------------------------------------------------------------
 
 
 @kernel
-def _rmsprop(var, grad, rms, lr, rho, one_minus_rho, epsilon):
+def _rmsprop(var, grad, rms, mg, centered, lr, rho, one_minus_rho, epsilon):
+    # ``centered``: mg holds the mean gradient and the denominator is rms - mg^2 (else mg unused).
     for i in range(var.size):
         g = grad[i]
         r = rho * rms[i] + one_minus_rho * (g * g)
         rms[i] = r
+        if centered:
+            m = rho * mg[i] + one_minus_rho * g
+            mg[i] = m
+            r = r - m * m
         var[i] = var[i] - lr * g / (np.sqrt(r) + epsilon)
 
 
 @kernel
-def _rmsprop_centered(var, grad, rms, mg, lr, rho, one_minus_rho, epsilon):
-    for i in range(var.size):
-        g = grad[i]
-        r = rho * rms[i] + one_minus_rho * (g * g)
-        m = rho * mg[i] + one_minus_rho * g
-        rms[i] = r
-        mg[i] = m
-        var[i] = var[i] - lr * g / (np.sqrt(r - m * m) + epsilon)
-
-
-@kernel
-def _rmsprop_momentum(var, grad, rms, mom, lr, rho, one_minus_rho, momentum, epsilon):
-    # ResourceApplyRMSProp's expression order: ms += (g^2 - ms)(1 - rho).
+def _rmsprop_momentum(var, grad, rms, mg, mom, centered, lr, rho, one_minus_rho, momentum, epsilon):
+    # ResourceApply[Centered]RMSProp's expression order: ms += (g^2 - ms)(1 - rho), and likewise
+    # mg when ``centered``.
     for i in range(var.size):
         g = grad[i]
         r = rms[i] + (g * g - rms[i]) * one_minus_rho
         rms[i] = r
+        if centered:
+            m = mg[i] + (g - mg[i]) * one_minus_rho
+            mg[i] = m
+            r = r - m * m
         v = momentum * mom[i] + lr * g / np.sqrt(r + epsilon)
-        mom[i] = v
-        var[i] = var[i] - v
-
-
-@kernel
-def _rmsprop_centered_momentum(var, grad, rms, mg, mom, lr, rho, one_minus_rho, momentum, epsilon):
-    # ResourceApplyCenteredRMSProp's expression order.
-    for i in range(var.size):
-        g = grad[i]
-        r = rms[i] + (g * g - rms[i]) * one_minus_rho
-        m = mg[i] + (g - mg[i]) * one_minus_rho
-        rms[i] = r
-        mg[i] = m
-        v = momentum * mom[i] + lr * g / np.sqrt(r - m * m + epsilon)
         mom[i] = v
         var[i] = var[i] - v
 
@@ -99,30 +76,32 @@ def _rmsprop_centered_momentum(var, grad, rms, mg, mom, lr, rho, one_minus_rho, 
 
 
 @kernel
-def _adam(var, grad, m, v, lr_t, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2, epsilon):
-    # ResourceApplyAdam's expression order: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2).
-    for i in range(var.size):
-        g = grad[i]
-        mi = m[i] + (g - m[i]) * one_minus_beta_1
-        vi = v[i] + (g * g - v[i]) * one_minus_beta_2
-        m[i] = mi
-        v[i] = vi
-        var[i] = var[i] - (mi * lr_t) / (np.sqrt(vi) + epsilon)
-
-
-@kernel
-def _adam_amsgrad(
-    var, grad, m, v, vhat, lr_t, beta_1, one_minus_beta_1, beta_2, one_minus_beta_2, epsilon
+def _adam(
+    var,
+    grad,
+    m,
+    v,
+    vhat,
+    amsgrad,
+    lr_t,
+    beta_1,
+    one_minus_beta_1,
+    beta_2,
+    one_minus_beta_2,
+    epsilon,
 ):
+    # ResourceApplyAdam's expression order: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2).
+    # ``amsgrad``: the denominator uses vhat = max(vhat, v) (else vhat unused).
     for i in range(var.size):
         g = grad[i]
         mi = m[i] + (g - m[i]) * one_minus_beta_1
         vi = v[i] + (g * g - v[i]) * one_minus_beta_2
         m[i] = mi
         v[i] = vi
-        vh = max(vhat[i], vi)
-        vhat[i] = vh
-        var[i] = var[i] - (mi * lr_t) / (np.sqrt(vh) + epsilon)
+        if amsgrad:
+            vi = max(vhat[i], vi)
+            vhat[i] = vi
+        var[i] = var[i] - (mi * lr_t) / (np.sqrt(vi) + epsilon)
 
 
 # --- Adagrad -------------------------------------------------------------------------------------
@@ -197,8 +176,7 @@ def sgd_momentum_update(
     ``var += momentum * velocity - lr * grad``. 4 FLOPs per element (6 with Nesterov).
     """
     t = var.dtype.type
-    fn = _sgd_nesterov if nesterov else _sgd_momentum
-    fn(_flat(var), _flat(grad), _flat(velocity), t(lr), t(momentum))
+    _sgd_momentum(_flat(var), _flat(grad), _flat(velocity), t(lr), t(momentum), bool(nesterov))
 
 
 def rmsprop_update(
@@ -225,17 +203,12 @@ def rmsprop_update(
     t = var.dtype.type
     v, g, r = _flat(var), _flat(grad), _flat(rms)
     lr_, rho_, one_minus_rho, eps = t(lr), t(rho), t(1) - t(rho), t(epsilon)
+    m, centered = (r, False) if mg is None else (_flat(mg), True)  # rms stands in for no mg
     if mom is None:
-        if mg is None:
-            _rmsprop(v, g, r, lr_, rho_, one_minus_rho, eps)
-        else:
-            _rmsprop_centered(v, g, r, _flat(mg), lr_, rho_, one_minus_rho, eps)
-    elif mg is None:
-        _rmsprop_momentum(v, g, r, _flat(mom), lr_, rho_, one_minus_rho, t(momentum), eps)
+        _rmsprop(v, g, r, m, centered, lr_, rho_, one_minus_rho, eps)
     else:
-        _rmsprop_centered_momentum(
-            v, g, r, _flat(mg), _flat(mom), lr_, rho_, one_minus_rho, t(momentum), eps
-        )
+        hyper = (lr_, rho_, one_minus_rho, t(momentum), eps)
+        _rmsprop_momentum(v, g, r, m, _flat(mom), centered, *hyper)
 
 
 def adam_update(
@@ -259,10 +232,8 @@ def adam_update(
     t = var.dtype.type
     # 1 - beta in the variable's precision, as TensorFlow computes T(1) - beta.
     args = (t(lr_t), t(beta_1), t(1) - t(beta_1), t(beta_2), t(1) - t(beta_2), t(epsilon))
-    if vhat is None:
-        _adam(_flat(var), _flat(grad), _flat(m), _flat(v), *args)
-    else:
-        _adam_amsgrad(_flat(var), _flat(grad), _flat(m), _flat(v), _flat(vhat), *args)
+    slots = (_flat(m), _flat(v), _flat(v if vhat is None else vhat), vhat is not None)
+    _adam(_flat(var), _flat(grad), *slots, *args)
 
 
 def adagrad_update(

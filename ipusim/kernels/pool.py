@@ -69,8 +69,10 @@ def _pool(x, pool, strides, pads, is_max, reciprocal, out):
 
 
 @kernel
-def _avg_pool_grad(dy, pool, strides, pads, reciprocal, dx):
-    # Each dy / count spread over its window's real elements (``reciprocal``: as in _pool).
+def _pool_grad(x, y, dy, pool, strides, pads, is_max, reciprocal, dx):
+    # is_max: every element of a window equal to its maximum (x the forward input, y its output)
+    # receives the window's dy. Otherwise each dy / count is spread over the window's real
+    # elements (x and y unused; ``reciprocal``: as in _pool).
     n_, d, h, w, c = dx.shape
     dx[:] = 0
     for n in range(n_):
@@ -82,12 +84,16 @@ def _avg_pool_grad(dy, pool, strides, pads, reciprocal, dx):
                     w0, w1 = _window(ow, w, pool[2], strides[2], pads[2])
                     count = max((d1 - d0) * (h1 - h0) * (w1 - w0), 1)
                     inv = 1.0 / count
-                    gr = dy[n, od, oh, ow]
+                    yr, gr = y[n, od, oh, ow], dy[n, od, oh, ow]
                     for i in range(d0, d1):
                         for j in range(h0, h1):
                             for k in range(w0, w1):
-                                dr = dx[n, i, j, k]
-                                if reciprocal:
+                                xr, dr = x[n, i, j, k], dx[n, i, j, k]
+                                if is_max:
+                                    for ch in range(c):
+                                        if xr[ch] == yr[ch]:
+                                            dr[ch] += gr[ch]
+                                elif reciprocal:
                                     for ch in range(c):
                                         dr[ch] += gr[ch] * inv
                                 else:
@@ -131,27 +137,6 @@ def _max_pool2d_grad(x3, dy, ph, pw, sh, sw, pt, pl, w, dx3):
                 g = dy[n, oh, ow]
                 for ch in range(c):
                     dxn[arg[ch], ch] += g[ch]
-
-
-@kernel
-def _max_pool3d_grad(x, y, dy, pool, strides, pads, dx):
-    n_, d, h, w, c = x.shape
-    dx[:] = 0
-    for n in range(n_):
-        for od in range(dy.shape[1]):
-            d0, d1 = _window(od, d, pool[0], strides[0], pads[0])
-            for oh in range(dy.shape[2]):
-                h0, h1 = _window(oh, h, pool[1], strides[1], pads[1])
-                for ow in range(dy.shape[3]):
-                    w0, w1 = _window(ow, w, pool[2], strides[2], pads[2])
-                    yr, gr = y[n, od, oh, ow], dy[n, od, oh, ow]
-                    for i in range(d0, d1):
-                        for j in range(h0, h1):
-                            for k in range(w0, w1):
-                                xr, dr = x[n, i, j, k], dx[n, i, j, k]
-                                for ch in range(c):
-                                    if xr[ch] == yr[ch]:
-                                        dr[ch] += gr[ch]
 
 
 @kernel
@@ -224,7 +209,8 @@ def avg_pool_grad(
     """Gradient of :func:`avg_pool` w.r.t. its input of spatial size ``input_size``."""
     dy = np.ascontiguousarray(dy)
     dx = np.empty((dy.shape[0], *input_size, dy.shape[-1]), dtype=dy.dtype)
-    _avg_pool_grad(_volume(dy), *_geometry(pool, strides, pads), dy.ndim == 4, _volume(dx))
+    dy5, dx5 = _volume(dy), _volume(dx)
+    _pool_grad(dx5, dy5, dy5, *_geometry(pool, strides, pads), False, dy.ndim == 4, dx5)
     return dx
 
 
@@ -253,7 +239,7 @@ def max_pool3d_grad(
     x = np.ascontiguousarray(x)
     dx = np.empty_like(x)
     y, dy = np.ascontiguousarray(y), np.ascontiguousarray(dy)
-    _max_pool3d_grad(x, y, dy, *_geometry(pool, strides, pads), dx)
+    _pool_grad(x, y, dy, *_geometry(pool, strides, pads), True, False, dx)
     return dx
 
 

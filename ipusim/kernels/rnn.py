@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ipusim._jit import kernel
+from ipusim.kernels.elementwise import _stable_sigmoid
 
 #: Activation name -> code understood by the kernels. ``hard_sigmoid`` is Keras 2's
 #: ``clip(0.2·x + 0.5, 0, 1)`` (tf_keras ``backend.hard_sigmoid``).
@@ -29,10 +30,7 @@ def _act(x, code):
     if code == 1:
         return np.tanh(x)
     if code == 2:
-        if x >= 0.0:
-            return 1.0 / (1.0 + np.exp(-x))
-        e = np.exp(x)
-        return e / (1.0 + e)
+        return _stable_sigmoid(x)
     if code == 3:
         v = 0.2 * x + 0.5
         return 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
