@@ -81,8 +81,9 @@ class SessionPlan:
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
         planner: PopLibs options of matmuls and convolutions.
         recompute: ``allow_recompute``.
-        io_tiles: I/O tiles per IPU: ``io_tiles.num_io_tiles`` as configured, then, once a
-            step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
+        io_tiles: I/O tiles per IPU with host I/O (every IPU of an unpipelined replica, a
+            pipeline's :func:`host_io_ipus`): ``io_tiles.num_io_tiles`` as configured, then,
+            once a step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
             (rounded up to even; 0 when its stream buffers do not fit on them).
         io_memory_proportion: ``io_tiles.available_memory_proportion``.
         io_ops_placed: ``io_tiles.place_ops_on_io_tiles``: the stream copies run on the I/O
@@ -119,7 +120,8 @@ class SessionPlan:
 
     @property
     def compute_system(self) -> SystemSpec:
-        """The system as the compute graph sees it: its IPUs without the I/O tiles."""
+        """The system as the compute graph of an IPU with host I/O sees it: without the I/O
+        tiles (a pipeline's other IPUs keep ``system``, :func:`host_io_ipus`)."""
         return compute_system(self.system, self.io_tiles)
 
     def for_step(self, step: StepDescription) -> SessionPlan:
