@@ -293,20 +293,23 @@ def _pipelined(
     out = []
     for split in best_splits(n, stages, seconds, fits, SPLITS_KEPT):
         bounds = split.bounds
-        peak = max(used(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
+        spans = list(zip(bounds, bounds[1:]))
         args = {**run, **(units.split(bounds) if stages > 1 else {})}
         for schedule, io, spe in _executions(run["steps"], stages, stages):
             # I/O tiles take the infeed copies off the first stage's timeline, and their tiles
             # from compute (slower) and from the budget (the busiest tile keeps what it held)
             share = options.compute_share(str(run["system"]), io)
+            shares = [options.stage_share(share, s, stages) for s in range(stages)]
             feeds = (0.0 if io else infeed, outfeed)
-            slowed = tuple(f * options.io_slowdown(share) for f in fwd(bounds))
+            slowed = tuple(f * options.io_slowdown(h) for f, h in zip(fwd(bounds), shares))
             latency = host_s + _execution(schedule, slowed, spe, per_step, feeds)
             if max_latency_s is not None and latency > max_latency_s:
                 continue
             a = _options(args, schedule, io, spe)
+            # Each IPU against its own budget: a middle stage's IPU keeps every tile.
+            held = max(used(lo, hi, s) * share / shares[s] for s, (lo, hi) in enumerate(spans))
             budget = (ref.budget_bytes * share, ratio * share)
-            out.append(Candidate.of(a, samples * spe / latency, _gives(a), peak, *budget))
+            out.append(Candidate.of(a, samples * spe / latency, _gives(a), held, *budget))
     return out
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "gives_up",
     "io_options",
     "setting_args",
+    "stage_share",
     "state_variants",
     "undominated",
     "optimizer_slots",
@@ -100,6 +101,14 @@ def compute_share(system: str, io_tiles: int) -> float:
 
     tiles = load_system(system).ipu.tiles
     return (tiles - reserved_io_tiles(io_tiles, tiles)) / tiles
+
+
+def stage_share(share: float, stage: int, stages: int) -> float:
+    """The compute share of ``stage`` of a pipeline of ``stages`` stages on distinct IPUs, I/O
+    tiles leaving the compute graph ``share``: the IPUs with host I/O (the first stage's
+    infeed, the last's outfeed) keep ``share``, the others all their tiles, as the simulator
+    (:func:`~ipusim.session.plan.host_io_ipus`) and IPU TensorFlow reserve them."""
+    return share if stage in (0, stages - 1) else 1.0
 
 
 #: Share of a micro-batch's seconds (its infeed copies aside) that grows in proportion to

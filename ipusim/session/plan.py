@@ -21,7 +21,7 @@ from ipusim.engine import HostLink, HostOptions
 from ipusim.errors import ConfigurationError
 from ipusim.hardware import load_system
 from ipusim.hardware.specs import SystemSpec
-from ipusim.lowering import Program, StepDescription
+from ipusim.lowering import PipelineSpec, Program, StepDescription
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.session.options import (
     DEFAULT_BUFFER_DEPTH,
@@ -37,7 +37,14 @@ from ipusim.session.options import (
 if TYPE_CHECKING:
     from ipusim.config import IPUConfig
 
-__all__ = ["HostSettings", "SessionPlan", "compute_system", "reserved_io_tiles", "resolve_plan"]
+__all__ = [
+    "HostSettings",
+    "SessionPlan",
+    "compute_system",
+    "host_io_ipus",
+    "reserved_io_tiles",
+    "resolve_plan",
+]
 
 #: Most I/O tiles per IPU IPU TensorFlow accepts (S: graphcore/tensorflow
 #: ``poplar_compiler.cc`` ``GetNumIoTiles``, ``kNumIoTilesMaxValue``).
@@ -74,8 +81,9 @@ class SessionPlan:
         precision: ``"fp32"``, ``"fp16.16"`` or ``"fp16.32"``.
         planner: PopLibs options of matmuls and convolutions.
         recompute: ``allow_recompute``.
-        io_tiles: I/O tiles per IPU: ``io_tiles.num_io_tiles`` as configured, then, once a
-            step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
+        io_tiles: I/O tiles per IPU with host I/O (every IPU of an unpipelined replica, a
+            pipeline's :func:`host_io_ipus`): ``io_tiles.num_io_tiles`` as configured, then,
+            once a step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
             (rounded up to even; 0 when its stream buffers do not fit on them).
         io_memory_proportion: ``io_tiles.available_memory_proportion``.
         io_ops_placed: ``io_tiles.place_ops_on_io_tiles``: the stream copies run on the I/O
@@ -112,7 +120,8 @@ class SessionPlan:
 
     @property
     def compute_system(self) -> SystemSpec:
-        """The system as the compute graph sees it: its IPUs without the I/O tiles."""
+        """The system as the compute graph of an IPU with host I/O sees it: without the I/O
+        tiles (a pipeline's other IPUs keep ``system``, :func:`host_io_ipus`)."""
         return compute_system(self.system, self.io_tiles)
 
     def for_step(self, step: StepDescription) -> SessionPlan:
@@ -272,6 +281,21 @@ def reserved_io_tiles(requested: int, tiles: int) -> int:
             "ipu_model.tiles_per_ipu)."
         )
     return reserved
+
+
+def host_io_ipus(pipeline: PipelineSpec | None) -> frozenset[int] | None:
+    """The IPUs of a pipelined replica that hold host I/O, so get I/O tiles: stage 0's, which
+    dequeues the infeed, and the last stage's, which enqueues the outfeed (the same IPU when a
+    ``device_mapping`` puts the last stage back on IPU 0). The others keep all their tiles for
+    compute (S: graphcore/tensorflow ``tests/io_tiles_test.py``,
+    ``testIoTilesOnlyCreatedOnDevicesWithIoInstructions``). None when every IPU of the replica
+    holds host I/O: no pipeline (one IPU per replica), or every stage on those IPUs.
+    """
+    if pipeline is None:
+        return None
+    mapping = pipeline.device_mapping
+    io_ipus = frozenset((mapping[0], mapping[-1]))
+    return None if io_ipus >= set(mapping) else io_ipus
 
 
 def compute_system(system: SystemSpec, io_tiles: int) -> SystemSpec:

@@ -24,6 +24,15 @@ def test_compute_share_and_slowdown_closed_forms():
     assert options.io_slowdown(share) == pytest.approx(1 + 0.03 * (32 / (tiles - 32)))
 
 
+def test_stage_share_takes_tiles_only_on_the_host_io_ipus():
+    """Stage 0 dequeues the infeed and the last stage enqueues the outfeed: only their IPUs
+    give tiles to I/O (tests/session/test_io_tiles_ipus.py for the simulator)."""
+    share = options.compute_share(SYSTEM, 32)
+    assert [options.stage_share(share, s, 4) for s in range(4)] == [share, 1.0, 1.0, share]
+    assert [options.stage_share(share, s, 2) for s in range(2)] == [share, share]
+    assert options.stage_share(share, 0, 1) == share
+
+
 def test_data_parallel_variant_with_io_tiles_against_its_sibling():
     """(used bytes, busiest tile / IPU fullness, s per micro-batch, s per update, budget,
     weights, infeed s per micro-batch): I/O tiles take the infeed off each micro-batch and
