@@ -67,7 +67,8 @@ class BertCosts:
 
     Attributes:
         layer_s / embed_s / head_s: an encoder layer's, the embedding's and the head's seconds
-            per micro-batch (recomputed forward included when recomputing).
+            per micro-batch (recomputed forward included when recomputing, but the head's:
+            it follows the last checkpoint).
         layer_var / embed_var / head_var: variable bytes of an encoder layer, the embedding and
             the head.
         working: live activations of an IPU besides its stash (one layer's working set).
@@ -167,20 +168,25 @@ class BertCosts:
         # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them),
         # and the host's per-execution work (a candidate has it once).
         fixed = p.update_s + p.host_s - p.infeed_s
-        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s + p.execution_s) / acc
+        # The head follows the last checkpoint (in a stage of its own, or the last encoder
+        # stage's last layers): RecomputeAndBackpropagateInterleaved recomputes nothing after
+        # a stage's final checkpoint, and the last stage nothing else (ipusim.lowering.recompute).
+        body = [g for g in p.groups if g != "head"]
+        parts = p.seconds(body, recompute) + p.seconds(["head"])
+        parts += (fixed + p.infeed_s + p.execution_s) / acc
         # The reference's Streaming Memory transfers out (a candidate adds its own), the
         # update's compute and syncs kept whatever the transfers' estimate.
         weights = sum(p.groups[g].weight_bytes for g in layers)
         moved_s = moved(heaviest * weights / sum(var))
         update = p.update_s + max(p.host_s - p.infeed_s - moved_s, 0.0)
 
-        def back(names: list[str]) -> float:
-            return sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in names)
+        def back(names: list[str], again: bool = recompute) -> float:
+            return sum(p.groups[g].backward_s + again * p.groups[g].forward_s for g in names)
 
         return cls(
             layer_s=layer_s,
             embed_s=p.seconds(["embedding"], recompute),
-            head_s=p.seconds(["head"], recompute),
+            head_s=p.seconds(["head"]),
             layer_var=max(var),
             embed_var=p.variable_bytes(["embedding"]),
             head_var=p.variable_bytes(["head"]),
@@ -198,7 +204,7 @@ class BertCosts:
             weight_share=weights / sum(var),
             layer_b=layer_s * back(layers) / p.seconds(layers, recompute),
             embed_b=back(["embedding"]),
-            head_b=back(["head"]),
+            head_b=back(["head"], False),
             infeed_s=p.infeed_s / acc,
             execution_s=p.execution_s,
             attention_s=p.seconds(attention, recompute) / p.seconds(layers, recompute),

@@ -28,22 +28,30 @@ def test_schedule_seconds_closed_forms():
     two = passes[:2]
     ramp = (1 + 2 + 2 * 2) + (2 + 3 + 2 * 3)
     assert options.schedule_seconds("grouped", 6, two, overhead, 3) == 4 * 5 + ramp + 8 * 0.5
-    # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
-    # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
-    assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
+    # Interleaved: M + S - 1 cycles of two steps: in the full ones stages 0 and 2 run forward
+    # while 1 runs its backward (max(1, 1.5, 3) = 3), then the other way round
+    # (max(2, 2.5, 2) = 2.5): steps 4 .. 11. Ramp up: F0 (1), F1 (2), F0 F2 (1.5), F1 B2
+    # (2.5); ramp down: F2 B1 (3), B2 B0 (2.5), B1 (3), B0 (2).
+    ramp = (1 + 2 + 1.5 + 2.5) + (3 + 2.5 + 3 + 2)
+    assert (
+        options.schedule_seconds("interleaved", 6, passes, overhead)
+        == 4 * (3 + 2.5) + ramp + 8 * 0.5
+    )
     # Sequential: every stage in turn, M times.
     assert options.schedule_seconds("sequential", 6, passes, overhead) == 6 * (12 + 1.5)
 
 
+@pytest.mark.parametrize("schedule", ["grouped", "interleaved"])
 @pytest.mark.parametrize("stages, acc", [(2, 4), (3, 6), (5, 10), (4, 40)])
-def test_grouped_seconds_follow_the_lowerings_time_steps(stages, acc):
-    """Each step of the lowering's Grouped schedule lasts as long as its slowest item."""
+def test_pipelined_seconds_follow_the_lowerings_time_steps(schedule, stages, acc):
+    """Each step of the lowering's Grouped or Interleaved schedule lasts as long as its slowest
+    item (the ramps' steps run only the stages holding a micro-batch)."""
     from ipusim.lowering.schedules import time_steps
 
     passes = [(1.0 + 0.3 * s * (-1) ** s, 2.0 + 0.7 * (s % 3)) for s in range(stages)]
-    steps = time_steps("grouped", stages, acc, True)
+    steps = time_steps(schedule, stages, acc, True)
     naive = sum(max(passes[s][p == "B"] for s, p, _ in step) + 0.25 for step in steps)
-    assert options.schedule_seconds("grouped", acc, passes, 0.5) == pytest.approx(naive)
+    assert options.schedule_seconds(schedule, acc, passes, 0.5) == pytest.approx(naive)
 
 
 def test_state_bytes_and_settings():
