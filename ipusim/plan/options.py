@@ -18,8 +18,7 @@ an estimate (arithmetic on a profile, no simulation of its own):
   (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
   ``M + S - 1`` forward steps (the slowest forward pass of the stages holding a micro-batch)
   and as many backward steps (``time_steps`` of the lowering);
-  Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes
-  (the ramp's steps run only the stages that hold a micro-batch);
+  Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes;
   Sequential runs every stage one after the other, ``M`` times.
 - **availableMemoryProportion** (``memory-proportion``): the spaces profile two values; the
   values between them are interpolated linearly in the proportion (E: PopLibs picks a matmul
@@ -31,11 +30,10 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from ipusim.lowering.schedules import depth_multiple, time_steps
+from ipusim.lowering.schedules import depth_multiple
 
 __all__ = [
     "IO_TILES",
@@ -146,12 +144,10 @@ def schedule_seconds(
     fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
     if stages == 1 or schedule == "sequential":
         return acc * (sum(fwd) + sum(bwd) + stages * overhead)
-    if schedule == "interleaved":  # the lowering's steps, ramps included (few distinct ones)
-        steps = _interleaved_steps(stages, acc)
-        return (
-            sum(n * max(passes[s][b] for s, b in step) for step, n in steps)
-            + (acc + stages - 1) * overhead
-        )
+    if schedule == "interleaved":  # even stages run forward while odd ones run backward
+        even = max(max(fwd[0::2]), max(bwd[1::2], default=0.0))
+        odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
+        return (acc + stages - 1) * (even + odd + overhead)
     # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
     # down runs only the IPUs that hold a micro-batch (the first or last k; all of them for
     # the ramp's steps beyond the IPUs, when some hold two stages).
@@ -162,16 +158,6 @@ def schedule_seconds(
         for p in (fwd, bwd)
     )
     return (acc - stages + 1) * (max(fwd) + max(bwd)) + ramp + (acc + stages - 1) * overhead
-
-
-@functools.cache
-def _interleaved_steps(
-    stages: int, acc: int
-) -> tuple[tuple[frozenset[tuple[int, bool]], int], ...]:
-    """The Interleaved schedule's training steps as (stage, backward) sets and how many steps
-    have each set (``time_steps`` of the lowering: mostly the steady state's two)."""
-    steps = time_steps("interleaved", stages, acc, True)
-    return tuple(Counter(frozenset((s, p == "B") for s, p, _ in step) for step in steps).items())
 
 
 def optimizer_slots(optimizer: Any) -> int:

@@ -28,30 +28,22 @@ def test_schedule_seconds_closed_forms():
     two = passes[:2]
     ramp = (1 + 2 + 2 * 2) + (2 + 3 + 2 * 3)
     assert options.schedule_seconds("grouped", 6, two, overhead, 3) == 4 * 5 + ramp + 8 * 0.5
-    # Interleaved: M + S - 1 cycles of two steps: in the full ones stages 0 and 2 run forward
-    # while 1 runs its backward (max(1, 1.5, 3) = 3), then the other way round
-    # (max(2, 2.5, 2) = 2.5): steps 4 .. 11. Ramp up: F0 (1), F1 (2), F0 F2 (1.5), F1 B2
-    # (2.5); ramp down: F2 B1 (3), B2 B0 (2.5), B1 (3), B0 (2).
-    ramp = (1 + 2 + 1.5 + 2.5) + (3 + 2.5 + 3 + 2)
-    assert (
-        options.schedule_seconds("interleaved", 6, passes, overhead)
-        == 4 * (3 + 2.5) + ramp + 8 * 0.5
-    )
+    # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
+    # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
+    assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
     # Sequential: every stage in turn, M times.
     assert options.schedule_seconds("sequential", 6, passes, overhead) == 6 * (12 + 1.5)
 
 
-@pytest.mark.parametrize("schedule", ["grouped", "interleaved"])
 @pytest.mark.parametrize("stages, acc", [(2, 4), (3, 6), (5, 10), (4, 40)])
-def test_pipelined_seconds_follow_the_lowerings_time_steps(schedule, stages, acc):
-    """Each step of the lowering's Grouped or Interleaved schedule lasts as long as its slowest
-    item (the ramps' steps run only the stages holding a micro-batch)."""
+def test_grouped_seconds_follow_the_lowerings_time_steps(stages, acc):
+    """Each step of the lowering's Grouped schedule lasts as long as its slowest item."""
     from ipusim.lowering.schedules import time_steps
 
     passes = [(1.0 + 0.3 * s * (-1) ** s, 2.0 + 0.7 * (s % 3)) for s in range(stages)]
-    steps = time_steps(schedule, stages, acc, True)
+    steps = time_steps("grouped", stages, acc, True)
     naive = sum(max(passes[s][p == "B"] for s, p, _ in step) + 0.25 for step in steps)
-    assert options.schedule_seconds(schedule, acc, passes, 0.5) == pytest.approx(naive)
+    assert options.schedule_seconds("grouped", acc, passes, 0.5) == pytest.approx(naive)
 
 
 def test_state_bytes_and_settings():
@@ -91,7 +83,7 @@ def cands():
 # rounded up: throughput up to 9% high (5-stage Grouped pipelines; up to 22% high on 2-IPU
 # pipelines with the state on chip before the stages' seconds included their syncs, the step
 # the host's per-execution work once and the Grouped schedule its ramp steps), bytes within 2%
-# (31% high above the profiled micro-batches, which this sample avoids).
+# (above the profiled micro-batches: tests/plan/test_bert_estimates.py).
 CASES = [
     {"offload": "off", "replicas": 1, "stages": 5, "micro-batch": 2},
     {"offload": "off", "sharded-optimizer-state": True, "replicas": 2, "stages": 3},
@@ -109,7 +101,7 @@ def test_new_options_track_the_simulator(cands, want):
     out = measure("bert", cand.args)
     assert out["fits"], out
     assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
-    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.04), cand.args
+    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.03), cand.args
 
 
 def test_state_on_chip_costs_memory_and_saves_the_update_as_simulated(cands):
