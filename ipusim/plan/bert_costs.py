@@ -34,6 +34,12 @@ REFERENCE_DEPTH = 2
 #: its layers' syncs and what the layers leave out (``overhead_s``) is the stage boundaries'.
 SYNCED = (*profile.TRACKS, "sync")
 SIZES = {"base": (12, 768, 12, 3072), "large": (24, 1024, 16, 4096)}
+#: Figures that stop growing with the micro-batch, held at the largest profiled one's above it
+#: (M: code and exchange bytes of an encoder IPU of tests/plan's small BERT 24 MB at
+#: micro-batch 1, 62 MB at 8, 61 MB at 16; its working set 6, 56, 74 MB; BERT-Large's working
+#: set 44, 119, 139 MB at 1, 2, 4: extrapolated linearly, 30% too many bytes at twice the
+#: largest profiled micro-batch; E: held, about 6% too few).
+HELD_ABOVE = ("working", "fixed", "fixed0", "ratio", "ratio0")
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class BertCosts:
 
     Attributes:
         layer_s / embed_s / head_s: an encoder layer's, the embedding's and the head's seconds
-            per micro-batch (recomputed forward included when recomputing).
+            per micro-batch (recomputed forward included when recomputing, but the head's:
+            it follows the last checkpoint).
         layer_var / embed_var / head_var: variable bytes of an encoder layer, the embedding and
             the head.
         working: live activations of an IPU besides its stash (one layer's working set).
@@ -167,20 +174,25 @@ class BertCosts:
         # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them),
         # and the host's per-execution work (a candidate has it once).
         fixed = p.update_s + p.host_s - p.infeed_s
-        parts = p.seconds(p.groups, recompute) + (fixed + p.infeed_s + p.execution_s) / acc
+        # The head follows the last checkpoint (in a stage of its own, or the last encoder
+        # stage's last layers): RecomputeAndBackpropagateInterleaved recomputes nothing after
+        # a stage's final checkpoint, and the last stage nothing else (ipusim.lowering.recompute).
+        body = [g for g in p.groups if g != "head"]
+        parts = p.seconds(body, recompute) + p.seconds(["head"])
+        parts += (fixed + p.infeed_s + p.execution_s) / acc
         # The reference's Streaming Memory transfers out (a candidate adds its own), the
         # update's compute and syncs kept whatever the transfers' estimate.
         weights = sum(p.groups[g].weight_bytes for g in layers)
         moved_s = moved(heaviest * weights / sum(var))
         update = p.update_s + max(p.host_s - p.infeed_s - moved_s, 0.0)
 
-        def back(names: list[str]) -> float:
-            return sum(p.groups[g].backward_s + recompute * p.groups[g].forward_s for g in names)
+        def back(names: list[str], again: bool = recompute) -> float:
+            return sum(p.groups[g].backward_s + again * p.groups[g].forward_s for g in names)
 
         return cls(
             layer_s=layer_s,
             embed_s=p.seconds(["embedding"], recompute),
-            head_s=p.seconds(["head"], recompute),
+            head_s=p.seconds(["head"]),
             layer_var=max(var),
             embed_var=p.variable_bytes(["embedding"]),
             head_var=p.variable_bytes(["head"]),
@@ -198,7 +210,7 @@ class BertCosts:
             weight_share=weights / sum(var),
             layer_b=layer_s * back(layers) / p.seconds(layers, recompute),
             embed_b=back(["embedding"]),
-            head_b=back(["head"]),
+            head_b=back(["head"], False),
             infeed_s=p.infeed_s / acc,
             execution_s=p.execution_s,
             attention_s=p.seconds(attention, recompute) / p.seconds(layers, recompute),
@@ -348,14 +360,22 @@ class CostCache:
         lo = one(self.lo)
         if lo is None:
             return None
+        # The largest micro-batch, else halves of it down to one that fits (a failed try is
+        # cheap; M: BERT-Large's Sequential micro-batch 4 scaled from micro-batch 1, when 8 and
+        # 16 did not fit, was estimated 16% slow and 32% too many bytes).
         top, hi = self.hi, None
-        for _ in range(2):  # the largest micro-batch, else half of it (a failed try is cheap)
-            if top <= self.lo or (hi := one(top)) is not None:
-                break
+        while top > self.lo and (hi := one(top)) is None:
             top //= 2
         if hi is None:
             return _scaled(lo, mb / self.lo)
-        return _blend(lo, hi, (mb - self.lo) / (top - self.lo))  # above ``top``: extrapolated
+        c = _blend(lo, hi, (mb - self.lo) / (top - self.lo))
+        if mb <= top:
+            return c
+        # Above ``top``: seconds extrapolated, activations outside the layers proportional
+        # to the micro-batch (E), the figures that stop growing held.
+        k = mb / top
+        held = {f: getattr(hi, f) for f in HELD_ABOVE}
+        return replace(c, embed_act=hi.embed_act * k, head_act=hi.head_act * k, **held)
 
 
 def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:

@@ -353,7 +353,11 @@ def _split_candidates(
         k = options.io_slowdown(share)
         first = [(k * f, k * b) for f, b in passes]
         first[0] = (first[0][0] + c.infeed_s * (not io), first[0][1])
-        seconds = options.schedule_seconds(schedule, acc, first, c.overhead_s)
+        # Sequential: the head's own stage adds its boundary's copies and syncs (Grouped: M,
+        # its ramp step estimated 6% slow on a small BERT's 5-stage sub-layer split; left out).
+        seconds = options.schedule_seconds(
+            schedule, acc, first, c.overhead_s, stages if schedule == "sequential" else 0
+        )
         gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
         a = options.setting_args(args, setting, io)
         speed = replicas * mb * acc / (run + seconds)

@@ -83,7 +83,7 @@ def cands():
 # rounded up: throughput up to 9% high (5-stage Grouped pipelines; up to 22% high on 2-IPU
 # pipelines with the state on chip before the stages' seconds included their syncs, the step
 # the host's per-execution work once and the Grouped schedule its ramp steps), bytes within 2%
-# (31% high above the profiled micro-batches, which this sample avoids).
+# (above the profiled micro-batches: tests/plan/test_bert_estimates.py).
 CASES = [
     {"offload": "off", "replicas": 1, "stages": 5, "micro-batch": 2},
     {"offload": "off", "sharded-optimizer-state": True, "replicas": 2, "stages": 3},
@@ -101,7 +101,7 @@ def test_new_options_track_the_simulator(cands, want):
     out = measure("bert", cand.args)
     assert out["fits"], out
     assert cand.speed == pytest.approx(out["throughput"], rel=0.10), cand.args
-    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.04), cand.args
+    assert cand.ipu_bytes == pytest.approx(out["ipu_bytes"], rel=0.03), cand.args
 
 
 def test_state_on_chip_costs_memory_and_saves_the_update_as_simulated(cands):
