@@ -41,12 +41,7 @@ from ipusim.plan import options, profile
 from ipusim.plan.partition import Split, best_splits
 from ipusim.plan.space import Candidate, fastest_first
 from ipusim.plan.space_model_amp import proportion_references
-from ipusim.plan.space_model_recompute import (
-    CHECKPOINT_STAGES,
-    checkpoint_args,
-    checkpoint_gives,
-    even_split,
-)
+from ipusim.plan.space_model_recompute import checkpoint_gives, checkpoint_settings, even_split
 from ipusim.plan.space_resnet import EXTRA_PROPORTIONS, MEMORY_PROPORTIONS
 
 __all__ = ["layer_names", "model_candidates"]
@@ -121,10 +116,8 @@ def model_candidates(
         mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
         if ipr == 1:
             dp = {**base, "replicas": replicas}
-            for stages in CHECKPOINT_STAGES:
-                extra = checkpoint_args(names, stages)
-                if stages == 0 or extra:
-                    out += _data_parallel(dp, mbs, per_replica, global_batch, slots, extra)
+            for extra in checkpoint_settings(names):
+                out += _data_parallel(dp, mbs, per_replica, global_batch, slots, extra)
         else:
             for mb in mbs[-PIPELINE_BATCHES:]:
                 out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb, slots)

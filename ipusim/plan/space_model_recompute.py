@@ -10,9 +10,12 @@ its input (the checkpoint) and re-creates its own activations in its backward pa
 one stage's activations are live at once. M (the simulator, tests/plan/_models.py's ``wide`` on
 an M2000, 4 replicas, micro-batch 2): 2 checkpoint stages take 9% less memory than no
 recomputation, 0.7% slower; 3 and 4 stages a little more memory than 2 and slower again. On the
-small ``mlp`` (activations tiny beside the weights) they take more memory, not less. So the
-space tries :data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each profiled as
-the data-parallel plans are (the configuration itself at two micro-batches).
+small ``mlp`` (activations tiny beside the weights) they take more memory, not less; on
+``wider`` on one GC200 (no Streaming Memory) they are what makes it fit. So the space tries
+:data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each split profiled as the
+data-parallel plans are (the configuration itself at two micro-batches): the planner cannot
+know the stored activations of a user's layers before a run, so the splits are not balanced
+by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`).
 
 **Recomputation mode** (``recomputation-mode``). With the Grouped schedule a pipeline may ask
 RecomputeAndBackpropagateInterleaved instead of Auto's RecomputeThenBackpropagate. Without
@@ -26,28 +29,39 @@ that measurement, so a lowering that makes the mode differ shows up there.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-__all__ = ["CHECKPOINT_STAGES", "checkpoint_args", "checkpoint_gives", "even_split"]
+__all__ = ["CHECKPOINT_STAGES", "checkpoint_gives", "checkpoint_settings", "even_split"]
 
-#: Recomputation stages tried on one IPU per replica (0: no checkpoints). E: 2 and 3 cover the
-#: measured gain (see the module docstring); each count costs two profile runs per proportion.
-CHECKPOINT_STAGES = (0, 2, 3)
+#: Recomputation stages tried on one IPU per replica. E: 2 and 3 cover the measured gain (see the
+#: module docstring); each split tried costs two profile runs per proportion.
+CHECKPOINT_STAGES = (2, 3)
+#: Splits tried per stage count, at most: every cut of the layers while there are no more, else
+#: the even split only (E: M on ``wider``, the cut moves the step by 1.4%, more than the
+#: estimates' error; a model with many layers would cost too many profile runs).
+SPLITS_TRIED = 4
 
 
-def checkpoint_args(names: list[str], stages: int) -> dict[str, Any]:
-    """The ``[args]`` running a one-IPU replica as ``stages`` recomputation stages (none for
-    0, or when the model has fewer layers): split at even layer counts (E: the layers' stored
-    activations are not known before a run; a stage boundary is a checkpoint)."""
-    if stages < 2 or stages > len(names):
-        return {}
-    return {
-        "stages": stages,
-        "split": even_split(names, stages),
-        "device-mapping": [0] * stages,
-        "schedule": "sequential",
-        "recompute": True,
-    }
+def checkpoint_settings(names: list[str]) -> list[dict[str, Any]]:
+    """The ``[args]`` of a one-IPU replica's recomputation settings: ``{}`` (none), then per
+    stage count of :data:`CHECKPOINT_STAGES` (up to the layers) its splits (a stage boundary is
+    a checkpoint), the stages all on IPU 0 with the Sequential schedule."""
+    out: list[dict[str, Any]] = [{}]
+    for stages in (s for s in CHECKPOINT_STAGES if s <= len(names)):
+        cuts = list(itertools.combinations(range(1, len(names)), stages - 1))
+        splits = [[names[c - 1] for c in cut] for cut in cuts]
+        for split in splits if len(splits) <= SPLITS_TRIED else [even_split(names, stages)]:
+            out.append(
+                {
+                    "stages": stages,
+                    "split": split,
+                    "device-mapping": [0] * stages,
+                    "schedule": "sequential",
+                    "recompute": True,
+                }
+            )
+    return out
 
 
 def checkpoint_gives(extra: dict[str, Any]) -> list[str]:
