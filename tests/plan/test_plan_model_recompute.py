@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import tomllib
 
 import pytest
 
@@ -48,8 +49,8 @@ def _exhaustive() -> list[dict]:
     return out
 
 
-def test_the_planners_best_is_the_best_one_ipu_configuration():
-    result = ipusim.plan(WIDER, SYSTEM, BATCH, budget_s=math.inf, progress=False)
+def test_the_planners_best_is_the_best_one_ipu_configuration(tmp_path):
+    result = ipusim.plan(WIDER, SYSTEM, BATCH, budget_s=math.inf, progress=False, output=tmp_path)
     space = _exhaustive()
     measured = [measure("keras_model", args) for args in space]
     # out of memory: refused by the memory plan (an error) or over the budget
@@ -62,6 +63,12 @@ def test_the_planners_best_is_the_best_one_ipu_configuration():
     # Recomputation checkpoints are what makes this model fit: no plan without them does
     assert all(a["stages"] > 1 for _, a in fitting) and top_args["stages"] > 1
     assert result.table["args"].iloc[0]["device-mapping"] == [0] * top_args["stages"]
+    # the checkpoints reach the table's text, best.toml and best.py
+    gives = f"recomputes activations between {top_args['stages'] - 1} checkpoint(s) on one IPU"
+    assert gives in result.table["gives_up"].iloc[0]
+    best = tomllib.loads((tmp_path / "best.toml").read_text())["args"]
+    assert best == dict(result.table["args"].iloc[0])
+    assert f"device_mapping={best['device-mapping']}" in (tmp_path / "best.py").read_text()
 
 
 @pytest.fixture(scope="module")
