@@ -172,6 +172,8 @@ def _data_parallel_at(
     sizes = (slots, element_bytes(str(base["precision"])))
     out, (per_replica, global_batch) = [], batches
     acc = per_replica // mb
+    if extra and acc == 1:  # space_model_recompute.checkpoint_settings: not estimated there
+        return []
     args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1, **extra}
     args["steps"] = acc * _executions(acc)
     gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
