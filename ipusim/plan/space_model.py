@@ -1,6 +1,7 @@
 """A user's Keras model's configuration space: IPUs per replica and replicas, the layers of
 each pipeline stage (cut at the model's layer boundaries by :func:`best_splits`), micro-batch and
-gradient accumulation for the global batch, recomputation, availableMemoryProportion
+gradient accumulation for the global batch, recomputation (and checkpoints:
+:mod:`~ipusim.plan.space_model_recompute`), availableMemoryProportion
 (ResNet-50's profiled and interpolated values; for pipelines see
 :mod:`~ipusim.plan.space_model_amp`), and the options of
 :mod:`ipusim.plan.options`: schedule, optimizer-state offloading and sharding, I/O tiles.
@@ -20,9 +21,10 @@ the two IPUs of a pair is faster than between neighbours. The search tries stage
 ``i`` and one more stage holding the last few layers mapped back to IPU 0 (as Graphcore's BERT
 puts its head beside the embedding whose weights it shares; ipusim keeps a shared variable on
 the first stage that reads it, so the mapping changes the result through IPU 0's memory and time
-and the copies between the stages). Not searched: permutations of the IPUs (the default
-already puts every other boundary inside a pair) and several contiguous stages on one IPU
-(recomputation checkpoints, as ResNet-50's space does).
+and the copies between the stages). With one IPU per replica, recomputation checkpoints are
+searched as stages all mapped to that IPU (:mod:`~ipusim.plan.space_model_recompute`). Not
+searched: permutations of the IPUs (the default already puts every other boundary inside a
+pair) and several contiguous stages on one IPU of a multi-IPU pipeline.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ipusim.plan import options, profile
 from ipusim.plan.partition import Split, best_splits
 from ipusim.plan.space import Candidate, fastest_first
 from ipusim.plan.space_model_amp import proportion_references
+from ipusim.plan.space_model_recompute import checkpoint_gives, checkpoint_settings, even_split
 from ipusim.plan.space_resnet import EXTRA_PROPORTIONS, MEMORY_PROPORTIONS
 
 __all__ = ["layer_names", "model_candidates"]
@@ -113,7 +116,8 @@ def model_candidates(
         mbs = [m for m in range(1, min(per_replica, 64) + 1) if per_replica % m == 0]
         if ipr == 1:
             dp = {**base, "replicas": replicas}
-            out += _data_parallel(dp, mbs, per_replica, global_batch, slots)
+            for extra in checkpoint_settings(names):
+                out += _data_parallel(dp, mbs, per_replica, global_batch, slots, extra)
         else:
             for mb in mbs[-PIPELINE_BATCHES:]:
                 out += _pipelined(base, names, ipr, replicas, mb, per_replica // mb, slots)
@@ -121,15 +125,21 @@ def model_candidates(
 
 
 def _data_parallel(
-    base: dict[str, Any], mbs: list[int], per_replica: int, global_batch: int, slots: int
+    base: dict[str, Any],
+    mbs: list[int],
+    per_replica: int,
+    global_batch: int,
+    slots: int,
+    extra: dict[str, Any],
 ) -> list[Candidate]:
     """One IPU per replica, profiled at two micro-batches as the workload runs by default (the
     optimizer state offloaded with accumulation where there is Streaming Memory, as IPU
     TensorFlow does) at the two profiled availableMemoryProportion values (the others
-    interpolated), for every optimizer-state and I/O tile option."""
+    interpolated), for every optimizer-state and I/O tile option; ``extra``: the
+    recomputation checkpoints' ``[args]`` (:mod:`~ipusim.plan.space_model_recompute`)."""
 
     def figures(proportion: float) -> dict[int, tuple[float, ...]]:
-        setting = {**base, "memory-proportion": proportion}
+        setting = {**base, "stages": 1, **extra, "memory-proportion": proportion}
         return profile.per_micro_batch(
             "keras_model", setting, _per_layer, mbs, per_replica, REFERENCE_BATCHES, _executions
         )
@@ -141,7 +151,7 @@ def _data_parallel(
         for mb in sorted(set(low) & set(high)):
             fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
             args = {**base, "memory-proportion": proportion}
-            out += _data_parallel_at(args, mb, fig, per_replica, global_batch, slots)
+            out += _data_parallel_at(args, mb, fig, (per_replica, global_batch), slots, extra)
     return out
 
 
@@ -149,24 +159,29 @@ def _data_parallel_at(
     base: dict[str, Any],
     mb: int,
     fig: tuple[float, ...],
-    per_replica: int,
-    global_batch: int,
+    batches: tuple[int, int],
     slots: int,
+    extra: dict[str, Any],
 ) -> list[Candidate]:
-    """:func:`_data_parallel`'s candidates at micro-batch ``mb`` whose figures are ``fig``."""
+    """:func:`_data_parallel`'s candidates at micro-batch ``mb`` whose figures are ``fig``
+    (``batches``: the replica's share and the global batch)."""
     from ipusim.hardware import load_system
 
     system = str(base["system"])
     ref = ("on" if load_system(system).streaming_memory is not None else "off", False)
     sizes = (slots, element_bytes(str(base["precision"])))
-    out = []
+    out, (per_replica, global_batch) = [], batches
     acc = per_replica // mb
-    args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1}
+    if extra and acc == 1:  # space_model_recompute.checkpoint_settings: not estimated there
+        return []
+    args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1, **extra}
     args["steps"] = acc * _executions(acc)
     gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
     variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
     for state, io, step, used in variants:
-        text = "; ".join([gives, *options.gives_up(state, io)])
+        if io and extra:  # the Sequential schedule does not overlap the infeed (as ResNet-50's)
+            continue
+        text = "; ".join([gives, *checkpoint_gives(extra), *options.gives_up(state, io)])
         a = options.setting_args(args, state, io)
         out.append(Candidate.of(a, global_batch / step, text, used, fig[4], fig[1]))
     return out
@@ -179,7 +194,7 @@ def _pipelined(
     global batch), from a reference run per profiled availableMemoryProportion
     (:mod:`~ipusim.plan.space_model_amp`)."""
     run = {**base, "replicas": replicas, "micro-batch": mb, "accumulation": acc, "stages": ipr}
-    run |= {"steps": acc * _executions(acc), "split": _even_split(names, ipr)}
+    run |= {"steps": acc * _executions(acc), "split": even_split(names, ipr)}
     out = []
     for proportion, ref in proportion_references(run, lambda r: _reference(r, names, slots)):
         out += _pipelined_at(ref, {**run, "memory-proportion": proportion}, names, ipr, acc)
@@ -426,9 +441,3 @@ def _pipeline_candidates(
         budget = (ref.budget * share, ref.ratio * share)
         out.append(Candidate.of(a, speed, text, peak, *budget))
     return out
-
-
-def _even_split(names: list[str], stages: int) -> list[str]:
-    """Layer names after which ``stages`` stages of equal layer counts start."""
-    n = len(names)
-    return [names[(n * s) // stages - 1] for s in range(1, stages)]

@@ -45,3 +45,9 @@ def wide() -> keras.Model:
     """Three 4096-wide dense layers (50M weights) and a small head: its gradients' all-reduce
     dominates a small global batch, so pipelines can win."""
     return _dense_stack(4096, 4096)
+
+
+def wider() -> keras.Model:
+    """Three 4608-wide dense layers and a small head: on one GC200 (no Streaming Memory to
+    offload Adam's state to) it fits only with recomputation checkpoints."""
+    return _dense_stack(4096, 4736)

@@ -1,0 +1,80 @@
+"""Recomputation for a user's Keras model beyond on/off: checkpoints, and the recomputation mode.
+
+**Checkpoints.** The planner cannot add ``RecomputationCheckpoint`` layers to a user's model, but
+it can cut the model into pipeline stages that all map to the replica's one IPU (stage
+assignment, ``device_mapping=[0, ...]``, the Sequential schedule), as ResNet-50's space does
+(:mod:`~ipusim.plan.space_resnet`). ipusim's lowering runs those stages one after the other on
+IPU 0 and, with ``allow_recompute``, resolves RecomputationMode.Auto for Sequential to
+RecomputeAndBackpropagateInterleaved (``ipusim/lowering/recompute.py``): each stage stashes only
+its input (the checkpoint) and re-creates its own activations in its backward pass, so at most
+one stage's activations are live at once. M (the simulator, tests/plan/_models.py's ``wide`` on
+an M2000, 4 replicas, micro-batch 2): 2 checkpoint stages take 9% less memory than no
+recomputation, 0.7% slower; 3 and 4 stages a little more memory than 2 and slower again. On the
+small ``mlp`` (activations tiny beside the weights) they take more memory, not less; on
+``wider`` on one GC200 (no Streaming Memory) they are what makes it fit. So the space tries
+:data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each split profiled as the
+data-parallel plans are (the configuration itself at two micro-batches): the planner cannot
+know the stored activations of a user's layers before a run, so the splits are not balanced
+by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`).
+
+**Recomputation mode** (``recomputation-mode``). With the Grouped schedule a pipeline may ask
+RecomputeAndBackpropagateInterleaved instead of Auto's RecomputeThenBackpropagate. Without
+checkpoints the two stash the same stage inputs and run the same passes; the interleaved mode
+recomputes as the backward pass needs its values rather than all at once. M (the simulator,
+``mlp`` and ``wide`` on 2 IPUs x 2 replicas, micro-batch 2, accumulation 4): the same
+throughput to the last digit and 0.1% (``wide``) to 2.6% (``mlp``) more memory. Never better on those models, so it is not searched (it
+would only add dominated plans to simulate); tests/plan/test_plan_model_recompute.py checks
+that measurement, so a lowering that makes the mode differ shows up there.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+__all__ = ["CHECKPOINT_STAGES", "checkpoint_gives", "checkpoint_settings", "even_split"]
+
+#: Recomputation stages tried on one IPU per replica. E: 2 and 3 cover the measured gain (see the
+#: module docstring); each split tried costs two profile runs per proportion.
+CHECKPOINT_STAGES = (2, 3)
+#: Splits tried per stage count, at most: every cut of the layers while there are no more, else
+#: the even split only (E: M on ``wider``, the cut moves the step by 1.4%, more than the
+#: estimates' error; a model with many layers would cost too many profile runs).
+SPLITS_TRIED = 4
+
+
+def checkpoint_settings(names: list[str]) -> list[dict[str, Any]]:
+    """The ``[args]`` of a one-IPU replica's recomputation settings: ``{}`` (none), then per
+    stage count of :data:`CHECKPOINT_STAGES` (up to the layers) its splits (a stage boundary is
+    a checkpoint), the stages all on IPU 0 with the Sequential schedule. Only with gradient
+    accumulation: without, the profile runs the pipeline's own optimizer-state default, not
+    the on-chip state the estimate assumes (M: ``wide`` on an M2000 at micro-batch 2, 42
+    samples/s estimated against 2,511 simulated), so the space leaves those plans out."""
+    out: list[dict[str, Any]] = [{}]
+    for stages in (s for s in CHECKPOINT_STAGES if s <= len(names)):
+        cuts = list(itertools.combinations(range(1, len(names)), stages - 1))
+        splits = [[names[c - 1] for c in cut] for cut in cuts]
+        for split in splits if len(splits) <= SPLITS_TRIED else [even_split(names, stages)]:
+            out.append(
+                {
+                    "stages": stages,
+                    "split": split,
+                    "device-mapping": [0] * stages,
+                    "schedule": "sequential",
+                    "recompute": True,
+                }
+            )
+    return out
+
+
+def checkpoint_gives(extra: dict[str, Any]) -> list[str]:
+    """The 'gives up' text of a plan with the checkpoint ``[args]`` ``extra``."""
+    if not extra:
+        return []
+    return [f"recomputes activations between {extra['stages'] - 1} checkpoint(s) on one IPU"]
+
+
+def even_split(names: list[str], stages: int) -> list[str]:
+    """Layer names after which ``stages`` stages of equal layer counts start."""
+    n = len(names)
+    return [names[(n * s) // stages - 1] for s in range(1, stages)]
