@@ -147,18 +147,8 @@ class BertCosts:
         IPU) at micro-batch ``mb``; ``moved(weight_bytes)``: the seconds of collectives and
         Streaming Memory transfers of the reference's update of an IPU's weights."""
         enc = [i for i in range(1, len(counts)) if i in p.ipu_activations]
-        n = np.array([counts[i] for i in enc], float)
-        act = np.array([p.ipu_activations[i] for i in enc])
-        if len(set(n)) > 1:  # act = working + n * stash over the encoder-only IPUs
-            (working, stash), *_ = np.linalg.lstsq(np.c_[np.ones_like(n), n], act, rcond=None)
-        else:
-            working, stash = 0.0, float(act.mean() / n.mean()) if len(n) else 0.0
-        working, stash = max(float(working), 0.0), max(float(stash), 0.0)
-        # Per encoder layer, its groups (its attention and feed-forward halves).
-        per_layer: dict[str, list[str]] = {}
-        for g in p.groups:
-            if g.startswith("encoder_"):
-                per_layer.setdefault(g.split("/")[0], []).append(g)
+        working, stash = _working_and_stash(p, counts, enc)
+        per_layer = _layer_groups(p)
         layers = [g for names in per_layer.values() for g in names]
         attention = [g for g in layers if g.endswith("/attention")]
         var = [p.variable_bytes(names) for names in per_layer.values()]
@@ -230,6 +220,28 @@ class BertCosts:
             return total, total / self.budget * max(1.0, self.ratio0)
         total += self.fixed
         return total, total / self.budget * max(1.0, self.ratio)
+
+
+def _working_and_stash(p: Profile, counts: list[int], enc: list[int]) -> tuple[float, float]:
+    """Bytes an encoder IPU holds whatever its layer count, and a layer's stash: the fit of
+    ``activations = working + layers * stash`` over the encoder-only IPUs ``enc`` (one layer
+    count among them: all stash)."""
+    n = np.array([counts[i] for i in enc], float)
+    act = np.array([p.ipu_activations[i] for i in enc])
+    if len(set(n)) > 1:
+        (working, stash), *_ = np.linalg.lstsq(np.c_[np.ones_like(n), n], act, rcond=None)
+    else:
+        working, stash = 0.0, float(act.mean() / n.mean()) if len(n) else 0.0
+    return max(float(working), 0.0), max(float(stash), 0.0)
+
+
+def _layer_groups(p: Profile) -> dict[str, list[str]]:
+    """Per encoder layer, its profile groups (its attention and feed-forward halves)."""
+    per_layer: dict[str, list[str]] = {}
+    for g in p.groups:
+        if g.startswith("encoder_"):
+            per_layer.setdefault(g.split("/")[0], []).append(g)
+    return per_layer
 
 
 def bert_group(layer: str) -> str | None:
