@@ -84,8 +84,9 @@ class BertCosts:
         fixed / fixed0: code and exchange bytes of an encoder IPU; of IPU 0.
         ratio / ratio0: busiest tile over IPU fullness, encoder IPUs; IPU 0.
         update_per_byte: seconds of the weight update (its compute sets and syncs) and host I/O
-            per execution, per variable byte of the fullest IPU (the reference's collectives and Streaming Memory transfers
-            taken out: a candidate adds its own, :func:`~ipusim.plan.options.update_transfer_s`).
+            per execution, per variable byte of the fullest IPU (the reference's collectives
+            and Streaming Memory transfers taken out: a candidate adds its own,
+            :func:`~ipusim.plan.options.update_transfer_s`).
         overhead_s: seconds per stage and micro-batch the layers' compute sets leave out
             (stage-to-stage copies, inter-IPU syncs, host I/O; the compute sets' own syncs are
             the layers'): the reference's simulated time over the

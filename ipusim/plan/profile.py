@@ -311,7 +311,8 @@ def one_ipu(
     profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
     bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
     besides the micro-batches (update, all-reduce, host I/O), the IPU's budget, its weight
-    bytes and its infeed copy seconds per micro-batch; None if it does not fit. The run has ``executions(accumulation)`` weight updates, as the candidates."""
+    bytes and its infeed copy seconds per micro-batch; None if it does not fit. The run has
+    ``executions(accumulation)`` weight updates, as the candidates."""
     # A long accumulation is profiled over its first MAX_PROFILE_ACCUMULATION micro-batches:
     # the per-micro-batch and per-update figures do not depend on the count, and a run of
     # thousands would outgrow the trace's record budget.
