@@ -23,8 +23,9 @@ checkpoints the two stash the same stage inputs and run the same passes; the int
 recomputes as the backward pass needs its values rather than all at once. M (the simulator,
 ``mlp`` and ``wide`` on 2 IPUs x 2 replicas, micro-batch 2, accumulation 4): the same
 throughput to the last digit and 0.1% (``wide``) to 2.6% (``mlp``) more memory. Never better
-on those models, so it is not searched (it would only add dominated plans to simulate); tests/plan/test_plan_model_recompute.py checks
-that measurement, so a lowering that makes the mode differ shows up there.
+on those models, so it is not searched (it would only add dominated plans to simulate);
+tests/plan/test_plan_model_recompute.py checks that measurement, so a lowering that makes the
+mode differ shows up there.
 """
 
 from __future__ import annotations
