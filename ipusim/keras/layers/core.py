@@ -55,6 +55,7 @@ def add_bias(layer: Any, shape: tuple) -> None:
         if layer.use_bias
         else None
     )
+    layer.built = True
 
 
 def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int, ...]) -> Variable:
@@ -65,7 +66,6 @@ def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int,
     )
     add_bias(layer, bias_shape)
     return kernel
-    layer.built = True
 
 
 def bias_and_activation(layer: Any, y: Any) -> Any:
