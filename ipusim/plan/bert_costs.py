@@ -5,7 +5,7 @@ cached per setting (:class:`CostCache`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -393,8 +393,7 @@ class CostCache:
 
 def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:
     """``lo`` and ``hi`` interpolated linearly (weight ``w`` on ``hi``, E)."""
-    pairs = ((getattr(lo, f.name), getattr(hi, f.name)) for f in fields(lo))
-    return BertCosts(*((1 - w) * a + w * b for a, b in pairs))
+    return BertCosts(*options.lerp(astuple(lo), astuple(hi), w))
 
 
 def _scaled(c: BertCosts, k: float) -> BertCosts:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ipusim.lowering.schedules import depth_multiple
@@ -224,6 +224,12 @@ def interpolated(
     for v in extra:
         if lo < v < hi:
             yield v, lo, hi, (v - lo) / (hi - lo)
+
+
+def lerp(low: Iterable[float], high: Iterable[float], w: float) -> tuple[float, ...]:
+    """``low`` moved ``w`` of the way to ``high``, element by element (``w`` from
+    :func:`interpolated`: 0 gives ``low``, 1 ``high``)."""
+    return tuple((1 - w) * a + w * b for a, b in zip(low, high))
 
 
 def state_variants(

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.errors import ConfigurationError, OutOfMemoryError
+from ipusim.plan.options import lerp
 from ipusim.trace import HOST_ROUND_TRIP_WORK
 
 __all__ = [
@@ -368,7 +369,7 @@ def per_micro_batch(
             out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4], f0[5], f0[6] * k)
             continue
         w = (mb - m0) / (m1 - m0)
-        out[mb] = tuple((1 - w) * a + w * b for a, b in zip(f0, f1))
+        out[mb] = lerp(f0, f1, w)
     return out
 
 

@@ -402,7 +402,7 @@ def _bert_data_parallel(
     low, high = at(lo), at(hi)
     if low is None or high is None:
         return []
-    fig = tuple((1 - w) * a + w * b for a, b in zip(low, high))
+    fig = options.lerp(low, high, w)
     args = _bert_args(base, 1, replicas, 1, opt, precision, [])
     sizes = (options.optimizer_slots(args["optimizer"]), element_bytes(precision))
     variants = options.data_parallel_variants(

@@ -149,7 +149,7 @@ def _data_parallel(
     for proportion, lo, hi, w in options.interpolated(MEMORY_PROPORTIONS, EXTRA_PROPORTIONS):
         low, high = figures(lo), figures(hi)
         for mb in sorted(set(low) & set(high)):
-            fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
+            fig = options.lerp(low[mb], high[mb], w)
             args = {**base, "memory-proportion": proportion}
             out += _data_parallel_at(args, mb, fig, (per_replica, global_batch), slots, extra)
     return out

@@ -46,9 +46,7 @@ def blend(low: R, high: R, w: float) -> R:
         if isinstance(a, float):
             out[f.name] = (1 - w) * a + w * b
         elif isinstance(a, dict):
-            out[f.name] = {
-                k: tuple((1 - w) * x + w * y for x, y in zip(v, b[k])) for k, v in a.items()
-            }
+            out[f.name] = {k: options.lerp(v, b[k], w) for k, v in a.items()}
     return replace(low, **out)  # type: ignore[type-var]
 
 

@@ -131,7 +131,7 @@ def resnet_candidates(
     for stages, (proportion, lo, hi, w) in itertools.product(STAGE_COUNTS, list(spread)):
         low, high = figures(stages, lo), figures(stages, hi)
         for mb in sorted(set(low) & set(high)):
-            fig = tuple((1 - w) * a + w * b for a, b in zip(low[mb], high[mb]))
+            fig = options.lerp(low[mb], high[mb], w)
             out += _variants(args, num_ipus, global_batch, precision, stages, proportion, mb, fig)
     kept = [c for c in options.undominated(out) if c.memory <= PRUNE_FACTOR]
     return options.counted(fastest_first(kept), len(out))
