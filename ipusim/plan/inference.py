@@ -38,7 +38,14 @@ from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
-__all__ = ["STEPS", "best_py", "inference_candidates", "inference_kind", "latency_rows"]
+__all__ = [
+    "STEPS",
+    "best_py",
+    "inference_candidates",
+    "inference_kind",
+    "latency_rows",
+    "within_latency",
+]
 
 #: Micro-batches per replica of a candidate's dataset unless ``[args]`` give ``steps`` or the
 #: planner a dataset's samples (E: enough that a 16-stage pipeline's fill and drain costs under
@@ -345,15 +352,25 @@ def latency_rows(
     """Simulated inference rows with ``latency_s``, the seconds of one execution (the host
     gets its outputs when it ends; executions run back to back): the device iterations'
     samples over the throughput. Rows over ``max_latency_s`` are left out."""
-    out = []
-    for row in rows:
-        a = row["args"]
-        spe = a.get("steps-per-execution", a["steps"])
-        samples = spe * a["micro-batch"] * a["replicas"]
-        latency = samples / row["throughput"] if row["throughput"] > 0 else math.inf
-        if max_latency_s is None or latency <= max_latency_s or not row["fits"]:
-            out.append({**row, "latency_s": latency})
-    return out
+    return [
+        {**row, "latency_s": _latency_s(row)}
+        for row in rows
+        if within_latency(row, max_latency_s) or not row["fits"]
+    ]
+
+
+def within_latency(row: dict[str, Any], max_latency_s: float | None = None) -> bool:
+    """Whether a simulated inference row's execution takes at most ``max_latency_s`` seconds
+    (always, without a bound)."""
+    return max_latency_s is None or _latency_s(row) <= max_latency_s
+
+
+def _latency_s(row: dict[str, Any]) -> float:
+    """Seconds of one execution of a simulated inference row: its device iterations' samples
+    over its throughput (inf when it has none)."""
+    a = row["args"]
+    samples = a.get("steps-per-execution", a["steps"]) * a["micro-batch"] * a["replicas"]
+    return samples / row["throughput"] if row["throughput"] > 0 else math.inf
 
 
 def best_py(args: dict[str, Any]) -> str:

@@ -21,7 +21,12 @@ from typing import Any
 import pandas as pd
 
 from ipusim.errors import ConfigurationError
-from ipusim.plan.inference import inference_candidates, inference_kind, latency_rows
+from ipusim.plan.inference import (
+    inference_candidates,
+    inference_kind,
+    latency_rows,
+    within_latency,
+)
 from ipusim.plan.options import counted
 from ipusim.plan.space import Candidate, bert_candidates
 from ipusim.plan.space_model import model_candidates
@@ -189,7 +194,11 @@ def plan(
     cands = counted(_seeded(cands, seed), evaluated)
     if workload == "keras_model" and ":" not in str(workload_args["model"]):
         jobs, scheduler = 1, None  # a model registered in this process only
-    rows = _judge_all(workload, cands, start, budget_s, candidates, progress, jobs, scheduler)
+    # Inference: a plan over max_latency_s is not a plan, so it sets no bar for the others.
+    counts = functools.partial(within_latency, max_latency_s=max_latency_s if inference else None)
+    rows = _judge_all(
+        workload, cands, start, budget_s, candidates, progress, jobs, scheduler, counts
+    )
     rows = latency_rows(rows, max_latency_s) if inference else rows
     table = _rank(rows)
     result = PlanResult(table, evaluated, len(rows), time.perf_counter() - start)
@@ -277,6 +286,7 @@ def _judge_all(
     progress: bool,
     jobs: int = 1,
     scheduler: Any = None,
+    counts: Callable[[dict[str, Any]], bool] = within_latency,
 ) -> list[dict[str, Any]]:
     """Simulate the finalists in order within the budget, ``jobs`` at a time (on local worker
     processes, or on the Dask cluster at ``scheduler``, when more than one).
@@ -285,7 +295,8 @@ def _judge_all(
     is at least that of one of its family the memory check already refused is skipped (the
     estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
     whose expected simulation time (seconds per accumulated micro-batch seen so far) would
-    overrun the budget is skipped, not started. The rules see the results of the batches before
+    overrun the budget is skipped, not started. A candidate is hopeless only beside fitting
+    rows that ``counts`` (inference: those within the latency bound). The rules see the results of the batches before
     and are replayed over each batch in candidate order, so a search with a candidate limit gives
     the serial table whatever ``jobs``.
     """
@@ -306,7 +317,9 @@ def _judge_all(
             if rows and elapsed > budget_s:
                 pos = len(cands)
                 break
-            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(cand, rows):
+            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(
+                cand, rows, counts
+            ):
                 continue
             if rows and elapsed + per_step * cand.args["accumulation"] > budget_s:
                 continue
@@ -320,7 +333,9 @@ def _judge_all(
         for (i, cand), figures in zip(batch, measured):
             # Replay in candidate order: a finalist a refusal (or a better plan) earlier in
             # its own batch rules out is dropped, so the table is the serial search's.
-            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(cand, rows):
+            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(
+                cand, rows, counts
+            ):
                 continue
             row = {**figures, **_describe(cand)}
             if progress:
@@ -347,13 +362,18 @@ def _judge_all(
 HOPELESS = 0.85
 
 
-def _hopeless(cand: Candidate, rows: list[dict[str, Any]]) -> bool:
+def _hopeless(
+    cand: Candidate,
+    rows: list[dict[str, Any]],
+    counts: Callable[[dict[str, Any]], bool] = within_latency,
+) -> bool:
     """The estimate says ``cand`` cannot beat the best fitting plan of its global batch
-    simulated so far (each global batch of a range keeps its own best)."""
+    simulated so far (each global batch of a range keeps its own best) that ``counts``."""
     a = cand.args
     batch = a["micro-batch"] * a["accumulation"] * a["replicas"]
     best = max(
-        (r["throughput"] for r in rows if r["fits"] and r["global_batch"] == batch), default=0.0
+        (r["throughput"] for r in rows if r["fits"] and r["global_batch"] == batch and counts(r)),
+        default=0.0,
     )
     return cand.speed < HOPELESS * best
 
