@@ -296,9 +296,9 @@ def _judge_all(
     estimate grows with what the check measures: micro-batch, layers, stash), and a candidate
     whose expected simulation time (seconds per accumulated micro-batch seen so far) would
     overrun the budget is skipped, not started. A candidate is hopeless only beside fitting
-    rows that ``counts`` (inference: those within the latency bound). The rules see the results of the batches before
-    and are replayed over each batch in candidate order, so a search with a candidate limit gives
-    the serial table whatever ``jobs``.
+    rows that ``counts`` (inference: those within the latency bound). The rules see the results
+    of the batches before and are replayed over each batch in candidate order, so a search with
+    a candidate limit gives the serial table whatever ``jobs``.
     """
     rows: list[dict[str, Any]] = []
     refused: dict[tuple[Any, ...], float] = {}
@@ -317,9 +317,7 @@ def _judge_all(
             if rows and elapsed > budget_s:
                 pos = len(cands)
                 break
-            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(
-                cand, rows, counts
-            ):
+            if _ruled_out(cand, rows, refused, counts):
                 continue
             if rows and elapsed + per_step * cand.args["accumulation"] > budget_s:
                 continue
@@ -333,9 +331,7 @@ def _judge_all(
         for (i, cand), figures in zip(batch, measured):
             # Replay in candidate order: a finalist a refusal (or a better plan) earlier in
             # its own batch rules out is dropped, so the table is the serial search's.
-            if cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(
-                cand, rows, counts
-            ):
+            if _ruled_out(cand, rows, refused, counts):
                 continue
             row = {**figures, **_describe(cand)}
             if progress:
@@ -360,6 +356,17 @@ def _judge_all(
 #: tests/plan/test_profile.py, the options' within 10% in test_options.py; the margin keeps the
 #: near misses).
 HOPELESS = 0.85
+
+
+def _ruled_out(
+    cand: Candidate,
+    rows: list[dict[str, Any]],
+    refused: dict[tuple[Any, ...], float],
+    counts: Callable[[dict[str, Any]], bool],
+) -> bool:
+    """``cand`` needs no simulation: its family's memory check refused no more memory than
+    its estimate, or it is :func:`_hopeless`."""
+    return cand.memory >= refused.get(_family(cand), float("inf")) or _hopeless(cand, rows, counts)
 
 
 def _hopeless(
