@@ -132,7 +132,13 @@ def test_batch_norm_random_shapes(shape, data):
     want_mean, want_var = ref.moments(x, axis)
     assert_close(mean, want_mean)
     assert_close(var, want_var)
-    assert_close(y, ref.batch_norm(x, gamma, beta, want_mean, want_var, 1e-3, axis))
+    # The IPU's one-pass statistics (mean of squares less the squared mean, without
+    # norms.use_stable_statistics) lose float32 digits in proportion to mean^2 / (var + eps),
+    # and 1 / sqrt(var + eps) carries that into y (seed 41, shape [3, 4]: a channel of variance
+    # 0.003 around -1.3 is off by 3e-5 against a 2e-5 bound without this term).
+    conditioning = float(np.max(want_mean**2 / (want_var + 1e-3)))
+    rtol = 1e-5 + 4 * float(np.finfo(np.float32).eps) * conditioning
+    assert_close(y, ref.batch_norm(x, gamma, beta, want_mean, want_var, 1e-3, axis), rtol=rtol)
 
 
 def test_batch_norm_rejects_bad_arguments():
