@@ -9,6 +9,7 @@ language, or a command no test here knows, fails :func:`test_every_block_is_exer
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,23 @@ from readme_blocks import blocks, commands
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "api.md")
 #: Commands too slow for every run (minutes on two cores): run only with the slow tests.
-SLOW = {("ipusim", "validate"), ("ipusim", "validate", "--reduced")}
+SLOW = {("ipusim", "validate", "--reduced")}
+
+
+def _elsewhere() -> dict[tuple[str, ...], str]:
+    """Commands another test runs and checks beyond their exit status, with that test's file:
+    the planning page's worked examples (their output against the page) and the full
+    validation (its table against validation.json)."""
+    from docs.build import plan_example
+
+    runs = {
+        tuple(shlex.split(plan_example.command(system))): "tests/plan/test_plan_docs.py"
+        for system in plan_example.EXAMPLES
+    }
+    return {**runs, ("ipusim", "validate"): "tests/docs/test_docs_fresh.py"}
+
+
+ELSEWHERE = _elsewhere()
 
 
 def _blocks(language: str) -> list[tuple[str, str]]:
@@ -76,7 +93,9 @@ def _run_command(argv: list[str], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [a for a in _commands() if tuple(a) not in SLOW], ids=lambda a: " ".join(a)
+    "argv",
+    [a for a in _commands() if tuple(a) not in SLOW | ELSEWHERE.keys()],
+    ids=lambda a: " ".join(a),
 )
 def test_bash_commands_run(argv, tmp_path):
     _run_command(argv, tmp_path)
@@ -86,6 +105,12 @@ def test_bash_commands_run(argv, tmp_path):
 @pytest.mark.parametrize("argv", [a for a in _commands() if tuple(a) in SLOW], ids=" ".join)
 def test_slow_bash_commands_run(argv, tmp_path):
     _run_command(argv, tmp_path)
+
+
+@pytest.mark.parametrize("argv", sorted(ELSEWHERE), ids=" ".join)
+def test_commands_run_elsewhere_are_on_the_pages_and_in_their_tests(argv):
+    assert list(argv) in _commands(), f"no page shows {' '.join(argv)} any more"
+    assert (ROOT / ELSEWHERE[argv]).is_file(), ELSEWHERE[argv]
 
 
 @pytest.mark.parametrize(("page", "text"), _blocks("toml"), ids=lambda v: str(v)[:20])
