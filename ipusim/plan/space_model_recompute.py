@@ -15,7 +15,14 @@ small ``mlp`` (activations tiny beside the weights) they take more memory, not l
 :data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each split profiled as the
 data-parallel plans are (the configuration itself at two micro-batches): the planner cannot
 know the stored activations of a user's layers before a run, so the splits are not balanced
-by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`).
+by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`). Nor after one: the profile shares
+an IPU's activations over its layers by forward time, and the simulator's peak with
+checkpoints is the largest stage's working activations plus the stashed checkpoints (a cut
+after a wide layer stashes a wide tensor). M (tests/plan/_hourglass.py, one GC200,
+micro-batch 64, every split simulated): the split balancing the profile's per-layer
+activations (:func:`~ipusim.plan.partition.best_splits`) takes 28.3 MB at 2 stages and 31.8 MB
+at 3, the even split 25.3 and 27.7 MB, the best 24.1 MB (both cut after a narrow layer); so
+a model with more cuts keeps the even split (tests/plan/test_plan_checkpoint_split.py).
 
 **Checkpoints inside a multi-IPU pipeline** (several contiguous stages on one IPU, such as
 ``device_mapping=[0, 0, 1, 1]``): not searched. M (the simulator, tests/plan/_models.py's models
