@@ -15,7 +15,32 @@ small ``mlp`` (activations tiny beside the weights) they take more memory, not l
 :data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each split profiled as the
 data-parallel plans are (the configuration itself at two micro-batches): the planner cannot
 know the stored activations of a user's layers before a run, so the splits are not balanced
-by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`).
+by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`). Nor after one: the profile shares
+an IPU's activations over its layers by forward time, and the simulator's peak with
+checkpoints is the largest stage's working activations plus the stashed checkpoints (a cut
+after a wide layer stashes a wide tensor). M (tests/plan/_hourglass.py, one GC200,
+micro-batch 64, every split simulated): the split balancing the profile's per-layer
+activations (:func:`~ipusim.plan.partition.best_splits`) takes 28.3 MB at 2 stages and 31.8 MB
+at 3, the even split 25.3 and 27.7 MB, the best 24.1 MB (both cut after a narrow layer); so
+a model with more cuts keeps the even split (tests/plan/test_plan_checkpoint_split.py).
+
+**Checkpoints inside a multi-IPU pipeline** (several contiguous stages on one IPU, such as
+``device_mapping=[0, 0, 1, 1]``): not searched. M (the simulator, tests/plan/_models.py's models
+on an M2000, 2 replicas x 2 IPUs, accumulation 8, recompute on, the stage per layer of
+``[0, 0, 1, 1]`` against the same layers as ``[0, 1]``): at micro-batch 16, Grouped, ``wider``
+0.4% more bytes and 2.8% slower, ``wide`` 0.7% and 4.3%, ``mlp`` 3.2% and 1.4%; Sequential
+``wider`` 0.3% and 1.2%, ``wide`` 0.7% and 1.1%, ``mlp`` 2.3% and 0.9%; at micro-batch 2 the
+same signs (``wider`` Sequential 0.05% more bytes, 0.7% slower). Every other split of 3 stages
+on 2 IPUs (``[0, 0, 1]``, ``[0, 1, 1]``) likewise takes no fewer bytes than the 2-stage pipeline
+holding the same layers per IPU, and is slower. The checkpoint only saves activations, a
+small share of these models' IPUs beside their weights, Adam's state and the stashes; an
+extra stage adds its own copies and buffers. So stages sharing an IPU take what one stage of
+their layers takes, plus 0.05% to 3.2%: :class:`~ipusim.plan.space_model._Pipe` rightly
+adds their bytes (one stage's working activations alone would be too few); M (its plans for
+4 M2000 IPUs, global batch 64, micro-batch 32, Sequential, recompute on): with stages sharing
+IPU 0 (``[0, 1, 0]``) its bytes are 0.74x to 1.01x the simulator's on ``mlp``, 1.01x to 1.07x
+on ``wide``, as off as with a stage per IPU (0.79x to 1.10x, 0.99x to 1.08x).
+tests/plan/test_plan_model_recompute.py pins that measurement.
 
 **Recomputation mode** (``recomputation-mode``). With the Grouped schedule a pipeline may ask
 RecomputeAndBackpropagateInterleaved instead of Auto's RecomputeThenBackpropagate. Without

@@ -122,3 +122,21 @@ def test_the_interleaved_recomputation_mode_is_no_better_here(model):
     interleaved = simulate("keras_model", args | {"recomputation-mode": "interleaved"})
     assert interleaved.predicted == pytest.approx(auto.predicted, rel=1e-9)
     assert interleaved.memory_used >= auto.memory_used
+
+
+@pytest.mark.parametrize("schedule", ["grouped", "sequential"])
+def test_checkpoint_stages_inside_a_pipeline_are_no_better_here(schedule):
+    """Why the search leaves several contiguous stages on one IPU of a multi-IPU pipeline out
+    (space_model_recompute's docstring): one stage per layer on 2 IPUs (``[0, 0, 1, 1]``, a
+    recomputation checkpoint between the two stages of each IPU) runs slower than the same
+    layers as one stage per IPU and takes no less memory."""
+    model = "tests.plan._models:mlp"
+    names = layer_names(model)
+    args = {"system": "M2000", "model": model, "precision": "fp16.16", "replicas": 2}
+    args |= {"micro-batch": 2, "accumulation": 8, "steps": 16, "offload": "off"}
+    args |= {"schedule": schedule, "recompute": True}
+    pair = simulate("keras_model", args | {"stages": 2, "split": [names[1]]})
+    cut = {"stages": 4, "split": names[:3], "device-mapping": [0, 0, 1, 1]}
+    checkpoints = simulate("keras_model", args | cut)
+    assert checkpoints.predicted < pair.predicted  # samples/s
+    assert checkpoints.ipu_bytes >= pair.ipu_bytes
