@@ -366,7 +366,8 @@ def per_micro_batch(
 ) -> dict[int, tuple[float, ...]]:
     """:func:`one_ipu`'s figures for every micro-batch of ``mbs`` (the host's per-execution
     seconds folded into the per-update ones, at that micro-batch's executions): profiled at
-    the two of them closest to ``targets``, the per-micro-batch bytes and seconds interpolated
+    the two of them closest to ``targets`` (or, if one is closest to both, it and its
+    neighbour in ``mbs``), the per-micro-batch bytes and seconds interpolated
     linearly in the micro-batch (extrapolated outside, E), the per-update and per-execution
     ones too (E: the same at every micro-batch but for the update's working memory); with one
     fitting reference, bytes and seconds per micro-batch proportional to it (E); empty when no
@@ -384,6 +385,9 @@ def per_micro_batch(
     if not mbs:
         return whole
     refs = sorted({min(mbs, key=lambda m: (abs(m - t), m)) for t in targets})
+    if len(refs) == 1 and len(mbs) > 1:  # both targets nearest one: profile its neighbour too
+        i = mbs.index(refs[0])
+        refs = sorted({*refs, mbs[i + 1] if i + 1 < len(mbs) else mbs[i - 1]})
     points = [
         (m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica, executions))
     ]
