@@ -172,12 +172,14 @@ def _data_parallel_at(
     sizes = (slots, element_bytes(str(base["precision"])))
     out, (per_replica, global_batch) = [], batches
     acc = per_replica // mb
-    if extra and acc == 1:  # space_model_recompute.checkpoint_settings: not estimated there
-        return []
     args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1, **extra}
     args["steps"] = acc * _executions(acc)
-    gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
-    variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
+    replicas = base["replicas"]
+    gives = "nothing notable" if replicas == 1 else "gradient all-reduce"
+    # checkpoint stages are a pipeline: its optimizer-state options and default at any accumulation
+    variants = options.data_parallel_variants(
+        fig, acc, system, replicas, ref, sizes, pipelined=bool(extra)
+    )
     for state, io, step, used in variants:
         if io and extra:  # the Sequential schedule does not overlap the infeed (as ResNet-50's)
             continue
