@@ -366,9 +366,9 @@ def per_micro_batch(
 ) -> dict[int, tuple[float, ...]]:
     """:func:`one_ipu`'s figures for every micro-batch of ``mbs`` (the host's per-execution
     seconds folded into the per-update ones, at that micro-batch's executions): profiled at
-    the two of them closest to ``targets`` (or, if one is closest to both, it and its
-    neighbour in ``mbs``), the per-micro-batch bytes and seconds interpolated
-    linearly in the micro-batch (extrapolated outside, E), the per-update and per-execution
+    those closest to ``targets`` (or, if one is closest to all, it and its neighbour in
+    ``mbs``), the per-micro-batch bytes and seconds interpolated linearly in the micro-batch
+    between the two profiled around it (extrapolated from the nearest two outside, E), the per-update and per-execution
     ones too (E: the same at every micro-batch but for the update's working memory); with one
     fitting reference, bytes and seconds per micro-batch proportional to it (E); empty when no
     reference fits. A micro-batch with no gradient accumulation is profiled on its own (the
@@ -393,13 +393,15 @@ def per_micro_batch(
     ]
     if not points:
         return whole
-    (m0, f0), (m1, f1) = points[0], points[-1]
     out = dict(whole)
     for mb in mbs:
-        if m1 == m0:
-            k = mb / m0
+        if len(points) == 1:
+            (m0, f0), k = points[0], mb / points[0][0]
             out[mb] = folded(mb, (f0[0] * k, f0[1], f0[2] * k, *f0[3:6], f0[6] * k, f0[7]))
             continue
+        # the two references around mb (the two nearest outside them)
+        i = min(max(sum(m <= mb for m, _ in points) - 1, 0), len(points) - 2)
+        (m0, f0), (m1, f1) = points[i], points[i + 1]
         out[mb] = folded(mb, lerp(f0, f1, (mb - m0) / (m1 - m0)))
     return out
 

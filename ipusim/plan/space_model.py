@@ -52,8 +52,12 @@ IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
 PIPELINE_BATCHES = 4
 #: Estimates above this multiple of the budget are pruned (E, as BERT's space).
 PRUNE_FACTOR = 1.3
-#: Data-parallel micro-batches profiled to interpolate the others (E, as ResNet-50's space).
-REFERENCE_BATCHES = (4, 16)
+#: Data-parallel micro-batches profiled to interpolate the others: the nearest to each (E, as
+#: ResNet-50's space, and the largest tried: a matmul's seconds stop growing slower than the
+#: micro-batch once its tiles are busy, M: ``wider`` with checkpoints on a GC200, seconds per
+#: micro-batch 2.10e-4, 2.34e-4 and 3.12e-4 at 4, 16 and 32, so a line through 4 and 16
+#: put 32 at 10% faster than simulated).
+REFERENCE_BATCHES = (4, 16, 64)
 #: Splits kept per pipeline setting (the dynamic programme's best and the next best it met).
 SPLITS_KEPT = 3
 #: Layers a last stage mapped back to IPU 0 holds at most (E: a model's head, such as an output
