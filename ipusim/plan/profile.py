@@ -368,11 +368,12 @@ def per_micro_batch(
     seconds folded into the per-update ones, at that micro-batch's executions): profiled at
     those closest to ``targets`` (or, if one is closest to all, it and its neighbour in
     ``mbs``), the per-micro-batch bytes and seconds interpolated linearly in the micro-batch
-    between the two profiled around it (extrapolated from the nearest two outside, E), the per-update and per-execution
-    ones too (E: the same at every micro-batch but for the update's working memory); with one
-    fitting reference, bytes and seconds per micro-batch proportional to it (E); empty when no
-    reference fits. A micro-batch with no gradient accumulation is profiled on its own (the
-    optimizer state is then not offloaded: another memory plan)."""
+    between the two profiled around it (extrapolated from the nearest two outside, E), the
+    per-update and per-execution ones too (E: the same at every micro-batch but for the
+    update's working memory); with one fitting reference, bytes and seconds per micro-batch
+    proportional to it (E); empty when no reference fits. A micro-batch with no gradient
+    accumulation is profiled on its own (the optimizer state is then not offloaded: another
+    memory plan)."""
 
     def folded(mb: int, f: tuple[float, ...]) -> tuple[float, ...]:
         return (*f[:3], f[3] + f[7] / executions(per_replica // mb), *f[4:7])

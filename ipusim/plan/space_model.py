@@ -8,11 +8,11 @@ gradient accumulation for the global batch, recomputation (and checkpoints:
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
-per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
-pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
-micro-batch and profiled proportion tried, whose per-layer seconds, bytes, working activations
-and one micro-batch's stash the dynamic programme re-balances for every schedule (its stash
-held per micro-batch in flight), optimizer-state setting and device mapping.
+per layer: data parallel, the configuration itself at :data:`REFERENCE_BATCHES`; pipelined
+over ``k`` IPUs, a Sequential reference run split evenly by layer count at each micro-batch
+and profiled proportion tried, whose per-layer seconds, bytes, working activations and one
+micro-batch's stash the dynamic programme re-balances for every schedule (its stash held per
+micro-batch in flight), optimizer-state setting and device mapping.
 
 Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
 an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
@@ -136,11 +136,11 @@ def _data_parallel(
     slots: int,
     extra: dict[str, Any],
 ) -> list[Candidate]:
-    """One IPU per replica, profiled at two micro-batches as the workload runs by default (the
-    optimizer state offloaded with accumulation where there is Streaming Memory, as IPU
-    TensorFlow does) at the two profiled availableMemoryProportion values (the others
-    interpolated), for every optimizer-state and I/O tile option; ``extra``: the
-    recomputation checkpoints' ``[args]`` (:mod:`~ipusim.plan.space_model_recompute`)."""
+    """One IPU per replica, profiled at :data:`REFERENCE_BATCHES` as the workload runs by
+    default (the optimizer state offloaded with accumulation, or in a pipeline, where there is
+    Streaming Memory, as IPU TensorFlow does) at the two profiled availableMemoryProportion
+    values (the others interpolated), for every optimizer-state and I/O tile option; ``extra``:
+    the recomputation checkpoints' ``[args]`` (:mod:`~ipusim.plan.space_model_recompute`)."""
 
     def figures(proportion: float) -> dict[int, tuple[float, ...]]:
         setting = {**base, "stages": 1, **extra, "memory-proportion": proportion}
