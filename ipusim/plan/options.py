@@ -293,16 +293,20 @@ def data_parallel_variants(
     reference: tuple[str, bool],
     sizes: tuple[int, int],
     fixed: tuple[str, bool] | None = None,
+    pipelined: bool = False,
 ) -> Iterator[tuple[tuple[str, bool], int, float, float]]:
     """A single-IPU replica's settings from its profiled ``figures`` (:func:`~ipusim.plan.
     profile.one_ipu`'s, at the ``reference`` setting): ``(setting, io_tiles, seconds per weight
     update, IPU bytes)`` for every optimizer-state setting and I/O tile count (with I/O tiles,
     bytes that give ``Candidate.of`` the larger of the IPU's bytes over the compute tiles'
     budget and its busiest tile, unchanged). Without
-    accumulation or pipeline (``acc == 1``) the workloads set no optimizer-state option: the
-    state stays on chip, unsharded (IPU TensorFlow's default), as profiled."""
+    accumulation or pipeline (``acc == 1``, not ``pipelined``) the workloads set no
+    optimizer-state option: the state stays on chip, unsharded (IPU TensorFlow's default), as
+    profiled. A ``pipelined`` replica (stages all on its IPU) takes the options at any
+    accumulation, and its default (the ``reference``) offloads wherever there is Streaming
+    Memory (``Distribution.resolve``), with accumulation or not."""
     used, ratio, per_mb, update, _, weights, infeed = figures
-    if acc == 1:
+    if acc == 1 and not pipelined:
         reference = fixed = ("off", False)
     variants = state_variants(system, replicas, 1, reference, weights, sizes, fixed)
     for setting, more_bytes, more_s in variants:

@@ -90,6 +90,10 @@ class Profile:
             step, the longest; collectives are not copies), seconds.
         ipu_stash: per IPU of the run, the share of its live activations that is the
             pipeline's stash (0 to 1).
+        update_traffic_s: the slowest IPU's seconds of the traffic around the weight updates
+            in the run: Streaming Memory transfers (offloaded optimizer state) and collectives
+            (the gradients' all-reduce), so per weight update, unlike ``host_s``'s infeed and
+            outfeed copies (per micro-batch).
         execution_s: the host's per-execution work in the run (execution overhead, weight
             read-back, callbacks, outfeed drain: ``HOST_ROUND_TRIP_WORK`` of the trace).
     """
@@ -107,6 +111,7 @@ class Profile:
     outfeed_s: float = 0.0
     link_s: float = 0.0
     ipu_stash: dict[int, float] = field(default_factory=dict)
+    update_traffic_s: float = 0.0
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -238,7 +243,18 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
         _copies_s(records, "outfeed copy"),
         _links_s(records),
         _stash_shares(report, acts),
+        _update_traffic_s(records),
     )
+
+
+def _update_traffic_s(records: Any) -> float:
+    """The slowest IPU's seconds of Streaming Memory transfers and collectives (the ``remote``
+    and ``link`` tracks but the syncs and copies between pipeline stages)."""
+    records = records[records.ipu >= 0]
+    link = records.track == "link"
+    between = (records.name == "inter-IPU sync") | records.name.str.startswith("copy IPU")
+    moved = records[(records.track == "remote") | (link & ~between)]
+    return float(moved.groupby("ipu").duration_s.sum().max()) if len(moved) else 0.0
 
 
 def _links_s(records: Any) -> float:
@@ -311,9 +327,10 @@ def one_ipu(
     """A data-parallel configuration (one IPU per replica, ``args["replicas"]`` replicas)
     profiled at micro-batch ``mb`` with ``per_replica`` samples per weight update: its IPU
     bytes, busiest tile over IPU fullness, seconds per micro-batch, seconds per weight update
-    besides the micro-batches (update, all-reduce, host I/O), the IPU's budget, its weight
-    bytes and its infeed copy seconds per micro-batch; None if it does not fit. The run has
-    ``executions(accumulation)`` weight updates, as the candidates."""
+    besides the micro-batches (update, all-reduce, Streaming Memory traffic), the IPU's budget,
+    its weight bytes, its infeed copy seconds per micro-batch and the host's seconds per
+    execution; None if it does not fit. The run has ``executions(accumulation)`` weight
+    updates, as the candidates (one execution: ``steps_per_execution`` is the run's steps)."""
     # A long accumulation is profiled over its first MAX_PROFILE_ACCUMULATION micro-batches:
     # the per-micro-batch and per-update figures do not depend on the count, and a run of
     # thousands would outgrow the trace's record budget.
@@ -326,12 +343,16 @@ def one_ipu(
         return None
     total = p.ipu_fixed[0] + p.variable_bytes(p.groups) + p.ipu_activations[0]
     step = p.sample_s * mb * acc * args["replicas"]
-    # The micro-batches' own seconds: the groups' (forward, backward, recomputed forward as
-    # the run did it) plus their share of the run's exchange and syncs.
-    fixed = min(p.update_s + p.host_s / runs, step)
+    # Three kinds of cost, each scaled as it grows: per micro-batch (the groups' passes, their
+    # exchange and syncs, the infeed and outfeed copies: linear in the micro-batch, E), per
+    # weight update (the update, its all-reduce and Streaming Memory traffic: fixed) and per
+    # execution (the host's round trip: a candidate's step has 1 / executions of it).
+    update = min(p.update_s + p.update_traffic_s / runs, step)
+    per_run = min(p.execution_s, (step - update) * runs)
     weights = sum(g.weight_bytes for g in p.groups.values())
+    per_mb = (step - update - per_run / runs) / acc
     infeed = p.infeed_s / (acc * runs)
-    return total, p.ipu_tile_ratio[0], (step - fixed) / acc, fixed, p.budget_bytes, weights, infeed
+    return total, p.ipu_tile_ratio[0], per_mb, update, p.budget_bytes, weights, infeed, per_run
 
 
 def per_micro_batch(
@@ -343,33 +364,46 @@ def per_micro_batch(
     targets: tuple[int, ...],
     executions: Callable[[int], int] = lambda acc: 1,
 ) -> dict[int, tuple[float, ...]]:
-    """:func:`one_ipu`'s figures for every micro-batch of ``mbs``: profiled at the two of
-    them closest to ``targets`` and interpolated linearly in the micro-batch (extrapolated
-    outside, E); with one fitting reference, bytes and seconds proportional to it (E); empty
-    when no reference fits. A micro-batch with no gradient accumulation is profiled on its own
-    (the optimizer state is then not offloaded: another memory plan)."""
+    """:func:`one_ipu`'s figures for every micro-batch of ``mbs`` (the host's per-execution
+    seconds folded into the per-update ones, at that micro-batch's executions): profiled at
+    those closest to ``targets`` (or, if one is closest to all, it and its neighbour in
+    ``mbs``), the per-micro-batch bytes and seconds interpolated linearly in the micro-batch
+    between the two profiled around it (extrapolated from the nearest two outside, E), the
+    per-update and per-execution ones too (E: the same at every micro-batch but for the
+    update's working memory); with one fitting reference, bytes and seconds per micro-batch
+    proportional to it (E); empty when no reference fits. A micro-batch with no gradient
+    accumulation is profiled on its own (the optimizer state is then not offloaded: another
+    memory plan)."""
+
+    def folded(mb: int, f: tuple[float, ...]) -> tuple[float, ...]:
+        return (*f[:3], f[3] + f[7] / executions(per_replica // mb), *f[4:7])
+
     whole = {}
     if per_replica in mbs:
         mbs = [m for m in mbs if m != per_replica]
         alone = one_ipu(workload, args, group, per_replica, per_replica, executions)
-        whole = {per_replica: alone} if alone is not None else {}
+        whole = {per_replica: folded(per_replica, alone)} if alone is not None else {}
     if not mbs:
         return whole
     refs = sorted({min(mbs, key=lambda m: (abs(m - t), m)) for t in targets})
+    if len(refs) == 1 and len(mbs) > 1:  # both targets nearest one: profile its neighbour too
+        i = mbs.index(refs[0])
+        refs = sorted({*refs, mbs[i + 1] if i + 1 < len(mbs) else mbs[i - 1]})
     points = [
         (m, f) for m in refs if (f := one_ipu(workload, args, group, m, per_replica, executions))
     ]
     if not points:
         return whole
-    (m0, f0), (m1, f1) = points[0], points[-1]
     out = dict(whole)
     for mb in mbs:
-        if m1 == m0:
-            k = mb / m0
-            out[mb] = (f0[0] * k, f0[1], f0[2] * k, f0[3], f0[4], f0[5], f0[6] * k)
+        if len(points) == 1:
+            (m0, f0), k = points[0], mb / points[0][0]
+            out[mb] = folded(mb, (f0[0] * k, f0[1], f0[2] * k, *f0[3:6], f0[6] * k, f0[7]))
             continue
-        w = (mb - m0) / (m1 - m0)
-        out[mb] = lerp(f0, f1, w)
+        # the two references around mb (the two nearest outside them)
+        i = min(max(sum(m <= mb for m, _ in points) - 1, 0), len(points) - 2)
+        (m0, f0), (m1, f1) = points[i], points[i + 1]
+        out[mb] = folded(mb, lerp(f0, f1, (mb - m0) / (m1 - m0)))
     return out
 
 

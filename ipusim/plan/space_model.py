@@ -8,11 +8,11 @@ gradient accumulation for the global batch, recomputation (and checkpoints:
 
 The model runs through ``workloads/keras_model.py`` (``--model`` names the function that builds
 it). Estimates come from :class:`~ipusim.plan.profile.Profile` s of its own lowering, one group
-per layer: data parallel, the configuration itself at two micro-batches (as ResNet-50's space);
-pipelined over ``k`` IPUs, a Sequential reference run split evenly by layer count at each
-micro-batch and profiled proportion tried, whose per-layer seconds, bytes, working activations
-and one micro-batch's stash the dynamic programme re-balances for every schedule (its stash
-held per micro-batch in flight), optimizer-state setting and device mapping.
+per layer: data parallel, the configuration itself at :data:`REFERENCE_BATCHES`; pipelined
+over ``k`` IPUs, a Sequential reference run split evenly by layer count at each micro-batch
+and profiled proportion tried, whose per-layer seconds, bytes, working activations and one
+micro-batch's stash the dynamic programme re-balances for every schedule (its stash held per
+micro-batch in flight), optimizer-state setting and device mapping.
 
 Device mappings: ipusim's lowering puts stage ``s`` on IPU ``device_mapping[s]``; stages sharing
 an IPU add up in its memory and run one after the other in a time step (the Interleaved schedule
@@ -53,8 +53,12 @@ IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
 PIPELINE_BATCHES = 4
 #: Estimates above this multiple of the budget are pruned (E, as BERT's space).
 PRUNE_FACTOR = 1.3
-#: Data-parallel micro-batches profiled to interpolate the others (E, as ResNet-50's space).
-REFERENCE_BATCHES = (4, 16)
+#: Data-parallel micro-batches profiled to interpolate the others: the nearest to each (E, as
+#: ResNet-50's space, and the largest tried: a matmul's seconds stop growing slower than the
+#: micro-batch once its tiles are busy, M: ``wider`` with checkpoints on a GC200, seconds per
+#: micro-batch 2.10e-4, 2.34e-4 and 3.12e-4 at 4, 16 and 32, so a line through 4 and 16
+#: put 32 at 10% faster than simulated).
+REFERENCE_BATCHES = (4, 16, 64)
 #: Splits kept per pipeline setting (the dynamic programme's best and the next best it met).
 SPLITS_KEPT = 3
 #: Layers a last stage mapped back to IPU 0 holds at most (E: a model's head, such as an output
@@ -133,11 +137,11 @@ def _data_parallel(
     slots: int,
     extra: dict[str, Any],
 ) -> list[Candidate]:
-    """One IPU per replica, profiled at two micro-batches as the workload runs by default (the
-    optimizer state offloaded with accumulation where there is Streaming Memory, as IPU
-    TensorFlow does) at the two profiled availableMemoryProportion values (the others
-    interpolated), for every optimizer-state and I/O tile option; ``extra``: the
-    recomputation checkpoints' ``[args]`` (:mod:`~ipusim.plan.space_model_recompute`)."""
+    """One IPU per replica, profiled at :data:`REFERENCE_BATCHES` as the workload runs by
+    default (the optimizer state offloaded with accumulation, or in a pipeline, where there is
+    Streaming Memory, as IPU TensorFlow does) at the two profiled availableMemoryProportion
+    values (the others interpolated), for every optimizer-state and I/O tile option; ``extra``:
+    the recomputation checkpoints' ``[args]`` (:mod:`~ipusim.plan.space_model_recompute`)."""
 
     def figures(proportion: float) -> dict[int, tuple[float, ...]]:
         setting = {**base, "stages": 1, **extra, "memory-proportion": proportion}
@@ -173,12 +177,14 @@ def _data_parallel_at(
     sizes = (slots, element_bytes(str(base["precision"])))
     out, (per_replica, global_batch) = [], batches
     acc = per_replica // mb
-    if extra and acc == 1:  # space_model_recompute.checkpoint_settings: not estimated there
-        return []
     args = {**base, "micro-batch": mb, "accumulation": acc, "stages": 1, **extra}
     args["steps"] = acc * _executions(acc)
-    gives = "nothing notable" if base["replicas"] == 1 else "gradient all-reduce"
-    variants = options.data_parallel_variants(fig, acc, system, base["replicas"], ref, sizes)
+    replicas = base["replicas"]
+    gives = "nothing notable" if replicas == 1 else "gradient all-reduce"
+    # checkpoint stages are a pipeline: its optimizer-state options and default at any accumulation
+    variants = options.data_parallel_variants(
+        fig, acc, system, replicas, ref, sizes, pipelined=bool(extra)
+    )
     for state, io, step, used in variants:
         if io and extra:  # the Sequential schedule does not overlap the infeed (as ResNet-50's)
             continue
