@@ -13,7 +13,8 @@ recomputation, 0.7% slower; 3 and 4 stages a little more memory than 2 and slowe
 small ``mlp`` (activations tiny beside the weights) they take more memory, not less; on
 ``wider`` on one GC200 (no Streaming Memory) they are what makes it fit. So the space tries
 :data:`CHECKPOINT_STAGES` stage counts for one IPU per replica, each split profiled as the
-data-parallel plans are (the configuration itself at two micro-batches): the planner cannot
+data-parallel plans are (the configuration itself at the micro-batches of
+:data:`~ipusim.plan.space_model.REFERENCE_BATCHES`): the planner cannot
 know the stored activations of a user's layers before a run, so the splits are not balanced
 by them as ResNet-50's are, but tried (:data:`SPLITS_TRIED`). Nor after one: the profile shares
 an IPU's activations over its layers by forward time, and the simulator's peak with

@@ -78,25 +78,27 @@ def checkpoint_plans():
 
 
 def test_checkpoint_plans_are_estimated_as_the_simulator_runs_them(checkpoint_plans):
-    """Every split and stage count, at the profiled micro-batches (4, 16) and between them.
-    Bounds: the worst errors measured there, rounded up (throughput 6.3% high at micro-batch 8
-    with the state on chip, interpolated; bytes within 0.5%). Outside, the estimates are
-    extrapolated: bytes 4.2% high at 64; throughput up to 3.5x high at 32 with the state on
-    chip, as the reference is profiled with it offloaded, whose Streaming Memory traffic
-    dominates its step and is taken off again (the search simulates the plans it ranks)."""
+    """One plan per stage count and micro-batch (1 to 64: profiled at 4, 16 and 64, the others
+    interpolated piecewise) and per optimizer-state setting. Bounds: the worst errors measured
+    over all 168 plans at the profiled proportions, rounded up (throughput 0.8% low at
+    micro-batch 8, bytes within 0.6%; before the step was split into costs per micro-batch, per
+    update and per run, throughput was up to 3.1x high at 32 with the state on chip)."""
     assert {c.args["stages"] for c in checkpoint_plans} == {2, 3}
-    inside = [c for c in checkpoint_plans if 4 <= c.args["micro-batch"] <= 16]
-    inside = [c for c in inside if c.args.get("memory-proportion") != 0.3]
-    assert len(inside) >= 12
-    for cand in inside:
+    picked: dict[tuple, object] = {}
+    for c in checkpoint_plans:
+        if c.args.get("memory-proportion") != 0.3:  # 0.3 is interpolated, not profiled
+            key = (c.args["stages"], c.args["micro-batch"], c.args.get("offload"))
+            picked.setdefault(key, c)
+    assert {k[1] for k in picked} == {1, 2, 4, 8, 16, 32, 64}
+    for cand in picked.values():
         sim = measure("keras_model", cand.args)
         assert sim["error"] == ""
-        assert cand.speed == pytest.approx(sim["throughput"], rel=0.07), cand.args
+        assert cand.speed == pytest.approx(sim["throughput"], rel=0.015), cand.args
         assert cand.ipu_bytes == pytest.approx(sim["ipu_bytes"], rel=0.01), cand.args
 
 
 def test_best_py_of_a_checkpoint_plan_runs_to_the_planners_throughput(checkpoint_plans, tmp_path):
-    args = max(checkpoint_plans, key=lambda c: c.speed).args
+    args = max((c for c in checkpoint_plans if c.memory <= 1.0), key=lambda c: c.speed).args
     code = best_py(args)
     assert "config.allow_recompute = True" in code
     assert f"device_mapping={[0] * args['stages']}" in code
