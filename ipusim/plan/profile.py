@@ -251,18 +251,24 @@ def _update_traffic_s(records: Any) -> float:
     """The slowest IPU's seconds of Streaming Memory transfers and collectives (the ``remote``
     and ``link`` tracks but the syncs and copies between pipeline stages)."""
     records = records[records.ipu >= 0]
-    link = records.track == "link"
-    between = (records.name == "inter-IPU sync") | records.name.str.startswith("copy IPU")
-    moved = records[(records.track == "remote") | (link & ~between)]
+    sync, copy = _between_stages(records)
+    moved = records[(records.track == "remote") | ((records.track == "link") & ~(sync | copy))]
     return float(moved.groupby("ipu").duration_s.sum().max()) if len(moved) else 0.0
+
+
+def _between_stages(records: Any) -> tuple[Any, Any]:
+    """Masks of ``records``' inter-IPU syncs and of its copies between pipeline stages (the
+    names the engine gives them)."""
+    return records.name == "inter-IPU sync", records.name.str.startswith("copy IPU")
 
 
 def _links_s(records: Any) -> float:
     """The slowest IPU's inter-IPU sync seconds plus, per step, its longest copy between IPUs
     (every IPU syncs at every step; a copy is recorded on both of its IPUs)."""
     records = records[records.ipu >= 0]
-    syncs = records[records.name == "inter-IPU sync"].groupby("ipu").duration_s.sum()
-    copies = records[records.name.str.startswith("copy IPU")]
+    sync, copy = _between_stages(records)
+    syncs = records[sync].groupby("ipu").duration_s.sum()
+    copies = records[copy]
     longest = copies.groupby("start_ps").duration_s.max().sum() if len(copies) else 0.0
     return float(syncs.max() if len(syncs) else 0.0) + float(longest)
 
