@@ -104,6 +104,11 @@ class BertCosts:
             in flight (recomputation without checkpoints: :func:`without_checkpoints`).
         kept: a stage's activations held per micro-batch in flight whatever its layers (its
             input, without checkpoints).
+        layer_send / layer_return: bytes an encoder stage sends the next stage after a forward
+            pass, and the previous one after a backward pass (the reference's copies between
+            two encoder stages; its first boundary's on two IPUs).
+        head_send / head_return: the same bytes into and out of a stage of the head's own.
+        outfeed_s: seconds of the last stage's outfeed copy per micro-batch.
     """
 
     layer_s: float
@@ -134,6 +139,11 @@ class BertCosts:
     attention_var: float
     held: float = 0.0
     kept: float = 0.0
+    layer_send: float = 0.0
+    layer_return: float = 0.0
+    head_send: float = 0.0
+    head_return: float = 0.0
+    outfeed_s: float = 0.0
 
     @classmethod
     def of(
@@ -161,21 +171,22 @@ class BertCosts:
         heaviest = max(ipu0 + counts[0] * max(var), max(var) * max(counts))
         stages = len(counts) + (len(counts) > 1)
         acc = REFERENCE_DEPTH * stages
-        # Per execution: the update and host I/O but the infeed copies (one per micro-batch,
-        # on IPU 0: a candidate adds them to its first stage unless I/O tiles overlap them),
-        # and the host's per-execution work (a candidate has it once).
-        fixed = p.update_s + p.host_s - p.infeed_s
+        # Per execution: the update and Streaming Memory traffic, and the host's per-execution
+        # work (a candidate has it once); per micro-batch: the infeed and outfeed copies and
+        # the copies and syncs between stages (a candidate's steps have their own,
+        # ipusim.plan.steps).
+        fixed = p.update_s + p.update_traffic_s
         # The head follows the last checkpoint (in a stage of its own, or the last encoder
         # stage's last layers): RecomputeAndBackpropagateInterleaved recomputes nothing after
         # a stage's final checkpoint, and the last stage nothing else (ipusim.lowering.recompute).
         body = [g for g in p.groups if g != "head"]
         parts = p.seconds(body, recompute) + p.seconds(["head"])
-        parts += (fixed + p.infeed_s + p.execution_s) / acc
+        parts += (fixed + p.infeed_s + p.outfeed_s + p.link_s + p.execution_s) / acc
         # The reference's Streaming Memory transfers out (a candidate adds its own), the
         # update's compute and syncs kept whatever the transfers' estimate.
         weights = sum(p.groups[g].weight_bytes for g in layers)
         moved_s = moved(heaviest * weights / sum(var))
-        update = p.update_s + max(p.host_s - p.infeed_s - moved_s, 0.0)
+        update = p.update_s + max(fixed - p.update_s - moved_s, 0.0)
 
         def back(names: list[str], again: bool = recompute) -> float:
             return sum(p.groups[g].backward_s + again * p.groups[g].forward_s for g in names)
@@ -207,6 +218,8 @@ class BertCosts:
             attention_s=p.seconds(attention, recompute) / p.seconds(layers, recompute),
             attention_b=back(attention) / back(layers),
             attention_var=p.variable_bytes(attention) / sum(var),
+            **_sends(p.copies, stages),
+            outfeed_s=p.outfeed_s / acc,
         )
 
     def stage(self, layers: int, stage: int, alive: int, head: bool) -> tuple[float, float]:
@@ -221,6 +234,22 @@ class BertCosts:
             return total, total / self.budget * max(1.0, self.ratio0)
         total += self.fixed
         return total, total / self.budget * max(1.0, self.ratio)
+
+
+def _sends(copies: tuple[tuple[int, int, float], ...], stages: int) -> dict[str, float]:
+    """The bytes crossing an encoder boundary and the head's, from the Sequential reference's
+    copies in time order: per micro-batch, the forward copies of boundaries ``0 .. S - 2``,
+    then the backward ones of ``S - 2 .. 0``; the head in the last stage."""
+    n = 2 * (stages - 1)
+    if stages < 2 or len(copies) < n:
+        return {}
+    layer = 1 if stages > 3 else 0  # between two encoder stages, where there are two
+    return {
+        "layer_send": copies[layer][2],
+        "layer_return": copies[n - 1 - layer][2],
+        "head_send": copies[stages - 2][2],
+        "head_return": copies[stages - 1][2],
+    }
 
 
 def _working_and_stash(p: Profile, counts: list[int], enc: list[int]) -> tuple[float, float]:
@@ -413,6 +442,10 @@ def _scaled(c: BertCosts, k: float) -> BertCosts:
         infeed_s=c.infeed_s * k,
         held=c.held * k,
         kept=c.kept * k,
+        layer_send=c.layer_send * k,
+        layer_return=c.layer_return * k,
+        head_send=c.head_send * k,
+        head_return=c.head_return * k,
     )
 
 

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ipusim.lowering.schedules import depth_multiple
+from ipusim.plan.steps import StageCosts, run_seconds
 
 __all__ = [
     "IO_TILES",
@@ -148,15 +149,16 @@ def schedule_seconds(
     syncs per stage and micro-batch as a Sequential run measures them (two steps: a forward and
     a backward), see the module docstring. Steps run in lock step: a step lasts as long as its
     slowest item. With ``stages`` (more stages than IPUs, some sharing one; not Interleaved),
-    ``passes`` are per IPU: the engine runs an IPU's items of a step one after the other."""
+    ``passes`` are per IPU: the engine runs an IPU's items of a step one after the other.
+    One stage per IPU: the lowering's own time steps (:func:`~ipusim.plan.steps.run_seconds`)."""
     stages = stages or len(passes)
     fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
-    if stages == 1 or schedule == "sequential":
+    if stages == len(passes):
+        no_copies = ((0.0, 0.0),) * stages
+        costs = StageCosts(tuple(passes), tuple(range(stages)), no_copies, overhead / 2)
+        return run_seconds(schedule, acc, costs)
+    if schedule == "sequential":
         return acc * (sum(fwd) + sum(bwd) + stages * overhead)
-    if schedule == "interleaved":  # even stages run forward while odd ones run backward
-        even = max(max(fwd[0::2]), max(bwd[1::2], default=0.0))
-        odd = max(max(bwd[0::2]), max(fwd[1::2], default=0.0))
-        return (acc + stages - 1) * (even + odd + overhead)
     # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
     # down runs only the IPUs that hold a micro-batch (the first or last k; all of them for
     # the ramp's steps beyond the IPUs, when some hold two stages).

@@ -34,6 +34,7 @@ keep every record (a run short enough for the ``trace_records`` budget).
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -94,6 +95,9 @@ class Profile:
             in the run: Streaming Memory transfers (offloaded optimizer state) and collectives
             (the gradients' all-reduce), so per weight update, unlike ``host_s``'s infeed and
             outfeed copies (per micro-batch).
+        copies: the run's first copies between IPUs that cross one IPU pair, in time order, as
+            (source IPU, destination IPU, bytes) (a Sequential run's are all such: each step
+            copies one stage's output or gradients; at most :data:`COPIES_KEPT`).
         execution_s: the host's per-execution work in the run (execution overhead, weight
             read-back, callbacks, outfeed drain: ``HOST_ROUND_TRIP_WORK`` of the trace).
     """
@@ -112,6 +116,7 @@ class Profile:
     link_s: float = 0.0
     ipu_stash: dict[int, float] = field(default_factory=dict)
     update_traffic_s: float = 0.0
+    copies: tuple[tuple[int, int, float], ...] = ()
 
     def seconds(self, names: Iterable[str], recompute: bool = False) -> float:
         """Seconds per micro-batch of a stage holding ``names``: forward, backward and (when
@@ -244,6 +249,7 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
         _links_s(records),
         _stash_shares(report, acts),
         _update_traffic_s(records),
+        _pair_copies(records),
     )
 
 
@@ -260,6 +266,25 @@ def _between_stages(records: Any) -> tuple[Any, Any]:
     """Masks of ``records``' inter-IPU syncs and of its copies between pipeline stages (the
     names the engine gives them)."""
     return records.name == "inter-IPU sync", records.name.str.startswith("copy IPU")
+
+
+#: Copies :attr:`Profile.copies` keeps (E: a Sequential reference's micro-batch copies
+#: ``2 (S - 1)``, 14 for BERT-Large's 8 stages).
+COPIES_KEPT = 64
+_ONE_PAIR = re.compile(r"copy IPU (\d+) -> IPU (\d+)$")
+
+
+def _pair_copies(records: Any) -> tuple[tuple[int, int, float], ...]:
+    """The run's first copies between one pair of IPUs, in time order (each is recorded on
+    both its IPUs, at one start)."""
+    records = records[records.ipu >= 0]
+    copies = records[_between_stages(records)[1]].drop_duplicates("start_ps")
+    out = []
+    for row in copies.sort_values("start_ps").head(COPIES_KEPT).itertuples():
+        pair = _ONE_PAIR.match(str(row.name))
+        if pair:
+            out.append((int(pair[1]), int(pair[2]), float(row.bytes)))
+    return tuple(out)
 
 
 def _links_s(records: Any) -> float:

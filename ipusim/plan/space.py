@@ -32,7 +32,7 @@ from typing import Any
 
 from ipusim.lowering.schedules import in_flight
 from ipusim.lowering.supersteps import element_bytes
-from ipusim.plan import options, profile
+from ipusim.plan import options, profile, steps
 from ipusim.plan.bert_costs import (
     BertCosts,
     BertShape,
@@ -329,9 +329,10 @@ def _split_candidates(
     spans = list(enumerate(zip(split.bounds, split.bounds[1:])))
     mem = [model.used(a, b, s, per_var) for s, (a, b) in spans]
     heaviest = max(model.var(a, b, s) for s, (a, b) in spans)
-    # Per stage, its forward and backward passes' seconds.
+    # Per encoder stage, its forward and backward passes' seconds.
     back = [model.back(a, b, s) for s, (a, b) in spans]
     passes = [(model.time(a, b, s) - bs, bs) for (s, (a, b)), bs in zip(spans, back)]
+    link = _LinkCosts.of(str(base["system"]), replicas * ipr)
     elements = int(heaviest * c.weight_share / element)
     run = (
         c.update_per_byte * heaviest
@@ -348,23 +349,84 @@ def _split_candidates(
         args["ffn-per-ipu"] = ffn
     peak, memory = max(b for b, _ in mem), max(u for _, u in mem)
     cands = []
+    io_ipus = {0} if stages > ipr else {0, ipr - 1}  # the first and last stages' IPUs
     for io in options.io_options(schedule == "grouped"):
         share = options.compute_share(str(base["system"]), io)
-        k = options.io_slowdown(share)
-        first = [(k * f, k * b) for f, b in passes]
-        first[0] = (first[0][0] + c.infeed_s * (not io), first[0][1])
-        # Sequential: the head's own stage adds its boundary's copies and syncs (Grouped: M,
-        # its ramp step estimated 6% slow on a small BERT's 5-stage sub-layer split; left out).
-        seconds = options.schedule_seconds(
-            schedule, acc, first, c.overhead_s, stages if schedule == "sequential" else 0
-        )
+        shares = [share if ipu in io_ipus or ipr == 1 else 1.0 for ipu in range(ipr)]
+        costs = link.stage_costs(c, passes, shares, stages, io)
+        seconds = steps.run_seconds(schedule, acc, costs)
         gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
         a = options.setting_args(args, setting, io)
         speed = replicas * mb * acc / (run + seconds)
-        # Fewer tiles: a smaller IPU budget; the busiest tile holds what it held.
-        held = (max(memory, peak / c.budget / share), speed, "; ".join(gives), peak, tile)
-        cands.append(Candidate(a, *held, peak / c.budget / share))
+        # Fewer tiles on the IPUs with host I/O: a smaller budget; the busiest tile holds what
+        # it held.
+        ipu_use = max(b / c.budget / h for (b, _), h in zip(mem, shares))
+        held = (max(memory, ipu_use), speed, "; ".join(gives), peak, tile)
+        cands.append(Candidate(a, *held, ipu_use))
     return cands
+
+
+@dataclass(frozen=True)
+class _LinkCosts:
+    """The links and syncs of a replica's IPUs (the engine's figures, ``lowering/pipeline.py``):
+    neighbour and pair bandwidth (bytes/s) and latency (s) of a copy, and a step's sync (s)."""
+
+    link: tuple[float, float, float]
+    sync_s: float
+
+    @classmethod
+    @functools.cache
+    def of(cls, system: str, ipus: int) -> _LinkCosts:
+        from ipusim.cost.sync import cross_ipu_sync_ps
+        from ipusim.hardware import load_system
+
+        spec = load_system(system)
+        link = spec.ipu_link
+        bandwidths = (link.neighbour_bandwidth_bytes_per_s, link.pair_bandwidth_bytes_per_s)
+        sync = cross_ipu_sync_ps(spec, ipus) * 1e-12 if ipus > 1 else 0.0
+        return cls((*bandwidths, link.latency_s), sync)
+
+    def stage_costs(
+        self,
+        c: BertCosts,
+        passes: list[tuple[float, float]],
+        shares: list[float],
+        stages: int,
+        io: int,
+    ) -> steps.StageCosts:
+        """The pipeline's stages: the encoder stages' ``passes`` on IPUs ``0 .. ipr - 1``
+        (slowed where I/O tiles leave ``shares`` of the tiles) and, with more ``stages`` than
+        IPUs, the head's stage back on IPU 0 (its passes out of stage 0's); the copies of an
+        encoder boundary's bytes and the head's; the infeed copy (none with I/O ``io``
+        tiles), the outfeed copy and the profile's unexplained seconds (``overhead_s``, per
+        stage and micro-batch over its two steps) with the sync."""
+        timed = [(k * f, k * b) for (f, b), k in zip(passes, map(options.io_slowdown, shares))]
+        ipus = list(range(len(timed)))
+        if stages > len(timed):
+            head = (c.head_s - c.head_b, c.head_b)
+            k = options.io_slowdown(shares[0])
+            timed[0] = (timed[0][0] - k * head[0], timed[0][1] - k * head[1])
+            timed.append((k * head[0], k * head[1]))
+            ipus.append(0)
+        sizes = [(c.layer_send, c.layer_return)] * len(timed)
+        if stages > len(passes):
+            sizes[-2] = (c.head_send, sizes[-2][1])
+            sizes[-1] = (0.0, c.head_return)
+        sends = tuple(
+            (
+                steps.copy_seconds(f, ipu, ipus[min(s + 1, len(ipus) - 1)], self.link),
+                steps.copy_seconds(b, ipu, ipus[max(s - 1, 0)], self.link),
+            )
+            for s, ((f, b), ipu) in enumerate(zip(sizes, ipus))
+        )
+        return steps.StageCosts(
+            tuple(timed),
+            tuple(ipus),
+            sends,
+            self.sync_s + c.overhead_s / 2,
+            c.infeed_s * (not io),
+            c.outfeed_s,
+        )
 
 
 def _fits(

@@ -28,9 +28,14 @@ def test_schedule_seconds_closed_forms():
     two = passes[:2]
     ramp = (1 + 2 + 2 * 2) + (2 + 3 + 2 * 3)
     assert options.schedule_seconds("grouped", 6, two, overhead, 3) == 4 * 5 + ramp + 8 * 0.5
-    # Interleaved: M + S - 1 cycles of two steps: stages 0 and 2 forward while 1 runs its
-    # backward (max(1, 1.5, 3) = 3), then the other way round (max(2, 2.5, 2) = 2.5).
-    assert options.schedule_seconds("interleaved", 6, passes, overhead) == 8 * (3 + 2.5 + 0.5)
+    # Interleaved: 2 (M + S - 1) = 16 steps, half the overhead each. Full steps (8): stages
+    # 0 and 2 forward while 1 runs its backward (max(1, 1.5, 3) = 3), then the other way
+    # round (max(2, 2.5, 2) = 2.5). Ramp up: F0 of stage 0 (1), of 1 (2), F1 of 0 with F0 of 2
+    # (1.5), F1 of 1 with B0 of 2 (2.5); ramp down: B4 of 1 with F5 of 2 (3), B4 of 0 with B5
+    # of 2 (2.5), B5 of 1 (3), B5 of 0 (2).
+    ramp = (1 + 2 + 1.5 + 2.5) + (3 + 2.5 + 3 + 2)
+    want = 4 * (3 + 2.5) + ramp + 16 * 0.25
+    assert options.schedule_seconds("interleaved", 6, passes, overhead) == pytest.approx(want)
     # Sequential: every stage in turn, M times.
     assert options.schedule_seconds("sequential", 6, passes, overhead) == 6 * (12 + 1.5)
 
@@ -183,3 +188,4 @@ def test_best_py_table_and_gives_up_carry_the_recomputation(cands):
     assert "RecomputationCheckpoint after every 1 encoder layer(s)" in code
     assert "_checkpoint']" in code
     assert "no checkpoints" not in _describe(every)["summary"]
+
