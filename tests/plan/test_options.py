@@ -188,4 +188,3 @@ def test_best_py_table_and_gives_up_carry_the_recomputation(cands):
     assert "RecomputationCheckpoint after every 1 encoder layer(s)" in code
     assert "_checkpoint']" in code
     assert "no checkpoints" not in _describe(every)["summary"]
-
