@@ -4,6 +4,7 @@ cached per setting (:class:`CostCache`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, replace
 from typing import Any
@@ -368,8 +369,9 @@ def bert_costs(
 
 class CostCache:
     """BERT costs per setting, profiled at the two ends of the micro-batches a search uses
-    and interpolated linearly in between (a reference that does not fit: the next smaller);
-    an availableMemoryProportion not among the ``profiled`` ones, interpolated between them."""
+    (a reference that does not fit: the next smaller) and at the power of two nearest their
+    geometric middle, interpolated linearly between neighbours; an availableMemoryProportion
+    not among the ``profiled`` ones, interpolated between them."""
 
     def __init__(
         self,
@@ -410,7 +412,7 @@ class CostCache:
             top //= 2
         if hi is None:
             return _scaled(lo, mb / self.lo)
-        c = _blend(lo, hi, (mb - self.lo) / (top - self.lo))
+        c = self._between(mb, (self.lo, lo), (top, hi), proportion, recompute, precision)
         if mb <= top:
             return c
         # Above ``top``: seconds extrapolated, activations outside the layers proportional
@@ -418,6 +420,28 @@ class CostCache:
         k = mb / top
         held = {f: getattr(hi, f) for f in HELD_ABOVE}
         return replace(c, embed_act=hi.embed_act * k, head_act=hi.head_act * k, **held)
+
+    def _between(
+        self,
+        mb: int,
+        low: tuple[int, BertCosts],
+        high: tuple[int, BertCosts],
+        *setting: Any,
+    ) -> BertCosts:
+        """The costs at ``mb`` from those profiled at ``low`` and ``high`` (micro-batch,
+        costs), piecewise through the power of two nearest their geometric middle when it lies
+        between them (M: a layer's seconds grow slower than the micro-batch: a small BERT's
+        at micro-batch 4, interpolated between 1 and 32, came out 9% low)."""
+        (m0, c0), (m1, c1) = low, high
+        mid = 2 ** round(math.log2(math.sqrt(m0 * m1)))
+        middle = None
+        if m0 < mid < m1:
+            middle = bert_costs(self.base, self.shape, self.ipus, (mid, *setting))
+        if middle is None:
+            return _blend(c0, c1, (mb - m0) / (m1 - m0))
+        if mb <= mid:
+            return _blend(c0, middle, (mb - m0) / (mid - m0))
+        return _blend(middle, c1, (mb - mid) / (m1 - mid))
 
 
 def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:

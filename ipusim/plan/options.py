@@ -15,11 +15,12 @@ an estimate (arithmetic on a profile, no simulation of its own):
   :func:`io_slowdown` and divides the IPU's bytes by the smaller budget, its busiest tile
   keeping what it held (M: within 1% on the test models).
 - **Schedule** (``schedule``): per schedule the micro-batches each stage holds
-  (``in_flight`` of the lowering) and the step (:func:`schedule_seconds`): Grouped runs
-  ``M + S - 1`` forward steps (the slowest forward pass of the stages holding a micro-batch)
-  and as many backward steps (``time_steps`` of the lowering);
-  Interleaved ``M + S - 1`` cycles of two steps mixing the stages' forward and backward passes;
-  Sequential runs every stage one after the other, ``M`` times.
+  (``in_flight`` of the lowering) and the step: the lowering's own time steps
+  (``time_steps``), each as long as its busiest IPU, then its longest copy and the sync
+  (:mod:`ipusim.plan.steps`; :func:`schedule_seconds` with one overhead per stage and
+  micro-batch in place of the copies): Grouped runs ``M + S - 1`` forward steps and as many
+  backward steps, Interleaved ``2 (M + S - 1)`` steps mixing the stages' forward and backward
+  passes, Sequential every stage one after the other, ``M`` times.
 - **availableMemoryProportion** (``memory-proportion``): the spaces profile two values; the
   values between them are interpolated linearly in the proportion (E: PopLibs picks a matmul
   plan per proportion, so seconds and temporaries move in steps, not lines).

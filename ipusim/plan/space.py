@@ -6,13 +6,14 @@ candidates before that; they never decide that a plan fits (the simulator's memo
 
 BERT: the estimates come from a :class:`~ipusim.plan.profile.Profile` of the model, i.e. from
 ipusim's own lowering: one timing-only reference run per (availableMemoryProportion,
-recomputation, micro-batch) setting at two micro-batches (interpolated linearly between them),
+recomputation, micro-batch) setting at the search's smallest and largest micro-batches and the
+power of two nearest their geometric middle (interpolated linearly between neighbours),
 with a Sequential pipeline of unequal stages so that each IPU's live activations separate into
 a working set and a per-layer stash (:class:`BertCosts`). Each candidate is then pure arithmetic:
 per stage, fixed + variables + working set + stash x micro-batches in flight (the lowering's
 ``in_flight``), and the busiest tile from the reference's tile-over-IPU ratio; time per
 micro-batch from the layers' forward, backward (and recomputed forward) seconds, over the
-schedule's steps (:func:`~ipusim.plan.options.schedule_seconds`), plus the update. The
+schedule's steps with their copies and syncs (:mod:`ipusim.plan.steps`), plus the update. The
 encoder layers are split over the IPUs of a replica with :func:`best_splits`, with the
 masked-token head in a stage of its own mapped back to IPU 0, as Graphcore's BERT keeps it next
 to the embedding. Recomputation: none, a checkpoint after every encoder layer, or (the head in

@@ -418,7 +418,7 @@ def _pipeline_candidates(
     ref, ipr, replicas = pipe.ref, max(mapping) + 1, run["replicas"]
     spans = [(a, b, s) for s, (a, b) in enumerate(zip(bounds, bounds[1:]))]
     per_ipu = [[sp for sp in spans if mapping[sp[2]] == i] for i in range(ipr)]
-    peak = max(pipe.bytes(on) for on in per_ipu)
+    ipu_bytes = [pipe.bytes(on) for on in per_ipu]
     heaviest = max(sum(ref.span("var", a, b) for a, b, _ in on) for on in per_ipu)
     update = ref.update_per_byte * heaviest + ref.transfer(setting, replicas, ipr, heaviest)
     per_stage = [[pipe.passes(a, b) for a, b, _ in on] for on in per_ipu]
@@ -437,14 +437,16 @@ def _pipeline_candidates(
     out = []
     for io in options.io_options(schedule == "grouped"):
         feed = replace(ref, infeed=0.0) if io else ref
-        # I/O tiles: fewer tiles for compute (slower) and a smaller budget (same busiest tile)
+        # I/O tiles on the IPUs with host I/O (the first and last stages'): fewer tiles for
+        # compute (slower) and a smaller budget (same busiest tile)
         share = options.compute_share(str(run["system"]), io)
-        k = options.io_slowdown(share)
-        slowed = [(k * f, k * b) for f, b in passes]
+        shares = [share if i in (mapping[0], mapping[-1]) else 1.0 for i in range(ipr)]
+        slowed = [(k * f, k * b) for (f, b), k in zip(passes, map(options.io_slowdown, shares))]
         step = feed.seconds(schedule, run["accumulation"], slowed, mapping)
         speed = replicas * run["micro-batch"] * run["accumulation"] / (step + update + ref.host)
         text = "; ".join([*gives, *options.gives_up(setting, io)])
         a = options.setting_args(args, setting, io)
-        budget = (ref.budget * share, ref.ratio * share)
-        out.append(Candidate.of(a, speed, text, peak, *budget))
+        fullest = max(range(ipr), key=lambda i: ipu_bytes[i] / shares[i])
+        budget = (ref.budget * shares[fullest], ref.ratio * shares[fullest])
+        out.append(Candidate.of(a, speed, text, ipu_bytes[fullest], *budget))
     return out
