@@ -24,9 +24,10 @@ def cands():
 
 
 # One pipelined candidate per option (the wide model, 4 IPUs). Bounds: the worst errors measured
-# over all 185 pipelined candidates of this space, rounded up: throughput 12% low (Interleaved,
-# whose steps mix both passes) to 4% high; bytes up to 10% high (the stages' working sets are
-# summed where the memory plan takes a peak).
+# over the 316 pipelined candidates of this space that fit, rounded up: throughput 5% low
+# (Interleaved; 12% low when its ramp steps were priced as full ones) to 7% high (Grouped);
+# bytes up to 10% high (the stages' working sets are summed where the memory plan takes a
+# peak).
 CASES = [
     {"schedule": "interleaved", "stages": 4},
     {"schedule": "sequential", "stages": 2},
@@ -42,7 +43,7 @@ def test_each_pipeline_option_is_estimated_as_the_simulator_runs_it(cands, want)
     cand = pick(cands, **want)
     sim = measure("keras_model", cand.args)
     assert sim["error"] == "" and sim["fits"]
-    assert cand.speed == pytest.approx(sim["throughput"], rel=0.13)
+    assert cand.speed == pytest.approx(sim["throughput"], rel=0.07)
     assert cand.ipu_bytes == pytest.approx(sim["ipu_bytes"], rel=0.11)
 
 
