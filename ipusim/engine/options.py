@@ -30,7 +30,7 @@ class HostOptions:
             ``prefetch_depth`` device-side slots while the IPU computes; the IPU only takes it (I/O
             tiles: ``IPUConfig.io_tiles.num_io_tiles`` > 0 and the step's stream buffers fit on
             them, single-IPU or Grouped programs; the IPUs with host I/O were lowered on the
-            other tiles, ``ipusim.session.plan.compute_system`` and ``host_io_ipus``).
+            other tiles, ``ipusim.lowering.PipelineSpec.io_ipus``).
             ``"staged"``: the copier stages elements near the IPU (Poplar's multi-buffered
             streams, ``prefetch_depth`` >= 2, which may sit in the IPU-Machine's DRAM) while the
             IPU computes; the IPU then copies each from there itself, between its compute sets,

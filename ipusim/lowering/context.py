@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ipusim.graph.graph import Graph, Node, Symbol
 from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec
 from ipusim.graph.variable import Variable
-from ipusim.hardware.specs import SystemSpec
+from ipusim.hardware.loader import load_system
+from ipusim.hardware.specs import IPUSpec, SystemSpec
 from ipusim.lowering.program import Superstep
 from ipusim.lowering.supersteps import element_bytes
 
@@ -66,6 +67,8 @@ class PipelineSpec:
             ``"RecomputeAndBackpropagateInterleaved"``); used when ``recompute`` is on.
         groups: the stage groups (concurrent stages): the stages of each logical stage of the
             schedule; empty means one stage per logical stage.
+        io_tiles: tiles each of the :attr:`io_ipus` reserves for I/O (its stages are costed,
+            tile-mapped and memory-planned on the others); the other IPUs keep all their tiles.
     """
 
     invocation_stage: dict[int, int]
@@ -74,6 +77,23 @@ class PipelineSpec:
     recompute: bool = False
     groups: tuple[tuple[int, ...], ...] = ()
     recomputation_mode: str = "Auto"
+    io_tiles: int = 0
+
+    @property
+    def io_ipus(self) -> frozenset[int]:
+        """The IPUs that hold host I/O, so get I/O tiles: stage 0's, which dequeues the infeed,
+        and the last stage's, which enqueues the outfeed (S: graphcore/tensorflow
+        ``tests/io_tiles_test.py``, ``testIoTilesOnlyCreatedOnDevicesWithIoInstructions``)."""
+        return frozenset((self.device_mapping[0], self.device_mapping[-1]))
+
+
+def compute_system(system: SystemSpec, io_tiles: int) -> SystemSpec:
+    """``system`` as the compute graph of an IPU with ``io_tiles`` I/O tiles sees it: every op's
+    tile mapping, cost and memory use the other ``tiles - io_tiles`` tiles (S:
+    graphcore/tensorflow ``poplar_compiler.cc`` ``PartitionTiles``)."""
+    if io_tiles == 0:
+        return system
+    return load_system(system, overrides={"ipu.tiles": system.ipu.tiles - io_tiles})
 
 
 @dataclass(frozen=True)
@@ -94,13 +114,16 @@ class LoweringContext:
             all-reduces (what RecomputeAndBackpropagateInterleaved recomputes).
         dist: the resolved replication and offloading (training), or None.
         replicas: replicas of the program.
-        mapper: the tile mapping of the step's tensors (shared by every IPU's memory plan).
+        layout: the stage (and so the IPU) of every node and variable.
+        mappers: IPU -> the tile mapping of its tensors, each with its own linear-mapping
+            cursor (IPU TensorFlow's per-graph ``linear_mapping_state``).
         check_memory: raise ``OutOfMemoryError`` when an IPU's plan does not fit.
         pipeline: the stage layout, or None for a single IPU (one fused stage).
         micro_batches: micro-batches per run (per weight update when training).
         recompute: the pipeline's recomputation strategy (``ipusim.lowering.recompute``), or "".
         instructions: the single-IPU step's instruction recomputation, or None.
         gradient_accumulation: micro-batch steps per weight update.
+        ipu: the IPU a memory plan is being made for (:meth:`on_ipu`).
     """
 
     step: StepDescription
@@ -112,13 +135,29 @@ class LoweringContext:
     without_norm_collectives: Mapping[int, Superstep]
     dist: Distribution | None
     replicas: int
-    mapper: TileMapper
+    layout: StageLayout
+    mappers: Mapping[int, TileMapper]
     check_memory: bool
     pipeline: PipelineSpec | None
     micro_batches: int
     recompute: str = ""
     instructions: InstructionRecomputation | None = None
     gradient_accumulation: int = 1
+    ipu: int = 0
+
+    def on_ipu(self, ipu: int) -> LoweringContext:
+        """This context making IPU ``ipu``'s plans (its :attr:`chip` and :attr:`mapper`)."""
+        return replace(self, ipu=ipu)
+
+    @property
+    def chip(self) -> IPUSpec:
+        """The chip of :attr:`ipu` as its compute graph sees it (without its I/O tiles)."""
+        return self.mapper.chip
+
+    @property
+    def mapper(self) -> TileMapper:
+        """The tile mapping of :attr:`ipu`'s tensors."""
+        return self.mappers[self.ipu]
 
     def nbytes(self, spec: TensorSpec) -> int:
         """Bytes of a value at the run's precision (floats) or its own itemsize."""

@@ -9,18 +9,31 @@ its memory plans, so a program that does not fit fails before anything runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ipusim.choices import PRECISIONS
 from ipusim.cost.compute import PlannerOptions
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Node
-from ipusim.hardware.specs import SystemSpec
-from ipusim.lowering.context import SOURCES, LoweringContext, PipelineSpec, StepDescription
+from ipusim.graph.variable import Variable
+from ipusim.hardware.specs import IPUSpec, SystemSpec
+from ipusim.lowering.context import (
+    SOURCES,
+    LoweringContext,
+    PipelineSpec,
+    StageLayout,
+    StepDescription,
+    compute_system,
+)
 from ipusim.lowering.distribution import Distribution, DistributionSpec, check_norm_group_pipeline
-from ipusim.lowering.pipeline import build_program
-from ipusim.lowering.program import Program
-from ipusim.lowering.recompute import instruction_recomputation, resolve_recomputation
+from ipusim.lowering.pipeline import assign_stages, build_program
+from ipusim.lowering.program import Program, Superstep
+from ipusim.lowering.recompute import (
+    InstructionRecomputation,
+    instruction_recomputation,
+    resolve_recomputation,
+)
 from ipusim.lowering.shards import check_system_fits, ipus_per_replica
 from ipusim.lowering.supersteps import (
     add_norm_collectives,
@@ -32,6 +45,10 @@ from ipusim.lowering.tile_mapping import TileMapper
 from ipusim.lowering.update import UPDATE_OPS, OptimizerCost, UpdatePhase, update_phase
 
 __all__ = ["OptimizerCost", "PipelineSpec", "StepDescription", "lower"]
+
+_T = TypeVar("_T")
+#: The chip of a node's or a variable's IPU, as its compute graph sees it.
+_ChipOf = Callable[[_T], IPUSpec]
 
 
 def lower(
@@ -77,23 +94,19 @@ def lower(
     all_nodes = tuple(n for n in between if n.op.name not in UPDATE_OPS)
     nodes = [n for n in all_nodes if n.op.name not in SOURCES]
     spec = distribution or DistributionSpec()
-    by_node = node_supersteps(nodes, system, precision, planner, spec.replicas)
     dist = _distribution(step, system, spec, pipeline, gradient_accumulation > 1, nodes)
+    layout = _layout(step, all_nodes, pipeline)
+    mappers, chip_of, var_chip = _ipus(system, pipeline, layout, nodes, precision, planner)
+    by_node = node_supersteps(nodes, system, precision, planner, spec.replicas, chip_of)
     # Distributed batch norm's all-reduces (none unless its replica groups are larger than 1).
-    without_norm_collectives = {}
+    plain: dict[int, Superstep] = {}
     if dist is not None:
-        without_norm_collectives = add_norm_collectives(
-            by_node, nodes, dist, element_bytes(precision)
-        )
-    mapper = TileMapper(all_nodes, system.ipu, precision, planner)
-    strategy, instructions = "", None
-    if pipeline is not None and pipeline.recompute and training:
-        strategy = resolve_recomputation(pipeline.recomputation_mode, pipeline.schedule)
-    if pipeline is None and recompute and training:
-        sizes = value_bytes(all_nodes, precision)
-        instructions = instruction_recomputation(all_nodes, step.fetches, sizes)
+        plain = add_norm_collectives(by_node, nodes, dist, element_bytes(precision))
+    strategy, instructions = _recomputation(step, all_nodes, pipeline, recompute, precision)
     single_runs = gradient_accumulation if training else 1
-    update = update_phase(step.graph, system.ipu, precision) if training else UpdatePhase()
+    update = UpdatePhase()
+    if training:
+        update = update_phase(step.graph, system.ipu, precision, var_chip)
     return build_program(
         LoweringContext(
             step=step,
@@ -102,10 +115,11 @@ def lower(
             update=update,
             nodes=all_nodes,
             supersteps=by_node,
-            without_norm_collectives=without_norm_collectives,
+            without_norm_collectives=plain,
             dist=dist,
             replicas=spec.replicas,
-            mapper=mapper,
+            layout=layout,
+            mappers=mappers,
             check_memory=check_memory,
             pipeline=pipeline,
             micro_batches=(micro_batches or gradient_accumulation) if pipeline else single_runs,
@@ -114,6 +128,65 @@ def lower(
             gradient_accumulation=gradient_accumulation,
         )
     )
+
+
+def _layout(
+    step: StepDescription, nodes: Sequence[Node], pipeline: PipelineSpec | None
+) -> StageLayout:
+    """Where each node runs: :func:`assign_stages`, or a single IPU's one stage."""
+    if pipeline is None:
+        return StageLayout({n.id: 0 for n in nodes if n.op.name not in SOURCES}, {}, 1)
+    stages = len(pipeline.device_mapping)
+    return assign_stages(step.graph, nodes, pipeline.invocation_stage, stages)
+
+
+def _ipus(
+    system: SystemSpec,
+    pipeline: PipelineSpec | None,
+    layout: StageLayout,
+    nodes: Sequence[Node],
+    precision: str,
+    planner: PlannerOptions | None,
+) -> tuple[dict[int, TileMapper], _ChipOf[Node], _ChipOf[Variable]]:
+    """Each IPU's chip as its compute graph sees it (a pipeline's :attr:`~PipelineSpec.io_ipus`
+    without their I/O tiles) and the tile mapping of its nodes, with its own linear-mapping
+    cursor (S: graphcore/tensorflow ``poplar/driver/tools/mapping_helper.h``: the
+    ``linear_mapping_state`` is a ``LinearMapperState``, the next tile per ``poplar::Graph*``,
+    and each IPU's virtual graph is a graph of its own); the chip of each node's and each
+    variable's IPU."""
+    mapping = pipeline.device_mapping if pipeline is not None else (0,)
+    reduced = system.ipu
+    if pipeline is not None and pipeline.io_tiles:
+        reduced = compute_system(system, pipeline.io_tiles).ipu
+    io_ipus = pipeline.io_ipus if pipeline is not None else frozenset()
+    chips = {ipu: reduced if ipu in io_ipus else system.ipu for ipu in sorted(set(mapping))}
+    ipu_of = {node.id: mapping[layout.node_stage[node.id]] for node in nodes}
+    mappers = {
+        ipu: TileMapper([n for n in nodes if ipu_of[n.id] == ipu], chip, precision, planner)
+        for ipu, chip in chips.items()
+    }
+    last = layout.num_stages - 1
+
+    def variable_chip(variable: Variable) -> IPUSpec:
+        return chips[mapping[layout.variable_stage.get(id(variable), last)]]
+
+    return mappers, lambda node: chips[ipu_of[node.id]], variable_chip
+
+
+def _recomputation(
+    step: StepDescription,
+    nodes: Sequence[Node],
+    pipeline: PipelineSpec | None,
+    recompute: bool,
+    precision: str,
+) -> tuple[str, InstructionRecomputation | None]:
+    """A training pipeline's recomputation strategy, or an unpipelined training step's
+    instruction recomputation (``recompute``), if any."""
+    if step.kind != "train" or not (pipeline.recompute if pipeline is not None else recompute):
+        return "", None
+    if pipeline is not None:
+        return resolve_recomputation(pipeline.recomputation_mode, pipeline.schedule), None
+    return "", instruction_recomputation(nodes, step.fetches, value_bytes(nodes, precision))
 
 
 def _distribution(

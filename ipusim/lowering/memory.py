@@ -244,11 +244,10 @@ def ipu_plan(
     layout: StageLayout,
     pipeline: PipelineProgram,
     plans: Sequence[StagePlan],
-    ipu: int,
 ) -> IPUMemoryPlan:
-    """The memory plan of IPU ``ipu``: resident items, then each of its stages' working
-    memory."""
-    tiles = ctx.system.ipu.tiles
+    """The memory plan of IPU ``ctx.ipu`` on its own tiles: resident items, then each of its
+    stages' working memory."""
+    ipu, tiles = ctx.ipu, ctx.chip.tiles
     held = _Held()
     mine = [p for p in pipeline.stages if p.ipu == ipu]
     # Stages sharing an IPU run one at a time, so their exchange buffers reuse the same
@@ -311,7 +310,7 @@ def ipu_plan(
     recomputes = any(
         r is not None and r.recomputed for r in (plans[p.stage].recomputation for p in mine)
     )
-    sram = ctx.system.ipu.sram_bytes_per_tile
+    sram = ctx.chip.sram_bytes_per_tile
     return build_plan(ipu, held.items, tiles, sram, liveness, recomputes)
 
 
@@ -326,7 +325,7 @@ def _exchange(ctx: LoweringContext, p: StageProgram) -> np.ndarray:
     """Per tile, the receive buffers of a stage's largest exchange (a single IPU's weight
     update runs after its step's exchanges have freed theirs)."""
     blocks = (p.forward, p.backward) if ctx.fused else (p.forward, p.backward, p.weight_update)
-    return exchange_tiles([x for b in blocks for x in b.supersteps], ctx.system.ipu.tiles)
+    return exchange_tiles([x for b in blocks for x in b.supersteps], ctx.chip.tiles)
 
 
 def _weights(ctx: LoweringContext, layout: StageLayout, stages: set[int]) -> list[Variable]:
@@ -426,7 +425,7 @@ def _pass_of(node: Node) -> str:
 
 def _code(ctx: LoweringContext, held: _Held, p: StageProgram, plan: StagePlan) -> None:
     """A stage's code and vertex state (graph outlining shares identical compute sets)."""
-    tiles = ctx.system.ipu.tiles
+    tiles = ctx.chip.tiles
     ops = [x for b in (p.forward, p.backward, p.weight_update) for x in b.supersteps]
     rec = plan.recomputation
     interleaved = ctx.recompute == RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED

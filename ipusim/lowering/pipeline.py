@@ -215,11 +215,7 @@ def build_program(ctx: LoweringContext) -> Program:
     groups = tuple(tuple(g) for g in given) or tuple((s,) for s in range(len(mapping)))
     if not ctx.fused:
         _check_pipeline(ctx, len(groups))
-    if ctx.pipeline is None:  # a single IPU runs every node in its one stage
-        layout = StageLayout({n.id: 0 for n in ctx.nodes if n.op.name not in SOURCES}, {}, 1)
-    else:
-        invocation_stage = ctx.pipeline.invocation_stage
-        layout = assign_stages(ctx.step.graph, ctx.nodes, invocation_stage, len(mapping))
+    layout = ctx.layout  # a single IPU runs every node in its one stage
     plans = _stage_plans(ctx, layout, groups)
     pipeline = PipelineProgram(
         stages=tuple(_stage_program(ctx, s, plan) for s, plan in enumerate(plans)),
@@ -240,7 +236,7 @@ def build_program(ctx: LoweringContext) -> Program:
             pair_link_bytes_per_s=link.pair_bandwidth_bytes_per_s,
             link_latency_ps=seconds_to_ps(link.latency_s),
         )
-    memory = tuple(ipu_plan(ctx, layout, pipeline, plans, ipu) for ipu in pipeline.ipus)
+    memory = tuple(ipu_plan(ctx.on_ipu(i), layout, pipeline, plans) for i in pipeline.ipus)
     if ctx.check_memory:
         for plan in memory:
             check_fits(plan)

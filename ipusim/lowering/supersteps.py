@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -74,12 +74,14 @@ def node_supersteps(
     precision: str,
     planner: PlannerOptions | None,
     replicas: int,
+    chip_of: Callable[[Node], IPUSpec] | None = None,
 ) -> dict[int, Superstep]:
     """node id -> its superstep, for the nodes that do work (host embeddings with the host
-    traffic of ``replicas`` replicas)."""
-    ipu = system.ipu
+    traffic of ``replicas`` replicas), each costed on ``chip_of(node)`` (its IPU's chip as its
+    compute graph sees it; default ``system.ipu``)."""
     by_node: dict[int, Superstep] = {}
     for node in nodes:
+        ipu = chip_of(node) if chip_of is not None else system.ipu
         in_specs = [as_precision(s, precision) for s in node.in_specs]
         out_specs = [as_precision(s, precision) for s in node.out_specs]
         cost = node.op.cost(in_specs, out_specs, **node.attrs)

@@ -187,6 +187,7 @@ class TileMapper:
         precision: str,
         planner: PlannerOptions | None = None,
     ) -> None:
+        self.chip = ipu
         self.tiles = int(ipu.tiles)
         self.precision = precision
         self.plans: dict[int, amp.ConvPlan] = {}

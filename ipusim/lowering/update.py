@@ -13,6 +13,7 @@ variable's shape, costed by the op itself (its ``variable_cost``, the per-variab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,11 +84,17 @@ def layer_of(variable: Variable) -> str:
     return variable.name.rsplit("/", 1)[0] if "/" in variable.name else ""
 
 
-def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
+def update_phase(
+    graph: Graph,
+    ipu: IPUSpec,
+    precision: str,
+    chip_of: Callable[[Variable], IPUSpec] | None = None,
+) -> UpdatePhase:
     """The update phase of ``graph`` (empty when it has no ``apply_gradients`` node): per
     variable, a superstep whose operands are float32 arrays of its shape (accumulation: the
-    accumulator and the gradient; apply: the variable, the gradient and the slots), and the
-    ``cross_replica_mean`` nodes the gradient all-reduce reads."""
+    accumulator and the gradient; apply: the variable, the gradient and the slots) on
+    ``chip_of(variable)`` (its IPU's chip; default ``ipu``), and the ``cross_replica_mean``
+    nodes the gradient all-reduce reads."""
     nodes = update_nodes(graph)
     applies = [n for n in nodes if n.op.name == "apply_gradients"]
     if not applies:
@@ -102,7 +109,8 @@ def update_phase(graph: Graph, ipu: IPUSpec, precision: str) -> UpdatePhase:
             label = (f"{var.name}/{suffix}", layer_of(var), kind, phase)
             cost, arrays = op.variable_cost(var.shape, **node.attrs)
             spec = TensorSpec(var.shape, "float32")
-            step = superstep(label, cost, [spec] * arrays, [spec], {}, ipu, precision)
+            chip = chip_of(var) if chip_of is not None else ipu
+            step = superstep(label, cost, [spec] * arrays, [spec], {}, chip, precision)
             if step is not None:
                 steps[node.op.name].setdefault(id(var), step)
     # first-seen order (a key seen again keeps its place)

@@ -109,7 +109,7 @@ def stage_share(share: float, stage: int, stages: int) -> float:
     """The compute share of ``stage`` of a pipeline of ``stages`` stages on distinct IPUs, I/O
     tiles leaving the compute graph ``share``: the IPUs with host I/O (the first stage's
     infeed, the last's outfeed) keep ``share``, the others all their tiles, as the simulator
-    (:func:`~ipusim.session.plan.host_io_ipus`) and IPU TensorFlow reserve them."""
+    (:attr:`~ipusim.lowering.PipelineSpec.io_ipus`) and IPU TensorFlow reserve them."""
     return share if stage in (0, stages - 1) else 1.0
 
 

@@ -19,9 +19,9 @@ from ipusim.cost.compute import PlannerOptions
 from ipusim.cost.units import seconds_to_ps
 from ipusim.engine import HostLink, HostOptions
 from ipusim.errors import ConfigurationError
-from ipusim.hardware import load_system
 from ipusim.hardware.specs import SystemSpec
-from ipusim.lowering import PipelineSpec, Program, StepDescription
+from ipusim.lowering import Program, StepDescription
+from ipusim.lowering.context import compute_system
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.session.options import (
     DEFAULT_BUFFER_DEPTH,
@@ -41,7 +41,6 @@ __all__ = [
     "HostSettings",
     "SessionPlan",
     "compute_system",
-    "host_io_ipus",
     "reserved_io_tiles",
     "resolve_plan",
 ]
@@ -82,7 +81,7 @@ class SessionPlan:
         planner: PopLibs options of matmuls and convolutions.
         recompute: ``allow_recompute``.
         io_tiles: I/O tiles per IPU with host I/O (every IPU of an unpipelined replica, a
-            pipeline's :func:`host_io_ipus`): ``io_tiles.num_io_tiles`` as configured, then,
+            pipeline's ``PipelineSpec.io_ipus``): ``io_tiles.num_io_tiles`` as configured, then,
             once a step is known (:meth:`for_step`), the tiles IPU TensorFlow reserves for it
             (rounded up to even; 0 when its stream buffers do not fit on them).
         io_memory_proportion: ``io_tiles.available_memory_proportion``.
@@ -121,7 +120,8 @@ class SessionPlan:
     @property
     def compute_system(self) -> SystemSpec:
         """The system as the compute graph of an IPU with host I/O sees it: without the I/O
-        tiles (a pipeline's other IPUs keep ``system``, :func:`host_io_ipus`)."""
+        tiles (what an unpipelined step is lowered on; a pipeline is lowered on ``system``
+        with ``PipelineSpec.io_tiles``, and only its ``io_ipus`` lose them)."""
         return compute_system(self.system, self.io_tiles)
 
     def for_step(self, step: StepDescription) -> SessionPlan:
@@ -281,32 +281,6 @@ def reserved_io_tiles(requested: int, tiles: int) -> int:
             "ipu_model.tiles_per_ipu)."
         )
     return reserved
-
-
-def host_io_ipus(pipeline: PipelineSpec | None) -> frozenset[int] | None:
-    """The IPUs of a pipelined replica that hold host I/O, so get I/O tiles: stage 0's, which
-    dequeues the infeed, and the last stage's, which enqueues the outfeed (the same IPU when a
-    ``device_mapping`` puts the last stage back on IPU 0). The others keep all their tiles for
-    compute (S: graphcore/tensorflow ``tests/io_tiles_test.py``,
-    ``testIoTilesOnlyCreatedOnDevicesWithIoInstructions``). None when every IPU of the replica
-    holds host I/O: no pipeline (one IPU per replica), or every stage on those IPUs.
-    """
-    if pipeline is None:
-        return None
-    mapping = pipeline.device_mapping
-    io_ipus = frozenset((mapping[0], mapping[-1]))
-    return None if io_ipus >= set(mapping) else io_ipus
-
-
-def compute_system(system: SystemSpec, io_tiles: int) -> SystemSpec:
-    """``system`` with ``io_tiles`` tiles of each IPU reserved for I/O: the compute graph is
-    mapped to the other ``tiles - io_tiles`` (S: graphcore/tensorflow ``poplar_compiler.cc``
-    ``PartitionTiles``), so every op's tile mapping, cost and memory use those. (E) Every IPU
-    of a pipeline is taken to reserve them; IPU TensorFlow reserves them only on the IPUs
-    with host I/O (a pipeline's first and last stages)."""
-    if io_tiles == 0:
-        return system
-    return load_system(system, overrides={"ipu.tiles": system.ipu.tiles - io_tiles})
 
 
 def stream_callback_threads(system: SystemSpec, processes: int) -> int:

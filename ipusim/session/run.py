@@ -20,9 +20,9 @@ from ipusim.hardware.specs import SystemSpec
 from ipusim.lowering import PipelineSpec, Program, StepDescription
 from ipusim.lowering import lower as lower_program
 from ipusim.lowering.distribution import DistributionSpec
-from ipusim.lowering.memory import build_plan, check_fits
+from ipusim.lowering.memory import build_plan
 from ipusim.session.options import FeedOptions, traced
-from ipusim.session.plan import SessionPlan, host_io_ipus, resolve_plan
+from ipusim.session.plan import SessionPlan, resolve_plan
 from ipusim.trace import Report
 
 if TYPE_CHECKING:
@@ -108,58 +108,31 @@ def _host_of(
 
 
 def lower(description: RunDescription, config: IPUConfig | None, system: SystemSpec) -> LoweredRun:
-    """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit)."""
+    """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit).
+
+    With I/O tiles, an unpipelined replica's IPUs all hold host I/O, so it is lowered on the
+    system without them (``plan.compute_system``); a pipeline's IPUs are lowered each on its
+    own tiles (``PipelineSpec.io_tiles``: only its host-I/O IPUs reserve them).
+    """
     plan = resolve_plan(config, system).for_step(description.step)
-    io_ipus = host_io_ipus(description.pipeline)
-    if plan.io_tiles == 0 or io_ipus is None:
-        program = _lower_on(description, plan, plan.compute_system, check_memory=True)
-    else:
-        program = _io_ipus_only(description, plan, io_ipus)
-    if not description.read_back_weights:
-        program = replace(program, readback_bytes=0)
-    host, link = _host_of(plan, description, program)
-    return LoweredRun(program, description, host, link, plan)
-
-
-def _lower_on(
-    description: RunDescription, plan: SessionPlan, system: SystemSpec, *, check_memory: bool
-) -> Program:
-    """``description``'s step lowered onto ``system`` with ``plan``'s options."""
-    return lower_program(
+    pipeline = description.pipeline
+    if pipeline is not None:
+        pipeline = replace(pipeline, io_tiles=plan.io_tiles)
+    program = lower_program(
         description.step,
-        system,
+        plan.compute_system if pipeline is None else plan.system,
         precision=plan.precision,
         gradient_accumulation=description.gradient_accumulation,
-        check_memory=check_memory,
-        pipeline=description.pipeline,
+        pipeline=pipeline,
         micro_batches=description.micro_batches,
         distribution=plan.distribution(description.distribution),
         planner=plan.planner,
         recompute=plan.recompute,
     )
-
-
-def _io_ipus_only(
-    description: RunDescription, plan: SessionPlan, io_ipus: frozenset[int]
-) -> Program:
-    """A pipelined step with I/O tiles on ``io_ipus`` only: their stages are costed, and their
-    memory checked, on ``tiles - io_tiles`` tiles, the other IPUs' on all their tiles.
-
-    Every IPU of a stage is lowered once with its own tile count: the step is lowered for both
-    counts and each IPU keeps the stages and memory plan of its own (a stage's supersteps and an
-    IPU's memory plan depend only on that IPU's tiles; the links and sync are the system's).
-    """
-    whole = _lower_on(description, plan, plan.system, check_memory=False)
-    reduced = _lower_on(description, plan, plan.compute_system, check_memory=False)
-    pick = {False: whole, True: reduced}
-    stages = tuple(
-        pick[s.ipu in io_ipus].pipeline.stages[i] for i, s in enumerate(whole.pipeline.stages)
-    )
-    memory = tuple(pick[m.ipu in io_ipus].memory[i] for i, m in enumerate(whole.memory))
-    for ipu_memory in memory:
-        check_fits(ipu_memory)
-    pipeline = replace(whole.pipeline, stages=stages)
-    return replace(whole, pipeline=pipeline, memory=memory)
+    if not description.read_back_weights:
+        program = replace(program, readback_bytes=0)
+    host, link = _host_of(plan, description, program)
+    return LoweredRun(program, description, host, link, plan)
 
 
 @dataclass(frozen=True)
