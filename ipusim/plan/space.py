@@ -353,7 +353,7 @@ def _split_candidates(
     io_ipus = {0} if stages > ipr else {0, ipr - 1}  # the first and last stages' IPUs
     for io in options.io_options(schedule == "grouped"):
         share = options.compute_share(str(base["system"]), io)
-        shares = [share if ipu in io_ipus or ipr == 1 else 1.0 for ipu in range(ipr)]
+        shares = [share if ipu in io_ipus else 1.0 for ipu in range(ipr)]
         costs = link.stage_costs(c, passes, shares, stages, io)
         seconds = steps.run_seconds(schedule, acc, costs)
         gives = [_gives_up(opt, stages, replicas), *options.gives_up(setting, io)]
