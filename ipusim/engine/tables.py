@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ipusim.cost.units import transfer_ps
 from ipusim.engine.options import HostLink, HostOptions
 from ipusim.errors import ConfigurationError
-from ipusim.lowering.program import Block, PipelineProgram, Program, Timed
+from ipusim.lowering.program import Block, PipelineProgram, Program, Timed, copy_bandwidth
 from ipusim.lowering.schedules import time_steps
 from ipusim.trace import HOST
 from ipusim.trace.templates import TemplateBuilder, TemplateTable
@@ -254,9 +254,7 @@ class _Compiler:
             return (), 0
         per_ipu: dict[int, tuple[int, int, list[str]]] = {}
         for (src, dst), size in sorted(by_pair.items()):
-            bandwidth = p.link_bytes_per_s
-            if src // 2 == dst // 2 and p.pair_link_bytes_per_s:
-                bandwidth = p.pair_link_bytes_per_s  # the two IPUs of a pair
+            bandwidth = copy_bandwidth(src, dst, p.link_bytes_per_s, p.pair_link_bytes_per_s)
             duration = transfer_ps(size, bandwidth) + p.link_latency_ps
             for ipu in (src, dst):
                 longest, total, names = per_ipu.get(ipu, (0, 0, []))

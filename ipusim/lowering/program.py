@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 PHASES = ("fwd", "bwd", "accumulate", "weight-update", "io")
 
 
+def copy_bandwidth(src: int, dst: int, neighbour: float, pair: float) -> float:
+    """Bytes/s of an inter-stage copy from IPU ``src`` to ``dst``: ``pair`` between the two
+    IPUs of a pair (2r, 2r + 1), joined by more links (0: no faster than the others),
+    ``neighbour`` otherwise."""
+    return pair if src // 2 == dst // 2 and pair else neighbour
+
+
 @dataclass(frozen=True, slots=True)
 class Superstep:
     """One BSP superstep on one IPU: a compute set, its exchange and the sync that ends it.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ipusim.lowering.program import copy_bandwidth
 from ipusim.lowering.schedules import time_steps
 
 __all__ = ["StageCosts", "copy_seconds", "run_seconds"]
@@ -49,14 +50,13 @@ class StageCosts:
 
 def copy_seconds(nbytes: float, src: int, dst: int, link: tuple[float, float, float]) -> float:
     """Seconds of a copy of ``nbytes`` from IPU ``src`` to ``dst`` as the engine prices it
-    (``engine/tables.py``): over the two IPUs of a pair (2r, 2r + 1) at the pair's bandwidth,
-    otherwise at a neighbour link's, plus the link latency; ``link``: neighbour and pair
-    bandwidth (bytes/s, pair 0 meaning the neighbour's) and latency (s). 0 on one IPU."""
+    (``engine/tables.py``): at :func:`~ipusim.lowering.program.copy_bandwidth`, plus the link
+    latency; ``link``: neighbour and pair bandwidth (bytes/s, pair 0 meaning the neighbour's)
+    and latency (s). 0 on one IPU."""
     if src == dst or nbytes <= 0:
         return 0.0
     neighbour, pair, latency = link
-    bandwidth = pair if src // 2 == dst // 2 and pair else neighbour
-    return nbytes / bandwidth + latency
+    return nbytes / copy_bandwidth(src, dst, neighbour, pair) + latency
 
 
 def run_seconds(schedule: str, micro_batches: int, costs: StageCosts) -> float:
