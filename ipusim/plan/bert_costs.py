@@ -187,7 +187,7 @@ class BertCosts:
         # update's compute and syncs kept whatever the transfers' estimate.
         weights = sum(p.groups[g].weight_bytes for g in layers)
         moved_s = moved(heaviest * weights / sum(var))
-        update = p.update_s + max(fixed - p.update_s - moved_s, 0.0)
+        update = p.update_s + max(p.update_traffic_s - moved_s, 0.0)
 
         def back(names: list[str], again: bool = recompute) -> float:
             return sum(p.groups[g].backward_s + again * p.groups[g].forward_s for g in names)

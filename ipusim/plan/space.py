@@ -384,8 +384,7 @@ class _LinkCosts:
         spec = load_system(system)
         link = spec.ipu_link
         bandwidths = (link.neighbour_bandwidth_bytes_per_s, link.pair_bandwidth_bytes_per_s)
-        sync = cross_ipu_sync_ps(spec, ipus) * 1e-12 if ipus > 1 else 0.0
-        return cls((*bandwidths, link.latency_s), sync)
+        return cls((*bandwidths, link.latency_s), cross_ipu_sync_ps(spec, ipus) * 1e-12)
 
     def stage_costs(
         self,
@@ -403,16 +402,15 @@ class _LinkCosts:
         stage and micro-batch over its two steps) with the sync."""
         timed = [(k * f, k * b) for (f, b), k in zip(passes, map(options.io_slowdown, shares))]
         ipus = list(range(len(timed)))
-        if stages > len(timed):
+        sizes = [(c.layer_send, c.layer_return)] * len(timed)
+        if stages > len(passes):  # the head's own stage
             head = (c.head_s - c.head_b, c.head_b)
             k = options.io_slowdown(shares[0])
             timed[0] = (timed[0][0] - k * head[0], timed[0][1] - k * head[1])
             timed.append((k * head[0], k * head[1]))
             ipus.append(0)
-        sizes = [(c.layer_send, c.layer_return)] * len(timed)
-        if stages > len(passes):
-            sizes[-2] = (c.head_send, sizes[-2][1])
-            sizes[-1] = (0.0, c.head_return)
+            sizes[-1] = (c.head_send, sizes[-1][1])
+            sizes.append((0.0, c.head_return))
         sends = tuple(
             (
                 steps.copy_seconds(f, ipu, ipus[min(s + 1, len(ipus) - 1)], self.link),
