@@ -153,11 +153,11 @@ def schedule_seconds(
     ``passes`` are per IPU: the engine runs an IPU's items of a step one after the other.
     One stage per IPU: the lowering's own time steps (:func:`~ipusim.plan.steps.run_seconds`)."""
     stages = stages or len(passes)
-    fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
     if stages == len(passes):
         no_copies = ((0.0, 0.0),) * stages
         costs = StageCosts(tuple(passes), tuple(range(stages)), no_copies, overhead / 2)
         return run_seconds(schedule, acc, costs)
+    fwd, bwd = [f for f, _ in passes], [b for _, b in passes]
     if schedule == "sequential":
         return acc * (sum(fwd) + sum(bwd) + stages * overhead)
     # Grouped: acc + S - 1 forward steps and as many backward steps; a step of the ramp up or
