@@ -67,8 +67,6 @@ class PipelineSpec:
             ``"RecomputeAndBackpropagateInterleaved"``); used when ``recompute`` is on.
         groups: the stage groups (concurrent stages): the stages of each logical stage of the
             schedule; empty means one stage per logical stage.
-        io_tiles: tiles each of the :attr:`io_ipus` reserves for I/O (its stages are costed,
-            tile-mapped and memory-planned on the others); the other IPUs keep all their tiles.
     """
 
     invocation_stage: dict[int, int]
@@ -77,7 +75,6 @@ class PipelineSpec:
     recompute: bool = False
     groups: tuple[tuple[int, ...], ...] = ()
     recomputation_mode: str = "Auto"
-    io_tiles: int = 0
 
     @property
     def io_ipus(self) -> frozenset[int]:

@@ -63,6 +63,7 @@ def lower(
     distribution: DistributionSpec | None = None,
     planner: PlannerOptions | None = None,
     recompute: bool = False,
+    io_tiles: int = 0,
 ) -> Program:
     """Lower one step graph onto ``system``: one IPU, or the IPUs of a pipeline.
 
@@ -81,6 +82,9 @@ def lower(
         recompute: ``IPUConfig.allow_recompute`` for an unpipelined training step (its
             Conv->Norm(->NonLinearity) patterns, :mod:`ipusim.lowering.recompute`); a pipelined
             step takes it from ``pipeline.recompute``.
+        io_tiles: tiles each IPU with host I/O reserves for I/O (an unpipelined replica's IPU,
+            a pipeline's :attr:`~PipelineSpec.io_ipus`): its nodes are costed, tile-mapped and
+            memory-planned on the others; the other IPUs keep all their tiles.
     """
     if precision not in PRECISIONS:
         raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
@@ -96,7 +100,9 @@ def lower(
     spec = distribution or DistributionSpec()
     dist = _distribution(step, system, spec, pipeline, gradient_accumulation > 1, nodes)
     layout = _layout(step, all_nodes, pipeline)
-    mappers, chip_of, var_chip = _ipus(system, pipeline, layout, nodes, precision, planner)
+    mappers, chip_of, var_chip = _ipus(
+        system, pipeline, layout, nodes, precision, planner, io_tiles
+    )
     by_node = node_supersteps(nodes, system, precision, planner, spec.replicas, chip_of)
     # Distributed batch norm's all-reduces (none unless its replica groups are larger than 1).
     plain: dict[int, Superstep] = {}
@@ -147,18 +153,17 @@ def _ipus(
     nodes: Sequence[Node],
     precision: str,
     planner: PlannerOptions | None,
+    io_tiles: int,
 ) -> tuple[dict[int, TileMapper], _ChipOf[Node], _ChipOf[Variable]]:
-    """Each IPU's chip as its compute graph sees it (a pipeline's :attr:`~PipelineSpec.io_ipus`
-    without their I/O tiles) and the tile mapping of its nodes, with its own linear-mapping
+    """Each IPU's chip as its compute graph sees it (the IPUs with host I/O without their
+    ``io_tiles``) and the tile mapping of its nodes, with its own linear-mapping
     cursor (S: graphcore/tensorflow ``poplar/driver/tools/mapping_helper.h``: the
     ``linear_mapping_state`` is a ``LinearMapperState``, the next tile per ``poplar::Graph*``,
     and each IPU's virtual graph is a graph of its own); the chip of each node's and each
     variable's IPU."""
     mapping = pipeline.device_mapping if pipeline is not None else (0,)
-    reduced = system.ipu
-    if pipeline is not None and pipeline.io_tiles:
-        reduced = compute_system(system, pipeline.io_tiles).ipu
-    io_ipus = pipeline.io_ipus if pipeline is not None else frozenset()
+    reduced = compute_system(system, io_tiles).ipu
+    io_ipus = pipeline.io_ipus if pipeline is not None else frozenset(mapping)
     chips = {ipu: reduced if ipu in io_ipus else system.ipu for ipu in sorted(set(mapping))}
     ipu_of = {node.id: mapping[layout.node_stage[node.id]] for node in nodes}
     mappers = {

@@ -21,7 +21,6 @@ from ipusim.engine import HostLink, HostOptions
 from ipusim.errors import ConfigurationError
 from ipusim.hardware.specs import SystemSpec
 from ipusim.lowering import Program, StepDescription
-from ipusim.lowering.context import compute_system
 from ipusim.lowering.distribution import DistributionSpec
 from ipusim.session.options import (
     DEFAULT_BUFFER_DEPTH,
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HostSettings",
     "SessionPlan",
-    "compute_system",
     "reserved_io_tiles",
     "resolve_plan",
 ]
@@ -116,13 +114,6 @@ class SessionPlan:
         """The same configuration on ``system`` (another host preset, say), with the I/O
         tiles already settled for its step."""
         return replace(resolve_plan(self.config, system), io_tiles=self.io_tiles)
-
-    @property
-    def compute_system(self) -> SystemSpec:
-        """The system as the compute graph of an IPU with host I/O sees it: without the I/O
-        tiles (what an unpipelined step is lowered on; a pipeline is lowered on ``system``
-        with ``PipelineSpec.io_tiles``, and only its ``io_ipus`` lose them)."""
-        return compute_system(self.system, self.io_tiles)
 
     def for_step(self, step: StepDescription) -> SessionPlan:
         """This plan with the I/O tiles IPU TensorFlow reserves for ``step``.

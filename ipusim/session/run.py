@@ -108,26 +108,20 @@ def _host_of(
 
 
 def lower(description: RunDescription, config: IPUConfig | None, system: SystemSpec) -> LoweredRun:
-    """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit).
-
-    With I/O tiles, an unpipelined replica's IPUs all hold host I/O, so it is lowered on the
-    system without them (``plan.compute_system``); a pipeline's IPUs are lowered each on its
-    own tiles (``PipelineSpec.io_tiles``: only its host-I/O IPUs reserve them).
-    """
+    """Lower a described step for ``system`` (raises ``OutOfMemoryError`` if it cannot fit),
+    with the I/O tiles IPU TensorFlow reserves for it on the IPUs with host I/O."""
     plan = resolve_plan(config, system).for_step(description.step)
-    pipeline = description.pipeline
-    if pipeline is not None:
-        pipeline = replace(pipeline, io_tiles=plan.io_tiles)
     program = lower_program(
         description.step,
-        plan.compute_system if pipeline is None else plan.system,
+        plan.system,
         precision=plan.precision,
         gradient_accumulation=description.gradient_accumulation,
-        pipeline=pipeline,
+        pipeline=description.pipeline,
         micro_batches=description.micro_batches,
         distribution=plan.distribution(description.distribution),
         planner=plan.planner,
         recompute=plan.recompute,
+        io_tiles=plan.io_tiles,
     )
     if not description.read_back_weights:
         program = replace(program, readback_bytes=0)

@@ -20,7 +20,7 @@ the ``8 x 16384`` input (131,072 elements, spread over every tile it has) and De
 from __future__ import annotations
 
 import importlib
-from dataclasses import fields, replace
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -76,15 +76,15 @@ def traced():
     return description.step, description.pipeline, lowered.system
 
 
-def _lower(step, system, pipeline):
-    return lower(step, system, pipeline=pipeline, gradient_accumulation=6)
+def _lower(step, system, pipeline, io_tiles=0):
+    return lower(step, system, pipeline=pipeline, gradient_accumulation=6, io_tiles=io_tiles)
 
 
 def test_only_the_host_io_ipus_are_lowered_on_fewer_tiles(traced) -> None:
     step, spec, system = traced
     assert spec.io_ipus == {0, 2}
     plain = _lower(step, system, spec)
-    with_io = _lower(step, system, replace(spec, io_tiles=IO_TILES))
+    with_io = _lower(step, system, spec, IO_TILES)
     # Every IPU reduced: the reference for the host-I/O IPUs.
     reduced = _lower(step, compute_system(system, IO_TILES), spec)
     stages = with_io.pipeline.stages
@@ -125,7 +125,7 @@ def test_each_ipu_maps_linearly_from_tile_0(traced, monkeypatch) -> None:
         return build(ctx)
 
     monkeypatch.setattr(_lower_module, "build_program", spy)
-    _lower(step, system, replace(spec, io_tiles=IO_TILES))
+    _lower(step, system, spec, IO_TILES)
     (ctx,) = contexts
     weights = {v.name: v for v in step.weights}
     for ipu, layer, width in ((0, "a", 16), (1, "b", 16), (2, "c", FEATURES)):
@@ -134,3 +134,15 @@ def test_each_ipu_maps_linearly_from_tile_0(traced, monkeypatch) -> None:
         bias = mapper.variable(weights[f"{layer}/bias:0"])
         assert (bias.start, bias.total) == (0, 4 * width)
     assert ctx.mappers[2].variable(weights["d/bias:0"]).start == 4 * FEATURES // 128 == 512
+
+
+def test_an_unpipelined_step_loses_its_io_tiles_the_same_way(traced) -> None:
+    """Without a pipeline the one IPU has host I/O: ``io_tiles`` lowers the step exactly as
+    on a system whose IPUs have ``tiles - io_tiles`` tiles, and not as on the whole chip."""
+    step, _, system = traced
+    single = lower(step, system, gradient_accumulation=6, io_tiles=IO_TILES)
+    reduced = lower(step, compute_system(system, IO_TILES), gradient_accumulation=6)
+    whole = lower(step, system, gradient_accumulation=6)
+    assert single == reduced
+    assert single.memory[0].budget_bytes == (GC200.tiles - IO_TILES) * GC200.sram_bytes_per_tile
+    assert single.pipeline != whole.pipeline
