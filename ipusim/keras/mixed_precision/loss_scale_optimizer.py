@@ -131,17 +131,6 @@ class LossScaleOptimizer(OptimizerWrapper):
         """Finite steps since the scale last changed (None for a fixed scale)."""
         return self._counter if self._dynamic else None
 
-    def get_scaled_loss(self, loss: Any) -> Any:
-        """``loss * loss_scale`` (a graph Symbol or an array)."""
-        if hasattr(loss, "graph"):
-            from ipusim.graph.ops import math as m
-
-            return m.multiply(
-                loss, m.cast(loss.graph.read_variable(self.loss_scale_variable), loss.dtype)
-            )
-        array = np.asarray(loss)
-        return array * array.dtype.type(self.loss_scale)
-
     def get_unscaled_gradients(self, grads: list[Any]) -> list[Any]:
         """Each gradient times ``1 / loss_scale``, the factor cast to the gradient's dtype."""
         inverse = np.float32(1.0) / np.float32(self.loss_scale)
@@ -150,20 +139,6 @@ class LossScaleOptimizer(OptimizerWrapper):
         ]
 
     # ------------------------------------------------------------------ optimizer API
-    @property
-    def iterations(self) -> int:
-        return self._opt.iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._opt.iterations = value
-
-    def variables(self) -> list[Variable]:
-        return self._opt.variables()
-
-    def get_weights(self) -> list[np.ndarray]:
-        return self._opt.get_weights()
-
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self._opt.set_weights(weights)
 

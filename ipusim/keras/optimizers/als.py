@@ -197,14 +197,6 @@ class ALSOptimizer(OptimizerWrapper):
         return True
 
     @property
-    def iterations(self) -> int:
-        return self._opt.iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._opt.iterations = value
-
-    @property
     def weights(self) -> list[Variable]:
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
 
@@ -225,15 +217,6 @@ class ALSOptimizer(OptimizerWrapper):
         self._lsf.value[...] = self.initial_loss_scaling_factor
 
     # ------------------------------------------------------------------ scaling
-    def get_scaled_loss(self, loss: Any) -> Any:
-        """``LSF * loss`` (a traced tensor or an array), the LSF cast to the loss' dtype."""
-        if hasattr(loss, "graph"):
-            from ipusim.graph.ops import math as m
-
-            return m.multiply(loss, m.cast(loss.graph.read_variable(self._lsf), loss.dtype))
-        array = np.asarray(loss)
-        return array * array.dtype.type(self.loss_scaling_factor)
-
     def minimize(
         self,
         loss: Any,
