@@ -104,11 +104,6 @@ class LossScaleOptimizer(OptimizerWrapper):
 
     # ------------------------------------------------------------------ loss-scale state
     @property
-    def inner_optimizer(self) -> Optimizer:
-        """The wrapped optimizer."""
-        return self._opt
-
-    @property
     def dynamic(self) -> bool:
         """Whether the scale adjusts itself."""
         return self._dynamic

@@ -74,6 +74,11 @@ class OptimizerWrapper(Optimizer):
         return self._wrapper_name
 
     @property
+    def inner_optimizer(self) -> Optimizer:
+        """The wrapped optimizer."""
+        return self._opt
+
+    @property
     def iterations(self) -> int:
         return self._opt.iterations
 

@@ -88,32 +88,25 @@ class SGD(Optimizer):
         return [("momentum", 0.0)] if self._momentum else []
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
+        c = coefficients
         if self._momentum:
             optim_kernels.sgd_momentum_update(
-                var,
-                grad,
-                slots["momentum"],
-                coefficients["lr"],
-                coefficients["momentum"],
-                self.nesterov,
+                var, grad, slots["momentum"], c["lr"], c["momentum"], self.nesterov
             )
         else:
-            optim_kernels.sgd_update(var, grad, coefficients["lr"])
+            optim_kernels.sgd_update(var, grad, c["lr"])
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), "momentum": half(self._hyper_value("momentum", step))}
 
     def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
         if self._momentum:
             update.run(
-                "momentum",
-                [var, grad, slots["momentum"]],
-                coefficients["lr"],
-                coefficients["momentum"],
-                self.nesterov,
+                "momentum", [var, grad, slots["momentum"]], c["lr"], c["momentum"], self.nesterov
             )
         else:
-            update.run("sgd", [var, grad], coefficients["lr"])
+            update.run("sgd", [var, grad], c["lr"])
 
 
 class RMSprop(Optimizer):

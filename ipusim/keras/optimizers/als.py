@@ -155,10 +155,6 @@ class ALSOptimizer(OptimizerWrapper):
         )
 
     # ------------------------------------------------------------------ state
-    @property
-    def inner_optimizer(self) -> Optimizer:
-        return self._opt
-
     def get_name(self) -> str:
         return self._wrapper_name
 

@@ -128,13 +128,9 @@ class SGDIpuOptimizer(IpuOptimizerBase, SGD):
         accum = slots["momentum"]
         work = accum.astype(np.float32)
         delta = np.zeros(var.shape, np.float32)  # the step the Keras momentum rule adds
+        c = coefficients
         optim_kernels.sgd_momentum_update(
-            delta,
-            np.asarray(grad, np.float32),
-            work,
-            coefficients["lr"],
-            coefficients["momentum"],
-            self.nesterov,
+            delta, np.asarray(grad, np.float32), work, c["lr"], c["momentum"], self.nesterov
         )
         accum[...] = work.astype(accum.dtype)
         self._subtract(var, -delta)
