@@ -370,11 +370,10 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self._als = als_optimizer
         self._wrapper_name = name
-        self._accumulator = accumulator
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 
