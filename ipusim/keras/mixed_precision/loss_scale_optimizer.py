@@ -71,22 +71,20 @@ class LossScaleOptimizer(OptimizerWrapper):
                 '"inner_optimizer" is already wrapped by a LossScaleOptimizer; an optimizer can '
                 "be wrapped by one LossScaleOptimizer only"
             )
+        growth = dynamic_growth_steps
         if dynamic:
             initial_scale = _DEFAULT_INITIAL_SCALE if initial_scale is None else initial_scale
-            growth = _DEFAULT_GROWTH_STEPS if dynamic_growth_steps is None else dynamic_growth_steps
+            growth = _DEFAULT_GROWTH_STEPS if growth is None else growth
             if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
                 raise ConfigurationError(
                     f'"dynamic_growth_steps" must be a positive int, but got: {growth!r}'
                 )
-        else:
-            if initial_scale is None:
-                raise ConfigurationError('"initial_scale" must be specified if "dynamic" is False')
-            if dynamic_growth_steps is not None:
-                raise ConfigurationError(
-                    '"dynamic_growth_steps" must be None if "dynamic" is False, but got: '
-                    f"{dynamic_growth_steps!r}"
-                )
-            growth = None
+        elif initial_scale is None:
+            raise ConfigurationError('"initial_scale" must be specified if "dynamic" is False')
+        elif growth is not None:
+            raise ConfigurationError(
+                f'"dynamic_growth_steps" must be None if "dynamic" is False, but got: {growth!r}'
+            )
         scale = float(initial_scale)
         if not math.isfinite(scale) or scale <= 0.0:
             raise ConfigurationError(
