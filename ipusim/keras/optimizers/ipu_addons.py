@@ -54,16 +54,13 @@ class IpuOptimizerBase(Optimizer):
     def get_slot_dtype(self, var: Variable, slot_name: str) -> Any:
         return self._state_dtypes.get(slot_name)
 
-    def _typed_slot(self, var: Variable, slot_name: str) -> None:
-        # An existing slot is kept whatever its shape (no check, unlike the Keras optimizers).
-        if slot_name not in self._slots.get(var.name, {}):
-            dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
-            self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
-
     def _create_slots(self, var_list: list[Variable]) -> None:
         for slot_name, _ in self._slot_specs():
             for var in var_list:
-                self._typed_slot(var, slot_name)
+                # An existing slot is kept whatever its shape (no check, unlike Keras' optimizers).
+                if slot_name not in self._slots.get(var.name, {}):
+                    dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
+                    self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
 
     # float16 variables take the same float32 path (the base class would use its half kernels).
     def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:  # type: ignore[override]
