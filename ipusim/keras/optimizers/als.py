@@ -48,8 +48,6 @@ from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 from ipusim.pipelining import GradientAccumulationReductionMethod
 
-ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
-
 
 def _power_of_two(owner: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
@@ -100,6 +98,8 @@ class ALSOptimizer(OptimizerWrapper):
     #: The Keras training step scales the loss by ``loss_scale_variable`` and leaves the
     #: gradients scaled: ALS histograms the scaled gradients before it unscales them.
     unscales_own_gradients = True
+    #: It accepts ``captured_grads`` (gradients captured by the IPU layers) in apply_gradients.
+    supports_captured_grads = True
 
     def __init__(
         self,
@@ -189,10 +189,6 @@ class ALSOptimizer(OptimizerWrapper):
         return 1.0 / float(self.increase_factor)
 
     @property
-    def supports_captured_grads(self) -> bool:
-        return True
-
-    @property
     def weights(self) -> list[Variable]:
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
 
@@ -204,7 +200,7 @@ class ALSOptimizer(OptimizerWrapper):
 
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
-        return self._opt.update_flops_per_element + ALS_FLOPS_PER_ELEMENT
+        return self._opt.update_flops_per_element + loss_scaling.ALS_FLOPS_PER_ELEMENT
 
     def reset(self) -> None:
         """Clear the statistics and the counter; the LSF returns to its initial value."""
