@@ -55,7 +55,7 @@ def from_wrapped_config(
 class OptimizerWrapper(Optimizer):
     """What the Keras optimizer wrappers share: their own name, and everything they do not
     define (hyperparameters, slots, iterations, the slots the timing model budgets) is the
-    wrapped optimizer's (``_opt``, set by :meth:`_wrap`)."""
+    wrapped optimizer's (``_opt``, set by :meth:`_wrap`; ``inner_optimizer``)."""
 
     _opt: Optimizer
     _wrapper_name: str
