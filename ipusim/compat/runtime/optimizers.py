@@ -176,14 +176,10 @@ def compute_gradients_symbolic(loss: Any, variables: list[Any]) -> list[Any]:
             f"compute_gradients: `loss` must be a tensor computed in the traced function, "
             f"received {type(loss).__name__}"
         )
-    graph = loss.graph
-    target = loss
-    if loss.shape != ():
-        from ipusim.graph.ops.reduce import reduce_sum
+    from ipusim.graph.ops.reduce import reduce_sum
 
-        target = reduce_sum(loss)
-    sources = [graph.read_variable(v) for v in variables]
-    return graph_gradients(target, sources)
+    target = reduce_sum(loss) if loss.shape != () else loss
+    return graph_gradients(target, [loss.graph.read_variable(v) for v in variables])
 
 
 def has_cross_replica(optimizer: Any) -> bool:
@@ -374,7 +370,7 @@ class CrossReplicaGradientAccumulationOptimizerV2(GradientAccumulationOptimizerV
 
 
 def _require_sgd(owner: str, opt: Any) -> None:
-    if not isinstance(innermost(opt) if isinstance(opt, IpuOptimizer) else opt, SGD):
+    if not isinstance(innermost(opt), SGD):
         raise InvalidTypeError(
             f"{owner} only wraps gradient descent (with or without momentum): pass a "
             f"keras.optimizers.SGD, or use {owner}V2 for any optimizer (received "

@@ -71,22 +71,20 @@ class LossScaleOptimizer(OptimizerWrapper):
                 '"inner_optimizer" is already wrapped by a LossScaleOptimizer; an optimizer can '
                 "be wrapped by one LossScaleOptimizer only"
             )
+        growth = dynamic_growth_steps
         if dynamic:
             initial_scale = _DEFAULT_INITIAL_SCALE if initial_scale is None else initial_scale
-            growth = _DEFAULT_GROWTH_STEPS if dynamic_growth_steps is None else dynamic_growth_steps
+            growth = _DEFAULT_GROWTH_STEPS if growth is None else growth
             if isinstance(growth, bool) or not isinstance(growth, int) or growth < 1:
                 raise ConfigurationError(
                     f'"dynamic_growth_steps" must be a positive int, but got: {growth!r}'
                 )
-        else:
-            if initial_scale is None:
-                raise ConfigurationError('"initial_scale" must be specified if "dynamic" is False')
-            if dynamic_growth_steps is not None:
-                raise ConfigurationError(
-                    '"dynamic_growth_steps" must be None if "dynamic" is False, but got: '
-                    f"{dynamic_growth_steps!r}"
-                )
-            growth = None
+        elif initial_scale is None:
+            raise ConfigurationError('"initial_scale" must be specified if "dynamic" is False')
+        elif growth is not None:
+            raise ConfigurationError(
+                f'"dynamic_growth_steps" must be None if "dynamic" is False, but got: {growth!r}'
+            )
         scale = float(initial_scale)
         if not math.isfinite(scale) or scale <= 0.0:
             raise ConfigurationError(
@@ -103,11 +101,6 @@ class LossScaleOptimizer(OptimizerWrapper):
         )
 
     # ------------------------------------------------------------------ loss-scale state
-    @property
-    def inner_optimizer(self) -> Optimizer:
-        """The wrapped optimizer."""
-        return self._opt
-
     @property
     def dynamic(self) -> bool:
         """Whether the scale adjusts itself."""
@@ -131,17 +124,6 @@ class LossScaleOptimizer(OptimizerWrapper):
         """Finite steps since the scale last changed (None for a fixed scale)."""
         return self._counter if self._dynamic else None
 
-    def get_scaled_loss(self, loss: Any) -> Any:
-        """``loss * loss_scale`` (a graph Symbol or an array)."""
-        if hasattr(loss, "graph"):
-            from ipusim.graph.ops import math as m
-
-            return m.multiply(
-                loss, m.cast(loss.graph.read_variable(self.loss_scale_variable), loss.dtype)
-            )
-        array = np.asarray(loss)
-        return array * array.dtype.type(self.loss_scale)
-
     def get_unscaled_gradients(self, grads: list[Any]) -> list[Any]:
         """Each gradient times ``1 / loss_scale``, the factor cast to the gradient's dtype."""
         inverse = np.float32(1.0) / np.float32(self.loss_scale)
@@ -150,20 +132,6 @@ class LossScaleOptimizer(OptimizerWrapper):
         ]
 
     # ------------------------------------------------------------------ optimizer API
-    @property
-    def iterations(self) -> int:
-        return self._opt.iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._opt.iterations = value
-
-    def variables(self) -> list[Variable]:
-        return self._opt.variables()
-
-    def get_weights(self) -> list[np.ndarray]:
-        return self._opt.get_weights()
-
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self._opt.set_weights(weights)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ipusim.errors import InvalidTypeError
 from ipusim.graph.ops.update import GradientAccumulator, has_traced_gradient, run_update
 from ipusim.graph.variable import Variable
@@ -53,7 +55,7 @@ def from_wrapped_config(
 class OptimizerWrapper(Optimizer):
     """What the Keras optimizer wrappers share: their own name, and everything they do not
     define (hyperparameters, slots, iterations, the slots the timing model budgets) is the
-    wrapped optimizer's (``_opt``, set by :meth:`_wrap`)."""
+    wrapped optimizer's (``_opt``, set by :meth:`_wrap`; ``inner_optimizer``)."""
 
     _opt: Optimizer
     _wrapper_name: str
@@ -71,9 +73,18 @@ class OptimizerWrapper(Optimizer):
     def name(self) -> str:
         return self._wrapper_name
 
-    @property  # type: ignore[misc]  # read-only: ALSOptimizer and LossScaleOptimizer add a setter
+    @property
+    def inner_optimizer(self) -> Optimizer:
+        """The wrapped optimizer."""
+        return self._opt
+
+    @property
     def iterations(self) -> int:
         return self._opt.iterations
+
+    @iterations.setter
+    def iterations(self, value: int) -> None:
+        self._opt.iterations = value
 
     @property
     def slots_per_variable(self) -> int:
@@ -86,6 +97,17 @@ class OptimizerWrapper(Optimizer):
     @property
     def weights(self) -> list[Variable]:
         return self._opt.weights
+
+    def get_scaled_loss(self, loss: Any) -> Any:
+        """``loss`` times the loss scale of a loss-scaling wrapper (its ``loss_scale_variable``,
+        cast to the loss' dtype), for a traced tensor or an array."""
+        scale = self.loss_scale_variable
+        if hasattr(loss, "graph"):
+            from ipusim.graph.ops import math as m
+
+            return m.multiply(loss, m.cast(loss.graph.read_variable(scale), loss.dtype))
+        array = np.asarray(loss)
+        return array * array.dtype.type(float(scale.value))
 
 
 class AccumulatingWrapper:
@@ -167,9 +189,6 @@ class GradientAccumulationOptimizer(AccumulatingWrapper, OptimizerWrapper):
         self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
-
-    def variables(self) -> list[Variable]:
-        return self._opt.variables()
 
     def apply_gradients(
         self,

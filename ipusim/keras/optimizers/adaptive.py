@@ -69,14 +69,9 @@ class Adadelta(Optimizer):
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
+        c = coefficients
         kernels.adadelta_update(
-            var,
-            grad,
-            slots["accum_grad"],
-            slots["accum_var"],
-            coefficients["lr"],
-            coefficients["rho"],
-            self.epsilon,
+            var, grad, slots["accum_grad"], slots["accum_var"], c["lr"], c["rho"], self.epsilon
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
@@ -123,18 +118,10 @@ class Adamax(Optimizer):
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As Keras' _prepare_local: beta_1**t and lr / (1 - beta_1**t) in the variable's dtype.
-        t = var.dtype.type
-        beta_1 = t(coefficients["beta_1"])
-        lr_t = t(coefficients["lr"]) / (t(1) - beta_1 ** t(coefficients["step"] + 1))
+        t, c = var.dtype.type, coefficients
+        lr_t = t(c["lr"]) / (t(1) - t(c["beta_1"]) ** t(c["step"] + 1))
         kernels.adamax_update(
-            var,
-            grad,
-            slots["m"],
-            slots["v"],
-            lr_t,
-            coefficients["beta_1"],
-            coefficients["beta_2"],
-            self.epsilon,
+            var, grad, slots["m"], slots["v"], lr_t, c["beta_1"], c["beta_2"], self.epsilon
         )
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:

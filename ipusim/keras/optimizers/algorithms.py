@@ -88,32 +88,25 @@ class SGD(Optimizer):
         return [("momentum", 0.0)] if self._momentum else []
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
+        c = coefficients
         if self._momentum:
             optim_kernels.sgd_momentum_update(
-                var,
-                grad,
-                slots["momentum"],
-                coefficients["lr"],
-                coefficients["momentum"],
-                self.nesterov,
+                var, grad, slots["momentum"], c["lr"], c["momentum"], self.nesterov
             )
         else:
-            optim_kernels.sgd_update(var, grad, coefficients["lr"])
+            optim_kernels.sgd_update(var, grad, c["lr"])
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), "momentum": half(self._hyper_value("momentum", step))}
 
     def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+        c = coefficients
         if self._momentum:
             update.run(
-                "momentum",
-                [var, grad, slots["momentum"]],
-                coefficients["lr"],
-                coefficients["momentum"],
-                self.nesterov,
+                "momentum", [var, grad, slots["momentum"]], c["lr"], c["momentum"], self.nesterov
             )
         else:
-            update.run("sgd", [var, grad], coefficients["lr"])
+            update.run("sgd", [var, grad], c["lr"])
 
 
 class RMSprop(Optimizer):
@@ -162,12 +155,8 @@ class RMSprop(Optimizer):
         return (11 if self._momentum else 9) + (5 if self.centered else 0)
 
     def _slot_specs(self) -> list[tuple[str, float]]:
-        specs = [("rms", 0.0)]
-        if self._momentum:
-            specs.append(("momentum", 0.0))
-        if self.centered:
-            specs.append(("mg", 0.0))
-        return specs
+        wanted = {"rms": True, "momentum": self._momentum, "mg": self.centered}
+        return [(name, 0.0) for name, on in wanted.items() if on]
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         optim_kernels.rmsprop_update(
@@ -259,10 +248,7 @@ class Adam(Optimizer):
         return 13 if self.amsgrad else 12
 
     def _slot_specs(self) -> list[tuple[str, float]]:
-        specs = [("m", 0.0), ("v", 0.0)]
-        if self.amsgrad:
-            specs.append(("vhat", 0.0))
-        return specs
+        return [("m", 0.0), ("v", 0.0)] + ([("vhat", 0.0)] if self.amsgrad else [])
 
     def _apply_dense(self, grad, var, slots, coefficients) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.

@@ -48,8 +48,6 @@ from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import loss_scaling
 from ipusim.pipelining import GradientAccumulationReductionMethod
 
-ALS_FLOPS_PER_ELEMENT = loss_scaling.ALS_FLOPS_PER_ELEMENT
-
 
 def _power_of_two(owner: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
@@ -100,6 +98,8 @@ class ALSOptimizer(OptimizerWrapper):
     #: The Keras training step scales the loss by ``loss_scale_variable`` and leaves the
     #: gradients scaled: ALS histograms the scaled gradients before it unscales them.
     unscales_own_gradients = True
+    #: It accepts ``captured_grads`` (gradients captured by the IPU layers) in apply_gradients.
+    supports_captured_grads = True
 
     def __init__(
         self,
@@ -155,10 +155,6 @@ class ALSOptimizer(OptimizerWrapper):
         )
 
     # ------------------------------------------------------------------ state
-    @property
-    def inner_optimizer(self) -> Optimizer:
-        return self._opt
-
     def get_name(self) -> str:
         return self._wrapper_name
 
@@ -193,18 +189,6 @@ class ALSOptimizer(OptimizerWrapper):
         return 1.0 / float(self.increase_factor)
 
     @property
-    def supports_captured_grads(self) -> bool:
-        return True
-
-    @property
-    def iterations(self) -> int:
-        return self._opt.iterations
-
-    @iterations.setter
-    def iterations(self, value: int) -> None:
-        self._opt.iterations = value
-
-    @property
     def weights(self) -> list[Variable]:
         return [*self._opt.weights, self._hist, self._n, self._lsf, self._prev_lsf]
 
@@ -216,7 +200,7 @@ class ALSOptimizer(OptimizerWrapper):
 
     @property
     def update_flops_per_element(self) -> int:  # type: ignore[override]
-        return self._opt.update_flops_per_element + ALS_FLOPS_PER_ELEMENT
+        return self._opt.update_flops_per_element + loss_scaling.ALS_FLOPS_PER_ELEMENT
 
     def reset(self) -> None:
         """Clear the statistics and the counter; the LSF returns to its initial value."""
@@ -225,15 +209,6 @@ class ALSOptimizer(OptimizerWrapper):
         self._lsf.value[...] = self.initial_loss_scaling_factor
 
     # ------------------------------------------------------------------ scaling
-    def get_scaled_loss(self, loss: Any) -> Any:
-        """``LSF * loss`` (a traced tensor or an array), the LSF cast to the loss' dtype."""
-        if hasattr(loss, "graph"):
-            from ipusim.graph.ops import math as m
-
-            return m.multiply(loss, m.cast(loss.graph.read_variable(self._lsf), loss.dtype))
-        array = np.asarray(loss)
-        return array * array.dtype.type(self.loss_scaling_factor)
-
     def minimize(
         self,
         loss: Any,
@@ -391,11 +366,10 @@ class ALSGradientAccumulationOptimizer(AccumulatingWrapper, ALSOptimizer):
                 "ALSGradientAccumulationOptimizer can only be used with instances of "
                 f"ALSOptimizer, received {type(als_optimizer).__name__}"
             )
-        accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self.__dict__.update(als_optimizer.__dict__)  # the same ALS state variables
+        self._accumulator = GradientAccumulator(num_mini_batches, reduction_method, dtype)
         self._als = als_optimizer
         self._wrapper_name = name
-        self._accumulator = accumulator
         self.offload_weight_update_variables = offload_weight_update_variables
         self.replicated_optimizer_state_sharding = replicated_optimizer_state_sharding
 

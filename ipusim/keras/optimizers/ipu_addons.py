@@ -54,16 +54,13 @@ class IpuOptimizerBase(Optimizer):
     def get_slot_dtype(self, var: Variable, slot_name: str) -> Any:
         return self._state_dtypes.get(slot_name)
 
-    def _typed_slot(self, var: Variable, slot_name: str) -> None:
-        # An existing slot is kept whatever its shape (no check, unlike the Keras optimizers).
-        if slot_name not in self._slots.get(var.name, {}):
-            dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
-            self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
-
     def _create_slots(self, var_list: list[Variable]) -> None:
         for slot_name, _ in self._slot_specs():
             for var in var_list:
-                self._typed_slot(var, slot_name)
+                # An existing slot is kept whatever its shape (no check, unlike Keras' optimizers).
+                if slot_name not in self._slots.get(var.name, {}):
+                    dtype = self.get_slot_dtype(var, slot_name) or var.value.dtype
+                    self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
 
     # float16 variables take the same float32 path (the base class would use its half kernels).
     def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:  # type: ignore[override]
@@ -128,13 +125,9 @@ class SGDIpuOptimizer(IpuOptimizerBase, SGD):
         accum = slots["momentum"]
         work = accum.astype(np.float32)
         delta = np.zeros(var.shape, np.float32)  # the step the Keras momentum rule adds
+        c = coefficients
         optim_kernels.sgd_momentum_update(
-            delta,
-            np.asarray(grad, np.float32),
-            work,
-            coefficients["lr"],
-            coefficients["momentum"],
-            self.nesterov,
+            delta, np.asarray(grad, np.float32), work, c["lr"], c["momentum"], self.nesterov
         )
         accum[...] = work.astype(accum.dtype)
         self._subtract(var, -delta)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.keras.optimizers import SGD, Adagrad, Adam, RMSprop
+from ipusim.keras.optimizers import Optimizer as KerasOptimizer
 
 __all__ = [
     "AdagradOptimizer",
@@ -74,7 +75,7 @@ def _check_subclass(cls: type) -> None:
             "compute_gradients / apply_gradients and delegate the update to a built-in TF1 or "
             "Keras optimizer, or use one of those directly"
         )
-    if cls._tf1_builtin:
+    if issubclass(cls, KerasOptimizer):  # a built-in TF1 optimizer (or a subclass of one)
         return
     if not any("apply_gradients" in vars(c) for c in _script_classes(cls)):
         raise UnsupportedError(
@@ -112,7 +113,6 @@ class Optimizer:
         ConfigurationError: (a ValueError) an empty ``name``.
     """
 
-    _tf1_builtin = False
     #: Marks TF1 optimizers (OptimizerV1) apart from the Keras optimizers they are built on.
     is_tf1 = True
     #: TF1's gating constants (accepted by ``compute_gradients``; no effect on the results).
@@ -122,8 +122,8 @@ class Optimizer:
         _check_subclass(type(self))
         if not name:
             raise ConfigurationError("Must specify the optimizer name")  # TF1's message
-        if type(self)._tf1_builtin:
-            super().__init__(name=name, **kwargs)  # the Keras optimizer of the concrete class
+        if isinstance(self, KerasOptimizer):  # a built-in: the Keras optimizer of its class
+            super().__init__(name=name, **kwargs)
         else:
             self._name = name
         self.use_locking = bool(use_locking)
@@ -152,7 +152,7 @@ class Optimizer:
         traced update's step is counted by whoever executes it: the estimators do)."""
         from ipusim.graph.ops.update import has_traced_gradient
 
-        if not type(self)._tf1_builtin:  # a script's subclass calling the base class' update
+        if not isinstance(self, KerasOptimizer):  # a script's subclass calling the base update
             raise UnsupportedError(
                 f"{type(self).__name__}: tf.compat.v1.train.Optimizer.apply_gradients runs the "
                 "TF1 _apply_dense hooks, which ipusim does not simulate; delegate the update to "
@@ -176,8 +176,6 @@ class Optimizer:
 class GradientDescentOptimizer(Optimizer, SGD):
     """``tf.compat.v1.train.GradientDescentOptimizer(learning_rate)``."""
 
-    _tf1_builtin = True
-
     def __init__(
         self, learning_rate: Any, use_locking: bool = False, name: str = "GradientDescent"
     ) -> None:
@@ -186,8 +184,6 @@ class GradientDescentOptimizer(Optimizer, SGD):
 
 class MomentumOptimizer(Optimizer, SGD):
     """``tf.compat.v1.train.MomentumOptimizer(learning_rate, momentum, use_nesterov=False)``."""
-
-    _tf1_builtin = True
 
     def __init__(
         self,
@@ -206,8 +202,6 @@ class MomentumOptimizer(Optimizer, SGD):
 class AdamOptimizer(Optimizer, Adam):
     """``tf.compat.v1.train.AdamOptimizer`` (TF1 defaults: ``epsilon=1e-8``)."""
 
-    _tf1_builtin = True
-
     def __init__(
         self,
         learning_rate: Any = 0.001,
@@ -225,8 +219,6 @@ class AdamOptimizer(Optimizer, Adam):
 
 class RMSPropOptimizer(Optimizer, RMSprop):
     """``tf.compat.v1.train.RMSPropOptimizer`` (``ms`` starts at one, epsilon inside the root)."""
-
-    _tf1_builtin = True
 
     def __init__(
         self,
@@ -250,8 +242,6 @@ class RMSPropOptimizer(Optimizer, RMSprop):
 
 class AdagradOptimizer(Optimizer, Adagrad):
     """``tf.compat.v1.train.AdagradOptimizer`` (no epsilon: ``var -= lr * g / sqrt(acc)``)."""
-
-    _tf1_builtin = True
 
     def __init__(
         self,
