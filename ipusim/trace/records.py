@@ -177,7 +177,7 @@ class Trace:
         inst["ipu"] = inst["ipu"].astype(np.int32)
         if sort and len(inst["template"]) > 1:
             keys = ("micro_batch", "step", "end_ps", "template", "ipu", "start_ps")
-            order = np.lexsort([inst[k] for k in keys])
+            order = np.lexsort(tuple(inst[k] for k in keys))
             inst = {f: a[order] for f, a in inst.items()}
         for arr in inst.values():
             arr.flags.writeable = False
