@@ -192,10 +192,6 @@ class _ExactType:
         return type(value) is self.expected
 
 
-def _exact_type_check(default: Any) -> Callable[[Any], bool]:
-    return _ExactType(type(default))
-
-
 def _accept_any(value: Any) -> bool:
     return True
 
@@ -231,7 +227,7 @@ class _ConfigBase:
                     default=copy.deepcopy(default),
                     deprecated_msg=deprecated,
                     attr_type=field.type_str or type(default).__name__,
-                    check_type_fn=field.check or _exact_type_check(default),
+                    check_type_fn=field.check or _ExactType(type(default)),
                     actual_type=None if field.check else type(default),
                     hint=field.hint,
                 )

@@ -9,6 +9,7 @@ import numpy as np
 
 from ipusim.data import _nest
 from ipusim.data._node import UNKNOWN_CARDINALITY, Node, arange_chunks
+from ipusim.data._transforms import fn_name
 from ipusim.errors import InputDataError, InvalidTypeError
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 
@@ -130,7 +131,7 @@ class Generator(Node):
         except TypeError:
             raise InvalidTypeError(
                 f"from_generator() calls `generator` to get an iterator, but "
-                f"{_name(self.generator)} returned {type(source).__name__}, which is not "
+                f"{fn_name(self.generator)} returned {type(source).__name__}, which is not "
                 f"iterable; make it a generator function (one that uses `yield`)"
             ) from None
         return self._checked(values)
@@ -139,10 +140,6 @@ class Generator(Node):
         spec = self.element_spec
         for count, value in enumerate(values):
             yield conform(value, spec, count)
-
-
-def _name(fn: object) -> str:
-    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 def conform(value: Any, spec: Any, count: int) -> Any:

@@ -166,22 +166,17 @@ def _walk(node: Any, threads: _Threads, cpu: HostCPU) -> int:
             threads.add(MAP_BATCH_US_PER_SAMPLE, MAP_BATCH_CALL_US * per, parallel)
         else:
             threads.add(call_us=MAP_CALL_US, parallel=parallel)
-        return samples
-    if isinstance(node, _transforms.Filter):
+    elif isinstance(node, _transforms.Filter):
         threads.add(call_us=FILTER_CALL_US * per)
-        return samples
-    if isinstance(node, _order.Shuffle):
+    elif isinstance(node, _order.Shuffle):
         size = _element_bytes(node.element_spec)
         buffer = node.params.get("buffer_size", 1)
         threads.add(compute_us=(_shuffle_us(buffer) + SHUFFLE_US_PER_BYTE * size) * per)
-        return samples
-    if isinstance(node, _order.Repeat):
+    elif isinstance(node, _order.Repeat):
         threads.add(compute_us=REPEAT_US * per)
-        return samples
-    if isinstance(node, _order.Cache):
+    elif isinstance(node, _order.Cache):
         threads.add(compute_us=CACHE_READ_US * per)
-        return samples
-    return samples  # take, skip, zip, ...: a pass-through at this resolution
+    return samples  # take, skip, zip, ... are a pass-through at this resolution
 
 
 def dataset_seconds_per_sample(dataset: Any, cpu: HostCPU) -> float:

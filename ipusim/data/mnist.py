@@ -100,7 +100,7 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
         target, failure = _download(path)
         if failure is not None:  # one line that says how to get the data, no chained traceback
             raise DatasetNotFoundError(_not_found_message(path, failure))
-        found = _load_npz(target)
+        found = _cached(target, _parse_npz)
     pairs = tuple((found[f"x_{name}"].copy(), found[f"y_{name}"].copy()) for name in wanted)
     return pairs if split is None else pairs[0]
 
@@ -124,7 +124,7 @@ def _load_from_disk(path: str, wanted: tuple[str, ...]) -> dict[str, np.ndarray]
     for directory in search_dirs():
         npz = directory / path
         if npz.is_file():
-            return _load_npz(npz)
+            return _cached(npz, _parse_npz)
         arrays = {}
         for split in wanted:
             files = [_find_idx(directory, name) for name in IDX_FILES[split]]
@@ -154,10 +154,6 @@ def _cached(file: Path, parse: Any) -> Any:
     if key not in _CACHE:
         _CACHE[key] = parse(file)
     return _CACHE[key]
-
-
-def _load_npz(file: Path) -> dict[str, np.ndarray]:
-    return _cached(file, _parse_npz)
 
 
 def _parse_npz(file: Path) -> dict[str, np.ndarray]:

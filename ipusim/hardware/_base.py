@@ -212,6 +212,9 @@ class SpecBase:
 
         def __init__(self, **fields: object) -> None: ...
 
+    def __post_init__(self) -> None:
+        validate_fields(self)
+
     @property
     def sources(self) -> Mapping[str, str]:
         """Source of every figure in this spec and its nested specs, by dotted field path.

@@ -92,10 +92,6 @@ def _names(kind: str) -> list[str]:
     return list(dict.fromkeys(preset.name for preset in _registry()[kind].values()))
 
 
-def _find(kind: str, name: str) -> _Preset | None:
-    return _registry()[kind].get(_key(name))
-
-
 def _unknown_name(kind: str, name: str) -> HardwareSpecError:
     names = list_systems() if kind == "system" else list_chips()
     keys = {_key(n): n for n in names}
@@ -167,7 +163,7 @@ def _resolve(
         raise InvalidTypeError(
             f"{argument}: got {got}; expected a {kind} name or path (or the {root.__name__} itself)"
         )
-    preset = _find(kind, ref) if isinstance(ref, str) else None
+    preset = _registry()[kind].get(_key(ref)) if isinstance(ref, str) else None
     if preset is not None:
         return _preset(root, preset.name)
     if isinstance(ref, str) and not _looks_like_path(ref):

@@ -74,9 +74,6 @@ class IPUSpec(SpecBase):
     vertex_overhead_cycles: int = spec_field("count")
     field_sources: Mapping[str, str] = sources_field()
 
-    def __post_init__(self) -> None:
-        validate_fields(self)
-
     def amp_flops_per_cycle(self, precision: str) -> float:
         """AMP FLOPs per cycle per tile at ``precision`` ("fp32", "fp16.16", "fp16.32").
 
@@ -232,9 +229,6 @@ class HostSpec(SpecBase):
     cpu_call_scale: float = spec_field("number", positive=True)
     field_sources: Mapping[str, str] = sources_field()
 
-    def __post_init__(self) -> None:
-        validate_fields(self)
-
     def bandwidth_bytes_per_s(self, direction: str) -> float:
         """Bandwidth of one host link in ``direction`` ("h2d" or "d2h") (bytes/s)."""
         if direction == "h2d":
@@ -288,9 +282,6 @@ class StreamingMemorySpec(SpecBase):
     )
     field_sources: Mapping[str, str] = sources_field()
 
-    def __post_init__(self) -> None:
-        validate_fields(self)
-
 
 @dataclass(frozen=True, slots=True)
 class GWLinkSpec(SpecBase):
@@ -313,9 +304,6 @@ class GWLinkSpec(SpecBase):
         "bandwidth", key="collective_bandwidth", positive=True
     )
     field_sources: Mapping[str, str] = sources_field()
-
-    def __post_init__(self) -> None:
-        validate_fields(self)
 
 
 TOPOLOGIES = ("ladder", "m2000", "pod-torus")

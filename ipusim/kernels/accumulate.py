@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ipusim._jit import kernel
+from ipusim.kernels.optim import _scale
 
 
 @kernel
@@ -19,12 +20,6 @@ def _running_mean_into(acc, g, count):
     inv = 1.0 / (count + 1)
     for i in range(acc.shape[0]):
         acc[i] += (g[i] - acc[i]) * inv
-
-
-@kernel
-def _scale(acc, factor):
-    for i in range(acc.shape[0]):
-        acc[i] *= factor
 
 
 def accumulate(acc: np.ndarray, grad: np.ndarray, count: int, method: str) -> None:
@@ -43,4 +38,5 @@ def accumulate(acc: np.ndarray, grad: np.ndarray, count: int, method: str) -> No
 def finish(acc: np.ndarray, count: int, method: str) -> None:
     """Turn the accumulated value into the gradient to apply (divides by ``count`` for mean)."""
     if method == "mean" and count > 1:
-        _scale(acc.reshape(-1), 1.0 / count)
+        flat = acc.reshape(-1)
+        _scale(flat, 1.0 / count, flat)

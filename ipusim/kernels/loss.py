@@ -15,19 +15,15 @@ import numpy as np
 from ipusim._jit import kernel
 from ipusim.errors import InputDataError
 from ipusim.kernels.elementwise import _stable_sigmoid
+from ipusim.kernels.softmax import _row_max
 
 
 @kernel
 def _row_lse(x, r):
     # log(sum(exp(x[r]))) computed as max + log(sum(exp(x[r] - max))).
-    cols = x.shape[1]
-    m = x[r, 0]
-    for c in range(1, cols):
-        v = x[r, c]
-        if v > m or v != v:  # NaN propagates
-            m = v
+    m = _row_max(x, r)
     s = 0.0
-    for c in range(cols):
+    for c in range(x.shape[1]):
         s += np.exp(x[r, c] - m)
     return m + np.log(s)
 

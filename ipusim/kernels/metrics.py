@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ipusim._jit import kernel
+from ipusim.kernels.reduce import _argmax_rows
 
 
 @kernel
@@ -24,12 +25,6 @@ def _argmax_row(x2d, i):
             best_value = x2d[i, j]
             best = j
     return best
-
-
-@kernel
-def _argmax_rows(x2d, out):
-    for i in range(x2d.shape[0]):
-        out[i] = _argmax_row(x2d, i)
 
 
 @kernel

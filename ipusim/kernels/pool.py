@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ipusim._jit import kernel
+from ipusim.kernels.reduce import _broadcast3, _sum3
 
 #: A window argument (size, strides or padding): a pair in 2-D, a triple in 3-D.
 Window = tuple[int, ...]
@@ -139,32 +140,6 @@ def _max_pool2d_grad(x3, dy, ph, pw, sh, sw, pt, pl, w, dx3):
                     dxn[arg[ch], ch] += g[ch]
 
 
-@kernel
-def _global_avg_pool(x3, out):
-    # x3: (N, H*W, C); sums in float64 so large images lose no precision in float32.
-    n_, hw, c = x3.shape
-    acc = np.empty(c, dtype=np.float64)
-    inv = 1.0 / max(hw, 1)
-    for n in range(n_):
-        for ch in range(c):
-            acc[ch] = 0.0
-        for p in range(hw):
-            for ch in range(c):
-                acc[ch] += x3[n, p, ch]
-        for ch in range(c):
-            out[n, ch] = acc[ch] * inv
-
-
-@kernel
-def _global_avg_pool_grad(dy, dx3):
-    n_, hw, c = dx3.shape
-    inv = 1.0 / max(hw, 1)
-    for n in range(n_):
-        for p in range(hw):
-            for ch in range(c):
-                dx3[n, p, ch] = dy[n, ch] * inv
-
-
 def _geometry(*windows: Window) -> tuple[np.ndarray, ...]:
     """The kernels' ``pool, strides, pads``: 2-D ones get a unit depth (1, 1, 0) in front."""
     return tuple(
@@ -248,7 +223,8 @@ def global_avg_pool2d(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x)
     n, h, w, c = x.shape
     out = np.empty((n, c), dtype=x.dtype)
-    _global_avg_pool(x.reshape(n, h * w, c), out)
+    # Sums in float64 (reduce's kernel), so large images lose no precision in float32.
+    _sum3(x.reshape(n, h * w, c), 1.0 / max(h * w, 1), out)
     return out
 
 
@@ -258,5 +234,5 @@ def global_avg_pool2d_grad(dy: np.ndarray, input_hw: Window) -> np.ndarray:
     n, c = dy.shape
     h, w = input_hw
     dx = np.empty((n, h, w, c), dtype=dy.dtype)
-    _global_avg_pool_grad(dy, dx.reshape(n, h * w, c))
+    _broadcast3(dy, 1.0 / max(h * w, 1), dx.reshape(n, h * w, c))
     return dx

@@ -108,20 +108,18 @@ def _read_record(path: Path) -> dict[str, Any] | None:
         print(f"note: ignoring unreadable result file {str(path)!r} ({exc})", file=sys.stderr)
         return None
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
-        print(f"note: ignoring {str(path)!r}: not a sweep result file", file=sys.stderr)
-        return None
-    if record.get("version") != RECORD_VERSION:
-        print(
-            f"note: ignoring {str(path)!r}: result format version {record.get('version')}, "
-            f"this ipusim writes {RECORD_VERSION}",
-            file=sys.stderr,
+        why = f"{str(path)!r}: not a sweep result file"
+    elif record.get("version") != RECORD_VERSION:
+        why = (
+            f"{str(path)!r}: result format version {record.get('version')}, this ipusim writes "
+            f"{RECORD_VERSION}"
         )
-        return None
-    problem = _record_problem(path, record)
-    if problem is not None:
-        print(f"note: ignoring damaged result file {str(path)!r}: {problem}", file=sys.stderr)
-        return None
-    return record
+    elif (problem := _record_problem(path, record)) is not None:
+        why = f"damaged result file {str(path)!r}: {problem}"
+    else:
+        return record
+    print(f"note: ignoring {why}", file=sys.stderr)
+    return None
 
 
 #: The type of every field of a result record (see ipusim.sweep.task).

@@ -54,9 +54,10 @@ def check_meta(path: Path, meta: object) -> tuple[int, int, int, TraceDetail, bo
     raw = meta.get("detail")
     if not isinstance(raw, dict) or not isinstance(raw.get("level"), str):
         raise _fail(path, "__meta__.detail", f"expected an object with a level, got {raw!r}")
-    counts = {}
-    for key in ("kept_executions", "executions", "kept_steps", "steps", "records"):
-        counts[key] = _int(path, f"__meta__.detail.{key}", raw.get(key), 0, MAX_TIME_PS)
+    counts = {
+        key: _int(path, f"__meta__.detail.{key}", raw.get(key), 0, MAX_TIME_PS)
+        for key in ("kept_executions", "executions", "kept_steps", "steps", "records")
+    }
     if counts["kept_executions"] > counts["executions"] or counts["kept_steps"] > counts["steps"]:
         raise _fail(path, "__meta__.detail", f"keeps more than the run had: {raw!r}")
     try:

@@ -153,14 +153,12 @@ def _advice(
     device = f"the device alone could take {_rate(device_rate)} samples/s"
     if resource == "host input pipeline":
         produced = context.get("host_dataset_rate")
-        delivers = (
-            f"the input pipeline delivers {_rate(float(produced))} samples/s"
-            if isinstance(produced, int | float) and produced > 0
-            else f"the input pipeline delivers {_rate(rate)} samples/s"
-        )
+        if isinstance(produced, int | float) and produced > 0:
+            rate = float(produced)
         return (
-            f"host-bound: {delivers}; {device}. A faster input pipeline (more host threads, "
-            "caching, fewer per-element transformations, prefetch) would raise throughput."
+            f"host-bound: the input pipeline delivers {_rate(rate)} samples/s; {device}. A faster "
+            "input pipeline (more host threads, caching, fewer per-element transformations, "
+            "prefetch) would raise throughput."
         )
     if resource == "host round trip":
         spe = context.get("steps_per_execution")

@@ -25,7 +25,7 @@ from ipusim.trace._schema import (
 from ipusim.trace.counters import Counters
 from ipusim.trace.intervals import complement, overlap, union
 from ipusim.trace.records import Trace, TraceDetail
-from ipusim.trace.templates import TemplateTable
+from ipusim.trace.templates import _DTYPES, RECORD_FIELDS, TemplateTable
 
 __all__ = ["TraceRecorder", "concat", "counters_from_records", "expand_replicas"]
 
@@ -66,23 +66,15 @@ def from_coded_records(cols: Mapping[str, np.ndarray], names: tuple[str, ...]) -
         names = ("", *names)
         for key in ("name", "layer", "op"):
             cols[key] = cols[key] + 1
+    # A one-record stretch template spans its instance: from 0 to the end (-1).
+    spans = {"rel_start": 0, "rel_end": -1}
     content = np.stack(
-        [cols[k] for k in ("track", "name", "layer", "op", "phase", "bytes", "flops")], axis=1
-    ).reshape(n, 7)
+        [np.full(n, spans[f], np.int64) if f in spans else cols[f] for f in RECORD_FIELDS], axis=1
+    ).reshape(n, len(RECORD_FIELDS))
     unique, template = np.unique(content, axis=0, return_inverse=True)
     template = template.reshape(-1)
     t = len(unique)
-    records: dict[str, np.ndarray] = {
-        "track": unique[:, 0].astype(np.int8),
-        "name": unique[:, 1].astype(np.int32),
-        "layer": unique[:, 2].astype(np.int32),
-        "op": unique[:, 3].astype(np.int32),
-        "phase": unique[:, 4].astype(np.int8),
-        "rel_start": np.zeros(t, dtype=np.int64),
-        "rel_end": np.full(t, -1, dtype=np.int64),
-        "bytes": unique[:, 5].astype(np.int64),
-        "flops": unique[:, 6].astype(np.int64),
-    }
+    records = {f: unique[:, k].astype(_DTYPES[f]) for k, f in enumerate(RECORD_FIELDS)}
     table = TemplateTable(
         names=names,
         ptr=np.arange(t + 1, dtype=np.int64),
@@ -91,14 +83,8 @@ def from_coded_records(cols: Mapping[str, np.ndarray], names: tuple[str, ...]) -
         label=records["name"].copy(),
         records=records,
     )
-    instances = {
-        "template": template,
-        "ipu": cols["ipu"],
-        "start_ps": cols["start_ps"],
-        "end_ps": cols["end_ps"],
-        "step": cols["step"],
-        "micro_batch": cols["micro_batch"],
-    }
+    kept = ("ipu", "start_ps", "end_ps", "step", "micro_batch")
+    instances = {"template": template, **{k: cols[k] for k in kept}}
     end_ps = int(cols["end_ps"].max()) if n else 0
     counters = counters_from_records(table, instances, end_ps)
     return Trace.build(

@@ -243,15 +243,13 @@ def chrome_json_text(
         cols = {c: a[keep] for c, a in cols.items()}
     if replicas and trace.replicas > 1:
         cols = replicate(cols, trace.replicas, trace.ipus_per_replica)
-    strings = {
-        "name": np.array(trace.names, dtype=object),
-        "layer": np.array(trace.names, dtype=object),
-        "op": np.array(trace.names, dtype=object),
+    tables = {
         "track": np.array(TRACKS, dtype=object),
         "phase": np.array(TRACE_PHASES, dtype=object),
     }
+    names_table = np.array(trace.names, dtype=object)  # of the name, layer and op codes
     lanes = assign_lanes(cols)
-    labels = {c: strings[c][cols[c]] for c in _AGGREGATE_FIELDS}
+    labels = {c: tables.get(c, names_table)[cols[c]] for c in _AGGREGATE_FIELDS}
     events = _events(cols, lanes, labels)
     if max_events is not None:
         events = _aggregate(events, max_events)
@@ -279,10 +277,7 @@ def _events(
         "start_ns": start_ns,
         "end_ns": end_ns,
         "zero": cols["end_ps"] == cols["start_ps"],
-        "step": cols["step"],
-        "micro_batch": cols["micro_batch"],
-        "bytes": cols["bytes"],
-        "flops": cols["flops"],
+        **{k: cols[k] for k in ("step", "micro_batch", "bytes", "flops")},
         "count": np.ones(n, dtype=np.int64),
     }
     out.update(labels)
@@ -330,12 +325,9 @@ def _aggregate(events: dict[str, np.ndarray], max_events: int) -> dict[str, np.n
         track = np.array(TRACKS, dtype=object)[merged["code"][many]]
         merged["name"] = merged["name"].copy()
         merged["name"][many] = [f"{c} {t} records" for c, t in zip(count[many].tolist(), track)]
-        for field in ("layer", "op"):
+        for field, blank in (("layer", ""), ("op", ""), ("step", -1), ("micro_batch", -1)):
             merged[field] = merged[field].copy()
-            merged[field][many] = ""
-        for field in ("step", "micro_batch"):
-            merged[field] = merged[field].copy()
-            merged[field][many] = -1
+            merged[field][many] = blank
     return merged
 
 

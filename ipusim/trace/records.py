@@ -69,8 +69,8 @@ __all__ = [
 
 _PS_PER_S = 1e12
 _FINGERPRINT_TAG = b"ipusim-trace-v2"
-_TRACK_ARRAY = np.array(TRACKS, dtype=str)
-_PHASE_ARRAY = np.array(TRACE_PHASES, dtype=str)
+#: The fixed tables of the ``track`` and ``phase`` codes.
+_TABLES = {"track": np.array(TRACKS, dtype=str), "phase": np.array(TRACE_PHASES, dtype=str)}
 
 
 @dataclass(slots=True)
@@ -176,16 +176,8 @@ class Trace:
         inst["template"] = inst["template"].astype(np.int32)
         inst["ipu"] = inst["ipu"].astype(np.int32)
         if sort and len(inst["template"]) > 1:
-            order = np.lexsort(
-                (
-                    inst["micro_batch"],
-                    inst["step"],
-                    inst["end_ps"],
-                    inst["template"],
-                    inst["ipu"],
-                    inst["start_ps"],
-                )
-            )
+            keys = ("micro_batch", "step", "end_ps", "template", "ipu", "start_ps")
+            order = np.lexsort(tuple(inst[k] for k in keys))
             inst = {f: a[order] for f, a in inst.items()}
         for arr in inst.values():
             arr.flags.writeable = False
@@ -287,12 +279,10 @@ class Trace:
         arr = self._cache.decoded.get(key)
         if arr is None:
             codes = self.codes(column, level=level, replicas=replicas)
-            if column == "track":
-                arr = _narrow(_TRACK_ARRAY, codes)
-            elif column == "phase":
-                arr = _narrow(_PHASE_ARRAY, codes)
-            elif column in STRING_COLUMNS:
-                table = np.array(self._templates.names, dtype=str)
+            if column in STRING_COLUMNS:
+                table = _TABLES.get(column)
+                if table is None:
+                    table = np.array(self._templates.names, dtype=str)
                 arr = _narrow(table, codes)
             else:
                 arr = codes

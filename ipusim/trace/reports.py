@@ -260,8 +260,7 @@ def memory_report(
     for plan in _check_plans(plans):
         by_category = plan.by_category()
         row: dict[str, float | int] = {"ipu": plan.ipu}
-        for category in MEMORY_CATEGORIES:
-            row[category_column(category)] = by_category[category]
+        row.update((category_column(c), by_category[c]) for c in MEMORY_CATEGORIES)
         total = sum(by_category[c] for c in MEMORY_CATEGORIES)
         max_tile = max(plan.tile_bytes, default=0)
         row.update(
@@ -406,14 +405,6 @@ def timeline_summary(trace: Trace) -> pd.DataFrame:
         rows = {k: np.concatenate([p[k] for p in parts]) for k in rows}
     order = np.lexsort((rows["_phase"], rows["_track"], rows["ipu"]))
     out = pd.DataFrame({c: rows[c][order] for c in columns})
-    return out.astype(
-        {
-            "ipu": "int64",
-            "track": "str",
-            "phase": "str",
-            "records": "int64",
-            "seconds": "float64",
-            "flops": "int64",
-            "bytes": "int64",
-        }
-    ).reset_index(drop=True)
+    dtypes = {"track": "str", "phase": "str", "seconds": "float64"}
+    dtypes |= dict.fromkeys(("ipu", "records", "flops", "bytes"), "int64")
+    return out.astype(dtypes).reset_index(drop=True)

@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ipusim.errors import HardwareSpecError
 from ipusim.hardware.specs import SystemSpec
@@ -183,28 +184,18 @@ def with_host(system: SystemSpec, host: str = "", current: str = REFERENCE_HOST)
         return system
     ref = load_host(current)
     trip = preset.round_trip_scale / ref.round_trip_scale
-    sources = dict(old.field_sources)
-    for field in (
-        "cpu_cores",
-        "cpu_compute_scale",
-        "cpu_call_scale",
-        "per_execution_overhead_s",
-        "stream_copy_overhead_s",
-        "stream_bandwidth_bytes_per_s",
-    ):
-        sources[field] = f"D: host preset {preset.name} (ipusim/hardware/hosts); " + sources.get(
-            field, ""
-        )
-    new = dataclasses.replace(
-        old,
-        cpu_cores=preset.cores,
-        cpu_compute_scale=preset.compute_scale,
-        cpu_call_scale=preset.call_scale,
-        per_execution_overhead_s=old.per_execution_overhead_s * trip,
-        stream_copy_overhead_s=old.stream_copy_overhead_s * trip,
-        stream_bandwidth_bytes_per_s=old.stream_bandwidth_bytes_per_s
+    changes: dict[str, Any] = {
+        "cpu_cores": preset.cores,
+        "cpu_compute_scale": preset.compute_scale,
+        "cpu_call_scale": preset.call_scale,
+        "per_execution_overhead_s": old.per_execution_overhead_s * trip,
+        "stream_copy_overhead_s": old.stream_copy_overhead_s * trip,
+        "stream_bandwidth_bytes_per_s": old.stream_bandwidth_bytes_per_s
         * ref.compute_scale
         / preset.compute_scale,
-        field_sources=sources,
-    )
+    }
+    note = f"D: host preset {preset.name} (ipusim/hardware/hosts); "
+    sources = dict(old.field_sources)
+    sources.update({field: note + sources.get(field, "") for field in changes})
+    new = dataclasses.replace(old, **changes, field_sources=sources)
     return dataclasses.replace(system, host=new)
