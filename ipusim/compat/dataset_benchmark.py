@@ -113,11 +113,9 @@ def infeed_benchmark(
     error = _check_counts(number_of_epochs, elements_per_epochs)
     if error is not None:
         return error
-    from ipusim.compat._alias import optional_module
+    from ipusim.compat.runtime.feeds import IPUInfeedQueue
 
-    feeds = optional_module("ipusim.compat.runtime.feeds")
-    queue_type = getattr(feeds, "IPUInfeedQueue", None)
-    if queue_type is None or not isinstance(infeed_queue, queue_type):
+    if not isinstance(infeed_queue, IPUInfeedQueue):
         return TypeError(
             "Expected `infeed_queue` argument to be of type "
             f"`ipu.ipu_infeed_queue.IPUInfeedQueue`, but got {type(infeed_queue).__name__} instead."
@@ -154,8 +152,7 @@ def _run(
                 total_bytes += array.nbytes
                 if do_memcpy:
                     _copy(buffers, index, array)
-        elapsed = time.perf_counter() - start
-        elapsed = max(elapsed, 1e-9)  # a timer tick of 0 would divide by zero
+        elapsed = max(time.perf_counter() - start, 1e-9)  # a timer tick of 0 would divide by 0
         stats = {
             "bandwidth": total_bytes / (1e9 * elapsed),
             "elements_per_second": per_epoch / elapsed,

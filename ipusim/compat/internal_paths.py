@@ -9,11 +9,10 @@ hold them (searched in order); a name none holds raises ipusim's NotSimulatedErr
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
-from typing import Any
 
+from ipusim.compat._alias import forward_getattr
 from ipusim.compat._missing import guard
 
 __all__ = ["INTERNAL", "internal_module"]
@@ -61,19 +60,6 @@ def _canonical(fullname: str) -> str:
     return fullname
 
 
-def _lookup(sources: tuple[str, ...], name: str) -> Any:
-    for source in sources:
-        module_path, _, attribute = source.partition(":")
-        holder: Any = importlib.import_module(module_path)
-        try:
-            if attribute:
-                holder = getattr(holder, attribute)
-            return getattr(holder, name)
-        except AttributeError:
-            continue
-    raise AttributeError(name)
-
-
 def internal_module(fullname: str) -> str | None:
     """The ipusim module standing for the internal path ``fullname`` (made on first use and
     registered in ``sys.modules``), or None when :data:`INTERNAL` does not list it."""
@@ -85,13 +71,7 @@ def internal_module(fullname: str) -> str | None:
     if module_name not in sys.modules:
         module = ModuleType(module_name, f"``{path}`` under ipusim run (reads {sources}).")
         module.__path__ = []  # a package: its listed subpaths import beneath it
-
-        def __getattr__(name: str) -> Any:
-            if name.startswith("_"):
-                raise AttributeError(name)
-            return _lookup(sources, name)
-
-        module.__getattr__ = __getattr__  # type: ignore[method-assign]
+        module.__getattr__ = forward_getattr(module_name, sources)  # type: ignore[method-assign]
         guard(
             module,
             "tf" + path[len("tensorflow") :] if path.startswith("tensorflow") else "tf." + path,

@@ -337,10 +337,7 @@ def run_script(
         Exception: whatever the script raises (reports saved until then stay saved).
     """
     path = _check_arguments(script, system)
-    if quiet:
-        stream = None
-    elif stream is None:
-        stream = sys.stderr
+    stream = None if quiet else stream or sys.stderr
     folder = Path(output) if output is not None else Path("ipusim_run") / path.stem
     clear_old_reports(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -392,36 +389,19 @@ def main(
     output = own.get("output", output)
     system = own.get("system", system)
     wall_time = wall_time or "wall_time" in own
-    job = {name: own[name] for name in JOB_OPTIONS.values() if name in own}
     try:
         _check_arguments(script, system)
     except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    if job or instances is not None or replicas is not None:
-        return _run_job(script, rest, output, system, wall_time, job, instances, replicas, ipus)
-    return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
-
-
-def _run_job(
-    script: str,
-    rest: list[str],
-    output: str | None,
-    system: str | None,
-    wall_time: bool,
-    job: dict[str, str],
-    instances: int | None,
-    replicas: int | None,
-    ipus: int | None,
-) -> int:
-    """``ipusim run --instances N --replicas R``: the instances of a PopDist job
-    (:mod:`ipusim.compat.poprun`)."""
+    if instances is None and replicas is None and not own.keys() & set(JOB_OPTIONS.values()):
+        return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
     from ipusim.compat.poprun import run_instances
 
     try:
-        count = int(job.get("instances", instances or 1))
-        total = int(job.get("replicas", replicas or count))
-        per_replica = int(job.get("ipus_per_replica", ipus or 1))
+        count = int(own.get("instances", instances or 1))
+        total = int(own.get("replicas", replicas or count))
+        per_replica = int(own.get("ipus_per_replica", ipus or 1))
     except ValueError as exc:
         print(
             f"ipusim run: --instances, --replicas and --ipus-per-replica take numbers ({exc})",

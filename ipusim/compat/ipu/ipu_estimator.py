@@ -428,8 +428,7 @@ class IPUEstimator:
 
     def _call_model_fn(self, features: Any, labels: Any, mode: str) -> EstimatorSpec:
         v1_train.reset_global_step()
-        available = {"labels": labels, "mode": mode, "params": self._params}
-        available["config"] = self._config
+        available = {"labels": labels, "mode": mode, "params": self._params, "config": self._config}
         spec = _call_with(self._model_fn, available, first=(features,))
         if not isinstance(spec, EstimatorSpec):
             raise ConfigurationError(

@@ -114,15 +114,15 @@ class _DeferredItem:
 
 class _GraphContext(TraceContext):
     """The trace of a TF1 graph: also lists the variables created while it is the default, and
-    records the host calls sessions make (:meth:`defer`)."""
+    records the host calls sessions make (:attr:`defer`)."""
+
+    #: ``defer(name, call, inputs)``: a fetchable op that runs ``call(*inputs)`` outside the
+    #: graph at each session run.
+    defer = _Deferred
 
     def __init__(self, graph: _IRGraph) -> None:
         super().__init__(graph, "tf1_graph")
         self.created_variables: list[Any] = []
-
-    def defer(self, name: str, call: Any, inputs: list[Any]) -> _Deferred:
-        """A fetchable op that runs ``call(*inputs)`` outside the graph at each session run."""
-        return _Deferred(name, call, inputs)
 
 
 class Graph:
