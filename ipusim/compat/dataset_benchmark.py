@@ -165,8 +165,9 @@ def _run(
             print(f"Processed: {stats['elements_per_second']} elements/second.", file=sys.stderr)
             print(f"Bandwidth: {stats['bandwidth']} GB/s.", file=sys.stderr)
             print(f"Dataset iterator completed epoch {epoch}.", file=sys.stderr)
-    text = json.dumps({"epochs": results}, indent="\t", sort_keys=True)
-    return np.array([text]).view(StringTensor)
+    return np.array([json.dumps({"epochs": results}, indent="\t", sort_keys=True)]).view(
+        StringTensor
+    )
 
 
 def _copy(buffers: dict[int, np.ndarray], index: int, array: np.ndarray) -> None:

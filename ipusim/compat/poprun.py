@@ -212,14 +212,8 @@ def combine_reports(output: Path, instances: int) -> list[Path]:
         if len(figures) < instances:
             continue  # an instance failed before this program ran: no job-wide report
         slowest = max(range(instances), key=lambda k: figures[k]["seconds"])
-        table = pd.DataFrame(
-            {
-                "instance": range(instances),
-                "seconds": [f["seconds"] for f in figures],
-                "steps": [f["steps"] for f in figures],
-                "samples": [f["samples"] for f in figures],
-            }
-        )
+        columns = {k: [f[k] for f in figures] for k in ("seconds", "steps", "samples")}
+        table = pd.DataFrame({"instance": range(instances), **columns})
         target = output / first.name
         aside = output / f".{first.name}.{os.getpid()}.tmp"
         shutil.rmtree(aside, ignore_errors=True)

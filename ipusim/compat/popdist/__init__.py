@@ -128,10 +128,7 @@ def getDeviceId(ipusPerReplica: int = 0) -> int:  # noqa: N803 (PopDist's spelli
     from ipusim.config.devices import DEFAULT_LISTING_IPUS, device_listing
 
     per_replica = int(ipusPerReplica) or getNumIpusPerReplica()
-    needed = getNumLocalReplicas() * per_replica
-    size = 1
-    while size < needed:
-        size *= 2
+    size = 1 << max(getNumLocalReplicas() * per_replica - 1, 0).bit_length()  # next power of 2
     listing = device_listing(max(DEFAULT_LISTING_IPUS, size))
     return next(i for i, ipus in enumerate(listing) if len(ipus) == size)
 

@@ -22,8 +22,7 @@ class StringTensorSpec(GraphTensorSpec):
     __slots__ = ()
 
     def __post_init__(self) -> None:
-        shape = tuple(None if d is None else int(d) for d in self.shape)
-        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", "string")
 
     @property

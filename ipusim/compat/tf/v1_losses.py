@@ -144,7 +144,7 @@ def dense(
         )
     from ipusim.keras import layers
 
-    layer = layers.Dense(
+    return layers.Dense(
         units,
         activation=activation,
         use_bias=use_bias,
@@ -156,5 +156,4 @@ def dense(
         bias_constraint=bias_constraint,
         trainable=trainable,
         name=name,
-    )
-    return layer(inputs)
+    )(inputs)

@@ -195,11 +195,9 @@ class PopnnGRU(_PopnnRNN):
         x_z, x_r, x_h = (shape.slice_axis(xz, k * units, units, 1) for k in range(3))
         u_zr = shape.slice_axis(w_rec, 0, 2 * units, 1)
         u_h = shape.slice_axis(w_rec, 2 * units, units, 1)
-        hzr = nn.matmul(h, u_zr)
-        z = _activation(self._recurrent_activation, m.add(x_z, shape.slice_axis(hzr, 0, units, 1)))
-        r = _activation(
-            self._recurrent_activation, m.add(x_r, shape.slice_axis(hzr, units, units, 1))
-        )
+        hzr, rec = nn.matmul(h, u_zr), self._recurrent_activation
+        z = _activation(rec, m.add(x_z, shape.slice_axis(hzr, 0, units, 1)))
+        r = _activation(rec, m.add(x_r, shape.slice_axis(hzr, units, units, 1)))
         cand = _activation(self._activation, m.add(x_h, nn.matmul(m.multiply(r, h), u_h)))
         return m.add(m.multiply(z, h), m.multiply(m.subtract(1.0, z), cand))
 

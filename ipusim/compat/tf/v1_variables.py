@@ -40,9 +40,7 @@ _STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _scopes() -> list[tuple[str, Any, Any]]:
-    if not hasattr(_local, "scopes"):
-        _local.scopes = []
-    return _local.scopes
+    return _local.__dict__.setdefault("scopes", [])
 
 
 @contextmanager
