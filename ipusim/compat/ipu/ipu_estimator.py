@@ -293,10 +293,7 @@ class IPUEstimator:
         self._check_steps(steps)
         program, batches = self._start(input_fn, ModeKeys.TRAIN)
         done, interval = 0, self._config.log_step_count_steps or 0
-        while steps is None or done < steps:
-            elements = self._take(batches, ModeKeys.TRAIN)
-            if elements is None:
-                break
+        while (steps is None or done < steps) and (elements := self._take(batches, ModeKeys.TRAIN)):
             outputs = program.run(elements)
             losses = outputs["loss"] if isinstance(outputs, dict) else outputs
             ipl = self.iterations_per_loop

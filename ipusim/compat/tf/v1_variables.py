@@ -79,8 +79,7 @@ def _initial_value(shape: Any, dtype: str, initializer: Any) -> np.ndarray:
     from ipusim.keras import initializers
 
     if initializer is None:
-        kind = np.dtype(dtype).kind
-        initializer = "glorot_uniform" if kind == "f" else "zeros"
+        initializer = "glorot_uniform" if np.dtype(dtype).kind == "f" else "zeros"
     if isinstance(initializer, np.ndarray | list | tuple | int | float) and shape is None:
         return np.asarray(initializer, dtype=dtype)
     if shape is None:
