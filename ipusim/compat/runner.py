@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ipusim import config as config_module
 from ipusim._files import write_bytes_atomic
 from ipusim.compat.redirect import REDIRECTS, CompatFinder, redirect_imports, resolve
 from ipusim.data.datasets import reset_provenance
 from ipusim.errors import ConfigurationError, MissingFileError
+from ipusim.session import engine_settings
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
@@ -68,9 +70,6 @@ def _call_budget() -> int:
     """Records the joined trace of repeated calls keeps, from the active ``trace_detail``:
     every record at ``full`` / ``blocks``, none at ``summary``, else at most
     :data:`CALL_RECORD_BUDGET` (or ``trace_records`` when smaller)."""
-    from ipusim import config as config_module
-    from ipusim.session import engine_settings
-
     settings = engine_settings(config_module.active_config())
     if settings.detail in ("full", "blocks"):
         return sys.maxsize

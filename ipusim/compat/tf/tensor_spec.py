@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.compat.runtime.strings import is_string_dtype
+from ipusim.compat.runtime.strings import is_string_dtype, strings_on_ipu
 from ipusim.graph.spec import TensorSpec as GraphTensorSpec
 
 __all__ = ["StringTensorSpec", "TensorSpec"]
@@ -27,8 +27,6 @@ class StringTensorSpec(GraphTensorSpec):
 
     @property
     def itemsize(self) -> int:
-        from ipusim.compat.runtime.strings import strings_on_ipu
-
         raise strings_on_ipu("a tf.TensorSpec of tf.string")
 
 

@@ -22,11 +22,13 @@ from collections import namedtuple
 from typing import Any
 
 from ipusim.compat.runtime import context
+from ipusim.compat.tf import v1_variables
 from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.graph import to_symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.graph.ops import rnn as rnn_ops
+from ipusim.keras import activations, initializers
 
 __all__ = ["LSTMStateTuple", "PopnnGRU", "PopnnLSTM"]
 
@@ -80,9 +82,6 @@ class _PopnnRNN:
 
     def build(self, input_shape: Any) -> None:
         """Create ``kernel`` and ``biases`` for inputs ``[time, batch, input_size]``."""
-        from ipusim.compat.tf import v1_variables
-        from ipusim.keras import initializers
-
         dims = list(input_shape)
         if len(dims) != 3 or dims[-1] is None:
             raise ConfigurationError(
@@ -203,6 +202,4 @@ class PopnnGRU(_PopnnRNN):
 
 
 def _activation(name: str, x: Any) -> Any:
-    from ipusim.keras import activations
-
     return activations.get(name)(x)

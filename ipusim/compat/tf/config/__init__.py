@@ -15,6 +15,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from ipusim.config import active_config
 from ipusim.errors import ConfigurationError
 
 __all__ = [
@@ -64,8 +65,6 @@ _SETTINGS: dict[str, Any] = {
 
 
 def _ipu_count() -> int:
-    from ipusim.config import active_config
-
     config = active_config()
     if config is None:
         return 0
