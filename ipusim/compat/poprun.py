@@ -44,6 +44,7 @@ from typing import TextIO
 import pandas as pd
 
 from ipusim._files import write_bytes_atomic
+from ipusim.compat.runner import clear_old_reports, report_folders
 from ipusim.errors import ConfigurationError
 from ipusim.session.exchange import ABORT_FILE, EXCHANGE_ENVIRONMENT
 
@@ -202,8 +203,6 @@ def _wait_all(processes: list[subprocess.Popen], exchange: Path) -> list[int]:
 
 def combine_reports(output: Path, instances: int) -> list[Path]:
     """Write ``<output>/NN-name`` for each program instance 0 reported (see the module doc)."""
-    from ipusim.compat.runner import clear_old_reports, report_folders
-
     clear_old_reports(output)
     combined = []
     for first in report_folders(output / "instance-0"):

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ipusim import config as config_module
 from ipusim._files import write_bytes_atomic
 from ipusim.compat.redirect import REDIRECTS, CompatFinder, redirect_imports, resolve
+from ipusim.config import IPUConfig, active_config
 from ipusim.data.datasets import reset_provenance
 from ipusim.errors import ConfigurationError, MissingFileError
+from ipusim.hardware import load_system
 from ipusim.session import engine_settings
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
@@ -70,7 +71,7 @@ def _call_budget() -> int:
     """Records the joined trace of repeated calls keeps, from the active ``trace_detail``:
     every record at ``full`` / ``blocks``, none at ``summary``, else at most
     :data:`CALL_RECORD_BUDGET` (or ``trace_records`` when smaller)."""
-    settings = engine_settings(config_module.active_config())
+    settings = engine_settings(active_config())
     if settings.detail in ("full", "blocks"):
         return sys.maxsize
     if settings.detail == "summary":
@@ -258,8 +259,6 @@ def _default_system(system: str | None) -> Iterator[None]:
     if system is None:
         yield
         return
-    from ipusim.config import IPUConfig
-
     had_own = "__init__" in IPUConfig.__dict__
     original = IPUConfig.__init__
 
@@ -288,8 +287,6 @@ def _check_arguments(script: str | os.PathLike[str], system: str | None) -> Path
     if not path.is_file():
         raise MissingFileError(f"ipusim run: no script file at {str(script)!r}")
     if system is not None:
-        from ipusim.hardware import load_system
-
         try:
             load_system(system)
         except Exception as exc:  # the loader's own error types: name the option instead

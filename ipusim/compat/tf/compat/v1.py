@@ -50,12 +50,6 @@ _MODULE_OF = {
 }
 
 
-def _layers() -> Any:
-    from ipusim.compat.tf import v1_losses
-
-    return SimpleNamespace(dense=v1_losses.dense)
-
-
 def disable_v2_behavior() -> None:
     """TF1 graph calls (``placeholder``, ``Session``) outside ``Graph.as_default`` build the
     global default graph (:func:`ipusim.compat.tf.v1_session.disable_eager_execution`); device
@@ -65,9 +59,7 @@ def disable_v2_behavior() -> None:
 
 def disable_eager_execution() -> None:
     """As :func:`disable_v2_behavior`."""
-    from ipusim.compat.tf import v1_session
-
-    v1_session.disable_eager_execution()
+    importlib.import_module("ipusim.compat.tf.v1_session").disable_eager_execution()
 
 
 def _set_verbosity(level: int) -> None:
@@ -93,7 +85,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(_LAZY[name])
     if name == "layers":  # TF1's functional layers
-        return _layers()
+        return SimpleNamespace(dense=importlib.import_module(_LAZY["losses"]).dense)
     if name in _MODULE_OF:
         return getattr(importlib.import_module(f"ipusim.compat.tf.{_MODULE_OF[name]}"), name)
     if name == "initialize_all_variables":  # TF1's deprecated spelling
