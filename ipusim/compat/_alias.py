@@ -17,6 +17,7 @@ Two kinds of compat module exist:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -306,12 +307,10 @@ def forward_getattr(
             for source in sources:
                 module_path, _, attributes = source.partition(":")
                 holder: Any = importlib.import_module(module_path)
-                try:
+                with contextlib.suppress(AttributeError):
                     for attribute in attributes.split(".") if attributes else ():
                         holder = getattr(holder, attribute)
                     return getattr(holder, aliases.get(name, name))
-                except AttributeError:
-                    continue
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__

@@ -174,6 +174,5 @@ def _copy(buffers: dict[int, np.ndarray], index: int, array: np.ndarray) -> None
     """Copy ``array`` into the reusable host buffer of leaf ``index`` (the infeed's memcpy)."""
     buffer = buffers.get(index)
     if buffer is None or buffer.shape != array.shape or buffer.dtype != array.dtype:
-        buffer = np.empty_like(array)
-        buffers[index] = buffer
+        buffers[index] = buffer = np.empty_like(array)
     np.copyto(buffer, array)

@@ -14,6 +14,7 @@ from types import ModuleType
 
 from ipusim.compat._alias import forward_getattr
 from ipusim.compat._missing import guard
+from ipusim.compat.not_simulated import public_name
 
 __all__ = ["INTERNAL", "internal_module"]
 
@@ -53,10 +54,9 @@ _PACKAGE = "ipusim.compat._internal"
 
 
 def _canonical(fullname: str) -> str:
-    if fullname.startswith("tensorflow.python.keras."):
-        return "keras." + fullname[len("tensorflow.python.keras.") :]
-    if fullname.startswith("tensorflow.keras."):
-        return "keras." + fullname[len("tensorflow.keras.") :]
+    for prefix in ("tensorflow.python.keras.", "tensorflow.keras."):
+        if fullname.startswith(prefix):
+            return "keras." + fullname[len(prefix) :]
     return fullname
 
 
@@ -72,9 +72,6 @@ def internal_module(fullname: str) -> str | None:
         module = ModuleType(module_name, f"``{path}`` under ipusim run (reads {sources}).")
         module.__path__ = []  # a package: its listed subpaths import beneath it
         module.__getattr__ = forward_getattr(module_name, sources)  # type: ignore[method-assign]
-        guard(
-            module,
-            "tf" + path[len("tensorflow") :] if path.startswith("tensorflow") else "tf." + path,
-        )
+        guard(module, public_name(path))
         sys.modules[module_name] = module
     return module_name

@@ -37,22 +37,20 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import pandas as pd
 
 from ipusim._files import write_bytes_atomic
-from ipusim.compat.runner import clear_old_reports, report_folders
+from ipusim.compat.runner import RunResult, clear_old_reports, report_folders
 from ipusim.errors import ConfigurationError
 from ipusim.session.exchange import ABORT_FILE, EXCHANGE_ENVIRONMENT
 
 __all__ = ["InstancesResult", "instance_environment", "run_instances"]
 
 
-@dataclass(frozen=True)
-class InstancesResult:
+class InstancesResult(RunResult):
     """What :func:`run_instances` did.
 
     Attributes:
@@ -60,10 +58,6 @@ class InstancesResult:
         reports: the combined report folders, in the order the programs first ran.
         exit_code: 0 when every instance succeeded, else the first failing instance's code.
     """
-
-    output: Path
-    reports: tuple[Path, ...]
-    exit_code: int
 
 
 def instance_environment(

@@ -87,17 +87,14 @@ class _Deferred(Operation):
         return _DeferredItem(self, index)
 
     def run(self, feeds: dict[Symbol, np.ndarray]) -> Any:
-        args = []
         for value in self.inputs:
-            if isinstance(value, Symbol):
-                if value not in feeds:
-                    raise InputDataError(
-                        f"{self.name}: its input {value.name} must be a placeholder fed by "
-                        "feed_dict (graph tensors computed by the session cannot be inputs of "
-                        "an IPU program in ipusim)"
-                    )
-                value = feeds[value]
-            args.append(value)
+            if isinstance(value, Symbol) and value not in feeds:
+                raise InputDataError(
+                    f"{self.name}: its input {value.name} must be a placeholder fed by "
+                    "feed_dict (graph tensors computed by the session cannot be inputs of "
+                    "an IPU program in ipusim)"
+                )
+        args = [feeds[v] if isinstance(v, Symbol) else v for v in self.inputs]
         with context.suspended():
             return self.call(*args)
 

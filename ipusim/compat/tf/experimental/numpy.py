@@ -127,8 +127,7 @@ def _function(name: str) -> Callable[..., Any]:
 
 def __getattr__(name: str) -> Any:
     if name in FUNCTIONS:
-        fn = _function(name)
-        globals()[name] = fn  # built once
+        fn = globals()[name] = _function(name)  # built once
         return fn
     if name == "random":
         return _np.random

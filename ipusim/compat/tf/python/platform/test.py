@@ -54,8 +54,7 @@ def main(argv: list[str] | None = None) -> Any:
 def get_temp_dir() -> str:
     """One temporary folder for the process's tests (removed at exit)."""
     if "dir" not in _TEMP:
-        parent = os.environ.get("TEST_TMPDIR")
-        folder = tempfile.mkdtemp(prefix="tf_test_", dir=parent or None)
+        folder = tempfile.mkdtemp(prefix="tf_test_", dir=os.environ.get("TEST_TMPDIR") or None)
         atexit.register(shutil.rmtree, folder, True)
         _TEMP["dir"] = folder
     return _TEMP["dir"]
