@@ -226,9 +226,7 @@ def image(
 ) -> bool:
     """``tf.summary.image``: up to ``max_outputs`` images [k, h, w, c] as PNGs."""
     return _emit(
-        name,
-        step,
-        lambda: values.image_value(name, _host(data, name), max_outputs, description),
+        name, step, lambda: values.image_value(name, _host(data, name), max_outputs, description)
     )
 
 
