@@ -139,9 +139,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("ipusim/keras/utils_data.py", "Sequence.__getitem__", "NotImplementedError"): _ABSTRACT,
     ("ipusim/keras/utils_data.py", "Sequence.__len__", "NotImplementedError"): _ABSTRACT,
     # Python protocols reached through a helper of __getattr__.
-    ("ipusim/compat/internal_paths.py", "_lookup", "AttributeError"): (
-        "the lookup behind a module __getattr__; hasattr() needs a plain AttributeError"
-    ),
     ("ipusim/keras/layers/recurrent.py", "_Recurrent.reset_states", "AttributeError"): (
         "Keras raises AttributeError('Layer must be stateful.') here and scripts test for it"
     ),

@@ -17,6 +17,7 @@ Two kinds of compat module exist:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -151,9 +152,6 @@ class _SameModuleLoader(importlib.abc.Loader):
         self.target = target
         self.alias = alias
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return None
-
     def exec_module(self, module: ModuleType) -> None:
         if self.alias:
             become(module.__name__, self.target)
@@ -163,9 +161,6 @@ class _SameModuleLoader(importlib.abc.Loader):
 
 class _ForwardLoader(importlib.abc.Loader):
     """Makes a module of :data:`FORWARDS`: its names are read from the runtime on first use."""
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return None
 
     def exec_module(self, module: ModuleType) -> None:
         targets, names, exported = FORWARDS[module.__name__]
@@ -287,34 +282,35 @@ def runtime_getattr(
 
 
 def forward_getattr(
-    module_name: str, target: str, renames: dict[str, str] | None = None
+    module_name: str, targets: str | Sequence[str], renames: dict[str, str] | None = None
 ) -> Callable[[str], Any]:
-    """A module ``__getattr__`` reading names from another module, for internal module paths.
+    """A module ``__getattr__`` reading names from other modules, for internal module paths.
 
     ``keras.optimizer_v2.adam`` and the like hold names ipusim keeps elsewhere; the forward
-    reads them when asked for, so names added to the target later are found too.
+    reads them when asked for, so names added to the targets later are found too.
 
     Args:
         module_name: the forwarding module's ``__name__`` (for error messages).
-        target: ``"pkg.module"`` or ``"pkg.module:attr.path"`` (read attribute by attribute).
-        renames: this module's name -> the target's name (``OptimizerV2`` -> ``Optimizer``).
+        targets: where the names come from, searched in order: ``"pkg.module"`` or
+            ``"pkg.module:attr.path"`` (read attribute by attribute).
+        renames: this module's name -> the targets' name (``OptimizerV2`` -> ``Optimizer``).
 
     Returns:
-        The ``__getattr__`` function to assign at module level; a name the target lacks raises
+        The ``__getattr__`` function to assign at module level; a name no target has raises
         ``AttributeError`` (ipusim's NotSimulatedError once the module is guarded).
     """
-    module_path, _, attributes = target.partition(":")
+    sources = (targets,) if isinstance(targets, str) else tuple(targets)
     aliases = dict(renames or {})
 
     def __getattr__(name: str) -> Any:
         if not name.startswith("_"):
-            holder: Any = importlib.import_module(module_path)
-            try:
-                for attribute in attributes.split(".") if attributes else ():
-                    holder = getattr(holder, attribute)
-                return getattr(holder, aliases.get(name, name))
-            except AttributeError:
-                pass
+            for source in sources:
+                module_path, _, attributes = source.partition(":")
+                holder: Any = importlib.import_module(module_path)
+                with contextlib.suppress(AttributeError):
+                    for attribute in attributes.split(".") if attributes else ():
+                        holder = getattr(holder, attribute)
+                    return getattr(holder, aliases.get(name, name))
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__

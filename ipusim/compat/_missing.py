@@ -103,8 +103,7 @@ def guard(module: ModuleType, public: str | None = None) -> None:
         submodule = _internal_submodule(f"{prefix}.{name}")
         if submodule is not None:
             return submodule
-        importing = _importing_from(sys._getframe(1))
-        raise not_simulated(f"{prefix}.{name}", importing)
+        raise not_simulated(f"{prefix}.{name}", _importing_from(sys._getframe(1)))
 
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     setattr(module, _MARK, True)

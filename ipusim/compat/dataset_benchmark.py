@@ -113,11 +113,9 @@ def infeed_benchmark(
     error = _check_counts(number_of_epochs, elements_per_epochs)
     if error is not None:
         return error
-    from ipusim.compat._alias import optional_module
+    from ipusim.compat.runtime.feeds import IPUInfeedQueue
 
-    feeds = optional_module("ipusim.compat.runtime.feeds")
-    queue_type = getattr(feeds, "IPUInfeedQueue", None)
-    if queue_type is None or not isinstance(infeed_queue, queue_type):
+    if not isinstance(infeed_queue, IPUInfeedQueue):
         return TypeError(
             "Expected `infeed_queue` argument to be of type "
             f"`ipu.ipu_infeed_queue.IPUInfeedQueue`, but got {type(infeed_queue).__name__} instead."
@@ -154,8 +152,7 @@ def _run(
                 total_bytes += array.nbytes
                 if do_memcpy:
                     _copy(buffers, index, array)
-        elapsed = time.perf_counter() - start
-        elapsed = max(elapsed, 1e-9)  # a timer tick of 0 would divide by zero
+        elapsed = max(time.perf_counter() - start, 1e-9)  # a timer tick of 0 would divide by 0
         stats = {
             "bandwidth": total_bytes / (1e9 * elapsed),
             "elements_per_second": per_epoch / elapsed,
@@ -168,14 +165,14 @@ def _run(
             print(f"Processed: {stats['elements_per_second']} elements/second.", file=sys.stderr)
             print(f"Bandwidth: {stats['bandwidth']} GB/s.", file=sys.stderr)
             print(f"Dataset iterator completed epoch {epoch}.", file=sys.stderr)
-    text = json.dumps({"epochs": results}, indent="\t", sort_keys=True)
-    return np.array([text]).view(StringTensor)
+    return np.array([json.dumps({"epochs": results}, indent="\t", sort_keys=True)]).view(
+        StringTensor
+    )
 
 
 def _copy(buffers: dict[int, np.ndarray], index: int, array: np.ndarray) -> None:
     """Copy ``array`` into the reusable host buffer of leaf ``index`` (the infeed's memcpy)."""
     buffer = buffers.get(index)
     if buffer is None or buffer.shape != array.shape or buffer.dtype != array.dtype:
-        buffer = np.empty_like(array)
-        buffers[index] = buffer
+        buffers[index] = buffer = np.empty_like(array)
     np.copyto(buffer, array)

@@ -9,12 +9,12 @@ hold them (searched in order); a name none holds raises ipusim's NotSimulatedErr
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
-from typing import Any
 
+from ipusim.compat._alias import forward_getattr
 from ipusim.compat._missing import guard
+from ipusim.compat.not_simulated import public_name
 
 __all__ = ["INTERNAL", "internal_module"]
 
@@ -54,24 +54,10 @@ _PACKAGE = "ipusim.compat._internal"
 
 
 def _canonical(fullname: str) -> str:
-    if fullname.startswith("tensorflow.python.keras."):
-        return "keras." + fullname[len("tensorflow.python.keras.") :]
-    if fullname.startswith("tensorflow.keras."):
-        return "keras." + fullname[len("tensorflow.keras.") :]
+    for prefix in ("tensorflow.python.keras.", "tensorflow.keras."):
+        if fullname.startswith(prefix):
+            return "keras." + fullname[len(prefix) :]
     return fullname
-
-
-def _lookup(sources: tuple[str, ...], name: str) -> Any:
-    for source in sources:
-        module_path, _, attribute = source.partition(":")
-        holder: Any = importlib.import_module(module_path)
-        try:
-            if attribute:
-                holder = getattr(holder, attribute)
-            return getattr(holder, name)
-        except AttributeError:
-            continue
-    raise AttributeError(name)
 
 
 def internal_module(fullname: str) -> str | None:
@@ -85,16 +71,7 @@ def internal_module(fullname: str) -> str | None:
     if module_name not in sys.modules:
         module = ModuleType(module_name, f"``{path}`` under ipusim run (reads {sources}).")
         module.__path__ = []  # a package: its listed subpaths import beneath it
-
-        def __getattr__(name: str) -> Any:
-            if name.startswith("_"):
-                raise AttributeError(name)
-            return _lookup(sources, name)
-
-        module.__getattr__ = __getattr__  # type: ignore[method-assign]
-        guard(
-            module,
-            "tf" + path[len("tensorflow") :] if path.startswith("tensorflow") else "tf." + path,
-        )
+        module.__getattr__ = forward_getattr(module_name, sources)  # type: ignore[method-assign]
+        guard(module, public_name(path))
         sys.modules[module_name] = module
     return module_name

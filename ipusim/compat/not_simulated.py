@@ -150,14 +150,9 @@ NOT_SIMULATED: dict[str, tuple[str, str]] = {
         "as tf.keras.layers.HashedCrossing",
         "cross and hash the features in the input pipeline with NumPy",
     ),
-    **{
-        name: _TF1_SESSION
-        for name in (
-            "tf.Session",
-            "tf.global_variables_initializer",
-            "tf.layers.*",
-        )
-    },
+    "tf.Session": _TF1_SESSION,
+    "tf.global_variables_initializer": _TF1_SESSION,
+    "tf.layers.*": _TF1_SESSION,
     "tf.python.ipu.rnn_ops.*": (
         "the TF1 Popnn layers other than PopnnLSTM and PopnnGRU (the dynamic-length and AUGRU "
         "variants)",
@@ -176,12 +171,17 @@ from ipusim.compat.not_simulated_ops import NOT_SIMULATED_OPS  # noqa: E402
 NOT_SIMULATED.update(NOT_SIMULATED_OPS)
 
 
+def _respell(name: str, table: tuple[tuple[str, str], ...]) -> str | None:
+    """``name`` with the first of ``table``'s prefixes it starts with respelled, or None."""
+    for prefix, public in table:
+        if name == prefix or name.startswith(prefix + "."):
+            return public + name[len(prefix) :]
+    return None
+
+
 def public_name(dotted: str) -> str:
     """``tensorflow.keras.layers.Dense`` / ``keras.layers.Dense`` -> ``tf.keras.layers.Dense``."""
-    for prefix, public in _PUBLIC_PREFIXES:
-        if dotted == prefix or dotted.startswith(prefix + "."):
-            return public + dotted[len(prefix) :]
-    return dotted
+    return _respell(dotted, _PUBLIC_PREFIXES) or dotted
 
 
 #: How scripts spell a module (first match wins) -> TensorFlow's documented spelling.
@@ -202,22 +202,14 @@ _MODULES: tuple[tuple[str, str], ...] = (
 
 def public_module(module_name: str) -> str | None:
     """The public spelling of the ipusim module ``module_name`` stands for, or None."""
-    for prefix, public in _MODULES:
-        if module_name == prefix or module_name.startswith(prefix + "."):
-            return public + module_name[len(prefix) :]
-    return None
+    return _respell(module_name, _MODULES)
 
 
 def lookup(name: str) -> tuple[str, str] | None:
     """(reason, instead) for the public ``name``, from :data:`NOT_SIMULATED`, or None."""
-    if name in NOT_SIMULATED:
-        return NOT_SIMULATED[name]
     parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        entry = NOT_SIMULATED.get(".".join(parts[:end]) + ".*")
-        if entry is not None:
-            return entry
-    return None
+    keys = [name] + [".".join(parts[:end]) + ".*" for end in range(len(parts), 0, -1)]
+    return next((NOT_SIMULATED[k] for k in keys if k in NOT_SIMULATED), None)
 
 
 def message(name: str) -> str:

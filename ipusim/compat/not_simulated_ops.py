@@ -186,14 +186,13 @@ NOT_SIMULATED_OPS: dict[str, tuple[str, str]] = {
         f"tf.{name}": _GRADIENT_OVERRIDE
         for name in ("custom_gradient", "RegisterGradient", "no_gradient", "grad_pass_through")
     },
-    "tf.nn.embedding_lookup_sparse": (
-        "sparse tensors do not exist on the IPU",
-        "tf.nn.embedding_lookup on dense ids with a mask",
-    ),
-    "tf.nn.safe_embedding_lookup_sparse": (
-        "sparse tensors do not exist on the IPU",
-        "tf.nn.embedding_lookup on dense ids with a mask",
-    ),
+    **{
+        f"tf.nn.{name}": (
+            "sparse tensors do not exist on the IPU",
+            "tf.nn.embedding_lookup on dense ids with a mask",
+        )
+        for name in ("embedding_lookup_sparse", "safe_embedding_lookup_sparse")
+    },
     **{
         f"tf.nn.{name}": _RARE_NN
         for name in [

@@ -37,21 +37,20 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import pandas as pd
 
 from ipusim._files import write_bytes_atomic
+from ipusim.compat.runner import RunResult, clear_old_reports, report_folders
 from ipusim.errors import ConfigurationError
 from ipusim.session.exchange import ABORT_FILE, EXCHANGE_ENVIRONMENT
 
 __all__ = ["InstancesResult", "instance_environment", "run_instances"]
 
 
-@dataclass(frozen=True)
-class InstancesResult:
+class InstancesResult(RunResult):
     """What :func:`run_instances` did.
 
     Attributes:
@@ -59,10 +58,6 @@ class InstancesResult:
         reports: the combined report folders, in the order the programs first ran.
         exit_code: 0 when every instance succeeded, else the first failing instance's code.
     """
-
-    output: Path
-    reports: tuple[Path, ...]
-    exit_code: int
 
 
 def instance_environment(
@@ -202,8 +197,6 @@ def _wait_all(processes: list[subprocess.Popen], exchange: Path) -> list[int]:
 
 def combine_reports(output: Path, instances: int) -> list[Path]:
     """Write ``<output>/NN-name`` for each program instance 0 reported (see the module doc)."""
-    from ipusim.compat.runner import clear_old_reports, report_folders
-
     clear_old_reports(output)
     combined = []
     for first in report_folders(output / "instance-0"):
@@ -212,14 +205,8 @@ def combine_reports(output: Path, instances: int) -> list[Path]:
         if len(figures) < instances:
             continue  # an instance failed before this program ran: no job-wide report
         slowest = max(range(instances), key=lambda k: figures[k]["seconds"])
-        table = pd.DataFrame(
-            {
-                "instance": range(instances),
-                "seconds": [f["seconds"] for f in figures],
-                "steps": [f["steps"] for f in figures],
-                "samples": [f["samples"] for f in figures],
-            }
-        )
+        columns = {k: [f[k] for f in figures] for k in ("seconds", "steps", "samples")}
+        table = pd.DataFrame({"instance": range(instances), **columns})
         target = output / first.name
         aside = output / f".{first.name}.{os.getpid()}.tmp"
         shutil.rmtree(aside, ignore_errors=True)

@@ -107,9 +107,6 @@ class _AliasLoader(importlib.abc.Loader):
     def __init__(self, target: str | None) -> None:
         self.target = target
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return None  # a placeholder; exec_module swaps the real module in
-
     def exec_module(self, module: ModuleType) -> None:
         if self.target is None:
             module.__path__ = []  # an empty package whose submodules are redirected too

@@ -26,8 +26,11 @@ from typing import Any, TextIO
 
 from ipusim._files import write_bytes_atomic
 from ipusim.compat.redirect import REDIRECTS, CompatFinder, redirect_imports, resolve
+from ipusim.config import IPUConfig, active_config
 from ipusim.data.datasets import reset_provenance
 from ipusim.errors import ConfigurationError, MissingFileError
+from ipusim.hardware import load_system
+from ipusim.session import engine_settings
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
 
@@ -68,10 +71,7 @@ def _call_budget() -> int:
     """Records the joined trace of repeated calls keeps, from the active ``trace_detail``:
     every record at ``full`` / ``blocks``, none at ``summary``, else at most
     :data:`CALL_RECORD_BUDGET` (or ``trace_records`` when smaller)."""
-    from ipusim import config as config_module
-    from ipusim.session import engine_settings
-
-    settings = engine_settings(config_module.active_config())
+    settings = engine_settings(active_config())
     if settings.detail in ("full", "blocks"):
         return sys.maxsize
     if settings.detail == "summary":
@@ -259,8 +259,6 @@ def _default_system(system: str | None) -> Iterator[None]:
     if system is None:
         yield
         return
-    from ipusim.config import IPUConfig
-
     had_own = "__init__" in IPUConfig.__dict__
     original = IPUConfig.__init__
 
@@ -289,8 +287,6 @@ def _check_arguments(script: str | os.PathLike[str], system: str | None) -> Path
     if not path.is_file():
         raise MissingFileError(f"ipusim run: no script file at {str(script)!r}")
     if system is not None:
-        from ipusim.hardware import load_system
-
         try:
             load_system(system)
         except Exception as exc:  # the loader's own error types: name the option instead
@@ -337,10 +333,7 @@ def run_script(
         Exception: whatever the script raises (reports saved until then stay saved).
     """
     path = _check_arguments(script, system)
-    if quiet:
-        stream = None
-    elif stream is None:
-        stream = sys.stderr
+    stream = None if quiet else stream or sys.stderr
     folder = Path(output) if output is not None else Path("ipusim_run") / path.stem
     clear_old_reports(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -392,36 +385,19 @@ def main(
     output = own.get("output", output)
     system = own.get("system", system)
     wall_time = wall_time or "wall_time" in own
-    job = {name: own[name] for name in JOB_OPTIONS.values() if name in own}
     try:
         _check_arguments(script, system)
     except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    if job or instances is not None or replicas is not None:
-        return _run_job(script, rest, output, system, wall_time, job, instances, replicas, ipus)
-    return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
-
-
-def _run_job(
-    script: str,
-    rest: list[str],
-    output: str | None,
-    system: str | None,
-    wall_time: bool,
-    job: dict[str, str],
-    instances: int | None,
-    replicas: int | None,
-    ipus: int | None,
-) -> int:
-    """``ipusim run --instances N --replicas R``: the instances of a PopDist job
-    (:mod:`ipusim.compat.poprun`)."""
+    if instances is None and replicas is None and not own.keys() & set(JOB_OPTIONS.values()):
+        return run_script(script, rest, output=output, system=system, wall_time=wall_time).exit_code
     from ipusim.compat.poprun import run_instances
 
     try:
-        count = int(job.get("instances", instances or 1))
-        total = int(job.get("replicas", replicas or count))
-        per_replica = int(job.get("ipus_per_replica", ipus or 1))
+        count = int(own.get("instances", instances or 1))
+        total = int(own.get("replicas", replicas or count))
+        per_replica = int(own.get("ipus_per_replica", ipus or 1))
     except ValueError as exc:
         print(
             f"ipusim run: --instances, --replicas and --ipus-per-replica take numbers ({exc})",

@@ -11,6 +11,8 @@ configuration functions), ``ipu.ipu_strategy`` (``IPUStrategy``),
 ``pipeline``, the optimizer wrappers) come from ``ipusim.compat.runtime`` on first use.
 """
 
+import importlib
+
 from ipusim.compat.ipu import (
     config,
     dataset_benchmark,
@@ -68,8 +70,6 @@ _LAZY_SUBMODULES = (
 
 def __getattr__(name: str) -> object:
     if name in _LAZY_SUBMODULES:
-        import importlib
-
         if name in ("embedding_ops", "nn_ops", "rand_ops"):  # ipu.nn_ops is ipu.ops.nn_ops
             return importlib.import_module(f"{__name__}.ops.{name}")
         return importlib.import_module(f"{__name__}.{name}")

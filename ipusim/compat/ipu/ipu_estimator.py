@@ -32,11 +32,12 @@ import numpy as np
 
 from ipusim.compat.ipu import ipu_strategy  # is ipusim.strategy (no package-level cycle)
 from ipusim.compat.ipu.ipu_run_config import RunConfig
-from ipusim.compat.runtime import context, loops
+from ipusim.compat.runtime import context, loops, ops
 from ipusim.compat.runtime.feeds import IPUInfeedQueue, IPUOutfeedQueue
 from ipusim.compat.runtime.function import function
 from ipusim.compat.tf import v1_metrics, v1_train
 from ipusim.compat.tf.estimator import EstimatorSpec, ModeKeys
+from ipusim.config import configured_num_ipus
 from ipusim.data import Dataset
 from ipusim.errors import ConfigurationError, IncompatibleStateError, UnsupportedError
 from ipusim.keras import backend as keras_backend
@@ -150,8 +151,6 @@ class _Program:
         return self.outfeed.enqueue(self._outputs(spec))
 
     def _outputs(self, spec: EstimatorSpec) -> Any:
-        from ipusim.compat.runtime import ops
-
         if self.mode == ModeKeys.PREDICT:
             return spec.predictions
         outputs = {"loss": ops.cast(spec.loss, "float32")}
@@ -293,10 +292,7 @@ class IPUEstimator:
         self._check_steps(steps)
         program, batches = self._start(input_fn, ModeKeys.TRAIN)
         done, interval = 0, self._config.log_step_count_steps or 0
-        while steps is None or done < steps:
-            elements = self._take(batches, ModeKeys.TRAIN)
-            if elements is None:
-                break
+        while (steps is None or done < steps) and (elements := self._take(batches, ModeKeys.TRAIN)):
             outputs = program.run(elements)
             losses = outputs["loss"] if isinstance(outputs, dict) else outputs
             ipl = self.iterations_per_loop
@@ -367,8 +363,6 @@ class IPUEstimator:
     def _replicas(self) -> int:
         """Replicas of the configured device: its IPUs over ``num_shards``, which must agree
         with ``IPURunConfig.num_replicas`` (IPU TensorFlow checks the same)."""
-        from ipusim.config import configured_num_ipus
-
         run = self._config.ipu_run_config
         ipus = configured_num_ipus()
         if ipus != run.num_replicas * run.num_shards:
@@ -428,8 +422,7 @@ class IPUEstimator:
 
     def _call_model_fn(self, features: Any, labels: Any, mode: str) -> EstimatorSpec:
         v1_train.reset_global_step()
-        available = {"labels": labels, "mode": mode, "params": self._params}
-        available["config"] = self._config
+        available = {"labels": labels, "mode": mode, "params": self._params, "config": self._config}
         spec = _call_with(self._model_fn, available, first=(features,))
         if not isinstance(spec, EstimatorSpec):
             raise ConfigurationError(

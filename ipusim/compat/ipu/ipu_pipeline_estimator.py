@@ -96,35 +96,28 @@ class _PipelineProgram(_Program):
         return recorded
 
     def _pipeline(self) -> Any:
-        with fresh_layer_names():
-            return self._traced_pipeline()
-
-    def _traced_pipeline(self) -> Any:
         estimator = self.estimator
-        spec = estimator._call_pipeline_model_fn(self.mode)
-        self.metrics_fn = spec.eval_metrics_fn
-        kwargs = dict(spec.pipeline_op_kwargs)
-        if self.mode == ModeKeys.TRAIN:
-            kwargs.update(optimizer_function=spec.optimizer_function, outfeed_loss=True)
-        op = pipeline(
-            [self._recording(i, s) for i, s in enumerate(spec.computational_stages)],
-            gradient_accumulation_count=spec.gradient_accumulation_count,
-            repeat_count=estimator.iterations_per_loop,
-            inputs=spec.inputs,
-            infeed_queue=self.infeed,
-            outfeed_queue=self.outfeed,
-            device_mapping=spec.device_mapping,
-            pipeline_schedule=spec.pipeline_schedule,
-            name=f"ipu_pipeline_estimator_{self.mode}",
-            **kwargs,
-        )
-        seen: set[int] = set()
-        self.variables = []
-        for index in sorted(self.stage_variables):
-            for variable in self.stage_variables[index]:
-                if id(variable) not in seen:
-                    seen.add(id(variable))
-                    self.variables.append(variable)
+        with fresh_layer_names():
+            spec = estimator._call_pipeline_model_fn(self.mode)
+            self.metrics_fn = spec.eval_metrics_fn
+            kwargs = dict(spec.pipeline_op_kwargs)
+            if self.mode == ModeKeys.TRAIN:
+                kwargs.update(optimizer_function=spec.optimizer_function, outfeed_loss=True)
+            op = pipeline(
+                [self._recording(i, s) for i, s in enumerate(spec.computational_stages)],
+                gradient_accumulation_count=spec.gradient_accumulation_count,
+                repeat_count=estimator.iterations_per_loop,
+                inputs=spec.inputs,
+                infeed_queue=self.infeed,
+                outfeed_queue=self.outfeed,
+                device_mapping=spec.device_mapping,
+                pipeline_schedule=spec.pipeline_schedule,
+                name=f"ipu_pipeline_estimator_{self.mode}",
+                **kwargs,
+            )
+        stages = self.stage_variables
+        unique = {id(v): v for index in sorted(stages) for v in stages[index]}
+        self.variables = list(unique.values())
         estimator._restore(self)
         return op
 

@@ -67,6 +67,5 @@ class RunConfig(estimator.RunConfig):
 
     def replace(self, **kwargs: Any) -> RunConfig:
         values = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        values.update(kwargs)
-        ipu = values.pop("ipu_run_config", self.ipu_run_config)
-        return RunConfig(ipu_run_config=ipu, master=self.master, **values)
+        own = {"ipu_run_config": self.ipu_run_config, "master": self.master}
+        return RunConfig(**{**own, **values, **kwargs})

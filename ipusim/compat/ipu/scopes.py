@@ -11,13 +11,13 @@ once per scope kind, and the operations run and are timed as the rest of the pro
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from ipusim.compat.ipu.utils import _device_index
 from ipusim.config import active_device_ipus
 from ipusim.errors import ConfigurationError, UnsupportedError
 
@@ -34,8 +34,6 @@ __all__ = [
 log = logging.getLogger("ipusim")
 _WARNED: set[str] = set()
 
-_DEVICE = re.compile(r"^/device:IPU:(\d+)$")
-
 
 @contextmanager
 def ipu_scope(device: str) -> Iterator[None]:
@@ -51,13 +49,7 @@ def ipu_scope(device: str) -> Iterator[None]:
         ValueError: ``device`` is not of the form ``/device:IPU:<n>`` or is not configured.
         NotImplementedError: ``device`` is a configured device other than ``/device:IPU:0``.
     """
-    match = _DEVICE.match(device) if isinstance(device, str) else None
-    if match is None:
-        raise ConfigurationError(
-            f"ipu_scope(device): expected an IPU device name such as '/device:IPU:0', "
-            f"received {device!r}"
-        )
-    index = int(match.group(1))
+    index = _device_index(device, "ipu_scope(device)")
     active_device_ipus(index)  # raises ValueError naming the configured devices
     if index != 0:
         raise UnsupportedError(

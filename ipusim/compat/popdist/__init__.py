@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Collection
 from typing import Any
 
+from ipusim.config.devices import DEFAULT_LISTING_IPUS, device_listing
 from ipusim.errors import ConfigurationError
 
 __all__ = [
@@ -125,13 +126,8 @@ def getDeviceId(ipusPerReplica: int = 0) -> int:  # noqa: N803 (PopDist's spelli
     """The ``select_ipus`` index of the device holding this instance's IPUs: its local
     replicas times ``ipusPerReplica`` (default: poprun's IPUs per replica), numbered as
     ``gc-info -l`` lists devices (:mod:`ipusim.config.devices`)."""
-    from ipusim.config.devices import DEFAULT_LISTING_IPUS, device_listing
-
     per_replica = int(ipusPerReplica) or getNumIpusPerReplica()
-    needed = getNumLocalReplicas() * per_replica
-    size = 1
-    while size < needed:
-        size *= 2
+    size = 1 << max(getNumLocalReplicas() * per_replica - 1, 0).bit_length()  # next power of 2
     listing = device_listing(max(DEFAULT_LISTING_IPUS, size))
     return next(i for i, ipus in enumerate(listing) if len(ipus) == size)
 

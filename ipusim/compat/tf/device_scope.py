@@ -87,13 +87,8 @@ class DeviceSpec:
 
     def to_string(self) -> str:
         """The canonical string (``/job:localhost/replica:0/task:0/device:CPU:0`` form)."""
-        out = ""
-        if self.job is not None:
-            out += f"/job:{self.job}"
-        if self.replica is not None:
-            out += f"/replica:{self.replica}"
-        if self.task is not None:
-            out += f"/task:{self.task}"
+        fields = (("job", self.job), ("replica", self.replica), ("task", self.task))
+        out = "".join(f"/{key}:{value}" for key, value in fields if value is not None)
         if self.device_type is not None:
             index = "*" if self.device_index is None else self.device_index
             out += f"/device:{self.device_type}:{index}"

@@ -9,6 +9,7 @@ TensorFlow and is not simulated.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,9 +103,7 @@ class RunConfig:
 
     def replace(self, **kwargs: Any) -> RunConfig:
         """A copy with the given fields changed."""
-        values = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        values.update(kwargs)
-        return type(self)(**values)
+        return dataclasses.replace(self, **kwargs)
 
 
 @dataclass

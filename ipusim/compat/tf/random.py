@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat._alias import optional_module, runtime_getattr
+from ipusim.compat._alias import runtime_getattr
 from ipusim.data.dtypes import as_dtype, float32
 from ipusim.errors import ConfigurationError
 from ipusim.keras.backend import make_rng, set_random_seed
@@ -32,10 +32,9 @@ def set_seed(seed: int) -> None:
 def _traced(name: str) -> Any:
     """The runtime's graph version of ``name`` while a traced function is being built (so the
     draw becomes a node with fresh values at every execution), else None."""
-    context = optional_module("ipusim.compat.runtime.context")
-    if context is None or not context.is_tracing():
-        return None
-    return getattr(optional_module("ipusim.compat.runtime.ops_random"), name)
+    from ipusim.compat.runtime import context, ops_random
+
+    return getattr(ops_random, name) if context.is_tracing() else None
 
 
 def _rng(seed: int | None) -> np.random.Generator:

@@ -76,9 +76,7 @@ class SummaryWriter:
     def as_default(self, step: Any = None) -> Iterator[SummaryWriter]:
         """Make this the default writer (and ``step`` the default step) within the block."""
         previous_writer, previous_step = _STATE.writer, _STEP[0]
-        _STATE.writer = self
-        if step is not None:
-            _STEP[0] = _as_step(step)
+        self.set_as_default(step)
         try:
             yield self
         finally:
@@ -197,9 +195,7 @@ def _host(data: Any, where: str) -> Any:
 
 def _emit(tag: str, step: Any, make: Callable[[], bytes]) -> bool:
     writer = _STATE.writer
-    if writer is None or not should_record_summaries():
-        return False
-    return writer._add(tag, make(), step)
+    return writer is not None and should_record_summaries() and writer._add(tag, make(), step)
 
 
 def scalar(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
@@ -230,9 +226,7 @@ def image(
 ) -> bool:
     """``tf.summary.image``: up to ``max_outputs`` images [k, h, w, c] as PNGs."""
     return _emit(
-        name,
-        step,
-        lambda: values.image_value(name, _host(data, name), max_outputs, description),
+        name, step, lambda: values.image_value(name, _host(data, name), max_outputs, description)
     )
 
 
@@ -245,13 +239,10 @@ def write(
 
     def make() -> bytes:
         array = _host(tensor() if callable(tensor) else tensor, tag)
-        if isinstance(array, str | bytes):
-            return summary_value(
-                tag,
-                string_tensor_proto(array if isinstance(array, bytes) else array.encode()),
-                metadata or b"",
-            )
-        return summary_value(tag, tensor_proto(array), metadata or b"")
+        if isinstance(array, str):
+            array = array.encode()
+        proto = string_tensor_proto(array) if isinstance(array, bytes) else tensor_proto(array)
+        return summary_value(tag, proto, metadata or b"")
 
     return _emit(tag, step, make)
 

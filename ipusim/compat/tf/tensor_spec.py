@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.compat.runtime.strings import is_string_dtype
+from ipusim.compat.runtime.strings import is_string_dtype, strings_on_ipu
 from ipusim.graph.spec import TensorSpec as GraphTensorSpec
 
 __all__ = ["StringTensorSpec", "TensorSpec"]
@@ -22,14 +22,11 @@ class StringTensorSpec(GraphTensorSpec):
     __slots__ = ()
 
     def __post_init__(self) -> None:
-        shape = tuple(None if d is None else int(d) for d in self.shape)
-        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "shape", tuple(None if d is None else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", "string")
 
     @property
     def itemsize(self) -> int:
-        from ipusim.compat.runtime.strings import strings_on_ipu
-
         raise strings_on_ipu("a tf.TensorSpec of tf.string")
 
 

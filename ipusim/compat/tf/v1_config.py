@@ -45,11 +45,7 @@ class _Message:
 
     @staticmethod
     def _default(kind: Any) -> Any:
-        if kind == _MAP:
-            return {}
-        if kind == _LIST:
-            return []
-        return kind()
+        return {_MAP: dict, _LIST: list}.get(kind, kind)()
 
     def __setattr__(self, name: str, value: Any) -> None:
         kind = self.FIELDS.get(name)
@@ -57,17 +53,16 @@ class _Message:
             raise ConfigurationError(
                 f'Protocol message {type(self).__name__} has no "{name}" field.'
             )
+        expected = None
         if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, int | float)):
+            expected = "a number"
+        elif kind is int and isinstance(value, float):
+            expected = "an integer"
+        elif kind in (bool, str) and not isinstance(value, kind):
+            expected = f"a {kind.__name__}"
+        if expected is not None:
             raise InvalidTypeError(
-                f"{type(self).__name__}.{name}: expected a number, received {value!r}"
-            )
-        if kind is int and isinstance(value, float):
-            raise InvalidTypeError(
-                f"{type(self).__name__}.{name}: expected an integer, received {value!r}"
-            )
-        if kind in (bool, str) and not isinstance(value, kind):
-            raise InvalidTypeError(
-                f"{type(self).__name__}.{name}: expected a {kind.__name__}, received {value!r}"
+                f"{type(self).__name__}.{name}: expected {expected}, received {value!r}"
             )
         if kind is float:
             value = float(value)

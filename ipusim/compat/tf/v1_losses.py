@@ -13,6 +13,7 @@ from typing import Any
 
 from ipusim.compat.runtime import ops
 from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.keras import layers
 
 __all__ = [
     "Reduction",
@@ -142,9 +143,7 @@ def dense(
             "tf.compat.v1.layers.dense(reuse=True) is not simulated by ipusim; keep a "
             "tf.keras.layers.Dense object and call it again instead"
         )
-    from ipusim.keras import layers
-
-    layer = layers.Dense(
+    return layers.Dense(
         units,
         activation=activation,
         use_bias=use_bias,
@@ -156,5 +155,4 @@ def dense(
         bias_constraint=bias_constraint,
         trainable=trainable,
         name=name,
-    )
-    return layer(inputs)
+    )(inputs)

@@ -33,17 +33,15 @@ class StreamingMetric:
         return float(np.sum(totals, dtype=np.float64)) / count if count else 0.0
 
 
-def _weighted(values: Any, weights: Any) -> tuple[Any, Any]:
+def _pair(values: Any, weights: Any) -> tuple[StreamingMetric, StreamingMetric]:
+    """``(metric, metric)``: the per-batch total and count of the (weighted) ``values``."""
     values = ops.cast(values, "float32")
     if weights is None:
         size = float(np.prod(values.shape)) if values.shape else 1.0
-        return ops.reduce_sum(values), ops.constant(size, dtype="float32")
-    weights = ops.cast(weights, "float32") * ops.ones_like(values)
-    return ops.reduce_sum(values * weights), ops.reduce_sum(weights)
-
-
-def _pair(values: Any, weights: Any) -> tuple[StreamingMetric, StreamingMetric]:
-    metric = StreamingMetric(*_weighted(values, weights))
+        metric = StreamingMetric(ops.reduce_sum(values), ops.constant(size, dtype="float32"))
+    else:
+        weights = ops.cast(weights, "float32") * ops.ones_like(values)
+        metric = StreamingMetric(ops.reduce_sum(values * weights), ops.reduce_sum(weights))
     return metric, metric
 
 
@@ -67,8 +65,7 @@ def accuracy(
     name: str | None = None,
 ) -> tuple[StreamingMetric, StreamingMetric]:
     """The fraction of ``predictions`` equal to ``labels`` (compared in float32)."""
-    correct = ops.equal(ops.cast(predictions, "float32"), ops.cast(labels, "float32"))
-    return _pair(correct, weights)
+    return _pair(ops.equal(ops.cast(predictions, "float32"), ops.cast(labels, "float32")), weights)
 
 
 def mean_squared_error(

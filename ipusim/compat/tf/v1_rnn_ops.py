@@ -22,11 +22,13 @@ from collections import namedtuple
 from typing import Any
 
 from ipusim.compat.runtime import context
+from ipusim.compat.tf import v1_variables
 from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.graph import to_symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.graph.ops import rnn as rnn_ops
+from ipusim.keras import activations, initializers
 
 __all__ = ["LSTMStateTuple", "PopnnGRU", "PopnnLSTM"]
 
@@ -80,9 +82,6 @@ class _PopnnRNN:
 
     def build(self, input_shape: Any) -> None:
         """Create ``kernel`` and ``biases`` for inputs ``[time, batch, input_size]``."""
-        from ipusim.compat.tf import v1_variables
-        from ipusim.keras import initializers
-
         dims = list(input_shape)
         if len(dims) != 3 or dims[-1] is None:
             raise ConfigurationError(
@@ -195,16 +194,12 @@ class PopnnGRU(_PopnnRNN):
         x_z, x_r, x_h = (shape.slice_axis(xz, k * units, units, 1) for k in range(3))
         u_zr = shape.slice_axis(w_rec, 0, 2 * units, 1)
         u_h = shape.slice_axis(w_rec, 2 * units, units, 1)
-        hzr = nn.matmul(h, u_zr)
-        z = _activation(self._recurrent_activation, m.add(x_z, shape.slice_axis(hzr, 0, units, 1)))
-        r = _activation(
-            self._recurrent_activation, m.add(x_r, shape.slice_axis(hzr, units, units, 1))
-        )
+        hzr, rec = nn.matmul(h, u_zr), self._recurrent_activation
+        z = _activation(rec, m.add(x_z, shape.slice_axis(hzr, 0, units, 1)))
+        r = _activation(rec, m.add(x_r, shape.slice_axis(hzr, units, units, 1)))
         cand = _activation(self._activation, m.add(x_h, nn.matmul(m.multiply(r, h), u_h)))
         return m.add(m.multiply(z, h), m.multiply(m.subtract(1.0, z), cand))
 
 
 def _activation(name: str, x: Any) -> Any:
-    from ipusim.keras import activations
-
     return activations.get(name)(x)

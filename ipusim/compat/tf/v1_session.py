@@ -87,17 +87,14 @@ class _Deferred(Operation):
         return _DeferredItem(self, index)
 
     def run(self, feeds: dict[Symbol, np.ndarray]) -> Any:
-        args = []
         for value in self.inputs:
-            if isinstance(value, Symbol):
-                if value not in feeds:
-                    raise InputDataError(
-                        f"{self.name}: its input {value.name} must be a placeholder fed by "
-                        "feed_dict (graph tensors computed by the session cannot be inputs of "
-                        "an IPU program in ipusim)"
-                    )
-                value = feeds[value]
-            args.append(value)
+            if isinstance(value, Symbol) and value not in feeds:
+                raise InputDataError(
+                    f"{self.name}: its input {value.name} must be a placeholder fed by "
+                    "feed_dict (graph tensors computed by the session cannot be inputs of "
+                    "an IPU program in ipusim)"
+                )
+        args = [feeds[v] if isinstance(v, Symbol) else v for v in self.inputs]
         with context.suspended():
             return self.call(*args)
 
@@ -114,15 +111,15 @@ class _DeferredItem:
 
 class _GraphContext(TraceContext):
     """The trace of a TF1 graph: also lists the variables created while it is the default, and
-    records the host calls sessions make (:meth:`defer`)."""
+    records the host calls sessions make (:attr:`defer`)."""
+
+    #: ``defer(name, call, inputs)``: a fetchable op that runs ``call(*inputs)`` outside the
+    #: graph at each session run.
+    defer = _Deferred
 
     def __init__(self, graph: _IRGraph) -> None:
         super().__init__(graph, "tf1_graph")
         self.created_variables: list[Any] = []
-
-    def defer(self, name: str, call: Any, inputs: list[Any]) -> _Deferred:
-        """A fetchable op that runs ``call(*inputs)`` outside the graph at each session run."""
-        return _Deferred(name, call, inputs)
 
 
 class Graph:

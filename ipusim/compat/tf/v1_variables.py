@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context
+from ipusim.compat.runtime.ops import Variable
 from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import canonical_dtype
+from ipusim.keras import initializers
 
 __all__ = ["AUTO_REUSE", "get_variable", "variable_scope"]
 
@@ -40,9 +42,7 @@ _STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _scopes() -> list[tuple[str, Any, Any]]:
-    if not hasattr(_local, "scopes"):
-        _local.scopes = []
-    return _local.scopes
+    return _local.__dict__.setdefault("scopes", [])
 
 
 @contextmanager
@@ -78,11 +78,8 @@ def variable_scope(
 
 
 def _initial_value(shape: Any, dtype: str, initializer: Any) -> np.ndarray:
-    from ipusim.keras import initializers
-
     if initializer is None:
-        kind = np.dtype(dtype).kind
-        initializer = "glorot_uniform" if kind == "f" else "zeros"
+        initializer = "glorot_uniform" if np.dtype(dtype).kind == "f" else "zeros"
     if isinstance(initializer, np.ndarray | list | tuple | int | float) and shape is None:
         return np.asarray(initializer, dtype=dtype)
     if shape is None:
@@ -112,8 +109,6 @@ def get_variable(
             for a name that does not exist).
     """
     del regularizer, kwargs
-    from ipusim.compat.runtime.ops import Variable
-
     prefix, reuse, scope_init = _scopes()[-1] if _scopes() else ("", None, None)
     full = f"{prefix}/{name}" if prefix else name
     ctx = context.current_or_graph_mode()

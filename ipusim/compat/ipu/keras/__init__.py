@@ -8,8 +8,8 @@ losses). The SDK 2.1 model classes (``ipu.keras.Sequential``, ``Model``, ``Pipel
 (:mod:`.legacy`).
 """
 
-from ipusim.compat.ipu.keras import extensions, layers, losses, optimizers
-from ipusim.compat.ipu.keras.legacy import (
+from ipusim.compat.ipu.keras import extensions, layers, legacy, losses, optimizers
+from ipusim.compat.ipu.keras.legacy import (  # noqa: F401 - in __all__ (legacy.__all__)
     IPUModel,
     IPUSequential,
     Model,
@@ -29,13 +29,7 @@ from ipusim.keras.extensions import (
 )
 
 __all__ = [
-    "IPUModel",
-    "IPUSequential",
-    "Model",
-    "PipelineModel",
-    "PipelineSequential",
-    "Sequential",
-    "SequentialPipelineModel",
+    *legacy.__all__,
     "FunctionalExtension",
     "FunctionalLayerPipelineStageAssignment",
     "ModelExtension",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ipusim.compat.ipu.ops.host_embedding import (
+from ipusim.compat.ipu.ops import host_embedding
+from ipusim.compat.ipu.ops.host_embedding import (  # noqa: F401 - in __all__
     HostEmbedding,
     HostEmbeddingOptimizerSpec,
     HostEmbeddingSGDGAOptimizerSpec,
@@ -20,13 +21,7 @@ from ipusim.compat.runtime.dispatch import run_op
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import nn as gnn
 
-__all__ = [
-    "HostEmbedding",
-    "HostEmbeddingOptimizerSpec",
-    "HostEmbeddingSGDGAOptimizerSpec",
-    "create_host_embedding",
-    "embedding_lookup",
-]
+__all__ = [*host_embedding.__all__, "embedding_lookup"]
 
 
 def embedding_lookup(

@@ -54,7 +54,6 @@ def dropout(
             raise ConfigurationError(
                 f"Expected the seed to have a shape [2], but got {list(np.shape(seed))}."
             )
-        op_seed = (int(pair[0]) & 0xFFFFFFFF) << 32 | (int(pair[1]) & 0xFFFFFFFF)
-        op_seed %= 2**63
+        op_seed = ((int(pair[0]) & 0xFFFFFFFF) << 32 | (int(pair[1]) & 0xFFFFFFFF)) % 2**63
     shape = None if not noise_shape else tuple(int(d) for d in noise_shape)
     return run_op(grandom.dropout, x, rate=float(rate), seed=op_seed, noise_shape=shape)

@@ -13,6 +13,7 @@ downloaded; see :mod:`ipusim.data.datasets`).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -50,10 +51,8 @@ def load_data(path: str = "mnist.npz") -> tuple[tuple[Any, Any], tuple[Any, Any]
 
     With neither split on disk: synthetic data of the real shapes (a SyntheticDataWarning).
     """
-    try:
+    with contextlib.suppress(DatasetNotFoundError):
         return _mnist.load_data(path, download=False)
-    except DatasetNotFoundError:
-        pass
     try:
         x, y = _mnist.load_data(path, split="test", download=False)
     except DatasetNotFoundError:

@@ -28,9 +28,6 @@ _LAZY = {
 }
 
 
-#: TF1 names of :mod:`ipusim.compat.tf.v1_graph` and :mod:`~ipusim.compat.tf.v1_config`.
-_V1_GRAPH = ("get_default_graph",)
-_V1_CONFIG = ("ConfigProto", "GPUOptions", "GraphOptions")
 #: TF1 graphs and sessions (:mod:`ipusim.compat.tf.v1_session`).
 _V1_SESSION = (
     "Graph",
@@ -43,12 +40,14 @@ _V1_SESSION = (
     "trainable_variables",
     "variables_initializer",
 )
-
-
-def _layers() -> Any:
-    from ipusim.compat.tf import v1_losses
-
-    return SimpleNamespace(dense=v1_losses.dense)
+#: TF1 name -> its module: :mod:`ipusim.compat.tf.v1_graph`, ``v1_config``, ``v1_session``,
+#: ``v1_variables``.
+_MODULE_OF = {
+    "get_default_graph": "v1_graph",
+    **dict.fromkeys(("ConfigProto", "GPUOptions", "GraphOptions"), "v1_config"),
+    **dict.fromkeys(_V1_SESSION, "v1_session"),
+    **dict.fromkeys(("AUTO_REUSE", "get_variable", "variable_scope"), "v1_variables"),
+}
 
 
 def disable_v2_behavior() -> None:
@@ -60,9 +59,7 @@ def disable_v2_behavior() -> None:
 
 def disable_eager_execution() -> None:
     """As :func:`disable_v2_behavior`."""
-    from ipusim.compat.tf import v1_session
-
-    v1_session.disable_eager_execution()
+    importlib.import_module("ipusim.compat.tf.v1_session").disable_eager_execution()
 
 
 def _set_verbosity(level: int) -> None:
@@ -88,15 +85,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(_LAZY[name])
     if name == "layers":  # TF1's functional layers
-        return _layers()
-    if name in _V1_GRAPH:
-        return getattr(importlib.import_module("ipusim.compat.tf.v1_graph"), name)
-    if name in _V1_CONFIG:
-        return getattr(importlib.import_module("ipusim.compat.tf.v1_config"), name)
-    if name in _V1_SESSION:
-        return getattr(importlib.import_module("ipusim.compat.tf.v1_session"), name)
-    if name in ("AUTO_REUSE", "get_variable", "variable_scope"):
-        return getattr(importlib.import_module("ipusim.compat.tf.v1_variables"), name)
+        return SimpleNamespace(dense=importlib.import_module(_LAZY["losses"]).dense)
+    if name in _MODULE_OF:
+        return getattr(importlib.import_module(f"ipusim.compat.tf.{_MODULE_OF[name]}"), name)
     if name == "initialize_all_variables":  # TF1's deprecated spelling
         return importlib.import_module("ipusim.compat.tf.v1_session").global_variables_initializer
     return getattr(importlib.import_module("ipusim.compat.tf"), name)

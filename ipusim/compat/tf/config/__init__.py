@@ -15,6 +15,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from ipusim.config import active_config
 from ipusim.errors import ConfigurationError
 
 __all__ = [
@@ -64,8 +65,6 @@ _SETTINGS: dict[str, Any] = {
 
 
 def _ipu_count() -> int:
-    from ipusim.config import active_config
-
     config = active_config()
     if config is None:
         return 0
@@ -92,9 +91,8 @@ def list_physical_devices(device_type: str | None = None) -> list[PhysicalDevice
 
 def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
     """The logical devices: ``/device:CPU:0`` and ``/device:IPU:k`` per configured device."""
-    visible = get_visible_devices(device_type)
     return [LogicalDevice(d.name.replace("/physical_device:", "/device:"), d.device_type)
-            for d in visible]  # fmt: skip
+            for d in get_visible_devices(device_type)]  # fmt: skip
 
 
 def get_visible_devices(device_type: str | None = None) -> list[PhysicalDevice]:
@@ -120,12 +118,9 @@ def set_visible_devices(devices: Any, device_type: str | None = None) -> None:
             "tf.config.list_physical_devices()"
         )
     names = {d.name for d in chosen}
-    for device in known:
-        if wanted is None or device.device_type == wanted:
-            if device.name in names:
-                _SETTINGS["hidden"].discard(device.name)
-            else:
-                _SETTINGS["hidden"].add(device.name)
+    of_type = {d.name for d in known if wanted is None or d.device_type == wanted}
+    # the devices of that type: the chosen ones shown, the others hidden
+    _SETTINGS["hidden"] = (_SETTINGS["hidden"] - (of_type & names)) | (of_type - names)
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:

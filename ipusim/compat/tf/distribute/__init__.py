@@ -9,7 +9,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from ipusim._scope import current_strategy
 from ipusim.compat.tf.distribute import cluster_resolver
+from ipusim.errors import UnsupportedError
 
 __all__ = ["InputOptions", "ReduceOp", "cluster_resolver", "get_strategy", "has_strategy"]
 
@@ -34,8 +36,6 @@ class InputOptions:
 
 def has_strategy() -> bool:
     """Whether code runs inside a strategy's ``scope()``."""
-    from ipusim._scope import current_strategy
-
     return current_strategy() is not None
 
 
@@ -46,9 +46,6 @@ def get_strategy() -> Any:
     Raises:
         UnsupportedError: no strategy scope is active.
     """
-    from ipusim._scope import current_strategy
-    from ipusim.errors import UnsupportedError
-
     strategy = current_strategy()
     if strategy is None:
         raise UnsupportedError(

@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as _np
 
+from ipusim.compat.runtime.tensor import to_eager
 from ipusim.errors import UnsupportedError
+from ipusim.graph.graph import Symbol
+from ipusim.graph.ops import math as gm
+from ipusim.graph.ops import nn as gnn
+from ipusim.graph.ops import shape as gs
 
 __all__ = ["FUNCTIONS", "experimental_enable_numpy_behavior"]
 
@@ -67,10 +72,6 @@ def experimental_enable_numpy_behavior(
 
 def _symbolic_ops() -> dict[str, Callable[..., Any]]:
     """TensorFlow NumPy names -> graph-op builders taking the same leading arguments."""
-    from ipusim.graph.ops import math as gm
-    from ipusim.graph.ops import nn as gnn
-    from ipusim.graph.ops import shape as gs
-
     return {
         "abs": gm.abs, "absolute": gm.abs, "add": gm.add, "subtract": gm.subtract,
         "multiply": gm.multiply, "divide": gm.divide, "true_divide": gm.divide,
@@ -90,8 +91,6 @@ def _symbolic_ops() -> dict[str, Callable[..., Any]]:
 
 
 def _is_symbolic(value: Any) -> bool:
-    from ipusim.graph.graph import Symbol
-
     if isinstance(value, list | tuple):
         return any(_is_symbolic(v) for v in value)
     return isinstance(value, Symbol) or getattr(value, "_is_deferred_tensor", False)
@@ -119,8 +118,6 @@ def _function(name: str) -> Callable[..., Any]:
                 )
             return op(*args, **kwargs)
         result = numpy_fn(*(_concrete(a) for a in args), **kwargs)
-        from ipusim.compat.runtime.tensor import to_eager
-
         return to_eager(result)
 
     call.__name__ = call.__qualname__ = name
@@ -130,8 +127,7 @@ def _function(name: str) -> Callable[..., Any]:
 
 def __getattr__(name: str) -> Any:
     if name in FUNCTIONS:
-        fn = _function(name)
-        globals()[name] = fn  # built once
+        fn = globals()[name] = _function(name)  # built once
         return fn
     if name == "random":
         return _np.random

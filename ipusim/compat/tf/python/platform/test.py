@@ -54,8 +54,7 @@ def main(argv: list[str] | None = None) -> Any:
 def get_temp_dir() -> str:
     """One temporary folder for the process's tests (removed at exit)."""
     if "dir" not in _TEMP:
-        parent = os.environ.get("TEST_TMPDIR")
-        folder = tempfile.mkdtemp(prefix="tf_test_", dir=parent or None)
+        folder = tempfile.mkdtemp(prefix="tf_test_", dir=os.environ.get("TEST_TMPDIR") or None)
         atexit.register(shutil.rmtree, folder, True)
         _TEMP["dir"] = folder
     return _TEMP["dir"]
@@ -129,8 +128,7 @@ class TestCase(unittest.TestCase):
             "tensors with self.evaluate(...) instead"
         )
 
-    cached_session = session
-    test_session = session
+    cached_session = test_session = session
 
     # ------------------------------------------------------------------ assertions
     def assertAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg=None):
@@ -145,16 +143,13 @@ class TestCase(unittest.TestCase):
             for key in a:
                 self.assertAllClose(a[key], b[key], rtol, atol, msg)
             return
-        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-            arrays = _numeric(a), _numeric(b)
-            if arrays[0] is None or arrays[1] is None:  # a structure, not an array: recurse
-                if len(a) != len(b):
-                    raise ConfigurationError(
-                        f"Mismatched length: a{len(a)} vs b{len(b)}. {msg or ''}"
-                    )
-                for x, y in zip(a, b, strict=True):
-                    self.assertAllClose(x, y, rtol, atol, msg)
-                return
+        lists = isinstance(a, list | tuple) and isinstance(b, list | tuple)
+        if lists and (_numeric(a) is None or _numeric(b) is None):  # not arrays: recurse
+            if len(a) != len(b):
+                raise ConfigurationError(f"Mismatched length: a{len(a)} vs b{len(b)}. {msg or ''}")
+            for x, y in zip(a, b, strict=True):
+                self.assertAllClose(x, y, rtol, atol, msg)
+            return
         x, y = _array(a), _array(b)
         self.assertEqual(x.shape, y.shape, f"Shape mismatch: expected {x.shape}, got {y.shape}")
         np.testing.assert_allclose(y, x, rtol=rtol, atol=atol, err_msg=msg or "", equal_nan=True)
