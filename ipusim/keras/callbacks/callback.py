@@ -107,18 +107,16 @@ class Callback:
     def on_predict_end(self, logs: Logs | None = None) -> None:
         """End of ``predict``."""
 
+    def _overrides(self, *hooks: str) -> bool:
+        """Whether a subclass overrides any of the hooks named ``hooks``."""
+        return not all(_is_default(getattr(self, hook)) for hook in hooks)
+
     def _implements_train_batch_hooks(self) -> bool:
-        return not (
-            _is_default(self.on_batch_begin)
-            and _is_default(self.on_batch_end)
-            and _is_default(self.on_train_batch_begin)
-            and _is_default(self.on_train_batch_end)
-        )
+        hooks = ("on_batch_begin", "on_batch_end", "on_train_batch_begin", "on_train_batch_end")
+        return self._overrides(*hooks)
 
     def _implements_test_batch_hooks(self) -> bool:
-        return not (_is_default(self.on_test_batch_begin) and _is_default(self.on_test_batch_end))
+        return self._overrides("on_test_batch_begin", "on_test_batch_end")
 
     def _implements_predict_batch_hooks(self) -> bool:
-        return not (
-            _is_default(self.on_predict_batch_begin) and _is_default(self.on_predict_batch_end)
-        )
+        return self._overrides("on_predict_batch_begin", "on_predict_batch_end")

@@ -269,7 +269,7 @@ def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tupl
             f"for validation ({n} samples in all)"
         )
 
-    def part(index: slice) -> tuple:
+    def part(index: slice) -> tuple[Any, ...]:
         return tuple(
             None if a is None else map_structure(lambda v: np.asarray(v)[index], a) for a in arrays
         )

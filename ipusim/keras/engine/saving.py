@@ -85,7 +85,7 @@ def _deserialize_layer(spec: dict[str, Any], custom_objects: dict | None) -> Any
     return cls(**spec["config"])
 
 
-def _from_config(cls: Any, config: dict[str, Any], custom_objects: dict | None) -> Any:
+def _from_config(cls: Any, config: dict[str, Any], custom_objects: dict[str, Any] | None) -> Any:
     """``cls.from_config(config)``, given ``custom_objects`` when it takes them."""
     if "custom_objects" in inspect.signature(cls.from_config).parameters:
         return cls.from_config(config, custom_objects=custom_objects)
