@@ -20,6 +20,19 @@ def checked_mode(mode: str, who: str) -> str:
     return mode
 
 
+def monitored(logs: Logs, monitor: str, condition: str) -> Any:
+    """``logs[monitor]``, or None with Keras' warning (``condition``: "Early stopping" ...)."""
+    value = logs.get(monitor)
+    if value is None:
+        logger.warning(
+            "%s conditioned on metric `%s` which is not available. Available metrics are: %s",
+            condition,
+            monitor,
+            ",".join(logs.keys()),
+        )
+    return value
+
+
 def _default(method: Callable) -> Callable:
     """Mark a base-class hook so CallbackList can tell whether a subclass overrides it."""
     method._is_default = True  # type: ignore[attr-defined]

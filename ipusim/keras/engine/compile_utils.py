@@ -140,7 +140,7 @@ class MetricsContainer:
         )
 
     def _metric(self, identifier: Any, i: int, y_true: Any, y_pred: Any) -> Any:
-        if identifier not in ("accuracy", "acc", "crossentropy", "ce"):
+        if identifier not in metrics_module._SHAPE_RESOLVED:
             return metrics_module.to_metric(identifier)
         loss = self._losses[i] if i < len(self._losses) else None  # (named as the user spelt it)
         return metrics_module.to_metric(identifier, np.shape(y_true[i]), np.shape(y_pred[i]), loss)

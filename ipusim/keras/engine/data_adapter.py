@@ -25,12 +25,8 @@ def unpack_x_y_sample_weight(data: Any) -> Batch:
         data = tuple(data)
     if not isinstance(data, tuple):
         return data, None, None
-    if len(data) == 1:
-        return data[0], None, None
-    if len(data) == 2:
-        return data[0], data[1], None
-    if len(data) == 3:
-        return data
+    if 1 <= len(data) <= 3:
+        return (*data, None, None)[:3]  # y and sample_weight None when not given
     raise InputDataError(
         f"Data is expected to be (x,), (x, y) or (x, y, sample_weight); received a "
         f"tuple of {len(data)} elements"

@@ -80,12 +80,8 @@ def print_summary(
     if functional:
         for t in model.inputs:
             layer = t.history.layer
-            print_fn(
-                table_row(
-                    [f"{layer.name} ({type(layer).__name__})", _shape_text([t.shape]), "0", ""],
-                    cols,
-                )
-            )
+            row = [f"{layer.name} ({type(layer).__name__})", _shape_text([t.shape]), "0", ""]
+            print_fn(table_row(row, cols))
             print_fn("")
     seen: set[int] = set()
     for i, (layer, shapes, inbound) in enumerate(rows):
