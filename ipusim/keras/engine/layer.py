@@ -220,7 +220,7 @@ class Layer:
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         """Output shape(s) for ``input_shape`` (found by tracing ``call``)."""
-        specs = _shape_specs(input_shape, self._dtype)
+        specs = shape_specs(input_shape, self._dtype)
         graph = Graph(f"{self.name}_shape")
         inputs = map_structure(lambda s: graph.placeholder(s), specs)
         out = self._symbolic_call(graph, (inputs,), {})
@@ -481,13 +481,16 @@ def _unique(items: list[_T]) -> list[_T]:
     return list({id(item): item for item in items}.values())
 
 
-def _shape_specs(shape: Any, dtype: str) -> Any:
-    """TensorSpecs of a shape (a list or tuple of ints / None) or a nested structure of shapes."""
+def shape_specs(shape: Any, dtype: str) -> Any:
+    """TensorSpecs (of ``dtype``) of a shape (a list or tuple of ints / None) or a nested
+    structure of shapes; a ``keras.Input`` tensor among them gives its own spec."""
+    if isinstance(shape, KerasTensor):
+        return shape.spec
     if isinstance(shape, list | tuple) and all(d is None or isinstance(d, int) for d in shape):
         return TensorSpec(tuple(shape), dtype)
     if isinstance(shape, dict):
-        return {k: _shape_specs(v, dtype) for k, v in shape.items()}
-    return [_shape_specs(s, dtype) for s in shape]
+        return {k: shape_specs(v, dtype) for k, v in shape.items()}
+    return [shape_specs(s, dtype) for s in shape]
 
 
 def _batch_input_shape(kwargs: dict[str, Any]) -> tuple | None:
