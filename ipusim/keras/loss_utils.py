@@ -61,7 +61,7 @@ def softmax_logits(y_pred: Symbol) -> Symbol | None:
     return None
 
 
-def _float_dtype(y_pred: np.ndarray) -> np.ndarray:
+def float_array(y_pred: np.ndarray) -> np.ndarray:
     return y_pred if y_pred.dtype.kind == "f" else y_pred.astype(backend.floatx())
 
 
@@ -100,7 +100,7 @@ def eager_capable(fn: Callable[..., Symbol]) -> Callable[..., Any]:
     def wrapper(y_true: Any, y_pred: Any, **kwargs: Any) -> Any:
         if isinstance(y_pred, Symbol) or isinstance(y_true, Symbol):
             return fn(y_true, y_pred, **kwargs)
-        p = _float_dtype(np.asarray(y_pred))
+        p = float_array(np.asarray(y_pred))
         t = np.asarray(y_true)
         if t.dtype.kind not in "iu":
             t = t.astype(p.dtype, copy=False)

@@ -39,6 +39,7 @@ from ipusim.keras.loss_functions import (
 from ipusim.keras.loss_utils import (
     as_float,
     eager_capable,
+    float_array,
     prepare_labels,
     smooth_labels,
     softmax_logits,
@@ -438,9 +439,7 @@ def _eager_loss(loss: Loss, y_true: Any, y_pred: Any, sample_weight: Any) -> Any
     from ipusim.graph.graph import Graph
     from ipusim.graph.spec import TensorSpec
 
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    if y_pred.dtype.kind != "f":
-        y_pred = y_pred.astype(backend.floatx())
+    y_true, y_pred = np.asarray(y_true), float_array(np.asarray(y_pred))
     graph = Graph(f"{loss.name}_eager")
     t = graph.placeholder(
         TensorSpec(

@@ -15,26 +15,18 @@ __all__ = ["MobileNetV2", "preprocess_input"]
 
 _BN: dict[str, Any] = {"epsilon": 1e-3, "momentum": 0.999}
 
-#: (filters, stride, expansion) of the 17 inverted residual blocks, in order.
-_BLOCKS = [
-    (16, 1, 1),
-    (24, 2, 6),
-    (24, 1, 6),
-    (32, 2, 6),
-    (32, 1, 6),
-    (32, 1, 6),
-    (64, 2, 6),
-    (64, 1, 6),
-    (64, 1, 6),
-    (64, 1, 6),
-    (96, 1, 6),
-    (96, 1, 6),
-    (96, 1, 6),
-    (160, 2, 6),
-    (160, 1, 6),
-    (160, 1, 6),
-    (320, 1, 6),
+#: The paper's table: (expansion t, filters c, repeats n, stride s of the first) of each stage.
+_STAGES = [
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
 ]
+#: (filters, stride, expansion) of the 17 inverted residual blocks, in order.
+_BLOCKS = [(c, s if i == 0 else 1, t) for t, c, n, s in _STAGES for i in range(n)]
 
 
 def _inverted_res_block(

@@ -21,23 +21,23 @@ __all__ = ["ResNet50", "ResNet101", "decode_predictions", "preprocess_input"]
 _BN_EPSILON = 1.001e-5
 
 
+def _conv_bn(x: Any, filters: int, kernel: int, name: str, relu: bool = True, **conv: Any) -> Any:
+    """Layers ``{name}_conv``, ``{name}_bn`` and (with ``relu``) ``{name}_relu``."""
+    x = layers.Conv2D(filters, kernel, name=f"{name}_conv", **conv)(x)
+    x = layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_bn")(x)
+    return layers.Activation("relu", name=f"{name}_relu")(x) if relu else x
+
+
 def _block(
     x: Any, filters: int, stride: int = 1, conv_shortcut: bool = True, name: str = ""
 ) -> Any:
     """The bottleneck residual block (Keras' ``block1``)."""
-    if conv_shortcut:
-        shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=f"{name}_0_conv")(x)
-        shortcut = layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_0_bn")(shortcut)
-    else:
-        shortcut = x
-    x = layers.Conv2D(filters, 1, strides=stride, name=f"{name}_1_conv")(x)
-    x = layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_1_bn")(x)
-    x = layers.Activation("relu", name=f"{name}_1_relu")(x)
-    x = layers.Conv2D(filters, 3, padding="same", name=f"{name}_2_conv")(x)
-    x = layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_2_bn")(x)
-    x = layers.Activation("relu", name=f"{name}_2_relu")(x)
-    x = layers.Conv2D(4 * filters, 1, name=f"{name}_3_conv")(x)
-    x = layers.BatchNormalization(epsilon=_BN_EPSILON, name=f"{name}_3_bn")(x)
+    shortcut = (
+        _conv_bn(x, 4 * filters, 1, f"{name}_0", False, strides=stride) if conv_shortcut else x
+    )
+    x = _conv_bn(x, filters, 1, f"{name}_1", strides=stride)
+    x = _conv_bn(x, filters, 3, f"{name}_2", padding="same")
+    x = _conv_bn(x, 4 * filters, 1, f"{name}_3", relu=False)
     x = layers.Add(name=f"{name}_add")([shortcut, x])
     return layers.Activation("relu", name=f"{name}_out")(x)
 
@@ -52,9 +52,7 @@ def _stack(x: Any, filters: int, blocks: int, stride1: int = 2, name: str = "") 
 def _resnet(conv4_blocks: int, model_name: str, a: _common.AppArgs) -> Functional:
     _, inputs = _common.checked_input(model_name, a)
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(inputs)
-    x = layers.Conv2D(64, 7, strides=2, name="conv1_conv")(x)
-    x = layers.BatchNormalization(epsilon=_BN_EPSILON, name="conv1_bn")(x)
-    x = layers.Activation("relu", name="conv1_relu")(x)
+    x = _conv_bn(x, 64, 7, "conv1", strides=2)
     x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), name="pool1_pad")(x)
     x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
     x = _stack(x, 64, 3, stride1=1, name="conv2")

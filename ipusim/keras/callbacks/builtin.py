@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
-
-logger = logging.getLogger("ipusim")
+from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode, monitored
 
 
 class History(Callback):
@@ -145,16 +142,7 @@ class EarlyStopping(Callback):
 
     def get_monitor_value(self, logs: Logs | None) -> Any:
         """``logs[monitor]``, or None with a warning listing the available keys."""
-        logs = logs or {}
-        value = logs.get(self.monitor)
-        if value is None:
-            logger.warning(
-                "Early stopping conditioned on metric `%s` which is not available. "
-                "Available metrics are: %s",
-                self.monitor,
-                ",".join(logs.keys()),
-            )
-        return value
+        return monitored(logs or {}, self.monitor, "Early stopping")
 
     def _is_improvement(self, value: Any, reference: Any) -> bool:
         return bool(self.monitor_op(value - self.min_delta, reference))

@@ -20,6 +20,19 @@ def checked_mode(mode: str, who: str) -> str:
     return mode
 
 
+def monitored(logs: Logs, monitor: str, condition: str) -> Any:
+    """``logs[monitor]``, or None with Keras' warning (``condition``: "Early stopping" ...)."""
+    value = logs.get(monitor)
+    if value is None:
+        logger.warning(
+            "%s conditioned on metric `%s` which is not available. Available metrics are: %s",
+            condition,
+            monitor,
+            ",".join(logs.keys()),
+        )
+    return value
+
+
 def _default(method: Callable) -> Callable:
     """Mark a base-class hook so CallbackList can tell whether a subclass overrides it."""
     method._is_default = True  # type: ignore[attr-defined]
@@ -107,18 +120,16 @@ class Callback:
     def on_predict_end(self, logs: Logs | None = None) -> None:
         """End of ``predict``."""
 
+    def _overrides(self, *hooks: str) -> bool:
+        """Whether a subclass overrides any of the hooks named ``hooks``."""
+        return not all(_is_default(getattr(self, hook)) for hook in hooks)
+
     def _implements_train_batch_hooks(self) -> bool:
-        return not (
-            _is_default(self.on_batch_begin)
-            and _is_default(self.on_batch_end)
-            and _is_default(self.on_train_batch_begin)
-            and _is_default(self.on_train_batch_end)
-        )
+        hooks = ("on_batch_begin", "on_batch_end", "on_train_batch_begin", "on_train_batch_end")
+        return self._overrides(*hooks)
 
     def _implements_test_batch_hooks(self) -> bool:
-        return not (_is_default(self.on_test_batch_begin) and _is_default(self.on_test_batch_end))
+        return self._overrides("on_test_batch_begin", "on_test_batch_end")
 
     def _implements_predict_batch_hooks(self) -> bool:
-        return not (
-            _is_default(self.on_predict_batch_begin) and _is_default(self.on_predict_batch_end)
-        )
+        return self._overrides("on_predict_batch_begin", "on_predict_batch_end")

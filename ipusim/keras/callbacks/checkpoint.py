@@ -163,9 +163,8 @@ class ModelCheckpoint(Callback):
             return
         self.epochs_since_last_save = 0
         filepath = self._get_file_path(epoch, batch, logs)
-        dirname = os.path.dirname(filepath)
-        if dirname:
-            os.makedirs(dirname, exist_ok=True)
+        if os.path.dirname(filepath):
+            os.makedirs(os.path.dirname(filepath), exist_ok=True)
         if os.path.isdir(filepath):
             raise FileAccessError(
                 "Please specify a non-directory filepath for ModelCheckpoint. Filepath used is "
@@ -192,10 +191,8 @@ class ModelCheckpoint(Callback):
             print(f"\nEpoch {epoch + 1:05d}: {self.monitor} did not improve from {self.best:.5f}")
 
     def _write(self, filepath: str) -> None:
-        if self.save_weights_only:
-            self.model.save_weights(filepath, overwrite=True)
-        else:
-            self.model.save(filepath, overwrite=True)
+        save = self.model.save_weights if self.save_weights_only else self.model.save
+        save(filepath, overwrite=True)
 
     def _get_file_path(self, epoch: int, batch: int | None, logs: Logs) -> str:
         try:
@@ -263,9 +260,6 @@ class BackupAndRestore(Callback):
         self.model._backup_initial_epoch = int(state["epoch"]) + 1
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
-        self._backup(epoch)
-
-    def _backup(self, epoch: int) -> None:
         os.makedirs(self.backup_dir, exist_ok=True)
         self.model.save(self._model_file, overwrite=True, include_optimizer=True)
         write_text_atomic(self._state_file, json.dumps({"epoch": epoch}))

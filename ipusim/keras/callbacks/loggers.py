@@ -104,21 +104,16 @@ class BaseLogger(Callback):
         size = logs.get("size", 0)
         self.seen += size * logs.get("num_steps", 1)
         for key, value in logs.items():
-            if key in self.stateful_metrics:
-                self.totals[key] = value
-            else:
-                self.totals[key] = self.totals.get(key, 0) + value * size
+            stateful = key in self.stateful_metrics
+            self.totals[key] = value if stateful else self.totals.get(key, 0) + value * size
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         if logs is None:
             return
         for key in self.params.get("metrics", []):
             if key in self.totals:
-                logs[key] = (
-                    self.totals[key]
-                    if key in self.stateful_metrics
-                    else self.totals[key] / self.seen
-                )
+                total = self.totals[key]
+                logs[key] = total if key in self.stateful_metrics else total / self.seen
 
 
 class RemoteMonitor(Callback):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode
+from ipusim.keras.callbacks.callback import Callback, Logs, checked_mode, monitored
 
 logger = logging.getLogger("ipusim")
 
@@ -109,14 +109,8 @@ class ReduceLROnPlateau(Callback):
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         logs = logs if logs is not None else {}
         logs["lr"] = float_learning_rate(self.model, "ReduceLROnPlateau")
-        current = logs.get(self.monitor)
+        current = monitored(logs, self.monitor, "Learning rate reduction is")
         if current is None:
-            logger.warning(
-                "Learning rate reduction is conditioned on metric `%s` which is not available. "
-                "Available metrics are: %s",
-                self.monitor,
-                ",".join(logs.keys()),
-            )
             return
         if self.in_cooldown():
             self.cooldown_counter -= 1

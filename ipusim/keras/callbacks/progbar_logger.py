@@ -55,27 +55,20 @@ class ProgbarLogger(Callback):
     def _implements_train_batch_hooks(self) -> bool:
         return self._call_batch_hooks
 
-    def _implements_test_batch_hooks(self) -> bool:
-        return self._call_batch_hooks
-
-    def _implements_predict_batch_hooks(self) -> bool:
-        return self._call_batch_hooks
+    _implements_test_batch_hooks = _implements_predict_batch_hooks = _implements_train_batch_hooks
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self._called_in_fit = True  # validation inside fit stays silent
 
     def on_test_begin(self, logs: Logs | None = None) -> None:
         if not self._called_in_fit:
-            self._reset_progbar()
-            self._maybe_init_progbar()
+            self._new_progbar()
 
     def on_predict_begin(self, logs: Logs | None = None) -> None:
-        self._reset_progbar()
-        self._maybe_init_progbar()
+        self._new_progbar()
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
-        self._reset_progbar()
-        self._maybe_init_progbar()
+        self._new_progbar()
         if self.verbose and self.epochs > 1:
             print(f"Epoch {epoch + 1}/{self.epochs}")
 
@@ -99,9 +92,10 @@ class ProgbarLogger(Callback):
     def on_predict_end(self, logs: Logs | None = None) -> None:
         self._finalize_progbar(logs)
 
-    def _reset_progbar(self) -> None:
+    def _new_progbar(self) -> None:
         self.seen = 0
         self.progbar = None
+        self._maybe_init_progbar()
 
     def _maybe_init_progbar(self) -> None:
         metrics = getattr(self.model, "metrics", None) if self.model is not None else None

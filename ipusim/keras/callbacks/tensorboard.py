@@ -79,10 +79,8 @@ class TensorBoard(Callback):
                 f"Unrecognized arguments in `TensorBoard` Callback: {sorted(unknown)}. "
                 f"Supported kwargs are: {sorted(_LEGACY_KWARGS)}"
             )
-        if (
-            update_freq != "epoch"
-            and update_freq != "batch"
-            and not (isinstance(update_freq, int) and update_freq > 0)
+        if update_freq not in ("epoch", "batch") and not (
+            isinstance(update_freq, int) and update_freq > 0
         ):
             raise ConfigurationError(
                 f"TensorBoard(update_freq=...): expected 'epoch', 'batch' or a positive "
@@ -102,7 +100,6 @@ class TensorBoard(Callback):
         self._epoch_start_step = 0
         self._batch_start = self._epoch_start = 0.0
         self._evaluated_in_epoch = False
-        self._in_fit = False
 
     # ------------------------------------------------------------------ writers
     def _writer(self, run: str) -> EventFileWriter:
@@ -163,10 +160,8 @@ class TensorBoard(Callback):
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self._global_step = self._epoch_start_step = 0
-        self._in_fit = True
 
     def on_train_end(self, logs: Logs | None = None) -> None:
-        self._in_fit = False
         self._close()
 
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:

@@ -140,19 +140,10 @@ class MetricsContainer:
         )
 
     def _metric(self, identifier: Any, i: int, y_true: Any, y_pred: Any) -> Any:
-        if identifier in ("accuracy", "acc"):
-            metric = metrics_module.resolve_accuracy(
-                self._losses[i] if i < len(self._losses) else None,
-                np.shape(y_true[i]),
-                np.shape(y_pred[i]),
-            )
-            metric.name = "accuracy" if identifier == "accuracy" else "acc"
-            return metric
-        if identifier in ("crossentropy", "ce"):
-            metric = metrics_module.resolve_crossentropy(np.shape(y_true[i]), np.shape(y_pred[i]))
-            metric.name = identifier
-            return metric
-        return metrics_module.to_metric(identifier)
+        if identifier not in metrics_module._SHAPE_RESOLVED:
+            return metrics_module.to_metric(identifier)
+        loss = self._losses[i] if i < len(self._losses) else None  # (named as the user spelt it)
+        return metrics_module.to_metric(identifier, np.shape(y_true[i]), np.shape(y_pred[i]), loss)
 
     def build(self, y_true: list[np.ndarray], y_pred: list[np.ndarray]) -> None:
         self.per_output, self.weighted_per_output = [], []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -24,12 +25,8 @@ def unpack_x_y_sample_weight(data: Any) -> Batch:
         data = tuple(data)
     if not isinstance(data, tuple):
         return data, None, None
-    if len(data) == 1:
-        return data[0], None, None
-    if len(data) == 2:
-        return data[0], data[1], None
-    if len(data) == 3:
-        return data
+    if 1 <= len(data) <= 3:
+        return (*data, None, None)[:3]  # y and sample_weight None when not given
     raise InputDataError(
         f"Data is expected to be (x,), (x, y) or (x, y, sample_weight); received a "
         f"tuple of {len(data)} elements"
@@ -67,15 +64,14 @@ def check_batch_size(batch_size: Any, what: str, argument: str = "batch_size") -
     """
     if batch_size is None:
         return 32
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int | np.integer)
+        or batch_size <= 0
+    ):
         raise InputDataError(
             f"{what}: `{argument}` must be a positive integer (samples per batch), received "
             f"{batch_size!r}. Pass e.g. {argument}=32, or leave it unset for 32."
-        )
-    if batch_size <= 0:
-        raise InputDataError(
-            f"{what}: `{argument}` must be a positive integer (samples per batch), received "
-            f"{batch_size}. Pass e.g. {argument}=32, or leave it unset for 32."
         )
     return int(batch_size)
 
@@ -192,12 +188,7 @@ class DataHandler:
         self.batch_size = check_batch_size(batch_size, what)
         x, y = as_arrays(x), as_arrays(y)
         sample_weight = None if sample_weight is None else np.asarray(sample_weight)
-        n = _num_samples(
-            [x]
-            + ([y] if y is not None else [])
-            + ([sample_weight] if sample_weight is not None else []),
-            "input",
-        )
+        n = _num_samples([a for a in (x, y, sample_weight) if a is not None], "input")
         if n == 0:
             raise InputDataError(
                 f"{what}: `x` holds 0 samples; there is nothing to "
@@ -207,8 +198,7 @@ class DataHandler:
         self.arrays = (x, y, sample_weight)
         self.num_samples = n
         self.shuffle = shuffle
-        full = -(-n // self.batch_size)
-        self.steps = full if self.user_steps is None else self.user_steps
+        self.steps = -(-n // self.batch_size) if self.user_steps is None else self.user_steps
         self.dataset = None
         self._recreate = True
 
@@ -217,8 +207,7 @@ class DataHandler:
         if self.dataset is not None:
             if self._recreate or self._iterator is None:
                 self._iterator = iter(self.dataset)
-            source = self._iterator
-            return _take(map(unpack_x_y_sample_weight, source), self.steps)
+            return _take(map(unpack_x_y_sample_weight, self._iterator), self.steps)
         x, y, sw = self.arrays
         n = self.num_samples
         order = backend.make_rng().permutation(n) if self.shuffle else None
@@ -247,18 +236,17 @@ class DataHandler:
 
 
 def _take(iterator: Iterator[Batch], steps: int) -> Iterator[Batch]:
-    for count, item in enumerate(iterator):
-        if count >= steps:
-            return
+    count = 0
+    for item in islice(iterator, steps):
+        count += 1
         yield item
-        if count + 1 >= steps:
-            return
-    warnings.warn(
-        "Your input ran out of data; interrupting training. Make sure that your "
-        "dataset can generate at least `steps_per_epoch * epochs` batches (you may "
-        "need to use the repeat() function when building your dataset).",
-        stacklevel=3,
-    )
+    if count < steps:
+        warnings.warn(
+            "Your input ran out of data; interrupting training. Make sure that your "
+            "dataset can generate at least `steps_per_epoch * epochs` batches (you may "
+            "need to use the repeat() function when building your dataset).",
+            stacklevel=3,
+        )
 
 
 def _is_iterator(x: Any) -> bool:
@@ -276,13 +264,13 @@ def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tupl
             f"validation_split={validation_split} leaves no samples for training or "
             f"for validation ({n} samples in all)"
         )
-    head = tuple(
-        None if a is None else map_structure(lambda v: np.asarray(v)[:split], a) for a in arrays
-    )
-    tail = tuple(
-        None if a is None else map_structure(lambda v: np.asarray(v)[split:], a) for a in arrays
-    )
-    return head, tail
+
+    def part(index: slice) -> tuple[Any, ...]:
+        return tuple(
+            None if a is None else map_structure(lambda v: np.asarray(v)[index], a) for a in arrays
+        )
+
+    return part(slice(None, split)), part(slice(split, None))
 
 
 def _class_weights(class_weight: dict, y: Any, sample_weight: Any) -> np.ndarray:

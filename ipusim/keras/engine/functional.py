@@ -11,7 +11,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.keras.engine.input_layer import InputLayer
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
-from ipusim.keras.engine.layer import Layer, conform_dtype
+from ipusim.keras.engine.layer import Layer, _unique, conform_dtype
 from ipusim.keras.engine.model import Model, check_input_spec
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
 
@@ -80,10 +80,7 @@ class Functional(Model):
         self.inputs = flat_inputs
         self.outputs = flatten(outputs)
         self._calls = _collect_calls(flat_inputs, self.outputs)
-        layers: list[Layer] = []
-        for call in self._calls:
-            if all(call.layer is not layer for layer in layers):
-                layers.append(call.layer)
+        layers = _unique([call.layer for call in self._calls])
         self._functional_layers = layers
         for layer in layers:
             if all(layer is not t for t in self._tracked_layers):

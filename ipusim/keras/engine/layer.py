@@ -220,7 +220,7 @@ class Layer:
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         """Output shape(s) for ``input_shape`` (found by tracing ``call``)."""
-        specs = _map_shapes(lambda s: TensorSpec(s, self._dtype), _as_shape_structure(input_shape))
+        specs = shape_specs(input_shape, self._dtype)
         graph = Graph(f"{self.name}_shape")
         inputs = map_structure(lambda s: graph.placeholder(s), specs)
         out = self._symbolic_call(graph, (inputs,), {})
@@ -481,28 +481,16 @@ def _unique(items: list[_T]) -> list[_T]:
     return list({id(item): item for item in items}.values())
 
 
-def _is_shape(value: Any) -> bool:
-    return isinstance(value, tuple) and all(d is None or isinstance(d, int) for d in value)
-
-
-def _map_shapes(fn: Any, structure: Any) -> Any:
-    """Apply ``fn`` to every shape tuple of a nested structure of shapes."""
-    if _is_shape(structure):
-        return fn(structure)
-    if isinstance(structure, dict):
-        return {k: _map_shapes(fn, v) for k, v in structure.items()}
-    return [_map_shapes(fn, s) for s in structure]
-
-
-def _as_shape_structure(shape: Any) -> Any:
-    """A shape (tuple of ints/None) or a nested structure of shapes, as tuples."""
-    if isinstance(shape, list | tuple) and all(
-        d is None or isinstance(d, int | np.integer) for d in shape
-    ):
-        return tuple(shape)
+def shape_specs(shape: Any, dtype: str) -> Any:
+    """TensorSpecs (of ``dtype``) of a shape (a list or tuple of ints / None) or a nested
+    structure of shapes; a ``keras.Input`` tensor among them gives its own spec."""
+    if isinstance(shape, KerasTensor):
+        return shape.spec
+    if isinstance(shape, list | tuple) and all(d is None or isinstance(d, int) for d in shape):
+        return TensorSpec(tuple(shape), dtype)
     if isinstance(shape, dict):
-        return {k: _as_shape_structure(v) for k, v in shape.items()}
-    return [_as_shape_structure(s) for s in shape]
+        return {k: shape_specs(v, dtype) for k, v in shape.items()}
+    return [shape_specs(s, dtype) for s in shape]
 
 
 def _batch_input_shape(kwargs: dict[str, Any]) -> tuple | None:

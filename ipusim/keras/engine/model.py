@@ -15,7 +15,7 @@ from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.keras_tensor import KerasTensor
-from ipusim.keras.engine.layer import Layer, training_scope
+from ipusim.keras.engine.layer import Layer, shape_specs, training_scope
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.keras.engine.training import TrainingMixin
 
@@ -101,18 +101,6 @@ class Model(TrainingMixin, Layer):
                 layer.reset_states()  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ building & tracing
-    def _input_specs_for(self, input_shape: Any, dtype: str | None = None) -> Any:
-        """Specs (batch included) for an input shape structure, as build() receives it."""
-        if isinstance(input_shape, KerasTensor):
-            return input_shape.spec
-        if isinstance(input_shape, list | tuple) and all(
-            d is None or isinstance(d, int) for d in input_shape
-        ):
-            return TensorSpec(tuple(input_shape), dtype or self._dtype)
-        if isinstance(input_shape, dict):
-            return {k: self._input_specs_for(v, dtype) for k, v in input_shape.items()}
-        return [self._input_specs_for(s, dtype) for s in input_shape]
-
     def build(self, input_shape: Any) -> None:
         """Create the weights by tracing ``call`` on inputs of ``input_shape``.
 
@@ -124,7 +112,7 @@ class Model(TrainingMixin, Layer):
             raise ConfigurationError(
                 f"{self.name}: build() needs an input shape, e.g. (None, 28, 28)"
             )
-        specs = self._input_specs_for(input_shape)
+        specs = shape_specs(input_shape, self._dtype)
         trace = self.trace(specs, training=False)
         if self._ipu_extension is not None:
             self._ipu_extension.traced(self, trace, building=True)

@@ -9,6 +9,7 @@ is matched to the variables by position (:mod:`~ipusim.keras.engine.saving_state
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -18,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, ModelFileError
+from ipusim.graph.spec import TensorSpec
 from ipusim.keras.engine.keras_tensor import KerasTensor
-from ipusim.keras.engine.nest import map_structure
+from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.keras.engine.saving_compile import compile_config, compile_from_config
 from ipusim.keras.engine.saving_files import (
     CONFIG_KEY,
@@ -79,12 +81,15 @@ def _deserialize_layer(spec: dict[str, Any], custom_objects: dict | None) -> Any
             f"Unknown layer class {name!r}. Pass it in `custom_objects={{'{name}': {name}}}`."
         )
     if hasattr(cls, "from_config"):
-        import inspect
-
-        if "custom_objects" in inspect.signature(cls.from_config).parameters:
-            return cls.from_config(spec["config"], custom_objects=custom_objects)
-        return cls.from_config(spec["config"])
+        return _from_config(cls, spec["config"], custom_objects)
     return cls(**spec["config"])
+
+
+def _from_config(cls: Any, config: dict[str, Any], custom_objects: dict[str, Any] | None) -> Any:
+    """``cls.from_config(config)``, given ``custom_objects`` when it takes them."""
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:
+        return cls.from_config(config, custom_objects=custom_objects)
+    return cls.from_config(config)
 
 
 def serialize_layer(layer: Any) -> dict[str, Any]:
@@ -109,6 +114,11 @@ def sequential_config(model: Any) -> dict[str, Any]:
     return config
 
 
+def _spec(saved: dict[str, Any]) -> TensorSpec:
+    """The TensorSpec a saved ``{"shape", "dtype"}`` describes."""
+    return TensorSpec(tuple(saved["shape"]), saved["dtype"])
+
+
 def sequential_from_config(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     from ipusim.keras.engine.input_layer import Input
     from ipusim.keras.engine.sequential import Sequential
@@ -120,10 +130,7 @@ def sequential_from_config(config: dict[str, Any], custom_objects: dict | None =
     for layer_spec in config["layers"]:
         model.add(_deserialize_layer(layer_spec, custom_objects))
     if config.get("build_input_spec") and not model.built:
-        from ipusim.graph.spec import TensorSpec
-
-        spec = config["build_input_spec"]
-        specs = TensorSpec(tuple(spec["shape"]), spec["dtype"])
+        specs = _spec(config["build_input_spec"])
         model.trace(specs, training=False)
         model._build_input_spec = specs
     return model
@@ -155,23 +162,18 @@ def functional_config(model: Any) -> dict[str, Any]:
             "layer's constructor instead"
         )
 
-    layers = []
-    for layer in model.layers:
-        calls = [call for call in model._calls if call.layer is layer]
-        layers.append(
-            {
-                **serialize_layer(layer),
-                "name": layer.name,
-                "calls": [
-                    {
-                        "index": call_index[id(call)],
-                        "args": encode(list(call.args)),
-                        "kwargs": encode(call.kwargs),
-                    }
-                    for call in calls
-                ],
-            }
-        )
+    def encode_call(call: Any) -> dict[str, Any]:
+        args = encode(list(call.args))
+        return {"index": call_index[id(call)], "args": args, "kwargs": encode(call.kwargs)}
+
+    layers = [
+        {
+            **serialize_layer(layer),
+            "name": layer.name,
+            "calls": [encode_call(call) for call in model._calls if call.layer is layer],
+        }
+        for layer in model.layers
+    ]
     return {
         "name": model.name,
         "layers": layers,
@@ -185,29 +187,24 @@ def functional_from_config(config: dict[str, Any], custom_objects: dict | None =
     from ipusim.keras.engine.input_layer import InputLayer
 
     tensors: dict[tuple[str, int, int], KerasTensor] = {}
-    pending = []
+    remaining = []
     for spec in config["layers"]:
         layer = _deserialize_layer(spec, custom_objects)
         if isinstance(layer, InputLayer):
             tensors[(spec["name"], 0, 0)] = layer.output
             continue
-        for call in spec["calls"]:
-            pending.append((call["index"], layer, spec["name"], call))
+        remaining += [(layer, spec["name"], call) for call in spec["calls"]]
     # Replay calls in an order that respects their dependencies.
-    remaining = list(pending)
     while remaining:
         progressed = False
         for item in list(remaining):
-            _, layer, name, call = item
+            layer, name, call = item
             try:
                 args = _decode(call["args"], tensors)
                 kwargs = _decode(call["kwargs"], tensors)
             except KeyError:
                 continue
-            out = layer(*args, **kwargs)
-            from ipusim.keras.engine.nest import flatten
-
-            for i, tensor in enumerate(flatten(out)):
+            for i, tensor in enumerate(flatten(layer(*args, **kwargs))):
                 tensors[(name, call["index"], i)] = tensor
             remaining.remove(item)
             progressed = True
@@ -381,21 +378,10 @@ def load_model(
 
 def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict | None) -> Any:
     """The model the header describes, built (weights not yet set)."""
-    import inspect
-
-    if "custom_objects" in inspect.signature(cls.from_config).parameters:
-        model = cls.from_config(header["config"], custom_objects=custom_objects)
-    else:
-        model = cls.from_config(header["config"])
+    model = _from_config(cls, header["config"], custom_objects)
     if "build_input_spec" in header:
-        from ipusim.graph.spec import TensorSpec
-
         spec = header["build_input_spec"]
-        specs = (
-            TensorSpec(tuple(spec["shape"]), spec["dtype"])
-            if "shape" in spec
-            else map_structure(lambda s: TensorSpec(tuple(s["shape"]), s["dtype"]), spec)
-        )
+        specs = _spec(spec) if "shape" in spec else map_structure(_spec, spec)
         model.trace(specs, training=False)
     elif hasattr(model, "_ensure_built"):
         model._ensure_built()

@@ -175,10 +175,6 @@ def compile_from_config(
     _check_compiled(model)
 
 
-#: Metric names resolved from the data's shapes when the metrics are built (first fit).
-_SHAPE_RESOLVED = ("accuracy", "acc", "crossentropy", "ce")
-
-
 def _check_compiled(model: Any) -> None:
     """Resolve now what ``compile`` leaves to the first ``fit``: each loss and its weight per
     output, and each metric name, so a damaged name fails the load, not a later fit."""
@@ -194,7 +190,7 @@ def _check_compiled(model: Any) -> None:
     MetricsContainer(model._metrics_spec, losses, names, model._weighted_metrics_spec)
     for spec in (model._metrics_spec, model._weighted_metrics_spec):
         for identifier in _metric_leaves(spec, top=True):
-            if not (isinstance(identifier, str) and identifier in _SHAPE_RESOLVED):
+            if not (isinstance(identifier, str) and identifier in metrics_module._SHAPE_RESOLVED):
                 metrics_module.to_metric(identifier)
 
 

@@ -159,19 +159,21 @@ def _assign(model: Any, restored: list[tuple[Any, str, np.ndarray]]) -> None:
 _MAX_COUNT = 2**53
 
 
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
+def _checked_count(value: Any, field: str) -> int:
+    """``value``, checked to be a step count (an int in ``[0, _MAX_COUNT]``)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_COUNT:
+        raise ModelFileError(f"'{field}' must be a count in [0, 2**53], found {value!r}")
+    return value
 
 
 def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
     from ipusim.keras.mixed_precision.loss_scale_optimizer import LossScaleOptimizer
 
-    is_lso = isinstance(optimizer, LossScaleOptimizer)
     if saved is None:
         return None  # a file from before loss scales were saved: the optimizer starts afresh
-    if not is_lso or not isinstance(saved, dict):
+    if not isinstance(optimizer, LossScaleOptimizer) or not isinstance(saved, dict):
         raise ModelFileError(f"'loss_scale' {saved!r} does not fit optimizer {optimizer!r}")
-    scale, counter = saved.get("scale"), saved.get("counter")
+    scale = saved.get("scale")
     if (
         isinstance(scale, bool)
         or not isinstance(scale, int | float)
@@ -180,11 +182,7 @@ def _checked_loss_scale(optimizer: Any, saved: Any) -> tuple[float, int] | None:
         raise ModelFileError(
             f"'loss_scale.scale' must be a positive finite number, found {scale!r}"
         )
-    if not _is_count(counter):
-        raise ModelFileError(
-            f"'loss_scale.counter' must be a count in [0, 2**53], found {counter!r}"
-        )
-    return float(scale), counter
+    return float(scale), _checked_count(saved.get("counter"), "loss_scale.counter")
 
 
 def restore_optimizer(
@@ -203,11 +201,7 @@ def restore_optimizer(
     try:
         if not isinstance(state, dict):
             raise ModelFileError(f"expected an object, found {type(state).__name__}")
-        iterations = state.get("iterations")
-        if not _is_count(iterations):
-            raise ModelFileError(
-                f"'iterations' must be a count in [0, 2**53], found {iterations!r}"
-            )
+        iterations = _checked_count(state.get("iterations"), "iterations")
         restored = _checked_slots(model, state, data, header)
         loss_scale = _checked_loss_scale(optimizer, state.get("loss_scale"))
     except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -66,8 +66,6 @@ class Sequential(Model):
             self._input_spec_declared = TensorSpec(layer._batch_input_shape, layer.dtype)
         self._layers.append(layer)
         self._tracked_layers.append(layer)
-        self._programs.clear()
-        self._eager_cache.clear()
         self._on_layers_changed()
         if self._input_spec_declared is not None:
             # As Keras: with a known input shape the model is built as layers are added, so a
@@ -80,7 +78,10 @@ class Sequential(Model):
                 raise
 
     def _on_layers_changed(self) -> None:
-        """The IPU extension's hook: a new layer invalidates a pipeline stage assignment."""
+        """Forget the traced steps; the IPU extension's hook (a new layer invalidates a pipeline
+        stage assignment)."""
+        self._programs.clear()
+        self._eager_cache.clear()
         if self._ipu_extension is not None:
             self._ipu_extension.layers_changed(self)
 
@@ -90,8 +91,6 @@ class Sequential(Model):
             raise InvalidTypeError("There are no layers in the model.")
         layer = self._layers.pop()
         self._tracked_layers.remove(layer)
-        self._programs.clear()
-        self._eager_cache.clear()
         self._on_layers_changed()
 
     @property

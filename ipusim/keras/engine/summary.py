@@ -13,12 +13,15 @@ def _shape_text(shapes: list[tuple]) -> str:
     return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
 
 
-def _row(fields: list[str], positions: list[int]) -> str:
+def table_row(fields: list[str], positions: list[int]) -> str:
+    """One line of a Keras table (``model.summary()``, the pipeline stage summaries): each
+    field cut or padded to end at its column's position (characters), the last character before
+    each field a space."""
     line = ""
     for i, text in enumerate(fields):
         if i > 0:
             line = line[:-1] + " "
-        line += text
+        line += str(text)
         line = line[: positions[i]]
         line += " " * (positions[i] - len(line))
     return line
@@ -72,17 +75,13 @@ def print_summary(
     rows = _layer_rows(model)
     print_fn(f'Model: "{model.name}"')
     print_fn("_" * line_length)
-    print_fn(_row(headers, cols))
+    print_fn(table_row(headers, cols))
     print_fn("=" * line_length)
     if functional:
         for t in model.inputs:
             layer = t.history.layer
-            print_fn(
-                _row(
-                    [f"{layer.name} ({type(layer).__name__})", _shape_text([t.shape]), "0", ""],
-                    cols,
-                )
-            )
+            row = [f"{layer.name} ({type(layer).__name__})", _shape_text([t.shape]), "0", ""]
+            print_fn(table_row(row, cols))
             print_fn("")
     seen: set[int] = set()
     for i, (layer, shapes, inbound) in enumerate(rows):
@@ -91,7 +90,7 @@ def print_summary(
         fields = [f"{layer.name} ({type(layer).__name__})", _shape_text(shapes), f"{params}"]
         if functional:
             fields.append(", ".join(inbound))
-        print_fn(_row(fields, cols))
+        print_fn(table_row(fields, cols))
         print_fn("" if i < len(rows) - 1 else "=" * line_length)
     trainable = sum(w.spec.size for w in model.trainable_weights)
     total = sum(w.spec.size for w in model.weights)

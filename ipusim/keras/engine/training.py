@@ -217,11 +217,9 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
 
     def _program(self, kind: str, x_spec: Any, y_spec: Any, sw_spec: Any) -> StepProgram:
         key = (kind, repr(x_spec), repr(y_spec), repr(sw_spec))
-        program = self._programs.get(key)
-        if program is None:
-            program = StepProgram(self, kind, x_spec, y_spec, sw_spec)
-            self._programs[key] = program
-        return program
+        if key not in self._programs:
+            self._programs[key] = StepProgram(self, kind, x_spec, y_spec, sw_spec)
+        return self._programs[key]
 
     def _next_ctx(self, training: bool) -> ExecContext:
         ctx = ExecContext(training=training, step=self._exec_step)

@@ -20,8 +20,9 @@ from ipusim.keras.engine.data_adapter import (
     check_batch_size,
     check_dataset_not_empty,
     check_steps,
+    unpack_x_y_sample_weight,
 )
-from ipusim.keras.engine.nest import flatten
+from ipusim.keras.engine.nest import flatten, map_structure
 
 log = logging.getLogger("ipusim")
 
@@ -174,8 +175,7 @@ def _array_batches(x: Any, batch_size: int | None, what: str) -> tuple[int, int]
             "have the same size. Change `batch_size` to a divisor of the number of "
             "samples, or trim/pad the data."
         )
-    size = n // batch
-    return batch, size
+    return batch, n // batch
 
 
 def _per_replica(steps: int, replicas: int, what: str) -> int:
@@ -209,13 +209,8 @@ def first_batch(x: Any, y: Any, sample_weight: Any, batch_size: int | None) -> t
     For a Dataset the arrays are zeros built from its element spec (nothing is read from it).
     """
     if isinstance(x, Dataset):
-        from ipusim.keras.engine.data_adapter import unpack_x_y_sample_weight
-        from ipusim.keras.engine.nest import map_structure
-
         zeros = map_structure(lambda s: np.zeros(s.shape, dtype=s.dtype), x.element_spec)
         return unpack_x_y_sample_weight(zeros)
-    from ipusim.keras.engine.nest import map_structure
-
     batch = 32 if batch_size is None else int(batch_size)
 
     def head(a: Any) -> Any:

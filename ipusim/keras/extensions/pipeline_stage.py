@@ -13,6 +13,7 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.keras.engine.layer import current_pipeline_stage, set_current_pipeline_stage
+from ipusim.keras.engine.summary import table_row
 
 _tracing = threading.local()
 
@@ -196,24 +197,13 @@ def print_table(
         print_fn: called with each line.
     """
     edges = [int(line_length * p) for p in positions]
-
-    def print_row(cells: list[str]) -> None:
-        line = ""
-        for i, cell in enumerate(cells):
-            if i > 0:
-                line = line[:-1] + " "
-            line += str(cell)
-            line = line[: edges[i]]
-            line += " " * (edges[i] - len(line))
-        print_fn(line)
-
     print_fn(f'Model: "{model_name}"')
     print_fn("_" * line_length)
-    print_row(headers)
+    print_fn(table_row(headers, edges))
     print_fn("=" * line_length)
     for i, lines in enumerate(rows):
         for cells in lines:
-            print_row(cells)
+            print_fn(table_row(cells, edges))
         print_fn(("=" if i == len(rows) - 1 else "_") * line_length)
 
 

@@ -8,6 +8,7 @@ graph ``build()`` traced (or PipelineStage scopes inside ``call``).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -192,12 +193,10 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
             return None
         self._check_valid()
         by_layer = {id(a.layer): a.pipeline_stage for a in self._stage_assignment}
-        stages = []
-        for entry in entries:
-            if id(entry.layer) not in by_layer:
-                raise _stale(self, f"layer {entry.layer.name} has no stage.")
-            stages.append(by_layer[id(entry.layer)])
-        return stages
+        missing = [e for e in entries if id(e.layer) not in by_layer]
+        if missing:
+            raise _stale(self, f"layer {missing[0].layer.name} has no stage.")
+        return [by_layer[id(e.layer)] for e in entries]
 
 
 class _InvocationPipelining(_PipeliningBase):
@@ -248,12 +247,10 @@ class _InvocationPipelining(_PipeliningBase):
         self._reset_ipu_functions()  # type: ignore[attr-defined]
 
     def _lookup(self, entries: list[StageEntry], stage_map: dict) -> list[int]:
-        stages = []
-        for entry in entries:
-            if entry.key not in stage_map:
-                raise _stale(self, f"layer {entry.label} of the traced graph has no stage.")
-            stages.append(stage_map[entry.key])
-        return stages
+        missing = [e for e in entries if e.key not in stage_map]
+        if missing:
+            raise _stale(self, f"layer {missing[0].label} of the traced graph has no stage.")
+        return [stage_map[e.key] for e in entries]
 
 
 class FunctionalPipelining(_CustomCallCheck, _InvocationPipelining):
@@ -396,9 +393,7 @@ class ModelPipelining(_InvocationPipelining):
 
 
 def _check_order(assignments: list[Any], entries: list[StageEntry]) -> None:
-    counts: dict[int, int] = {}
-    for e in entries:
-        counts[id(e.layer)] = counts.get(id(e.layer), 0) + 1
+    counts = Counter(id(e.layer) for e in entries)
     for position, (a, e) in enumerate(zip(assignments, entries)):
         if a.layer is not e.layer:
             raise ConfigurationError(

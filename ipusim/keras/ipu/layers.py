@@ -42,15 +42,12 @@ class _GradientCaptureLayerBase(Layer):
         return self.layer.compute_output_shape(input_shape)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "wrapped_layer_type": type(self.layer).__name__,
-                "wrapped_layer_config": self.layer.get_config(),
-                "tag": self._tag,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "wrapped_layer_type": type(self.layer).__name__,
+            "wrapped_layer_config": self.layer.get_config(),
+            "tag": self._tag,
+        }
 
 
 class CaptureUpstreamGradients(_GradientCaptureLayerBase):

@@ -272,6 +272,8 @@ def _output_kind(y_true_shape: tuple[int | None, ...], y_pred_shape: tuple[int |
     return "sparse" if sparse else "categorical"
 
 
+#: Metric names resolved from the data's shapes when the metrics are built (first fit).
+_SHAPE_RESOLVED = ("accuracy", "acc", "crossentropy", "ce")
 #: The (accuracy, cross-entropy) functions ``"accuracy"`` and ``"crossentropy"`` mean per kind.
 _BY_OUTPUT_KIND = {
     "binary": (binary_accuracy, binary_crossentropy),
@@ -322,12 +324,7 @@ def to_metric(
     """
     if isinstance(identifier, Metric):
         return identifier
-    if isinstance(identifier, str) and identifier.lower() in (
-        "accuracy",
-        "acc",
-        "crossentropy",
-        "ce",
-    ):
+    if isinstance(identifier, str) and identifier.lower() in _SHAPE_RESOLVED:
         if y_true_shape is None or y_pred_shape is None:
             raise ConfigurationError(
                 f"to_metric({identifier!r}) needs y_true_shape and y_pred_shape to pick between "

@@ -16,7 +16,13 @@ from ipusim.errors import ConfigurationError
 from ipusim.keras import backend
 from ipusim.keras.keyword_init import fields
 from ipusim.keras.metrics.base import Metric
-from ipusim.keras.metrics.confusion import confusion_counts, div_no_nan, evenly_distributed, prepare
+from ipusim.keras.metrics.confusion import (
+    ATTRIBUTES,
+    confusion_counts,
+    div_no_nan,
+    evenly_distributed,
+    prepare,
+)
 
 _CURVES = ("ROC", "PR", "PR_GAIN")
 _SUMMATIONS = ("interpolation", "minoring", "majoring")
@@ -99,7 +105,7 @@ class AUC(Metric):
         labels = self.num_labels if self.multi_label else None
         shape = (self.num_thresholds,) if labels is None else (self.num_thresholds, labels)
         self._built = not self.multi_label or labels is not None
-        for attr in ("true_positives", "false_positives", "true_negatives", "false_negatives"):
+        for attr in ATTRIBUTES.values():
             setattr(self, attr, np.zeros(shape, dtype=self.dtype))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
@@ -124,12 +130,7 @@ class AUC(Metric):
             self.num_labels = counts["tp"].shape[1]
             self._built = True
             self.reset_state()
-        for key, attr in (
-            ("tp", "true_positives"),
-            ("fp", "false_positives"),
-            ("tn", "true_negatives"),
-            ("fn", "false_negatives"),
-        ):
+        for key, attr in ATTRIBUTES.items():
             setattr(self, attr, (getattr(self, attr) + counts[key]).astype(self.dtype))
 
     def _check_labels(self, labels: np.ndarray) -> None:

@@ -25,6 +25,10 @@ from ipusim.kernels import confusion as ck
 #: Value given to the predictions outside the top k (``metrics_utils.NEG_INF`` in tf_keras).
 NEG_INF = -1e10
 KEYS = ("tp", "fp", "tn", "fn")
+#: The attribute holding each count.
+ATTRIBUTES = dict(
+    zip(KEYS, ("true_positives", "false_positives", "true_negatives", "false_negatives"))
+)
 
 
 def broadcast_weights(weights: Any, like: np.ndarray, dtype: str) -> np.ndarray:
@@ -187,7 +191,7 @@ class ConfusionMetric(Metric):
 
     def reset_state(self) -> None:
         for key in self._keys:
-            setattr(self, _ATTR[key], np.zeros(len(self.thresholds), dtype=self.dtype))
+            setattr(self, ATTRIBUTES[key], np.zeros(len(self.thresholds), dtype=self.dtype))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         """Add a batch: labels, predictions in ``[0, 1]``, optional sample weights."""
@@ -197,19 +201,11 @@ class ConfusionMetric(Metric):
         thresholds = np.asarray(self.thresholds, dtype=self.dtype)
         counts = confusion_counts(labels, pred, weights, thresholds, self._evenly)
         for key in self._keys:
-            attr = _ATTR[key]
+            attr = ATTRIBUTES[key]
             setattr(self, attr, (getattr(self, attr) + counts[key]).astype(self.dtype))
 
     def _scalar(self, values: np.ndarray) -> Any:
         return float(values[0]) if len(self.thresholds) == 1 else np.asarray(values)
-
-
-_ATTR = {
-    "tp": "true_positives",
-    "fp": "false_positives",
-    "tn": "true_negatives",
-    "fn": "false_negatives",
-}
 
 
 class _ConditionCount(ConfusionMetric):
@@ -220,7 +216,7 @@ class _ConditionCount(ConfusionMetric):
         super().__init__(_thresholds_list(thresholds, 0.5), (self._key,), name=name, dtype=dtype)
 
     def result(self) -> Any:
-        return self._scalar(getattr(self, _ATTR[self._key]))
+        return self._scalar(getattr(self, ATTRIBUTES[self._key]))
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "thresholds": self.init_thresholds}
@@ -274,7 +270,7 @@ class _PrecisionRecall(ConfusionMetric):
 
     def result(self) -> Any:
         tp = self.true_positives
-        return self._scalar(div_no_nan(tp, tp + getattr(self, _ATTR[self._other])))
+        return self._scalar(div_no_nan(tp, tp + getattr(self, ATTRIBUTES[self._other])))
 
     def get_config(self) -> dict[str, Any]:
         return {
@@ -299,7 +295,7 @@ class Recall(_PrecisionRecall):
 
 
 def _rates(metric: ConfusionMetric) -> dict[str, np.ndarray]:
-    tp, fp, tn, fn = (getattr(metric, _ATTR[key]) for key in KEYS)
+    tp, fp, tn, fn = (getattr(metric, ATTRIBUTES[key]) for key in KEYS)
     return {
         "sensitivity": div_no_nan(tp, tp + fn),
         "specificity": div_no_nan(tn, tn + fp),

@@ -39,11 +39,10 @@ def squeeze_or_expand_dimensions(
     it has one more axis than ``y_pred`` and ends in 1.
     """
     diff = y_pred.ndim - y_true.ndim
-    if diff != 1 or (y_pred.ndim and y_pred.shape[-1] == 1):
-        if diff == 1 and y_pred.shape[-1] == 1:
-            y_pred = y_pred.reshape(y_pred.shape[:-1])
-        elif diff == -1 and y_true.shape[-1] == 1:
-            y_true = y_true.reshape(y_true.shape[:-1])
+    if diff == 1 and y_pred.shape[-1] == 1:
+        y_pred = y_pred.reshape(y_pred.shape[:-1])
+    elif diff == -1 and y_true.shape[-1] == 1:
+        y_true = y_true.reshape(y_true.shape[:-1])
     return y_pred, y_true
 
 
@@ -171,21 +170,19 @@ mae = MAE = mean_absolute_error
 
 #: Function names and Keras aliases that ``metrics.get`` resolves.
 FUNCTIONS: dict[str, Callable] = {
-    "accuracy": accuracy,
-    "acc": accuracy,
-    "ACC": accuracy,
-    "binary_accuracy": binary_accuracy,
-    "categorical_accuracy": categorical_accuracy,
-    "sparse_categorical_accuracy": sparse_categorical_accuracy,
-    "top_k_categorical_accuracy": top_k_categorical_accuracy,
-    "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
-    "mean_squared_error": mean_squared_error,
-    "mse": mean_squared_error,
-    "MSE": mean_squared_error,
-    "mean_absolute_error": mean_absolute_error,
-    "mae": mean_absolute_error,
-    "MAE": mean_absolute_error,
+    fn.__name__: fn
+    for fn in (
+        accuracy,
+        binary_accuracy,
+        categorical_accuracy,
+        sparse_categorical_accuracy,
+        top_k_categorical_accuracy,
+        sparse_top_k_categorical_accuracy,
+        mean_squared_error,
+        mean_absolute_error,
+    )
 }
+FUNCTIONS.update(acc=acc, ACC=ACC, mse=mse, MSE=MSE, mae=mae, MAE=MAE)
 
 #: The loss functions ``tf.keras.metrics`` also exports, under every name it exports them by:
 #: all of ``keras.losses`` but the errors above and Huber, with the metric's cosine similarity.

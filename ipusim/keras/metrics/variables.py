@@ -8,9 +8,23 @@ metric written with NumPy operations runs unchanged.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+
+def _arithmetic(op: Callable[[Any, Any], Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The methods ``x op other`` and ``other op x`` of a MetricVariable ``x``, on its array."""
+
+    def forward(self: MetricVariable, other: Any) -> Any:
+        return op(self._value, np.asarray(other))
+
+    def reflected(self: MetricVariable, other: Any) -> Any:
+        return op(np.asarray(other), self._value)
+
+    return forward, reflected
 
 
 class MetricVariable:
@@ -36,11 +50,7 @@ class MetricVariable:
     def numpy(self) -> np.ndarray:
         return self._value.copy()
 
-    def read_value(self) -> np.ndarray:
-        return self.numpy()
-
-    def value(self) -> np.ndarray:
-        return self.numpy()
+    read_value = value = numpy
 
     def assign(self, value: Any) -> MetricVariable:
         """Set the value (broadcast to the variable's shape, cast to its dtype)."""
@@ -67,29 +77,10 @@ class MetricVariable:
         return f"<MetricVariable {self.name!r} shape={self.shape} value={self._value!r}>"
 
     # Arithmetic gives plain arrays (as a tf.Variable in an expression gives a tensor).
-    def __add__(self, other: Any) -> Any:
-        return self._value + np.asarray(other)
-
-    def __radd__(self, other: Any) -> Any:
-        return np.asarray(other) + self._value
-
-    def __sub__(self, other: Any) -> Any:
-        return self._value - np.asarray(other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return np.asarray(other) - self._value
-
-    def __mul__(self, other: Any) -> Any:
-        return self._value * np.asarray(other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return np.asarray(other) * self._value
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._value / np.asarray(other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return np.asarray(other) / self._value
+    __add__, __radd__ = _arithmetic(operator.add)
+    __sub__, __rsub__ = _arithmetic(operator.sub)
+    __mul__, __rmul__ = _arithmetic(operator.mul)
+    __truediv__, __rtruediv__ = _arithmetic(operator.truediv)
 
     def __neg__(self) -> Any:
         return -self._value

@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
+#: The Tokenizer's tables, which its config holds as JSON strings.
+_TABLES = "word_counts word_docs index_docs index_word word_index"
 
 
 def text_to_word_sequence(
@@ -206,11 +208,8 @@ class Tokenizer:
                 f"Tokenizer: Unknown vectorization mode: {mode!r}; expected 'binary', "
                 "'count', 'freq' or 'tfidf'"
             )
-        if self.num_words:
-            width = self.num_words
-        elif self.word_index:
-            width = len(self.word_index) + 1
-        else:
+        width = self.num_words or (len(self.word_index) + 1 if self.word_index else 0)
+        if not width:
             raise ConfigurationError(
                 "Specify a dimension (`num_words` argument), or fit on some text data first."
             )
@@ -232,7 +231,7 @@ class Tokenizer:
         return out
 
     def get_config(self) -> dict[str, Any]:
-        tables = fields(self, "word_counts word_docs index_docs index_word word_index")
+        tables = fields(self, _TABLES)
         return {
             **fields(self, "num_words filters lower split char_level oov_token document_count"),
             **{name: json.dumps(table) for name, table in tables.items()},
@@ -248,13 +247,9 @@ class Tokenizer:
 def tokenizer_from_json(json_string: str) -> Tokenizer:
     """The :class:`Tokenizer` saved by ``Tokenizer.to_json``."""
     config = dict(json.loads(json_string).get("config"))
-    word_counts = json.loads(config.pop("word_counts"))
-    word_docs = json.loads(config.pop("word_docs"))
-    index_docs = {int(k): v for k, v in json.loads(config.pop("index_docs")).items()}
-    index_word = {int(k): v for k, v in json.loads(config.pop("index_word")).items()}
-    word_index = json.loads(config.pop("word_index"))
+    tables = {name: json.loads(config.pop(name)) for name in _TABLES.split()}
+    for name in ("index_docs", "index_word"):  # JSON made their int keys strings
+        tables[name] = {int(k): v for k, v in tables[name].items()}
     tokenizer = Tokenizer(**config)
-    tokenizer.word_counts, tokenizer.word_docs = word_counts, word_docs
-    tokenizer.index_docs, tokenizer.index_word = index_docs, index_word
-    tokenizer.word_index = word_index
+    vars(tokenizer).update(tables)
     return tokenizer
