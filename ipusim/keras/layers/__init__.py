@@ -143,7 +143,6 @@ from ipusim.keras.layers.recurrent_cells import (
     SimpleRNNCell,
     StackedRNNCells,
 )
-from ipusim.keras.layers.reshaping import ZeroPadding2D
 from ipusim.keras.layers.reshaping_nd import (
     Cropping1D,
     Cropping2D,
@@ -154,6 +153,7 @@ from ipusim.keras.layers.reshaping_nd import (
     UpSampling2D,
     UpSampling3D,
     ZeroPadding1D,
+    ZeroPadding2D,
     ZeroPadding3D,
 )
 from ipusim.keras.layers.text import StringLookup, TextVectorization
