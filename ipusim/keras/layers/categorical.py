@@ -19,6 +19,7 @@ from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.lookup import bucketize, hash_bucket, table_lookup
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.keyword_init import fields
+from ipusim.keras.layers.core import _positive_int
 
 ENCODINGS = ("one_hot", "multi_hot", "count")
 
@@ -76,12 +77,9 @@ class CategoryEncoding(Layer):
         if output_mode == "binary":  # Keras' old name
             output_mode = "multi_hot"
         self.output_mode = _mode("CategoryEncoding", output_mode, ENCODINGS)
-        if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 1:
-            raise ConfigurationError(
-                f"CategoryEncoding: `num_tokens` must be a positive int, received {num_tokens!r}"
-            )
+        self.num_tokens = _positive_int("CategoryEncoding", "num_tokens", num_tokens)
         _dense_only("CategoryEncoding", sparse)
-        self.num_tokens, self.sparse = num_tokens, False
+        self.sparse = False
 
     def call(self, inputs: Any, count_weights: Any = None) -> Any:
         if count_weights is not None and self.output_mode != "count":

@@ -20,6 +20,13 @@ def _positive_int(layer: str, arg: str, value: Any) -> int:
     return int(value)
 
 
+def check_rate(layer: str, arg: str, value: Any) -> float:
+    """A dropout rate: a number in [0, 1), as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ConfigurationError(f"{layer}: `{arg}` must be a float in [0, 1), received {value!r}")
+    return float(value)
+
+
 def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
     """Refuse, naming them, the ``*_regularizer`` / ``*_constraint`` arguments among a layer's
     ``arguments`` (its ``locals()``) that are set: ipusim does not simulate them
@@ -235,13 +242,9 @@ class Dropout(Layer):
         self, rate: float, noise_shape: Any = None, seed: int | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
-            raise ConfigurationError(
-                f"Dropout: `rate` must be a float in [0, 1), received {rate!r}"
-            )
         if noise_shape is not None:
             noise_shape = tuple(None if d is None else int(d) for d in noise_shape)
-        self.rate = float(rate)
+        self.rate = check_rate("Dropout", "rate", rate)
         self.noise_shape = noise_shape
         self.seed = seed
         self._op_seed = backend.next_seed() if seed is None else int(seed)

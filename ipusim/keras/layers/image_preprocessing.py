@@ -30,17 +30,12 @@ from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
+from ipusim.keras.layers.core import _positive_int
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 from ipusim.keras.layers.noise import SeededLayer
 
 #: Offset between the seeds of a layer's independent draws.
 _SEED_STRIDE = 0x9E3779B1
-
-
-def _size(layer: str, arg: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{layer}: `{arg}` must be a positive int, received {value!r}")
-    return value
 
 
 def _batched(images: Any, fn: Any) -> Any:
@@ -72,8 +67,8 @@ class Resizing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.height = _size("Resizing", "height", height)
-        self.width = _size("Resizing", "width", width)
+        self.height = _positive_int("Resizing", "height", height)
+        self.width = _positive_int("Resizing", "width", width)
         self.interpolation = check_method("Resizing", interpolation)
         self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
 
@@ -93,8 +88,8 @@ class CenterCrop(Layer):
 
     def __init__(self, height: int, width: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.height = _size("CenterCrop", "height", height)
-        self.width = _size("CenterCrop", "width", width)
+        self.height = _positive_int("CenterCrop", "height", height)
+        self.width = _positive_int("CenterCrop", "width", width)
 
     def call(self, inputs: Any) -> Any:
         def crop(x: Any) -> Any:
@@ -162,8 +157,8 @@ class RandomCrop(_RandomLayer):
 
     def __init__(self, height: int, width: int, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
-        self.height = _size("RandomCrop", "height", height)
-        self.width = _size("RandomCrop", "width", width)
+        self.height = _positive_int("RandomCrop", "height", height)
+        self.width = _positive_int("RandomCrop", "width", width)
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
         def crop(x: Any) -> Any:

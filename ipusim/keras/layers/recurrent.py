@@ -24,7 +24,7 @@ from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int, no_regularizers
+from ipusim.keras.layers.core import _positive_int, check_rate, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
@@ -33,12 +33,6 @@ from ipusim.keras.layers.recurrent_steps import (
     lstm_gates,
     recurrent_product,
 )
-
-
-def _rate(layer: str, arg: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-        raise ConfigurationError(f"{layer}: `{arg}` must be a float in [0, 1), received {value!r}")
-    return float(value)
 
 
 class _GatedLayer(Layer):
@@ -75,8 +69,8 @@ class _GatedLayer(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.dropout = _rate(kind, "dropout", dropout)
-        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
+        self.dropout = check_rate(kind, "dropout", dropout)
+        self.recurrent_dropout = check_rate(kind, "recurrent_dropout", recurrent_dropout)
         self._check_dropout()
 
     def _check_dropout(self) -> None:

@@ -24,7 +24,7 @@ from ipusim.graph.graph import Symbol
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.keyword_init import fields
-from ipusim.keras.layers.categorical import ENCODINGS, VocabularyLayer
+from ipusim.keras.layers.categorical import ENCODINGS, VocabularyLayer, _dense_only, _mode
 
 #: Keras' DEFAULT_STRIP_REGEX (tf_keras/src/layers/preprocessing/text_vectorization.py). S
 STRIP_PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
@@ -82,12 +82,8 @@ class _HostLayer(Layer):
         return self.call(inputs)
 
     def _check_mode(self, mode: str, sparse: bool) -> str:
-        name = type(self).__name__
-        if mode == "tf_idf" or sparse:
-            raise UnsupportedError(f"{name}: tf_idf and sparse outputs are not simulated")
-        if mode not in ("int", *ENCODINGS):
-            raise ConfigurationError(f"{name}: Unknown arg for output_mode: {mode!r}")
-        return mode
+        _dense_only(type(self).__name__, sparse)
+        return _mode(type(self).__name__, mode, ("int", *ENCODINGS))
 
 
 class StringLookup(VocabularyLayer, _HostLayer):
