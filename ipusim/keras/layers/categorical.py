@@ -328,10 +328,7 @@ class Hashing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
-            raise ConfigurationError(
-                f"Hashing: `num_bins` must be a positive int, received {num_bins!r}"
-            )
+        num_bins = _positive_int("Hashing", "num_bins", num_bins)
         if salt is not None:
             raise UnsupportedError(
                 "Hashing: a `salt` selects SipHash (to_hash_bucket_strong), which ipusim does "

@@ -46,11 +46,21 @@ def padding_1d(padding: Any, layer: str, causal: bool = True) -> str:
     return padding.lower()
 
 
-def unit_height(layer: str, kernel_size: Any, strides: Any, dilation_rate: Any) -> dict[str, Any]:
+def unit_height(
+    layer: str,
+    kernel_size: Any,
+    strides: Any,
+    padding: Any,
+    dilation_rate: Any,
+    causal: bool = True,
+) -> dict[str, Any]:
     """Keras' 1-D ``kernel_size``, ``strides`` and ``dilation_rate`` (ints or 1-tuples) as the
-    2-D layer's arguments, with a unit height."""
+    2-D layer's arguments, with a unit height, and ``padding`` (``"causal"``, where the layer
+    has it, runs as ``"valid"`` after its own padding)."""
     given = {"kernel_size": kernel_size, "strides": strides, "dilation_rate": dilation_rate}
-    return {arg: (1, normalize_single(value, arg, layer)) for arg, value in given.items()}
+    geometry = {arg: (1, normalize_single(value, arg, layer)) for arg, value in given.items()}
+    pad = padding_1d(padding, layer, causal)
+    return {**geometry, "padding": "valid" if pad == "causal" else pad}
 
 
 def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
@@ -118,19 +128,16 @@ class Conv1D(_UnitHeight, Conv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        geometry = unit_height(name, kernel_size, strides, dilation_rate)
-        pad = padding_1d(padding, name)
         super().__init__(
             filters,
-            **geometry,
-            padding="valid" if pad == "causal" else pad,
+            **unit_height(name, kernel_size, strides, padding, dilation_rate),
             data_format=data_format,
             groups=groups,
             activation=activation,
             use_bias=use_bias,
             **kwargs,
         )
-        self.padding = pad
+        self.padding = padding.lower()  # "causal" too
 
     def call(self, inputs: Any) -> Any:
         return bias_and_activation(self, self._unit_height(self._convolve, inputs, self.kernel))
@@ -161,8 +168,7 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
     ) -> None:
         name = type(self).__name__
         super().__init__(
-            **unit_height(name, kernel_size, strides, dilation_rate),
-            padding=padding_1d(padding, name, causal=False),
+            **unit_height(name, kernel_size, strides, padding, dilation_rate, causal=False),
             depth_multiplier=depth_multiplier,
             data_format=data_format,
             **kwargs,
@@ -185,17 +191,14 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        geometry = unit_height(name, kernel_size, strides, dilation_rate)
-        pad = padding_1d(padding, name)
         super().__init__(
             filters,
-            **geometry,
-            padding="valid" if pad == "causal" else pad,
+            **unit_height(name, kernel_size, strides, padding, dilation_rate),
             data_format=data_format,
             depth_multiplier=depth_multiplier,
             **kwargs,
         )
-        self.padding = pad
+        self.padding = padding.lower()  # "causal" too
 
     def call(self, inputs: Any) -> Any:
         pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))

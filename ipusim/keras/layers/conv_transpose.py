@@ -17,7 +17,7 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.keras.engine.layer import config_of
 from ipusim.keras.layers.conv import Conv2D
-from ipusim.keras.layers.conv1d import _UnitHeight, padding_1d, unit_height
+from ipusim.keras.layers.conv1d import _UnitHeight, unit_height
 from ipusim.keras.layers.core import bias_and_activation
 
 
@@ -182,8 +182,7 @@ class Conv1DTranspose(_UnitHeight, Conv2DTranspose):
             output_padding = (0, *items)
         super().__init__(
             filters,
-            **unit_height(name, kernel_size, strides, dilation_rate),
-            padding=padding_1d(padding, name, causal=False),
+            **unit_height(name, kernel_size, strides, padding, dilation_rate, causal=False),
             output_padding=output_padding,
             data_format=data_format,
             activation=activation,

@@ -130,14 +130,10 @@ class Dense(Layer):
         else:  # apply to the last axis of a higher-rank input
             lead = inputs.shape[:-1]
             flat = shape.reshape(inputs, (-1, inputs.shape[-1]))
-            y = shape.reshape(nn.matmul(flat, self.kernel), (*_minus_one_batch(lead), self.units))
+            y = shape.reshape(nn.matmul(flat, self.kernel), (-1, *lead[1:], self.units))
         return bias_and_activation(self, y)
 
     _config_names = "units activation use_bias kernel_initializer bias_initializer"
-
-
-def _minus_one_batch(lead: tuple) -> tuple:
-    return (-1, *lead[1:])
 
 
 class Activation(Layer):
