@@ -47,23 +47,27 @@ class _GatedLayer(Layer):
     def __init__(
         self,
         units: int,
-        activation: Any,
-        recurrent_activation: Any,
-        use_bias: bool,
-        kernel_initializer: Any,
-        recurrent_initializer: Any,
-        bias_initializer: Any,
-        dropout: float,
-        recurrent_dropout: float,
+        activation: Any = "tanh",
+        recurrent_activation: Any = None,
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        """``recurrent_activation`` is the one the subclass resolved (None: it has none)."""
+        """``recurrent_activation`` defaults to sigmoid when there are gates (LSTM, GRU), else to
+        none. The cells' ``*_regularizer`` / ``*_constraint`` arguments must be None."""
         kwargs.pop("implementation", None)  # Keras' implementation choice changes no numbers
-        super().__init__(**kwargs)
         kind = type(self).__name__
+        for arg in [a for a in kwargs if a.endswith(("_regularizer", "_constraint"))]:
+            if kwargs.pop(arg) is not None:
+                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
+        super().__init__(**kwargs)
         self.units = _positive_int(kind, "units", units)
         self.activation = activations.get(activation)
-        rec = recurrent_activation
+        rec = (recurrent_activation or "sigmoid") if self._gates > 1 else recurrent_activation
         self.recurrent_activation = activations.get(rec) if rec else None
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
@@ -156,9 +160,6 @@ class _ResetAfter:
 class _Recurrent(_GatedLayer):
     """What SimpleRNN, LSTM and GRU share: arguments, weights, the loop over time."""
 
-    #: Keras' default recurrent activation for the subclass (None: it has none).
-    _default_recurrent_activation: str | None = None
-
     def __init__(
         self,
         units: int,
@@ -190,7 +191,7 @@ class _Recurrent(_GatedLayer):
         super().__init__(
             units,
             activation,
-            recurrent_activation or self._default_recurrent_activation,
+            recurrent_activation,
             use_bias,
             kernel_initializer,
             recurrent_initializer,
@@ -419,7 +420,6 @@ class LSTM(_UnitForgetBias, _Recurrent):
     starts the forget gate's bias at 1). Returns ``[output, h, c]`` with ``return_state``."""
 
     _num_states = 2
-    _default_recurrent_activation = "sigmoid"
 
     def __init__(  # Keras' positional order: unit_forget_bias after the initializers
         self,
@@ -465,8 +465,6 @@ class LSTM(_UnitForgetBias, _Recurrent):
 class GRU(_ResetAfter, _Recurrent):
     """Gated recurrent unit (Keras 2 ``GRU``: gates ``z, r, h``); ``reset_after`` as
     :class:`_ResetAfter`."""
-
-    _default_recurrent_activation = "sigmoid"
 
     def _step_weights(self) -> dict[str, Any]:
         return gru_step_weights(self)
