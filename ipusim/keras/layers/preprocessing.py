@@ -36,8 +36,7 @@ class Rescaling(Layer):
         y = m.multiply(m.cast(inputs, self.dtype), self.scale)
         return m.add(y, self.offset) if self.offset else y
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+    _config_names = "scale offset"
 
 
 class Normalization(Layer):
