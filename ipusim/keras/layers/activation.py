@@ -113,11 +113,8 @@ class PReLU(Layer):
                 "remove them (the slopes then train without a penalty or constraint)"
             )
         self.alpha_initializer = initializers.get(alpha_initializer)
-        if shared_axes is None:
-            self.shared_axes = None
-        else:
-            axes = list(shared_axes) if isinstance(shared_axes, list | tuple) else [shared_axes]
-            self.shared_axes = [int(a) for a in axes]
+        axes = shared_axes if isinstance(shared_axes, list | tuple) else [shared_axes]
+        self.shared_axes = None if shared_axes is None else [int(a) for a in axes]
 
     def build(self, input_shape: Any) -> None:
         param_shape = list(input_shape[1:])

@@ -75,6 +75,11 @@ def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int,
     return kernel
 
 
+def as_compute_dtype(layer: Layer, inputs: Any) -> Any:
+    """``inputs`` cast to ``layer``'s compute dtype (when they have another)."""
+    return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
+
+
 def bias_and_activation(layer: Any, y: Any) -> Any:
     """``layer``'s activation of ``y`` plus its bias (on the last axis, when it has one)."""
     if layer.use_bias:
@@ -123,8 +128,7 @@ class Dense(Layer):
         self.kernel = add_kernel(self, (input_shape[-1], self.units), (self.units,))
 
     def call(self, inputs: Any) -> Any:
-        if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast
-            inputs = m.cast(inputs, self.compute_dtype)
+        inputs = as_compute_dtype(self, inputs)  # as tf.keras: uint8 / bool / int inputs are cast
         if inputs.ndim == 2:
             y = nn.matmul(inputs, self.kernel)
         else:  # apply to the last axis of a higher-rank input

@@ -30,7 +30,7 @@ from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
-from ipusim.keras.layers.core import _positive_int
+from ipusim.keras.layers.core import _positive_int, as_compute_dtype
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 from ipusim.keras.layers.noise import SeededLayer
 
@@ -48,10 +48,6 @@ def _batched(images: Any, fn: Any) -> Any:
             f"inputs, received shape {images.shape}"
         )
     return fn(images)
-
-
-def _as_float(layer: Layer, inputs: Any) -> Any:
-    return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
 
 
 class Resizing(Layer):
@@ -75,7 +71,7 @@ class Resizing(Layer):
     def call(self, inputs: Any) -> Any:
         fn = smart_resize if self.crop_to_aspect_ratio else resize
         return _batched(
-            _as_float(self, inputs),
+            as_compute_dtype(self, inputs),
             lambda x: fn(x, self.height, self.width, self.interpolation),
         )
 
@@ -97,7 +93,7 @@ class CenterCrop(Layer):
                 return center_crop(x, self.height, self.width)
             return smart_resize(x, self.height, self.width)
 
-        return _batched(_as_float(self, inputs), crop)
+        return _batched(as_compute_dtype(self, inputs), crop)
 
     _config_names = "height width"
 
@@ -118,7 +114,7 @@ class _RandomLayer(SeededLayer):
 
     def _augment(self, inputs: Any, training: bool | None, fn: Any) -> Any:
         """``fn`` applied to the (float, batched) images in training; the identity at inference."""
-        inputs = _as_float(self, inputs)
+        inputs = as_compute_dtype(self, inputs)
         return _batched(inputs, fn) if training else m.identity(inputs)
 
 
@@ -167,7 +163,7 @@ class RandomCrop(_RandomLayer):
                 return random_crop(x, self.height, self.width, self._op_seed)
             return smart_resize(x, self.height, self.width)
 
-        return _batched(_as_float(self, inputs), crop)
+        return _batched(as_compute_dtype(self, inputs), crop)
 
     _config_names = "height width"
 
@@ -262,7 +258,7 @@ class _SizeChanging(_RandomLayer):
                 "shapes. At inference it is the identity, as in Keras; resize to a fixed size "
                 "with Resizing or RandomCrop instead"
             )
-        return m.identity(_as_float(self, inputs))
+        return m.identity(as_compute_dtype(self, inputs))
 
     _config_names = "factor interpolation"
 
