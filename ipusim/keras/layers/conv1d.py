@@ -71,11 +71,6 @@ def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
     return x
 
 
-def _one_d(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """``config`` with each ``(1, k)`` pair of ``keys`` written as Keras' 1-D ``[k]``."""
-    return {**config, **{k: [config[k][1]] for k in keys}}
-
-
 class _UnitHeight:
     """What the 1-D convolutions share: a ``(batch, steps, channels)`` input, the 2-D layer's
     convolution on a unit height (``causal`` padded before the sequence), the 1-D config."""
@@ -99,7 +94,9 @@ class _UnitHeight:
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()  # type: ignore[misc]  # the 2-D layer's
-        return _one_d(config, ("kernel_size", "strides", "dilation_rate"))
+        for key in ("kernel_size", "strides", "dilation_rate"):
+            config[key] = [config[key][1]]  # the (1, k) pair as Keras' 1-D [k]
+        return config
 
 
 class Conv1D(_UnitHeight, Conv2D):

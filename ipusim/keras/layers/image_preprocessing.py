@@ -101,9 +101,6 @@ class CenterCrop(Layer):
 class _RandomLayer(SeededLayer):
     """Seeded like Dropout; ``training`` defaults to True outside a model call, as in Keras."""
 
-    def _seed(self, i: int) -> int:
-        return (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Keras uses the call signature's default (training=True) when nothing sets the mode:
         # an eager call outside any model. Symbolic calls take the model's mode later.
@@ -139,7 +136,8 @@ class RandomFlip(_RandomLayer):
     def _flip(self, images: Any) -> Any:
         for i, axis in enumerate(self.MODES[self.mode]):
             # 1 or 0 per image; choose = flipped * f + images * (1 - f), exact for 0/1.
-            f = random_draw(images, "bernoulli", self._seed(i), (None, 1, 1, 1), a=0.5)
+            seed = (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
+            f = random_draw(images, "bernoulli", seed, (None, 1, 1, 1), a=0.5)
             flipped = reverse(images, axis)
             images = m.add(m.multiply(flipped, f), m.multiply(images, m.subtract(1.0, f)))
         return images

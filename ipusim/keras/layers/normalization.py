@@ -28,10 +28,6 @@ class _Normalization(Layer):
     scale: bool
     center: bool
 
-    @property
-    def _param_dtype(self) -> str:
-        return "float32" if self._dtype == "float16" else self._dtype
-
     def _widen(self, inputs: Any) -> Any:
         return m.cast(inputs, "float32") if inputs.dtype == "float16" else inputs
 
@@ -41,7 +37,7 @@ class _Normalization(Layer):
     def _add_param(self, name: str, channels: int, trainable: bool) -> Any:
         """The ``(channels,)`` weight ``name``, initialised by the layer's ``<name>_initializer``."""
         initializer = getattr(self, f"{name}_initializer")
-        dtype = self._param_dtype
+        dtype = "float32" if self._dtype == "float16" else self._dtype
         return self.add_weight(name, (channels,), dtype, initializer, trainable=trainable)
 
     def _add_gamma_beta(self, channels: int) -> None:

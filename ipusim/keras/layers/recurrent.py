@@ -299,9 +299,6 @@ class _Recurrent(_GatedLayer):
         lead = (inputs.shape[0], -1) if self.time_major else (-1, inputs.shape[1])
         return shape.reshape(flat, (*lead, width))
 
-    def _zero_states(self, like: Any) -> list[Any]:
-        return [rnn_ops.zero_state(like, self.units) for _ in range(self._num_states)]
-
     _num_states = 1
 
     def call(
@@ -358,7 +355,7 @@ class _Recurrent(_GatedLayer):
 
     def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
         if initial_state is None:
-            return self._zero_states(like)
+            return [rnn_ops.zero_state(like, self.units) for _ in range(self._num_states)]
         states = _states_list(initial_state)
         if len(states) != self._num_states:
             raise ConfigurationError(
