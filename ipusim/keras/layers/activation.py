@@ -12,8 +12,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import same_shape
+from ipusim.keras.layers.core import SameShapeLayer
 
 
 def _number(layer: str, arg: str, value: Any, minimum: float | None = None) -> float:
@@ -43,7 +42,7 @@ def step_mask(x: Any, threshold: float, mode: str) -> Any:
     return m.stop_gradient(m.masked_grad(ones, x, float(threshold), mode))
 
 
-class LeakyReLU(Layer):
+class LeakyReLU(SameShapeLayer):
     """``x`` for x > 0, ``alpha * x`` otherwise (``alpha`` default 0.3, as tf.keras 2)."""
 
     def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
@@ -53,12 +52,10 @@ class LeakyReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return leaky(inputs, self.alpha)
 
-    compute_output_shape = same_shape
-
     _config_names = "alpha"
 
 
-class ELU(Layer):
+class ELU(SameShapeLayer):
     """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise (``alpha`` default 1.0)."""
 
     def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
@@ -69,12 +66,10 @@ class ELU(Layer):
         negative_part = m.subtract(m.exp(m.minimum(inputs, 0.0)), 1.0)
         return m.add(m.relu(inputs), m.multiply(negative_part, self.alpha))
 
-    compute_output_shape = same_shape
-
     _config_names = "alpha"
 
 
-class ThresholdedReLU(Layer):
+class ThresholdedReLU(SameShapeLayer):
     """``x`` where x > ``theta``, else 0 (``theta`` default 1.0, non-negative)."""
 
     def __init__(self, theta: float = 1.0, **kwargs: Any) -> None:
@@ -84,12 +79,10 @@ class ThresholdedReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return m.multiply(inputs, step_mask(inputs, self.theta, "gt"))
 
-    compute_output_shape = same_shape
-
     _config_names = "theta"
 
 
-class PReLU(Layer):
+class PReLU(SameShapeLayer):
     """Leaky ReLU with a learned slope per element: ``relu(x) - alpha * relu(-x)``.
 
     Args:
@@ -138,7 +131,5 @@ class PReLU(Layer):
     def call(self, inputs: Any) -> Any:
         negative_part = m.multiply(self.alpha, m.relu(m.negative(inputs)))
         return m.subtract(m.relu(inputs), negative_part)
-
-    compute_output_shape = same_shape
 
     _config_names = "alpha_initializer shared_axes"

@@ -44,9 +44,11 @@ def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
         )
 
 
-def same_shape(layer: Any, input_shape: Any) -> tuple[Any, ...]:
-    """``compute_output_shape`` of a layer whose output has its input's shape (no tracing)."""
-    return tuple(input_shape)
+class SameShapeLayer(Layer):
+    """A layer whose output has its input's shape: ``compute_output_shape`` without tracing."""
+
+    def compute_output_shape(self, input_shape: Any) -> tuple[Any, ...]:
+        return tuple(input_shape)
 
 
 def add_bias(layer: Any, shape: tuple) -> None:
