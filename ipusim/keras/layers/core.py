@@ -27,6 +27,15 @@ def check_rate(layer: str, arg: str, value: Any) -> float:
     return float(value)
 
 
+def check_rank(layer: Layer, inputs: Any, rank: int, layout: str) -> None:
+    """Raise unless ``inputs`` have ``rank`` axes, laid out as ``layout``."""
+    if inputs.ndim != rank:
+        raise ConfigurationError(
+            f"{type(layer).__name__} {layer.name!r} expects {rank}-D inputs {layout}, "
+            f"received shape {inputs.shape}"
+        )
+
+
 def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
     """Refuse, naming them, the ``*_regularizer`` / ``*_constraint`` arguments among a layer's
     ``arguments`` (its ``locals()``) that are set: ipusim does not simulate them

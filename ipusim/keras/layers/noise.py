@@ -17,7 +17,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops.noise import random_draw
 from ipusim.keras import backend
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import Dropout, SameShapeLayer
+from ipusim.keras.layers.core import Dropout, SameShapeLayer, check_rank
 
 #: SELU's constants (Klambauer et al. 2017), as tf.keras' AlphaDropout uses them. S
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -122,11 +122,7 @@ class _SpatialDropout(SameShapeLayer, Dropout):
         self.data_format = data_format
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
-        if inputs.ndim != self._rank:
-            raise ConfigurationError(
-                f"{type(self).__name__} expects inputs of rank {self._rank}, received shape "
-                f"{inputs.shape}"
-            )
+        check_rank(self, inputs, self._rank, "(batch, ..., channels)")
         if not training or self.rate == 0:
             return m.identity(inputs)
         ones = (1,) * (self._rank - 2)

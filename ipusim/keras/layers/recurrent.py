@@ -24,7 +24,8 @@ from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int, check_rate, no_regularizers
+from ipusim.keras.layers.conv import channels_last_input
+from ipusim.keras.layers.core import _positive_int, check_rank, check_rate, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
@@ -225,12 +226,7 @@ class _Recurrent(_GatedLayer):
     _amp: dict[str, Any] = {}
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} needs inputs of shape (batch, timesteps, "
-                f"features) with known features, received input shape {input_shape}"
-            )
-        self._build_weights(input_shape[-1])
+        self._build_weights(channels_last_input(self, input_shape, "(batch, timesteps, features)"))
         if self.stateful:
             self._make_states(input_shape[1] if self.time_major else input_shape[0])
         self.built = True
@@ -306,11 +302,7 @@ class _Recurrent(_GatedLayer):
     ) -> Any:
         if mask is not None:
             raise UnsupportedError(f"{self.name}: masking is not simulated by ipusim yet")
-        if inputs.ndim != 3:
-            raise ConfigurationError(
-                f"{self.name}: inputs must be 3-D (batch, timesteps, features), received shape "
-                f"{inputs.shape}"
-            )
+        check_rank(self, inputs, 3, "(batch, timesteps, features)")
         inputs = self._input_dropout(inputs, training)
         steps = rnn_ops.unstack_time(self._project(inputs, training), self._time_axis)
         if self.go_backwards:

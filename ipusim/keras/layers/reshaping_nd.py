@@ -15,7 +15,7 @@ from ipusim.graph.ops import resize as resize_ops
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_tuple
-from ipusim.keras.layers.pooling_nd import check_rank
+from ipusim.keras.layers.core import check_rank
 
 
 def _amount(value: Any) -> int:
