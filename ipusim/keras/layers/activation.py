@@ -38,8 +38,7 @@ def step_mask(x: Any, threshold: float, mode: str) -> Any:
 
     No gradient flows through the mask (it is piecewise constant).
     """
-    ones = s.broadcast_like(1.0, x)
-    return m.stop_gradient(m.masked_grad(ones, x, float(threshold), mode))
+    return m.stop_gradient(m.masked_grad(s.broadcast_like(1.0, x), x, float(threshold), mode))
 
 
 class LeakyReLU(SameShapeLayer):

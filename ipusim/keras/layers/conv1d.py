@@ -200,8 +200,7 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
     def call(self, inputs: Any) -> Any:
         pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))
         y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
-        y = shape_ops.squeeze(y, 1)
-        return bias_and_activation(self, y)
+        return bias_and_activation(self, shape_ops.squeeze(y, 1))
 
 
 Convolution1D = Conv1D

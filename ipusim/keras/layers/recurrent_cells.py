@@ -230,13 +230,8 @@ class RNN(Layer):
                 f"RNN {self.name!r} needs inputs of shape (batch, timesteps, features), "
                 f"received {input_shape}"
             )
-        step = (
-            (input_shape[1], input_shape[2])
-            if self.time_major
-            else (input_shape[0], input_shape[2])
-        )
-        if not self.cell.built:
-            self.cell.build(step)
+        if not self.cell.built:  # one step's input: (batch, features)
+            self.cell.build((input_shape[1 if self.time_major else 0], input_shape[2]))
             self.cell.built = True
         self.built = True
 
