@@ -303,14 +303,9 @@ class IntegerLookup(VocabularyLayer):
     def compute_output_shape(self, input_shape: Any) -> Any:
         if self.output_mode == "int":
             return tuple(input_shape)
-        rank = len(input_shape)
-        last = input_shape[-1] if rank else None
-        lead = (
-            tuple(input_shape)
-            if self.output_mode == "one_hot" and last != 1
-            else tuple(input_shape[:-1])
-        )
-        return (*lead, self.vocabulary_size())
+        last = input_shape[-1] if len(input_shape) else None
+        keep_last = self.output_mode == "one_hot" and last != 1  # one_hot adds an axis
+        return (*tuple(input_shape)[: None if keep_last else -1], self.vocabulary_size())
 
 
 class Hashing(Layer):

@@ -184,8 +184,7 @@ class LayerNormalization(_Normalization):
             raise UnsupportedError(
                 f"LayerNormalization: only the last axis is supported, received axis={self.axis}"
             )
-        channels = input_shape[-1]
-        self._add_gamma_beta(channels)
+        self._add_gamma_beta(input_shape[-1])
         self.built = True
 
     def call(self, inputs: Any) -> Any:
