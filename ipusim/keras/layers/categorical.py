@@ -45,7 +45,15 @@ def encode(inputs: Any, mode: str, depth: int, dtype: str, count_weights: Any = 
     return m.reduce_sum(hot, axis=axis) if mode == "count" else m.reduce_max(hot, axis=axis)
 
 
-def _mode(layer: str, mode: str, allowed: tuple[str, ...]) -> str:
+def _mode(
+    layer: str, mode: str, sparse: bool, allowed: tuple[str, ...] = ("int", *ENCODINGS)
+) -> str:
+    """``mode`` checked: one of ``allowed`` (tf_idf is not simulated), and dense outputs."""
+    if sparse:
+        raise UnsupportedError(
+            f"{layer}: sparse=True is not simulated by ipusim (IPU tensors are dense); "
+            "use sparse=False"
+        )
     if mode == "tf_idf":
         raise UnsupportedError(f"{layer}: output_mode='tf_idf' is not simulated by ipusim")
     if mode not in allowed:
@@ -53,14 +61,6 @@ def _mode(layer: str, mode: str, allowed: tuple[str, ...]) -> str:
             f"{layer}: Unknown arg for output_mode: {mode!r}; expected one of {allowed}"
         )
     return mode
-
-
-def _dense_only(layer: str, sparse: bool) -> None:
-    if sparse:
-        raise UnsupportedError(
-            f"{layer}: sparse=True is not simulated by ipusim (IPU tensors are dense); "
-            "use sparse=False"
-        )
 
 
 class CategoryEncoding(Layer):
@@ -76,9 +76,8 @@ class CategoryEncoding(Layer):
         super().__init__(**kwargs)
         if output_mode == "binary":  # Keras' old name
             output_mode = "multi_hot"
-        self.output_mode = _mode("CategoryEncoding", output_mode, ENCODINGS)
+        self.output_mode = _mode("CategoryEncoding", output_mode, sparse, ENCODINGS)
         self.num_tokens = _positive_int("CategoryEncoding", "num_tokens", num_tokens)
-        _dense_only("CategoryEncoding", sparse)
         self.sparse = False
 
     def call(self, inputs: Any, count_weights: Any = None) -> Any:
@@ -110,8 +109,7 @@ class Discretization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.output_mode = _mode("Discretization", output_mode, ("int", *ENCODINGS))
-        _dense_only("Discretization", sparse)
+        self.output_mode = _mode("Discretization", output_mode, sparse)
         if (bin_boundaries is None) == (num_bins is None):
             raise ConfigurationError(
                 "Discretization: pass exactly one of `bin_boundaries` and `num_bins` "
@@ -236,8 +234,7 @@ class IntegerLookup(VocabularyLayer):
             raise UnsupportedError(
                 "IntegerLookup: idf_weights and pad_to_max_tokens are not simulated by ipusim"
             )
-        _dense_only("IntegerLookup", sparse)
-        self.output_mode = _mode("IntegerLookup", output_mode, ("int", *ENCODINGS))
+        self.output_mode = _mode("IntegerLookup", output_mode, sparse)
         if invert and self.output_mode != "int":
             raise ConfigurationError("IntegerLookup: invert=True needs output_mode='int'")
         self.vocabulary_dtype = vocabulary_dtype
@@ -329,9 +326,8 @@ class Hashing(Layer):
                 "Hashing: a `salt` selects SipHash (to_hash_bucket_strong), which ipusim does "
                 "not implement; use salt=None"
             )
-        _dense_only("Hashing", sparse)
         self.num_bins, self.mask_value, self.salt = num_bins, mask_value, None
-        self.output_mode, self.sparse = _mode("Hashing", output_mode, ("int", *ENCODINGS)), False
+        self.output_mode, self.sparse = _mode("Hashing", output_mode, sparse), False
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
