@@ -60,15 +60,16 @@ def check_data_format(value: Any, layer: str) -> None:
         )
 
 
-class Conv2D(Layer):
-    """2-D convolution (the 1-D, 3-D and transposed layers are its subclasses).
+class _Conv(Layer):
+    """What the convolution layers of every rank share (Keras' ``Conv`` base): their
+    arguments and checks, the ``(*taps, Cin / groups, filters)`` kernel and the call.
 
     Args:
         filters: number of output channels.
-        kernel_size: an int or (height, width).
-        strides: an int or (height, width); default 1.
+        kernel_size: an int or one per spatial axis.
+        strides: an int or one per spatial axis; default 1.
         padding: ``"valid"`` or ``"same"``.
-        dilation_rate: an int or (height, width); default 1.
+        dilation_rate: an int or one per spatial axis; default 1.
         groups: channel groups; input channels and ``filters`` must both divide by it.
         activation: name or function; None = linear.
     """
@@ -154,6 +155,11 @@ class Conv2D(Layer):
         "filters kernel_size strides padding dilation_rate groups activation use_bias "
         "kernel_initializer bias_initializer"
     )
+
+
+class Conv2D(_Conv):
+    """2-D convolution, ``kernel_size``, ``strides`` and ``dilation_rate`` an int or (height,
+    width) (the 1-D and transposed 2-D layers are its subclasses). Args: as :class:`_Conv`."""
 
 
 Convolution2D = Conv2D

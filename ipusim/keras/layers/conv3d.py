@@ -12,11 +12,11 @@ from typing import Any
 
 from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import conv3d as conv3d_ops
-from ipusim.keras.layers.conv import Conv2D
-from ipusim.keras.layers.conv_transpose import Conv2DTranspose
+from ipusim.keras.layers.conv import _Conv
+from ipusim.keras.layers.conv_transpose import _Transposed, normalize_output_padding
 
 
-class Conv3D(Conv2D):
+class Conv3D(_Conv):
     """3-D convolution.
 
     Args:
@@ -42,6 +42,13 @@ class Conv3D(Conv2D):
         groups: int = 1,
         activation: Any = None,
         use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -53,6 +60,13 @@ class Conv3D(Conv2D):
             dilation_rate=dilation_rate,
             activation=activation,
             use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
             **kwargs,
         )
         if groups != 1:
@@ -71,9 +85,10 @@ class Conv3D(Conv2D):
         return config
 
 
-class Conv3DTranspose(Conv2DTranspose, Conv3D):
+class Conv3DTranspose(_Transposed, Conv3D):
     """Transposed 3-D convolution (kernel ``(Kd, Kh, Kw, filters, Cin)``): the transposed
-    convolution of :class:`Conv2DTranspose` on the volumes of :class:`Conv3D`.
+    convolution of :class:`~ipusim.keras.layers.conv_transpose.Conv2DTranspose` on the volumes
+    of :class:`Conv3D`.
 
     Args:
         output_padding: None (Keras' rule) or extra planes / rows / columns per axis, each
@@ -99,15 +114,16 @@ class Conv3DTranspose(Conv2DTranspose, Conv3D):
         super().__init__(
             filters,
             kernel_size,
-            strides,
-            padding,
-            output_padding,
-            data_format,
-            dilation_rate,
-            activation,
-            use_bias,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            dilation_rate=dilation_rate,
+            activation=activation,
+            use_bias=use_bias,
             **kwargs,
         )
+        name = type(self).__name__
+        self.output_padding = normalize_output_padding(output_padding, self.strides, name)
 
 
 Convolution3D = Conv3D
