@@ -12,8 +12,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import same_shape
+from ipusim.keras.layers.core import SameShapeLayer
 
 
 def _number(layer: str, arg: str, value: Any, minimum: float | None = None) -> float:
@@ -39,11 +38,10 @@ def step_mask(x: Any, threshold: float, mode: str) -> Any:
 
     No gradient flows through the mask (it is piecewise constant).
     """
-    ones = s.broadcast_like(1.0, x)
-    return m.stop_gradient(m.masked_grad(ones, x, float(threshold), mode))
+    return m.stop_gradient(m.masked_grad(s.broadcast_like(1.0, x), x, float(threshold), mode))
 
 
-class LeakyReLU(Layer):
+class LeakyReLU(SameShapeLayer):
     """``x`` for x > 0, ``alpha * x`` otherwise (``alpha`` default 0.3, as tf.keras 2)."""
 
     def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
@@ -53,12 +51,10 @@ class LeakyReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return leaky(inputs, self.alpha)
 
-    compute_output_shape = same_shape
-
     _config_names = "alpha"
 
 
-class ELU(Layer):
+class ELU(SameShapeLayer):
     """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise (``alpha`` default 1.0)."""
 
     def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
@@ -69,12 +65,10 @@ class ELU(Layer):
         negative_part = m.subtract(m.exp(m.minimum(inputs, 0.0)), 1.0)
         return m.add(m.relu(inputs), m.multiply(negative_part, self.alpha))
 
-    compute_output_shape = same_shape
-
     _config_names = "alpha"
 
 
-class ThresholdedReLU(Layer):
+class ThresholdedReLU(SameShapeLayer):
     """``x`` where x > ``theta``, else 0 (``theta`` default 1.0, non-negative)."""
 
     def __init__(self, theta: float = 1.0, **kwargs: Any) -> None:
@@ -84,12 +78,10 @@ class ThresholdedReLU(Layer):
     def call(self, inputs: Any) -> Any:
         return m.multiply(inputs, step_mask(inputs, self.theta, "gt"))
 
-    compute_output_shape = same_shape
-
     _config_names = "theta"
 
 
-class PReLU(Layer):
+class PReLU(SameShapeLayer):
     """Leaky ReLU with a learned slope per element: ``relu(x) - alpha * relu(-x)``.
 
     Args:
@@ -113,11 +105,8 @@ class PReLU(Layer):
                 "remove them (the slopes then train without a penalty or constraint)"
             )
         self.alpha_initializer = initializers.get(alpha_initializer)
-        if shared_axes is None:
-            self.shared_axes = None
-        else:
-            axes = list(shared_axes) if isinstance(shared_axes, list | tuple) else [shared_axes]
-            self.shared_axes = [int(a) for a in axes]
+        axes = shared_axes if isinstance(shared_axes, list | tuple) else [shared_axes]
+        self.shared_axes = None if shared_axes is None else [int(a) for a in axes]
 
     def build(self, input_shape: Any) -> None:
         param_shape = list(input_shape[1:])
@@ -141,7 +130,5 @@ class PReLU(Layer):
     def call(self, inputs: Any) -> Any:
         negative_part = m.multiply(self.alpha, m.relu(m.negative(inputs)))
         return m.subtract(m.relu(inputs), negative_part)
-
-    compute_output_shape = same_shape
 
     _config_names = "alpha_initializer shared_axes"

@@ -18,6 +18,7 @@ from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.linalg import batch_matmul
 from ipusim.keras import backend
 from ipusim.keras.engine.layer import Layer
+from ipusim.keras.layers.core import check_rate
 
 #: What tf.keras adds to masked-out scores: -1e9 in float32, -65504 (float16's lowest) in float16.
 #: S (tf_keras/src/layers/attention/base_dense_attention.py, activation/softmax.py)
@@ -57,15 +58,7 @@ class _BaseDenseAttention(Layer):
     def __init__(self, dropout: float = 0.0, **kwargs: Any) -> None:
         self.causal = bool(kwargs.pop("causal", False))
         super().__init__(**kwargs)
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, int | float)
-            or not 0 <= dropout < 1
-        ):
-            raise ConfigurationError(
-                f"{type(self).__name__}: `dropout` must be in [0, 1), received {dropout!r}"
-            )
-        self.dropout = float(dropout)
+        self.dropout = check_rate(type(self).__name__, "dropout", dropout)
         self._op_seed = backend.next_seed()
 
     def _calculate_scores(self, query: Any, key: Any) -> Any:

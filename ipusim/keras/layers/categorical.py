@@ -19,6 +19,7 @@ from ipusim.graph.ops import shape as s
 from ipusim.graph.ops.lookup import bucketize, hash_bucket, table_lookup
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.keyword_init import fields
+from ipusim.keras.layers.core import _positive_int
 
 ENCODINGS = ("one_hot", "multi_hot", "count")
 
@@ -44,7 +45,15 @@ def encode(inputs: Any, mode: str, depth: int, dtype: str, count_weights: Any = 
     return m.reduce_sum(hot, axis=axis) if mode == "count" else m.reduce_max(hot, axis=axis)
 
 
-def _mode(layer: str, mode: str, allowed: tuple[str, ...]) -> str:
+def _mode(
+    layer: str, mode: str, sparse: bool, allowed: tuple[str, ...] = ("int", *ENCODINGS)
+) -> str:
+    """``mode`` checked: one of ``allowed`` (tf_idf is not simulated), and dense outputs."""
+    if sparse:
+        raise UnsupportedError(
+            f"{layer}: sparse=True is not simulated by ipusim (IPU tensors are dense); "
+            "use sparse=False"
+        )
     if mode == "tf_idf":
         raise UnsupportedError(f"{layer}: output_mode='tf_idf' is not simulated by ipusim")
     if mode not in allowed:
@@ -52,14 +61,6 @@ def _mode(layer: str, mode: str, allowed: tuple[str, ...]) -> str:
             f"{layer}: Unknown arg for output_mode: {mode!r}; expected one of {allowed}"
         )
     return mode
-
-
-def _dense_only(layer: str, sparse: bool) -> None:
-    if sparse:
-        raise UnsupportedError(
-            f"{layer}: sparse=True is not simulated by ipusim (IPU tensors are dense); "
-            "use sparse=False"
-        )
 
 
 class CategoryEncoding(Layer):
@@ -75,13 +76,9 @@ class CategoryEncoding(Layer):
         super().__init__(**kwargs)
         if output_mode == "binary":  # Keras' old name
             output_mode = "multi_hot"
-        self.output_mode = _mode("CategoryEncoding", output_mode, ENCODINGS)
-        if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 1:
-            raise ConfigurationError(
-                f"CategoryEncoding: `num_tokens` must be a positive int, received {num_tokens!r}"
-            )
-        _dense_only("CategoryEncoding", sparse)
-        self.num_tokens, self.sparse = num_tokens, False
+        self.output_mode = _mode("CategoryEncoding", output_mode, sparse, ENCODINGS)
+        self.num_tokens = _positive_int("CategoryEncoding", "num_tokens", num_tokens)
+        self.sparse = False
 
     def call(self, inputs: Any, count_weights: Any = None) -> Any:
         if count_weights is not None and self.output_mode != "count":
@@ -112,8 +109,7 @@ class Discretization(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.output_mode = _mode("Discretization", output_mode, ("int", *ENCODINGS))
-        _dense_only("Discretization", sparse)
+        self.output_mode = _mode("Discretization", output_mode, sparse)
         if (bin_boundaries is None) == (num_bins is None):
             raise ConfigurationError(
                 "Discretization: pass exactly one of `bin_boundaries` and `num_bins` "
@@ -238,8 +234,7 @@ class IntegerLookup(VocabularyLayer):
             raise UnsupportedError(
                 "IntegerLookup: idf_weights and pad_to_max_tokens are not simulated by ipusim"
             )
-        _dense_only("IntegerLookup", sparse)
-        self.output_mode = _mode("IntegerLookup", output_mode, ("int", *ENCODINGS))
+        self.output_mode = _mode("IntegerLookup", output_mode, sparse)
         if invert and self.output_mode != "int":
             raise ConfigurationError("IntegerLookup: invert=True needs output_mode='int'")
         self.vocabulary_dtype = vocabulary_dtype
@@ -305,14 +300,9 @@ class IntegerLookup(VocabularyLayer):
     def compute_output_shape(self, input_shape: Any) -> Any:
         if self.output_mode == "int":
             return tuple(input_shape)
-        rank = len(input_shape)
-        last = input_shape[-1] if rank else None
-        lead = (
-            tuple(input_shape)
-            if self.output_mode == "one_hot" and last != 1
-            else tuple(input_shape[:-1])
-        )
-        return (*lead, self.vocabulary_size())
+        last = input_shape[-1] if len(input_shape) else None
+        keep_last = self.output_mode == "one_hot" and last != 1  # one_hot adds an axis
+        return (*tuple(input_shape)[: None if keep_last else -1], self.vocabulary_size())
 
 
 class Hashing(Layer):
@@ -330,18 +320,14 @@ class Hashing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(num_bins, bool) or not isinstance(num_bins, int) or num_bins < 1:
-            raise ConfigurationError(
-                f"Hashing: `num_bins` must be a positive int, received {num_bins!r}"
-            )
+        num_bins = _positive_int("Hashing", "num_bins", num_bins)
         if salt is not None:
             raise UnsupportedError(
                 "Hashing: a `salt` selects SipHash (to_hash_bucket_strong), which ipusim does "
                 "not implement; use salt=None"
             )
-        _dense_only("Hashing", sparse)
         self.num_bins, self.mask_value, self.salt = num_bins, mask_value, None
-        self.output_mode, self.sparse = _mode("Hashing", output_mode, ("int", *ENCODINGS)), False
+        self.output_mode, self.sparse = _mode("Hashing", output_mode, sparse), False
 
     def call(self, inputs: Any) -> Any:
         if inputs.dtype not in ("int8", "uint8", "int16", "int32", "int64"):

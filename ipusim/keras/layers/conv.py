@@ -41,14 +41,12 @@ def check_strides_dilation(strides: tuple, dilation: tuple, layer: str) -> None:
         )
 
 
-def channels_last_input(
-    layer: Layer, input_shape: Any, layout: str, error: type[Exception] = ConfigurationError
-) -> Any:
+def channels_last_input(layer: Layer, input_shape: Any, layout: str) -> Any:
     """The known channels of ``input_shape``, a tuple laid out as ``layout`` (one name an axis,
-    e.g. ``"(batch, steps, channels)"``); raise ``error`` naming the layer otherwise."""
+    e.g. ``"(batch, steps, channels)"``); raise a ConfigurationError naming the layer otherwise."""
     rank = layout.count(",") + 1
     if not isinstance(input_shape, tuple) or len(input_shape) != rank or input_shape[-1] is None:
-        raise error(
+        raise ConfigurationError(
             f"{type(layer).__name__} {layer.name!r} expects inputs of shape {layout}, "
             f"received input shape {input_shape}"
         )
@@ -62,18 +60,23 @@ def check_data_format(value: Any, layer: str) -> None:
         )
 
 
-class Conv2D(Layer):
-    """2-D convolution.
+class _Conv(Layer):
+    """What the convolution layers of every rank share (Keras' ``Conv`` base): their
+    arguments and checks, the ``(*taps, Cin / groups, filters)`` kernel and the call.
 
     Args:
         filters: number of output channels.
-        kernel_size: an int or (height, width).
-        strides: an int or (height, width); default 1.
+        kernel_size: an int or one per spatial axis.
+        strides: an int or one per spatial axis; default 1.
         padding: ``"valid"`` or ``"same"``.
-        dilation_rate: an int or (height, width); default 1.
+        dilation_rate: an int or one per spatial axis; default 1.
         groups: channel groups; input channels and ``filters`` must both divide by it.
         activation: name or function; None = linear.
     """
+
+    #: Spatial axes of the kernel, and the input layout the errors name.
+    _rank = 2
+    _layout = "(batch, height, width, channels)"
 
     def __init__(
         self,
@@ -96,61 +99,67 @@ class Conv2D(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        no_regularizers("Conv2D", locals())
-        filters = _positive_int("Conv2D", "filters", filters)
-        check_data_format(data_format, "Conv2D")
-        self.groups = groups = _positive_int("Conv2D", "groups", groups)
+        name, rank = type(self).__name__, self._rank
+        no_regularizers(name, locals())
+        filters = _positive_int(name, "filters", filters)
+        check_data_format(data_format, name)
+        self.groups = groups = _positive_int(name, "groups", groups)
         if filters % groups:
             raise ConfigurationError(
-                f"Conv2D: `filters` ({filters}) must be divisible by `groups` ({groups})"
+                f"{name}: `filters` ({filters}) must be divisible by `groups` ({groups})"
             )
-        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", "Conv2D")
+        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", name, rank)
         self.filters = filters
-        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", "Conv2D")
-        self.strides = normalize_tuple(strides, "strides", "Conv2D")
-        self.padding = normalize_padding(padding, "Conv2D")
-        check_strides_dilation(self.strides, self.dilation_rate, type(self).__name__)
+        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", name, rank)
+        self.strides = normalize_tuple(strides, "strides", name, rank)
+        self.padding = normalize_padding(padding, name)
+        check_strides_dilation(self.strides, self.dilation_rate, name)
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
 
-    def build(self, input_shape: Any) -> None:
-        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
-        self._add_kernel(channels, self.kernel_size)
+    def _taps(self) -> tuple[int, ...]:
+        """The kernel's taps along each spatial axis."""
+        return self.kernel_size
 
-    def _add_kernel(self, channels: int, window: tuple[int, ...]) -> None:
-        """Add the ``(*window, channels / groups, filters)`` kernel, then the bias.
-
-        Args:
-            channels: the input's channels.
-            window: the kernel's taps along each spatial axis.
-        """
+    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
+        """``(*taps, channels / groups, filters)``, for inputs of ``channels`` channels."""
         if channels % self.groups:
             raise ConfigurationError(
                 f"{type(self).__name__} {self.name!r}: the input's {channels} channels must be "
                 f"divisible by `groups` ({self.groups})"
             )
-        self.kernel = add_kernel(
-            self, (*window, channels // self.groups, self.filters), (self.filters,)
-        )
+        return (*self._taps(), channels // self.groups, self.filters)
 
-    def call(self, inputs: Any) -> Any:
+    def build(self, input_shape: Any) -> None:
+        channels = channels_last_input(self, input_shape, self._layout)
+        self.kernel = add_kernel(self, self._kernel_shape(channels), (self.filters,))
+
+    def _convolve(self, x: Any, kernel: Any, padding: str) -> Any:
+        """The convolution of ``x`` by ``kernel`` with the layer's geometry and ``padding``."""
         geometry = {
             "strides": self.strides,
-            "padding": self.padding.upper(),
+            "padding": padding,
             "dilation_rate": self.dilation_rate,
         }
         if self.groups > 1:
-            y = conv_grouped.grouped_conv2d(inputs, self.kernel, self.groups, **geometry)
-        else:
-            y = conv_ops.conv2d(inputs, self.kernel, **geometry)
+            return conv_grouped.grouped_conv2d(x, kernel, self.groups, **geometry)
+        return conv_ops.conv2d(x, kernel, **geometry)
+
+    def call(self, inputs: Any) -> Any:
+        y = self._convolve(inputs, self.kernel, self.padding.upper())
         return bias_and_activation(self, y)
 
     _config_names = (
         "filters kernel_size strides padding dilation_rate groups activation use_bias "
         "kernel_initializer bias_initializer"
     )
+
+
+class Conv2D(_Conv):
+    """2-D convolution, ``kernel_size``, ``strides`` and ``dilation_rate`` an int or (height,
+    width) (the 1-D and transposed 2-D layers are its subclasses). Args: as :class:`_Conv`."""
 
 
 Convolution2D = Conv2D

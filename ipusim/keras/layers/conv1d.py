@@ -12,16 +12,15 @@ as Keras does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import conv_grouped
 from ipusim.graph.ops import shape as shape_ops
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import Conv2D, channels_last_input
+from ipusim.keras.layers.conv import Conv2D
 from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D, SeparableConv2D
-from ipusim.keras.layers.core import add_bias, bias_and_activation
+from ipusim.keras.layers.core import bias_and_activation
 
 
 def normalize_single(value: Any, name: str, layer: str) -> int:
@@ -47,9 +46,21 @@ def padding_1d(padding: Any, layer: str, causal: bool = True) -> str:
     return padding.lower()
 
 
-def check_steps_input(layer: Any, input_shape: Any) -> int:
-    """Channels of a ``(batch, steps, channels)`` input (raise on anything else)."""
-    return int(channels_last_input(layer, input_shape, "(batch, steps, channels)"))
+def unit_height(
+    layer: str,
+    kernel_size: Any,
+    strides: Any,
+    padding: Any,
+    dilation_rate: Any,
+    causal: bool = True,
+) -> dict[str, Any]:
+    """Keras' 1-D ``kernel_size``, ``strides`` and ``dilation_rate`` (ints or 1-tuples) as the
+    2-D layer's arguments, with a unit height, and ``padding`` (``"causal"``, where the layer
+    has it, runs as ``"valid"`` after its own padding)."""
+    given = {"kernel_size": kernel_size, "strides": strides, "dilation_rate": dilation_rate}
+    geometry = {arg: (1, normalize_single(value, arg, layer)) for arg, value in given.items()}
+    pad = padding_1d(padding, layer, causal)
+    return {**geometry, "padding": "valid" if pad == "causal" else pad}
 
 
 def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
@@ -60,12 +71,35 @@ def to_2d(inputs: Any, causal_pad: int = 0) -> Any:
     return x
 
 
-def _one_d(config: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """``config`` with each ``(1, k)`` pair of ``keys`` written as Keras' 1-D ``[k]``."""
-    return {**config, **{k: [config[k][1]] for k in keys}}
+class _UnitHeight:
+    """What the 1-D convolutions share: a ``(batch, steps, channels)`` input, the 2-D layer's
+    convolution on a unit height (``causal`` padded before the sequence), the 1-D config."""
+
+    _layout = "(batch, steps, channels)"
+    kernel_size: tuple[int, ...]
+    dilation_rate: tuple[int, ...]
+    padding: str
+
+    def _taps(self) -> tuple[int, ...]:
+        return self.kernel_size[1:]  # the unit height has no axis in the 1-D kernels
+
+    def _unit_height(self, conv: Callable[..., Any], inputs: Any, kernel: Any) -> Any:
+        """``conv(x, kernel, padding)`` of the inputs and the kernel given a unit height."""
+        causal = (
+            (self.kernel_size[1] - 1) * self.dilation_rate[1] if self.padding == "causal" else 0
+        )
+        padding = "VALID" if causal or self.padding == "valid" else "SAME"
+        y = conv(to_2d(inputs, causal), shape_ops.reshape(kernel, (1, *kernel.shape)), padding)
+        return shape_ops.squeeze(y, 1)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()  # type: ignore[misc]  # the 2-D layer's
+        for key in ("kernel_size", "strides", "dilation_rate"):
+            config[key] = [config[key][1]]  # the (1, k) pair as Keras' 1-D [k]
+        return config
 
 
-class Conv1D(Conv2D):
+class Conv1D(_UnitHeight, Conv2D):
     """1-D convolution (kernel ``(K, Cin / groups, filters)``).
 
     Args:
@@ -91,85 +125,29 @@ class Conv1D(Conv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        k = normalize_single(kernel_size, "kernel_size", name)
-        s = normalize_single(strides, "strides", name)
-        d = normalize_single(dilation_rate, "dilation_rate", name)
-        pad = padding_1d(padding, name)
         super().__init__(
             filters,
-            (1, k),
-            strides=(1, s),
-            padding="valid" if pad == "causal" else pad,
+            **unit_height(name, kernel_size, strides, padding, dilation_rate),
             data_format=data_format,
-            dilation_rate=(1, d),
             groups=groups,
             activation=activation,
             use_bias=use_bias,
             **kwargs,
         )
-        self.padding = pad
-
-    def build(self, input_shape: Any) -> None:
-        self._add_kernel(check_steps_input(self, input_shape), self.kernel_size[1:])
+        self.padding = padding.lower()  # "causal" too
 
     def call(self, inputs: Any) -> Any:
-        causal = (
-            (self.kernel_size[1] - 1) * self.dilation_rate[1] if self.padding == "causal" else 0
-        )
-        x = to_2d(inputs, causal)
-        kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
-        padding = "VALID" if causal or self.padding == "valid" else "SAME"
-        if self.groups > 1:
-            y = conv_grouped.grouped_conv2d(
-                x, kernel, self.groups, self.strides, padding, self.dilation_rate
-            )
-        else:
-            y = conv_ops.conv2d(x, kernel, self.strides, padding, self.dilation_rate)
-        y = shape_ops.squeeze(y, 1)
-        return bias_and_activation(self, y)
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+        return bias_and_activation(self, self._unit_height(self._convolve, inputs, self.kernel))
 
 
-class _Depthwise1D(Layer):
-    """What the depthwise 1-D layers share: a ``(batch, steps, channels)`` input, the depthwise
-    kernel and step on a unit height (``causal`` padded before the sequence), the 1-D config."""
+class _Depthwise1D(_UnitHeight):
+    """The depthwise 1-D layers: the depthwise step on a unit height."""
 
-    kernel_size: tuple[int, ...]
-    dilation_rate: tuple[int, ...]
-    strides: tuple[int, ...]
-    padding: str
-    depth_multiplier: int
-    depthwise_initializer: Any
     depthwise_kernel: Any
-
-    def _check_input(self, input_shape: Any) -> int:
-        return check_steps_input(self, input_shape)
-
-    def _taps(self) -> tuple[int, ...]:
-        return self.kernel_size[1:]  # the unit height has no axis in the 1-D kernels
-
-    def _causal_pad(self) -> int:
-        if self.padding != "causal":
-            return 0
-        return (self.kernel_size[1] - 1) * self.dilation_rate[1]
+    _convolve: Callable[..., Any]
 
     def _depthwise(self, inputs: Any) -> Any:
-        causal = self._causal_pad()
-        x = to_2d(inputs, causal)
-        kernel = shape_ops.reshape(self.depthwise_kernel, (1, *self.depthwise_kernel.shape))
-        y = conv_grouped.depthwise_conv2d(
-            x,
-            kernel,
-            strides=self.strides,
-            padding="VALID" if causal or self.padding == "valid" else "SAME",
-            dilation_rate=self.dilation_rate,
-        )
-        return shape_ops.squeeze(y, 1)
-
-    def get_config(self) -> dict[str, Any]:
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate"))
+        return self._unit_height(self._convolve, inputs, self.depthwise_kernel)
 
 
 class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
@@ -186,17 +164,12 @@ class DepthwiseConv1D(_Depthwise1D, DepthwiseConv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        pad = padding_1d(padding, name, causal=False)
         super().__init__(
-            (1, normalize_single(kernel_size, "kernel_size", name)),
-            strides=(1, normalize_single(strides, "strides", name)),
-            padding="valid" if pad == "causal" else pad,
+            **unit_height(name, kernel_size, strides, padding, dilation_rate, causal=False),
             depth_multiplier=depth_multiplier,
             data_format=data_format,
-            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
             **kwargs,
         )
-        self.padding = pad
 
 
 class SeparableConv1D(_Depthwise1D, SeparableConv2D):
@@ -215,33 +188,19 @@ class SeparableConv1D(_Depthwise1D, SeparableConv2D):
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
-        pad = padding_1d(padding, name)
         super().__init__(
             filters,
-            (1, normalize_single(kernel_size, "kernel_size", name)),
-            strides=(1, normalize_single(strides, "strides", name)),
-            padding="valid" if pad == "causal" else pad,
+            **unit_height(name, kernel_size, strides, padding, dilation_rate),
             data_format=data_format,
-            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
             depth_multiplier=depth_multiplier,
             **kwargs,
         )
-        self.padding = pad
-
-    def build(self, input_shape: Any) -> None:
-        channels = self._add_depthwise_kernel(input_shape)
-        self.pointwise_kernel = self.add_weight(
-            "pointwise_kernel",
-            (1, channels * self.depth_multiplier, self.filters),
-            initializer=self.pointwise_initializer,
-        )
-        add_bias(self, (self.filters,))
+        self.padding = padding.lower()  # "causal" too
 
     def call(self, inputs: Any) -> Any:
         pointwise = shape_ops.reshape(self.pointwise_kernel, (1, *self.pointwise_kernel.shape))
         y = conv_ops.conv2d(shape_ops.expand_dims(self._depthwise(inputs), 1), pointwise)
-        y = shape_ops.squeeze(y, 1)
-        return bias_and_activation(self, y)
+        return bias_and_activation(self, shape_ops.squeeze(y, 1))
 
 
 Convolution1D = Conv1D

@@ -12,20 +12,11 @@ from typing import Any
 
 from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import conv3d as conv3d_ops
-from ipusim.keras import activations, initializers
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.conv import (
-    channels_last_input,
-    check_data_format,
-    check_strides_dilation,
-    normalize_padding,
-    normalize_tuple,
-)
-from ipusim.keras.layers.conv_transpose import normalize_output_padding, transposed_conv
-from ipusim.keras.layers.core import _positive_int, add_kernel, bias_and_activation, no_regularizers
+from ipusim.keras.layers.conv import _Conv
+from ipusim.keras.layers.conv_transpose import _Transposed, normalize_output_padding
 
 
-class Conv3D(Layer):
+class Conv3D(_Conv):
     """3-D convolution.
 
     Args:
@@ -34,7 +25,11 @@ class Conv3D(Layer):
         padding: ``"valid"`` or ``"same"``.
         groups: 1 (TensorFlow runs grouped 3-D convolutions on GPUs only).
         activation: name or function; None = linear.
+        Others: as :class:`~ipusim.keras.layers.conv.Conv2D`.
     """
+
+    _rank = 3
+    _layout = "(batch, depth, height, width, channels)"
 
     def __init__(
         self,
@@ -56,61 +51,52 @@ class Conv3D(Layer):
         bias_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        name = type(self).__name__
-        no_regularizers(name, locals())
-        filters = _positive_int(name, "filters", filters)
+        super().__init__(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            dilation_rate=dilation_rate,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+            **kwargs,
+        )
         if groups != 1:
             raise UnsupportedError(
-                f"{name}: groups={groups!r} is not simulated (TensorFlow runs grouped 3-D "
-                "convolutions on GPUs only); use groups=1"
+                f"{type(self).__name__}: groups={groups!r} is not simulated (TensorFlow runs "
+                "grouped 3-D convolutions on GPUs only); use groups=1"
             )
-        check_data_format(data_format, name)
-        self.filters = filters
-        self.kernel_size = normalize_tuple(kernel_size, "kernel_size", name, 3)
-        self.strides = normalize_tuple(strides, "strides", name, 3)
-        self.padding = normalize_padding(padding, name)
-        self.dilation_rate = normalize_tuple(dilation_rate, "dilation_rate", name, 3)
-        check_strides_dilation(self.strides, self.dilation_rate, name)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
 
-    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
-        return (*self.kernel_size, channels, self.filters)
+    def _convolve(self, x: Any, kernel: Any, padding: str) -> Any:
+        geometry = {"strides": self.strides, "dilation_rate": self.dilation_rate}
+        return conv3d_ops.conv3d(x, kernel, padding=padding, **geometry)
 
-    def build(self, input_shape: Any) -> None:
-        channels = channels_last_input(self, input_shape, "(batch, depth, height, width, channels)")
-        self.kernel = add_kernel(self, self._kernel_shape(channels), (self.filters,))
-
-    def _convolve(self, inputs: Any) -> Any:
-        return conv3d_ops.conv3d(
-            inputs,
-            self.kernel,
-            strides=self.strides,
-            padding=self.padding.upper(),
-            dilation_rate=self.dilation_rate,
-        )
-
-    def call(self, inputs: Any) -> Any:
-        y = self._convolve(inputs)
-        return bias_and_activation(self, y)
-
-    _config_names = (
-        "filters kernel_size strides padding dilation_rate activation use_bias "
-        "kernel_initializer bias_initializer"
-    )
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        del config["groups"]  # always 1
+        return config
 
 
-class Conv3DTranspose(Conv3D):
-    """Transposed 3-D convolution (kernel ``(Kd, Kh, Kw, filters, Cin)``).
+class Conv3DTranspose(_Transposed, Conv3D):
+    """Transposed 3-D convolution (kernel ``(Kd, Kh, Kw, filters, Cin)``): the transposed
+    convolution of :class:`~ipusim.keras.layers.conv_transpose.Conv2DTranspose` on the volumes
+    of :class:`Conv3D`.
 
     Args:
         output_padding: None (Keras' rule) or extra planes / rows / columns per axis, each
             smaller than its stride.
         Others: as :class:`Conv3D`.
     """
+
+    _op = staticmethod(conv3d_ops.conv3d_backprop_input)
 
     def __init__(
         self,
@@ -136,17 +122,8 @@ class Conv3DTranspose(Conv3D):
             use_bias=use_bias,
             **kwargs,
         )
-        self.output_padding = normalize_output_padding(
-            output_padding, self.strides, type(self).__name__
-        )
-
-    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
-        return (*self.kernel_size, self.filters, channels)
-
-    def _convolve(self, inputs: Any) -> Any:
-        return transposed_conv(self, inputs, self.kernel, conv3d_ops.conv3d_backprop_input)
-
-    _config_names = "output_padding"
+        name = type(self).__name__
+        self.output_padding = normalize_output_padding(output_padding, self.strides, name)
 
 
 Convolution3D = Conv3D

@@ -37,6 +37,8 @@ class DepthwiseConv2D(Layer):
         use_bias: add a bias of ``C·depth_multiplier`` entries.
     """
 
+    _layout = "(batch, height, width, channels)"
+
     def __init__(
         self,
         kernel_size: Any,
@@ -71,17 +73,13 @@ class DepthwiseConv2D(Layer):
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
 
-    def _check_input(self, input_shape: Any) -> int:
-        layout = "(batch, height, width, channels)"
-        return int(channels_last_input(self, input_shape, layout, ValueError))
-
     def _taps(self) -> tuple[int, ...]:
         """The depthwise kernel's taps along each spatial axis."""
         return self.kernel_size
 
     def _add_depthwise_kernel(self, input_shape: Any) -> int:
         """Add the ``(*taps, C, depth_multiplier)`` depthwise kernel; return the input channels C."""
-        channels = self._check_input(input_shape)
+        channels = int(channels_last_input(self, input_shape, self._layout))
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel",
             (*self._taps(), channels, self.depth_multiplier),
@@ -93,18 +91,15 @@ class DepthwiseConv2D(Layer):
         channels = self._add_depthwise_kernel(input_shape)
         add_bias(self, (channels * self.depth_multiplier,))
 
+    def _convolve(self, x: Any, kernel: Any, padding: str) -> Any:
+        geometry = {"strides": self.strides, "dilation_rate": self.dilation_rate}
+        return conv_grouped.depthwise_conv2d(x, kernel, padding=padding, **geometry)
+
     def _depthwise(self, inputs: Any) -> Any:
-        return conv_grouped.depthwise_conv2d(
-            inputs,
-            self.depthwise_kernel,
-            strides=self.strides,
-            padding=self.padding.upper(),
-            dilation_rate=self.dilation_rate,
-        )
+        return self._convolve(inputs, self.depthwise_kernel, self.padding.upper())
 
     def call(self, inputs: Any) -> Any:
-        y = self._depthwise(inputs)
-        return bias_and_activation(self, y)
+        return bias_and_activation(self, self._depthwise(inputs))
 
     _config_names = (
         "kernel_size strides padding depth_multiplier dilation_rate activation use_bias "
@@ -165,9 +160,10 @@ class SeparableConv2D(DepthwiseConv2D):
 
     def build(self, input_shape: Any) -> None:
         channels = self._add_depthwise_kernel(input_shape)
+        ones = (1,) * len(self._taps())  # a 1x1 (1-D: 1-tap) kernel
         self.pointwise_kernel = self.add_weight(
             "pointwise_kernel",
-            (1, 1, channels * self.depth_multiplier, self.filters),
+            (*ones, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
         )
         add_bias(self, (self.filters,))

@@ -117,19 +117,13 @@ class _ConvLSTM(Layer):
             self.bias = self.add_weight("bias", (four,), initializer=init)
         self.built = True
 
-    def _as_2d(self, kernel: Any) -> Any:
-        return s.expand_dims(kernel, 0) if self._rank == 1 else kernel
-
     def _conv(self, x: Any, kernel: Any, **geometry: Any) -> Any:
         """The convolution of the layer's rank (ConvLSTM1D's as a 2-D one of height 1)."""
         if self._rank == 3:
             return conv3d_ops.conv3d(x, kernel, **geometry)
-        return conv_ops.conv2d(x, self._as_2d(kernel), **geometry)
-
-    def _geometry(self) -> tuple[tuple, tuple]:
-        if self._rank == 1:
-            return (1, *self.strides), (1, *self.dilation_rate)
-        return self.strides, self.dilation_rate
+        return conv_ops.conv2d(
+            x, s.expand_dims(kernel, 0) if self._rank == 1 else kernel, **geometry
+        )
 
     def call(self, inputs: Any, training: bool | None = None, initial_state: Any = None) -> Any:
         if initial_state is not None:
@@ -142,13 +136,13 @@ class _ConvLSTM(Layer):
             )
         frames = s.expand_dims(inputs, 2) if self._rank == 1 else inputs  # 1-D: (B, T, 1, L, C)
         spatial = frames.shape[2:]
-        strides, dilation = self._geometry()
+        unit = (1,) if self._rank == 1 else ()  # ConvLSTM1D's unit height
         x = self._conv(
             s.reshape(frames, (-1, *spatial)),
             self.kernel,
-            strides=strides,
+            strides=(*unit, *self.strides),
             padding=self.padding.upper(),
-            dilation_rate=dilation,
+            dilation_rate=(*unit, *self.dilation_rate),
         )
         if self.bias is not None:
             x = m.add(x, self.bias)

@@ -15,11 +15,10 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
-from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import config_of
-from ipusim.keras.layers.conv import Conv2D, channels_last_input
-from ipusim.keras.layers.conv1d import _one_d, check_steps_input, normalize_single, padding_1d
-from ipusim.keras.layers.core import add_kernel, bias_and_activation
+from ipusim.keras.layers.conv import Conv2D
+from ipusim.keras.layers.conv1d import _UnitHeight, unit_height
+from ipusim.keras.layers.core import bias_and_activation
 
 
 def deconv_length(
@@ -101,7 +100,27 @@ def transposed_conv(layer: Any, x: Any, kernel: Any, op: Callable[..., Any]) -> 
     )
 
 
-class Conv2DTranspose(Conv2D):
+class _Transposed:
+    """What the transposed convolutions share: the ``(*taps, filters, Cin)`` kernel, ``_op``
+    (the input gradient of the forward convolution) as the convolution, no ``groups``."""
+
+    _op: Callable[..., Any]
+    filters: int
+    _taps: Callable[[], tuple[int, ...]]
+
+    def _kernel_shape(self, channels: int) -> tuple[int, ...]:
+        return (*self._taps(), self.filters, channels)
+
+    def _convolve(self, x: Any, kernel: Any, padding: str) -> Any:
+        return transposed_conv(self, x, kernel, type(self)._op)
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config() | config_of(self, "output_padding")  # type: ignore[misc]
+        config.pop("groups", None)
+        return config
+
+
+class Conv2DTranspose(_Transposed, Conv2D):
     """Transposed 2-D convolution (kernel ``(Kh, Kw, filters, Cin)``).
 
     Args:
@@ -110,6 +129,8 @@ class Conv2DTranspose(Conv2D):
         output_padding: None (Keras' rule) or extra rows / columns per axis, each < its stride.
         activation, use_bias, initializers: as :class:`Conv2D`.
     """
+
+    _op = staticmethod(conv_ops.conv2d_backprop_input)
 
     def __init__(
         self,
@@ -135,28 +156,11 @@ class Conv2DTranspose(Conv2D):
             use_bias=use_bias,
             **kwargs,
         )
-        self.output_padding = normalize_output_padding(
-            output_padding, self.strides, type(self).__name__
-        )
-
-    def build(self, input_shape: Any) -> None:
-        channels = channels_last_input(self, input_shape, "(batch, height, width, channels)")
-        self.kernel = add_kernel(self, (*self.kernel_size, self.filters, channels), (self.filters,))
-
-    def _transpose(self, x: Any, kernel: Any) -> Any:
-        return transposed_conv(self, x, kernel, conv_ops.conv2d_backprop_input)
-
-    def call(self, inputs: Any) -> Any:
-        y = self._transpose(inputs, self.kernel)
-        return bias_and_activation(self, y)
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config() | config_of(self, "output_padding")
-        config.pop("groups", None)
-        return config
+        name = type(self).__name__
+        self.output_padding = normalize_output_padding(output_padding, self.strides, name)
 
 
-class Conv1DTranspose(Conv2DTranspose):
+class Conv1DTranspose(_UnitHeight, Conv2DTranspose):
     """Transposed 1-D convolution (kernel ``(K, filters, Cin)``)."""
 
     def __init__(
@@ -178,31 +182,22 @@ class Conv1DTranspose(Conv2DTranspose):
             output_padding = (0, *items)
         super().__init__(
             filters,
-            (1, normalize_single(kernel_size, "kernel_size", name)),
-            strides=(1, normalize_single(strides, "strides", name)),
-            padding=padding_1d(padding, name, causal=False),
+            **unit_height(name, kernel_size, strides, padding, dilation_rate, causal=False),
             output_padding=output_padding,
             data_format=data_format,
-            dilation_rate=(1, normalize_single(dilation_rate, "dilation_rate", name)),
             activation=activation,
             use_bias=use_bias,
             **kwargs,
         )
 
-    def build(self, input_shape: Any) -> None:
-        channels = check_steps_input(self, input_shape)
-        self.kernel = add_kernel(
-            self, (self.kernel_size[1], self.filters, channels), (self.filters,)
-        )
-
     def call(self, inputs: Any) -> Any:
-        kernel = shape_ops.reshape(self.kernel, (1, *self.kernel.shape))
-        y = shape_ops.squeeze(self._transpose(shape_ops.expand_dims(inputs, 1), kernel), 1)
-        return bias_and_activation(self, y)
+        return bias_and_activation(self, self._unit_height(self._convolve, inputs, self.kernel))
 
     def get_config(self) -> dict[str, Any]:
-        padded = () if self.output_padding is None else ("output_padding",)
-        return _one_d(super().get_config(), ("kernel_size", "strides", "dilation_rate", *padded))
+        config = super().get_config()
+        if self.output_padding is not None:
+            config["output_padding"] = [self.output_padding[1]]
+        return config
 
 
 Convolution2DTranspose = Conv2DTranspose

@@ -20,6 +20,22 @@ def _positive_int(layer: str, arg: str, value: Any) -> int:
     return int(value)
 
 
+def check_rate(layer: str, arg: str, value: Any) -> float:
+    """A dropout rate: a number in [0, 1), as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise ConfigurationError(f"{layer}: `{arg}` must be a float in [0, 1), received {value!r}")
+    return float(value)
+
+
+def check_rank(layer: Layer, inputs: Any, rank: int, layout: str) -> None:
+    """Raise unless ``inputs`` have ``rank`` axes, laid out as ``layout``."""
+    if inputs.ndim != rank:
+        raise ConfigurationError(
+            f"{type(layer).__name__} {layer.name!r} expects {rank}-D inputs {layout}, "
+            f"received shape {inputs.shape}"
+        )
+
+
 def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
     """Refuse, naming them, the ``*_regularizer`` / ``*_constraint`` arguments among a layer's
     ``arguments`` (its ``locals()``) that are set: ipusim does not simulate them
@@ -37,9 +53,11 @@ def no_regularizers(layer: str, arguments: dict[str, Any]) -> None:
         )
 
 
-def same_shape(layer: Any, input_shape: Any) -> tuple[Any, ...]:
-    """``compute_output_shape`` of a layer whose output has its input's shape (no tracing)."""
-    return tuple(input_shape)
+class SameShapeLayer(Layer):
+    """A layer whose output has its input's shape: ``compute_output_shape`` without tracing."""
+
+    def compute_output_shape(self, input_shape: Any) -> tuple[Any, ...]:
+        return tuple(input_shape)
 
 
 def add_bias(layer: Any, shape: tuple) -> None:
@@ -66,6 +84,11 @@ def add_kernel(layer: Any, kernel_shape: tuple[int, ...], bias_shape: tuple[int,
     )
     add_bias(layer, bias_shape)
     return kernel
+
+
+def as_compute_dtype(layer: Layer, inputs: Any) -> Any:
+    """``inputs`` cast to ``layer``'s compute dtype (when they have another)."""
+    return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
 
 
 def bias_and_activation(layer: Any, y: Any) -> Any:
@@ -116,21 +139,16 @@ class Dense(Layer):
         self.kernel = add_kernel(self, (input_shape[-1], self.units), (self.units,))
 
     def call(self, inputs: Any) -> Any:
-        if inputs.dtype != self.compute_dtype:  # as tf.keras: uint8 / bool / int inputs are cast
-            inputs = m.cast(inputs, self.compute_dtype)
+        inputs = as_compute_dtype(self, inputs)  # as tf.keras: uint8 / bool / int inputs are cast
         if inputs.ndim == 2:
             y = nn.matmul(inputs, self.kernel)
         else:  # apply to the last axis of a higher-rank input
             lead = inputs.shape[:-1]
             flat = shape.reshape(inputs, (-1, inputs.shape[-1]))
-            y = shape.reshape(nn.matmul(flat, self.kernel), (*_minus_one_batch(lead), self.units))
+            y = shape.reshape(nn.matmul(flat, self.kernel), (-1, *lead[1:], self.units))
         return bias_and_activation(self, y)
 
     _config_names = "units activation use_bias kernel_initializer bias_initializer"
-
-
-def _minus_one_batch(lead: tuple) -> tuple:
-    return (-1, *lead[1:])
 
 
 class Activation(Layer):
@@ -235,13 +253,9 @@ class Dropout(Layer):
         self, rate: float, noise_shape: Any = None, seed: int | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
-            raise ConfigurationError(
-                f"Dropout: `rate` must be a float in [0, 1), received {rate!r}"
-            )
         if noise_shape is not None:
             noise_shape = tuple(None if d is None else int(d) for d in noise_shape)
-        self.rate = float(rate)
+        self.rate = check_rate("Dropout", "rate", rate)
         self.noise_shape = noise_shape
         self.seed = seed
         self._op_seed = backend.next_seed() if seed is None else int(seed)

@@ -15,8 +15,7 @@ from typing import Any
 
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as m
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import same_shape
+from ipusim.keras.layers.core import SameShapeLayer
 
 log = logging.getLogger("ipusim")
 
@@ -30,16 +29,14 @@ def l2_normalize(x: Any, axis: Any) -> Any:
     return m.divide(x, m.sqrt(m.maximum(squared, L2_EPSILON)))
 
 
-class Identity(Layer):
+class Identity(SameShapeLayer):
     """Returns its input unchanged."""
 
     def call(self, inputs: Any) -> Any:
         return m.identity(inputs)
 
-    compute_output_shape = same_shape
 
-
-class Masking(Layer):
+class Masking(SameShapeLayer):
     """Zeroes the time steps whose features all equal ``mask_value`` (tf.keras' output).
 
     ipusim does not propagate the mask to later layers (see the module docstring): a recurrent
@@ -61,12 +58,10 @@ class Masking(Layer):
         keep = m.reduce_max(differs, axis=-1, keepdims=True)
         return m.multiply(inputs, m.stop_gradient(keep))
 
-    compute_output_shape = same_shape
-
     _config_names = "mask_value"
 
 
-class ActivityRegularization(Layer):
+class ActivityRegularization(SameShapeLayer):
     """Passes its input through; with ``l1`` or ``l2`` above 0 tf.keras adds an activity penalty
     to the loss with ``add_loss``, which ipusim does not simulate (UnsupportedError)."""
 
@@ -83,12 +78,10 @@ class ActivityRegularization(Layer):
     def call(self, inputs: Any) -> Any:
         return m.identity(inputs)
 
-    compute_output_shape = same_shape
-
     _config_names = "l1 l2"
 
 
-class UnitNormalization(Layer):
+class UnitNormalization(SameShapeLayer):
     """Scales each input to unit l2 norm along ``axis`` (int or list; default -1)."""
 
     def __init__(self, axis: Any = -1, **kwargs: Any) -> None:
@@ -105,7 +98,5 @@ class UnitNormalization(Layer):
     def call(self, inputs: Any) -> Any:
         axis = tuple(self.axis) if isinstance(self.axis, list) else self.axis
         return l2_normalize(inputs, axis)
-
-    compute_output_shape = same_shape
 
     _config_names = "axis"

@@ -20,7 +20,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer, config_of
-from ipusim.keras.layers.core import no_regularizers
+from ipusim.keras.layers.core import as_compute_dtype, no_regularizers
 
 _EQUATION = re.compile(r"^([a-zA-Z.]+),([a-zA-Z]+)->([a-zA-Z.]+)$")
 _SPARE = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -170,10 +170,8 @@ class EinsumDense(Layer):
         self.built = True
 
     def call(self, inputs: Any) -> Any:
-        if inputs.dtype != self.compute_dtype:
-            inputs = m.cast(inputs, self.compute_dtype)
         inp, ker, out = self._labels
-        y = einsum_matmul(inputs, self.kernel, inp, ker, out, self.equation)
+        y = einsum_matmul(as_compute_dtype(self, inputs), self.kernel, inp, ker, out, self.equation)
         if self.bias is not None:
             y = m.add(y, self.bias)
         return self.activation(y)

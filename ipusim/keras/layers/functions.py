@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.merge import (
     Add,
     Average,
@@ -17,34 +19,24 @@ from ipusim.keras.layers.merge import (
 from ipusim.keras.layers.merge_dot import Dot
 
 
-def add(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Add(**kwargs)(inputs)``: the elementwise sum of a list of tensors."""
-    return Add(**kwargs)(inputs)
+def _merge_function(layer: type[Layer], result: str) -> Callable[..., Any]:
+    """The functional form of the merge ``layer``: ``layer(**kwargs)(inputs)``, named as Keras'
+    (``Add`` -> ``add``) and documented as giving ``result``."""
+
+    def merge(inputs: list[Any], **kwargs: Any) -> Any:
+        return layer(**kwargs)(inputs)
+
+    merge.__name__ = merge.__qualname__ = layer.__name__.lower()
+    merge.__doc__ = f"``{layer.__name__}(**kwargs)(inputs)``: {result}."
+    return merge
 
 
-def subtract(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Subtract(**kwargs)(inputs)``: the difference of two tensors."""
-    return Subtract(**kwargs)(inputs)
-
-
-def multiply(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Multiply(**kwargs)(inputs)``: the elementwise product of a list of tensors."""
-    return Multiply(**kwargs)(inputs)
-
-
-def average(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Average(**kwargs)(inputs)``: the elementwise mean of a list of tensors."""
-    return Average(**kwargs)(inputs)
-
-
-def maximum(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Maximum(**kwargs)(inputs)``: the elementwise maximum of a list of tensors."""
-    return Maximum(**kwargs)(inputs)
-
-
-def minimum(inputs: list[Any], **kwargs: Any) -> Any:
-    """``Minimum(**kwargs)(inputs)``: the elementwise minimum of a list of tensors."""
-    return Minimum(**kwargs)(inputs)
+add = _merge_function(Add, "the elementwise sum of a list of tensors")
+subtract = _merge_function(Subtract, "the difference of two tensors")
+multiply = _merge_function(Multiply, "the elementwise product of a list of tensors")
+average = _merge_function(Average, "the elementwise mean of a list of tensors")
+maximum = _merge_function(Maximum, "the elementwise maximum of a list of tensors")
+minimum = _merge_function(Minimum, "the elementwise minimum of a list of tensors")
 
 
 def concatenate(inputs: list[Any], axis: int = -1, **kwargs: Any) -> Any:

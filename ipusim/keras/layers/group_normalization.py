@@ -12,11 +12,10 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as s
 from ipusim.keras import initializers
-from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import no_regularizers, same_shape
+from ipusim.keras.layers.core import SameShapeLayer, no_regularizers
 
 
-class GroupNormalization(Layer):
+class GroupNormalization(SameShapeLayer):
     """Splits the channels on ``axis`` into ``groups`` and normalises each group of each sample
     by its own mean and variance, then scales by ``gamma`` and shifts by ``beta`` per channel.
 
@@ -101,7 +100,5 @@ class GroupNormalization(Layer):
             offset = m.add(s.reshape(self.beta, params), offset)
         y = m.add(m.multiply(x, inv), offset)
         return s.reshape(y, [-1 if d is None else d for d in dims])
-
-    compute_output_shape = same_shape
 
     _config_names = "groups axis epsilon center scale beta_initializer gamma_initializer"

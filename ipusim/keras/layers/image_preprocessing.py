@@ -30,17 +30,12 @@ from ipusim.graph.ops.noise import random_draw, reverse
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer, current_training
 from ipusim.keras.engine.nest import flatten
+from ipusim.keras.layers.core import _positive_int, as_compute_dtype
 from ipusim.keras.layers.image_resize import center_crop, check_method, resize, smart_resize
 from ipusim.keras.layers.noise import SeededLayer
 
 #: Offset between the seeds of a layer's independent draws.
 _SEED_STRIDE = 0x9E3779B1
-
-
-def _size(layer: str, arg: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{layer}: `{arg}` must be a positive int, received {value!r}")
-    return value
 
 
 def _batched(images: Any, fn: Any) -> Any:
@@ -53,10 +48,6 @@ def _batched(images: Any, fn: Any) -> Any:
             f"inputs, received shape {images.shape}"
         )
     return fn(images)
-
-
-def _as_float(layer: Layer, inputs: Any) -> Any:
-    return m.cast(inputs, layer.compute_dtype) if inputs.dtype != layer.compute_dtype else inputs
 
 
 class Resizing(Layer):
@@ -72,15 +63,15 @@ class Resizing(Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.height = _size("Resizing", "height", height)
-        self.width = _size("Resizing", "width", width)
+        self.height = _positive_int("Resizing", "height", height)
+        self.width = _positive_int("Resizing", "width", width)
         self.interpolation = check_method("Resizing", interpolation)
         self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
 
     def call(self, inputs: Any) -> Any:
         fn = smart_resize if self.crop_to_aspect_ratio else resize
         return _batched(
-            _as_float(self, inputs),
+            as_compute_dtype(self, inputs),
             lambda x: fn(x, self.height, self.width, self.interpolation),
         )
 
@@ -93,8 +84,8 @@ class CenterCrop(Layer):
 
     def __init__(self, height: int, width: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.height = _size("CenterCrop", "height", height)
-        self.width = _size("CenterCrop", "width", width)
+        self.height = _positive_int("CenterCrop", "height", height)
+        self.width = _positive_int("CenterCrop", "width", width)
 
     def call(self, inputs: Any) -> Any:
         def crop(x: Any) -> Any:
@@ -102,16 +93,13 @@ class CenterCrop(Layer):
                 return center_crop(x, self.height, self.width)
             return smart_resize(x, self.height, self.width)
 
-        return _batched(_as_float(self, inputs), crop)
+        return _batched(as_compute_dtype(self, inputs), crop)
 
     _config_names = "height width"
 
 
 class _RandomLayer(SeededLayer):
     """Seeded like Dropout; ``training`` defaults to True outside a model call, as in Keras."""
-
-    def _seed(self, i: int) -> int:
-        return (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Keras uses the call signature's default (training=True) when nothing sets the mode:
@@ -123,7 +111,7 @@ class _RandomLayer(SeededLayer):
 
     def _augment(self, inputs: Any, training: bool | None, fn: Any) -> Any:
         """``fn`` applied to the (float, batched) images in training; the identity at inference."""
-        inputs = _as_float(self, inputs)
+        inputs = as_compute_dtype(self, inputs)
         return _batched(inputs, fn) if training else m.identity(inputs)
 
 
@@ -148,7 +136,8 @@ class RandomFlip(_RandomLayer):
     def _flip(self, images: Any) -> Any:
         for i, axis in enumerate(self.MODES[self.mode]):
             # 1 or 0 per image; choose = flipped * f + images * (1 - f), exact for 0/1.
-            f = random_draw(images, "bernoulli", self._seed(i), (None, 1, 1, 1), a=0.5)
+            seed = (self._op_seed + i * _SEED_STRIDE) & 0x7FFFFFFF
+            f = random_draw(images, "bernoulli", seed, (None, 1, 1, 1), a=0.5)
             flipped = reverse(images, axis)
             images = m.add(m.multiply(flipped, f), m.multiply(images, m.subtract(1.0, f)))
         return images
@@ -162,8 +151,8 @@ class RandomCrop(_RandomLayer):
 
     def __init__(self, height: int, width: int, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(seed=seed, **kwargs)
-        self.height = _size("RandomCrop", "height", height)
-        self.width = _size("RandomCrop", "width", width)
+        self.height = _positive_int("RandomCrop", "height", height)
+        self.width = _positive_int("RandomCrop", "width", width)
 
     def call(self, inputs: Any, training: bool | None = True) -> Any:
         def crop(x: Any) -> Any:
@@ -172,7 +161,7 @@ class RandomCrop(_RandomLayer):
                 return random_crop(x, self.height, self.width, self._op_seed)
             return smart_resize(x, self.height, self.width)
 
-        return _batched(_as_float(self, inputs), crop)
+        return _batched(as_compute_dtype(self, inputs), crop)
 
     _config_names = "height width"
 
@@ -267,7 +256,7 @@ class _SizeChanging(_RandomLayer):
                 "shapes. At inference it is the identity, as in Keras; resize to a fixed size "
                 "with Resizing or RandomCrop instead"
             )
-        return m.identity(_as_float(self, inputs))
+        return m.identity(as_compute_dtype(self, inputs))
 
     _config_names = "factor interpolation"
 

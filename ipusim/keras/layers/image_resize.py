@@ -42,8 +42,7 @@ def center_crop(images: Any, height: int, width: int) -> Any:
     """The central ``height`` x ``width`` window (offsets rounded down, as Keras)."""
     h, w = images.shape[1], images.shape[2]
     top, left = (h - height) // 2, (w - width) // 2
-    size = [-1, height, width, -1]
-    return s.slice(images, [0, top, left, 0], size)
+    return s.slice(images, [0, top, left, 0], [-1, height, width, -1])
 
 
 def smart_resize(images: Any, height: int, width: int, method: str = "bilinear") -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -27,10 +28,7 @@ class _Merge(Layer):
         self.built = True
 
     def call(self, inputs: list[Any]) -> Any:
-        result = inputs[0]
-        for x in inputs[1:]:
-            result = self._combine(result, x)
-        return result
+        return functools.reduce(self._combine, inputs)
 
 
 class Add(_Merge):

@@ -71,5 +71,4 @@ class Dot(Layer):
             x, y = l2_normalize(x, ax), l2_normalize(y, ay)
         return batch_dot(x, y, (ax, ay))
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "axes": self.axes, "normalize": self.normalize}
+    _config_names = "axes normalize"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ipusim.errors import ConfigurationError, UnsupportedError
+from ipusim.errors import UnsupportedError
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn
 from ipusim.graph.ops import shape as s
@@ -21,16 +21,8 @@ from ipusim.keras import backend, initializers
 from ipusim.keras.engine.layer import Layer, config_of
 from ipusim.keras.keyword_init import fields
 from ipusim.keras.layers.attention import causal_mask, masked_softmax, merge_masks
-from ipusim.keras.layers.core import no_regularizers
+from ipusim.keras.layers.core import _positive_int, no_regularizers
 from ipusim.keras.layers.einsum_dense import EinsumDense
-
-
-def _positive(arg: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(
-            f"MultiHeadAttention: `{arg}` must be a positive int, received {value!r}"
-        )
-    return value
 
 
 class MultiHeadAttention(Layer):
@@ -80,9 +72,10 @@ class MultiHeadAttention(Layer):
             attention_axes = (
                 [attention_axes] if isinstance(attention_axes, int) else list(attention_axes)
             )
-        self.num_heads = _positive("num_heads", num_heads)
-        self.key_dim = _positive("key_dim", key_dim)
-        self.value_dim = _positive("value_dim", value_dim) if value_dim else self.key_dim
+        name = "MultiHeadAttention"
+        self.num_heads = _positive_int(name, "num_heads", num_heads)
+        self.key_dim = _positive_int(name, "key_dim", key_dim)
+        self.value_dim = _positive_int(name, "value_dim", value_dim) if value_dim else self.key_dim
         self.dropout = float(dropout)
         self.use_bias = bool(use_bias)
         self.output_shape_arg = output_shape
@@ -147,17 +140,9 @@ class MultiHeadAttention(Layer):
                 f"received shapes {query.shape}, {value.shape} and {key.shape}"
             )
         self._check_axes(query.ndim)
-        if query.ndim > 3:  # attention over every axis between batch and features: flatten them
-            return self._flattened(
-                query,
-                value,
-                key,
-                attention_mask,
-                return_attention_scores,
-                training,
-                use_causal_mask,
-            )
-        return self._attend(
+        # rank > 3: attention over every axis between batch and features, flattened into one
+        attend = self._flattened if query.ndim > 3 else self._attend
+        return attend(
             query, value, key, attention_mask, return_attention_scores, training, use_causal_mask
         )
 

@@ -17,7 +17,7 @@ from ipusim.graph.ops import nn
 from ipusim.graph.ops.noise import random_draw
 from ipusim.keras import backend
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import Dropout, same_shape
+from ipusim.keras.layers.core import Dropout, SameShapeLayer, check_rank
 
 #: SELU's constants (Klambauer et al. 2017), as tf.keras' AlphaDropout uses them. S
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -41,10 +41,8 @@ class SeededLayer(Layer):
     _config_names = "seed"
 
 
-class _Noise(SeededLayer):
+class _Noise(SameShapeLayer, SeededLayer):
     """Shared: a seed from the stream, the identity outside training, shape-preserving."""
-
-    compute_output_shape = same_shape
 
 
 class GaussianNoise(_Noise):
@@ -107,7 +105,7 @@ class AlphaDropout(_Noise):
     _config_names = "rate noise_shape"
 
 
-class _SpatialDropout(Dropout):
+class _SpatialDropout(SameShapeLayer, Dropout):
     """Dropout of whole feature maps: one mask entry per (sample, channel)."""
 
     _rank: int = 3
@@ -124,19 +122,13 @@ class _SpatialDropout(Dropout):
         self.data_format = data_format
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
-        if inputs.ndim != self._rank:
-            raise ConfigurationError(
-                f"{type(self).__name__} expects inputs of rank {self._rank}, received shape "
-                f"{inputs.shape}"
-            )
+        check_rank(self, inputs, self._rank, "(batch, ..., channels)")
         if not training or self.rate == 0:
             return m.identity(inputs)
         ones = (1,) * (self._rank - 2)
         channels_first = self.data_format == "channels_first" and self._rank > 3
         noise = (None, None, *ones) if channels_first else (None, *ones, None)
         return nn.dropout(inputs, rate=self.rate, seed=self._op_seed, noise_shape=noise)
-
-    compute_output_shape = same_shape
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

@@ -28,32 +28,22 @@ class _Normalization(Layer):
     scale: bool
     center: bool
 
-    @property
-    def _param_dtype(self) -> str:
-        return "float32" if self._dtype == "float16" else self._dtype
-
     def _widen(self, inputs: Any) -> Any:
         return m.cast(inputs, "float32") if inputs.dtype == "float16" else inputs
 
     def _narrow(self, y: Any) -> Any:
         return m.cast(y, self._compute_dtype) if y.dtype != self._compute_dtype else y
 
+    def _add_param(self, name: str, channels: int, trainable: bool) -> Any:
+        """The ``(channels,)`` weight ``name``, initialised by the layer's ``<name>_initializer``."""
+        initializer = getattr(self, f"{name}_initializer")
+        dtype = "float32" if self._dtype == "float16" else self._dtype
+        return self.add_weight(name, (channels,), dtype, initializer, trainable=trainable)
+
     def _add_gamma_beta(self, channels: int) -> None:
         """The scale and offset weights (frozen, not absent, when ``scale`` / ``center`` is off)."""
-        self.gamma = self.add_weight(
-            "gamma",
-            (channels,),
-            initializer=self.gamma_initializer,
-            trainable=self.scale,
-            dtype=self._param_dtype,
-        )
-        self.beta = self.add_weight(
-            "beta",
-            (channels,),
-            initializer=self.beta_initializer,
-            trainable=self.center,
-            dtype=self._param_dtype,
-        )
+        self.gamma = self._add_param("gamma", channels, self.scale)
+        self.beta = self._add_param("beta", channels, self.center)
 
 
 class BatchNormalization(_Normalization):
@@ -119,20 +109,8 @@ class BatchNormalization(_Normalization):
                 f"{input_shape} must be known"
             )
         self._add_gamma_beta(channels)
-        self.moving_mean = self.add_weight(
-            "moving_mean",
-            (channels,),
-            dtype=self._param_dtype,
-            trainable=False,
-            initializer=self.moving_mean_initializer,
-        )
-        self.moving_variance = self.add_weight(
-            "moving_variance",
-            (channels,),
-            dtype=self._param_dtype,
-            trainable=False,
-            initializer=self.moving_variance_initializer,
-        )
+        self.moving_mean = self._add_param("moving_mean", channels, False)
+        self.moving_variance = self._add_param("moving_variance", channels, False)
         self.built = True
 
     def call(self, inputs: Any, training: bool | None = None) -> Any:
@@ -206,8 +184,7 @@ class LayerNormalization(_Normalization):
             raise UnsupportedError(
                 f"LayerNormalization: only the last axis is supported, received axis={self.axis}"
             )
-        channels = input_shape[-1]
-        self._add_gamma_beta(channels)
+        self._add_gamma_beta(input_shape[-1])
         self.built = True
 
     def call(self, inputs: Any) -> Any:

@@ -9,6 +9,7 @@ from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_padding, normalize_tuple
+from ipusim.keras.layers.core import check_rank
 
 
 class _Pooling2D(Layer):
@@ -78,11 +79,7 @@ class GlobalAveragePooling2D(_GlobalPooling2D):
     """Mean over height and width: (N, H, W, C) -> (N, C)."""
 
     def call(self, inputs: Any) -> Any:
-        if inputs.ndim != 4:
-            raise ConfigurationError(
-                f"GlobalAveragePooling2D {self.name!r} expects 4-D inputs, received "
-                f"shape {inputs.shape}"
-            )
+        check_rank(self, inputs, 4, "(batch, height, width, channels)")
         if self.keepdims:
             return m.reduce_mean(inputs, axis=(1, 2), keepdims=True)
         return conv_ops.global_avg_pool2d(inputs)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ipusim.errors import ConfigurationError
 from ipusim.graph.ops import conv as conv_ops
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import pool3d
@@ -18,15 +17,8 @@ from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_tuple
 from ipusim.keras.layers.conv1d import normalize_single
+from ipusim.keras.layers.core import check_rank
 from ipusim.keras.layers.pooling import _Pooling2D
-
-
-def check_rank(layer: Layer, inputs: Any, rank: int, layout: str) -> None:
-    if inputs.ndim != rank:
-        raise ConfigurationError(
-            f"{type(layer).__name__} {layer.name!r} expects {rank}-D inputs {layout}, "
-            f"received shape {inputs.shape}"
-        )
 
 
 class _Pooling1D(_Pooling2D):

@@ -104,12 +104,8 @@ def _amp(extras: dict[str, Any]) -> dict[str, Any]:
     fwd, bwd = (extras[f"available_memory_proportion_{d}"] for d in ("fwd", "bwd"))
     fwd = None if fwd in (None, -1) else float(fwd)
     bwd = fwd if bwd is None else (None if bwd == -1 else float(bwd))
-    out: dict[str, Any] = {}
-    if fwd is not None:
-        out["available_memory_proportion"] = fwd
-    if bwd is not None:
-        out["available_memory_proportion_bwd"] = bwd
-    return out
+    amp = {"available_memory_proportion": fwd, "available_memory_proportion_bwd": bwd}
+    return {name: value for name, value in amp.items() if value is not None}
 
 
 def _dropout_seed(seed: Any) -> int:

@@ -36,8 +36,7 @@ class Rescaling(Layer):
         y = m.multiply(m.cast(inputs, self.dtype), self.scale)
         return m.add(y, self.offset) if self.offset else y
 
-    def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+    _config_names = "scale offset"
 
 
 class Normalization(Layer):
@@ -116,7 +115,9 @@ class Normalization(Layer):
             )
         array = np.asarray(data, np.float64)
         if not self.built:
-            self._maybe_build_from(array.shape)
+            self.build((None, *array.shape[1:]))
+            for variable in self.weights:
+                variable.value  # noqa: B018 - materialise now, as Layer._maybe_build does
         rank = array.ndim
         keep = {a % rank for a in self.axis}
         reduce_axes = tuple(a for a in range(rank) if a not in keep)
@@ -125,11 +126,6 @@ class Normalization(Layer):
         self.mean.assign(mean.reshape(self.mean.shape).astype(self.mean.dtype))
         self.variance.assign(variance.reshape(self.variance.shape).astype(self.variance.dtype))
         self.count.assign(np.asarray(array.size // max(mean.size, 1), np.int32))
-
-    def _maybe_build_from(self, shape: tuple) -> None:
-        self.build((None, *shape[1:]))
-        for variable in self.weights:
-            variable.value  # noqa: B018 - materialise now, as Layer._maybe_build does
 
     def get_config(self) -> dict[str, Any]:
         config = {**super().get_config(), "axis": list(self.axis)}

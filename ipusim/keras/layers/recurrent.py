@@ -24,7 +24,8 @@ from ipusim.graph.ops import rnn as rnn_ops
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.layer import Layer
-from ipusim.keras.layers.core import _positive_int, no_regularizers
+from ipusim.keras.layers.conv import channels_last_input
+from ipusim.keras.layers.core import _positive_int, check_rank, check_rate, no_regularizers
 from ipusim.keras.layers.recurrent_steps import (
     forget_bias_initializer,
     fused_names,
@@ -33,12 +34,6 @@ from ipusim.keras.layers.recurrent_steps import (
     lstm_gates,
     recurrent_product,
 )
-
-
-def _rate(layer: str, arg: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-        raise ConfigurationError(f"{layer}: `{arg}` must be a float in [0, 1), received {value!r}")
-    return float(value)
 
 
 class _GatedLayer(Layer):
@@ -53,30 +48,34 @@ class _GatedLayer(Layer):
     def __init__(
         self,
         units: int,
-        activation: Any,
-        recurrent_activation: Any,
-        use_bias: bool,
-        kernel_initializer: Any,
-        recurrent_initializer: Any,
-        bias_initializer: Any,
-        dropout: float,
-        recurrent_dropout: float,
+        activation: Any = "tanh",
+        recurrent_activation: Any = None,
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        """``recurrent_activation`` is the one the subclass resolved (None: it has none)."""
+        """``recurrent_activation`` defaults to sigmoid when there are gates (LSTM, GRU), else to
+        none. The cells' ``*_regularizer`` / ``*_constraint`` arguments must be None."""
         kwargs.pop("implementation", None)  # Keras' implementation choice changes no numbers
-        super().__init__(**kwargs)
         kind = type(self).__name__
+        for arg in [a for a in kwargs if a.endswith(("_regularizer", "_constraint"))]:
+            if kwargs.pop(arg) is not None:
+                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
+        super().__init__(**kwargs)
         self.units = _positive_int(kind, "units", units)
         self.activation = activations.get(activation)
-        rec = recurrent_activation
+        rec = (recurrent_activation or "sigmoid") if self._gates > 1 else recurrent_activation
         self.recurrent_activation = activations.get(rec) if rec else None
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.recurrent_initializer = initializers.get(recurrent_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
-        self.dropout = _rate(kind, "dropout", dropout)
-        self.recurrent_dropout = _rate(kind, "recurrent_dropout", recurrent_dropout)
+        self.dropout = check_rate(kind, "dropout", dropout)
+        self.recurrent_dropout = check_rate(kind, "recurrent_dropout", recurrent_dropout)
         self._check_dropout()
 
     def _check_dropout(self) -> None:
@@ -162,9 +161,6 @@ class _ResetAfter:
 class _Recurrent(_GatedLayer):
     """What SimpleRNN, LSTM and GRU share: arguments, weights, the loop over time."""
 
-    #: Keras' default recurrent activation for the subclass (None: it has none).
-    _default_recurrent_activation: str | None = None
-
     def __init__(
         self,
         units: int,
@@ -196,7 +192,7 @@ class _Recurrent(_GatedLayer):
         super().__init__(
             units,
             activation,
-            recurrent_activation or self._default_recurrent_activation,
+            recurrent_activation,
             use_bias,
             kernel_initializer,
             recurrent_initializer,
@@ -230,12 +226,7 @@ class _Recurrent(_GatedLayer):
     _amp: dict[str, Any] = {}
 
     def build(self, input_shape: Any) -> None:
-        if not isinstance(input_shape, tuple) or len(input_shape) != 3 or input_shape[-1] is None:
-            raise ConfigurationError(
-                f"{type(self).__name__} {self.name!r} needs inputs of shape (batch, timesteps, "
-                f"features) with known features, received input shape {input_shape}"
-            )
-        self._build_weights(input_shape[-1])
+        self._build_weights(channels_last_input(self, input_shape, "(batch, timesteps, features)"))
         if self.stateful:
             self._make_states(input_shape[1] if self.time_major else input_shape[0])
         self.built = True
@@ -304,9 +295,6 @@ class _Recurrent(_GatedLayer):
         lead = (inputs.shape[0], -1) if self.time_major else (-1, inputs.shape[1])
         return shape.reshape(flat, (*lead, width))
 
-    def _zero_states(self, like: Any) -> list[Any]:
-        return [rnn_ops.zero_state(like, self.units) for _ in range(self._num_states)]
-
     _num_states = 1
 
     def call(
@@ -314,11 +302,7 @@ class _Recurrent(_GatedLayer):
     ) -> Any:
         if mask is not None:
             raise UnsupportedError(f"{self.name}: masking is not simulated by ipusim yet")
-        if inputs.ndim != 3:
-            raise ConfigurationError(
-                f"{self.name}: inputs must be 3-D (batch, timesteps, features), received shape "
-                f"{inputs.shape}"
-            )
+        check_rank(self, inputs, 3, "(batch, timesteps, features)")
         inputs = self._input_dropout(inputs, training)
         steps = rnn_ops.unstack_time(self._project(inputs, training), self._time_axis)
         if self.go_backwards:
@@ -363,7 +347,7 @@ class _Recurrent(_GatedLayer):
 
     def _initial_states(self, initial_state: Any, like: Any) -> list[Any]:
         if initial_state is None:
-            return self._zero_states(like)
+            return [rnn_ops.zero_state(like, self.units) for _ in range(self._num_states)]
         states = _states_list(initial_state)
         if len(states) != self._num_states:
             raise ConfigurationError(
@@ -425,7 +409,6 @@ class LSTM(_UnitForgetBias, _Recurrent):
     starts the forget gate's bias at 1). Returns ``[output, h, c]`` with ``return_state``."""
 
     _num_states = 2
-    _default_recurrent_activation = "sigmoid"
 
     def __init__(  # Keras' positional order: unit_forget_bias after the initializers
         self,
@@ -471,8 +454,6 @@ class LSTM(_UnitForgetBias, _Recurrent):
 class GRU(_ResetAfter, _Recurrent):
     """Gated recurrent unit (Keras 2 ``GRU``: gates ``z, r, h``); ``reset_after`` as
     :class:`_ResetAfter`."""
-
-    _default_recurrent_activation = "sigmoid"
 
     def _step_weights(self) -> dict[str, Any]:
         return gru_step_weights(self)

@@ -28,37 +28,7 @@ from ipusim.keras.layers.recurrent_steps import (
 
 
 class _Cell(_GatedLayer):
-    """What the three cells share: arguments and weights."""
-
-    def __init__(
-        self,
-        units: int,
-        activation: Any = "tanh",
-        recurrent_activation: Any = None,
-        use_bias: bool = True,
-        kernel_initializer: Any = "glorot_uniform",
-        recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        dropout: float = 0.0,
-        recurrent_dropout: float = 0.0,
-        **kwargs: Any,
-    ) -> None:
-        kind = type(self).__name__
-        for arg in [a for a in kwargs if a.endswith(("_regularizer", "_constraint"))]:
-            if kwargs.pop(arg) is not None:
-                raise UnsupportedError(f"{kind}: `{arg}` is not simulated by ipusim; remove it")
-        super().__init__(
-            units,
-            activation,
-            (recurrent_activation or "sigmoid") if self._gates > 1 else None,
-            use_bias,
-            kernel_initializer,
-            recurrent_initializer,
-            bias_initializer,
-            dropout,
-            recurrent_dropout,
-            **kwargs,
-        )
+    """What the three cells share: arguments (as :class:`recurrent._GatedLayer`) and weights."""
 
     def _masked(self, x: Any, h_prev: Any, training: bool | None) -> tuple[Any, Any]:
         """The step's input and state as the gates' products read them: under dropout one mask
@@ -260,13 +230,8 @@ class RNN(Layer):
                 f"RNN {self.name!r} needs inputs of shape (batch, timesteps, features), "
                 f"received {input_shape}"
             )
-        step = (
-            (input_shape[1], input_shape[2])
-            if self.time_major
-            else (input_shape[0], input_shape[2])
-        )
-        if not self.cell.built:
-            self.cell.build(step)
+        if not self.cell.built:  # one step's input: (batch, features)
+            self.cell.build((input_shape[1 if self.time_major else 0], input_shape[2]))
             self.cell.built = True
         self.built = True
 

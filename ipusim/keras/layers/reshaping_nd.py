@@ -15,7 +15,7 @@ from ipusim.graph.ops import resize as resize_ops
 from ipusim.graph.ops import shape as shape_ops
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_tuple
-from ipusim.keras.layers.pooling_nd import check_rank
+from ipusim.keras.layers.core import check_rank
 
 
 def _amount(value: Any) -> int:
@@ -137,6 +137,16 @@ class ZeroPadding1D(_ZeroPadding):
         super().__init__(padding, **kwargs)
 
 
+class ZeroPadding2D(_ZeroPadding):
+    """Pad height and width with zeros: ``p``, ``(rows, columns)`` or ``((top, bottom), (left,
+    right))``, in pixels."""
+
+    _axes = 2
+
+    def __init__(self, padding: Any = (1, 1), data_format: str | None = None, **kwargs: Any):
+        super().__init__(padding, data_format, **kwargs)
+
+
 class ZeroPadding3D(_ZeroPadding):
     """Zeros around depth, height and width: ``p``, 3 ints or 3 ``(before, after)`` pairs."""
 
@@ -161,21 +171,9 @@ class _UpSampling(Layer):
 
     def __init__(self, size: Any, data_format: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
-        check_data_format(data_format, type(self).__name__)
-        self.size = self._normalize(size)
-
-    def _normalize(self, size: Any) -> tuple[int, ...]:
         name = type(self).__name__
-        if self._axes == 3:
-            return normalize_tuple(size, "size", name, 3)
-        items = (size,) * self._axes if isinstance(size, int) else tuple(size)
-        if len(items) != self._axes or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items
-        ):
-            raise ConfigurationError(
-                f"{name}: `size` must be a positive int or {self._axes} of them, received {size!r}"
-            )
-        return items
+        check_data_format(data_format, name)
+        self.size = normalize_tuple(size, "size", name, self._axes)
 
     def call(self, inputs: Any) -> Any:
         check_rank(self, inputs, self._axes + 2, "(batch, ..., channels)")

@@ -24,7 +24,7 @@ from ipusim.graph.graph import Symbol
 from ipusim.keras.engine.keras_tensor import KerasTensor
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.keyword_init import fields
-from ipusim.keras.layers.categorical import ENCODINGS, VocabularyLayer
+from ipusim.keras.layers.categorical import VocabularyLayer, _mode
 
 #: Keras' DEFAULT_STRIP_REGEX (tf_keras/src/layers/preprocessing/text_vectorization.py). S
 STRIP_PUNCTUATION = re.compile(r'[!"#$%&()\*\+,-\./:;<=>?@\[\\\]^_`{|}~\']')
@@ -81,14 +81,6 @@ class _HostLayer(Layer):
             )
         return self.call(inputs)
 
-    def _check_mode(self, mode: str, sparse: bool) -> str:
-        name = type(self).__name__
-        if mode == "tf_idf" or sparse:
-            raise UnsupportedError(f"{name}: tf_idf and sparse outputs are not simulated")
-        if mode not in ("int", *ENCODINGS):
-            raise ConfigurationError(f"{name}: Unknown arg for output_mode: {mode!r}")
-        return mode
-
 
 class StringLookup(VocabularyLayer, _HostLayer):
     """Maps strings to integer indices by a vocabulary (given, or learned with :meth:`adapt`);
@@ -120,7 +112,7 @@ class StringLookup(VocabularyLayer, _HostLayer):
             )
         if idf_weights is not None or pad_to_max_tokens:
             raise UnsupportedError("StringLookup: idf_weights / pad_to_max_tokens not simulated")
-        self.output_mode = self._check_mode(output_mode, sparse)
+        self.output_mode = _mode(type(self).__name__, output_mode, sparse)
         self.encoding = encoding
         self._init_vocabulary(max_tokens, num_oov_indices, mask_token, oov_token, invert)
         if vocabulary is not None:
@@ -211,7 +203,7 @@ class TextVectorization(_HostLayer):
                 "Unknown value for `output_mode` argument of layer TextVectorization. Allowed "
                 "values are: ('int', 'count', 'multi_hot', 'tf_idf'). Received: one_hot"
             )
-        self.output_mode = self._check_mode(output_mode, sparse)
+        self.output_mode = _mode(type(self).__name__, output_mode, sparse)
         if output_sequence_length is not None and self.output_mode != "int":
             raise ConfigurationError(
                 "`output_sequence_length` must not be set if `output_mode` is not 'int'"

@@ -31,9 +31,7 @@ class Wrapper(Layer):
 
         config = dict(config)
         config["layer"] = _deserialize_layer(config["layer"], custom_objects)
-        if config.get("batch_input_shape") is not None:
-            config["batch_input_shape"] = tuple(config["batch_input_shape"])
-        return cls(**config)
+        return super().from_config(config)
 
 
 class TimeDistributed(Wrapper):

@@ -1,6 +1,7 @@
 """``keras.layers.experimental.preprocessing``: the preprocessing layers under their TensorFlow 2.6
 import path (the same classes as ``keras.layers``)."""
 
+# ruff: noqa: F401  (re-exports: __all__ lists them all, computed below)
 from __future__ import annotations
 
 from typing import Any
@@ -36,24 +37,9 @@ class PreprocessingLayer(Layer):
         )
 
 
-__all__ = [
-    "CategoryEncoding",
-    "CenterCrop",
-    "Discretization",
-    "Hashing",
-    "IntegerLookup",
-    "Normalization",
-    "PreprocessingLayer",
-    "RandomContrast",
-    "RandomCrop",
-    "RandomFlip",
-    "RandomHeight",
-    "RandomRotation",
-    "RandomTranslation",
-    "RandomWidth",
-    "RandomZoom",
-    "Rescaling",
-    "Resizing",
-    "StringLookup",
-    "TextVectorization",
-]
+#: Every layer class above (not their base, Layer).
+__all__ = sorted(
+    name
+    for name, value in globals().items()
+    if isinstance(value, type) and issubclass(value, Layer) and value is not Layer
+)
