@@ -112,10 +112,9 @@ def plan_conv(
         raise ValueError(f"no AMP plan for {problem}")
     c = Candidates(*(np.concatenate(column) for column in zip(*results, strict=True)))
     bound = memory_proportion * target.bytes_per_tile
-    fits = c.temp <= bound
-    while not fits.any() and bound < 2 * target.bytes_per_tile:
+    while not (c.temp <= bound).any() and bound < 2 * target.bytes_per_tile:
         bound *= 2
-        fits = c.temp <= bound
+    fits = c.temp <= bound
     if not fits.any():
         fits = np.ones(len(c.total), dtype=bool)
     index = np.flatnonzero(fits)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, overload
 
@@ -117,16 +118,8 @@ class ConvProblem:
 
     @property
     def macs(self) -> int:
-        return (
-            self.batch
-            * self.out_h
-            * self.out_w
-            * self.kh
-            * self.kw
-            * self.cin
-            * self.cout
-            * self.groups
-        )
+        dims = (self.batch, self.out_h, self.out_w, self.kh, self.kw, self.cin, self.cout)
+        return math.prod(dims) * self.groups
 
 
 @dataclass(frozen=True, slots=True)

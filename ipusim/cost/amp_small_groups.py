@@ -31,11 +31,8 @@ def _vmac_dot(size: IntArray, channels: int) -> IntArray: ...
 def _vmac_dot(size: IntArray | int, channels: int) -> IntArray | int:
     """Worker cycles of one VMAC dot product of ``size`` taps over ``channels`` conv groups
     (poplibs ``getVerticalMacDotProductCycles``)."""
-    cycles: IntArray | int
-    if channels >= 8:
-        cycles = 3 + 3 * (size - 1) * (channels // 8)
-    else:
-        cycles = 3 + 2 * (size - 1) * (channels // 4)
+    per_tap, group = (3, 8) if channels >= 8 else (2, 4)
+    cycles: IntArray | int = 3 + per_tap * (size - 1) * (channels // group)
     return cycles
 
 

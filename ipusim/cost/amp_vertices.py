@@ -111,10 +111,8 @@ def amp_nx1_cycles(
     (``15 + 8n`` for fp32)."""
     float_partials = not target.half_partials
     positions, pieces = worker_pieces(b * h * w, w)
-    if target.half_inputs:
-        per_worker = 17 + (0 if float_partials else 1) + 16 * pieces + 4 * positions
-    else:
-        per_worker = 17 + (0 if float_partials else 1) + 15 * pieces + 8 * positions
+    per_piece, per_position = (16, 4) if target.half_inputs else (15, 8)
+    per_worker = 17 + (0 if float_partials else 1) + per_piece * pieces + per_position * positions
     per_worker = np.where(positions > 0, per_worker, 0)
     busiest = per_worker.max(axis=1)
     idlest = np.where((positions > 0).all(axis=1), per_worker.min(axis=1), 0)

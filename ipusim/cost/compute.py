@@ -123,13 +123,12 @@ def _ungrouped(op: str, specs: _Specs, attrs: dict[str, Any]) -> tuple[str, int,
     groups of one input channel and M outputs.
     """
     ins, outs = specs
+    filt = outs[0] if op.endswith("filter") else ins[1]
     if op.startswith("depthwise"):
-        filt = outs[0] if op.endswith("filter") else ins[1]
         kh, kw, groups, mult = dims(filt)
         per_group_filter = TensorSpec((kh, kw, 1, mult), filt.dtype)
     else:
         groups = int(attrs["groups"])
-        filt = outs[0] if op.endswith("filter") else ins[1]
         kh, kw, cin_g, cout = dims(filt)
         per_group_filter = TensorSpec((kh, kw, cin_g, cout // groups), filt.dtype)
 
@@ -418,11 +417,10 @@ def vector_work(
     if op in _NORMS:
         return _normalisation(op, in_specs, attrs, ebytes, tiles)
     if op in _SOFTMAX_FWD or op in _SOFTMAX_BWD:
-        logits = big
-        rows = logits.size // max(dims(logits)[-1], 1)
+        rows = big.size // max(dims(big)[-1], 1)  # big: the logits
         if op in _SOFTMAX_FWD:
-            return vector.composite(vector.SOFTMAX_FWD, 2, logits.size, rows, ebytes, tiles)
-        return vector.composite(vector.SOFTMAX_BWD, 1, logits.size, rows, ebytes, tiles)
+            return vector.composite(vector.SOFTMAX_FWD, 2, big.size, rows, ebytes, tiles)
+        return vector.composite(vector.SOFTMAX_BWD, 1, big.size, rows, ebytes, tiles)
     if op in _REDUCTIONS:
         return vector.reduction(big.size, out.size, big.itemsize, tiles)
     if op in _POOLS:
@@ -508,7 +506,6 @@ def superstep_cycles(
         planner: PopLibs options of matmuls and convolutions (defaults: PopLibs').
     """
     sync = ipu.onchip_sync_cycles
-    bytes_per_cycle = ipu.exchange_bytes_per_cycle_per_tile
     plan = op_plan(op, in_specs, out_specs, attrs, ipu, precision, planner)
     if plan is not None:
         return SuperstepCycles(
@@ -523,11 +520,10 @@ def superstep_cycles(
     work = vector_work(op, cost, in_specs, out_specs, attrs, ipu.tiles)
     if work is None:
         return None
-    exchange = (
-        math.ceil(work.exchange_bytes / bytes_per_cycle) + EXCHANGE_SETUP_CYCLES
-        if work.exchange_bytes
-        else 0
-    )
+    exchange = 0
+    if work.exchange_bytes:
+        exchange = math.ceil(work.exchange_bytes / ipu.exchange_bytes_per_cycle_per_tile)
+        exchange += EXCHANGE_SETUP_CYCLES
     return SuperstepCycles(
         compute=work.compute,
         exchange=exchange,

@@ -39,18 +39,10 @@ def conv3d_problem(
     kd, kh, kw, _, cout = dims(in_specs[1])
     # As the 2-D input gradient: an input-dilated convolution, ⌈k / stride⌉ taps per dimension.
     td, th, tw = -(-kd // sd), -(-kh // sh), -(-kw // attrs["strides"][2])
+    flipped = kd * kh * kw * cin * cout  # the weights, transposed and flipped first
+    in_d_h = td * (h + th - 1)  # the input planes each output plane reads, stacked as rows
     return amp.ConvProblem(
-        n * d,
-        h,
-        w,
-        td * (h + th - 1),
-        w + tw - 1,
-        td * th,
-        tw,
-        1,
-        cout,
-        cin,
-        transform_elements=kd * kh * kw * cin * cout,
+        n * d, h, w, in_d_h, w + tw - 1, td * th, tw, 1, cout, cin, transform_elements=flipped
     )
 
 

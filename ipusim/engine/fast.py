@@ -34,6 +34,7 @@ from ipusim._jit import kernel
 from ipusim.engine.options import HostOptions, RunPlan
 from ipusim.engine.recorder import KeepPlan, execution_sizes
 from ipusim.engine.tables import OP_FIXED, OP_INFEED, RunTables
+from ipusim.trace.expand import INSTANCE_FIELDS
 
 INFEED_NONE = 0
 INFEED_OVERLAPPED = 1
@@ -403,15 +404,7 @@ def run_fast(
         out,
         ends,
     )
-    kept = out[:n_out]
-    instances_out = {
-        "template": kept[:, 0],
-        "ipu": kept[:, 1],
-        "start_ps": kept[:, 2],
-        "end_ps": kept[:, 3],
-        "step": kept[:, 4],
-        "micro_batch": kept[:, 5],
-    }
+    instances_out = {name: out[:n_out, k] for k, name in enumerate(INSTANCE_FIELDS)}
     # The host's per-execution work runs while every IPU waits for the launch or is done.
     per_execution = options.per_execution_overhead_ps + host.readback_ps + callbacks_ps
     waiting = np.full(n_slots, per_execution * len(plan.executions), dtype=np.int64)

@@ -74,16 +74,19 @@ class HostProcesses:
                 yield env.timeout(duration)
             self.sim.recorder.add(template, owner, start, int(env.now), step, -1)
 
+    def _busy(self, template: int, duration: int, step: int) -> Process:
+        """Spend ``duration`` of host time and record it as one instance of ``template``."""
+        env = self.sim.env
+        start = int(env.now)
+        yield env.timeout(duration)
+        self.sim.recorder.add(template, HOST, start, int(env.now), step, -1)
+
     # ------------------------------------------------------------------ infeed
     def producer(self) -> Process:
-        env = self.sim.env
         produce_ps = self.sim.options.sample_ps * self.sim.program.batch_size
-        add = self.sim.recorder.add
         for step in range(self.sim.plan.total_steps):
             if produce_ps:
-                start = int(env.now)
-                yield env.timeout(produce_ps)
-                add(self.host.dataset, HOST, start, int(env.now), step, -1)
+                yield from self._busy(self.host.dataset, produce_ps, step)
             yield self.host_queue.put(step)
 
     def copier(self) -> Process:
@@ -131,19 +134,13 @@ class HostProcesses:
             self.sim.recorder.add(self.host.outfeed_stall, ipu, start, int(env.now), step, -1)
 
     def drainer(self) -> Process:
-        env = self.sim.env
         opts = self.sim.options
-        add = self.sim.recorder.add
         while True:
             step = yield self.outfeed.get()
             if opts.outfeed_drain_ps:
-                start = int(env.now)
-                yield env.timeout(opts.outfeed_drain_ps)
-                add(self.host.drain, HOST, start, int(env.now), step, -1)
+                yield from self._busy(self.host.drain, opts.outfeed_drain_ps, step)
             if opts.asynchronous_callbacks and opts.callback_ps:
-                start = int(env.now)
-                yield env.timeout(opts.callback_ps)
-                add(self.host.callback, HOST, start, int(env.now), step, -1)
+                yield from self._busy(self.host.callback, opts.callback_ps, step)
             self._count_drained(self.drained + 1)
 
     def _count_drained(self, count: int) -> None:
@@ -164,10 +161,7 @@ class HostProcesses:
 
     # ------------------------------------------------------------------ control
     def _host_work(self, template: int, duration: int, step: int) -> Process:
-        env = self.sim.env
-        start = int(env.now)
-        yield env.timeout(duration)
-        self.sim.recorder.add(template, HOST, start, int(env.now), step, -1)
+        yield from self._busy(template, duration, step)
         self.sim.recorder.host_round_trip(duration)
 
     def control(self) -> Process:

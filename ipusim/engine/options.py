@@ -53,15 +53,12 @@ class HostOptions:
     host_queue_depth: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("sample_ps", "per_execution_overhead_ps", "outfeed_drain_ps", "callback_ps"):
-            if getattr(self, name) < 0:
+        times = ("sample_ps", "per_execution_overhead_ps", "outfeed_drain_ps", "callback_ps")
+        depths = ("prefetch_depth", "buffer_depth", "host_queue_depth")
+        for name, least in [*((t, 0) for t in times), *((d, 1) for d in depths)]:
+            if getattr(self, name) < least:
                 raise ConfigurationError(
-                    f"HostOptions.{name} must be >= 0, received {getattr(self, name)}"
-                )
-        for name in ("prefetch_depth", "buffer_depth", "host_queue_depth"):
-            if getattr(self, name) < 1:
-                raise ConfigurationError(
-                    f"HostOptions.{name} must be >= 1, received {getattr(self, name)}"
+                    f"HostOptions.{name} must be >= {least}, received {getattr(self, name)}"
                 )
         if self.infeed not in INFEED_MODES:
             raise ConfigurationError(
@@ -117,13 +114,6 @@ class RunPlan:
     @classmethod
     def uniform(cls, epochs: int, steps_per_epoch: int, steps_per_execution: int) -> RunPlan:
         """``epochs`` epochs of ``steps_per_epoch`` steps, cut into executions."""
-        executions: list[int] = []
-        epoch_of: list[int] = []
-        for epoch in range(epochs):
-            left = steps_per_epoch
-            while left > 0:
-                n = min(steps_per_execution, left)
-                executions.append(n)
-                epoch_of.append(epoch)
-                left -= n
-        return cls(tuple(executions), tuple(epoch_of))
+        starts = range(0, steps_per_epoch, steps_per_execution)
+        sizes = [min(steps_per_execution, steps_per_epoch - k) for k in starts]
+        return cls(tuple(sizes * epochs), tuple(e for e in range(epochs) for _ in sizes))

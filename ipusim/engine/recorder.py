@@ -140,9 +140,8 @@ class InstanceRecorder:
         self.tables = tables
         self.slots = tables.slots
         self.slot_of = {ipu: k for k, ipu in enumerate(self.slots)}
-        n_slots = len(self.slots)
-        self._n_slots = n_slots
-        size = len(tables.templates) * n_slots
+        self._n_slots = len(self.slots)
+        size = len(tables.templates) * self._n_slots
         self._count = [0] * size
         self._stretch = [0] * size
         self._stretch_flag = tables.templates.stretch.tolist()
@@ -150,7 +149,7 @@ class InstanceRecorder:
         # Growable int64 buffers, one per instance field (no Python object per instance).
         self._kept = tuple(array("q") for _ in INSTANCE_FIELDS)
         self._append = tuple(column.append for column in self._kept)
-        self.waiting = [0] * n_slots
+        self.waiting = [0] * self._n_slots
         self._drain_overlap = drain_overlap
         self._window: list[tuple[int, int, int]] = []  # (slot, start, end) of this execution
         self._drains: list[tuple[int, int]] = []
@@ -213,8 +212,5 @@ class InstanceRecorder:
 
     def instances(self) -> dict[str, np.ndarray]:
         return {
-            f: np.frombuffer(column, dtype=np.int64).copy()
-            if len(column)
-            else np.zeros(0, np.int64)
-            for f, column in zip(INSTANCE_FIELDS, self._kept)
+            f: np.array(column, dtype=np.int64) for f, column in zip(INSTANCE_FIELDS, self._kept)
         }

@@ -275,8 +275,7 @@ class Distribution:
         """A load from or store to Streaming Memory of ``num_bytes``."""
         if num_bytes <= 0:
             return None
-        memory = self._memory()
-        duration = transfer_ps(num_bytes, self.remote_bandwidth(), memory.latency_s)
+        duration = transfer_ps(num_bytes, self.remote_bandwidth(), self._memory().latency_s)
         return Timed(name, "remote", duration, num_bytes, phase)
 
     # ------------------------------------------------------------------ the weight update

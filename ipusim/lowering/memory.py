@@ -42,7 +42,7 @@ from ipusim.lowering.program import (
 from ipusim.lowering.recompute import RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
 from ipusim.lowering.schedules import in_flight
 from ipusim.lowering.supersteps import trace_phase, value_bytes
-from ipusim.lowering.tile_mapping import Placement, at_start, uniform
+from ipusim.lowering.tile_mapping import Placement, uniform
 
 
 def build_plan(
@@ -297,7 +297,7 @@ def ipu_plan(
         peak, stage = max(working)
     held.add(
         MemoryItem(_named(ctx, buffer_stage, "exchange buffers"), "exchange-buffers", largest),
-        at_start(exchange),
+        Placement(0, exchange),
     )
     liveness = analyse(ipu, steps, held.live, tiles)
     if ctx.fused:
@@ -432,14 +432,14 @@ def _code(ctx: LoweringContext, held: _Held, p: StageProgram, plan: StagePlan) -
     cloned = interleaved and rec is not None and bool(rec.recomputed)
     code = code_tiles([x for x in ops if not (cloned and x.name.startswith("recompute "))], tiles)
     name = _named(ctx, p.stage, "code and vertex state")
-    held.add(MemoryItem(name, "code", int(code.sum())), at_start(code))
+    held.add(MemoryItem(name, "code", int(code.sum())), Placement(0, code))
     if cloned:
         # Cloned into the backward stage, the recomputed operations share no code with the
         # forward pass (IPU TensorFlow: "less code reuse" than RecomputeThen...).
         clones = [x for x in p.backward.supersteps if x.name.startswith("recompute ")]
         clone_code = code_tiles(clones, tiles)
         name = f"stage {p.stage} recomputation code (not shared with the forward pass)"
-        held.add(MemoryItem(name, "code", int(clone_code.sum())), at_start(clone_code))
+        held.add(MemoryItem(name, "code", int(clone_code.sum())), Placement(0, clone_code))
 
 
 def _sequential_peak(

@@ -101,9 +101,7 @@ def crossings(
 ) -> tuple[list[int], list[int], list[int]]:
     """Bytes crossing each stage boundary forwards and backwards, and each stage's stash."""
     s_count = layout.num_stages
-    forward = [0] * s_count
-    backward = [0] * s_count
-    stash = [0] * s_count
+    forward, backward, stash = [0] * s_count, [0] * s_count, [0] * s_count
     seen: set[tuple[int, int, int]] = set()
     stashed: set[tuple[int, int, int]] = set()
     for node in nodes:
@@ -152,8 +150,7 @@ def group_crossings(
     boundary and by the first member of each group it passes through after that."""
     physical = layout.num_stages
     group_of = {p: g for g, members in enumerate(groups) for p in members}
-    forward = [0] * physical
-    backward = [0] * physical
+    forward, backward = [0] * physical, [0] * physical
     sent: set[tuple[int, int, int]] = set()
     for node in nodes:
         if node.id not in layout.node_stage:

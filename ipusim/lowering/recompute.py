@@ -35,11 +35,14 @@ from ipusim.lowering.liveness import SHAPE_ONLY_INPUTS
 RECOMPUTE_THEN_BACKPROPAGATE = "recompute-then-backpropagate"
 RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED = "recompute-and-backpropagate-interleaved"
 
-#: The schedules each ``RecomputationMode`` (by name) supports (graphcore/tensorflow
-#: ``pipeline_util.cc`` ``GetPipelineRecomputationMode``).
-_MODE_SCHEDULES = {
-    "RecomputeThenBackpropagate": ("grouped", "interleaved"),
-    "RecomputeAndBackpropagateInterleaved": ("grouped", "sequential"),
+#: The strategy of each ``RecomputationMode`` (by name) and the schedules it supports
+#: (graphcore/tensorflow ``pipeline_util.cc`` ``GetPipelineRecomputationMode``).
+_MODES = {
+    "RecomputeThenBackpropagate": (RECOMPUTE_THEN_BACKPROPAGATE, ("grouped", "interleaved")),
+    "RecomputeAndBackpropagateInterleaved": (
+        RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED,
+        ("grouped", "sequential"),
+    ),
 }
 
 
@@ -66,16 +69,14 @@ def resolve_recomputation(mode: str, schedule: str) -> str:
             if schedule == "sequential"
             else "RecomputeThenBackpropagate"
         )
-    supported = _MODE_SCHEDULES[mode]
+    strategy, supported = _MODES[mode]
     if schedule not in supported:
         raise UnsupportedError(
             f"recomputation_mode {mode} does not support the {schedule.capitalize()} pipeline "
             f"schedule (it supports {' and '.join(s.capitalize() for s in supported)}); choose "
             "another schedule, or RecomputationMode.Auto."
         )
-    if mode == "RecomputeThenBackpropagate":
-        return RECOMPUTE_THEN_BACKPROPAGATE
-    return RECOMPUTE_AND_BACKPROPAGATE_INTERLEAVED
+    return strategy
 
 
 #: The op of ``pipelining_ops.recomputation_checkpoint`` and the ``RecomputationCheckpoint`` layer.
@@ -101,7 +102,6 @@ class StageRecomputation:
 
 def _ancestors_of_checkpoints(forward: Sequence[Node]) -> set[int]:
     """Ids of the stage's forward nodes that feed one of its checkpoints (directly or not)."""
-    ids = {n.id for n in forward}
     by_id = {n.id: n for n in forward}
     out: set[int] = set()
     work = [n for n in forward if n.op.name == CHECKPOINT_OP]
@@ -109,7 +109,7 @@ def _ancestors_of_checkpoints(forward: Sequence[Node]) -> set[int]:
         node = work.pop()
         for sym in node.inputs:
             producer = sym.node.id
-            if producer in ids and producer not in out:
+            if producer in by_id and producer not in out:
                 out.add(producer)
                 work.append(by_id[producer])
     return out
@@ -316,8 +316,7 @@ def instruction_recomputation(
                 sizes[(clone.id, s.index)] = sizes.get((node.id, s.index), 0)
     order: list[Node | _Rewired] = []
     for node in nodes:
-        for original in before.get(node.id, ()):
-            order.append(clone_of[original.id])
+        order += [clone_of[original.id] for original in before.get(node.id, ())]
         if node.phase == "bwd" and any(s.node.id in clone_of for s in node.inputs):
             inputs = _read_clones(node.inputs, clone_of)
             order.append(_Rewired(node.id, node.op, inputs, node.outputs, node.name, node.phase))

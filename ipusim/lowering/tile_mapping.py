@@ -78,11 +78,6 @@ class Placement:
         return int(self.bytes_per_tile[i]) if i < len(self.bytes_per_tile) else 0
 
 
-def at_start(vector: np.ndarray) -> Placement:
-    """A placement from tile 0."""
-    return Placement(0, vector)
-
-
 def _frozen(vector: np.ndarray) -> np.ndarray:
     vector.setflags(write=False)
     return vector

@@ -103,12 +103,6 @@ class WhatIf:
             self.lowered.system,
         )
 
-    def _config(self, change: Callable[[IPUConfig], None]) -> IPUConfig | None:
-        config = copy.deepcopy(self.lowered.config)
-        if config is not None:  # _settings offers these changes only with a config
-            change(config)
-        return config
-
     def _step(self, **fields: Any) -> RunDescription:
         description = self.lowered.description
         return replace(description, step=replace(description.step, **fields))
@@ -223,7 +217,10 @@ class WhatIf:
         return self._relower(description=description), self.executions
 
     def _configured(self, change: Callable[[IPUConfig], None]) -> tuple[LoweredRun, Executions]:
-        return self._relower(config=self._config(change)), self.executions
+        config = copy.deepcopy(self.lowered.config)
+        if config is not None:  # _settings offers these changes only with a config
+            change(config)
+        return self._relower(config=config), self.executions
 
     def _settings(self) -> list[Variant]:
         config = self.lowered.config

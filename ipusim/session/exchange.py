@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,14 +51,13 @@ class InstanceExchange:
     folder: Path
     index: int
     count: int
-    rounds: int = field(default=0)
+    rounds: int = 0
 
     def all_gather(self, arrays: list[np.ndarray]) -> list[list[np.ndarray]]:
         """Every instance's ``arrays`` (this one's included), in instance order."""
         number = self.rounds
         self.rounds += 1
-        mine = self._path(number, self.index)
-        with atomic_output(mine) as handle:  # the others see the whole file or none
+        with atomic_output(self._path(number, self.index)) as handle:  # the others see all or none
             np.savez(handle, *[np.asarray(a) for a in arrays])
         gathered = [self._read(self._wait(number, k), len(arrays)) for k in range(self.count)]
         if number >= 2:

@@ -112,11 +112,7 @@ def replication_factor(
     """
     from ipusim.lowering import shards
 
-    if config is None:
-        from ipusim import config as config_module
-
-        config = config_module.active_config()
-    processes = process_count(config)
+    processes = process_count(config if config is not None else _active_config())
     if processes > 1:
         what = f"{what} (with {processes} processes, each with {num_ipus} local IPUs)"
     return shards.replication_factor(num_ipus, device_mapping, what) * processes
@@ -257,11 +253,10 @@ def environment() -> tuple[IPUConfig | None, SystemSpec]:
     """The active IPUConfig (or None) and the SystemSpec to simulate (one GC200 by default)."""
     from ipusim import config as config_module
 
-    config = config_module.active_config()
     system = config_module.active_system()
     if system is None:
         from ipusim.hardware import load_system
         from ipusim.hardware.hosts import with_host
 
         system = with_host(load_system(None))
-    return config, system
+    return config_module.active_config(), system

@@ -298,19 +298,6 @@ def stream_callback_threads(system: SystemSpec, processes: int) -> int:
     return cores
 
 
-def _host_settings(config: IPUConfig | None) -> HostSettings:
-    if config is None:
-        return HostSettings()
-    settings = config.ipusim
-    return HostSettings(
-        float(settings.host_dataset_rate),
-        float(settings.host_overhead_s),
-        float(settings.host_outfeed_drain_s),
-        float(settings.host_callback_s),
-        str(settings.host),
-    )
-
-
 def resolve_plan(config: IPUConfig | None, system: SystemSpec) -> SessionPlan:
     """The :class:`SessionPlan` of ``config`` (None: IPU TensorFlow's defaults) on ``system``.
 
@@ -319,32 +306,43 @@ def resolve_plan(config: IPUConfig | None, system: SystemSpec) -> SessionPlan:
             disagree.
     """
     processes = process_count(config)
-    norms = config.norms if config is not None else None
+    if config is None:
+        return SessionPlan(
+            config=None,
+            system=system,
+            precision="fp32",
+            planner=PlannerOptions(),
+            recompute=False,
+            io_tiles=0,
+            processes=processes,
+            feeding_processes=1,
+            batch_norm_group=None,
+            stable_norm_statistics=False,
+            host=HostSettings(),
+            engine=configured_engine(None),
+        )
+    settings, io, norms = config.ipusim, config.io_tiles, config.norms
     return SessionPlan(
         config=config,
         system=system,
-        precision=str(config.ipusim.precision) if config is not None else "fp32",
-        planner=(
-            PlannerOptions.from_poplar_options(
-                config.convolutions.poplar_options, config.matmuls.poplar_options
-            )
-            if config is not None
-            else PlannerOptions()
+        precision=str(settings.precision),
+        planner=PlannerOptions.from_poplar_options(
+            config.convolutions.poplar_options, config.matmuls.poplar_options
         ),
-        recompute=bool(config is not None and config.allow_recompute),
-        io_tiles=int(config.io_tiles.num_io_tiles) if config is not None else 0,
-        io_memory_proportion=(
-            float(config.io_tiles.available_memory_proportion) if config is not None else 0.9
-        ),
-        io_ops_placed=bool(config is not None and config.io_tiles.place_ops_on_io_tiles),
+        recompute=bool(config.allow_recompute),
+        io_tiles=int(io.num_io_tiles),
+        io_memory_proportion=float(io.available_memory_proportion),
+        io_ops_placed=bool(io.place_ops_on_io_tiles),
         processes=processes,
-        feeding_processes=processes if config is not None else 1,
-        batch_norm_group=(
-            int(norms.experimental.distributed_batch_norm_replica_group_size)
-            if norms is not None
-            else None
+        feeding_processes=processes,
+        batch_norm_group=int(norms.experimental.distributed_batch_norm_replica_group_size),
+        stable_norm_statistics=bool(norms.use_stable_statistics),
+        host=HostSettings(
+            float(settings.host_dataset_rate),
+            float(settings.host_overhead_s),
+            float(settings.host_outfeed_drain_s),
+            float(settings.host_callback_s),
+            str(settings.host),
         ),
-        stable_norm_statistics=bool(norms.use_stable_statistics) if norms is not None else False,
-        host=_host_settings(config),
         engine=configured_engine(config),
     )

@@ -187,16 +187,15 @@ def simulate(
     from ipusim.session.advice import WhatIf
 
     # A frozen dataclass: set the re-simulation handle the way its __post_init__ sets fields.
-    what_if = WhatIf(lowered, executions, report.throughput_samples_per_s)
-    object.__setattr__(report, "what_if", what_if)
+    object.__setattr__(
+        report, "what_if", WhatIf(lowered, executions, report.throughput_samples_per_s)
+    )
     return SimulatedRun(report, _epoch_seconds(plan, result), result.engine)
 
 
 def _epoch_seconds(plan: RunPlan, result: SimulationResult) -> tuple[float, ...]:
     """Simulated seconds of each epoch of ``plan`` (s)."""
-    epoch_end: dict[int, int] = {}
-    for epoch, end in zip(plan.epochs, result.execution_end_ps):
-        epoch_end[epoch] = end
+    epoch_end = dict(zip(plan.epochs, result.execution_end_ps))  # each epoch's last execution
     seconds, start = [], 0
     for epoch in sorted(epoch_end):
         seconds.append((epoch_end[epoch] - start) / 1e12)
