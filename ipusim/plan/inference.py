@@ -38,6 +38,10 @@ from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
+# IPUs per replica tried, the pruning margin and the splits kept per reference run: the model
+# space's.
+from ipusim.plan.space_model import IPUS_PER_REPLICA, PRUNE_FACTOR, SPLITS_KEPT
+
 __all__ = [
     "STEPS",
     "best_py",
@@ -51,12 +55,6 @@ __all__ = [
 #: planner a dataset's samples (E: enough that a 16-stage pipeline's fill and drain costs under
 #: a fifth; Graphcore's inference examples run hundreds of device iterations per execution).
 STEPS = 64
-#: IPUs per replica tried (powers of two, as IPU systems are built).
-IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
-#: Estimates above this multiple of the budget are pruned (E, as the model space's).
-PRUNE_FACTOR = 1.3
-#: Splits kept per reference run (the DP's best and the next best it met).
-SPLITS_KEPT = 3
 
 
 @dataclass(frozen=True)
@@ -376,24 +374,12 @@ def _latency_s(row: dict[str, Any]) -> float:
 def best_py(args: dict[str, Any]) -> str:
     """The IPUConfig, stage assignment and pipelining options of an inference plan, to paste
     into an IPU TensorFlow 2 script (``model`` built in the strategy's scope)."""
-    from ipusim.plan.output import io_tiles_py, ipus_per_replica, script_of, stages_py
+    from ipusim.plan.output import config_py, stages_py
 
-    ipr, replicas, steps = ipus_per_replica(args), args["replicas"], args["steps"]
+    replicas, steps = args["replicas"], args["steps"]
     spe = args.get("steps-per-execution", steps)
     call = "evaluate" if args.get("inference") == "evaluate" else "predict"
-    lines = [
-        "# ipusim plan: the inference configuration to paste (IPU TensorFlow 2)",
-        *([f"# for {script_of(args)}"] if script_of(args) else []),
-        "from tensorflow.python import ipu",
-        "",
-        "config = ipu.config.IPUConfig()",
-        f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
-        f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
-        f"'{args.get('memory-proportion', 0.6)}'}}",
-        *io_tiles_py(args),
-        "config.configure_ipu_system()",
-        "",
-    ]
+    lines = config_py(args, "inference configuration")
     if args["stages"] > 1:
         # The accumulation count is not used by inference: its pipeline runs steps_per_execution
         # micro-batches (IPU TensorFlow builds it with gradient_accumulation_count set so).
