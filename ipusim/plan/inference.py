@@ -218,14 +218,6 @@ def _execution(
     return sum(max(busy[s] for s, _, _ in step) + per_step for step in steps)
 
 
-def _profiled(workload: str, args: dict[str, Any], units: Units) -> profile.Profile | None:
-    """The profile of a reference run (cached)."""
-    key = repr(sorted(args.items()))
-    return profile.cached(
-        (workload, key), lambda: profile.workload_report(workload, args), units.group
-    )
-
-
 def _executions(steps: int, stages: int, ipus: int) -> Iterator[tuple[str, int, int]]:
     """``(schedule, io_tiles, device iterations)`` a pipeline of ``stages`` over ``ipus`` IPUs
     can run a dataset of ``steps`` micro-batches in: iterations dividing ``steps`` that are a
@@ -261,7 +253,8 @@ def _pipelined(
     # dataset's size, so every dataset shares it).
     ref_steps = stages * max(1, min(run["steps"], STEPS) // stages)
     ref_args = {**run, "steps": ref_steps, **(units.split(even) if stages > 1 else {})}
-    ref = _profiled(workload, ref_args, units)
+    key = (workload, repr(sorted(ref_args.items())))
+    ref = profile.cached(key, lambda: profile.workload_report(workload, ref_args), units.group)
     if ref is None:
         return []
     zero = profile.GroupCost()
