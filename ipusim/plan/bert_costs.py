@@ -449,28 +449,18 @@ def _blend(lo: BertCosts, hi: BertCosts, w: float) -> BertCosts:
     return BertCosts(*options.lerp(astuple(lo), astuple(hi), w))
 
 
+#: The figures that grow in proportion to the micro-batch when scaling one (E): seconds,
+#: activations and the copies' bytes.
+_PER_SAMPLE = (
+    *("layer_s", "layer_b", "embed_s", "embed_b", "head_s", "head_b", "infeed_s"),
+    *("working", "stash", "embed_act", "head_act", "held", "kept"),
+    *("layer_send", "layer_return", "head_send", "head_return"),
+)
+
+
 def _scaled(c: BertCosts, k: float) -> BertCosts:
     """``c`` at ``k`` times its micro-batch: seconds and activations proportional (E)."""
-    return replace(
-        c,
-        layer_s=c.layer_s * k,
-        layer_b=c.layer_b * k,
-        embed_b=c.embed_b * k,
-        head_b=c.head_b * k,
-        embed_s=c.embed_s * k,
-        head_s=c.head_s * k,
-        working=c.working * k,
-        stash=c.stash * k,
-        embed_act=c.embed_act * k,
-        head_act=c.head_act * k,
-        infeed_s=c.infeed_s * k,
-        held=c.held * k,
-        kept=c.kept * k,
-        layer_send=c.layer_send * k,
-        layer_return=c.layer_return * k,
-        head_send=c.head_send * k,
-        head_return=c.head_return * k,
-    )
+    return replace(c, **{f: getattr(c, f) * k for f in _PER_SAMPLE})
 
 
 def without_checkpoints(checkpointed: BertCosts, plain: BertCosts) -> BertCosts:

@@ -87,13 +87,8 @@ def halves(shape: BertShape, costs: BertCosts | None = None) -> Units:
     if costs is None:
         time = _pair(8 * h * h + 4 * s * h, 4 * h * i)
         return Units(shape.layers, 2, time, _pair(4 * h * h, 2 * h * i), act, time)
-    time, back = (
-        (costs.attention_s, 1.0 - costs.attention_s),
-        (
-            costs.attention_b,
-            1.0 - costs.attention_b,
-        ),
-    )
+    time = (costs.attention_s, 1.0 - costs.attention_s)
+    back = (costs.attention_b, 1.0 - costs.attention_b)
     var = (costs.attention_var, 1.0 - costs.attention_var)
     return Units(shape.layers, 2, time, var, act, back)
 

@@ -38,6 +38,10 @@ from ipusim.plan import options, profile
 from ipusim.plan.partition import best_splits
 from ipusim.plan.space import Candidate, fastest_first
 
+# IPUs per replica tried, the pruning margin and the splits kept per reference run: the model
+# space's.
+from ipusim.plan.space_model import IPUS_PER_REPLICA, PRUNE_FACTOR, SPLITS_KEPT
+
 __all__ = [
     "STEPS",
     "best_py",
@@ -51,12 +55,6 @@ __all__ = [
 #: planner a dataset's samples (E: enough that a 16-stage pipeline's fill and drain costs under
 #: a fifth; Graphcore's inference examples run hundreds of device iterations per execution).
 STEPS = 64
-#: IPUs per replica tried (powers of two, as IPU systems are built).
-IPUS_PER_REPLICA = (1, 2, 4, 8, 16)
-#: Estimates above this multiple of the budget are pruned (E, as the model space's).
-PRUNE_FACTOR = 1.3
-#: Splits kept per reference run (the DP's best and the next best it met).
-SPLITS_KEPT = 3
 
 
 @dataclass(frozen=True)
@@ -220,14 +218,6 @@ def _execution(
     return sum(max(busy[s] for s, _, _ in step) + per_step for step in steps)
 
 
-def _profiled(workload: str, args: dict[str, Any], units: Units) -> profile.Profile | None:
-    """The profile of a reference run (cached)."""
-    key = repr(sorted(args.items()))
-    return profile.cached(
-        (workload, key), lambda: profile.workload_report(workload, args), units.group
-    )
-
-
 def _executions(steps: int, stages: int, ipus: int) -> Iterator[tuple[str, int, int]]:
     """``(schedule, io_tiles, device iterations)`` a pipeline of ``stages`` over ``ipus`` IPUs
     can run a dataset of ``steps`` micro-batches in: iterations dividing ``steps`` that are a
@@ -263,7 +253,8 @@ def _pipelined(
     # dataset's size, so every dataset shares it).
     ref_steps = stages * max(1, min(run["steps"], STEPS) // stages)
     ref_args = {**run, "steps": ref_steps, **(units.split(even) if stages > 1 else {})}
-    ref = _profiled(workload, ref_args, units)
+    key = (workload, repr(sorted(ref_args.items())))
+    ref = profile.cached(key, lambda: profile.workload_report(workload, ref_args), units.group)
     if ref is None:
         return []
     zero = profile.GroupCost()
@@ -376,24 +367,12 @@ def _latency_s(row: dict[str, Any]) -> float:
 def best_py(args: dict[str, Any]) -> str:
     """The IPUConfig, stage assignment and pipelining options of an inference plan, to paste
     into an IPU TensorFlow 2 script (``model`` built in the strategy's scope)."""
-    from ipusim.plan.output import io_tiles_py, ipus_per_replica, script_of, stages_py
+    from ipusim.plan.output import config_py, stages_py
 
-    ipr, replicas, steps = ipus_per_replica(args), args["replicas"], args["steps"]
+    replicas, steps = args["replicas"], args["steps"]
     spe = args.get("steps-per-execution", steps)
     call = "evaluate" if args.get("inference") == "evaluate" else "predict"
-    lines = [
-        "# ipusim plan: the inference configuration to paste (IPU TensorFlow 2)",
-        *([f"# for {script_of(args)}"] if script_of(args) else []),
-        "from tensorflow.python import ipu",
-        "",
-        "config = ipu.config.IPUConfig()",
-        f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
-        f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
-        f"'{args.get('memory-proportion', 0.6)}'}}",
-        *io_tiles_py(args),
-        "config.configure_ipu_system()",
-        "",
-    ]
+    lines = config_py(args, "inference configuration")
     if args["stages"] > 1:
         # The accumulation count is not used by inference: its pipeline runs steps_per_execution
         # micro-batches (IPU TensorFlow builds it with gradient_accumulation_count set so).

@@ -276,11 +276,8 @@ def setting_args(args: dict[str, Any], setting: tuple[str, bool], io_tiles: int)
 
 def gives_up(setting: tuple[str, bool], io_tiles: int) -> list[str]:
     """What an optimizer-state setting and I/O tiles trade away, in words."""
-    parts = []
-    if setting[0] == "on":
-        parts.append("optimizer state streamed from Streaming Memory")
-    else:
-        parts.append("optimizer state on chip")
+    on = setting[0] == "on"
+    parts = ["optimizer state streamed from Streaming Memory" if on else "optimizer state on chip"]
     if setting[1]:
         parts.append("optimizer state sharded over the replicas (reduce-scatter, all-gather)")
     if io_tiles:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "best_toml",
+    "config_py",
     "io_tiles_py",
     "ipus_per_replica",
     "script_of",
@@ -111,21 +112,7 @@ def best_py(args: dict[str, Any]) -> str:
         from ipusim.plan.inference import best_py as inference_py
 
         return inference_py(args)
-    ipr, replicas = ipus_per_replica(args), args["replicas"]
-    lines = [
-        "# ipusim plan: the configuration to paste (IPU TensorFlow 2)",
-        *([f"# for {script_of(args)}"] if script_of(args) else []),
-        "from tensorflow.python import ipu",
-        "",
-        "config = ipu.config.IPUConfig()",
-        f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
-        f"config.allow_recompute = {bool(args.get('recompute'))}",
-        f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
-        f"'{args.get('memory-proportion', 0.6)}'}}",
-        *io_tiles_py(args),
-        "config.configure_ipu_system()",
-        "",
-    ]
+    lines = config_py(args, "configuration", f"{bool(args.get('recompute'))}")
     if args["stages"] > 1:
         lines += stages_py(args)
     else:
@@ -141,6 +128,26 @@ def best_py(args: dict[str, Any]) -> str:
         )
     lines.append(f"# micro-batch (dataset batch size per replica): {args['micro-batch']}")
     return "\n".join(lines) + "\n"
+
+
+def config_py(args: dict[str, Any], what: str, recompute: str | None = None) -> list[str]:
+    """The head of a plan's ``best.py``: the IPUConfig of the ``what`` to paste, with
+    ``allow_recompute = recompute`` unless None (inference), configured."""
+    ipr, replicas = ipus_per_replica(args), args["replicas"]
+    return [
+        f"# ipusim plan: the {what} to paste (IPU TensorFlow 2)",
+        *([f"# for {script_of(args)}"] if script_of(args) else []),
+        "from tensorflow.python import ipu",
+        "",
+        "config = ipu.config.IPUConfig()",
+        f"config.auto_select_ipus = {ipr * replicas}  # {replicas} replicas x {ipr} IPUs",
+        *([f"config.allow_recompute = {recompute}"] if recompute is not None else []),
+        f"config.matmuls.poplar_options = {{'availableMemoryProportion': "
+        f"'{args.get('memory-proportion', 0.6)}'}}",
+        *io_tiles_py(args),
+        "config.configure_ipu_system()",
+        "",
+    ]
 
 
 def stages_py(args: dict[str, Any]) -> list[str]:

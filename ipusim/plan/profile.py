@@ -145,7 +145,7 @@ def _side(name: str, op: str, phases: dict[str, str]) -> str:
 def _per_record(records: Any, tracks: tuple[str, ...]) -> Any:
     """Per (IPU, compute set): its layer, op and mean seconds per execution (its records of
     ``tracks``, each averaged over the records the trace kept)."""
-    records = records[(records.ipu >= 0) & records.track.isin(tracks)]
+    records = records[records.track.isin(tracks)]
     mean = records.groupby(["ipu", "name", "track"], sort=False).agg(
         layer=("layer", "first"), op=("op", "first"), seconds=("duration_s", "mean")
     )
@@ -157,7 +157,7 @@ def _per_record(records: Any, tracks: tuple[str, ...]) -> Any:
 def _copies_s(records: Any, name: str) -> float:
     """The slowest IPU's seconds of ``name`` records (``infeed copy``: the IPU copying a staged
     element in; ``outfeed copy``: its results out)."""
-    copies = records[(records.ipu >= 0) & (records.name == name)]
+    copies = records[records.name == name]
     return float(copies.groupby("ipu").duration_s.sum().max()) if len(copies) else 0.0
 
 
@@ -205,7 +205,8 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
             "IPUConfig.ipusim.trace_records"
         )
     records = report.trace.to_dataframe()
-    sides, where, update_s = _times(report, records, group, tracks)
+    on_ipus = records[records.ipu >= 0]  # the host's records aside
+    sides, where, update_s = _times(report, on_ipus, group, tracks)
     fwd, bwd = sides["fwd"], sides["bwd"]
     weights: dict[str, float] = {}
     state: dict[str, float] = {}
@@ -243,20 +244,19 @@ def from_report(report: Any, group: Grouping, tracks: tuple[str, ...] = TRACKS) 
         dict(zip(ipus, ratio.astype(float))),
         1.0 / float(report.throughput_samples_per_s),
         float((report.utilisation.host_io_s + report.utilisation.remote_s).max()),
-        _copies_s(records, "infeed copy"),
+        _copies_s(on_ipus, "infeed copy"),
         float(records[records.name.isin(HOST_ROUND_TRIP_WORK)].duration_s.sum()),
-        _copies_s(records, "outfeed copy"),
-        _links_s(records),
+        _copies_s(on_ipus, "outfeed copy"),
+        _links_s(on_ipus),
         _stash_shares(report, acts),
-        _update_traffic_s(records),
-        _pair_copies(records),
+        _update_traffic_s(on_ipus),
+        _pair_copies(on_ipus),
     )
 
 
 def _update_traffic_s(records: Any) -> float:
     """The slowest IPU's seconds of Streaming Memory transfers and collectives (the ``remote``
     and ``link`` tracks but the syncs and copies between pipeline stages)."""
-    records = records[records.ipu >= 0]
     sync, copy = _between_stages(records)
     moved = records[(records.track == "remote") | ((records.track == "link") & ~(sync | copy))]
     return float(moved.groupby("ipu").duration_s.sum().max()) if len(moved) else 0.0
@@ -277,7 +277,6 @@ _ONE_PAIR = re.compile(r"copy IPU (\d+) -> IPU (\d+)$")
 def _pair_copies(records: Any) -> tuple[tuple[int, int, float], ...]:
     """The run's first copies between one pair of IPUs, in time order (each is recorded on
     both its IPUs, at one start)."""
-    records = records[records.ipu >= 0]
     copies = records[_between_stages(records)[1]].drop_duplicates("start_ps")
     out = []
     for row in copies.sort_values("start_ps").head(COPIES_KEPT).itertuples():
@@ -290,7 +289,6 @@ def _pair_copies(records: Any) -> tuple[tuple[int, int, float], ...]:
 def _links_s(records: Any) -> float:
     """The slowest IPU's inter-IPU sync seconds plus, per step, its longest copy between IPUs
     (every IPU syncs at every step; a copy is recorded on both of its IPUs)."""
-    records = records[records.ipu >= 0]
     sync, copy = _between_stages(records)
     syncs = records[sync].groupby("ipu").duration_s.sum()
     copies = records[copy]

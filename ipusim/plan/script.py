@@ -32,8 +32,6 @@ __all__ = [
 ]
 
 _REFERENCE = re.compile(r"script(?:@(predict|evaluate)?(\d+)?)?:(.+)", re.DOTALL)
-#: The Keras calls a script reference can name.
-CALLS = ("fit", "predict", "evaluate")
 
 
 class ScriptCall(NamedTuple):

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = ["PlanResult", "measure", "plan", "sweep_plan"]
 WORKLOADS = ("bert", "keras_model", "resnet50")
 
 
+@dataclass(eq=False)
 class PlanResult:
     """What a search found.
 
@@ -48,11 +50,10 @@ class PlanResult:
         seconds: wall time of the search.
     """
 
-    def __init__(self, table: pd.DataFrame, estimated: int, simulated: int, seconds: float):
-        self.table = table
-        self.estimated = estimated
-        self.simulated = simulated
-        self.seconds = seconds
+    table: pd.DataFrame
+    estimated: int
+    simulated: int
+    seconds: float
 
     @property
     def best(self) -> dict[str, Any]:
@@ -119,13 +120,8 @@ def simulate(workload: str, args: Mapping[str, Any], items_per_sample: float = 1
 def sweep_plan(config: Mapping[str, Any]) -> dict[str, Any]:
     """The sweep workload of a planner's ``plans.toml``: simulate ``config["args"]`` of
     ``config["workload"]`` as :func:`simulate` does; one row of figures."""
-    out = simulate(str(config["workload"]), dict(config["args"]))
-    return {
-        "throughput": out.predicted,
-        "memory_used": out.memory_used,
-        "fits": bool(out.memory_fits),
-        "bottleneck": out.bound,
-    }
+    figures = _figures(simulate(str(config["workload"]), dict(config["args"])))
+    return {k: figures[k] for k in ("throughput", "memory_used", "fits", "bottleneck")}
 
 
 def plan(
@@ -392,6 +388,11 @@ def measure(workload: str, args: Mapping[str, Any]) -> dict[str, Any]:
         out = simulate(workload, args)
     except Exception as exc:
         return _failed(exc)
+    return _figures(out)
+
+
+def _figures(out: Any) -> dict[str, Any]:
+    """A simulated configuration's figures, from its Outcome."""
     return {
         "throughput": out.predicted,
         "memory_used": out.memory_used,

@@ -279,10 +279,8 @@ def _bert_splits(
     acc, schedule = opt["accumulation"], opt["schedule"]
     head_at = 0 if stages > ipr else ipr - 1  # the encoder stage whose IPU holds the head
     alive = tuple(in_flight(schedule, stages, s, acc) for s in range(ipr))
-    slots, element = (
-        options.optimizer_slots(base.get("optimizer", "adam")),
-        element_bytes(precision),
-    )
+    slots = options.optimizer_slots(base.get("optimizer", "adam"))
+    element = element_bytes(precision)
     cands = []
     model = _Stages(c, units, head_at, alive, last)
     found: dict[float, set[Split]] = {}
@@ -323,10 +321,8 @@ def _split_candidates(
     stages; ``per_var``: on-chip optimizer-state bytes per variable byte at ``setting``."""
     (ipr, replicas, stages), c = shape, model.c
     mb, acc, schedule = opt["micro-batch"], opt["accumulation"], opt["schedule"]
-    slots, element = (
-        options.optimizer_slots(base.get("optimizer", "adam")),
-        element_bytes(precision),
-    )
+    slots = options.optimizer_slots(base.get("optimizer", "adam"))
+    element = element_bytes(precision)
     spans = list(enumerate(zip(split.bounds, split.bounds[1:])))
     mem = [model.used(a, b, s, per_var) for s, (a, b) in spans]
     heaviest = max(model.var(a, b, s) for s, (a, b) in spans)
@@ -492,34 +488,31 @@ def _bert_args(
     per_ipu: list[int],
 ) -> dict[str, Any]:
     """A candidate's ``[args]``."""
-    args = dict(base)
-    args.update(
-        replicas=replicas,
-        **{"micro-batch": opt["micro-batch"], "accumulation": opt["accumulation"]},
-        steps=opt["accumulation"],
-        stages=stages,
-        precision=precision,
-        optimizer=args.get("optimizer", "adam"),
-        offload=opt["offload"],
-        schedule=opt.get("schedule", "grouped"),
-        **{"memory-proportion": opt["memory-proportion"]},
-    )
+    args = {
+        **base,
+        "replicas": replicas,
+        "micro-batch": opt["micro-batch"],
+        "accumulation": opt["accumulation"],
+        "steps": opt["accumulation"],
+        "stages": stages,
+        "precision": precision,
+        "optimizer": base.get("optimizer", "adam"),
+        "offload": opt["offload"],
+        "schedule": opt.get("schedule", "grouped"),
+        "memory-proportion": opt["memory-proportion"],
+    }
     if stages > ipr:  # the head in a stage of its own, back on IPU 0
         args.update(
             {"device-mapping": [*range(ipr), 0], "heads-stage": True, "layers-per-ipu": per_ipu}
         )
     elif ipr > 1:  # the head with the last encoder stage
         args.update({"device-mapping": [*range(ipr)], "layers-per-ipu": per_ipu})
-    if opt["recompute"] and opt.get("checkpoints", True):
-        args.update(
-            {
-                "recompute": True,
-                "recomputation-mode": "interleaved" if ipr > 1 else "auto",
-                "checkpoint-every-layer": True,
-            }
-        )
-    elif opt["recompute"]:
-        args.update({"recompute": True, "recomputation-mode": "auto"})
+    if opt["recompute"]:
+        checkpoints = opt.get("checkpoints", True)
+        mode = "interleaved" if checkpoints and ipr > 1 else "auto"
+        args.update({"recompute": True, "recomputation-mode": mode})
+        if checkpoints:
+            args["checkpoint-every-layer"] = True
     if replicas > 1:
         args["sharded-optimizer-state"] = True
     return args

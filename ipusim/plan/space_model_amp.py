@@ -57,14 +57,11 @@ def proportion_references(
     ``run`` at each profiled proportion that fits (the default first) and, where both ends fit
     and differ, the interpolated ones. A proportion whose reference equals the default's is left
     out (its plans are the default's)."""
-    refs = {
-        DEFAULT_MEMORY_PROPORTION: reference(
-            {**run, "memory-proportion": DEFAULT_MEMORY_PROPORTION}
-        )
-    }
-    for p in sorted(set(PROFILED) - {DEFAULT_MEMORY_PROPORTION}):
+    default = DEFAULT_MEMORY_PROPORTION
+    refs = {default: reference({**run, "memory-proportion": default})}
+    for p in sorted(set(PROFILED) - {default}):
         ref = reference({**run, "memory-proportion": p})
-        refs[p] = None if ref == refs[DEFAULT_MEMORY_PROPORTION] else ref
+        refs[p] = None if ref == refs[default] else ref
     for p, ref in refs.items():
         if ref is not None:
             yield p, ref
