@@ -21,7 +21,7 @@ from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 
-__all__ = ["default_array", "is_array", "is_symbolic", "run_op"]
+__all__ = ["default_array", "is_array", "is_symbolic", "rank_of", "run_op", "shape_of"]
 
 
 def is_symbolic(value: Any) -> bool:
@@ -38,6 +38,16 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray | np.generic) or getattr(
         value, "_is_ipusim_variable", False
     )
+
+
+def shape_of(value: Any) -> tuple:
+    """The static shape of a tensor, array or nested list."""
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
+def rank_of(value: Any) -> int:
+    """The number of axes of a tensor, array or nested list."""
+    return len(shape_of(value))
 
 
 def default_array(value: Any, dtype: Any = None) -> np.ndarray:

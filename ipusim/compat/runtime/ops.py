@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context, ops_control  # noqa: F401  (registers ipu_after)
-from ipusim.compat.runtime.dispatch import default_array
+from ipusim.compat.runtime.dispatch import default_array, rank_of
 from ipusim.compat.runtime.dispatch import is_symbolic as _is_symbolic
 from ipusim.compat.runtime.dispatch import run_op as _op
 from ipusim.compat.runtime.ops_nn import (
@@ -272,8 +272,7 @@ def matmul(
     name: str | None = None,
     **kwargs: Any,
 ) -> Any:
-    if max(np.ndim(a) if not hasattr(a, "shape") else len(a.shape), np.ndim(b) if not
-           hasattr(b, "shape") else len(b.shape)) > 2:  # fmt: skip
+    if max(rank_of(a), rank_of(b)) > 2:
         from ipusim.compat.runtime.ops_linalg import batched_matmul  # it imports this module
 
         return batched_matmul(a, b, bool(transpose_a), bool(transpose_b))

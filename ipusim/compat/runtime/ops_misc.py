@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context, ops, ops_array
-from ipusim.compat.runtime.dispatch import is_symbolic
+from ipusim.compat.runtime.dispatch import is_symbolic, shape_of
 from ipusim.compat.runtime.ops_math import _op, _t, floordiv, floormod, sign
 from ipusim.compat.runtime.tensor import EagerTensor, is_tensor_like
 from ipusim.errors import ConfigurationError, UnsupportedError
@@ -234,7 +234,7 @@ def get_logger() -> logging.Logger:
 
 def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Any:
     """``tf.ensure_shape``: ``x`` when its static shape is compatible with ``shape``."""
-    have = TensorShape(builtins.tuple(x.shape) if hasattr(x, "shape") else np.shape(x))
+    have = TensorShape(shape_of(x))
     if not have.is_compatible_with(shape):
         raise ConfigurationError(
             f"tf.ensure_shape: shape {have.as_list()} is not compatible with {shape}"
