@@ -23,6 +23,7 @@ from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.ops import math as gm
+from ipusim.graph.ops import math_extra as me
 from ipusim.keras import backend as _settings
 from ipusim.keras import backend_ops as _keras
 from ipusim.keras.backend_ops import int_shape
@@ -182,8 +183,6 @@ def elu(x: Any, alpha: float = 1.0) -> Any:
 
 
 def _elu(v: Any) -> Any:
-    from ipusim.graph.ops import math_extra as me
-
     return me.unary("elu", v)
 
 

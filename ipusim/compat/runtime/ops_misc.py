@@ -31,6 +31,7 @@ from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import reduce as gr
+from ipusim.graph.ops import shape as gs
 from ipusim.keras import initializers as _init
 from ipusim.keras.engine import nest as _nest
 
@@ -285,8 +286,6 @@ def unravel_index(indices: Any, dims: Any, name: str | None = None) -> Any:
     strides = [int(np.prod(sizes[i + 1 :])) for i in builtins.range(len(sizes))]
 
     def compose(flat: Any) -> Any:
-        from ipusim.graph.ops import shape as gs
-
         parts = [
             gm.cast(me.apply_binary("floormod", me.floordiv(flat, s), n), flat.dtype)
             for s, n in zip(strides, sizes, strict=True)

@@ -12,15 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime import ops, ops_array, ops_math, ops_nn_extra
+from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _float_of, _op, _t
 from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc, _pooling
 from ipusim.errors import ConfigurationError, IndexOutOfRangeError, UnsupportedError
+from ipusim.graph.graph import apply
 from ipusim.graph.ops import conv3d as gc3
 from ipusim.graph.ops import conv_grouped as ggc
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
+from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import pool3d as gp3
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import scan as gsc
@@ -202,8 +204,6 @@ def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, wei
     extra = [] if weights is None else [_t(weights)]
 
     def compose(t: Any, p: Any, *w: Any) -> Any:
-        from ipusim.graph.ops import nn as gnn
-
         rows = gnn.one_hot(gm.cast(t, "int32"), n, "float32")
         cols = gnn.one_hot(gm.cast(p, "int32"), n, "float32")
         if w:
@@ -248,8 +248,6 @@ def invert_permutation(x: Any, name: Any = None) -> Any:
     def compose(p: Any) -> Any:
         n = p.shape[0]
         ranks = np.arange(n, dtype=np.float32)
-        from ipusim.graph.graph import apply
-
         placed = apply("embedding_lookup_grad", ranks, gm.cast(p, "int32"), shape=(n,))
         return gm.cast(placed, p.dtype)
 
@@ -308,28 +306,22 @@ def _ones_like_float(a: Any) -> Any:
 # ---------------------------------------------------------------------- tf.linalg extras
 def normalize(tensor: Any, ord: Any = "euclidean", axis: Any = None, name: Any = None) -> tuple:  # noqa: A002
     """``tf.linalg.normalize``: (tensor / norm, norm)."""
-    from ipusim.compat.runtime.ops_linalg import norm
-
-    size = norm(tensor, ord, axis, keepdims=True)
+    size = ops_linalg.norm(tensor, ord, axis, keepdims=True)
     return ops.divide(tensor, size), size
 
 
 def tensor_diag(diagonal: Any, name: Any = None) -> Any:
     """``tf.linalg.tensor_diag`` of a vector: the square matrix with it on the diagonal."""
-    from ipusim.compat.runtime.ops_linalg import diag
-
     if rank_of(diagonal) != 1:
         raise UnsupportedError("tf.linalg.tensor_diag: only 1-D diagonals are simulated")
-    return diag(diagonal)
+    return ops_linalg.diag(diagonal)
 
 
 def tensor_diag_part(input: Any, name: Any = None) -> Any:  # noqa: A002
     """``tf.linalg.tensor_diag_part`` of a square matrix."""
-    from ipusim.compat.runtime.ops_linalg import diag_part
-
     if rank_of(input) != 2:
         raise UnsupportedError("tf.linalg.tensor_diag_part: only 2-D inputs are simulated")
-    return diag_part(input)
+    return ops_linalg.diag_part(input)
 
 
 # ---------------------------------------------------------------------- TensorArray
@@ -470,8 +462,6 @@ def _segment_reduce(data: Any, segment_ids: Any, num_segments: Any, how: str) ->
     n = int(np.asarray(num_segments))
 
     def compose(d: Any, ids: Any) -> Any:
-        from ipusim.graph.ops import nn as gnn
-
         hot = gnn.one_hot(gm.cast(ids, "int32"), n, "bool")  # [rows, n]
         extra = d.ndim - ids.ndim
         mask = gs.reshape(hot, tuple(hot.shape) + (1,) * extra)
