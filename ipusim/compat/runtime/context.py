@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,13 +209,18 @@ def replica_state() -> ReplicaState | None:
 
 
 @contextmanager
-def replicated(state: ReplicaState | None) -> Iterator[ReplicaState | None]:
-    previous = getattr(_local, "replica", None)
-    _local.replica = state
+def _thread_value(attr: str, value: Any, default: Any) -> Iterator[Any]:
+    """Set this thread's ``attr`` to ``value`` for the block (``default`` when it was unset)."""
+    previous = getattr(_local, attr, default)
+    setattr(_local, attr, value)
     try:
-        yield state
+        yield value
     finally:
-        _local.replica = previous
+        setattr(_local, attr, previous)
+
+
+def replicated(state: ReplicaState | None) -> AbstractContextManager[ReplicaState | None]:
+    return _thread_value("replica", state, None)
 
 
 def current_replicas() -> int:
@@ -223,11 +228,5 @@ def current_replicas() -> int:
     return getattr(_local, "replicas", 1)
 
 
-@contextmanager
-def device_replicas(replicas: int) -> Iterator[int]:
-    previous = getattr(_local, "replicas", 1)
-    _local.replicas = replicas
-    try:
-        yield replicas
-    finally:
-        _local.replicas = previous
+def device_replicas(replicas: int) -> AbstractContextManager[int]:
+    return _thread_value("replicas", replicas, 1)

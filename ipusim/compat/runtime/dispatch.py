@@ -21,7 +21,9 @@ from ipusim.graph.graph import Graph, Symbol, default_graph
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 
-__all__ = ["default_array", "is_array", "is_symbolic", "run_op"]
+__all__ = [
+    "as_list", "default_array", "is_array", "is_int", "is_symbolic", "rank_of", "run_op", "shape_of",
+]  # fmt: skip
 
 
 def is_symbolic(value: Any) -> bool:
@@ -38,6 +40,30 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray | np.generic) or getattr(
         value, "_is_ipusim_variable", False
     )
+
+
+def as_list(inputs: Any) -> list[Any]:
+    """``inputs`` as a list: [] for None, a list or tuple copied, anything else wrapped."""
+    if inputs is None:
+        return []
+    if isinstance(inputs, list | tuple):
+        return list(inputs)
+    return [inputs]
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is a Python or NumPy integer (not a bool)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def shape_of(value: Any) -> tuple:
+    """The static shape of a tensor, array or nested list."""
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
+def rank_of(value: Any) -> int:
+    """The number of axes of a tensor, array or nested list."""
+    return len(shape_of(value))
 
 
 def default_array(value: Any, dtype: Any = None) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
+from ipusim.compat.runtime.dispatch import as_list
 from ipusim.compat.runtime.feeds import TracedIterator, check_input_dtype
 from ipusim.compat.runtime.strings import is_string_array, strings_on_ipu
 from ipusim.compat.runtime.tensor import to_eager
@@ -68,8 +69,7 @@ class Function:
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         if instance is None:
             return self
-        bound = _BoundFunction(self, instance)
-        return bound
+        return _BoundFunction(self, instance)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.is_tracing():  # called from traced code: inline into that trace
@@ -301,8 +301,7 @@ def run_device_callable(fn: Callable[[], Any], name: str) -> Any:
     """Run a zero-argument callable as one device program (a loop called eagerly)."""
     from ipusim._scope import current_strategy
 
-    strategy = current_strategy()
-    return execute(fn, (), {}, None, strategy, True)
+    return execute(fn, (), {}, None, current_strategy(), True)
 
 
 def strategy_run(strategy: Any, fn: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -339,9 +338,7 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
     """
     if not callable(computation):
         raise InvalidTypeError(f"compile: `computation` must be callable, received {computation!r}")
-    inputs = (
-        [] if inputs is None else (list(inputs) if isinstance(inputs, list | tuple) else [inputs])
-    )
+    inputs = as_list(inputs)
     defer = getattr(context.current_or_graph_mode(), "defer", None)
     if defer is not None:  # a TF1 graph: each Session.run fetching it runs the IPU program
         return defer("compile", lambda *args: compile(computation, list(args)), inputs)
@@ -356,8 +353,6 @@ def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa
         except TypeError:
             cache = None
         result = execute(target, tuple(inputs), {}, cache, current_strategy(), True)
-    if result is None or isinstance(result, Operation):
-        return result if result is not None else Operation("compile")
-    if isinstance(result, list | tuple):
-        return list(result)
-    return [result]
+    if result is None:
+        return Operation("compile")
+    return result if isinstance(result, Operation) else as_list(result)

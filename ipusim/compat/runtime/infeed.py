@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ipusim.compat.runtime import context
+from ipusim.compat.runtime.dispatch import is_int
 from ipusim.data import Dataset
 from ipusim.data.dataset import set_iterator_next_hook
 from ipusim.errors import (
@@ -31,7 +30,7 @@ __all__ = ["IPUInfeedQueue", "IPUIterator", "IPUOwnedIterator", "TracedIterator"
 def check_device_ordinal(device_ordinal: Any) -> int:
     if device_ordinal is None:
         return 0
-    if isinstance(device_ordinal, bool) or not isinstance(device_ordinal, int | np.integer):
+    if not is_int(device_ordinal):
         raise ConfigurationError(
             f"Device ordinal must be an integer: `device_ordinal` received {device_ordinal!r}; "
             "pass the IPU device index, e.g. 0"
@@ -153,7 +152,7 @@ class IPUInfeedQueue:
             )
         self._device_ordinal = check_device_ordinal(device_ordinal)
         depth = 1 if prefetch_depth is None else prefetch_depth
-        if isinstance(depth, bool) or not isinstance(depth, int | np.integer):
+        if not is_int(depth):
             raise ConfigurationError(
                 f"prefetch_depth must be an int from 1 to 255, received {depth!r}"
             )

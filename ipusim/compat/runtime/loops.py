@@ -26,6 +26,7 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
+from ipusim.compat.runtime.dispatch import as_list, is_int
 from ipusim.compat.runtime.ops_control import call_program
 from ipusim.compat.runtime.ops_outfeed import lookup_queue
 from ipusim.errors import ConfigurationError, InvalidTypeError
@@ -56,11 +57,11 @@ def repeat(
         The final loop-carried values: one tensor, a list of them, or an operation when there
         are none.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+    if not is_int(n) or n < 1:
         raise ConfigurationError(
             f"repeat: `n` must be a positive int (the iteration count), received {n!r}"
         )
-    return _loop("repeat", body, inputs, infeed_queue, count=int(n), condition=None, maximum=None)
+    return _loop("repeat", body, inputs, infeed_queue, int(n), None, None)
 
 
 def while_loop(
@@ -79,35 +80,18 @@ def while_loop(
     if not callable(condition):
         raise InvalidTypeError(f"while_loop: `condition` must be callable, received {condition!r}")
     if maximum_iterations is not None and (
-        isinstance(maximum_iterations, bool)
-        or not isinstance(maximum_iterations, int | np.integer)
-        or maximum_iterations < 0
+        not is_int(maximum_iterations) or maximum_iterations < 0
     ):
         raise ConfigurationError(
             f"while_loop: `maximum_iterations` must be None or an int >= 0, received "
             f"{maximum_iterations!r}"
         )
-    return _loop(
-        "while_loop",
-        body,
-        inputs,
-        infeed_queue,
-        count=None,
-        condition=condition,
-        maximum=None if maximum_iterations is None else int(maximum_iterations),
-    )
+    maximum = None if maximum_iterations is None else int(maximum_iterations)
+    return _loop("while_loop", body, inputs, infeed_queue, None, condition, maximum)
 
 
 # ---------------------------------------------------------------------- tracing
-def _as_list(inputs: Any) -> list[Any]:
-    if inputs is None:
-        return []
-    if isinstance(inputs, list | tuple):
-        return list(inputs)
-    return [inputs]
-
-
-def _infeed_args(element: Any) -> tuple[list[Any], dict[str, Any]]:
+def infeed_args(element: Any) -> tuple[list[Any], dict[str, Any]]:
     if isinstance(element, dict) and all(isinstance(k, str) for k in element):
         return [], dict(element)
     if isinstance(element, tuple):
@@ -151,24 +135,19 @@ def _check_signature(body: Callable, args: list, kwargs: dict, n_inputs: int, in
 
 
 def _split_outputs(outputs: Any) -> tuple[list[Any], list[Operation]]:
-    items = (
-        []
-        if outputs is None
-        else (list(outputs) if isinstance(outputs, list | tuple) else [outputs])
-    )
+    items = as_list(outputs)
     tensors: list[Any] = []
     operations: list[Operation] = []
     for item in items:
-        if item is None or isinstance(item, Operation):
-            if item is not None:
-                operations.append(item)
-            continue
-        if operations:
-            raise ConfigurationError(
-                "IPU loop body must return zero or more Tensor values followed by zero or more "
-                f"Operations; it returned a tensor after an operation: {items!r}"
-            )
-        tensors.append(item)
+        if isinstance(item, Operation):
+            operations.append(item)
+        elif item is not None:
+            if operations:
+                raise ConfigurationError(
+                    "IPU loop body must return zero or more Tensor values followed by zero or "
+                    f"more Operations; it returned a tensor after an operation: {items!r}"
+                )
+            tensors.append(item)
     return tensors, operations
 
 
@@ -186,7 +165,7 @@ def _trace_body(
         args: list[Any] = list(carried)
         kwargs: dict[str, Any] = {}
         if infeed_queue is not None:
-            extra_args, kwargs = _infeed_args(infeed_queue._dequeue())
+            extra_args, kwargs = infeed_args(infeed_queue._dequeue())
             args += extra_args
         _check_signature(body, args, kwargs, len(specs), infeed_queue)
         try:
@@ -256,17 +235,12 @@ def _loop(
         return run_device_callable(
             lambda: _loop(name, body, inputs, infeed_queue, count, condition, maximum), name
         )
-    values = [to_symbol(v, outer.graph) for v in _as_list(inputs)]
+    values = [to_symbol(v, outer.graph) for v in as_list(inputs)]
     specs = [TensorSpec(v.shape, v.dtype) for v in values]
     body_ctx, carried, results = _trace_body(name, body, specs, infeed_queue, outer)
-    program = LoopProgram(
-        name=name,
-        body=CompiledGraph(body_ctx, results, carried),
-        count=count,
-        condition=None if condition is None else _trace_condition(condition, specs),
-        maximum=maximum,
-        infeed=infeed_queue,
-    )
+    body_graph = CompiledGraph(body_ctx, results, carried)
+    test = None if condition is None else _trace_condition(condition, specs)
+    program = LoopProgram(name, body_graph, count, test, maximum, infeed_queue)
     holder, outputs = call_program("ipu_repeat", program, values, specs)
     outer.add_side_effect(holder)
     outer.segments.append(program)
@@ -401,14 +375,8 @@ def traced_range_loop(values: np.ndarray) -> Any:
         count = 1
     with context.tracing(ctx):
         following = counter + 1
-    program = LoopProgram(
-        name="range loop",
-        body=CompiledGraph(ctx, [following], [counter]),
-        count=count,
-        condition=None,
-        maximum=None,
-        infeed=_first_infeed(ctx),
-    )
+    body = CompiledGraph(ctx, [following], [counter])
+    program = LoopProgram("range loop", body, count, None, None, _first_infeed(ctx))
     initial = outer.graph.constant(0, dtype="int32")
     holder, _ = call_program("ipu_repeat", program, [initial], [TensorSpec((), "int32")])
     outer.add_side_effect(holder)

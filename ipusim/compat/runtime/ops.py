@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context, ops_control  # noqa: F401  (registers ipu_after)
-from ipusim.compat.runtime.dispatch import default_array
+from ipusim.compat.runtime.dispatch import default_array, rank_of
 from ipusim.compat.runtime.dispatch import is_symbolic as _is_symbolic
 from ipusim.compat.runtime.dispatch import run_op as _op
 from ipusim.compat.runtime.ops_nn import (
@@ -41,9 +41,14 @@ from ipusim.compat.runtime.ops_nn import (
     sparse_softmax_cross_entropy_with_logits,
     tanh,
 )
-from ipusim.compat.runtime.strings import host_strings, is_string_dtype, string_constant
+from ipusim.compat.runtime.strings import (
+    fit_shape,
+    host_strings,
+    is_string_dtype,
+    string_constant,
+)
 from ipusim.compat.runtime.tensor import EagerTensor
-from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.errors import InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Symbol, apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import nn as gnn
@@ -73,18 +78,8 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
     array = default_array(value, dtype)
     if array.dtype.kind not in "biuf":
         raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
-    if shape is not None:
-        target = tuple(int(d) for d in shape)
-        if array.size == int(np.prod(target, dtype=np.int64)):
-            array = array.reshape(target)
-        elif array.size == 1:
-            array = np.full(target, array.reshape(()), dtype=array.dtype)
-        else:
-            raise ConfigurationError(
-                f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; "
-                "give a scalar (to fill the shape) or exactly as many elements as it holds"
-            )
-    return np.array(array).view(EagerTensor)
+    hint = "; give a scalar (to fill the shape) or exactly as many elements as it holds"
+    return np.array(fit_shape(array, shape, hint)).view(EagerTensor)
 
 
 def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None) -> Any:
@@ -272,8 +267,7 @@ def matmul(
     name: str | None = None,
     **kwargs: Any,
 ) -> Any:
-    if max(np.ndim(a) if not hasattr(a, "shape") else len(a.shape), np.ndim(b) if not
-           hasattr(b, "shape") else len(b.shape)) > 2:  # fmt: skip
+    if max(rank_of(a), rank_of(b)) > 2:
         from ipusim.compat.runtime.ops_linalg import batched_matmul  # it imports this module
 
         return batched_matmul(a, b, bool(transpose_a), bool(transpose_b))
@@ -380,8 +374,6 @@ def one_hot(
     """``tf.one_hot`` (TensorFlow's argument order): ``on_value`` where the class is,
     ``off_value`` elsewhere (1 / 0 by default), on a new last axis."""
     if axis not in (None, -1):
-        from ipusim.errors import UnsupportedError
-
         raise UnsupportedError(f"tf.one_hot(axis={axis}) is not simulated; only the last axis")
     if dtype is None:  # TensorFlow: the values' dtype, else float32
         given = next((v for v in (on_value, off_value) if v is not None), None)

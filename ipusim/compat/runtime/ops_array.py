@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.dispatch import default_array, is_symbolic
+from ipusim.compat.runtime.dispatch import default_array, is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _op, _t, _TopK
 from ipusim.compat.runtime.strings import host_strings
 from ipusim.compat.runtime.tensor import EagerTensor
@@ -49,7 +49,7 @@ def _static_only(op: str, *values: Any) -> None:
 def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
     """``tf.stack``: join equal-shaped tensors along a new ``axis``."""
     items = list(values)
-    rank = len(items[0].shape) if hasattr(items[0], "shape") else np.ndim(items[0])
+    rank = rank_of(items[0])
     ax = int(axis) % (rank + 1)
 
     def compose(*vs: Any) -> Any:
@@ -229,7 +229,7 @@ def tensor_scatter_nd_add(
     tensor: Any, indices: Any, updates: Any, name: str | None = None, bad_indices_policy: str = ""
 ) -> Any:
     """``tf.tensor_scatter_nd_add``: ``tensor`` plus ``updates`` scattered at ``indices``."""
-    shape = tensor.shape if hasattr(tensor, "shape") else np.shape(tensor)
+    shape = shape_of(tensor)
     return _op(gm.add, _t(tensor), scatter_nd(indices, updates, tuple(shape)))
 
 
@@ -237,7 +237,7 @@ def tensor_scatter_nd_update(
     tensor: Any, indices: Any, updates: Any, name: str | None = None
 ) -> Any:
     """``tf.tensor_scatter_nd_update``: ``tensor`` with the entries at ``indices`` replaced."""
-    shape = tuple(tensor.shape if hasattr(tensor, "shape") else np.shape(tensor))
+    shape = shape_of(tensor)
 
     def compose(t: Any, i: Any, u: Any) -> Any:
         depth = i.shape[-1]
@@ -347,7 +347,7 @@ def sequence_mask(
 # ---------------------------------------------------------------------- shapes
 def shape(input: Any, out_type: Any = "int32", name: str | None = None) -> Any:  # noqa: A002
     """``tf.shape``: the shape as a concrete int tensor (an IPU program's shapes are static)."""
-    dims = tuple(input.shape) if hasattr(input, "shape") else np.shape(input)
+    dims = shape_of(input)
     if any(d is None for d in dims):
         raise UnsupportedError(
             f"tf.shape: the shape {dims} has unknown sizes; ipusim needs them known (set the "
@@ -370,8 +370,7 @@ def size(input: Any, out_type: Any = "int32", name: str | None = None) -> Any:  
 
 def rank(input: Any, name: str | None = None) -> Any:  # noqa: A002
     """``tf.rank``: the number of axes, as a concrete int32 tensor."""
-    dims = input.shape if hasattr(input, "shape") else np.shape(input)
-    return np.asarray(len(tuple(dims)), dtype=np.int32).view(EagerTensor)
+    return np.asarray(rank_of(input), dtype=np.int32).view(EagerTensor)
 
 
 def identity_n(input: Any, name: str | None = None) -> list:  # noqa: A002

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_extra
-from ipusim.compat.runtime.dispatch import default_array, is_symbolic
+from ipusim.compat.runtime.dispatch import default_array, is_symbolic, rank_of
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.ops import math as gm
+from ipusim.graph.ops import math_extra as me
 from ipusim.keras import backend as _settings
 from ipusim.keras import backend_ops as _keras
 from ipusim.keras.backend_ops import int_shape
@@ -182,8 +183,6 @@ def elu(x: Any, alpha: float = 1.0) -> Any:
 
 
 def _elu(v: Any) -> Any:
-    from ipusim.graph.ops import math_extra as me
-
     return me.unary("elu", v)
 
 
@@ -194,8 +193,7 @@ def hard_sigmoid(x: Any) -> Any:
 
 def dot(x: Any, y: Any) -> Any:
     """``K.dot``: matrix product; a rank > 2 ``y`` contracts its second-to-last axis, as Keras."""
-    ry = len(y.shape) if hasattr(y, "shape") else np.ndim(y)
-    rx = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+    rx, ry = rank_of(x), rank_of(y)
     if rx == 2 and ry == 2:
         return ops.matmul(x, y)
     return ops_linalg.tensordot(x, y, [[rx - 1], [builtins.max(ry - 2, 0)]])

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime import ops, ops_array, ops_misc, ops_nn_extra, ops_random
+from ipusim.compat.runtime import ops, ops_array, ops_misc, ops_nn_extra, ops_nn_more, ops_random
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_backend import _keras_fn, get_value, update, variable
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.compat.runtime.ops_nn import nn as _nn
 from ipusim.graph.ops import math as gm
+from ipusim.graph.ops import reduce as gr
+from ipusim.graph.ops import resize as gresize
 from ipusim.keras import backend as _settings
 
 
@@ -58,16 +60,12 @@ def spatial_3d_padding(x: Any, padding: Any = ((1, 1), (1, 1), (1, 1)), data_for
 def conv3d(x: Any, kernel: Any, strides: Any = (1, 1, 1), padding: str = "valid",
            data_format: Any = None, dilation_rate: Any = (1, 1, 1)) -> Any:  # fmt: skip
     """``K.conv3d``: NDHWC."""
-    from ipusim.compat.runtime import ops_nn_more
-
     return ops_nn_more.conv3d(x, kernel, strides, padding.upper(), dilations=dilation_rate)
 
 
 def pool3d(x: Any, pool_size: Any, strides: Any = (1, 1, 1), padding: str = "valid",
            data_format: Any = None, pool_mode: str = "max") -> Any:  # fmt: skip
     """``K.pool3d``: NDHWC max or average pooling."""
-    from ipusim.compat.runtime import ops_nn_more
-
     fn = ops_nn_more.max_pool3d if pool_mode == "max" else ops_nn_more.avg_pool3d
     return fn(x, pool_size, strides, padding.upper())
 
@@ -76,8 +74,6 @@ def separable_conv2d(x: Any, depthwise_kernel: Any, pointwise_kernel: Any, strid
                      padding: str = "valid", data_format: Any = None,
                      dilation_rate: Any = (1, 1)) -> Any:  # fmt: skip
     """``K.separable_conv2d``: NHWC."""
-    from ipusim.compat.runtime import ops_nn_more
-
     return ops_nn_more.separable_conv2d(x, depthwise_kernel, pointwise_kernel, strides,
                                         padding.upper(), dilations=dilation_rate)  # fmt: skip
 
@@ -85,8 +81,6 @@ def separable_conv2d(x: Any, depthwise_kernel: Any, pointwise_kernel: Any, strid
 def resize_images(x: Any, height_factor: int, width_factor: int, data_format: Any = None,
                   interpolation: str = "nearest") -> Any:  # fmt: skip
     """``K.resize_images``: up-sample NHWC by integer factors."""
-    from ipusim.graph.ops import resize as gresize
-
     factors = (int(height_factor), int(width_factor))
     return _op(lambda v: gresize.resize(v, factors, interpolation), x)
 
@@ -172,8 +166,6 @@ def categorical_crossentropy(
     eps = _settings.epsilon()
 
     def compose(t: Any, o: Any) -> Any:
-        from ipusim.graph.ops import reduce as gr
-
         o = gm.divide(o, gr.reduce_sum(o, axis=axis, keepdims=True))
         o = gm.minimum(gm.maximum(o, eps), 1.0 - eps)
         return gm.negative(gr.reduce_sum(gm.multiply(t, gm.log(o)), axis=axis))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array
-from ipusim.compat.runtime.dispatch import is_symbolic
+from ipusim.compat.runtime.dispatch import is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _op, _t
 from ipusim.errors import InputDataError, UnsupportedError
 from ipusim.graph.ops import nn as gnn
@@ -71,20 +71,16 @@ def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: Any
     _check(ok, message, "assert_near failed")
 
 
-def _rank_of(x: Any) -> int:
-    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
-
-
 def assert_rank(x: Any, rank: int, message: Any = None, name: Any = None) -> None:
     """``tf.debugging.assert_rank``: checked from the static shape (traced tensors too)."""
-    if _rank_of(x) != int(rank):
-        raise InvalidArgumentError(message or f"expected rank {rank}, received {_rank_of(x)}")
+    if rank_of(x) != int(rank):
+        raise InvalidArgumentError(message or f"expected rank {rank}, received {rank_of(x)}")
 
 
 def assert_rank_at_least(x: Any, rank: int, message: Any = None, name: Any = None) -> None:
     """``tf.debugging.assert_rank_at_least``."""
-    if _rank_of(x) < int(rank):
-        raise InvalidArgumentError(message or f"expected rank >= {rank}, received {_rank_of(x)}")
+    if rank_of(x) < int(rank):
+        raise InvalidArgumentError(message or f"expected rank >= {rank}, received {rank_of(x)}")
 
 
 def assert_shapes(shapes: Any, data: Any = None, summarize: Any = None, message: Any = None,
@@ -93,7 +89,7 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: Any = None, message:
     match; names must be consistent across tensors)."""
     sizes: dict[str, int] = {}
     for tensor, spec in shapes:
-        shape = tuple(tensor.shape) if hasattr(tensor, "shape") else np.shape(tensor)
+        shape = shape_of(tensor)
         if len(shape) != len(spec):
             raise InvalidArgumentError(message or f"shape {shape} does not match {spec}")
         for dim, want in zip(shape, spec, strict=True):

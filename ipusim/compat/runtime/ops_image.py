@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops, ops_array, ops_random
+from ipusim.compat.runtime.dispatch import rank_of
 from ipusim.compat.runtime.ops_math import _op, _t
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import math as gm
@@ -19,12 +20,8 @@ from ipusim.graph.ops.image_resize import image_resize
 from ipusim.graph.spec import canonical_dtype
 
 
-def _rank(image: Any) -> int:
-    return len(image.shape) if hasattr(image, "shape") else np.ndim(image)
-
-
 def _hw_axes(image: Any) -> tuple[int, int]:
-    rank = _rank(image)
+    rank = rank_of(image)
     if rank not in (3, 4):
         raise ConfigurationError(f"tf.image: expected an HWC or NHWC image, received rank {rank}")
     return (rank - 3, rank - 2)
@@ -43,7 +40,7 @@ def flip_up_down(image: Any) -> Any:
 def transpose(image: Any, name: str | None = None) -> Any:
     """``tf.image.transpose``: swap height and width."""
     h, w = _hw_axes(image)
-    perm = list(range(_rank(image)))
+    perm = list(range(rank_of(image)))
     perm[h], perm[w] = w, h
     return ops.transpose(image, perm)
 
@@ -57,7 +54,7 @@ def rot90(image: Any, k: int = 1, name: str | None = None) -> Any:
 
 def _random_flip(image: Any, seed: Any, flip: Any) -> Any:
     """Each image of a batch flipped with probability 1/2 (a select on a per-image draw)."""
-    batched = _rank(image) == 4
+    batched = rank_of(image) == 4
     count = int(image.shape[0]) if batched else 1
     draw = ops_random.uniform([count], seed=seed)
     keep = ops.less(draw, np.float32(0.5))
@@ -79,8 +76,8 @@ def crop_to_bounding_box(image: Any, offset_height: int, offset_width: int, targ
                          target_width: int) -> Any:  # fmt: skip
     """``tf.image.crop_to_bounding_box``."""
     h, w = _hw_axes(image)
-    begin = [0] * _rank(image)
-    size = [-1] * _rank(image)
+    begin = [0] * rank_of(image)
+    size = [-1] * rank_of(image)
     begin[h], begin[w] = int(offset_height), int(offset_width)
     size[h], size[w] = int(target_height), int(target_width)
     return ops_array.slice(image, begin, size)
@@ -90,7 +87,7 @@ def pad_to_bounding_box(image: Any, offset_height: int, offset_width: int, targe
                         target_width: int) -> Any:  # fmt: skip
     """``tf.image.pad_to_bounding_box``: zeros around ``image``."""
     h, w = _hw_axes(image)
-    pads = [[0, 0] for _ in range(_rank(image))]
+    pads = [[0, 0] for _ in range(rank_of(image))]
     pads[h] = [int(offset_height), int(target_height) - int(offset_height) - image.shape[h]]
     pads[w] = [int(offset_width), int(target_width) - int(offset_width) - image.shape[w]]
     if min(pads[h] + pads[w]) < 0:
@@ -192,7 +189,7 @@ def rgb_to_grayscale(images: Any, name: str | None = None) -> Any:
 
 def grayscale_to_rgb(images: Any, name: str | None = None) -> Any:
     """``tf.image.grayscale_to_rgb``: the channel repeated three times."""
-    return ops_array.tile(images, [1] * (_rank(images) - 1) + [3])
+    return ops_array.tile(images, [1] * (rank_of(images) - 1) + [3])
 
 
 def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False, name: Any = None) -> Any:

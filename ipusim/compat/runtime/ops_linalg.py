@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import ops
-from ipusim.compat.runtime.dispatch import is_symbolic
+from ipusim.compat.runtime.dispatch import is_symbolic, rank_of
 from ipusim.compat.runtime.ops import matmul
 from ipusim.compat.runtime.ops_array import eye
 from ipusim.compat.runtime.ops_math import _op, _t, l2_normalize
@@ -110,8 +110,7 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Any:
 def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Any:
     """``tf.tensordot``: contract ``axes`` of ``a`` with those of ``b`` (an int: the last n of
     ``a`` with the first n of ``b``)."""
-    ra = len(a.shape) if hasattr(a, "shape") else np.ndim(a)
-    rb = len(b.shape) if hasattr(b, "shape") else np.ndim(b)
+    ra, rb = rank_of(a), rank_of(b)
     if np.ndim(axes) == 0:
         n = int(axes)
         pairs = (list(builtins.range(ra - n, ra)), list(builtins.range(n)))

@@ -18,6 +18,7 @@ import numpy as np
 from ipusim.compat.runtime.dispatch import default_array, is_array, is_symbolic, run_op
 from ipusim.compat.runtime.ops import equal, not_equal
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.graph import apply
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
@@ -95,17 +96,11 @@ def softsign(features: Any, name: str | None = None) -> Any:
 
 def _predicate(fn: str) -> Callable[..., Any]:
     def op(x: Any, name: str | None = None) -> Any:
-        return _op(lambda v: _apply_predicate(fn, v), x)
+        return _op(lambda v: apply("float_predicate", v, fn=fn), x)
 
     op.__name__ = fn
     op.__doc__ = f"``tf.math.{fn}``: elementwise, bool result."
     return op
-
-
-def _apply_predicate(fn: str, v: Any) -> Any:
-    from ipusim.graph.graph import apply
-
-    return apply("float_predicate", v, fn=fn)
 
 
 is_nan = _predicate("is_nan")
@@ -135,8 +130,6 @@ def atan2(y: Any, x: Any, name: str | None = None) -> Any:
 
 
 def _binary(fn: str, a: Any, b: Any) -> Any:
-    from ipusim.graph.graph import apply
-
     return apply("binary_math", a, b, fn=fn)
 
 
@@ -159,14 +152,11 @@ def squared_difference(x: Any, y: Any, name: str | None = None) -> Any:
 
 
 def _is_zero(v: Any) -> Any:
-    from ipusim.graph.graph import apply
-
     return gm.equal(v, apply("multiply", v, 0))
 
 
 def divide_no_nan(x: Any, y: Any, name: str | None = None) -> Any:
     """``tf.math.divide_no_nan``: x / y, and 0 where y == 0 (gradient 0 there too)."""
-
     return _op(divide_no_nan_graph, x, y)
 
 
@@ -254,6 +244,20 @@ def _float_of(v: Any) -> Any:
     return v if v.dtype in _FLOATS else gm.cast(v, "float32")
 
 
+def _reduction(name: str, fn: Callable[..., Any], doc: str, **fixed: Any) -> Callable[..., Any]:
+    """``tf.math.<name>(input_tensor, axis=None, keepdims=False, name=None)`` running ``fn``
+    (with the ``fixed`` attributes)."""
+
+    def reduce(
+        input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
+    ) -> Any:
+        return _op(fn, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims), **fixed)
+
+    reduce.__name__ = reduce.__qualname__ = name
+    reduce.__doc__ = doc
+    return reduce
+
+
 def _reduce(v: Any, axis: Any, keepdims: bool, how: str) -> Any:
     """Reduce a (cast-to-float when needed) tensor and cast back to its dtype."""
     dtype = v.dtype
@@ -267,18 +271,12 @@ def _reduce(v: Any, axis: Any, keepdims: bool, how: str) -> Any:
     return gm.cast(out, dtype)
 
 
-def reduce_all(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    """``tf.math.reduce_all``: logical and over ``axis``."""
-    return _op(_reduce, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims), how="min")
-
-
-def reduce_any(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    """``tf.math.reduce_any``: logical or over ``axis``."""
-    return _op(_reduce, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims), how="max")
+reduce_all = _reduction(
+    "reduce_all", _reduce, "``tf.math.reduce_all``: logical and over ``axis``.", how="min"
+)
+reduce_any = _reduction(
+    "reduce_any", _reduce, "``tf.math.reduce_any``: logical or over ``axis``.", how="max"
+)
 
 
 def _axes(rank: int, axis: Any) -> list[int]:
@@ -302,34 +300,28 @@ def _reduce_prod(v: Any, axis: Any, keepdims: bool) -> Any:
     return gs.reshape(out, tuple(kept))
 
 
-def reduce_prod(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
+reduce_prod = _reduction(
+    "reduce_prod",
+    _reduce_prod,
     """``tf.math.reduce_prod``: the product over ``axis`` (the last entry of a cumulative
-    product; its gradient divides by the input, so an exact 0 gives a non-finite gradient)."""
-    return _op(_reduce_prod, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims))
+    product; its gradient divides by the input, so an exact 0 gives a non-finite gradient).""",
+)
 
 
 def _logsumexp(v: Any, axis: Any, keepdims: bool) -> Any:
     peak = gm.stop_gradient(gr.reduce_max(v, axis=axis, keepdims=True))
-    finite = me.select(_float_predicate(peak), peak, gm.multiply(peak, 0.0))
+    finite = me.select(apply("float_predicate", peak, fn="is_finite"), peak, gm.multiply(peak, 0.0))
     total = gr.reduce_sum(gm.exp(gm.subtract(v, finite)), axis=axis, keepdims=True)
     out = gm.add(gm.log(total), finite)
     return out if keepdims else gs.squeeze(out, axis=tuple(sorted(_axes(v.ndim, axis))))
 
 
-def _float_predicate(v: Any) -> Any:
-    from ipusim.graph.graph import apply
-
-    return apply("float_predicate", v, fn="is_finite")
-
-
-def reduce_logsumexp(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
+reduce_logsumexp = _reduction(
+    "reduce_logsumexp",
+    _logsumexp,
     """``tf.math.reduce_logsumexp``: log(sum(exp(x))) over ``axis``, computed after subtracting
-    the (finite) maximum, as TensorFlow does."""
-    return _op(_logsumexp, input_tensor, axis=gm.axis_attr(axis), keepdims=bool(keepdims))
+    the (finite) maximum, as TensorFlow does.""",
+)
 
 
 def _variance(v: Any, axis: Any, keepdims: bool, root: bool) -> Any:
@@ -338,34 +330,23 @@ def _variance(v: Any, axis: Any, keepdims: bool, root: bool) -> Any:
     return gm.sqrt(out) if root else out
 
 
-def reduce_variance(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    """``tf.math.reduce_variance``: mean squared deviation from the mean (population)."""
-    attrs = {"axis": gm.axis_attr(axis), "keepdims": bool(keepdims), "root": False}
-    return _op(_variance, input_tensor, **attrs)
-
-
-def reduce_std(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    """``tf.math.reduce_std``: square root of ``reduce_variance``."""
-    attrs = {"axis": gm.axis_attr(axis), "keepdims": bool(keepdims), "root": True}
-    return _op(_variance, input_tensor, **attrs)
-
-
-def reduce_euclidean_norm(
-    input_tensor: Any, axis: Any = None, keepdims: bool = False, name: str | None = None
-) -> Any:
-    """``tf.math.reduce_euclidean_norm``: sqrt(sum(x ** 2)) over ``axis``."""
-    return _op(
-        lambda v, axis, keepdims: gm.sqrt(
-            gr.reduce_sum(gm.square(v), axis=axis, keepdims=keepdims)
-        ),
-        input_tensor,
-        axis=gm.axis_attr(axis),
-        keepdims=bool(keepdims),
-    )
+reduce_variance = _reduction(
+    "reduce_variance",
+    _variance,
+    "``tf.math.reduce_variance``: mean squared deviation from the mean (population).",
+    root=False,
+)
+reduce_std = _reduction(
+    "reduce_std",
+    _variance,
+    "``tf.math.reduce_std``: square root of ``reduce_variance``.",
+    root=True,
+)
+reduce_euclidean_norm = _reduction(
+    "reduce_euclidean_norm",
+    lambda v, axis, keepdims: gm.sqrt(gr.reduce_sum(gm.square(v), axis=axis, keepdims=keepdims)),
+    "``tf.math.reduce_euclidean_norm``: sqrt(sum(x ** 2)) over ``axis``.",
+)
 
 
 def count_nonzero(
@@ -473,8 +454,6 @@ def unsorted_segment_sum(
 ) -> Any:
     """``tf.math.unsorted_segment_sum``: rows of ``data`` summed into ``num_segments`` buckets
     by ``segment_ids`` (its leading axes); ids must be in range."""
-    from ipusim.graph.graph import apply
-
     n = int(np.asarray(num_segments))
 
     def compose(d: Any, ids: Any) -> Any:
@@ -496,12 +475,17 @@ def unsorted_segment_mean(
 def segment_sum(data: Any, segment_ids: Any, name: str | None = None) -> Any:
     """``tf.math.segment_sum``: as ``unsorted_segment_sum`` with ``max(ids) + 1`` segments; the
     ids must be concrete (the number of segments fixes the output shape)."""
+    return unsorted_segment_sum(data, segment_ids, segment_count(segment_ids, "segment_sum"))
+
+
+def segment_count(segment_ids: Any, what: str) -> int:
+    """``max(ids) + 1`` of concrete integer ``segment_ids`` (0 when empty)."""
     ids = np.asarray(segment_ids)
     if ids.dtype == object or not np.issubdtype(ids.dtype, np.integer):
         raise InvalidTypeError(
-            "segment_sum: `segment_ids` must be concrete integers (a shape depends on them)"
+            f"{what}: `segment_ids` must be concrete integers (a shape depends on them)"
         )
-    return unsorted_segment_sum(data, segment_ids, int(ids.max()) + 1 if ids.size else 0)
+    return int(ids.max()) + 1 if ids.size else 0
 
 
 def segment_mean(data: Any, segment_ids: Any, name: str | None = None) -> Any:
@@ -526,6 +510,6 @@ def polyval(coeffs: Any, x: Any, name: str | None = None) -> Any:
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "Any", "Callable", "annotations", "builtins", "canonical_dtype", "divide_no_nan_graph",
-    "gm", "gnn", "gr", "gs", "gsc", "me", "np", "equal", "not_equal",
+    "Any", "Callable", "annotations", "builtins", "canonical_dtype", "divide_no_nan_graph", "segment_count",
+    "apply", "gm", "gnn", "gr", "gs", "gsc", "me", "np", "equal", "not_equal",
 }]  # fmt: skip

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context, ops, ops_array
-from ipusim.compat.runtime.dispatch import is_symbolic
+from ipusim.compat.runtime.dispatch import is_symbolic, shape_of
 from ipusim.compat.runtime.ops_math import _op, _t, floordiv, floormod, sign
 from ipusim.compat.runtime.tensor import EagerTensor, is_tensor_like
 from ipusim.errors import ConfigurationError, UnsupportedError
@@ -31,6 +31,7 @@ from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
 from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import reduce as gr
+from ipusim.graph.ops import shape as gs
 from ipusim.keras import initializers as _init
 from ipusim.keras.engine import nest as _nest
 
@@ -234,7 +235,7 @@ def get_logger() -> logging.Logger:
 
 def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Any:
     """``tf.ensure_shape``: ``x`` when its static shape is compatible with ``shape``."""
-    have = TensorShape(builtins.tuple(x.shape) if hasattr(x, "shape") else np.shape(x))
+    have = TensorShape(shape_of(x))
     if not have.is_compatible_with(shape):
         raise ConfigurationError(
             f"tf.ensure_shape: shape {have.as_list()} is not compatible with {shape}"
@@ -285,8 +286,6 @@ def unravel_index(indices: Any, dims: Any, name: str | None = None) -> Any:
     strides = [int(np.prod(sizes[i + 1 :])) for i in builtins.range(len(sizes))]
 
     def compose(flat: Any) -> Any:
-        from ipusim.graph.ops import shape as gs
-
         parts = [
             gm.cast(me.apply_binary("floormod", me.floordiv(flat, s), n), flat.dtype)
             for s, n in zip(strides, sizes, strict=True)

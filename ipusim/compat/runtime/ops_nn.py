@@ -81,14 +81,4 @@ def sigmoid_cross_entropy_with_logits(
 
 
 #: ``tf.nn``.
-nn = SimpleNamespace(
-    relu=relu,
-    sigmoid=sigmoid,
-    tanh=tanh,
-    softmax=softmax,
-    log_softmax=log_softmax,
-    bias_add=bias_add,
-    sparse_softmax_cross_entropy_with_logits=sparse_softmax_cross_entropy_with_logits,
-    softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits,
-    sigmoid_cross_entropy_with_logits=sigmoid_cross_entropy_with_logits,
-)
+nn = SimpleNamespace(**{name: globals()[name] for name in __all__ if name != "nn"})

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime.dispatch import default_array, is_symbolic
+from ipusim.compat.runtime.dispatch import default_array, is_symbolic, rank_of
 from ipusim.compat.runtime.ops_math import (
     _op,
     _t,
@@ -311,7 +311,7 @@ avg_pool = _pooling(_pool, "avg", "avg_pool", "NHWC", "``tf.nn.avg_pool``: rank-
 
 
 def _rank4(op: str, x: Any) -> None:
-    rank = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+    rank = rank_of(x)
     if rank != 4:
         raise UnsupportedError(
             f"tf.nn.{op}: only rank-4 NHWC inputs are simulated, got rank {rank}"

@@ -12,20 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ipusim.compat.runtime import ops, ops_array, ops_math, ops_nn_extra
-from ipusim.compat.runtime.dispatch import is_symbolic
+from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_extra
+from ipusim.compat.runtime.dispatch import is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _float_of, _op, _t
 from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc, _pooling
-from ipusim.errors import (
-    ConfigurationError,
-    IndexOutOfRangeError,
-    InvalidTypeError,
-    UnsupportedError,
-)
+from ipusim.errors import ConfigurationError, IndexOutOfRangeError, UnsupportedError
+from ipusim.graph.graph import apply
 from ipusim.graph.ops import conv3d as gc3
 from ipusim.graph.ops import conv_grouped as ggc
 from ipusim.graph.ops import math as gm
 from ipusim.graph.ops import math_extra as me
+from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import pool3d as gp3
 from ipusim.graph.ops import reduce as gr
 from ipusim.graph.ops import scan as gsc
@@ -170,7 +167,7 @@ def sufficient_statistics(x: Any, axes: Any, shift: Any = None, keepdims: bool =
                           name: Any = None) -> tuple:  # fmt: skip
     """``tf.nn.sufficient_statistics``: (count, sum, sum of squares, shift=None) over ``axes``."""
     axis = [int(a) for a in np.asarray(axes).reshape(-1)]
-    shape = x.shape if hasattr(x, "shape") else np.shape(x)
+    shape = shape_of(x)
     count = float(np.prod([shape[a] for a in axis]))
     total = ops.reduce_sum(x, axis, keepdims)
     squares = ops.reduce_sum(ops.square(x), axis, keepdims)
@@ -207,8 +204,6 @@ def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, wei
     extra = [] if weights is None else [_t(weights)]
 
     def compose(t: Any, p: Any, *w: Any) -> Any:
-        from ipusim.graph.ops import nn as gnn
-
         rows = gnn.one_hot(gm.cast(t, "int32"), n, "float32")
         cols = gnn.one_hot(gm.cast(p, "int32"), n, "float32")
         if w:
@@ -253,8 +248,6 @@ def invert_permutation(x: Any, name: Any = None) -> Any:
     def compose(p: Any) -> Any:
         n = p.shape[0]
         ranks = np.arange(n, dtype=np.float32)
-        from ipusim.graph.graph import apply
-
         placed = apply("embedding_lookup_grad", ranks, gm.cast(p, "int32"), shape=(n,))
         return gm.cast(placed, p.dtype)
 
@@ -313,28 +306,22 @@ def _ones_like_float(a: Any) -> Any:
 # ---------------------------------------------------------------------- tf.linalg extras
 def normalize(tensor: Any, ord: Any = "euclidean", axis: Any = None, name: Any = None) -> tuple:  # noqa: A002
     """``tf.linalg.normalize``: (tensor / norm, norm)."""
-    from ipusim.compat.runtime.ops_linalg import norm
-
-    size = norm(tensor, ord, axis, keepdims=True)
+    size = ops_linalg.norm(tensor, ord, axis, keepdims=True)
     return ops.divide(tensor, size), size
 
 
 def tensor_diag(diagonal: Any, name: Any = None) -> Any:
     """``tf.linalg.tensor_diag`` of a vector: the square matrix with it on the diagonal."""
-    from ipusim.compat.runtime.ops_linalg import diag
-
-    if len(np.shape(diagonal) if not hasattr(diagonal, "shape") else diagonal.shape) != 1:
+    if rank_of(diagonal) != 1:
         raise UnsupportedError("tf.linalg.tensor_diag: only 1-D diagonals are simulated")
-    return diag(diagonal)
+    return ops_linalg.diag(diagonal)
 
 
 def tensor_diag_part(input: Any, name: Any = None) -> Any:  # noqa: A002
     """``tf.linalg.tensor_diag_part`` of a square matrix."""
-    from ipusim.compat.runtime.ops_linalg import diag_part
-
-    if len(input.shape if hasattr(input, "shape") else np.shape(input)) != 2:
+    if rank_of(input) != 2:
         raise UnsupportedError("tf.linalg.tensor_diag_part: only 2-D inputs are simulated")
-    return diag_part(input)
+    return ops_linalg.diag_part(input)
 
 
 # ---------------------------------------------------------------------- TensorArray
@@ -414,7 +401,7 @@ __all__ = [
 def convolution(input: Any, filters: Any, strides: Any = None, padding: str = "VALID",  # noqa: A002
                 data_format: Any = None, dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.convolution``: conv1d / conv2d / conv3d by the input's rank."""
-    rank = len(input.shape) if hasattr(input, "shape") else np.ndim(input)
+    rank = rank_of(input)
     step, dil = strides or 1, dilations or 1
     if rank == 3:
         return ops_nn_extra.conv1d(input, filters, step, padding, dilations=dil)
@@ -436,7 +423,7 @@ def pool(input: Any, window_shape: Any, pooling_type: str, strides: Any = None, 
         raise ConfigurationError(
             f"tf.nn.pool: pooling_type must be 'MAX' or 'AVG', received {pooling_type!r}"
         )
-    rank = len(input.shape) if hasattr(input, "shape") else np.ndim(input)
+    rank = rank_of(input)
     step = window_shape if strides is None else strides
     if rank == 3:
         return _pool1d(kind, input, window_shape, step, padding, data_format)
@@ -475,8 +462,6 @@ def _segment_reduce(data: Any, segment_ids: Any, num_segments: Any, how: str) ->
     n = int(np.asarray(num_segments))
 
     def compose(d: Any, ids: Any) -> Any:
-        from ipusim.graph.ops import nn as gnn
-
         hot = gnn.one_hot(gm.cast(ids, "int32"), n, "bool")  # [rows, n]
         extra = d.ndim - ids.ndim
         mask = gs.reshape(hot, tuple(hot.shape) + (1,) * extra)
@@ -501,22 +486,13 @@ def _segment_ops(how: str) -> tuple[Any, Any]:
         return _segment_reduce(data, segment_ids, num_segments, how)
 
     def sorted_ids(data: Any, segment_ids: Any, name: Any = None) -> Any:
-        return unsorted(data, segment_ids, _count(segment_ids))
+        return unsorted(data, segment_ids, ops_math.segment_count(segment_ids, "segment ops"))
 
     unsorted.__name__ = unsorted.__qualname__ = f"unsorted_segment_{how}"
     sorted_ids.__name__ = sorted_ids.__qualname__ = f"segment_{how}"
     unsorted.__doc__ = f"``tf.math.unsorted_segment_{how}``."
     sorted_ids.__doc__ = f"``tf.math.segment_{how}`` (concrete ids)."
     return unsorted, sorted_ids
-
-
-def _count(segment_ids: Any) -> int:
-    ids = np.asarray(segment_ids)
-    if ids.dtype == object or not np.issubdtype(ids.dtype, np.integer):
-        raise InvalidTypeError(
-            "segment ops: `segment_ids` must be concrete integers (a shape depends on them)"
-        )
-    return int(ids.max()) + 1 if ids.size else 0
 
 
 unsorted_segment_max, segment_max = _segment_ops("max")

@@ -20,6 +20,7 @@ from ipusim.compat.runtime import context
 from ipusim.compat.runtime.dispatch import is_symbolic
 from ipusim.compat.runtime.ops_math import _op
 from ipusim.errors import ConfigurationError
+from ipusim.graph.ops import nn as gnn
 from ipusim.graph.ops import random_draws as grd
 from ipusim.graph.ops import scan as gsc
 from ipusim.graph.spec import canonical_dtype
@@ -156,8 +157,6 @@ def shuffle(value: Any, seed: Any = None, name: str | None = None) -> Any:
     seed = _seed(seed)
 
     def compose(v: Any) -> Any:
-        from ipusim.graph.ops import nn as gnn
-
         n = v.shape[0]
         keys = grd.random_draw((n,), "uniform", 0.0, 1.0, seed, "float32")
         _, order = gsc.top_k(keys, k=n)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context
+from ipusim.compat.runtime.dispatch import is_int
 from ipusim.compat.runtime.infeed import check_device_ordinal
 from ipusim.compat.runtime.ops_outfeed import outfeed_enqueue, register_queue
 from ipusim.compat.runtime.tensor import EagerTensor, is_tensor_like
@@ -71,7 +72,7 @@ class IPUOutfeedQueue:
                 "Expected `outfeed_mode` value to be of `ipu_outfeed_queue.IPUOutfeedMode` type, "
                 f"but is {outfeed_mode!r}. Use IPUOutfeedMode.ALL or IPUOutfeedMode.LAST."
             )
-        if isinstance(buffer_depth, bool) or not isinstance(buffer_depth, int | np.integer):
+        if not is_int(buffer_depth):
             raise ConfigurationError(f"buffer_depth must be an int >= 1, received {buffer_depth!r}")
         if buffer_depth < 1:
             raise ConfigurationError(

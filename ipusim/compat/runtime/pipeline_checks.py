@@ -10,8 +10,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ipusim.compat.runtime.dispatch import is_int
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.graph import Symbol
 from ipusim.keras.optimizers import Optimizer
@@ -210,7 +209,7 @@ class PipelineArgs:
 
 
 def _positive(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+    if not is_int(value) or value < 1:
         raise ConfigurationError(f"{name} must be a positive int, received {value!r}")
     return int(value)
 
@@ -221,7 +220,7 @@ def _check_gac(gac: Any) -> int:
             "gradient_accumulation_count must be specified: pass the number of micro-batches "
             "per pipeline run (e.g. gradient_accumulation_count=16)."
         )
-    if isinstance(gac, bool) or not isinstance(gac, int | np.integer):
+    if not is_int(gac):
         raise InvalidTypeError(f"gradient_accumulation_count must be an int, received {gac!r}")
     if gac < 0:
         raise ConfigurationError(f"gradient_accumulation_count must be >= 0, received {gac}")
@@ -298,7 +297,7 @@ def _map_devices(
                 "stages and one IPU otherwise."
             )
         for ipu in entries:
-            if isinstance(ipu, bool) or not isinstance(ipu, int | np.integer) or ipu < 0:
+            if not is_int(ipu) or ipu < 0:
                 raise ConfigurationError(
                     f"device_mapping entries must be IPU indices >= 0, received {ipu!r}"
                 )

@@ -34,6 +34,7 @@ import numpy as np
 from ipusim.compat.runtime import context
 from ipusim.compat.runtime.compiled import CompiledGraph
 from ipusim.compat.runtime.context import Operation, TraceContext
+from ipusim.compat.runtime.loops import infeed_args
 from ipusim.compat.runtime.ops_control import call_program
 from ipusim.compat.runtime.optimizers import (
     ConcreteApply,
@@ -189,13 +190,8 @@ def _build(
         stage_args: list[Any] = list(placeholders)
         stage_kwargs: dict[str, Any] = {}
         if infeed_queue is not None:
-            element = infeed_queue._dequeue()
-            if isinstance(element, dict) and all(isinstance(k, str) for k in element):
-                stage_kwargs = dict(element)
-            elif isinstance(element, tuple):
-                stage_args += list(element)
-            else:
-                stage_args.append(element)
+            extra_args, stage_kwargs = infeed_args(infeed_queue._dequeue())
+            stage_args += extra_args
         outputs: Any = None
         for slot, group in zip(args.slots, args.groups):
             functions = slot if isinstance(slot, list | tuple) else [slot]

@@ -89,13 +89,11 @@ class SegmentTiming:
 def feed_options(prefetch_depth: int, outfeed: Any) -> session.FeedOptions:
     """The feeds of a custom loop: the infeed's depth, the outfeed queue (or None); no Keras
     callbacks."""
-    mode = "all"
-    if outfeed is not None and outfeed.outfeed_mode.name == "LAST":
-        mode = "last"
+    last = outfeed is not None and outfeed.outfeed_mode.name == "LAST"
     return session.FeedOptions(
         prefetch_depth=prefetch_depth,
         buffer_depth=getattr(outfeed, "buffer_depth", None),
-        outfeed_mode=mode,
+        outfeed_mode="last" if last else "all",
         callbacks=False,
     )
 
@@ -154,10 +152,8 @@ def describe_graph(
     for dequeue in ctx.dequeues:
         first = dequeue.placeholders[0].spec if dequeue.placeholders else None
         samples += int(first.shape[0]) if first is not None and first.rank >= 1 else 1
-    if (
-        fed_by_arguments and not ctx.dequeues
-    ):  # fed by its arguments (strategy.run(step, args=(x, y))): their batch
-        samples = argument_batch(compiled)
+    if fed_by_arguments and not ctx.dequeues:
+        samples = argument_batch(compiled)  # fed by its arguments (strategy.run(step, args=(x, y)))
     outfeed_bytes, outfeed = graph_outfeeds(graph, nodes)
     handles = list(ctx.applies)
     trainable: dict[int, Any] = {}
@@ -224,36 +220,16 @@ class DeviceRunTiming:
         cached = traced.plans.get(key)
         if cached is None:
             cached = []
+            where = (self.config, self.system, self.replicas)
             for segment in segments:
                 if isinstance(segment, LoopProgram):
                     depth = segment.infeed.prefetch_depth if segment.infeed is not None else 1
-                    cached.append(
-                        lower_graph(
-                            segment.body,
-                            self.config,
-                            self.system,
-                            self.replicas,
-                            depth,
-                            lambda s=segment: s.iterations_run,
-                            segment.name,
-                        )
-                    )
+                    steps = lambda s=segment: s.iterations_run  # noqa: E731
+                    cached.append(lower_graph(segment.body, *where, depth, steps, segment.name))
                 else:
-                    cached.append(segment.timing(self.config, self.system, self.replicas))
+                    cached.append(segment.timing(*where))
             if not segments:
-                compiled = traced.compiled
-                cached.append(
-                    lower_graph(
-                        compiled,
-                        self.config,
-                        self.system,
-                        self.replicas,
-                        1,
-                        lambda: 1,
-                        "function",
-                        fed_by_arguments=True,
-                    )
-                )
+                cached.append(lower_graph(traced.compiled, *where, 1, lambda: 1, "function", True))
             traced.plans[key] = cached
         self.parts = cached
 

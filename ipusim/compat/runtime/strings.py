@@ -98,11 +98,7 @@ def as_dtype(type_value: object) -> DType:
 
 def holds_strings(value: Any) -> bool:
     """Whether ``value`` is a string tensor, a ``str`` / ``bytes`` or an array of them."""
-    if isinstance(value, str | bytes):
-        return True
-    if isinstance(value, np.ndarray | np.generic):
-        return value.dtype.kind in "OSU"
-    return False
+    return isinstance(value, str | bytes) or is_string_array(value)
 
 
 def is_string_array(value: Any) -> bool:
@@ -155,23 +151,28 @@ def _compare(fn: Callable[..., Any], a: Any, b: Any) -> EagerTensor:
 
 
 def string_constant(value: Any, shape: Any = None) -> StringTensor:
-    """``tf.constant(value, tf.string, shape)``: filled or reshaped to ``shape`` when given.
+    """``tf.constant(value, tf.string, shape)``: filled or reshaped to ``shape`` when given
+    (see :func:`fit_shape`)."""
+    return fit_shape(to_strings(value), shape).view(StringTensor)
+
+
+def fit_shape(array: np.ndarray, shape: Any, hint: str = "") -> np.ndarray:
+    """``array`` for ``tf.constant(..., shape=shape)``: reshaped to ``shape`` when it holds as
+    many elements, filled with its one element when a scalar, unchanged when ``shape`` is None.
 
     Raises:
-        ValueError: ``value`` has neither one element nor as many as ``shape`` holds.
+        ValueError: ``array`` has neither one element nor as many as ``shape`` holds.
     """
-    array = to_strings(value)
-    if shape is not None:
-        target = tuple(int(d) for d in shape)
-        if array.size == int(np.prod(target, dtype=np.int64)):
-            array = array.reshape(target)
-        elif array.size == 1:
-            array = np.full(target, array.reshape(())[()], dtype=object)
-        else:
-            raise ConfigurationError(
-                f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}"
-            )
-    return array.view(StringTensor)
+    if shape is None:
+        return array
+    target = tuple(int(d) for d in shape)
+    if array.size == int(np.prod(target, dtype=np.int64)):
+        return array.reshape(target)
+    if array.size == 1:
+        return np.full(target, array.reshape(())[()], dtype=array.dtype)
+    raise ConfigurationError(
+        f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}{hint}"
+    )
 
 
 def as_string_tensor(value: Any) -> StringTensor:

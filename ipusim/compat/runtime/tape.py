@@ -20,6 +20,7 @@ from ipusim.compat.runtime import context
 from ipusim.errors import IncompatibleStateError, InvalidTypeError
 from ipusim.graph.autodiff import gradients as graph_gradients
 from ipusim.graph.graph import Symbol, apply, to_symbol
+from ipusim.graph.ops.math import multiply
 from ipusim.graph.ops.reduce import reduce_sum
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 
@@ -100,8 +101,6 @@ class GradientTape:
         total = None
         for t, seed in zip(targets, seeds):
             if seed is not None:
-                from ipusim.graph.ops.math import multiply
-
                 t = reduce_sum(multiply(t, to_symbol(seed, graph, t.dtype)))
             elif t.shape != ():
                 t = reduce_sum(t)
@@ -125,14 +124,10 @@ class GradientTape:
             else UnconnectedGradients(str(unconnected_gradients).lower())
         )
         if mode is UnconnectedGradients.ZERO:
-            from ipusim.graph.ops.math import multiply
-
             grads = [
                 g if g is not None else multiply(s, to_symbol(0.0, graph, s.dtype))
                 for g, s in zip(grads, symbols)
             ]
-        return (
-            pack_sequence_as(sources, grads)
-            if isinstance(sources, list | tuple | dict)
-            else grads[0]
-        )
+        if isinstance(sources, list | tuple | dict):
+            return pack_sequence_as(sources, grads)
+        return grads[0]
