@@ -17,7 +17,7 @@ from typing import Any, ClassVar, NamedTuple
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes
+from ipusim.graph.op import Op, OpCost, Specs, io_cost
 from ipusim.graph.ops._window import (
     known_dims,
     known_eq,
@@ -176,8 +176,8 @@ class ConvFamilyOp(Op):
         return self._kernel(ctx, *operands, groups, size, Placement(strides, dilation, pads))
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(*self._operands(in_specs, out_specs)), read, written, "conv")
+        flops = self._flops(*self._operands(in_specs, out_specs))
+        return io_cost(flops, in_specs, out_specs, "conv")
 
 
 class ConvForward(ConvFamilyOp):

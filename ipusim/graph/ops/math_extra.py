@@ -14,7 +14,7 @@ import math as _math
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.ops.math import (
     broadcast_shape,
     divide,
@@ -50,8 +50,7 @@ _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
 def _elementwise(flops: int, in_specs: Specs, out_specs: Specs) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(flops * sum(s.size for s in out_specs), read, written, "elementwise")
+    return io_cost(flops * sum(s.size for s in out_specs), in_specs, out_specs, "elementwise")
 
 
 def unary(fn: str, x: TensorLike) -> Symbol:
@@ -166,8 +165,7 @@ class Predicate(Op):
     def forward(self, ctx: ExecContext, x: Array, *, fn: str) -> Array:
         return k.predicate(x, fn)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return _elementwise(1, in_specs, out_specs)

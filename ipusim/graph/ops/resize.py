@@ -16,7 +16,7 @@ from __future__ import annotations
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
@@ -67,8 +67,7 @@ class Resize(Op):
     def cost(
         self, in_specs: Specs, out_specs: Specs, *, scale: object, method: str = "bilinear"
     ) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
+        return io_cost(_flops(out_specs[0], scale, method), in_specs, out_specs, "conv")
 
 
 @register
@@ -120,8 +119,7 @@ class ResizeGrad(Op):
         method: str = "bilinear",
         **attrs: object,
     ) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
+        return io_cost(_flops(in_specs[0], scale, method), in_specs, out_specs, "conv")
 
 
 def resize(x: TensorLike, scale: TensorLike, method: str = "bilinear") -> Symbol:

@@ -23,8 +23,8 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
-from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_bytes, register
-from ipusim.graph.ops.math import require_float
+from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_cost, no_gradient, register
+from ipusim.graph.ops.math import _PassThrough, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import rnn as k
 
@@ -131,15 +131,14 @@ class RnnZeros(Op):
     def forward(self, ctx: ExecContext, like: Array, *, units: int) -> Array:
         return np.zeros((*like.shape[:-1], units), dtype=like.dtype)
 
-    def gradient(self, node: Node, dy: Symbol | None) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
 @register
-class RnnCarry(Op):
+class RnnCarry(_PassThrough):
     """A loop-invariant value (a weight) handed from one time step to the next.
 
     The value is unchanged (a view, no work); what it changes is the gradient: each step's
@@ -150,19 +149,6 @@ class RnnCarry(Op):
     """
 
     name = "rnn_carry"
-    kind = "data_movement"
-
-    def infer(self, x: TensorSpec) -> TensorSpec:
-        return x
-
-    def forward(self, ctx: ExecContext, x: Array) -> Array:
-        return x
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 def carry(x: TensorLike) -> Symbol:
@@ -197,9 +183,8 @@ class _Cell(Op):
         return self.kernel(*inputs, activation, recurrent_activation)
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         state = min((*in_specs, *out_specs), key=lambda s: s.size)
-        return OpCost(self.flops_per_unit * state.size, read, written, "elementwise")
+        return io_cost(self.flops_per_unit * state.size, in_specs, out_specs, "elementwise")
 
     flops_per_unit = 1
 

@@ -14,7 +14,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
 from ipusim.graph.spec import Array, Shape, TensorSpec
@@ -422,8 +422,7 @@ class BroadcastLike(_Copy):
         return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs[:1], out_specs)
-        return OpCost(0, read, written, "data_movement")
+        return io_cost(0, in_specs[:1], out_specs, "data_movement")
 
 
 @register
