@@ -76,14 +76,8 @@ class ImageResizeGrad(Op):
         return k.resize_grad(dy, (input_hw[0], input_hw[1]), method)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        return [
-            apply1(
-                "image_resize",
-                g,
-                size=tuple(node.inputs[0].shape[1:3]),
-                method=node.attrs["method"],
-            )
-        ]
+        size = tuple(node.inputs[0].shape[1:3])
+        return [apply1("image_resize", g, size=size, method=node.attrs["method"])]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         flops = 2 * TAPS[attrs["method"]] * in_specs[0].size

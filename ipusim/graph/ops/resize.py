@@ -13,6 +13,8 @@ convolution.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
@@ -39,12 +41,21 @@ def _flops(out: TensorSpec, scale: object, method: str) -> int:
     return 2 * out.size * taps
 
 
+class _ResizeOp(Op):
+    kind = "conv"
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+        # Counted on the up-sampled tensor: resize's output, resize_grad's dy.
+        big = out_specs[0] if self.name == "resize" else in_specs[0]
+        flops = _flops(big, attrs["scale"], attrs.get("method", "bilinear"))
+        return io_cost(flops, in_specs, out_specs, "conv")
+
+
 @register
-class Resize(Op):
+class Resize(_ResizeOp):
     """``(N, H, W, C) -> (N, H·sh, W·sw, C)`` by ``method`` (half-pixel centres)."""
 
     name = "resize"
-    kind = "conv"
 
     def infer(self, x: TensorSpec, *, scale: object, method: object = "bilinear") -> TensorSpec:
         check_nhwc(self.name, "x", x)
@@ -64,18 +75,12 @@ class Resize(Op):
         x = node.inputs[0]
         return [apply1("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, scale: object, method: str = "bilinear"
-    ) -> OpCost:
-        return io_cost(_flops(out_specs[0], scale, method), in_specs, out_specs, "conv")
-
 
 @register
-class ResizeGrad(Op):
+class ResizeGrad(_ResizeOp):
     """Gradient of resize w.r.t. its input of spatial size ``input_hw``."""
 
     name = "resize_grad"
-    kind = "conv"
 
     def infer(
         self,
@@ -109,17 +114,6 @@ class ResizeGrad(Op):
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
         return [apply1("resize", g, **attrs)]
-
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        scale: object,
-        method: str = "bilinear",
-        **attrs: object,
-    ) -> OpCost:
-        return io_cost(_flops(in_specs[0], scale, method), in_specs, out_specs, "conv")
 
 
 def resize(x: TensorLike, scale: TensorLike, method: str = "bilinear") -> Symbol:

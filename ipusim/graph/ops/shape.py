@@ -29,6 +29,14 @@ def _known_prod(dims: Iterable[int | None]) -> int:
     return _pymath.prod(d for d in dims if d is not None)
 
 
+def _padded(x: TensorSpec, paddings: tuple[tuple[int, int], ...], sign: int) -> TensorSpec:
+    """``x`` with ``(before, after)`` elements added (``sign`` 1) or removed (-1) on every axis."""
+    pairs = zip(x.shape, paddings, strict=True)
+    return TensorSpec(
+        tuple(None if d is None else d + sign * (b + a) for d, (b, a) in pairs), x.dtype
+    )
+
+
 class _View(Op):
     kind = "data_movement"
 
@@ -116,18 +124,17 @@ class ExpandDims(_View):
 
     name = "expand_dims"
 
+    def _expanded(self, shape: Shape, axis: Any) -> Shape:
+        rank = len(shape) + (1 if isinstance(axis, int) else len(axis))
+        axes = normalize_axes(self.name, axis, rank)
+        dims = iter(shape)
+        return tuple(1 if i in axes else next(dims) for i in range(rank))
+
     def infer(self, x: TensorSpec, *, axis: Any) -> TensorSpec:
-        axes = normalize_axes(self.name, axis, x.rank + (1 if isinstance(axis, int) else len(axis)))
-        dims = iter(x.shape)
-        return TensorSpec(
-            tuple(1 if i in axes else next(dims) for i in range(x.rank + len(axes))), x.dtype
-        )
+        return TensorSpec(self._expanded(x.shape, axis), x.dtype)
 
     def forward(self, ctx: ExecContext, x: Array, *, axis: Any) -> Array:
-        rank = x.ndim + (1 if isinstance(axis, int) else len(axis))
-        axes = normalize_axes(self.name, axis, rank)
-        dims = iter(x.shape)
-        return x.reshape(tuple(1 if i in axes else next(dims) for i in range(rank)))
+        return x.reshape(known_dims(self._expanded(x.shape, axis)))
 
 
 @register
@@ -335,13 +342,7 @@ class Pad(_Copy):
                 f"pad: paddings must hold one (before, after) pair of non-negative "
                 f"ints per axis of x (shape {x.shape}), received {paddings}"
             )
-        return TensorSpec(
-            tuple(
-                None if d is None else d + b + a
-                for d, (b, a) in zip(x.shape, paddings, strict=True)
-            ),
-            x.dtype,
-        )
+        return _padded(x, paddings, 1)
 
     def forward(
         self,
@@ -364,13 +365,7 @@ class Unpad(_Copy):
     name = "unpad"
 
     def infer(self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...]) -> TensorSpec:
-        return TensorSpec(
-            tuple(
-                None if d is None else d - b - a
-                for d, (b, a) in zip(x.shape, paddings, strict=True)
-            ),
-            x.dtype,
-        )
+        return _padded(x, paddings, -1)
 
     def forward(
         self, ctx: ExecContext, x: Array, *, paddings: tuple[tuple[int, int], ...]
