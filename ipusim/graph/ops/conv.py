@@ -18,7 +18,6 @@ from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import register
 from ipusim.graph.ops._conv_family import (
     ConvBackpropFilter,
     ConvBackpropInput,
@@ -28,6 +27,7 @@ from ipusim.graph.ops._conv_family import (
     Window,
     check_channels,
     check_dy,
+    register_family,
 )
 from ipusim.graph.ops._window import (
     PADDINGS,
@@ -204,12 +204,17 @@ class _DenseBackpropFilter(_ConvBase, ConvBackpropFilter):
         return fspec
 
 
-@register
-class Conv2D(_DenseForward):
-    """2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters."""
-
-    name = "conv2d"
-    kernel = staticmethod(kc.conv2d)
+Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter = register_family(
+    "Conv2D",
+    None,
+    (_DenseForward, _DenseBackpropInput, _DenseBackpropFilter),
+    (kc.conv2d, kc.conv2d_backprop_input, kc.conv2d_backprop_filter),
+    (
+        "2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters.",
+        "Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution).",
+        "Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``.",
+    ),
+)
 
 
 def conv2d(
@@ -234,14 +239,6 @@ def conv2d(
     return _ConvBase._apply("conv2d", x, filters, strides, padding, dilation_rate)
 
 
-@register
-class Conv2DBackpropInput(_DenseBackpropInput):
-    """Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution)."""
-
-    name = "conv2d_backprop_input"
-    kernel = staticmethod(kc.conv2d_backprop_input)
-
-
 def conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
@@ -255,14 +252,6 @@ def conv2d_backprop_input(
     return _ConvBase._apply(
         op, dy, filters, strides, padding, dilation_rate, input_shape=input_shape
     )
-
-
-@register
-class Conv2DBackpropFilter(_DenseBackpropFilter):
-    """Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``."""
-
-    name = "conv2d_backprop_filter"
-    kernel = staticmethod(kc.conv2d_backprop_filter)
 
 
 def conv2d_backprop_filter(
