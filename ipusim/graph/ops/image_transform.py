@@ -44,8 +44,7 @@ class ImageTransform(Op):
         *,
         interpolation: str,
         fill_mode: str,
-        fill_value: float,
-        inverse: bool = False,
+        **attrs: object,
     ) -> TensorSpec:
         if images.rank != 4 or images.dtype not in FLOAT_DTYPES:
             raise ConfigurationError(
@@ -119,15 +118,7 @@ class AugmentTransforms(Op):
     name = "augment_transforms"
     kind = "elementwise"
 
-    def infer(
-        self,
-        images: TensorSpec,
-        *,
-        kind: str,
-        seed: int,
-        bounds: tuple[float, ...],
-        same: bool = False,
-    ) -> TensorSpec:
+    def infer(self, images: TensorSpec, *, kind: str, **attrs: object) -> TensorSpec:
         if kind not in KINDS:
             raise ConfigurationError(
                 f"augment_transforms: kind must be one of {KINDS}, got {kind!r}"
@@ -157,12 +148,8 @@ class AugmentTransforms(Op):
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # A few dozen scalar operations per image (two draws, a sine and a cosine). E
-        return OpCost(
-            32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32,
-            0,
-            out_specs[0].nbytes,
-            "elementwise",
-        )
+        flops = 32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32
+        return OpCost(flops, 0, out_specs[0].nbytes, "elementwise")
 
 
 def image_transform(

@@ -95,12 +95,8 @@ class BatchNorm(Op):
         _check_float(self.name, "x", x)
         ax = normalize_axis(self.name, axis, x.rank)
         vec = (x.shape[ax],)
-        for arg, spec in (
-            ("gamma", gamma),
-            ("beta", beta),
-            ("moving_mean", moving_mean),
-            ("moving_var", moving_var),
-        ):
+        args = ("gamma", "beta", "moving_mean", "moving_var")
+        for arg, spec in zip(args, (gamma, beta, moving_mean, moving_var), strict=True):
             _check_like(self.name, arg, spec, vec, x.dtype)
         stats = TensorSpec(vec if vec[0] is not None else gamma.shape, x.dtype)
         return x.with_shape(x.shape), stats, stats

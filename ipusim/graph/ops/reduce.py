@@ -128,14 +128,7 @@ class ReduceMaxGrad(_ReduceGrad):
     name = "reduce_max_grad"
 
     def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        x: Array,
-        y: Array,
-        *,
-        axis: object = None,
-        keepdims: bool = False,
+        self, ctx: ExecContext, dy: Array, x: Array, y: Array, *, axis: object = None, **_: object
     ) -> Array:
         return kr.reduce_max_grad(dy, x, y, normalize_axes(self.name, axis, x.ndim))
 

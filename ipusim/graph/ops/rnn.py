@@ -16,7 +16,7 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,6 +38,14 @@ def _check_activation(op: str, arg: str, value: object) -> str:
             f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}"
         )
     return str(value)
+
+
+def _activations(op: str, activation: object, recurrent_activation: object) -> dict[str, Any]:
+    """A cell's ``activation`` and ``recurrent_activation`` attributes, checked."""
+    return {
+        "activation": _check_activation(op, "activation", activation),
+        "recurrent_activation": _check_activation(op, "recurrent_activation", recurrent_activation),
+    }
 
 
 def _check_state(op: str, arg: str, spec: TensorSpec, like: TensorSpec) -> None:
@@ -203,8 +211,7 @@ class LstmCell(_Cell):
     def infer(
         self, z: TensorSpec, c_prev: TensorSpec, *, activation: str, recurrent_activation: str
     ) -> tuple[TensorSpec, TensorSpec]:
-        _check_activation(self.name, "activation", activation)
-        _check_activation(self.name, "recurrent_activation", recurrent_activation)
+        _activations(self.name, activation, recurrent_activation)
         _check_gates(self.name, "z", z, c_prev, 4)
         _check_state(self.name, "c_prev", c_prev, c_prev.with_dtype(z.dtype))
         return c_prev, c_prev
@@ -234,9 +241,7 @@ class LstmCellGrad(_Cell):
         z: TensorSpec,
         c_prev: TensorSpec,
         c: TensorSpec,
-        *,
-        activation: str,
-        recurrent_activation: str,
+        **attrs: str,
     ) -> tuple[TensorSpec, TensorSpec]:
         _check_gates(self.name, "z", z, c_prev, 4)
         for arg, spec in (("dh", dh), ("dc", dc), ("c", c)):
@@ -253,13 +258,7 @@ def lstm_cell(
 ) -> tuple[Symbol, Symbol]:
     """One LSTM step's gates (see :class:`LstmCell`); returns ``(h, c)``."""
     h, c = apply_multi(
-        "lstm_cell",
-        z,
-        c_prev,
-        activation=_check_activation("lstm_cell", "activation", activation),
-        recurrent_activation=_check_activation(
-            "lstm_cell", "recurrent_activation", recurrent_activation
-        ),
+        "lstm_cell", z, c_prev, **_activations("lstm_cell", activation, recurrent_activation)
     )
     return h, c
 
@@ -284,8 +283,7 @@ class GruCell(_Cell):
         activation: str,
         recurrent_activation: str,
     ) -> TensorSpec:
-        _check_activation(self.name, "activation", activation)
-        _check_activation(self.name, "recurrent_activation", recurrent_activation)
+        _activations(self.name, activation, recurrent_activation)
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_gates(self.name, "hg", hg, h_prev, 3)
         _check_state(self.name, "h_prev", h_prev, h_prev.with_dtype(xg.dtype))
@@ -310,9 +308,7 @@ class GruCellGrad(_Cell):
         xg: TensorSpec,
         hg: TensorSpec,
         h_prev: TensorSpec,
-        *,
-        activation: str,
-        recurrent_activation: str,
+        **attrs: str,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_state(self.name, "dh", dh, h_prev)
@@ -328,13 +324,5 @@ def gru_cell(
     recurrent_activation: str = "sigmoid",
 ) -> Symbol:
     """One GRU step with the reset gate after the recurrent product (see :class:`GruCell`)."""
-    return apply1(
-        "gru_cell",
-        xg,
-        hg,
-        h_prev,
-        activation=_check_activation("gru_cell", "activation", activation),
-        recurrent_activation=_check_activation(
-            "gru_cell", "recurrent_activation", recurrent_activation
-        ),
-    )
+    checked = _activations("gru_cell", activation, recurrent_activation)
+    return apply1("gru_cell", xg, hg, h_prev, **checked)

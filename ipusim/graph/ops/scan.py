@@ -29,9 +29,7 @@ class Scan(Op):
     name = "scan"
     kind = "elementwise"
 
-    def infer(
-        self, x: TensorSpec, *, axis: int, product: bool, exclusive: bool, reverse: bool
-    ) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: int, product: bool, **attrs: object) -> TensorSpec:
         op = "cumprod" if product else "cumsum"
         if x.rank == 0:
             raise ConfigurationError(
