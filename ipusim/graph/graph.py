@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeAlias, TypeVar, cast
+from typing import Any, NamedTuple, Self, TypeAlias, TypeVar, cast
 
 import numpy as np
 
@@ -251,8 +251,7 @@ class Invocation:
         return str(getattr(self.layer, "name", type(self.layer).__name__))
 
 
-@dataclass(frozen=True)
-class _Tag:
+class _Tag(NamedTuple):
     layer: str | None
     invocation: int | None
     phase: str
@@ -292,17 +291,7 @@ class Graph:
             raise RuntimeError(
                 f"op {op.name!r} inferred {len(out_specs)} outputs but declares {op.num_outputs}"
             )
-        tag = self._tags[-1]
-        node = Node(
-            len(self.nodes),
-            op,
-            tuple(inputs),
-            dict(attrs),
-            (),
-            tag.layer,
-            tag.invocation,
-            tag.phase,
-        )
+        node = Node(len(self.nodes), op, tuple(inputs), dict(attrs), (), *self._tags[-1])
         node.outputs = tuple(Symbol(self, node, i, spec) for i, spec in enumerate(out_specs))
         self.nodes.append(node)
         return node

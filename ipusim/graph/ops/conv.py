@@ -11,8 +11,7 @@ are re-exported here, so importing this module registers them too and ``conv.max
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import ClassVar, TypeAlias
+from typing import ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
@@ -51,10 +50,6 @@ from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
 
-#: The AMP unit's product of one GEMM, ``product(a, b, out, accumulate)`` (see
-#: :class:`ipusim.kernels.amp.AmpProducts`).
-ProductFn: TypeAlias = Callable[[Array, Array, Array, bool], None]
-
 __all__ = [
     "PADDINGS",
     "avg_pool2d",
@@ -91,16 +86,23 @@ class _ConvBase(ConvFamilyOp):
     #: The dy-size-mismatch message before the forward output size (``src`` names the input).
     _gives: ClassVar[str] = "{src} of shape {shape} gives a conv2d output of "
 
-    @staticmethod
-    def _half_run(
-        ctx: ExecContext, compute: Callable[[ProductFn | None], Array], round_output: bool = False
+    def _kernel(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        groups: int,
+        size: Shape,
+        placement: Placement,
     ) -> Array:
-        """Run ``compute(product)`` with AMP products when the op computes in half precision."""
+        """Run ``kernel(a, b, size, strides, dilation, pads, product)``, with the AMP unit's
+        products (:class:`ipusim.kernels.amp.AmpProducts`) when the op computes in half
+        precision; the input gradient's col2im sum rounds its output."""
         if not computes_half(ctx):
-            return compute(None)
+            return self.kernel(a, b, size, *placement, None)
         products = amp_products(ctx, "conv")
-        out = products.finish(compute(products.product))
-        if round_output and products.partials == "half":
+        out = products.finish(self.kernel(a, b, size, *placement, products.product))
+        if isinstance(self, ConvBackpropInput) and products.partials == "half":
             # The col2im sum over kernel taps (float32) follows the half-partials GEMMs.
             out, count = round_to_half(
                 out,
@@ -112,23 +114,6 @@ class _ConvBase(ConvFamilyOp):
             products.overflows += count
         ctx.overflows = products.overflows
         return out
-
-    def _kernel(
-        self,
-        ctx: ExecContext,
-        a: Array,
-        b: Array,
-        groups: int,
-        size: Shape,
-        placement: Placement,
-    ) -> Array:
-        """Run ``kernel(a, b, size, strides, dilation, pads, product)``; the input gradient's
-        col2im sum rounds its output."""
-        return self._half_run(
-            ctx,
-            lambda product: self.kernel(a, b, size, *placement, product),
-            round_output=isinstance(self, ConvBackpropInput),
-        )
 
     def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
