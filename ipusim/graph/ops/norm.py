@@ -315,10 +315,7 @@ class LayerNorm(Op):
 def _one_pass(ctx: ExecContext, x: np.ndarray, fused: bool) -> bool:
     """Whether a layer norm's row statistics take PopLibs' single pass: the fused kernel (see
     :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
-    if not fused or x.dtype != np.float32:
-        return False
-    numerics = numerics_of(ctx)
-    return not numerics.stable_norm_statistics
+    return fused and x.dtype == np.float32 and not numerics_of(ctx).stable_norm_statistics
 
 
 def layer_norm(

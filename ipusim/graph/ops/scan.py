@@ -120,10 +120,9 @@ class TopK(Op):
         return [apply1("reduce_sum", spread, axis=-2, keepdims=False)]
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, k: int) -> OpCost:
-        n = in_specs[0].shape[-1] or 1
         # A partial selection: about log2(k)+1 comparisons per element (E).
         flops = in_specs[0].size * max(1, int(k).bit_length())
-        return io_cost(flops if n else 0, in_specs, out_specs, "elementwise")
+        return io_cost(flops, in_specs, out_specs, "elementwise")
 
 
 def top_k(x: TensorLike, k: int = 1) -> tuple[Symbol, Symbol]:
