@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from time import perf_counter as _clock
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -160,12 +161,6 @@ class HalfPlan:
                 _check_traps(e, args, results, overflows, numerics)
             for slot, value in zip(e.outs, results):
                 values[slot] = value
-
-
-def _clock() -> float:
-    import time
-
-    return time.perf_counter()
 
 
 def _floats(arrays: Sequence[object]) -> list[Array]:

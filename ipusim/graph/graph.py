@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeAlias, cast
+from typing import Any, NamedTuple, Self, TypeAlias, TypeVar, cast
 
 import numpy as np
 
@@ -27,6 +27,31 @@ PHASES = ("fwd", "bwd", "loss", "update")
 #: What an op function accepts as an input: a :class:`Symbol`, a deferred (Keras) tensor, a
 #: :class:`Variable`, a NumPy array or a Python scalar; :func:`to_symbol` converts it.
 TensorLike: TypeAlias = object
+
+
+_T = TypeVar("_T", bound="TensorOperators")
+
+
+def _operators(op: str) -> tuple[Callable[[_T, TensorLike], _T], Callable[[_T, TensorLike], _T]]:
+    """The Python operator ``op(self, other)`` and its reflection ``op(other, self)`` (``op``: as
+    :meth:`TensorOperators._binary` takes it)."""
+
+    def operator(self: _T, other: TensorLike) -> _T:
+        return self._binary(op, other)
+
+    def reflected(self: _T, other: TensorLike) -> _T:
+        return self._binary(op, other, True)
+
+    return operator, reflected
+
+
+def _comparison(kind: str) -> Callable[[_T, TensorLike], _T]:
+    """The Python operator that applies the comparison op of ``kind`` (see ``_compare``)."""
+
+    def compare(self: _T, other: TensorLike) -> _T:
+        return self._compare(kind, other)
+
+    return compare
 
 
 class TensorOperators:
@@ -67,35 +92,11 @@ class TensorOperators:
         fn = getattr(getattr(ops, module or "math"), name)
         return self._result(fn(other, self) if reverse else fn(self, other))
 
-    def __add__(self, other: TensorLike) -> Self:
-        return self._binary("add", other)
-
-    def __radd__(self, other: TensorLike) -> Self:
-        return self._binary("add", other, True)
-
-    def __sub__(self, other: TensorLike) -> Self:
-        return self._binary("subtract", other)
-
-    def __rsub__(self, other: TensorLike) -> Self:
-        return self._binary("subtract", other, True)
-
-    def __mul__(self, other: TensorLike) -> Self:
-        return self._binary("multiply", other)
-
-    def __rmul__(self, other: TensorLike) -> Self:
-        return self._binary("multiply", other, True)
-
-    def __truediv__(self, other: TensorLike) -> Self:
-        return self._binary("divide", other)
-
-    def __rtruediv__(self, other: TensorLike) -> Self:
-        return self._binary("divide", other, True)
-
-    def __matmul__(self, other: TensorLike) -> Self:
-        return self._binary("nn.matmul", other)
-
-    def __rmatmul__(self, other: TensorLike) -> Self:
-        return self._binary("nn.matmul", other, True)
+    __add__, __radd__ = _operators("add")
+    __sub__, __rsub__ = _operators("subtract")
+    __mul__, __rmul__ = _operators("multiply")
+    __truediv__, __rtruediv__ = _operators("divide")
+    __matmul__, __rmatmul__ = _operators("nn.matmul")
 
     def __neg__(self) -> Self:
         from ipusim.graph.ops import math as m
@@ -110,23 +111,9 @@ class TensorOperators:
 
         return self._result(m.abs(self))
 
-    def __pow__(self, other: TensorLike) -> Self:
-        return self._binary("operators.power", other)
-
-    def __rpow__(self, other: TensorLike) -> Self:
-        return self._binary("operators.power", other, True)
-
-    def __floordiv__(self, other: TensorLike) -> Self:
-        return self._binary("operators.floordiv", other)
-
-    def __rfloordiv__(self, other: TensorLike) -> Self:
-        return self._binary("operators.floordiv", other, True)
-
-    def __mod__(self, other: TensorLike) -> Self:
-        return self._binary("operators.mod", other)
-
-    def __rmod__(self, other: TensorLike) -> Self:
-        return self._binary("operators.mod", other, True)
+    __pow__, __rpow__ = _operators("operators.power")
+    __floordiv__, __rfloordiv__ = _operators("operators.floordiv")
+    __mod__, __rmod__ = _operators("operators.mod")
 
     def __getitem__(self, key: object) -> Self:
         """``x[key]``: TensorFlow's basic indexing (ints, slices, ``...``, ``tf.newaxis``)."""
@@ -156,31 +143,13 @@ class TensorOperators:
             )
         return self._result(apply(_comparison_op, self, other, comparison=kind))
 
-    def __lt__(self, other: TensorLike) -> Self:
-        return self._compare("less", other)
-
-    def __le__(self, other: TensorLike) -> Self:
-        return self._compare("less_equal", other)
-
-    def __gt__(self, other: TensorLike) -> Self:
-        return self._compare("greater", other)
-
-    def __ge__(self, other: TensorLike) -> Self:
-        return self._compare("greater_equal", other)
-
+    __lt__ = _comparison("less")
+    __le__ = _comparison("less_equal")
+    __gt__ = _comparison("greater")
+    __ge__ = _comparison("greater_equal")
     # ``a & b`` / ``a | b`` of bool tensors (masks built from comparisons), as TensorFlow's.
-    def __and__(self, other: TensorLike) -> Self:
-        return self._compare("logical_and", other)
-
-    def __rand__(self, other: TensorLike) -> Self:
-        return self._compare("logical_and", other)
-
-    def __or__(self, other: TensorLike) -> Self:
-        return self._compare("logical_or", other)
-
-    def __ror__(self, other: TensorLike) -> Self:
-        return self._compare("logical_or", other)
-
+    __and__ = __rand__ = _comparison("logical_and")
+    __or__ = __ror__ = _comparison("logical_or")
     __hash__ = object.__hash__
 
 
@@ -282,8 +251,7 @@ class Invocation:
         return str(getattr(self.layer, "name", type(self.layer).__name__))
 
 
-@dataclass(frozen=True)
-class _Tag:
+class _Tag(NamedTuple):
     layer: str | None
     invocation: int | None
     phase: str
@@ -323,17 +291,7 @@ class Graph:
             raise RuntimeError(
                 f"op {op.name!r} inferred {len(out_specs)} outputs but declares {op.num_outputs}"
             )
-        tag = self._tags[-1]
-        node = Node(
-            len(self.nodes),
-            op,
-            tuple(inputs),
-            dict(attrs),
-            (),
-            tag.layer,
-            tag.invocation,
-            tag.phase,
-        )
+        node = Node(len(self.nodes), op, tuple(inputs), dict(attrs), (), *self._tags[-1])
         node.outputs = tuple(Symbol(self, node, i, spec) for i, spec in enumerate(out_specs))
         self.nodes.append(node)
         return node

@@ -20,7 +20,7 @@ from ipusim.errors import InvalidTypeError
 from ipusim.graph.spec import TensorSpec
 
 if TYPE_CHECKING:
-    from ipusim.graph.graph import Symbol
+    from ipusim.graph.graph import Node, Symbol
 
 #: The input or output specs of one op application, in order.
 Specs: TypeAlias = Sequence[TensorSpec]
@@ -67,8 +67,19 @@ def io_bytes(in_specs: Specs, out_specs: Specs) -> tuple[int, int]:
     return sum(s.nbytes for s in in_specs), sum(s.nbytes for s in out_specs)
 
 
+def io_cost(flops: int, in_specs: Specs, out_specs: Specs, kind: str) -> OpCost:
+    """An :class:`OpCost` of ``flops`` that reads ``in_specs`` and writes ``out_specs``."""
+    return OpCost(flops, *io_bytes(in_specs, out_specs), kind)
+
+
 class NotDifferentiableError(InvalidTypeError):
     """Raised when a gradient is requested through an op that has no gradient rule."""
+
+
+def no_gradient(op: Op, node: Node, *dys: Symbol | None) -> list[Symbol | None]:
+    """The gradient rule of an op no gradient flows through (``gradient = no_gradient``): None
+    for every input."""
+    return [None] * len(node.inputs)
 
 
 class Op:
@@ -103,9 +114,8 @@ class Op:
         """
         in_specs: Specs = args[0]
         out_specs: Specs = args[1]
-        read, written = io_bytes(in_specs, out_specs)
         flops = sum(s.size for s in out_specs) if self.kind != "data_movement" else 0
-        return OpCost(flops, read, written, self.kind)
+        return io_cost(flops, in_specs, out_specs, self.kind)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, NamedTuple
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import (
     known_dims,
     known_eq,
@@ -176,8 +176,8 @@ class ConvFamilyOp(Op):
         return self._kernel(ctx, *operands, groups, size, Placement(strides, dilation, pads))
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(self._flops(*self._operands(in_specs, out_specs)), read, written, "conv")
+        flops = self._flops(*self._operands(in_specs, out_specs))
+        return io_cost(flops, in_specs, out_specs, "conv")
 
 
 class ConvForward(ConvFamilyOp):
@@ -236,3 +236,31 @@ class ConvBackpropFilter(ConvFamilyOp):
 
     def _operands(self, in_specs: Specs, out_specs: Specs) -> tuple[TensorSpec, Shape]:
         return in_specs[1], out_specs[0].shape
+
+
+def register_family(
+    class_stem: str,
+    family: type[ConvFamilyOp] | None,
+    roles: tuple[type[ConvFamilyOp], type[ConvFamilyOp], type[ConvFamilyOp]],
+    kernels: tuple[Callable[..., Array], Callable[..., Array], Callable[..., Array]],
+    docs: tuple[str, str, str],
+) -> tuple[type[ConvFamilyOp], type[ConvFamilyOp], type[ConvFamilyOp]]:
+    """Register a family's forward, input-gradient and filter-gradient ops.
+
+    Role ``i`` is a subclass of ``family`` (when given) and ``roles[i]``, named ``class_stem`` +
+    ``""`` / ``"BackpropInput"`` / ``"BackpropFilter"`` (its op: the family's ``stem`` + the
+    role's suffix), that runs ``kernels[i]`` and is documented by ``docs[i]``.
+    """
+    ops = []
+    for role, (base, kernel, doc) in enumerate(zip(roles, kernels, docs, strict=True)):
+        bases = (base,) if family is None else (family, base)
+        attrs = {
+            "name": bases[0].stem + _SUFFIXES[role],
+            "kernel": staticmethod(kernel),
+            "__doc__": doc,
+            "__module__": bases[0].__module__,
+        }
+        ops.append(
+            register(type(class_stem + _SUFFIXES[role].title().replace("_", ""), bases, attrs))
+        )
+    return ops[0], ops[1], ops[2]

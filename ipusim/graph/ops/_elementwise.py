@@ -13,7 +13,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.graph import Symbol, apply1
-from ipusim.graph.op import OpCost, Specs, io_bytes
+from ipusim.graph.op import OpCost, Specs, io_cost
 from ipusim.graph.spec import FLOAT_DTYPES, Shape, TensorSpec
 
 #: FLOPs per output element (per input element for reductions). Transcendentals (exp, log, sqrt,
@@ -141,8 +141,8 @@ def axis_attr(axis: object) -> Any:
 def _elementwise_cost(
     name: str, in_specs: Specs, out_specs: Specs, kind: str = "elementwise"
 ) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(FLOPS_PER_ELEMENT[name] * sum(s.size for s in out_specs), read, written, kind)
+    flops = FLOPS_PER_ELEMENT[name] * sum(s.size for s in out_specs)
+    return io_cost(flops, in_specs, out_specs, kind)
 
 
 def unbroadcast(dy: Symbol, like: Symbol) -> Symbol:

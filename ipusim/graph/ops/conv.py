@@ -11,14 +11,12 @@ are re-exported here, so importing this module registers them too and ``conv.max
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import ClassVar, TypeAlias
+from typing import ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Symbol, TensorLike
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import register
 from ipusim.graph.ops._conv_family import (
     ConvBackpropFilter,
     ConvBackpropInput,
@@ -28,6 +26,7 @@ from ipusim.graph.ops._conv_family import (
     Window,
     check_channels,
     check_dy,
+    register_family,
 )
 from ipusim.graph.ops._window import (
     PADDINGS,
@@ -50,10 +49,6 @@ from ipusim.graph.ops.pool import (
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import conv as kc
 from ipusim.kernels.half import round_to_half
-
-#: The AMP unit's product of one GEMM, ``product(a, b, out, accumulate)`` (see
-#: :class:`ipusim.kernels.amp.AmpProducts`).
-ProductFn: TypeAlias = Callable[[Array, Array, Array, bool], None]
 
 __all__ = [
     "PADDINGS",
@@ -91,16 +86,23 @@ class _ConvBase(ConvFamilyOp):
     #: The dy-size-mismatch message before the forward output size (``src`` names the input).
     _gives: ClassVar[str] = "{src} of shape {shape} gives a conv2d output of "
 
-    @staticmethod
-    def _half_run(
-        ctx: ExecContext, compute: Callable[[ProductFn | None], Array], round_output: bool = False
+    def _kernel(
+        self,
+        ctx: ExecContext,
+        a: Array,
+        b: Array,
+        groups: int,
+        size: Shape,
+        placement: Placement,
     ) -> Array:
-        """Run ``compute(product)`` with AMP products when the op computes in half precision."""
+        """Run ``kernel(a, b, size, strides, dilation, pads, product)``, with the AMP unit's
+        products (:class:`ipusim.kernels.amp.AmpProducts`) when the op computes in half
+        precision; the input gradient's col2im sum rounds its output."""
         if not computes_half(ctx):
-            return compute(None)
+            return self.kernel(a, b, size, *placement, None)
         products = amp_products(ctx, "conv")
-        out = products.finish(compute(products.product))
-        if round_output and products.partials == "half":
+        out = products.finish(self.kernel(a, b, size, *placement, products.product))
+        if isinstance(self, ConvBackpropInput) and products.partials == "half":
             # The col2im sum over kernel taps (float32) follows the half-partials GEMMs.
             out, count = round_to_half(
                 out,
@@ -112,23 +114,6 @@ class _ConvBase(ConvFamilyOp):
             products.overflows += count
         ctx.overflows = products.overflows
         return out
-
-    def _kernel(
-        self,
-        ctx: ExecContext,
-        a: Array,
-        b: Array,
-        groups: int,
-        size: Shape,
-        placement: Placement,
-    ) -> Array:
-        """Run ``kernel(a, b, size, strides, dilation, pads, product)``; the input gradient's
-        col2im sum rounds its output."""
-        return self._half_run(
-            ctx,
-            lambda product: self.kernel(a, b, size, *placement, product),
-            round_output=isinstance(self, ConvBackpropInput),
-        )
 
     def _flops(self, big: TensorSpec, filter_shape: Shape) -> int:
         """Forward multiply-adds ×2: output positions (batch and spatial) × filter taps × Cin × Cout."""
@@ -204,12 +189,17 @@ class _DenseBackpropFilter(_ConvBase, ConvBackpropFilter):
         return fspec
 
 
-@register
-class Conv2D(_DenseForward):
-    """2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters."""
-
-    name = "conv2d"
-    kernel = staticmethod(kc.conv2d)
+Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter = register_family(
+    "Conv2D",
+    None,
+    (_DenseForward, _DenseBackpropInput, _DenseBackpropFilter),
+    (kc.conv2d, kc.conv2d_backprop_input, kc.conv2d_backprop_filter),
+    (
+        "2-D convolution (cross-correlation, as in TensorFlow) of NHWC ``x`` with HWIO filters.",
+        "Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution).",
+        "Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``.",
+    ),
+)
 
 
 def conv2d(
@@ -234,14 +224,6 @@ def conv2d(
     return _ConvBase._apply("conv2d", x, filters, strides, padding, dilation_rate)
 
 
-@register
-class Conv2DBackpropInput(_DenseBackpropInput):
-    """Gradient of conv2d w.r.t. its input: ``col2im(dy · W2ᵀ)`` (a transposed convolution)."""
-
-    name = "conv2d_backprop_input"
-    kernel = staticmethod(kc.conv2d_backprop_input)
-
-
 def conv2d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
@@ -255,14 +237,6 @@ def conv2d_backprop_input(
     return _ConvBase._apply(
         op, dy, filters, strides, padding, dilation_rate, input_shape=input_shape
     )
-
-
-@register
-class Conv2DBackpropFilter(_DenseBackpropFilter):
-    """Gradient of conv2d w.r.t. its filters: ``im2col(x)ᵀ · dy``."""
-
-    name = "conv2d_backprop_filter"
-    kernel = staticmethod(kc.conv2d_backprop_filter)
 
 
 def conv2d_backprop_filter(

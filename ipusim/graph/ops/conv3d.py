@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 
 from ipusim.graph.graph import Symbol, TensorLike
-from ipusim.graph.op import register
+from ipusim.graph.ops._conv_family import register_family
 from ipusim.graph.ops._window import check_nhwc
 from ipusim.graph.ops.conv import (
     _ConvBase,
@@ -41,12 +41,18 @@ class _Conv3DBase(_ConvBase):
         _check_5d(self.name, arg, spec, layout or self._acts)
 
 
-@register
-class Conv3D(_Conv3DBase, _DenseForward):
-    """3-D convolution (cross-correlation) of NDHWC ``x`` with DHWIO filters."""
-
-    name = "conv3d"
-    kernel = staticmethod(k3.conv3d)
+# The forward's input gradient is also ``Conv3DTranspose``'s forward.
+Conv3D, Conv3DBackpropInput, Conv3DBackpropFilter = register_family(
+    "Conv3D",
+    _Conv3DBase,
+    (_DenseForward, _DenseBackpropInput, _DenseBackpropFilter),
+    (k3.conv3d, k3.conv3d_backprop_input, k3.conv3d_backprop_filter),
+    (
+        "3-D convolution (cross-correlation) of NDHWC ``x`` with DHWIO filters.",
+        "Gradient of conv3d w.r.t. its input (a transposed 3-D convolution).",
+        "Gradient of conv3d w.r.t. its filters.",
+    ),
+)
 
 
 def conv3d(
@@ -67,14 +73,6 @@ def conv3d(
     return _Conv3DBase._apply("conv3d", x, filters, strides, padding, dilation_rate)
 
 
-@register
-class Conv3DBackpropInput(_Conv3DBase, _DenseBackpropInput):
-    """Gradient of conv3d w.r.t. its input (a transposed 3-D convolution)."""
-
-    name = "conv3d_backprop_input"
-    kernel = staticmethod(k3.conv3d_backprop_input)
-
-
 def conv3d_backprop_input(
     dy: TensorLike,
     filters: TensorLike,
@@ -88,14 +86,6 @@ def conv3d_backprop_input(
     return _Conv3DBase._apply(
         op, dy, filters, strides, padding, dilation_rate, input_shape=input_shape
     )
-
-
-@register
-class Conv3DBackpropFilter(_Conv3DBase, _DenseBackpropFilter):
-    """Gradient of conv3d w.r.t. its filters."""
-
-    name = "conv3d_backprop_filter"
-    kernel = staticmethod(k3.conv3d_backprop_filter)
 
 
 def conv3d_backprop_filter(

@@ -14,7 +14,6 @@ from typing import ClassVar
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.graph import Symbol, TensorLike
-from ipusim.graph.op import register
 from ipusim.graph.ops._conv_family import (
     ConvBackpropFilter,
     ConvBackpropInput,
@@ -23,6 +22,7 @@ from ipusim.graph.ops._conv_family import (
     Window,
     check_channels,
     check_dy,
+    register_family,
 )
 from ipusim.graph.ops._window import (
     check_nhwc,
@@ -162,32 +162,21 @@ class _Depthwise(SplitChannelsOp):
         kh, kw = known_dims(filter_shape)[:2]
         return 2 * n * ho * wo * cm * kh * kw
 
-
-@register
-class DepthwiseConv2D(_Depthwise, SplitForward):
-    """Depthwise convolution of NHWC ``x`` with ``(Kh, Kw, C, M)`` filters."""
-
-    name = "depthwise_conv2d"
-    kernel = staticmethod(kd.depthwise_conv2d)
-
-
-@register
-class DepthwiseConv2DBackpropInput(_Depthwise, SplitBackpropInput):
-    """Gradient of depthwise_conv2d w.r.t. its input."""
-
-    name = "depthwise_conv2d_backprop_input"
-    kernel = staticmethod(kd.depthwise_conv2d_backprop_input)
-
-
-@register
-class DepthwiseConv2DBackpropFilter(_Depthwise, SplitBackpropFilter):
-    """Gradient of depthwise_conv2d w.r.t. its filters."""
-
-    name = "depthwise_conv2d_backprop_filter"
-    kernel = staticmethod(kd.depthwise_conv2d_backprop_filter)
-
     def _filter_size(self, filter_shape: Shape) -> Shape:
-        return tuple(filter_shape)  # the kernel takes the whole (Kh, Kw, C, M)
+        return tuple(filter_shape)  # the filter gradient's kernel takes the whole (Kh, Kw, C, M)
+
+
+DepthwiseConv2D, DepthwiseConv2DBackpropInput, DepthwiseConv2DBackpropFilter = register_family(
+    "DepthwiseConv2D",
+    _Depthwise,
+    (SplitForward, SplitBackpropInput, SplitBackpropFilter),
+    (kd.depthwise_conv2d, kd.depthwise_conv2d_backprop_input, kd.depthwise_conv2d_backprop_filter),
+    (
+        "Depthwise convolution of NHWC ``x`` with ``(Kh, Kw, C, M)`` filters.",
+        "Gradient of depthwise_conv2d w.r.t. its input.",
+        "Gradient of depthwise_conv2d w.r.t. its filters.",
+    ),
+)
 
 
 def depthwise_conv2d(

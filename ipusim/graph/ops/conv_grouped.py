@@ -20,8 +20,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Symbol, TensorLike
-from ipusim.graph.op import register
-from ipusim.graph.ops._conv_family import Placement
+from ipusim.graph.ops._conv_family import Placement, register_family
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.conv_depthwise import (  # the depthwise ops are importable from here
     SplitBackpropFilter,
@@ -89,28 +88,17 @@ class _Grouped(SplitChannelsOp):
         return 2 * big.size * kh * kw * cin_per_group
 
 
-@register
-class GroupedConv2D(_Grouped, SplitForward):
-    """Grouped convolution of NHWC ``x`` with ``(Kh, Kw, Cin/G, Cout)`` filters."""
-
-    name = "grouped_conv2d"
-    kernel = staticmethod(kg.grouped_conv2d)
-
-
-@register
-class GroupedConv2DBackpropInput(_Grouped, SplitBackpropInput):
-    """Gradient of grouped_conv2d w.r.t. its input."""
-
-    name = "grouped_conv2d_backprop_input"
-    kernel = staticmethod(kg.grouped_conv2d_backprop_input)
-
-
-@register
-class GroupedConv2DBackpropFilter(_Grouped, SplitBackpropFilter):
-    """Gradient of grouped_conv2d w.r.t. its filters."""
-
-    name = "grouped_conv2d_backprop_filter"
-    kernel = staticmethod(kg.grouped_conv2d_backprop_filter)
+GroupedConv2D, GroupedConv2DBackpropInput, GroupedConv2DBackpropFilter = register_family(
+    "GroupedConv2D",
+    _Grouped,
+    (SplitForward, SplitBackpropInput, SplitBackpropFilter),
+    (kg.grouped_conv2d, kg.grouped_conv2d_backprop_input, kg.grouped_conv2d_backprop_filter),
+    (
+        "Grouped convolution of NHWC ``x`` with ``(Kh, Kw, Cin/G, Cout)`` filters.",
+        "Gradient of grouped_conv2d w.r.t. its input.",
+        "Gradient of grouped_conv2d w.r.t. its filters.",
+    ),
+)
 
 
 def grouped_conv2d(

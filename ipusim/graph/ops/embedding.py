@@ -8,7 +8,7 @@ from __future__ import annotations
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import merge_shapes
 from ipusim.graph.spec import Array, Shape, TensorSpec, canonical_dtype
@@ -85,8 +85,7 @@ class EmbeddingLookupGrad(Op):
         return [apply1("embedding_lookup", d_out, node.inputs[1]), None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(in_specs[0].size, read, written, self.kind)  # one add per dy element
+        return io_cost(in_specs[0].size, in_specs, out_specs, self.kind)  # one add per dy element
 
 
 @register
@@ -107,8 +106,7 @@ class OneHot(Op):
     ) -> Array:
         return ke.one_hot(indices, depth, dtype)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
 
 def embedding_lookup(params: TensorLike, ids: TensorLike) -> Symbol:

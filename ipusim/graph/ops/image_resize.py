@@ -12,7 +12,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import known_hw
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_resize as k
@@ -55,9 +55,8 @@ class ImageResize(Op):
         return [apply1("image_resize_grad", dy, input_hw=hw, method=node.attrs["method"])]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         flops = 2 * TAPS[attrs["method"]] * out_specs[0].size if attrs["method"] != "nearest" else 0
-        return OpCost(flops, read, written, "data_movement")
+        return io_cost(flops, in_specs, out_specs, "data_movement")
 
 
 @register
@@ -77,18 +76,12 @@ class ImageResizeGrad(Op):
         return k.resize_grad(dy, (input_hw[0], input_hw[1]), method)
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
-        return [
-            apply1(
-                "image_resize",
-                g,
-                size=tuple(node.inputs[0].shape[1:3]),
-                method=node.attrs["method"],
-            )
-        ]
+        size = tuple(node.inputs[0].shape[1:3])
+        return [apply1("image_resize", g, size=size, method=node.attrs["method"])]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(2 * TAPS[attrs["method"]] * in_specs[0].size, read, written, "data_movement")
+        flops = 2 * TAPS[attrs["method"]] * in_specs[0].size
+        return io_cost(flops, in_specs, out_specs, "data_movement")
 
 
 def image_resize(x: TensorLike, height: int, width: int, method: str = "bilinear") -> Symbol:

@@ -16,7 +16,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, TensorSpec
 from ipusim.kernels import image_transform as k
 from ipusim.kernels import random as kr
@@ -44,8 +44,7 @@ class ImageTransform(Op):
         *,
         interpolation: str,
         fill_mode: str,
-        fill_value: float,
-        inverse: bool = False,
+        **attrs: object,
     ) -> TensorSpec:
         if images.rank != 4 or images.dtype not in FLOAT_DTYPES:
             raise ConfigurationError(
@@ -82,9 +81,8 @@ class ImageTransform(Op):
         return [apply1("image_transform", dy, node.inputs[1], **attrs), None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         flops = FLOPS_PER_ELEMENT[attrs["interpolation"]] * out_specs[0].size
-        return OpCost(flops, read, written, "elementwise")
+        return io_cost(flops, in_specs, out_specs, "elementwise")
 
 
 def augment_matrices(kind: str, draws: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -120,15 +118,7 @@ class AugmentTransforms(Op):
     name = "augment_transforms"
     kind = "elementwise"
 
-    def infer(
-        self,
-        images: TensorSpec,
-        *,
-        kind: str,
-        seed: int,
-        bounds: tuple[float, ...],
-        same: bool = False,
-    ) -> TensorSpec:
+    def infer(self, images: TensorSpec, *, kind: str, **attrs: object) -> TensorSpec:
         if kind not in KINDS:
             raise ConfigurationError(
                 f"augment_transforms: kind must be one of {KINDS}, got {kind!r}"
@@ -154,17 +144,12 @@ class AugmentTransforms(Op):
             draws[:, 1] = draws[:, 0]
         return augment_matrices(kind, draws, images.shape[1], images.shape[2])
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # A few dozen scalar operations per image (two draws, a sine and a cosine). E
-        return OpCost(
-            32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32,
-            0,
-            out_specs[0].nbytes,
-            "elementwise",
-        )
+        flops = 32 * out_specs[0].shape[0] if out_specs[0].shape[0] else 32
+        return OpCost(flops, 0, out_specs[0].nbytes, "elementwise")
 
 
 def image_transform(

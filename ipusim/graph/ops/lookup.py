@@ -16,8 +16,8 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.graph import Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import hashing
 from ipusim.kernels import lookup as k
@@ -25,9 +25,8 @@ from ipusim.kernels import lookup as k
 
 def _search_cost(in_specs: Specs, out_specs: Specs, table: int) -> OpCost:
     # One compare and branch per step of the binary search: ceil(log2(table + 1)) steps. D
-    read, written = io_bytes(in_specs, out_specs)
     steps = max(1, math.ceil(math.log2(table + 1)))
-    return OpCost(steps * out_specs[0].size, read, written, "elementwise")
+    return io_cost(steps * out_specs[0].size, in_specs, out_specs, "elementwise")
 
 
 @register
@@ -45,8 +44,7 @@ class Bucketize(Op):
     def forward(self, ctx: ExecContext, x: Array, *, boundaries: tuple[float, ...]) -> Array:
         return k.bucketize(x, np.asarray(boundaries, np.float64))
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["boundaries"]))
@@ -63,14 +61,7 @@ class TableLookup(Op):
     kind = "elementwise"
 
     def infer(
-        self,
-        x: TensorSpec,
-        *,
-        keys: tuple[int, ...],
-        values: tuple[int, ...],
-        default: int,
-        oov_buckets: int = 0,
-        strict: bool = False,
+        self, x: TensorSpec, *, keys: tuple[int, ...], values: tuple[int, ...], **attrs: object
     ) -> TensorSpec:
         if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
             raise InvalidTypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")
@@ -102,8 +93,7 @@ class TableLookup(Op):
             )
         return out
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return _search_cost(in_specs, out_specs, len(attrs["keys"]))
@@ -132,12 +122,11 @@ class HashBucket(Op):
     def forward(self, ctx: ExecContext, x: Array, *, num_bins: int) -> Array:
         return hashing.hash_ints(x, num_bins)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(HASH_FLOPS_PER_ELEMENT * out_specs[0].size, read, written, "elementwise")
+        flops = HASH_FLOPS_PER_ELEMENT * out_specs[0].size
+        return io_cost(flops, in_specs, out_specs, "elementwise")
 
 
 def hash_bucket(x: TensorLike, num_bins: int) -> Symbol:

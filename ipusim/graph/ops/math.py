@@ -13,7 +13,7 @@ from typing import ClassVar
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.op import Op, OpCost, Specs, no_gradient, register
 from ipusim.graph.ops._elementwise import FLOPS_PER_ELEMENT as FLOPS_PER_ELEMENT
 from ipusim.graph.ops._elementwise import axis_attr as axis_attr
 from ipusim.graph.ops._elementwise import broadcast_shape as broadcast_shape
@@ -119,8 +119,7 @@ class Equal(_Binary):
     def infer(self, a: TensorSpec, b: TensorSpec) -> TensorSpec:
         return super().infer(a, b).with_dtype("bool")
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None, None]
+    gradient = no_gradient
 
 
 @register

@@ -10,11 +10,12 @@ TensorFlow's own gradient functions are; rounding ops have none, as in TensorFlo
 from __future__ import annotations
 
 import math as _math
+from collections.abc import Callable
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.ops.math import (
     broadcast_shape,
     divide,
@@ -50,8 +51,7 @@ _TWO_OVER_SQRT_PI = 2.0 / _math.sqrt(_math.pi)
 
 
 def _elementwise(flops: int, in_specs: Specs, out_specs: Specs) -> OpCost:
-    read, written = io_bytes(in_specs, out_specs)
-    return OpCost(flops * sum(s.size for s in out_specs), read, written, "elementwise")
+    return io_cost(flops * sum(s.size for s in out_specs), in_specs, out_specs, "elementwise")
 
 
 def unary(fn: str, x: TensorLike) -> Symbol:
@@ -59,50 +59,47 @@ def unary(fn: str, x: TensorLike) -> Symbol:
     return apply1("unary_math", x, fn=fn)
 
 
-def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:  # noqa: C901 - a table
+def _one_plus(x: Symbol) -> Symbol:
+    return apply1("add", x, 1.0)
+
+
+def _erf_derivative(x: Symbol) -> Symbol:
+    return multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI)
+
+
+#: d fn(x) / dx of each differentiable ``fn``, from the input ``x`` and output ``y``.
+_DERIVATIVES: dict[str, Callable[[Symbol, Symbol], Symbol]] = {
+    "sin": lambda x, y: unary("cos", x),
+    "cos": lambda x, y: negative(unary("sin", x)),
+    "tan": lambda x, y: _one_plus(square(y)),
+    "asin": lambda x, y: unary("rsqrt", subtract(1.0, square(x))),
+    "acos": lambda x, y: negative(unary("rsqrt", subtract(1.0, square(x)))),
+    "atan": lambda x, y: unary("reciprocal", _one_plus(square(x))),
+    "sinh": lambda x, y: unary("cosh", x),
+    "cosh": lambda x, y: unary("sinh", x),
+    "asinh": lambda x, y: unary("rsqrt", _one_plus(square(x))),
+    "acosh": lambda x, y: unary("rsqrt", subtract(square(x), 1.0)),
+    "atanh": lambda x, y: unary("reciprocal", subtract(1.0, square(x))),
+    "erf": lambda x, y: _erf_derivative(x),
+    "erfc": lambda x, y: negative(_erf_derivative(x)),
+    "sign": lambda x, y: multiply(x, 0.0),
+    "reciprocal": lambda x, y: negative(square(y)),
+    "rsqrt": lambda x, y: multiply(multiply(square(y), y), -0.5),
+    "expm1": lambda x, y: _one_plus(y),
+    "log1p": lambda x, y: unary("reciprocal", _one_plus(x)),
+    "softsign": lambda x, y: unary("reciprocal", square(_one_plus(apply1("abs", x)))),
+    "elu": lambda x, y: _elu_derivative("elu", x, y),
+    "selu": lambda x, y: _elu_derivative("selu", x, y),
+    # 1 on (0, 6), else 0
+    "relu6": lambda x, y: multiply(positive_mask(x), positive_mask(subtract(6.0, x))),
+}
+
+
+def _unary_derivative(fn: str, x: Symbol, y: Symbol) -> Symbol:
     """d fn(x) / dx, from the input ``x`` and output ``y``."""
-    if fn == "sin":
-        return unary("cos", x)
-    if fn == "cos":
-        return negative(unary("sin", x))
-    if fn == "tan":
-        return apply1("add", square(y), 1.0)
-    if fn == "asin":
-        return unary("rsqrt", subtract(1.0, square(x)))
-    if fn == "acos":
-        return negative(unary("rsqrt", subtract(1.0, square(x))))
-    if fn == "atan":
-        return unary("reciprocal", apply1("add", square(x), 1.0))
-    if fn == "sinh":
-        return unary("cosh", x)
-    if fn == "cosh":
-        return unary("sinh", x)
-    if fn == "asinh":
-        return unary("rsqrt", apply1("add", square(x), 1.0))
-    if fn == "acosh":
-        return unary("rsqrt", subtract(square(x), 1.0))
-    if fn == "atanh":
-        return unary("reciprocal", subtract(1.0, square(x)))
-    if fn in ("erf", "erfc"):
-        d = multiply(exp(negative(square(x))), _TWO_OVER_SQRT_PI)
-        return d if fn == "erf" else negative(d)
-    if fn == "sign":
-        return multiply(x, 0.0)
-    if fn == "reciprocal":
-        return negative(square(y))
-    if fn == "rsqrt":
-        return multiply(multiply(square(y), y), -0.5)
-    if fn == "expm1":
-        return apply1("add", y, 1.0)
-    if fn == "log1p":
-        return unary("reciprocal", apply1("add", x, 1.0))
-    if fn == "softsign":
-        return unary("reciprocal", square(apply1("add", apply1("abs", x), 1.0)))
-    if fn in ("elu", "selu"):
-        return _elu_derivative(fn, x, y)
-    if fn == "relu6":  # 1 on (0, 6), else 0
-        return multiply(positive_mask(x), positive_mask(subtract(6.0, x)))
-    raise NotImplementedError(f"unary_math: no gradient rule for {fn!r}")
+    if fn not in _DERIVATIVES:
+        raise NotImplementedError(f"unary_math: no gradient rule for {fn!r}")
+    return _DERIVATIVES[fn](x, y)
 
 
 def positive_mask(x: Symbol) -> Symbol:
@@ -166,11 +163,7 @@ class Predicate(Op):
     def forward(self, ctx: ExecContext, x: Array, *, fn: str) -> Array:
         return k.predicate(x, fn)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return _elementwise(1, in_specs, out_specs)
+    gradient = no_gradient
 
 
 @register
@@ -255,9 +248,6 @@ class Select(Op):
             unbroadcast(select(cond, dy, zero), a),
             unbroadcast(select(cond, zero, dy), b),
         ]
-
-    def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        return _elementwise(1, in_specs, out_specs)
 
 
 def select(cond: TensorLike, a: TensorLike, b: TensorLike) -> Symbol:

@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
 from ipusim.graph.numerics import amp_products, computes_half
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.embedding import (  # the embedding ops are importable from here
     INT_DTYPES,
@@ -120,8 +120,7 @@ class _Product(Op):
         **_: float,
     ) -> OpCost:
         k_dim = known_dims(_matrix(in_specs[0].shape, transpose_a))[1]  # costed shapes are known
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(2 * out_specs[0].size * k_dim, read, written, "matmul")
+        return io_cost(2 * out_specs[0].size * k_dim, in_specs, out_specs, "matmul")
 
 
 @register
@@ -235,8 +234,7 @@ class BiasAddGrad(Op):
         return k.bias_add_grad(dy)
 
     def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(in_specs[0].size, read, written, "reduction")
+        return io_cost(in_specs[0].size, in_specs, out_specs, "reduction")
 
 
 def bias_add(x: TensorLike, bias: TensorLike) -> Symbol:
@@ -252,13 +250,15 @@ class _PerElement(Op):
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         sized = out_specs[0] if self.sized_by_input is None else in_specs[self.sized_by_input]
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(FLOPS_PER_ELEMENT[self.name] * sized.size, read, written, self.kind)
+        return io_cost(FLOPS_PER_ELEMENT[self.name] * sized.size, in_specs, out_specs, self.kind)
 
 
 # ---------------------------------------------------------------------------- softmax
 class _Softmax(_PerElement):
+    """A softmax op: ``kernel_fn(x, axis)``; its gradient is the op named ``<name>_grad``."""
+
     kind = "reduction"
+    kernel_fn: ClassVar[Callable[..., Array]]
 
     def infer(self, x: TensorSpec, *, axis: int = -1) -> TensorSpec:
         require_float(self.name, "x", x)
@@ -269,18 +269,19 @@ class _Softmax(_PerElement):
         normalize_axes(self.name, axis, x.rank)
         return TensorSpec(x.shape, x.dtype)
 
+    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
+        return self.kernel_fn(x, axis % x.ndim)
+
+    def gradient(self, node: Node, dy: Symbol) -> Sequence[Symbol | None]:
+        return [apply1(f"{self.name}_grad", dy, node.outputs[0], **node.attrs)]
+
 
 @register
 class Softmax(_Softmax):
     """``exp(x) / sum(exp(x))`` along ``axis``, shifted by the maximum so it never overflows."""
 
     name = "softmax"
-
-    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
-        return ks.softmax(x, axis % x.ndim)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("softmax_grad", dy, node.outputs[0], **node.attrs)]
+    kernel_fn = staticmethod(ks.softmax)
 
 
 @register
@@ -288,16 +289,13 @@ class LogSoftmax(_Softmax):
     """``x - log(sum(exp(x)))`` along ``axis``, computed without overflow."""
 
     name = "log_softmax"
-
-    def forward(self, ctx: ExecContext, x: Array, *, axis: int = -1) -> Array:
-        return ks.log_softmax(x, axis % x.ndim)
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [apply1("log_softmax_grad", dy, node.outputs[0], **node.attrs)]
+    kernel_fn = staticmethod(ks.log_softmax)
 
 
 class _SoftmaxGrad(_Softmax):
-    """Gradient from ``dy`` and the forward output ``y``."""
+    """Gradient from ``dy`` and the forward output ``y``: ``kernel_fn(dy, y, axis)``."""
+
+    gradient = Op.gradient  # not differentiable again
 
     # The gradient takes (dy, y) where the softmax takes x: its own inputs, as every op's are.
     def infer(  # type: ignore[override]
@@ -306,21 +304,22 @@ class _SoftmaxGrad(_Softmax):
         shape = merge_shapes(self.name, dy, y, "dy and y")
         return super().infer(TensorSpec(shape, dy.dtype), axis=axis)
 
+    def forward(  # type: ignore[override]
+        self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1
+    ) -> Array:
+        return self.kernel_fn(dy, y, axis % y.ndim)
+
 
 @register
 class SoftmaxGrad(_SoftmaxGrad):
     name = "softmax_grad"
-
-    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
-        return ks.softmax_grad(dy, y, axis % y.ndim)
+    kernel_fn = staticmethod(ks.softmax_grad)
 
 
 @register
 class LogSoftmaxGrad(_SoftmaxGrad):
     name = "log_softmax_grad"
-
-    def forward(self, ctx: ExecContext, dy: Array, y: Array, *, axis: int = -1) -> Array:
-        return ks.log_softmax_grad(dy, y, axis % y.ndim)
+    kernel_fn = staticmethod(ks.log_softmax_grad)
 
 
 def softmax(x: TensorLike, axis: int = -1) -> Symbol:

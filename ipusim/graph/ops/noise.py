@@ -16,7 +16,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
-from ipusim.graph.op import Op, OpCost, Specs, register
+from ipusim.graph.op import Op, OpCost, Specs, no_gradient, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import normalize_axes
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
@@ -51,7 +51,7 @@ class RandomDraw(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, distribution: str, seed: int, shape: Shape, a: float, b: float
+        self, x: TensorSpec, *, distribution: str, shape: Shape, **attrs: object
     ) -> TensorSpec:
         if distribution not in DISTRIBUTIONS:
             raise ConfigurationError(
@@ -78,8 +78,7 @@ class RandomDraw(Op):
         out_shape = _resolve(shape, x.shape, self.name)
         return k.draw(distribution, known_dims(out_shape), seed, ctx.step, a, b, x.dtype)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         written = out_specs[0].nbytes  # only x's shape is read, not its data

@@ -28,7 +28,7 @@ from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
 from ipusim.graph.numerics import computes_half, numerics_of
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.spec import Array, Shape, TensorSpec
 from ipusim.kernels import norm as k
 from ipusim.kernels.half import round_to_half, stream_key
@@ -95,12 +95,8 @@ class BatchNorm(Op):
         _check_float(self.name, "x", x)
         ax = normalize_axis(self.name, axis, x.rank)
         vec = (x.shape[ax],)
-        for arg, spec in (
-            ("gamma", gamma),
-            ("beta", beta),
-            ("moving_mean", moving_mean),
-            ("moving_var", moving_var),
-        ):
+        args = ("gamma", "beta", "moving_mean", "moving_var")
+        for arg, spec in zip(args, (gamma, beta, moving_mean, moving_var), strict=True):
             _check_like(self.name, arg, spec, vec, x.dtype)
         stats = TensorSpec(vec if vec[0] is not None else gamma.shape, x.dtype)
         return x.with_shape(x.shape), stats, stats
@@ -137,12 +133,11 @@ class BatchNorm(Op):
         return [dx, dgamma, dbeta, None, None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         size = in_specs[0].size
         # Statistics: a sum, then subtract-square-add per element; applying: multiply-add.
         if training:
-            return OpCost(6 * size, read, written, "reduction")
-        return OpCost(2 * size, read, written, "elementwise")
+            return io_cost(6 * size, in_specs, out_specs, "reduction")
+        return io_cost(2 * size, in_specs, out_specs, "elementwise")
 
 
 def _batch_statistics(ctx: ExecContext, x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,9 +218,8 @@ class BatchNormGrad(Op):
         mean: TensorSpec,
         var: TensorSpec,
         *,
-        training: bool,
-        epsilon: float = 1e-3,
         axis: int = -1,
+        **attrs: object,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_float(self.name, "x", x)
         _check_like(self.name, "dy", dy, x.shape, x.dtype)
@@ -252,11 +246,9 @@ class BatchNormGrad(Op):
         )
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, training: bool, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        size = in_specs[1].size
         # Two reductions (Σdy, Σdy·x̂) then the dx formula; inference needs the reductions only
         # for dgamma/dbeta and a multiply per element.
-        return OpCost((9 if training else 5) * size, read, written, "reduction")
+        return io_cost((9 if training else 5) * in_specs[1].size, in_specs, out_specs, "reduction")
 
 
 # ---------------------------------------------------------------------------------- layer norm
@@ -289,7 +281,7 @@ class LayerNorm(Op):
         *,
         axis: object = -1,
         epsilon: float = 1e-3,
-        fused: bool = False,
+        **attrs: object,
     ) -> TensorSpec:
         _check_float(self.name, "x", x)
         _check_epsilon(self.name, epsilon)
@@ -317,17 +309,13 @@ class LayerNorm(Op):
         return list(apply_multi("layer_norm_grad", dy, x, gamma, **node.attrs))
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(8 * in_specs[0].size, read, written, "reduction")
+        return io_cost(8 * in_specs[0].size, in_specs, out_specs, "reduction")
 
 
 def _one_pass(ctx: ExecContext, x: np.ndarray, fused: bool) -> bool:
     """Whether a layer norm's row statistics take PopLibs' single pass: the fused kernel (see
     :func:`layer_norm`) on float32 rows, unless ``norms.use_stable_statistics``."""
-    if not fused or x.dtype != np.float32:
-        return False
-    numerics = numerics_of(ctx)
-    return not numerics.stable_norm_statistics
+    return fused and x.dtype == np.float32 and not numerics_of(ctx).stable_norm_statistics
 
 
 def layer_norm(
@@ -379,8 +367,7 @@ class LayerNormGrad(Op):
         gamma: TensorSpec,
         *,
         axis: object = -1,
-        epsilon: float = 1e-3,
-        fused: bool = False,
+        **attrs: object,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_float(self.name, "x", x)
         _check_like(self.name, "dy", dy, x.shape, x.dtype)
@@ -403,5 +390,4 @@ class LayerNormGrad(Op):
         return k.layer_norm_grad(dy, x, gamma, epsilon, first, _one_pass(ctx, x, fused))
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(14 * in_specs[1].size, read, written, "reduction")
+        return io_cost(14 * in_specs[1].size, in_specs, out_specs, "reduction")

@@ -20,7 +20,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, IPUSimError, UnsupportedError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, TensorOperators, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import layout as k
 from ipusim.kernels import rounding
@@ -142,8 +142,7 @@ class StridedSlice(Op):
         return [apply1("strided_slice_grad", dy, node.inputs[0], index=node.attrs["index"])]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(out_specs, out_specs)  # only the selected region is read
-        return OpCost(0, read, written, "data_movement")
+        return io_cost(0, out_specs, out_specs, "data_movement")  # only the selected region is read
 
 
 @register
@@ -163,8 +162,7 @@ class StridedSliceGrad(Op):
         return [apply1("strided_slice", ddx, index=node.attrs["index"]), None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs[:1], out_specs)  # ``like`` gives its shape only
-        return OpCost(0, read, written, "data_movement")
+        return io_cost(0, in_specs[:1], out_specs, "data_movement")  # ``like`` gives its shape only
 
 
 def getitem(x: TensorOperators, key: object) -> Symbol:
@@ -215,12 +213,7 @@ class Floor(Op):
     def forward(self, ctx: ExecContext, x: Array) -> Array:
         return rounding.floor(x)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol | None]:
-        return [None]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(sum(s.size for s in out_specs), read, written, "elementwise")  # D: 1/elem
+    gradient = no_gradient
 
 
 def floor(x: TensorLike) -> Symbol:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import (
     check_nhwc,
     check_same_dtype,
@@ -68,18 +68,17 @@ class PoolOp(Op):
         check_nhwc(self.name, "x", x, LAYOUTS[self.rank], self.rank + 2)
 
     def _geometry(
-        self, size: Shape, pool_size: object, strides: object, padding: object
+        self, size: Shape, pool_size: object, strides: object = None, padding: object = "VALID"
     ) -> tuple[tuple[int | None, ...], Window, Window, Window]:
-        """Output size, window, strides and padding for an input of spatial size ``size``."""
+        """Output size, window, strides and padding for an input of spatial size ``size`` (the
+        window attributes, with their defaults: ``**window`` in the ops' methods)."""
         a = pool_attrs(self.name, pool_size, strides, padding, self.rank)
         out, pads = spatial_geometry(self.name, size, a["pool_size"], a["strides"], a["padding"])
         return out, a["pool_size"], a["strides"], pads
 
-    def _out_spec(
-        self, x: TensorSpec, pool_size: object, strides: object, padding: object
-    ) -> TensorSpec:
+    def _out_spec(self, x: TensorSpec, **window: object) -> TensorSpec:
         self._check_x(x)
-        out, _, _, _ = self._geometry(x.shape[1:-1], pool_size, strides, padding)
+        out, _, _, _ = self._geometry(x.shape[1:-1], **window)
         return TensorSpec((x.shape[0], *out, x.shape[-1]), x.dtype)
 
     def _check_dy(self, dy: TensorSpec, expected: TensorSpec) -> None:
@@ -94,8 +93,7 @@ class PoolOp(Op):
         # The pooled element count: the output of a forward op, dy (the last input) of a gradient.
         per = out_specs[0] if isinstance(self, PoolForward) else in_specs[-1]
         pool = normalize_window(self.name, "pool_size", pool_size, self.rank)
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(per.size * math.prod(pool), read, written, self.kind)
+        return io_cost(per.size * math.prod(pool), in_specs, out_specs, self.kind)
 
 
 class PoolForward(PoolOp):
@@ -104,22 +102,11 @@ class PoolForward(PoolOp):
 
     kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(
-        self, x: TensorSpec, *, pool_size: object, strides: object = None, padding: object = "VALID"
-    ) -> TensorSpec:
-        return self._out_spec(x, pool_size, strides, padding)
+    def infer(self, x: TensorSpec, **window: object) -> TensorSpec:
+        return self._out_spec(x, **window)
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        *,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> Array:
-        out, pool, strides, pads = self._geometry(x.shape[1:-1], pool_size, strides, padding)
-        return self.kernel_fn(x, out, pool, strides, pads)
+    def forward(self, ctx: ExecContext, x: Array, **window: object) -> Array:
+        return self.kernel_fn(x, *self._geometry(x.shape[1:-1], **window))
 
     def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
         grad = f"{self.name}_grad"
@@ -133,37 +120,21 @@ class AvgPoolGrad(PoolOp):
     kind = "data_movement"
     kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(
-        self,
-        dy: TensorSpec,
-        *,
-        input_shape: Shape,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> TensorSpec:
+    def infer(self, dy: TensorSpec, *, input_shape: Shape, **window: object) -> TensorSpec:
         if len(input_shape) != self.rank + 2:
             raise ConfigurationError(
                 f"{self.name}: input_shape must have {self.rank + 2} entries "
                 f"{LAYOUTS[self.rank]}, received {input_shape!r}"
             )
         x = TensorSpec((dy.shape[0], *input_shape[1:]), dy.dtype)
-        self._check_dy(dy, self._out_spec(x, pool_size, strides, padding))
+        self._check_dy(dy, self._out_spec(x, **window))
         return x
 
     def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        *,
-        input_shape: Shape,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
+        self, ctx: ExecContext, dy: Array, *, input_shape: Shape, **window: object
     ) -> Array:
         size = tuple(input_shape[1:-1])  # the input's size is known at run time
-        _, pool, strides, pads = self._geometry(size, pool_size, strides, padding)
-        return self.kernel_fn(dy, size, pool, strides, pads)
+        return self.kernel_fn(dy, size, *self._geometry(size, **window)[1:])
 
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_shape"}
@@ -187,32 +158,16 @@ class MaxPoolGrad(PoolOp):
 
     kernel_fn: ClassVar[Callable[..., Array]]
 
-    def infer(
-        self,
-        x: TensorSpec,
-        *pooled: TensorSpec,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> TensorSpec:
-        expected = self._out_spec(x, pool_size, strides, padding)
+    def infer(self, x: TensorSpec, *pooled: TensorSpec, **window: object) -> TensorSpec:
+        expected = self._out_spec(x, **window)
         for spec in (pooled[-1], *pooled[:-1]):  # dy first, as the checks have always run
             check_same_dtype(self.name, x, spec)
         for spec in pooled:
             self._check_dy(spec, expected)
         return x.with_shape(x.shape)
 
-    def forward(
-        self,
-        ctx: ExecContext,
-        x: Array,
-        *pooled: Array,
-        pool_size: object,
-        strides: object = None,
-        padding: object = "VALID",
-    ) -> Array:
-        _, pool, strides, pads = self._geometry(x.shape[1:-1], pool_size, strides, padding)
-        return self.kernel_fn(x, *pooled, pool, strides, pads)
+    def forward(self, ctx: ExecContext, x: Array, *pooled: Array, **window: object) -> Array:
+        return self.kernel_fn(x, *pooled, *self._geometry(x.shape[1:-1], **window)[1:])
 
 
 @register
@@ -304,8 +259,7 @@ class GlobalAvgPool2D(Op):
         return [apply1("global_avg_pool2d_grad", dy, input_shape=node.inputs[0].shape)]
 
     def cost(self, in_specs: Specs, out_specs: Specs) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(in_specs[0].size, read, written, "reduction")
+        return io_cost(in_specs[0].size, in_specs, out_specs, "reduction")
 
 
 @register
@@ -331,8 +285,7 @@ class GlobalAvgPool2DGrad(Op):
         return [apply1("global_avg_pool2d", g)]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(out_specs[0].size, read, written, "data_movement")
+        return io_cost(out_specs[0].size, in_specs, out_specs, "data_movement")
 
 
 def global_avg_pool2d(x: TensorLike) -> Symbol:

@@ -76,8 +76,7 @@ def max_pool3d(
         strides: int or ``(sd, sh, sw)``; default: ``pool_size`` (as Keras' MaxPooling3D).
         padding: ``"VALID"`` or ``"SAME"`` (case-insensitive).
     """
-    attrs = pool_attrs("max_pool3d", pool_size, strides, padding, 3)
-    return apply1("max_pool3d", x, **attrs)
+    return apply1("max_pool3d", x, **pool_attrs("max_pool3d", pool_size, strides, padding, 3))
 
 
 def avg_pool3d(
@@ -85,5 +84,4 @@ def avg_pool3d(
 ) -> Symbol:
     """Average pooling of NDHWC ``x`` over the real voxels of each window (args as
     :func:`max_pool3d`)."""
-    attrs = pool_attrs("avg_pool3d", pool_size, strides, padding, 3)
-    return apply1("avg_pool3d", x, **attrs)
+    return apply1("avg_pool3d", x, **pool_attrs("avg_pool3d", pool_size, strides, padding, 3))

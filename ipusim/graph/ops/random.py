@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec
 from ipusim.kernels import elementwise as ke
 from ipusim.kernels import random as k
@@ -82,10 +82,8 @@ class Dropout(Op):
         return [apply1("dropout", dy, **node.attrs)]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(
-            FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size, read, written, "elementwise"
-        )
+        flops = FLOPS_PER_ELEMENT["dropout"] * out_specs[0].size
+        return io_cost(flops, in_specs, out_specs, "elementwise")
 
 
 def dropout(

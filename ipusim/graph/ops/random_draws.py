@@ -13,8 +13,8 @@ from typing import SupportsInt
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.graph import Symbol, TensorLike, apply1
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.spec import FLOAT_DTYPES, Array, Shape, TensorSpec, canonical_dtype
 from ipusim.kernels import random_draws as k
 
@@ -30,17 +30,7 @@ class RandomDraw(Op):
     name = "random_tensor"
     kind = "elementwise"
 
-    def infer(
-        self,
-        *,
-        shape: Shape,
-        dist: str,
-        a: float,
-        b: float,
-        seed: int,
-        dtype: str,
-        stateless: bool = False,
-    ) -> TensorSpec:
+    def infer(self, *, shape: Shape, dist: str, dtype: str, **attrs: object) -> TensorSpec:
         if dist not in k.DIST_CODES:
             raise ConfigurationError(f"random_tensor: unknown distribution {dist!r}")
         if any(d is None or d < 0 for d in shape):
@@ -66,12 +56,10 @@ class RandomDraw(Op):
         # A stateless draw depends on its seed only; others also on the execution step.
         return k.draw(tuple(shape), dist, a, b, seed, 0 if stateless else ctx.step, dtype)
 
-    def gradient(self, node: Node, *dys: Symbol) -> list[None]:
-        return []
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, dist: str, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(DRAW_FLOPS[dist] * out_specs[0].size, read, written, "elementwise")
+        return io_cost(DRAW_FLOPS[dist] * out_specs[0].size, in_specs, out_specs, "elementwise")
 
 
 @register
@@ -94,14 +82,12 @@ class RandomCategorical(Op):
     ) -> Array:
         return k.categorical(logits, num_samples, seed, ctx.step, dtype)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         classes = in_specs[0].shape[1] or 1
         # exp per class per sample (4 FLOPs each) plus the running sum (E).
-        return OpCost(5 * classes * out_specs[0].size, read, written, "elementwise")
+        return io_cost(5 * classes * out_specs[0].size, in_specs, out_specs, "elementwise")
 
 
 def random_draw(

@@ -13,7 +13,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, no_gradient, register
 from ipusim.graph.ops.math import (
     FLOPS_PER_ELEMENT,
     axis_attr,
@@ -47,8 +47,8 @@ class _Reduce(Op):
         return self.kernel_fn(x, normalize_axes(self.name, axis, x.ndim), keepdims)
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(FLOPS_PER_ELEMENT[self.name] * in_specs[0].size, read, written, "reduction")
+        flops = FLOPS_PER_ELEMENT[self.name] * in_specs[0].size
+        return io_cost(flops, in_specs, out_specs, "reduction")
 
 
 @register
@@ -103,8 +103,8 @@ class _ReduceGrad(Op):
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         # x is read only for its shape by reduce_mean_grad; reduce_max_grad compares against it.
         read_specs = in_specs if self.name == "reduce_max_grad" else in_specs[:1]
-        read, written = io_bytes(read_specs, out_specs)
-        return OpCost(FLOPS_PER_ELEMENT[self.name] * out_specs[0].size, read, written, self.kind)
+        flops = FLOPS_PER_ELEMENT[self.name] * out_specs[0].size
+        return io_cost(flops, read_specs, out_specs, self.kind)
 
 
 @register
@@ -128,14 +128,7 @@ class ReduceMaxGrad(_ReduceGrad):
     name = "reduce_max_grad"
 
     def forward(
-        self,
-        ctx: ExecContext,
-        dy: Array,
-        x: Array,
-        y: Array,
-        *,
-        axis: object = None,
-        keepdims: bool = False,
+        self, ctx: ExecContext, dy: Array, x: Array, y: Array, *, axis: object = None, **_: object
     ) -> Array:
         return kr.reduce_max_grad(dy, x, y, normalize_axes(self.name, axis, x.ndim))
 
@@ -162,8 +155,7 @@ class SumToShape(Op):
         return [apply1("broadcast_like", dy, node.inputs[0])]
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, shape: Shape) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(in_specs[0].size, read, written, "reduction")
+        return io_cost(in_specs[0].size, in_specs, out_specs, "reduction")
 
 
 @register
@@ -188,12 +180,10 @@ class Argmax(Op):
     ) -> Array:
         return kr.argmax(x, axis % x.ndim, output_type)
 
-    def gradient(self, node: Node, dy: Symbol) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(in_specs[0].size, read, written, "reduction")
+        return io_cost(in_specs[0].size, in_specs, out_specs, "reduction")
 
 
 def reduce_sum(x: TensorLike, axis: object = None, keepdims: bool = False) -> Symbol:

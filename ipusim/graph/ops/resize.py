@@ -13,10 +13,12 @@ convolution.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import check_nhwc, normalize_pair
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import resize as kr
@@ -39,12 +41,21 @@ def _flops(out: TensorSpec, scale: object, method: str) -> int:
     return 2 * out.size * taps
 
 
+class _ResizeOp(Op):
+    kind = "conv"
+
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
+        # Counted on the up-sampled tensor: resize's output, resize_grad's dy.
+        big = out_specs[0] if self.name == "resize" else in_specs[0]
+        flops = _flops(big, attrs["scale"], attrs.get("method", "bilinear"))
+        return io_cost(flops, in_specs, out_specs, "conv")
+
+
 @register
-class Resize(Op):
+class Resize(_ResizeOp):
     """``(N, H, W, C) -> (N, H·sh, W·sw, C)`` by ``method`` (half-pixel centres)."""
 
     name = "resize"
-    kind = "conv"
 
     def infer(self, x: TensorSpec, *, scale: object, method: object = "bilinear") -> TensorSpec:
         check_nhwc(self.name, "x", x)
@@ -64,19 +75,12 @@ class Resize(Op):
         x = node.inputs[0]
         return [apply1("resize_grad", dy, input_hw=tuple(x.shape[1:3]), **node.attrs)]
 
-    def cost(
-        self, in_specs: Specs, out_specs: Specs, *, scale: object, method: str = "bilinear"
-    ) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(out_specs[0], scale, method), read, written, "conv")
-
 
 @register
-class ResizeGrad(Op):
+class ResizeGrad(_ResizeOp):
     """Gradient of resize w.r.t. its input of spatial size ``input_hw``."""
 
     name = "resize_grad"
-    kind = "conv"
 
     def infer(
         self,
@@ -110,18 +114,6 @@ class ResizeGrad(Op):
     def gradient(self, node: Node, g: Symbol) -> list[Symbol]:
         attrs = {k: v for k, v in node.attrs.items() if k != "input_hw"}
         return [apply1("resize", g, **attrs)]
-
-    def cost(
-        self,
-        in_specs: Specs,
-        out_specs: Specs,
-        *,
-        scale: object,
-        method: str = "bilinear",
-        **attrs: object,
-    ) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(_flops(in_specs[0], scale, method), read, written, "conv")
 
 
 def resize(x: TensorLike, scale: TensorLike, method: str = "bilinear") -> Symbol:

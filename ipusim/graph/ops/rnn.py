@@ -16,15 +16,15 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
-from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_bytes, register
-from ipusim.graph.ops.math import require_float
+from ipusim.graph.op import VARIADIC, Op, OpCost, Specs, io_cost, no_gradient, register
+from ipusim.graph.ops.math import _PassThrough, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import rnn as k
 
@@ -38,6 +38,14 @@ def _check_activation(op: str, arg: str, value: object) -> str:
             f"{op}: {arg} must be one of {CELL_ACTIVATIONS}, received {value!r}"
         )
     return str(value)
+
+
+def _activations(op: str, activation: object, recurrent_activation: object) -> dict[str, Any]:
+    """A cell's ``activation`` and ``recurrent_activation`` attributes, checked."""
+    return {
+        "activation": _check_activation(op, "activation", activation),
+        "recurrent_activation": _check_activation(op, "recurrent_activation", recurrent_activation),
+    }
 
 
 def _check_state(op: str, arg: str, spec: TensorSpec, like: TensorSpec) -> None:
@@ -131,15 +139,14 @@ class RnnZeros(Op):
     def forward(self, ctx: ExecContext, like: Array, *, units: int) -> Array:
         return np.zeros((*like.shape[:-1], units), dtype=like.dtype)
 
-    def gradient(self, node: Node, dy: Symbol | None) -> list[None]:
-        return [None]
+    gradient = no_gradient
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
         return OpCost(out_specs[0].size, 0, out_specs[0].nbytes, "elementwise")
 
 
 @register
-class RnnCarry(Op):
+class RnnCarry(_PassThrough):
     """A loop-invariant value (a weight) handed from one time step to the next.
 
     The value is unchanged (a view, no work); what it changes is the gradient: each step's
@@ -150,19 +157,6 @@ class RnnCarry(Op):
     """
 
     name = "rnn_carry"
-    kind = "data_movement"
-
-    def infer(self, x: TensorSpec) -> TensorSpec:
-        return x
-
-    def forward(self, ctx: ExecContext, x: Array) -> Array:
-        return x
-
-    def gradient(self, node: Node, dy: Symbol) -> list[Symbol]:
-        return [dy]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        return OpCost(0, 0, 0, "data_movement")
 
 
 def carry(x: TensorLike) -> Symbol:
@@ -197,9 +191,8 @@ class _Cell(Op):
         return self.kernel(*inputs, activation, recurrent_activation)
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
         state = min((*in_specs, *out_specs), key=lambda s: s.size)
-        return OpCost(self.flops_per_unit * state.size, read, written, "elementwise")
+        return io_cost(self.flops_per_unit * state.size, in_specs, out_specs, "elementwise")
 
     flops_per_unit = 1
 
@@ -218,8 +211,7 @@ class LstmCell(_Cell):
     def infer(
         self, z: TensorSpec, c_prev: TensorSpec, *, activation: str, recurrent_activation: str
     ) -> tuple[TensorSpec, TensorSpec]:
-        _check_activation(self.name, "activation", activation)
-        _check_activation(self.name, "recurrent_activation", recurrent_activation)
+        _activations(self.name, activation, recurrent_activation)
         _check_gates(self.name, "z", z, c_prev, 4)
         _check_state(self.name, "c_prev", c_prev, c_prev.with_dtype(z.dtype))
         return c_prev, c_prev
@@ -249,9 +241,7 @@ class LstmCellGrad(_Cell):
         z: TensorSpec,
         c_prev: TensorSpec,
         c: TensorSpec,
-        *,
-        activation: str,
-        recurrent_activation: str,
+        **attrs: str,
     ) -> tuple[TensorSpec, TensorSpec]:
         _check_gates(self.name, "z", z, c_prev, 4)
         for arg, spec in (("dh", dh), ("dc", dc), ("c", c)):
@@ -268,13 +258,7 @@ def lstm_cell(
 ) -> tuple[Symbol, Symbol]:
     """One LSTM step's gates (see :class:`LstmCell`); returns ``(h, c)``."""
     h, c = apply_multi(
-        "lstm_cell",
-        z,
-        c_prev,
-        activation=_check_activation("lstm_cell", "activation", activation),
-        recurrent_activation=_check_activation(
-            "lstm_cell", "recurrent_activation", recurrent_activation
-        ),
+        "lstm_cell", z, c_prev, **_activations("lstm_cell", activation, recurrent_activation)
     )
     return h, c
 
@@ -299,8 +283,7 @@ class GruCell(_Cell):
         activation: str,
         recurrent_activation: str,
     ) -> TensorSpec:
-        _check_activation(self.name, "activation", activation)
-        _check_activation(self.name, "recurrent_activation", recurrent_activation)
+        _activations(self.name, activation, recurrent_activation)
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_gates(self.name, "hg", hg, h_prev, 3)
         _check_state(self.name, "h_prev", h_prev, h_prev.with_dtype(xg.dtype))
@@ -325,9 +308,7 @@ class GruCellGrad(_Cell):
         xg: TensorSpec,
         hg: TensorSpec,
         h_prev: TensorSpec,
-        *,
-        activation: str,
-        recurrent_activation: str,
+        **attrs: str,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_state(self.name, "dh", dh, h_prev)
@@ -343,13 +324,5 @@ def gru_cell(
     recurrent_activation: str = "sigmoid",
 ) -> Symbol:
     """One GRU step with the reset gate after the recurrent product (see :class:`GruCell`)."""
-    return apply1(
-        "gru_cell",
-        xg,
-        hg,
-        h_prev,
-        activation=_check_activation("gru_cell", "activation", activation),
-        recurrent_activation=_check_activation(
-            "gru_cell", "recurrent_activation", recurrent_activation
-        ),
-    )
+    checked = _activations("gru_cell", activation, recurrent_activation)
+    return apply1("gru_cell", xg, hg, h_prev, **checked)

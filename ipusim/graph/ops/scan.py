@@ -12,7 +12,7 @@ from __future__ import annotations
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1, apply_multi
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops.math import divide, multiply, normalize_axes, require_float
 from ipusim.graph.spec import Array, TensorSpec
 from ipusim.kernels import math_extra as k
@@ -29,9 +29,7 @@ class Scan(Op):
     name = "scan"
     kind = "elementwise"
 
-    def infer(
-        self, x: TensorSpec, *, axis: int, product: bool, exclusive: bool, reverse: bool
-    ) -> TensorSpec:
+    def infer(self, x: TensorSpec, *, axis: int, product: bool, **attrs: object) -> TensorSpec:
         op = "cumprod" if product else "cumsum"
         if x.rank == 0:
             raise ConfigurationError(
@@ -65,10 +63,6 @@ class Scan(Op):
         if not attrs["product"]:
             return [apply1("scan", dy, **back)]
         return [divide(apply1("scan", multiply(dy, node.outputs[0]), **back), x)]
-
-    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        return OpCost(out_specs[0].size, read, written, "elementwise")
 
 
 def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Symbol:
@@ -126,11 +120,9 @@ class TopK(Op):
         return [apply1("reduce_sum", spread, axis=-2, keepdims=False)]
 
     def cost(self, in_specs: Specs, out_specs: Specs, *, k: int) -> OpCost:
-        read, written = io_bytes(in_specs, out_specs)
-        n = in_specs[0].shape[-1] or 1
         # A partial selection: about log2(k)+1 comparisons per element (E).
         flops = in_specs[0].size * max(1, int(k).bit_length())
-        return OpCost(flops if n else 0, read, written, "elementwise")
+        return io_cost(flops, in_specs, out_specs, "elementwise")
 
 
 def top_k(x: TensorLike, k: int = 1) -> tuple[Symbol, Symbol]:

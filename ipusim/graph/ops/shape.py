@@ -14,7 +14,7 @@ from typing import Any
 from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.execute import ExecContext
 from ipusim.graph.graph import Node, Symbol, TensorLike, apply1
-from ipusim.graph.op import Op, OpCost, Specs, io_bytes, register
+from ipusim.graph.op import Op, OpCost, Specs, io_cost, register
 from ipusim.graph.ops._window import known_dims
 from ipusim.graph.ops.math import broadcast_shape, normalize_axes, reduce_sum
 from ipusim.graph.spec import Array, Shape, TensorSpec
@@ -27,6 +27,14 @@ def _rank_of(x: object) -> int:
 
 def _known_prod(dims: Iterable[int | None]) -> int:
     return _pymath.prod(d for d in dims if d is not None)
+
+
+def _padded(x: TensorSpec, paddings: tuple[tuple[int, int], ...], sign: int) -> TensorSpec:
+    """``x`` with ``(before, after)`` elements added (``sign`` 1) or removed (-1) on every axis."""
+    pairs = zip(x.shape, paddings, strict=True)
+    return TensorSpec(
+        tuple(None if d is None else d + sign * (b + a) for d, (b, a) in pairs), x.dtype
+    )
 
 
 class _View(Op):
@@ -116,18 +124,17 @@ class ExpandDims(_View):
 
     name = "expand_dims"
 
+    def _expanded(self, shape: Shape, axis: Any) -> Shape:
+        rank = len(shape) + (1 if isinstance(axis, int) else len(axis))
+        axes = normalize_axes(self.name, axis, rank)
+        dims = iter(shape)
+        return tuple(1 if i in axes else next(dims) for i in range(rank))
+
     def infer(self, x: TensorSpec, *, axis: Any) -> TensorSpec:
-        axes = normalize_axes(self.name, axis, x.rank + (1 if isinstance(axis, int) else len(axis)))
-        dims = iter(x.shape)
-        return TensorSpec(
-            tuple(1 if i in axes else next(dims) for i in range(x.rank + len(axes))), x.dtype
-        )
+        return TensorSpec(self._expanded(x.shape, axis), x.dtype)
 
     def forward(self, ctx: ExecContext, x: Array, *, axis: Any) -> Array:
-        rank = x.ndim + (1 if isinstance(axis, int) else len(axis))
-        axes = normalize_axes(self.name, axis, rank)
-        dims = iter(x.shape)
-        return x.reshape(tuple(1 if i in axes else next(dims) for i in range(rank)))
+        return x.reshape(known_dims(self._expanded(x.shape, axis)))
 
 
 @register
@@ -335,13 +342,7 @@ class Pad(_Copy):
                 f"pad: paddings must hold one (before, after) pair of non-negative "
                 f"ints per axis of x (shape {x.shape}), received {paddings}"
             )
-        return TensorSpec(
-            tuple(
-                None if d is None else d + b + a
-                for d, (b, a) in zip(x.shape, paddings, strict=True)
-            ),
-            x.dtype,
-        )
+        return _padded(x, paddings, 1)
 
     def forward(
         self,
@@ -364,13 +365,7 @@ class Unpad(_Copy):
     name = "unpad"
 
     def infer(self, x: TensorSpec, *, paddings: tuple[tuple[int, int], ...]) -> TensorSpec:
-        return TensorSpec(
-            tuple(
-                None if d is None else d - b - a
-                for d, (b, a) in zip(x.shape, paddings, strict=True)
-            ),
-            x.dtype,
-        )
+        return _padded(x, paddings, -1)
 
     def forward(
         self, ctx: ExecContext, x: Array, *, paddings: tuple[tuple[int, int], ...]
@@ -422,8 +417,7 @@ class BroadcastLike(_Copy):
         return [apply1("sum_to_shape", dy, shape=node.inputs[0].shape), None]
 
     def cost(self, in_specs: Specs, out_specs: Specs, **attrs: object) -> OpCost:
-        read, written = io_bytes(in_specs[:1], out_specs)
-        return OpCost(0, read, written, "data_movement")
+        return io_cost(0, in_specs[:1], out_specs, "data_movement")
 
 
 @register

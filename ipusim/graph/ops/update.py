@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError
 from ipusim.graph.execute import ExecContext
-from ipusim.graph.graph import Symbol, apply
+from ipusim.graph.graph import Symbol, apply, apply1
 from ipusim.graph.numerics import Numerics, current_numerics
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import Array, TensorSpec, canonical_dtype
@@ -499,7 +499,6 @@ def add_update(
     grads = list(
         apply("accumulate_gradients", *grads, accumulator=accumulator, variables=variables)
     )
-    done: Symbol = apply(
+    return apply1(
         "apply_gradients", *grads, optimizer=optimizer, variables=variables, accumulator=accumulator
     )
-    return done
