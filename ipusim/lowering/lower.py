@@ -82,9 +82,8 @@ def lower(
         recompute: ``IPUConfig.allow_recompute`` for an unpipelined training step (its
             Conv->Norm(->NonLinearity) patterns, :mod:`ipusim.lowering.recompute`); a pipelined
             step takes it from ``pipeline.recompute``.
-        io_tiles: tiles each IPU with host I/O reserves for I/O (an unpipelined replica's IPU,
-            a pipeline's :attr:`~PipelineSpec.io_ipus`): its nodes are costed, tile-mapped and
-            memory-planned on the others; the other IPUs keep all their tiles.
+        io_tiles: I/O tiles of each IPU with host I/O (an unpipelined step's IPU, a pipeline's
+            :attr:`~PipelineSpec.io_ipus`), whose nodes are lowered on its other tiles.
     """
     if precision not in PRECISIONS:
         raise ConfigurationError(f"precision must be one of {PRECISIONS}, received {precision!r}")
@@ -100,9 +99,7 @@ def lower(
     spec = distribution or DistributionSpec()
     dist = _distribution(step, system, spec, pipeline, gradient_accumulation > 1, nodes)
     layout = _layout(step, all_nodes, pipeline)
-    mappers, chip_of, var_chip = _ipus(
-        system, pipeline, layout, nodes, precision, planner, io_tiles
-    )
+    mappers, chip_of, var_of = _ipus(system, pipeline, layout, nodes, precision, planner, io_tiles)
     by_node = node_supersteps(nodes, system, precision, planner, spec.replicas, chip_of)
     # Distributed batch norm's all-reduces (none unless its replica groups are larger than 1).
     plain: dict[int, Superstep] = {}
@@ -112,7 +109,7 @@ def lower(
     single_runs = gradient_accumulation if training else 1
     update = UpdatePhase()
     if training:
-        update = update_phase(step.graph, system.ipu, precision, var_chip)
+        update = update_phase(step.graph, system.ipu, precision, var_of)
     return build_program(
         LoweringContext(
             step=step,
