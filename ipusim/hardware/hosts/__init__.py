@@ -27,7 +27,6 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ipusim.errors import HardwareSpecError
 from ipusim.hardware.specs import SystemSpec
@@ -184,7 +183,7 @@ def with_host(system: SystemSpec, host: str = "", current: str = REFERENCE_HOST)
         return system
     ref = load_host(current)
     trip = preset.round_trip_scale / ref.round_trip_scale
-    changes: dict[str, Any] = {
+    changes: dict[str, float] = {
         "cpu_cores": preset.cores,
         "cpu_compute_scale": preset.compute_scale,
         "cpu_call_scale": preset.call_scale,
