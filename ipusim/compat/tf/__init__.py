@@ -27,7 +27,7 @@ import numpy as np
 from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
-from ipusim.compat.runtime.strings import as_dtype, string
+from ipusim.compat.runtime.strings import as_dtype, fit_shape, string
 from ipusim.compat.tf import (
     config,
     data,
@@ -64,7 +64,7 @@ from ipusim.data.dtypes import (
     newaxis,
     uint8,
 )
-from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.errors import InvalidTypeError
 
 #: The TensorFlow version whose API this mirrors, marked as ipusim's.
 __version__ = "2.6.0-ipusim"
@@ -197,17 +197,8 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
         array = array.astype(np.int32)
     if array.dtype.kind not in "biuf":
         raise InvalidTypeError(f"tf.constant: expected numbers, received {value!r:.60}")
-    if shape is None:
-        return array
-    target = tuple(int(d) for d in shape)
-    if array.size == int(np.prod(target, dtype=np.int64)):
-        return array.reshape(target)
-    if array.size == 1:
-        return np.full(target, array.reshape(()), dtype=array.dtype)
-    raise ConfigurationError(
-        f"tf.constant: a value of {array.size} elements cannot have shape {list(target)}; give "
-        "a scalar (to fill the shape) or exactly as many elements as the shape holds"
-    )
+    hint = "; give a scalar (to fill the shape) or exactly as many elements as the shape holds"
+    return fit_shape(array, shape, hint)
 
 
 _runtime_getattr = runtime_getattr(__name__, _RUNTIME, _RUNTIME_NAMES)
