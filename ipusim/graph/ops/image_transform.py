@@ -44,7 +44,8 @@ class ImageTransform(Op):
         *,
         interpolation: str,
         fill_mode: str,
-        **attrs: object,
+        fill_value: float,
+        inverse: bool = False,
     ) -> TensorSpec:
         if images.rank != 4 or images.dtype not in FLOAT_DTYPES:
             raise ConfigurationError(
@@ -118,7 +119,15 @@ class AugmentTransforms(Op):
     name = "augment_transforms"
     kind = "elementwise"
 
-    def infer(self, images: TensorSpec, *, kind: str, **attrs: object) -> TensorSpec:
+    def infer(
+        self,
+        images: TensorSpec,
+        *,
+        kind: str,
+        seed: int,
+        bounds: tuple[float, ...],
+        same: bool = False,
+    ) -> TensorSpec:
         if kind not in KINDS:
             raise ConfigurationError(
                 f"augment_transforms: kind must be one of {KINDS}, got {kind!r}"

@@ -61,7 +61,14 @@ class TableLookup(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, keys: tuple[int, ...], values: tuple[int, ...], **attrs: object
+        self,
+        x: TensorSpec,
+        *,
+        keys: tuple[int, ...],
+        values: tuple[int, ...],
+        default: int,
+        oov_buckets: int = 0,
+        strict: bool = False,
     ) -> TensorSpec:
         if x.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
             raise InvalidTypeError(f"table_lookup: x must be an integer tensor, received {x.dtype}")

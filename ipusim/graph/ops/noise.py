@@ -51,7 +51,7 @@ class RandomDraw(Op):
     kind = "elementwise"
 
     def infer(
-        self, x: TensorSpec, *, distribution: str, shape: Shape, **attrs: object
+        self, x: TensorSpec, *, distribution: str, seed: int, shape: Shape, a: float, b: float
     ) -> TensorSpec:
         if distribution not in DISTRIBUTIONS:
             raise ConfigurationError(

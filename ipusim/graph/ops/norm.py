@@ -218,8 +218,9 @@ class BatchNormGrad(Op):
         mean: TensorSpec,
         var: TensorSpec,
         *,
+        training: bool,
+        epsilon: float = 1e-3,
         axis: int = -1,
-        **attrs: object,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_float(self.name, "x", x)
         _check_like(self.name, "dy", dy, x.shape, x.dtype)
@@ -281,7 +282,7 @@ class LayerNorm(Op):
         *,
         axis: object = -1,
         epsilon: float = 1e-3,
-        **attrs: object,
+        fused: bool = False,
     ) -> TensorSpec:
         _check_float(self.name, "x", x)
         _check_epsilon(self.name, epsilon)
@@ -367,7 +368,8 @@ class LayerNormGrad(Op):
         gamma: TensorSpec,
         *,
         axis: object = -1,
-        **attrs: object,
+        epsilon: float = 1e-3,
+        fused: bool = False,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_float(self.name, "x", x)
         _check_like(self.name, "dy", dy, x.shape, x.dtype)

@@ -30,7 +30,17 @@ class RandomDraw(Op):
     name = "random_tensor"
     kind = "elementwise"
 
-    def infer(self, *, shape: Shape, dist: str, dtype: str, **attrs: object) -> TensorSpec:
+    def infer(
+        self,
+        *,
+        shape: Shape,
+        dist: str,
+        a: float,
+        b: float,
+        seed: int,
+        dtype: str,
+        stateless: bool = False,
+    ) -> TensorSpec:
         if dist not in k.DIST_CODES:
             raise ConfigurationError(f"random_tensor: unknown distribution {dist!r}")
         if any(d is None or d < 0 for d in shape):

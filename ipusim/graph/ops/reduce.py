@@ -128,7 +128,14 @@ class ReduceMaxGrad(_ReduceGrad):
     name = "reduce_max_grad"
 
     def forward(
-        self, ctx: ExecContext, dy: Array, x: Array, y: Array, *, axis: object = None, **_: object
+        self,
+        ctx: ExecContext,
+        dy: Array,
+        x: Array,
+        y: Array,
+        *,
+        axis: object = None,
+        keepdims: bool = False,
     ) -> Array:
         return kr.reduce_max_grad(dy, x, y, normalize_axes(self.name, axis, x.ndim))
 

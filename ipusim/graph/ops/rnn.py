@@ -241,7 +241,9 @@ class LstmCellGrad(_Cell):
         z: TensorSpec,
         c_prev: TensorSpec,
         c: TensorSpec,
-        **attrs: str,
+        *,
+        activation: str,
+        recurrent_activation: str,
     ) -> tuple[TensorSpec, TensorSpec]:
         _check_gates(self.name, "z", z, c_prev, 4)
         for arg, spec in (("dh", dh), ("dc", dc), ("c", c)):
@@ -308,7 +310,9 @@ class GruCellGrad(_Cell):
         xg: TensorSpec,
         hg: TensorSpec,
         h_prev: TensorSpec,
-        **attrs: str,
+        *,
+        activation: str,
+        recurrent_activation: str,
     ) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
         _check_gates(self.name, "xg", xg, h_prev, 3)
         _check_state(self.name, "dh", dh, h_prev)

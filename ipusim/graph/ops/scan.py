@@ -29,7 +29,9 @@ class Scan(Op):
     name = "scan"
     kind = "elementwise"
 
-    def infer(self, x: TensorSpec, *, axis: int, product: bool, **attrs: object) -> TensorSpec:
+    def infer(
+        self, x: TensorSpec, *, axis: int, product: bool, exclusive: bool, reverse: bool
+    ) -> TensorSpec:
         op = "cumprod" if product else "cumsum"
         if x.rank == 0:
             raise ConfigurationError(
