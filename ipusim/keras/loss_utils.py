@@ -62,6 +62,7 @@ def softmax_logits(y_pred: Symbol) -> Symbol | None:
 
 
 def float_array(y_pred: np.ndarray) -> np.ndarray:
+    """``y_pred`` as is when it holds floats, else cast to ``backend.floatx()``."""
     return y_pred if y_pred.dtype.kind == "f" else y_pred.astype(backend.floatx())
 
 

@@ -39,11 +39,11 @@ from ipusim.keras.loss_functions import (
 from ipusim.keras.loss_utils import (
     as_float,
     eager_capable,
-    float_array,
     prepare_labels,
     smooth_labels,
     softmax_logits,
 )
+from ipusim.keras.loss_utils import float_array as _float_array
 
 REDUCTIONS = ("auto", "sum_over_batch_size", "sum", "none")
 
@@ -439,7 +439,7 @@ def _eager_loss(loss: Loss, y_true: Any, y_pred: Any, sample_weight: Any) -> Any
     from ipusim.graph.graph import Graph
     from ipusim.graph.spec import TensorSpec
 
-    y_true, y_pred = np.asarray(y_true), float_array(np.asarray(y_pred))
+    y_true, y_pred = np.asarray(y_true), _float_array(np.asarray(y_pred))
     graph = Graph(f"{loss.name}_eager")
     t = graph.placeholder(
         TensorSpec(
