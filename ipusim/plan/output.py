@@ -112,7 +112,7 @@ def best_py(args: dict[str, Any]) -> str:
         from ipusim.plan.inference import best_py as inference_py
 
         return inference_py(args)
-    lines = config_py(args, "configuration", f"{bool(args.get('recompute'))}")
+    lines = config_py(args, "configuration", bool(args.get("recompute")))
     if args["stages"] > 1:
         lines += stages_py(args)
     else:
@@ -130,7 +130,7 @@ def best_py(args: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def config_py(args: dict[str, Any], what: str, recompute: str | None = None) -> list[str]:
+def config_py(args: dict[str, Any], what: str, recompute: bool | None = None) -> list[str]:
     """The head of a plan's ``best.py``: the IPUConfig of the ``what`` to paste, with
     ``allow_recompute = recompute`` unless None (inference), configured."""
     ipr, replicas = ipus_per_replica(args), args["replicas"]
