@@ -48,7 +48,6 @@ _REAL = {
 }
 _REAL_DATETIME = _datetime_module.datetime
 _PS_PER_NS = 1000
-_PS_PER_S = 10**12
 
 
 def real_time() -> float:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ipusim.cost.units import PS_PER_S
 from ipusim.errors import KeyNotFoundError, TraceError
 from ipusim.trace._schema import (
     COLUMNS,
@@ -67,7 +68,6 @@ __all__ = [
     "TraceError",
 ]
 
-_PS_PER_S = 1e12
 _FINGERPRINT_TAG = b"ipusim-trace-v2"
 #: The fixed tables of the ``track`` and ``phase`` codes.
 _TABLES = {"track": np.array(TRACKS, dtype=str), "phase": np.array(TRACE_PHASES, dtype=str)}
@@ -336,7 +336,7 @@ class Trace:
         layout = f", replicas={self._replicas}" if self._replicas > 1 else ""
         return (
             f"Trace({len(self)} records ({self._detail.level}), ipus="
-            f"{list(self._counters.ipus)}{layout}, end={self._end_ps / _PS_PER_S:.6g} s)"
+            f"{list(self._counters.ipus)}{layout}, end={self._end_ps / PS_PER_S:.6g} s)"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -395,9 +395,9 @@ class Trace:
             name: self._decoded(name, level, replicas).copy() for name in COLUMNS
         }
         start, end = data["start_ps"], data["end_ps"]
-        data["start_s"] = start / _PS_PER_S
-        data["end_s"] = end / _PS_PER_S
-        data["duration_s"] = (end - start) / _PS_PER_S
+        data["start_s"] = start / PS_PER_S
+        data["end_s"] = end / PS_PER_S
+        data["duration_s"] = (end - start) / PS_PER_S
         return pd.DataFrame(data)
 
     def select(

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ipusim.cost.units import PS_PER_S
 from ipusim.errors import ConfigurationError, InvalidTypeError
 from ipusim.lowering.liveness import ALWAYS_LIVE, LIVENESS_CATEGORIES, NOT_ALWAYS_LIVE
 from ipusim.lowering.program import MEMORY_CATEGORIES, IPUMemoryPlan
 from ipusim.trace.records import HOST, IPU_STATE_TRACKS, TRACE_PHASES, TRACKS, Trace, TraceError
 
-_PS_PER_S = 1e12
 #: Shares are whole multiples of 2**-53: every partial sum of them is exact in float64, so the
 #: shares of a row add up to exactly 1.0 in any order of summation.
 _SHARE_BITS = 53
@@ -116,7 +116,7 @@ def utilisation(
     state_ps = totals.state_ps()
     flops = totals.flops.sum(axis=(1, 2))
     ipus = sorted(set(trace.ipus) | set(peaks))
-    total_s = total_ps / _PS_PER_S
+    total_s = total_ps / PS_PER_S
     by_slot: dict[int, dict[str, float | int]] = {}  # replicas share their replica-0 figures
     records = []
     for ipu in ipus:
@@ -128,7 +128,7 @@ def utilisation(
             shares = _apportion(parts, total_ps)
             figures = {"total_s": total_s}
             for state, part in zip(UTILISATION_STATES, parts):
-                figures[state_column(state, "s")] = part / _PS_PER_S
+                figures[state_column(state, "s")] = part / PS_PER_S
             for state, share in zip(UTILISATION_STATES, shares):
                 figures[state_column(state, "share")] = share
             figures["flops"] = int(flops[slot]) if slot >= 0 else 0
@@ -196,7 +196,7 @@ def throughput(samples: int, trace_or_seconds: Trace | float) -> float:
     if not isinstance(samples, int | np.integer) or isinstance(samples, bool) or samples < 0:
         raise ConfigurationError(f"samples must be an integer >= 0; got {samples!r}")
     if isinstance(trace_or_seconds, Trace):
-        seconds = trace_or_seconds.end_ps / _PS_PER_S
+        seconds = trace_or_seconds.end_ps / PS_PER_S
     else:
         seconds = float(trace_or_seconds)
     if not (math.isfinite(seconds) and seconds > 0):
@@ -388,7 +388,7 @@ def timeline_summary(trace: Trace) -> pd.DataFrame:
         "track": np.array(TRACKS, dtype=object)[track],
         "phase": np.array(TRACE_PHASES, dtype=object)[phase],
         "records": totals.records[slot, track, phase],
-        "seconds": totals.duration_ps[slot, track, phase] / _PS_PER_S,
+        "seconds": totals.duration_ps[slot, track, phase] / PS_PER_S,
         "flops": totals.flops[slot, track, phase],
         "bytes": totals.bytes[slot, track, phase],
         "_track": track,
