@@ -231,5 +231,14 @@ def test_tf25_keras_automatic_loss_scaling_optimizer() -> None:
     # Counter from 1: updates on calls 2, 4, 6, 8. Call 2: 2 of 8 values overflowed (0.25 >
     # 0.1) -> x0.25; then no overflow: x2 per update.
     assert seen == [6, 1.5, 1.5, 3, 3, 6, 6, 12]
+    # reset() as IPU TensorFlow 2.5's: the initial LSF, no statistics and the counter at 0 (not
+    # the 1 it starts at), so the next call is due an update at once.
+    opt.reset()
+    assert opt.update_counter == 0 and opt.loss_scaling_factor == 6
+    after = []
+    for grad in [_fine()] * 3:
+        opt.apply_gradients([(grad, var)])
+        after.append(opt.loss_scaling_factor)
+    assert after == [12, 12, 24]
     with pytest.raises(ValueError, match="decrease_factor must be less than increase_factor"):
         AutomaticLossScalingOptimizer(keras.optimizers.SGD(0.1), decrease_factor=2.0)

@@ -150,10 +150,6 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
         if np.float32(self._lsf.value) != old:
             self._prev_lsf.value[...] = old
 
-    def reset(self) -> None:
-        super().reset()
-        self._n.value[...] = 1
-
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.pop("captured_grads_only", None)
