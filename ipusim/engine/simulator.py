@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+import numpy as np
 import simpy
 from simpy.core import SimTime
 from simpy.events import NORMAL, Event, EventPriority
@@ -154,7 +154,7 @@ class Simulation:
         self.driver = PipelineDriver(self)
         self.host = HostProcesses(self)
 
-    def run(self) -> tuple[Counters, dict[str, Any], tuple[int, ...], int]:
+    def run(self) -> tuple[Counters, dict[str, np.ndarray], tuple[int, ...], int]:
         """Run to the end; returns the counters, the kept instances, the execution ends and the
         events scheduled."""
         env = self.env
@@ -247,7 +247,7 @@ def _run_fast(
     options: HostOptions,
     keep: KeepPlan,
     progress: Callable[[], None] | None,
-) -> tuple[Counters, dict[str, Any], tuple[int, ...]]:
+) -> tuple[Counters, dict[str, np.ndarray], tuple[int, ...]]:
     """The fast path's counters, kept instances and execution ends (imported here: loading it
     costs Numba and its compiled kernel, paid only by runs that take it)."""
     from ipusim.engine.fast import run_fast

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ipusim.graph.graph import Graph, Node
 from ipusim.graph.ops.update import DEFAULT_SLOTS, DEFAULT_UPDATE_FLOPS, UpdateOp, optimizer_cost
@@ -51,7 +50,7 @@ class OptimizerCost:
     update_flops_per_element: int = DEFAULT_UPDATE_FLOPS
 
     @classmethod
-    def of(cls, optimizer: Any) -> OptimizerCost:
+    def of(cls, optimizer: object) -> OptimizerCost:
         """The cost an optimizer declares (:func:`~ipusim.graph.ops.update.optimizer_cost`)."""
         return cls(*optimizer_cost(optimizer))
 

@@ -16,7 +16,7 @@ Gate order and equations are Keras' (see :mod:`ipusim.kernels.rnn`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
 
 import numpy as np
 
@@ -40,7 +40,12 @@ def _check_activation(op: str, arg: str, value: object) -> str:
     return str(value)
 
 
-def _activations(op: str, activation: object, recurrent_activation: object) -> dict[str, Any]:
+class _Activations(TypedDict):
+    activation: str
+    recurrent_activation: str
+
+
+def _activations(op: str, activation: object, recurrent_activation: object) -> _Activations:
     """A cell's ``activation`` and ``recurrent_activation`` attributes, checked."""
     return {
         "activation": _check_activation(op, "activation", activation),

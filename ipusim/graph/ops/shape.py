@@ -124,7 +124,7 @@ class ExpandDims(_View):
 
     name = "expand_dims"
 
-    def _expanded(self, shape: Shape, axis: Any) -> Shape:
+    def _expanded(self, shape: Shape, axis: int | Sequence[int]) -> Shape:
         rank = len(shape) + (1 if isinstance(axis, int) else len(axis))
         axes = normalize_axes(self.name, axis, rank)
         dims = iter(shape)
