@@ -7,8 +7,9 @@ Where the data comes from, in order:
 
 In each directory either the Keras file (``mnist.npz``) or the four original IDX files from
 Yann LeCun's site are accepted, gzipped or not. ``split="test"`` needs only the two ``t10k``
-files. When nothing usable is found, the Keras file is downloaded into ``~/.keras/datasets``
-and its SHA-256 is checked.
+files. Nothing is downloaded unless the caller asks (``download=True``): then, when nothing
+usable is found, the Keras file is downloaded into ``~/.keras/datasets`` and its SHA-256 is
+checked. Offline by default, as ipusim itself never needs the network.
 
 Parsed arrays are cached in memory per file (keyed by path, modification time and size), and
 callers always receive fresh copies, so editing a returned array never affects a later call.
@@ -68,15 +69,15 @@ _urlopen = urllib.request.urlopen
 _CACHE: dict[tuple[str, int, int], Any] = {}
 
 
-def load_data(path: str = "mnist.npz", split: str | None = None, download: bool = True) -> Any:
+def load_data(path: str = "mnist.npz", split: str | None = None, download: bool = False) -> Any:
     """Load MNIST as uint8 arrays, like ``keras.datasets.mnist.load_data``.
 
     Args:
         path: name of the Keras file inside each searched directory (an absolute path is
             used as is), and where a download is stored relative to ``~/.keras/datasets``.
         split: ``None`` for both splits, ``"train"`` or ``"test"`` for one.
-        download: fetch the Keras file when nothing is found locally (ipusim extension; pass
-            False to fail at once, offline, with the list of places searched).
+        download: fetch the Keras file when nothing is found locally (an ipusim extension; off
+            by default, so a missing file fails at once, offline, with the places searched).
 
     Returns:
         With ``split=None``: ``((x_train, y_train), (x_test, y_test))``; otherwise the one
@@ -84,7 +85,8 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
 
     Raises:
         ValueError: for an unknown ``split`` or a corrupt / truncated file.
-        DatasetNotFoundError: if the files are not found and the download fails.
+        DatasetNotFoundError: if the files are not found (and, with ``download=True``, the
+            download fails).
     """
     if split not in _SPLITS:
         raise ConfigurationError(
@@ -95,7 +97,7 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
     if found is None:
         if not download:
             raise DatasetNotFoundError(
-                _not_found_message(path, "downloading is off (download=False)")
+                _not_found_message(path, "nothing was downloaded (load_data's download=False)")
             )
         target, failure = _download(path)
         if failure is not None:  # one line that says how to get the data, no chained traceback
@@ -327,7 +329,7 @@ def _not_found_message(path: str, failure: str) -> str:
     return (
         f"MNIST is not on disk: set {ENV_VAR} ({env_note}) to a folder holding the Keras file "
         f"{path!r} or the four IDX files ({idx}; uncompressed copies work too; "
-        f'load_data(split="test") needs only {test_only}), or let ipusim download it into '
-        f"{KERAS_DATASETS_DIR} from a machine with network access. Searched: {places}; "
+        f'load_data(split="test") needs only {test_only}), or on a machine with network access '
+        f"pass download=True to fetch it into {KERAS_DATASETS_DIR}. Searched: {places}; "
         f"{failure}."
     )

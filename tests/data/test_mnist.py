@@ -261,7 +261,7 @@ def test_download_when_nothing_is_on_disk(isolated, monkeypatch):
     calls = []
     monkeypatch.setattr(mnist, "_urlopen", fake_opener(payload, calls))
     monkeypatch.setattr(mnist, "MNIST_NPZ_SHA256", hashlib.sha256(payload).hexdigest())
-    x, y = mnist.load_data(split="test")
+    x, y = mnist.load_data(split="test", download=True)
     np.testing.assert_array_equal(y, arrays["y_test"])
     assert calls == [mnist.MNIST_NPZ_URL]
     assert (isolated / "mnist.npz").read_bytes() == payload
@@ -270,11 +270,22 @@ def test_download_when_nothing_is_on_disk(isolated, monkeypatch):
     assert len(calls) == 1
 
 
+def test_nothing_is_downloaded_unless_asked(isolated):
+    # The autouse fixture's opener fails the test if called: by default a missing file is an
+    # error at once, which says how to get the data (and how to ask for the download).
+    with pytest.raises(mnist.DatasetNotFoundError) as info:
+        mnist.load_data(split="test")
+    message = str(info.value)
+    assert "nothing was downloaded" in message and "download=True" in message
+    assert mnist.ENV_VAR in message and str(isolated) in message
+    assert not isolated.exists()  # nothing written either
+
+
 def test_checksum_mismatch_saves_nothing(isolated, monkeypatch):
     payload, _ = npz_bytes()
     monkeypatch.setattr(mnist, "_urlopen", fake_opener(payload))
     with pytest.raises(ValueError, match=f"expected {mnist.MNIST_NPZ_SHA256}"):
-        mnist.load_data()
+        mnist.load_data(download=True)
     assert list(isolated.iterdir()) == []
 
 
@@ -294,7 +305,7 @@ def test_offline_error_lists_places_files_and_env_var(env_dir, isolated, monkeyp
     write_split(env_dir, "test", 2, seed=0)  # only t10k: not enough for both splits
     monkeypatch.setattr(mnist, "_urlopen", offline)
     with pytest.raises(mnist.DatasetNotFoundError) as info:
-        mnist.load_data()
+        mnist.load_data(download=True)
     message = str(info.value)
     assert isinstance(info.value, FileNotFoundError)
     assert str(env_dir) in message and str(isolated) in message
