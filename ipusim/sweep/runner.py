@@ -86,7 +86,8 @@ def as_study(
                 "run_sweep: a list of configurations needs workload= (a registered name, "
                 "'module:function' or a function)"
             )
-        # mypy puts str back after the Mapping test; it took the str | PathLike branch above.
+        # mypy 2.4 narrows isinstance(..., Sequence) from the declared type, letting str back
+        # in; a str took the str | os.PathLike branch above.
         return Study.from_configs(workload, study_or_configs)  # type: ignore[arg-type]
     else:
         raise SweepError(
