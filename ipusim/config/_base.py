@@ -17,6 +17,7 @@ source code as IPU TensorFlow does. The behaviour follows IPU TensorFlow's ``_Co
 
 from __future__ import annotations
 
+import builtins
 import copy
 import difflib
 import enum
@@ -133,7 +134,7 @@ class AttributeMetadata:
         return self._type
 
     @property
-    def actual_type(self) -> type | None:
+    def actual_type(self) -> builtins.type | None:  # `type` here is the property above
         """Python type of the default for plain options; ``None`` otherwise."""
         return self._actual_type
 
@@ -200,6 +201,10 @@ class _ConfigBase:
     """A node of the config tree. Subclasses declare their children in ``_FIELDS``."""
 
     _FIELDS: ClassVar[tuple[Option | Category, ...]] = ()
+    # Set in __init__ through ``__dict__`` (``__setattr__`` only accepts declared attributes).
+    _user_attributes: dict[str, AttributeMetadata]
+    _nested_configs: list[str]
+    _frozen: bool
 
     def __init__(
         self, _prefix: str = "", _depth: int = 0, _parent_deprecation: str | None = None

@@ -92,24 +92,30 @@ def _ipu_model_system(config: IPUConfig, system: Any) -> Any:
     return load_system(system, overrides=overrides)
 
 
+def _ipu_list(value: int | list[int] | tuple[int, ...]) -> list[int] | tuple[int, ...]:
+    """An ``auto_select_ipus``/``select_ipus`` value as a sequence (``_validate`` lists ints)."""
+    return [value] if isinstance(value, int) else value
+
+
 def _resolve(config: IPUConfig) -> _Registration:
     """Devices and system of an already validated config."""
     name = config.ipusim.system
     system = _system(name) if name else None
-    if config.select_ipus:
+    select_ipus = _ipu_list(config.select_ipus)
+    if select_ipus:
         listing_ipus = _system_num_ipus(system) if system is not None else DEFAULT_LISTING_IPUS
-        ranges = [select_ipus_device(i, listing_ipus) for i in config.select_ipus]
+        ranges = [select_ipus_device(i, listing_ipus) for i in select_ipus]
         for a in range(len(ranges)):
             for b in range(a):
                 shared = sorted(set(ranges[a]) & set(ranges[b]))
                 if shared:
                     raise ConfigurationError(
-                        f"select_ipus indices {config.select_ipus[b]} and "
-                        f"{config.select_ipus[a]} share IPU(s) {shared}; a physical IPU can "
+                        f"select_ipus indices {select_ipus[b]} and "
+                        f"{select_ipus[a]} share IPU(s) {shared}; a physical IPU can "
                         "belong to only one TensorFlow device. Pick disjoint configurations."
                     )
     else:
-        ranges = allocate_auto_devices(list(config.auto_select_ipus))
+        ranges = allocate_auto_devices(list(_ipu_list(config.auto_select_ipus)))
     needed = max((r.stop for r in ranges), default=1)
     # With multi-replica distribution the devices are one process's: the system holds every
     # process's IPUs.

@@ -53,6 +53,10 @@ class IPUConfig(_ConfigBase):
     runs ``N / S`` replicas.
     """
 
+    # Options assigned in _validate; the others are read through _ConfigBase.__getattr__.
+    auto_select_ipus: int | list[int] | tuple[int, ...]
+    select_ipus: int | list[int] | tuple[int, ...]
+
     _FIELDS = (
         Option(
             "allow_recompute",
@@ -164,9 +168,11 @@ class IPUConfig(_ConfigBase):
                 f"({self.select_ipus!r}) are set; choose the devices with only one of them and "
                 "leave the other empty ([])."
             )
-        if type(self.auto_select_ipus) is int:
+        # _is_int_or_ints admits exactly int, list or tuple (no bool), so isinstance is
+        # type(...) is int here.
+        if isinstance(self.auto_select_ipus, int):
             self.auto_select_ipus = [self.auto_select_ipus]
-        if type(self.select_ipus) is int:
+        if isinstance(self.select_ipus, int):
             self.select_ipus = [self.select_ipus]
         if len(set(self.select_ipus)) != len(self.select_ipus):
             dups = sorted({i for i in self.select_ipus if list(self.select_ipus).count(i) > 1})

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ipusim.lowering.schedules import depth_multiple
@@ -172,7 +172,7 @@ def schedule_seconds(
     return (acc - stages + 1) * (max(fwd) + max(bwd)) + ramp + (acc + stages - 1) * overhead
 
 
-def optimizer_slots(optimizer: Any) -> int:
+def optimizer_slots(optimizer: object) -> int:
     """Slot arrays per variable of an optimizer, given as a workload's ``--optimizer`` name or
     as an optimizer object (Adam: 2; ``optimizer_cost`` of the graph's update ops)."""
     from ipusim.graph.ops.update import optimizer_cost
@@ -180,7 +180,8 @@ def optimizer_slots(optimizer: Any) -> int:
     if isinstance(optimizer, str):
         from workloads.common import OPTIMIZERS
 
-        optimizer = OPTIMIZERS[optimizer]()
+        make: Callable[[], object] = OPTIMIZERS[optimizer]  # its lambdas are unannotated
+        optimizer = make()
     return optimizer_cost(optimizer)[0]
 
 
@@ -194,7 +195,12 @@ def state_bytes(elements: float, slots: int, offload: str, shard: bool, replicas
 
 @functools.cache
 def update_transfer_s(
-    system: str, replicas: int, ipr: int, setting: tuple[str, bool], elements: int, sizes: tuple
+    system: str,
+    replicas: int,
+    ipr: int,
+    setting: tuple[str, bool],
+    elements: int,
+    sizes: tuple[int, int],
 ) -> float:
     """Seconds of the collectives and Streaming Memory transfers around one IPU's weight update
     of ``elements`` trainable elements, as the lowering adds them

@@ -50,5 +50,5 @@ class WorkerDied(RuntimeError):
         self.exitcode = exitcode
         super().__init__(message or f"the worker process {describe_exit(exitcode)}")
 
-    def __reduce__(self):  # keep exitcode through pickling
-        return (type(self), (self.exitcode, str(self)))
+    def __reduce__(self) -> tuple[type[WorkerDied], tuple[int | None, str]]:
+        return (type(self), (self.exitcode, str(self)))  # keep exitcode through pickling

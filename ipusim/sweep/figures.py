@@ -7,6 +7,7 @@ for, and memory. :func:`save` writes a sweep's table as Parquet or CSV.
 
 from __future__ import annotations
 
+import importlib
 import io
 import math
 import os
@@ -99,7 +100,8 @@ def exposed_collective_s(trace: Trace, ipu: int = 0) -> float:
 
 
 def _number(value: Any) -> float | int | None:
-    number = value.item() if hasattr(value, "item") else value
+    # A Python number or a numpy scalar (pandas' reductions); ``item()`` makes it a Python one.
+    number: float | int = value.item() if hasattr(value, "item") else value
     if isinstance(number, float) and not math.isfinite(number):
         return None
     return number
@@ -168,7 +170,7 @@ def oom_figures(error: BaseException) -> dict[str, Any]:
 
 def _have_pyarrow() -> bool:
     try:
-        import pyarrow  # noqa: F401
+        importlib.import_module("pyarrow")  # by name: an optional dependency without stubs
     except ImportError:
         return False
     return True

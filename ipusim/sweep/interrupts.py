@@ -22,6 +22,8 @@ __all__ = ["Terminated", "sigterm_raises"]
 class Terminated(SystemExit):
     """Raised in the main thread when SIGTERM arrives during a sweep (exit status 128 + 15)."""
 
+    code: int  # always 128 + signum, never SystemExit's str or None
+
     def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__(128 + signum)
         self.signum = signum

@@ -214,7 +214,8 @@ class LocalPool:
             if method == "forkserver":
                 context.set_forkserver_preload(["ipusim.sweep.worker"])
             death_fd = None
-        process = context.Process(
+        # get_context(str) is typed BaseContext, which lacks Process; every context has it.
+        process = context.Process(  # type: ignore[attr-defined]
             target=worker_main,
             args=(child_conn, death_fd),
             name="ipusim-sweep-worker",

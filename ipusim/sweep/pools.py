@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from ipusim.sweep import local_pool
@@ -30,7 +30,7 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def run_serial(task: Task, items: Sequence[Item]) -> Iterator[Outcome]:
+def run_serial(task: Task, items: Sequence[Item]) -> Generator[Outcome, None, None]:
     """Run every task in this process, one after another, in order."""
     for index, args in items:
         yield index, True, task(*args)
@@ -50,7 +50,7 @@ def check_picklable(value: Any, what: str) -> None:
 
 def run_local(
     task: Task, items: Sequence[Item], jobs: int, warm_up: Callable[[], Any] | None = None
-) -> Iterator[Outcome]:
+) -> Generator[Outcome, None, None]:
     """Run the tasks on this process's pool of ``jobs`` worker processes.
 
     The pool (see :mod:`ipusim.sweep.local_pool`) starts on first use and is kept for the next
@@ -82,7 +82,7 @@ def _dask() -> tuple[Any, Any]:
     return Client, as_completed
 
 
-def run_dask(task: Task, items: Sequence[Item], scheduler: Any) -> Iterator[Outcome]:
+def run_dask(task: Task, items: Sequence[Item], scheduler: Any) -> Generator[Outcome, None, None]:
     """Run the tasks on a Dask distributed cluster.
 
     Args:

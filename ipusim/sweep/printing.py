@@ -22,7 +22,7 @@ __all__ = ["THROUGHPUT", "config_label", "one_line", "progress_line", "summary_t
 THROUGHPUT = "throughput_samples_per_s"
 #: Figures shown in the table when present (besides the configuration keys): column title and
 #: how a value is written.
-_FIGURES = {
+_FIGURES: dict[str, tuple[str, str] | tuple[str, str, float]] = {
     THROUGHPUT: ("samples/s", "{:,.1f}"),
     "throughput": ("throughput", "{:,.6g}"),
     "bubble": ("bubble", "{:.1%}"),
@@ -95,4 +95,5 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], sort_by: str | None 
             ]
     if not ok.all():
         table["note"] = notes[ordered.index]
-    return table.to_string(index=False)
+    text: str = table.to_string(index=False)  # pandas has no type information here
+    return text

@@ -110,7 +110,8 @@ def _import_reference(reference: str, what: str) -> Workload:
         raise SweepError(
             f"workload {what}: {reference!r} is a {type(target).__name__}, not a function"
         )
-    return target
+    workload: Workload = target  # callable; its signature is the caller's promise
+    return workload
 
 
 def resolve_workload(workload: str | Workload) -> Workload:

@@ -55,7 +55,11 @@ _SHOWN_PROBLEMS = 5
 
 
 def as_study(
-    study_or_configs: Study | Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike,
+    study_or_configs: Study
+    | Mapping[str, Any]
+    | Sequence[Mapping[str, Any]]
+    | str
+    | os.PathLike[str],
     workload: str | Workload | None = None,
 ) -> Study:
     """A :class:`Study` from a study, a study file, a study dict or a list of configurations.
@@ -82,7 +86,9 @@ def as_study(
                 "run_sweep: a list of configurations needs workload= (a registered name, "
                 "'module:function' or a function)"
             )
-        return Study.from_configs(workload, study_or_configs)
+        # mypy 2.4 narrows isinstance(..., Sequence) from the declared type, letting str back
+        # in; a str took the str | os.PathLike branch above.
+        return Study.from_configs(workload, study_or_configs)  # type: ignore[arg-type]
     else:
         raise SweepError(
             "run_sweep: expected a Study, a study file path, a study dict or a list of "
@@ -319,7 +325,11 @@ def _run_pending(
 
 
 def run_sweep(
-    study_or_configs: Study | Mapping[str, Any] | Sequence[Mapping[str, Any]] | str | os.PathLike,
+    study_or_configs: Study
+    | Mapping[str, Any]
+    | Sequence[Mapping[str, Any]]
+    | str
+    | os.PathLike[str],
     output: str | os.PathLike[str],
     jobs: int | None = None,
     scheduler: Any = None,

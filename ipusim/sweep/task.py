@@ -58,7 +58,8 @@ def make_record(
         "error": str(error),
         "traceback": str(trace_text),
     }
-    return json.loads(json.dumps(record, allow_nan=True))
+    normalised: dict[str, Any] = json.loads(json.dumps(record, allow_nan=True))
+    return normalised
 
 
 def error_record(
@@ -108,7 +109,7 @@ def _check_row(row: Any, config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
-    from ipusim.lowering.memory import OutOfMemoryError
+    from ipusim.errors import OutOfMemoryError
 
     return isinstance(exc, OutOfMemoryError)
 
