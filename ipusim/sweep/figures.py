@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ipusim._files import write_bytes_atomic
+from ipusim.cost.units import PS_PER_S
 from ipusim.trace.records import HOST, IPU_STATE_TRACKS, Trace
 from ipusim.trace.reports import UTILISATION_STATES, state_column
 
@@ -36,8 +37,6 @@ __all__ = [
 
 #: Names of link records that are gradient / weight collectives.
 COLLECTIVE_PREFIXES = ("all-reduce", "reduce-scatter", "all-gather")
-
-_PS_PER_S = 1e12
 
 
 def _union_ps(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -96,7 +95,7 @@ def exposed_collective_s(trace: Trace, ipu: int = 0) -> float:
     slot = trace.counters.slot(ipu % trace.ipus_per_replica if trace.replicas > 1 else ipu)
     if slot < 0 or not names:
         return 0.0
-    return int(time_named(trace.templates, trace.counters, names)[slot]) / _PS_PER_S
+    return int(time_named(trace.templates, trace.counters, names)[slot]) / PS_PER_S
 
 
 def _number(value: Any) -> float | int | None:
