@@ -1,4 +1,4 @@
-"""The core packages type-check under ``mypy --strict`` (issue 25).
+"""The core packages, and plan, sweep and config, type-check under ``mypy --strict`` (issue 25).
 
 The packages and flags are ``[tool.mypy]`` of pyproject.toml, so this test and a developer's
 plain ``mypy`` run check the same thing.
@@ -15,12 +15,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ("session", "lowering", "cost", "engine", "trace", "hardware", "graph")
+#: Typed as strictly as the core since: the planner, the studies and the IPU configuration.
+ALSO_STRICT = ("plan", "sweep", "config")
 
 
 def test_the_mypy_configuration_covers_the_core_packages_strictly() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     assert config["strict"] is True
-    assert sorted(config["files"]) == sorted(f"ipusim/{name}" for name in CORE)
+    assert sorted(config["files"]) == sorted(f"ipusim/{name}" for name in CORE + ALSO_STRICT)
 
 
 def test_the_core_packages_have_no_type_errors(tmp_path: Path) -> None:
