@@ -96,6 +96,8 @@ class Optimizer:
     #: :mod:`ipusim.kernels.half_optim`), given ``[var, grad, *slots]`` and the values of
     #: :meth:`_prepare_half` in order; None: float16 variables are not supported.
     _half_kernel: Any = None
+    #: Set (True) by the LossScaleOptimizer wrapping this optimizer; absent otherwise.
+    _is_wrapped_by_loss_scale_optimizer: bool
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
