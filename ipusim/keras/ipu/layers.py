@@ -95,7 +95,8 @@ class CaptureActivationGradients(_GradientCaptureLayerBase):
     def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         # The wrapped layer without its activation gives the pre-activation; the activation is
         # then applied to the captured tensor, so the output is the layer's own.
-        activation = self.layer.activation
+        # Layers with an activation (layer_is_supported) define it; Layer itself does not.
+        activation = self.layer.activation  # type: ignore[attr-defined]
         self.layer.activation = activations.get("linear")
         try:
             pre_activation = self.layer(inputs, *args, **kwargs)

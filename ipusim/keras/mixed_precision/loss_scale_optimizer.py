@@ -144,7 +144,8 @@ class LossScaleOptimizer(OptimizerWrapper):
         """Apply the gradients unless one is non-finite (dynamic scale), then update the scale."""
         pairs = list(grads_and_vars)
         if not self._dynamic:
-            return self._opt.apply_gradients(pairs)
+            applied: int | None = self._opt.apply_gradients(pairs)
+            return applied
         finite = all(
             np.isfinite(np.asarray(g, dtype=np.float32)).all() for g, _ in pairs if g is not None
         )
@@ -153,7 +154,8 @@ class LossScaleOptimizer(OptimizerWrapper):
             self._counter = 0
             self.loss_scale_variable.assign(np.float32(max(scale / _MULTIPLIER, 1.0)))
             return None
-        result = self._opt.apply_gradients(pairs)
+        result: int | None = self._opt.apply_gradients(pairs)
+        assert self._growth_steps is not None  # a dynamic scale always has growth steps
         if self._counter + 1 >= self._growth_steps:
             grown = scale * _MULTIPLIER
             if math.isfinite(np.float32(grown)):

@@ -57,7 +57,7 @@ _BUILTINS: dict[str, type[Optimizer]] = {
 }
 
 
-def _ipu_optimizers() -> dict[str, Any]:
+def _ipu_optimizers() -> dict[str, type[Optimizer]]:
     """Graphcore's optimizers and wrappers (ipu_tensorflow_addons, keras.ipu.optimizers) by
     their exact class names (imported here: the wrappers import the Keras extensions)."""
     from ipusim.keras.optimizers.accumulation import GradientAccumulationOptimizer
@@ -103,6 +103,7 @@ def deserialize(config: dict[str, Any], custom_objects: dict[str, Any] | None = 
         )
     class_name = config["class_name"]
     custom = dict(custom_objects or {})
+    cls: type[Optimizer]
     if class_name in custom:
         cls = custom[class_name]
     elif isinstance(class_name, str) and class_name.lower() in _BUILTINS:

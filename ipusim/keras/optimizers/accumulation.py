@@ -11,7 +11,8 @@ every addition to half precision.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,9 @@ __all__ = [
     "wrapped_config",
 ]
 
+#: The wrapper class :func:`from_wrapped_config` rebuilds.
+_W = TypeVar("_W", bound=Optimizer)
+
 
 def wrapped_config(opt: Any) -> dict[str, Any]:
     """The ``inner_optimizer_*`` entries of a wrapper's ``get_config`` (the SDK's keys)."""
@@ -36,8 +40,8 @@ def wrapped_config(opt: Any) -> dict[str, Any]:
 
 
 def from_wrapped_config(
-    cls: type, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
-) -> Any:
+    cls: Callable[..., _W], config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> _W:
     """Rebuild a wrapper ``cls`` from its config: the wrapped optimizer by its class name."""
     from ipusim.keras import optimizers
 

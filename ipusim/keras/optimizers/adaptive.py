@@ -68,7 +68,13 @@ class Adadelta(Optimizer):
         self.rho = rho
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         c = coefficients
         kernels.adadelta_update(
             var, grad, slots["accum_grad"], slots["accum_var"], c["lr"], c["rho"], self.epsilon
@@ -116,7 +122,13 @@ class Adamax(Optimizer):
         self.beta_2 = beta_2
         self.epsilon = float(epsilon or DEFAULT_EPSILON)
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         # As Keras' _prepare_local: beta_1**t and lr / (1 - beta_1**t) in the variable's dtype.
         t, c = var.dtype.type, coefficients
         lr_t = t(c["lr"]) / (t(1) - t(c["beta_1"]) ** t(c["step"] + 1))
@@ -227,7 +239,14 @@ class Nadam(Optimizer):
         }
         return self._last
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, Any],
+    ) -> None:
+        # ``coefficients`` is what :meth:`_prepare` returned: one tuple of scalars.
         t = var.dtype.type
         scalars = tuple(t(c) for c in coefficients["coefficients"])
         kernels.nadam_update(var, grad, slots["m"], slots["v"], scalars)
@@ -327,7 +346,13 @@ class Ftrl(Optimizer):
             "beta": self._hyper_value("beta", step),
         }
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         t = var.dtype.type
         c = coefficients
         lr = t(c["lr"])

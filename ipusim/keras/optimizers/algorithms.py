@@ -28,8 +28,9 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
-from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.keras.optimizers.optimizer import Optimizer, half_arrays
 from ipusim.kernels import optim as optim_kernels
+from ipusim.kernels.half_optim import HalfUpdate
 
 _ONE = np.float16(1.0)
 
@@ -87,7 +88,13 @@ class SGD(Optimizer):
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("momentum", 0.0)] if self._momentum else []
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         c = coefficients
         if self._momentum:
             optim_kernels.sgd_momentum_update(
@@ -99,7 +106,14 @@ class SGD(Optimizer):
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), "momentum": half(self._hyper_value("momentum", step))}
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, np.float32],
+    ) -> None:
         c = coefficients
         if self._momentum:
             update.run(
@@ -158,7 +172,13 @@ class RMSprop(Optimizer):
         wanted = {"rms": True, "momentum": self._momentum, "mg": self.centered}
         return [(name, 0.0) for name, on in wanted.items() if on]
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         optim_kernels.rmsprop_update(
             var,
             grad,
@@ -179,12 +199,19 @@ class RMSprop(Optimizer):
             "epsilon": half(self.epsilon),
         }
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, np.float32],
+    ) -> None:
         c = coefficients
         if self._momentum:
             update.run(
                 "rmsprop_momentum",
-                [var, grad, slots["rms"], slots.get("mg"), slots["momentum"]],
+                half_arrays(var, grad, slots["rms"], slots.get("mg"), slots["momentum"]),
                 self.centered,
                 c["lr"],
                 c["one_minus_rho"],
@@ -194,7 +221,7 @@ class RMSprop(Optimizer):
         else:
             update.run(
                 "rmsprop",
-                [var, grad, slots["rms"], slots.get("mg")],
+                half_arrays(var, grad, slots["rms"], slots.get("mg")),
                 self.centered,
                 c["lr"],
                 c["rho"],
@@ -223,8 +250,8 @@ class Adam(Optimizer):
 
     beta_1 = Hyper()
     beta_2 = Hyper()
-    _config_hyper = ("learning_rate", "decay", "beta_1", "beta_2")
-    _config_fields = ("epsilon", "amsgrad")
+    _config_hyper: tuple[str, ...] = ("learning_rate", "decay", "beta_1", "beta_2")
+    _config_fields: tuple[str, ...] = ("epsilon", "amsgrad")
     _step_hyper = ("beta_1", "beta_2")
 
     def __init__(
@@ -250,7 +277,13 @@ class Adam(Optimizer):
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("m", 0.0), ("v", 0.0)] + ([("vhat", 0.0)] if self.amsgrad else [])
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         # As ResourceApplyAdam: the powers and alpha in the variable's precision.
         t = var.dtype.type
         local_step = t(coefficients["step"] + 1)
@@ -283,11 +316,18 @@ class Adam(Optimizer):
             "epsilon": half(self.epsilon),
         }
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, np.float32],
+    ) -> None:
         c = coefficients
         update.run(
             "adam",
-            [var, grad, slots["m"], slots["v"], slots.get("vhat")],
+            half_arrays(var, grad, slots["m"], slots["v"], slots.get("vhat")),
             self.amsgrad,
             c["alpha"],
             c["one_minus_beta_1"],
@@ -333,7 +373,13 @@ class Adagrad(Optimizer):
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("accumulator", self.initial_accumulator_value)]
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         optim_kernels.adagrad_update(
             var, grad, slots["accumulator"], coefficients["lr"], self.epsilon
         )

@@ -178,7 +178,8 @@ class ALSOptimizer(OptimizerWrapper):
 
     @property
     def normalized_histogram(self) -> np.ndarray:
-        return self._hist.value / np.sum(self._hist.value)
+        normalized: np.ndarray = self._hist.value / np.sum(self._hist.value)
+        return normalized
 
     @property
     def update_counter(self) -> int:
@@ -277,7 +278,8 @@ class ALSOptimizer(OptimizerWrapper):
             return old
         return lsf if lsf >= 1.0 else old
 
-    def apply_gradients(
+    # The SDK's signature: captured_grads comes second, before Keras' name.
+    def apply_gradients(  # type: ignore[override]
         self,
         grads_and_vars: Any,
         captured_grads: dict[str, Any] | None = None,

@@ -137,7 +137,7 @@ class AutomaticLossScalingOptimizer(ALSOptimizer):
         self._n.value[...] = 1
 
     @property
-    def decrease_factor(self) -> float:  # type: ignore[override]
+    def decrease_factor(self) -> float:
         return self._decrease_factor
 
     def _update_due(self) -> bool:

@@ -44,7 +44,7 @@ def _accepts_step(fn: Callable[..., Any]) -> bool:
     )
 
 
-def half(value: float) -> np.float32:
+def half(value: float | np.floating[Any]) -> np.float32:
     """``value`` cast to float16 (as Keras casts hyperparameters to a float16 variable's dtype),
     held as a float32."""
     return np.float32(np.float16(value))

@@ -27,6 +27,7 @@ from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper
 from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_ipu as kernels
+from ipusim.kernels.half_optim import HalfUpdate
 
 __all__ = ["AdamIpuOptimizer", "IpuOptimizerBase", "LAMBIpuOptimizer", "SGDIpuOptimizer"]
 
@@ -63,10 +64,17 @@ class IpuOptimizerBase(Optimizer):
                     self._add_slot(var, slot_name, 0.0, dtype=canonical_dtype(dtype))
 
     # float16 variables take the same float32 path (the base class would use its half kernels).
-    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:  # type: ignore[override]
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
         return self._prepare(lr, step)
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, Any],  # what _prepare_half returned: _prepare's scalars
+    ) -> None:
         self._apply_dense(grad, var, slots, coefficients)
 
     @staticmethod
@@ -109,16 +117,29 @@ class SGDIpuOptimizer(IpuOptimizerBase, SGD):
 
     # Without momentum the update is ResourceApplyGradientDescent in the variable's dtype: the
     # Keras SGD path (half kernels for float16 variables).
-    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:  # type: ignore[override]
+    def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
         return self._prepare(lr, step) if self._momentum else SGD._prepare_half(self, lr, step)
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, Any],  # what _prepare_half returned (float32 or float16 path)
+    ) -> None:
         if self._momentum:
             self._apply_dense(grad, var, slots, coefficients)
         else:
             SGD._apply_half(self, update, grad, var, slots, coefficients)
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         if not self._momentum:
             SGD._apply_dense(self, grad, var, slots, coefficients)
             return
@@ -146,8 +167,10 @@ class SGDIpuOptimizer(IpuOptimizerBase, SGD):
 class _AdamFamily(IpuOptimizerBase):
     beta_1 = Hyper()
     beta_2 = Hyper()
+    epsilon: float  # set by each subclass's constructor
 
-    def _prepare(self, lr: float, step: int) -> dict[str, float]:
+    # The float rate and float32 scalars (the update is computed in float32).
+    def _prepare(self, lr: float, step: int) -> dict[str, Any]:
         f = np.float32
         t = f(step + 1)
         beta_1, beta_2 = f(self._hyper_value("beta_1", step)), f(self._hyper_value("beta_2", step))
@@ -160,7 +183,13 @@ class _AdamFamily(IpuOptimizerBase):
             "v_scale": f(1) - beta_2**t if debias else f(1),
         }
 
-    def _direction(self, grad, slots, c, vhat: bool = False) -> np.ndarray:
+    def _direction(
+        self,
+        grad: np.ndarray,
+        slots: dict[str, np.ndarray],
+        c: dict[str, float],
+        vhat: bool = False,
+    ) -> np.ndarray:
         """Update the moments (float32) and return ``m_hat / (sqrt(v_hat) + eps)``."""
         work = {k: slots[k].astype(np.float32).reshape(-1) for k in slots}
         g = np.asarray(grad, np.float32).reshape(-1)
@@ -224,7 +253,13 @@ class AdamIpuOptimizer(_AdamFamily):
     def _slot_specs(self) -> list[tuple[str, float]]:
         return [("m", 0.0), ("v", 0.0)] + ([("vhat", 0.0)] if self.amsgrad else [])
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         direction = self._direction(grad, slots, coefficients, vhat=self.amsgrad)
         delta = np.float32(coefficients["lr"]) * direction
         self._subtract(var, delta.reshape(var.shape))
@@ -292,7 +327,13 @@ class LAMBIpuOptimizer(_AdamFamily):
         self._names_by_id = {id(v.value): re.sub(r":\d+$", "", v.name) for _, v in pairs}
         return super().apply_gradients(pairs, *args, **kwargs)
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         name = self._names_by_id.get(id(var), "")
         direction = self._direction(grad, slots, coefficients)
         decay = 0.0

@@ -22,10 +22,11 @@ from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
 from ipusim.keras.optimizers.hyper import Hyper, half
-from ipusim.keras.optimizers.optimizer import Optimizer
+from ipusim.keras.optimizers.optimizer import Optimizer, half_arrays
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_modern as kernels
+from ipusim.kernels.half_optim import HalfUpdate
 
 #: FLOPs of the decoupled weight decay per element (two multiplies and a subtract).
 WEIGHT_DECAY_FLOPS = 3
@@ -57,9 +58,10 @@ class _WeightDecay:
     def _decay_flops(self) -> int:
         return WEIGHT_DECAY_FLOPS if self.weight_decay else 0
 
-    def _decay_half(self, update: Any, var: np.ndarray, lr: float) -> None:
+    def _decay_half(self, update: HalfUpdate, var: np.ndarray, lr: float | np.float32) -> None:
         if self.weight_decay:
-            update.run(half_kernels.weight_decay, [var, None], half(self.weight_decay), half(lr))
+            arrays = half_arrays(var, None)
+            update.run(half_kernels.weight_decay, arrays, half(self.weight_decay), half(lr))
 
 
 class AdamW(_WeightDecay, Adam):
@@ -109,12 +111,18 @@ class AdamW(_WeightDecay, Adam):
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return super().update_flops_per_element + self._decay_flops()
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         self._decay(var, coefficients["lr"])
         super()._apply_dense(grad, var, slots, coefficients)
 
     def _prepare_half(self, lr: float, step: int) -> dict[str, Any]:
-        coefficients = dict(super()._prepare_half(lr, step))
+        coefficients: dict[str, float | np.float32] = dict(super()._prepare_half(lr, step))
         # The new optimizer's update multiplies by the Python float ``1 - self.beta_1``, which
         # becomes a float16 constant (the legacy Adam computes 1 - beta_1 in half).
         for name in ("beta_1", "beta_2"):
@@ -122,7 +130,14 @@ class AdamW(_WeightDecay, Adam):
         coefficients["decay_lr"] = lr
         return coefficients
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, Any],  # what _prepare_half returned
+    ) -> None:
         self._decay_half(update, var, coefficients["decay_lr"])
         super()._apply_half(update, grad, var, slots, coefficients)
 
@@ -184,7 +199,13 @@ class Lion(_WeightDecay, Optimizer):
     def update_flops_per_element(self) -> int:  # type: ignore[override]
         return 9 + self._decay_flops()
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         c = coefficients
         self._decay(var, c["lr"])
         kernels.lion_update(var, grad, slots["m"], c["lr"], c["beta_1"], c["beta_2"])
@@ -192,7 +213,14 @@ class Lion(_WeightDecay, Optimizer):
     def _prepare_half(self, lr: float, step: int) -> dict[str, np.float32]:
         return {"lr": half(lr), **self._half_decays(step, "beta_1", "beta_2")}
 
-    def _apply_half(self, update, grad, var, slots, coefficients) -> None:
+    def _apply_half(
+        self,
+        update: HalfUpdate,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, np.float32],
+    ) -> None:
         self._decay_half(update, var, coefficients["lr"])  # half(lr) again: the same value
         super()._apply_half(update, grad, var, slots, coefficients)
 
@@ -269,7 +297,13 @@ class Adafactor(_WeightDecay, Optimizer):
         for var in var_list:
             self._add_slot(var, "v", 0.0)
 
-    def _apply_dense(self, grad, var, slots, coefficients) -> None:
+    def _apply_dense(
+        self,
+        grad: np.ndarray,
+        var: np.ndarray,
+        slots: dict[str, np.ndarray],
+        coefficients: dict[str, float],
+    ) -> None:
         t = var.dtype.type
         lr = t(coefficients["lr"])
         self._decay(var, coefficients["lr"])

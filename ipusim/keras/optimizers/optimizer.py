@@ -49,6 +49,13 @@ logger = logging.getLogger("ipusim")
 ALLOWED_KWARGS: tuple[str, ...] = ("clipnorm", "clipvalue", "global_clipnorm", "lr", "decay")
 
 
+def half_arrays(*arrays: np.ndarray | None) -> list[np.ndarray]:
+    """``arrays`` as the list :meth:`HalfUpdate.run <ipusim.kernels.half_optim.HalfUpdate.run>`
+    takes: a None (an absent slot, or no gradient) is passed to its kernel as an empty array."""
+    # HalfUpdate.run handles None entries, but its annotation (outside keras) omits them.
+    return list(arrays)  # type: ignore[arg-type]
+
+
 class Optimizer:
     """Base class of every optimizer (Keras 2 ``OptimizerV2``).
 
@@ -89,6 +96,8 @@ class Optimizer:
     #: :mod:`ipusim.kernels.half_optim`), given ``[var, grad, *slots]`` and the values of
     #: :meth:`_prepare_half` in order; None: float16 variables are not supported.
     _half_kernel: Any = None
+    #: Set (True) by the LossScaleOptimizer wrapping this optimizer; absent otherwise.
+    _is_wrapped_by_loss_scale_optimizer: bool
 
     def __init__(self, name: str, learning_rate: Any = 0.001, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -234,7 +243,8 @@ class Optimizer:
         del name, experimental_aggregate_gradients
         grads_and_vars = list(grads_and_vars)
         if update_ops.has_traced_gradient(grads_and_vars):  # traced code: a node of its graph
-            return update_ops.trace_apply(self, grads_and_vars)
+            traced: list[tuple[object, object]] = list(grads_and_vars)
+            return update_ops.trace_apply(self, traced)
         pairs = self._filter_grads(grads_and_vars)
         if not pairs:
             return None
@@ -423,8 +433,8 @@ class Optimizer:
             f"Valid arguments: {', '.join(valid)}.{hint}"
         )
 
-    def _filter_grads(self, grads_and_vars: Iterable) -> list[tuple[Any, Variable]]:
-        pairs = []
+    def _filter_grads(self, grads_and_vars: Iterable[Any]) -> list[tuple[Any, Variable]]:
+        pairs: list[tuple[Any, Variable]] = []
         for item in grads_and_vars:
             try:
                 grad, var = item

@@ -81,7 +81,9 @@ class ExponentialDecay(_RateDecay):
     _owner = "ExponentialDecay"
 
     def __call__(self, step: int) -> float:
-        return float(self.initial_learning_rate) * float(self.decay_rate) ** self._progress(step)
+        # float ** float is typed Any (a negative base gives a complex): the rate is a float.
+        factor: float = float(self.decay_rate) ** self._progress(step)
+        return float(self.initial_learning_rate) * factor
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -166,7 +168,9 @@ class PolynomialDecay(LearningRateSchedule):
             step_f = min(step_f, decay_steps)
         p = step_f / decay_steps
         initial, end = float(self.initial_learning_rate), float(self.end_learning_rate)
-        return (initial - end) * (1.0 - p) ** float(self.power) + end
+        # p <= 1, so the base is not negative and the power a float (typed Any).
+        decayed: float = (1.0 - p) ** float(self.power)
+        return (initial - end) * decayed + end
 
 
 class CosineDecay(LearningRateSchedule):

@@ -60,6 +60,7 @@ def loss_gradients(loss: Any, params: Any) -> list[Any]:
         ConfigurationError: (a ValueError) a parameter has no gradient (as Keras).
     """
     params = list(params)
+    grads: list[Any]
     if getattr(loss, "_ipusim_step_loss", False):
         grads = loss.gradients_for(params)
     elif isinstance(loss, Symbol):
@@ -128,7 +129,8 @@ class TFOptimizer(Optimizer):
 
     def get_grads(self, loss: Any, params: Any) -> list[Any]:
         """The TF1 optimizer's ``compute_gradients(loss, params)``."""
-        return self.optimizer.compute_gradients(loss, params)
+        pairs: list[Any] = self.optimizer.compute_gradients(loss, params)
+        return pairs
 
     def _gradients_observer(self, grads: list[Any], variables: list[Any], stage: str) -> Any:
         """Each step's gradients go through the TF1 ``compute_gradients`` (see the module

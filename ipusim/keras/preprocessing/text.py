@@ -40,7 +40,8 @@ def text_to_word_sequence(
     on ``split``, empty pieces dropped."""
     if lower:
         input_text = input_text.lower()
-    input_text = input_text.translate(str.maketrans(dict.fromkeys(filters, split)))
+    table: dict[str, str | int | None] = dict.fromkeys(filters, split)
+    input_text = input_text.translate(str.maketrans(table))
     return [word for word in input_text.split(split) if word]
 
 
