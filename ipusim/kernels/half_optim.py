@@ -17,6 +17,7 @@ the stream ``key``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -157,7 +158,7 @@ class HalfUpdate:
     def _context(self) -> tuple:
         return (self.key, self.stochastic, self.nan, self._scratch, self._bits, self._count)
 
-    def run(self, kernel_name: Any, arrays: list[np.ndarray], *scalars: object) -> None:
+    def run(self, kernel_name: Any, arrays: Sequence[np.ndarray | None], *scalars: object) -> None:
         """Apply kernel ``kernel_name`` to float16 ``arrays`` (updated in place) and scalars.
 
         ``arrays`` is ``[var, grad, *slots]`` in the kernel's order; None slots are passed as

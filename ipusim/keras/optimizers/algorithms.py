@@ -28,7 +28,7 @@ import numpy as np
 
 from ipusim.errors import ConfigurationError
 from ipusim.keras.optimizers.hyper import DEFAULT_EPSILON, Hyper, half
-from ipusim.keras.optimizers.optimizer import Optimizer, half_arrays
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels.half_optim import HalfUpdate
 
@@ -211,7 +211,7 @@ class RMSprop(Optimizer):
         if self._momentum:
             update.run(
                 "rmsprop_momentum",
-                half_arrays(var, grad, slots["rms"], slots.get("mg"), slots["momentum"]),
+                [var, grad, slots["rms"], slots.get("mg"), slots["momentum"]],
                 self.centered,
                 c["lr"],
                 c["one_minus_rho"],
@@ -221,7 +221,7 @@ class RMSprop(Optimizer):
         else:
             update.run(
                 "rmsprop",
-                half_arrays(var, grad, slots["rms"], slots.get("mg")),
+                [var, grad, slots["rms"], slots.get("mg")],
                 self.centered,
                 c["lr"],
                 c["rho"],
@@ -327,7 +327,7 @@ class Adam(Optimizer):
         c = coefficients
         update.run(
             "adam",
-            half_arrays(var, grad, slots["m"], slots["v"], slots.get("vhat")),
+            [var, grad, slots["m"], slots["v"], slots.get("vhat")],
             self.amsgrad,
             c["alpha"],
             c["one_minus_beta_1"],

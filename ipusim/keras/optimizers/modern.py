@@ -22,7 +22,7 @@ from ipusim.graph.variable import Variable
 from ipusim.keras.optimizers import schedules
 from ipusim.keras.optimizers.algorithms import Adam
 from ipusim.keras.optimizers.hyper import Hyper, half
-from ipusim.keras.optimizers.optimizer import Optimizer, half_arrays
+from ipusim.keras.optimizers.optimizer import Optimizer
 from ipusim.kernels import half_optim_adaptive as half_kernels
 from ipusim.kernels import optim as optim_kernels
 from ipusim.kernels import optim_modern as kernels
@@ -60,7 +60,7 @@ class _WeightDecay:
 
     def _decay_half(self, update: HalfUpdate, var: np.ndarray, lr: float | np.float32) -> None:
         if self.weight_decay:
-            arrays = half_arrays(var, None)
+            arrays = [var, None]
             update.run(half_kernels.weight_decay, arrays, half(self.weight_decay), half(lr))
 
 

@@ -49,13 +49,6 @@ logger = logging.getLogger("ipusim")
 ALLOWED_KWARGS: tuple[str, ...] = ("clipnorm", "clipvalue", "global_clipnorm", "lr", "decay")
 
 
-def half_arrays(*arrays: np.ndarray | None) -> list[np.ndarray]:
-    """``arrays`` as the list :meth:`HalfUpdate.run <ipusim.kernels.half_optim.HalfUpdate.run>`
-    takes: a None (an absent slot, or no gradient) is passed to its kernel as an empty array."""
-    # HalfUpdate.run handles None entries, but its annotation (outside keras) omits them.
-    return list(arrays)  # type: ignore[arg-type]
-
-
 class Optimizer:
     """Base class of every optimizer (Keras 2 ``OptimizerV2``).
 
