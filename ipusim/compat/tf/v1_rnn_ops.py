@@ -18,6 +18,7 @@ step, so they train with their gradients and are costed as such.
 from __future__ import annotations
 
 import itertools
+from abc import abstractmethod
 from collections import namedtuple
 from typing import Any
 
@@ -102,11 +103,11 @@ class _PopnnRNN:
             )  # fmt: skip
         self.built = True
 
+    @abstractmethod
     def _run(
         self, graph: Graph, x: Symbol, steps: tuple[Symbol, ...], initial_state: Any
     ) -> tuple[list[Symbol], Any]:
         """The outputs of every time step of ``x`` and the final state (the subclass' cell)."""
-        raise NotImplementedError
 
     def _weights(self, graph: Graph, x: Symbol) -> tuple[Symbol, Symbol, Symbol]:
         """The input weights, the recurrent weights and the biases, read in ``graph``."""
