@@ -55,7 +55,7 @@ def _map(fn: Any, value: Any, dtype: Any = object) -> np.ndarray:
 def _scalar(value: Any) -> bytes:
     """The one element of the string tensor of ``value`` (a ``str`` or ``bytes``)."""
     # numpy's stubs type ``x[()]`` as an array; of a 0-d array it is the element (bytes here)
-    element: bytes = to_strings(value)[()]  # type: ignore[assignment]
+    element: bytes = to_strings(value)[()]  # type: ignore[assignment]  # see above
     return element
 
 
