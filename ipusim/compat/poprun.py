@@ -106,7 +106,7 @@ def _launch(
     folder: Path,
     environment: dict[str, str],
     options: list[str],
-) -> subprocess.Popen:
+) -> subprocess.Popen[str]:
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, **environment}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -181,7 +181,7 @@ def run_instances(
     return InstancesResult(output, tuple(reports), failed[0] if failed else 0)
 
 
-def _wait_all(processes: list[subprocess.Popen], exchange: Path) -> list[int]:
+def _wait_all(processes: list[subprocess.Popen[str]], exchange: Path) -> list[int]:
     """Every process's exit code; once one fails, the others stop waiting for it at their next
     cross-replica reduction."""
     codes: list[int | None] = [None] * len(processes)

@@ -33,6 +33,7 @@ from ipusim.hardware import load_system
 from ipusim.session import engine_settings
 from ipusim.session.clock import simulated_time
 from ipusim.trace.calls import CallSeries
+from ipusim.trace.report import Report
 
 __all__ = [
     "REDIRECTS",
@@ -79,7 +80,7 @@ def _call_budget() -> int:
     return min(settings.record_budget, CALL_RECORD_BUDGET)
 
 
-def _report_name(report: Any) -> str:
+def _report_name(report: Report) -> str:
     segment = report.extra.get("segment") if isinstance(report.extra, dict) else None
     if segment:  # a custom training loop's run: name it after its segment
         return re.sub(r"[^a-z0-9]+", "_", str(segment).lower()).strip("_") or "run"
@@ -109,7 +110,7 @@ class ReportCollector:
     saved: list[Path] = field(default_factory=list)
     series: list[tuple[str, CallSeries]] = field(default_factory=list)
 
-    def __call__(self, report: Any) -> None:
+    def __call__(self, report: Report) -> None:
         name = _report_name(report)
         for other_name, calls in reversed(self.series):
             if other_name == name and calls.accepts(report):
@@ -154,10 +155,10 @@ class ReportCollector:
 ADVICE_LINES = 3
 
 
-def _print_advice(report: Any, stream: TextIO) -> None:
+def _print_advice(report: Report, stream: TextIO) -> None:
     """The top lines of ``report.advice()`` (its first call simulated again with each change);
     nothing when no change helped or the report cannot be simulated again."""
-    if getattr(report, "what_if", None) is None:
+    if report.what_if is None:
         return
     from ipusim.session.uncertainty import host_range_line
 
@@ -170,7 +171,7 @@ def _print_advice(report: Any, stream: TextIO) -> None:
         print(f"[ipusim]   note: {note}", file=stream)
 
 
-def _save_folder(report: Any, calls: CallSeries, folder: Path) -> None:
+def _save_folder(report: Report, calls: CallSeries, folder: Path) -> None:
     """Write ``report`` and its calls table into a sibling folder, then rename it to ``folder``
     (replacing a folder of that name)."""
     aside = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")

@@ -11,7 +11,9 @@ The submodules are importable by name (``from ipusim.compat.keras.layers import 
 ``datasets`` are the very modules of :mod:`ipusim.keras`.
 """
 
-from ipusim.compat.keras import (
+from ipusim.compat.keras import (  # type: ignore[attr-defined]
+    # all but backend and datasets are ipusim.keras' own modules, made by the import hook of
+    # ipusim.compat._alias (MODULES), which mypy cannot follow
     activations,
     applications,
     backend,

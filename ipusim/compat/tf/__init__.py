@@ -28,7 +28,9 @@ from ipusim.compat import ipu, keras
 from ipusim.compat._alias import optional_module, runtime_getattr
 from ipusim.compat.dataset_benchmark import OutOfRangeError
 from ipusim.compat.runtime.strings import as_dtype, fit_shape, string
-from ipusim.compat.tf import (
+from ipusim.compat.tf import (  # type: ignore[attr-defined]
+    # image, initializers, linalg, losses, math, metrics, nn and optimizers are made by the
+    # import hook of ipusim.compat._alias (MODULES, FORWARDS), which mypy cannot follow
     config,
     data,
     distribute,

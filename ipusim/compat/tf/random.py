@@ -8,6 +8,7 @@ names come from ``ipusim.compat.runtime.ops`` (its ``random`` namespace) when it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from ipusim.compat._alias import runtime_getattr
 from ipusim.data.dtypes import as_dtype, float32
 from ipusim.errors import ConfigurationError
+from ipusim.graph.graph import Symbol
 from ipusim.keras.backend import make_rng, set_random_seed
 
 __all__ = ["normal", "set_seed", "uniform"]
@@ -29,12 +31,15 @@ def set_seed(seed: int) -> None:
     set_random_seed(int(seed))
 
 
-def _traced(name: str) -> Any:
+def _traced(name: str) -> Callable[..., Symbol] | None:
     """The runtime's graph version of ``name`` while a traced function is being built (so the
     draw becomes a node with fresh values at every execution), else None."""
     from ipusim.compat.runtime import context, ops_random
 
-    return getattr(ops_random, name) if context.is_tracing() else None
+    if not context.is_tracing():
+        return None
+    draw: Callable[..., Symbol] = getattr(ops_random, name)
+    return draw
 
 
 def _rng(seed: int | None) -> np.random.Generator:
@@ -55,7 +60,7 @@ def uniform(
     dtype: Any = float32,
     seed: int | None = None,
     name: str | None = None,
-) -> np.ndarray:
+) -> np.ndarray | Symbol:
     """Uniform values in ``[minval, maxval)`` (``maxval`` defaults to 1 for floats).
 
     Integer dtypes need ``maxval`` and draw integers in ``[minval, maxval)``.
@@ -80,7 +85,7 @@ def normal(
     dtype: Any = float32,
     seed: int | None = None,
     name: str | None = None,
-) -> np.ndarray:
+) -> np.ndarray | Symbol:
     """Normally distributed values with the given ``mean`` and ``stddev``."""
     traced = _traced("normal")
     if traced is not None:

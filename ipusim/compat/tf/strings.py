@@ -52,6 +52,13 @@ def _map(fn: Any, value: Any, dtype: Any = object) -> np.ndarray:
     return out
 
 
+def _scalar(value: Any) -> bytes:
+    """The one element of the string tensor of ``value`` (a ``str`` or ``bytes``)."""
+    # numpy's stubs type ``x[()]`` as an array; of a 0-d array it is the element (bytes here)
+    element: bytes = to_strings(value)[()]  # type: ignore[assignment]  # see above
+    return element
+
+
 def _text(array: np.ndarray) -> StringTensor:
     return array.view(StringTensor)
 
@@ -94,10 +101,10 @@ def strip(input: Any, name: Any = None) -> StringTensor:  # noqa: A002
 def join(inputs: Any, separator: str = "", name: Any = None) -> StringTensor:
     """``tf.strings.join``: the tensors joined element by element (broadcasting)."""
     parts = np.broadcast_arrays(*[_strings(v) for v in inputs])
-    sep = to_strings(separator)[()]
+    sep = _scalar(separator)
     out = np.empty(parts[0].shape, dtype=object)
     for index in np.ndindex(out.shape):
-        out[index] = sep.join(p[index] for p in parts)
+        out[index] = sep.join(p.item(index) for p in parts)
     return _text(out)
 
 
@@ -106,7 +113,7 @@ def reduce_join(
 ) -> StringTensor:
     """``tf.strings.reduce_join``: elements joined along ``axis`` (all axes when None)."""
     array = _strings(inputs)
-    sep = to_strings(separator)[()]
+    sep = _scalar(separator)
     axes = tuple(range(array.ndim)) if axis is None else tuple(np.atleast_1d(axis).tolist())
     axes = tuple(int(a) % max(array.ndim, 1) for a in axes)
     kept = [a for a in range(array.ndim) if a not in axes]
@@ -173,7 +180,7 @@ def as_string(
 
 def regex_full_match(input: Any, pattern: str, name: Any = None) -> EagerTensor:  # noqa: A002
     """``tf.strings.regex_full_match``: whether each element matches ``pattern`` entirely."""
-    compiled = re.compile(to_strings(pattern)[()])
+    compiled = re.compile(_scalar(pattern))
     return _number(_map(lambda b: compiled.fullmatch(b) is not None, input, bool))
 
 
@@ -185,8 +192,8 @@ def regex_replace(
     name: Any = None,
 ) -> StringTensor:
     """``tf.strings.regex_replace``: ``pattern`` replaced by ``rewrite`` (``\\1`` groups)."""
-    compiled = re.compile(to_strings(pattern)[()])
-    repl = to_strings(rewrite)[()]
+    compiled = re.compile(_scalar(pattern))
+    repl = _scalar(rewrite)
     count = 0 if replace_global else 1
     return _text(_map(lambda b: compiled.sub(repl, b, count=count), input))
 
@@ -215,6 +222,6 @@ def substr(
                 f"({builtins.len(text)} {'characters' if chars else 'bytes'})"
             )
         part = text[start : start + int(len)]
-        return part.encode("utf-8") if chars else part
+        return part.encode("utf-8") if isinstance(part, str) else part  # str when chars
 
     return _text(_map(cut, input))

@@ -104,7 +104,7 @@ class _Message:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._set_fields() == other._set_fields()  # type: ignore[attr-defined]
+        return self._set_fields() == other._set_fields()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as protobuf messages
 

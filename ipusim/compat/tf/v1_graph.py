@@ -10,11 +10,14 @@ named after it); inside ``Graph.as_default()`` that TF1 graph
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import IPUSimError
 from ipusim.graph.graph import Graph as _IRGraph
 from ipusim.graph.graph import current_graph
+
+if TYPE_CHECKING:  # v1_session imports this module
+    from ipusim.compat.tf.v1_session import Graph as TF1Graph
 
 __all__ = ["FailedPreconditionError", "FuncGraph", "Graph", "get_default_graph"]
 
@@ -59,7 +62,7 @@ class FuncGraph(Graph):
 _EAGER_DEFAULT = Graph()
 
 
-def get_default_graph() -> Graph:
+def get_default_graph() -> Graph | TF1Graph:
     """``tf.compat.v1.get_default_graph()``: the graph being traced, or the eager default."""
     graph = current_graph()
     if graph is None:

@@ -18,13 +18,14 @@ step, so they train with their gradients and are costed as such.
 from __future__ import annotations
 
 import itertools
+from abc import abstractmethod
 from collections import namedtuple
 from typing import Any
 
 from ipusim.compat.runtime import context
 from ipusim.compat.tf import v1_variables
 from ipusim.errors import ConfigurationError, IncompatibleStateError
-from ipusim.graph.graph import to_symbol
+from ipusim.graph.graph import Graph, Symbol, to_symbol
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import nn, shape
 from ipusim.graph.ops import rnn as rnn_ops
@@ -102,7 +103,16 @@ class _PopnnRNN:
             )  # fmt: skip
         self.built = True
 
-    def _weights(self, graph: Any, input_size: int) -> tuple[Any, Any, Any]:
+    @abstractmethod
+    def _run(
+        self, graph: Graph, x: Symbol, steps: tuple[Symbol, ...], initial_state: Any
+    ) -> tuple[list[Symbol], Any]:
+        """The outputs of every time step of ``x`` and the final state (the subclass' cell)."""
+
+    def _weights(self, graph: Graph, x: Symbol) -> tuple[Symbol, Symbol, Symbol]:
+        """The input weights, the recurrent weights and the biases, read in ``graph``."""
+        input_size = x.shape[-1]
+        assert input_size is not None  # build() refused inputs of unknown size
         kernel, biases = graph.read_variable(self.kernel), graph.read_variable(self.biases)
         w_in = shape.slice_axis(kernel, 0, input_size, 0)
         w_rec = shape.slice_axis(kernel, input_size, self._num_units, 0)
@@ -128,8 +138,10 @@ class PopnnLSTM(_PopnnRNN):
 
     _gates, _kind = 4, "popnn_lstm"
 
-    def _run(self, graph: Any, x: Any, steps: Any, initial_state: Any) -> tuple[list, Any]:
-        w_in, w_rec, biases = self._weights(graph, x.shape[-1])
+    def _run(
+        self, graph: Graph, x: Symbol, steps: tuple[Symbol, ...], initial_state: Any
+    ) -> tuple[list[Symbol], Any]:
+        w_in, w_rec, biases = self._weights(graph, x)
         bias = shape.reshape(biases, (-1,))
         if initial_state is not None and not isinstance(initial_state, LSTMStateTuple):
             raise ConfigurationError(
@@ -163,9 +175,11 @@ class PopnnGRU(_PopnnRNN):
         units = self._num_units
         return [self._gates, 2, units] if self._reset_after else [self._gates, units]
 
-    def _run(self, graph: Any, x: Any, steps: Any, initial_state: Any) -> tuple[list, Any]:
+    def _run(
+        self, graph: Graph, x: Symbol, steps: tuple[Symbol, ...], initial_state: Any
+    ) -> tuple[list[Symbol], Any]:
         units = self._num_units
-        w_in, w_rec, biases = self._weights(graph, x.shape[-1])
+        w_in, w_rec, biases = self._weights(graph, x)
         if self._reset_after:  # [gate, (input, recurrent), units] -> two [3 * units] biases
             b_in = shape.reshape(shape.slice_axis(biases, 0, 1, 1), (-1,))
             b_rec = shape.reshape(shape.slice_axis(biases, 1, 1, 1), (-1,))

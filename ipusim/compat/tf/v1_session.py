@@ -34,7 +34,7 @@ import itertools
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from ipusim.errors import (
     UnsupportedError,
 )
 from ipusim.graph.graph import Graph as _IRGraph
-from ipusim.graph.graph import Symbol
+from ipusim.graph.graph import Node, Symbol
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, pack_sequence_as
 
@@ -69,8 +69,19 @@ __all__ = [
 
 _graph_ids = itertools.count()
 #: IR graph -> its TF1 Graph (what get_default_graph returns inside ``as_default``).
-_TF1_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_STATE: dict[str, Any] = {"eager_disabled": False, "default": None, "depths": None}
+_TF1_GRAPHS: weakref.WeakKeyDictionary[_IRGraph, Graph] = weakref.WeakKeyDictionary()
+
+
+class _State(TypedDict):
+    """Graph mode: whether eager execution is disabled, the global default graph (opened by the
+    first TF1 graph call then) and the trace depths to restore when it is closed."""
+
+    eager_disabled: bool
+    default: Graph | None
+    depths: tuple[int, int] | None
+
+
+_STATE: _State = {"eager_disabled": False, "default": None, "depths": None}
 
 
 class _Deferred(Operation):
@@ -188,10 +199,11 @@ def _default_graph(caller: str) -> Graph:
     if isinstance(ctx, _GraphContext):
         return _TF1_GRAPHS[ctx.graph]
     if ctx is None and _STATE["eager_disabled"]:
-        if _STATE["default"] is None:
-            _STATE["default"] = Graph()
-            _STATE["depths"] = context.enter(_STATE["default"]._ctx)
-        return _STATE["default"]
+        default = _STATE["default"]
+        if default is None:
+            default = _STATE["default"] = Graph()
+            _STATE["depths"] = context.enter(default._ctx)
+        return default
     raise IncompatibleStateError(f"{caller} is not compatible with eager execution.")
 
 
@@ -270,6 +282,10 @@ def trainable_variables() -> list[Any]:
     return [v for v in global_variables() if v.trainable]
 
 
+#: A compiled fetch: the ids of the fetched symbols and of the fed placeholders.
+_RunKey = tuple[tuple[int, ...], tuple[int, ...]]
+
+
 class Session:
     """``tf.compat.v1.Session(target='', graph=None, config=None)`` (see the module docstring).
 
@@ -286,7 +302,7 @@ class Session:
         self.graph = graph if graph is not None else _default_graph("tf.Session()")
         self.config = config
         self._initialised: set[int] = set()
-        self._compiled: dict[tuple, tuple[CompiledGraph, list[Symbol]]] = {}
+        self._compiled: dict[_RunKey, tuple[CompiledGraph, list[Node]]] = {}
         self._closed = False
         self._scope: Any = None
 
@@ -307,7 +323,7 @@ class Session:
 
     def run(
         self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata: Any = None
-    ):
+    ) -> Any:
         """Execute what ``fetches`` need with ``feed_dict``; returns their values (see the
         module docstring).
 
@@ -407,9 +423,10 @@ class Session:
             self._compiled[key] = (CompiledGraph(view, list(wanted), fed), needed)
         compiled, needed = self._compiled[key]
         self._check_initialised(needed)
-        return compiled.run([feeds[p] for p in compiled.arg_placeholders])
+        outputs: list[Any] = compiled.run([feeds[p] for p in compiled.arg_placeholders])
+        return outputs
 
-    def _check_needed(self, needed: list[Any], feeds: dict[Symbol, np.ndarray]) -> None:
+    def _check_needed(self, needed: list[Node], feeds: dict[Symbol, np.ndarray]) -> None:
         if self.graph._ctx.segments or self.graph._ctx.dequeues:
             raise UnsupportedError(
                 "Session.run: the graph holds IPU loops or infeeds; running IPU programs from a "
@@ -425,7 +442,7 @@ class Session:
                     f"{tuple(sym.shape)}"
                 )
 
-    def _check_initialised(self, needed: list[Any]) -> None:
+    def _check_initialised(self, needed: list[Node]) -> None:
         ours = {id(v) for v in self.graph.variables()}
         for node in needed:
             if node.op.name != "variable":

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ipusim.compat.runtime import context
-from ipusim.compat.runtime.ops import Variable
+from ipusim.compat.runtime.context import TraceContext
+from ipusim.compat.runtime.ops import TFVariable, Variable
 from ipusim.errors import ConfigurationError
 from ipusim.graph.spec import canonical_dtype
 from ipusim.keras import initializers
@@ -38,11 +39,14 @@ AUTO_REUSE = _ReuseMode()
 
 _local = threading.local()
 #: TF1 graph trace -> {full name: variable} (TF1's per-graph variable store).
-_STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STORES: weakref.WeakKeyDictionary[TraceContext, dict[str, TFVariable]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _scopes() -> list[tuple[str, Any, Any]]:
-    return _local.__dict__.setdefault("scopes", [])
+    scopes: list[tuple[str, Any, Any]] = _local.__dict__.setdefault("scopes", [])
+    return scopes
 
 
 @contextmanager
@@ -112,7 +116,8 @@ def get_variable(
     prefix, reuse, scope_init = _scopes()[-1] if _scopes() else ("", None, None)
     full = f"{prefix}/{name}" if prefix else name
     ctx = context.current_or_graph_mode()
-    store = _STORES.setdefault(ctx, {}) if hasattr(ctx, "created_variables") else None
+    graph_ctx = ctx if ctx is not None and hasattr(ctx, "created_variables") else None
+    store = _STORES.setdefault(graph_ctx, {}) if graph_ctx is not None else None
     if store is not None and full in store:
         if reuse is None or reuse is False:
             raise ConfigurationError(

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any
 
 from ipusim.data import mnist as _mnist
-from ipusim.data.datasets.images import load_mnist
+from ipusim.data.datasets.images import Pairs, load_mnist
 from ipusim.data.mnist import DatasetNotFoundError
 
 __all__ = ["TEST_SPLIT_ONLY_WARNING", "DatasetNotFoundError", "TestSplitOnlyWarning", "load_data"]
@@ -38,7 +37,7 @@ class TestSplitOnlyWarning(UserWarning):
     __test__ = False  # not a pytest test class despite its name
 
 
-def load_data(path: str = "mnist.npz") -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+def load_data(path: str = "mnist.npz") -> Pairs:
     """Load MNIST like ``keras.datasets.mnist.load_data()``.
 
     Args:
@@ -52,7 +51,8 @@ def load_data(path: str = "mnist.npz") -> tuple[tuple[Any, Any], tuple[Any, Any]
     With neither split on disk: synthetic data of the real shapes (a SyntheticDataWarning).
     """
     with contextlib.suppress(DatasetNotFoundError):
-        return _mnist.load_data(path, download=False)
+        both: Pairs = _mnist.load_data(path, download=False)
+        return both
     try:
         x, y = _mnist.load_data(path, split="test", download=False)
     except DatasetNotFoundError:

@@ -114,9 +114,10 @@ class TestCase(unittest.TestCase):
 
     def get_temp_dir(self) -> str:
         """A folder of this test's own (the same one for every call in the test)."""
-        if getattr(self, "_tempdir", None) is None:
-            self._tempdir = tempfile.mkdtemp(dir=get_temp_dir())
-        return self._tempdir
+        tempdir: str | None = getattr(self, "_tempdir", None)
+        if tempdir is None:
+            tempdir = self._tempdir = tempfile.mkdtemp(dir=get_temp_dir())
+        return tempdir
 
     def evaluate(self, tensors: Any) -> Any:
         """The NumPy values of ``tensors`` (a tensor or a nest of them)."""
@@ -131,7 +132,9 @@ class TestCase(unittest.TestCase):
     cached_session = test_session = session
 
     # ------------------------------------------------------------------ assertions
-    def assertAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg=None):
+    def assertAllClose(
+        self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg: str | None = None
+    ) -> None:
         """Nested structures (dicts, lists, tuples) of arrays are element-wise close, by the rule
         of ``numpy.allclose``; NaNs compare equal."""
         if isinstance(a, dict) != isinstance(b, dict):
@@ -154,7 +157,9 @@ class TestCase(unittest.TestCase):
         self.assertEqual(x.shape, y.shape, f"Shape mismatch: expected {x.shape}, got {y.shape}")
         np.testing.assert_allclose(y, x, rtol=rtol, atol=atol, err_msg=msg or "", equal_nan=True)
 
-    def assertNotAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg=None):
+    def assertNotAllClose(
+        self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg: str | None = None
+    ) -> None:
         """The opposite of :meth:`assertAllClose`."""
         try:
             self.assertAllClose(a, b, rtol, atol, msg)
@@ -178,7 +183,9 @@ class TestCase(unittest.TestCase):
                 diff <= err, f"{f1:f} != {f2:f} +/- {err:f} (difference: {diff:g}){note}"
             )
 
-    def assertArrayNear(self, farray1: Any, farray2: Any, err: float, msg=None) -> None:
+    def assertArrayNear(
+        self, farray1: Any, farray2: Any, err: float, msg: str | None = None
+    ) -> None:
         """Element-wise :meth:`assertNear` of two equally long sequences."""
         self.assertEqual(len(farray1), len(farray2), msg=msg)
         for f1, f2 in zip(farray1, farray2, strict=True):

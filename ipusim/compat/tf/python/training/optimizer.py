@@ -133,7 +133,9 @@ class Optimizer:
         return self._name
 
     # ------------------------------------------------------------------ TF1 surface
-    def compute_gradients(self, loss: Any, var_list: Any = None, **kwargs: Any) -> list:
+    def compute_gradients(
+        self, loss: Any, var_list: Any = None, **kwargs: Any
+    ) -> list[tuple[Any, Any]]:
         """``(gradient, variable)`` pairs of ``loss`` (TF1's ``compute_gradients``): a traced
         tensor, or the loss of a Keras training step (whose gradients are known)."""
         from ipusim.compat.runtime.optimizers import _trainable_in, compute_gradients_symbolic
@@ -144,7 +146,9 @@ class Optimizer:
         variables = list(var_list) if var_list is not None else _trainable_in(loss)
         return list(zip(compute_gradients_symbolic(loss, variables), variables, strict=True))
 
-    def apply_gradients(  # type: ignore[override]
+    # The TF1 signature (``global_step`` second) stands in for Keras' in the built-in TF1
+    # optimizers below, by design: mypy sees their two bases' apply_gradients disagree.
+    def apply_gradients(
         self, grads_and_vars: Any, global_step: Any = None, name: str | None = None, **kwargs: Any
     ) -> Any:
         """TF1's ``apply_gradients(grads_and_vars, global_step=None, name=None)``; a
@@ -173,7 +177,7 @@ class Optimizer:
         )
 
 
-class GradientDescentOptimizer(Optimizer, SGD):
+class GradientDescentOptimizer(Optimizer, SGD):  # type: ignore[misc]  # TF1's apply_gradients
     """``tf.compat.v1.train.GradientDescentOptimizer(learning_rate)``."""
 
     def __init__(
@@ -182,7 +186,7 @@ class GradientDescentOptimizer(Optimizer, SGD):
         super().__init__(use_locking, name, learning_rate=learning_rate)
 
 
-class MomentumOptimizer(Optimizer, SGD):
+class MomentumOptimizer(Optimizer, SGD):  # type: ignore[misc]  # TF1's apply_gradients
     """``tf.compat.v1.train.MomentumOptimizer(learning_rate, momentum, use_nesterov=False)``."""
 
     def __init__(
@@ -199,7 +203,7 @@ class MomentumOptimizer(Optimizer, SGD):
         )  # fmt: skip
 
 
-class AdamOptimizer(Optimizer, Adam):
+class AdamOptimizer(Optimizer, Adam):  # type: ignore[misc]  # TF1's apply_gradients
     """``tf.compat.v1.train.AdamOptimizer`` (TF1 defaults: ``epsilon=1e-8``)."""
 
     def __init__(
@@ -217,7 +221,7 @@ class AdamOptimizer(Optimizer, Adam):
         )  # fmt: skip
 
 
-class RMSPropOptimizer(Optimizer, RMSprop):
+class RMSPropOptimizer(Optimizer, RMSprop):  # type: ignore[misc]  # TF1's apply_gradients
     """``tf.compat.v1.train.RMSPropOptimizer`` (``ms`` starts at one, epsilon inside the root)."""
 
     def __init__(
@@ -240,7 +244,7 @@ class RMSPropOptimizer(Optimizer, RMSprop):
         return [(name, 1.0 if name == "rms" else init) for name, init in super()._slot_specs()]
 
 
-class AdagradOptimizer(Optimizer, Adagrad):
+class AdagradOptimizer(Optimizer, Adagrad):  # type: ignore[misc]  # TF1's apply_gradients
     """``tf.compat.v1.train.AdagradOptimizer`` (no epsilon: ``var -= lr * g / sqrt(acc)``)."""
 
     def __init__(
