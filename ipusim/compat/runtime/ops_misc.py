@@ -72,6 +72,7 @@ class TensorShape(builtins.tuple[int | None, ...]):
         return all(d is not None for d in self)
 
     def num_elements(self) -> int | None:
+        # np.prod sees no None: the shape is fully defined
         return int(np.prod(self)) if self.is_fully_defined() else None  # type: ignore[arg-type]
 
     def is_compatible_with(self, other: Any) -> bool:

@@ -316,9 +316,9 @@ def _ones_like_float(a: Any) -> Any:
 # ---------------------------------------------------------------------- tf.linalg extras
 def normalize(
     tensor: Any,
-    ord: Any = "euclidean",
+    ord: Any = "euclidean",  # noqa: A002
     axis: Any = None,
-    name: Any = None,  # noqa: A002
+    name: Any = None,
 ) -> tuple[Any, Any]:
     """``tf.linalg.normalize``: (tensor / norm, norm)."""
     size = ops_linalg.norm(tensor, ord, axis, keepdims=True)
