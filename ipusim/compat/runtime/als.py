@@ -93,7 +93,9 @@ class AutomaticLossScalingOptimizer(IpuOptimizer):
     def update_flops_per_element(self) -> int:
         return super().update_flops_per_element + loss_scaling.ALS_FLOPS_PER_ELEMENT
 
-    def compute_gradients(self, loss: Any, var_list: Any = None, tape: Any = None, **kwargs: Any):
+    def compute_gradients(
+        self, loss: Any, var_list: Any = None, tape: Any = None, **kwargs: Any
+    ) -> list[tuple[Any, Any]]:
         """Gradients of ``loss * LSF`` (traced); they are unscaled when the update runs."""
         from ipusim.graph.ops import math as m
 

@@ -99,7 +99,8 @@ class TraceContext:
 def _stack() -> list[TraceContext]:
     # The graph's stack of update tracers: a Keras optimizer given traced gradients finds the
     # innermost trace there (ipusim.graph.ops.update.trace_apply).
-    return update_tracers()
+    # Only this module pushes onto that stack, always TraceContexts; it is typed by its protocol.
+    return update_tracers()  # type: ignore[return-value]
 
 
 def current() -> TraceContext | None:
@@ -140,10 +141,10 @@ def _graph_stack() -> list[Graph]:
 
 #: Opens the TF1 default graph when eager execution is disabled (``tf.compat.v1``; set by
 #: :mod:`ipusim.compat.tf.v1_session`), else absent.
-_graph_mode: dict[str, Any] = {}
+_graph_mode: dict[str, Callable[[], TraceContext]] = {}
 
 
-def set_graph_mode(opener: Any) -> None:
+def set_graph_mode(opener: Callable[[], TraceContext] | None) -> None:
     """Install (or with None remove) the function opening TF1's default graph."""
     _graph_mode.clear()
     if opener is not None:

@@ -56,7 +56,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def shape_of(value: Any) -> tuple:
+def shape_of(value: Any) -> tuple[int | None, ...]:
     """The static shape of a tensor, array or nested list."""
     return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
 

@@ -21,7 +21,7 @@ import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -42,6 +42,9 @@ __all__ = ["Function", "compile", "function", "run_device_callable", "strategy_r
 
 _ARRAY_TYPES = (np.ndarray, np.generic)
 
+#: A function's traces: (device, the arguments' leaf keys) -> the trace and its tensor positions.
+TraceCache: TypeAlias = "dict[tuple[bool, tuple[Any, ...]], tuple[TracedRun, list[int]]]"
+
 
 class Function:
     """A Python function compiled for the device (what ``@tf.function`` returns).
@@ -59,7 +62,7 @@ class Function:
             )
         self._python_function = python_function
         self._options = options
-        self._cache: dict[Any, TracedRun] = {}
+        self._cache: TraceCache = {}
         functools.update_wrapper(self, python_function)
 
     @property
@@ -106,7 +109,7 @@ class _BoundFunction(Function):
         self.__name__ = getattr(function, "__name__", "function")
 
 
-_method_caches: dict[Function, Any] = {}
+_method_caches: dict[Function, weakref.WeakKeyDictionary[Any, TraceCache]] = {}
 
 
 def function(
@@ -162,7 +165,7 @@ def _leaf_key(leaf: Any) -> Any:
 
 
 def _trace(
-    fn: Callable[..., Any], args: tuple, kwargs: dict, device: bool
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], device: bool
 ) -> tuple[TracedRun, list[int]]:
     flat = flatten([list(args), kwargs])
     name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "fn")
@@ -217,9 +220,9 @@ def _trace(
 
 def execute(
     fn: Callable[..., Any],
-    args: tuple,
-    kwargs: dict,
-    cache: dict | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    cache: TraceCache | None,
     strategy: Any,
     device: bool,
 ) -> Any:
@@ -326,7 +329,9 @@ def strategy_run(strategy: Any, fn: Any, args: Any = (), kwargs: Any = None) -> 
     return execute(fn._python_function, args, kwargs, fn._cache, strategy, True)
 
 
-_compile_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_compile_cache: weakref.WeakKeyDictionary[Callable[..., Any], TraceCache] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def compile(computation: Callable[..., Any], inputs: Any = None) -> Any:  # noqa: A001

@@ -211,7 +211,9 @@ class IPUInfeedQueue:
     def _dequeue(self) -> Any:
         """The next element, as placeholders of the graph being traced (filled at every run)."""
         structure, placeholders = element_placeholders(self._element_spec, "An IPUInfeedQueue")
-        context.current().dequeues.append(context.Dequeue(self._source, placeholders))
+        ctx = context.current()
+        assert ctx is not None  # element_placeholders raised otherwise
+        ctx.dequeues.append(context.Dequeue(self._source, placeholders))
         self._dequeued = True
         return structure
 
@@ -283,7 +285,9 @@ class TracedIterator:
 
     def __next__(self) -> Any:
         structure, placeholders = element_placeholders(self._spec, "A dataset iterator")
-        context.current().dequeues.append(context.Dequeue(self._source, placeholders))
+        ctx = context.current()
+        assert ctx is not None  # element_placeholders raised otherwise
+        ctx.dequeues.append(context.Dequeue(self._source, placeholders))
         return structure
 
     def get_next(self) -> Any:

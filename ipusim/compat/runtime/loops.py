@@ -110,7 +110,9 @@ def _spec_text(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_signature(body: Callable, args: list, kwargs: dict, n_inputs: int, infeed: Any) -> None:
+def _check_signature(
+    body: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], n_inputs: int, infeed: Any
+) -> None:
     try:
         signature = inspect.signature(body)
     except (TypeError, ValueError):  # builtins: let the call itself fail
@@ -153,7 +155,7 @@ def _split_outputs(outputs: Any) -> tuple[list[Any], list[Operation]]:
 
 def _trace_body(
     name: str,
-    body: Callable,
+    body: Callable[..., Any],
     specs: list[TensorSpec],
     infeed_queue: Any,
     parent: TraceContext | None,
@@ -196,7 +198,7 @@ def _trace_body(
     return ctx, carried, results
 
 
-def _trace_condition(condition: Callable, specs: list[TensorSpec]) -> CompiledGraph:
+def _trace_condition(condition: Callable[..., Any], specs: list[TensorSpec]) -> CompiledGraph:
     graph = Graph("loop condition")
     ctx = TraceContext(graph, "loop")
     with context.tracing(ctx):
@@ -212,11 +214,11 @@ def _trace_condition(condition: Callable, specs: list[TensorSpec]) -> CompiledGr
 
 def _loop(
     name: str,
-    body: Callable,
+    body: Callable[..., Any],
     inputs: Any,
     infeed_queue: Any,
     count: int | None,
-    condition: Callable | None,
+    condition: Callable[..., Any] | None,
     maximum: int | None,
 ) -> Any:
     from ipusim.compat.runtime.feeds import IPUInfeedQueue
@@ -289,9 +291,10 @@ class LoopProgram:
             return done < self.count
         if self.maximum is not None and done >= self.maximum:
             return False
+        assert self.condition is not None  # a loop without a count is a while_loop
         return bool(self.condition.run(list(carried)))
 
-    def execute(self, ctx: Any, initial: list[Any]) -> tuple:
+    def execute(self, ctx: Any, initial: list[Any]) -> tuple[Any, ...]:
         """Run the loop from ``initial`` values; return the final ones (replica 0's)."""
         replicas = context.current_replicas()
         carried = [list(initial) for _ in range(replicas)]
@@ -336,6 +339,7 @@ def traced_range_loop(values: np.ndarray) -> Any:
     and points to ``while_loop``).
     """
     outer = context.current()
+    assert outer is not None  # RangeTensor.__iter__ iterates this only while tracing
     count = int(values.shape[0]) if values.ndim == 1 else 0
     if values.ndim != 1:
         raise InvalidTypeError(

@@ -5,7 +5,8 @@ not exist, ``tf.math.erf`` does). ``ipusim.compat.tf`` and its submodules look n
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 from ipusim.compat.runtime import (
     ops_array,
@@ -22,8 +23,8 @@ from ipusim.data.dtypes import DType
 _MODULES = (ops_math, ops_array, ops_linalg, ops_nn_extra, ops_misc, ops_nn_more, ops_debug)
 
 
-def _namespace(names: str, modules: tuple = _MODULES) -> SimpleNamespace:
-    values = {}
+def _namespace(names: str, modules: tuple[ModuleType, ...] = _MODULES) -> SimpleNamespace:
+    values: dict[str, Any] = {}
     for name in names.split():
         holder = next(m for m in modules if hasattr(m, name))
         values[name] = getattr(holder, name)

@@ -59,7 +59,9 @@ def stack(values: Any, axis: int = 0, name: str | None = None) -> Any:
 
 
 @host_strings("unstack")
-def unstack(value: Any, num: int | None = None, axis: int = 0, name: str | None = None) -> list:
+def unstack(
+    value: Any, num: int | None = None, axis: int = 0, name: str | None = None
+) -> list[Any]:
     """``tf.unstack``: the slices of ``value`` along ``axis``, as a list."""
 
     def compose(v: Any) -> Any:
@@ -73,7 +75,7 @@ def unstack(value: Any, num: int | None = None, axis: int = 0, name: str | None 
 
 def split(
     value: Any, num_or_size_splits: Any, axis: int = 0, num: Any = None, name: str | None = None
-) -> list:
+) -> list[Any]:
     """``tf.split``: equal parts (an int) or parts of the given sizes along ``axis``."""
     spec = num_or_size_splits
     spec = int(spec) if np.ndim(spec) == 0 else [int(s) for s in np.asarray(spec)]
@@ -143,7 +145,9 @@ def repeat(input: Any, repeats: Any, axis: Any = None, name: str | None = None) 
     def compose(v: Any) -> Any:
         src = gs.reshape(v, (-1,)) if axis is None else v
         ax = 0 if axis is None else int(axis) % v.ndim
-        order = np.repeat(np.arange(src.shape[ax]), counts).astype(np.int32)
+        # an unknown size (a Keras input's batch) is not supported: a TypeError below
+        n: int = src.shape[ax]  # type: ignore[assignment]
+        order = np.repeat(np.arange(n), counts).astype(np.int32)
         return _gather_axis(src, order, ax)
 
     return _op(compose, input)
@@ -188,7 +192,7 @@ def gather(
     return _op(compose, _t(params), _t(indices))
 
 
-def _flat_index(indices: Any, shape: tuple) -> Any:
+def _flat_index(indices: Any, shape: tuple[int, ...]) -> Any:
     """Row-major flat positions of the index tuples in the last axis of ``indices``."""
     depth = indices.shape[-1]
     strides = np.cumprod((shape[1:depth] + (1,))[::-1])[::-1].astype(np.int32)
@@ -237,7 +241,8 @@ def tensor_scatter_nd_update(
     tensor: Any, indices: Any, updates: Any, name: str | None = None
 ) -> Any:
     """``tf.tensor_scatter_nd_update``: ``tensor`` with the entries at ``indices`` replaced."""
-    shape = shape_of(tensor)
+    # unknown sizes (a Keras input's batch) are not supported: a TypeError below
+    shape: tuple[int, ...] = shape_of(tensor)  # type: ignore[assignment]
 
     def compose(t: Any, i: Any, u: Any) -> Any:
         depth = i.shape[-1]
@@ -318,7 +323,7 @@ def eye(
     return np.array(out).view(EagerTensor)
 
 
-def meshgrid(*args: Any, **kwargs: Any) -> list:
+def meshgrid(*args: Any, **kwargs: Any) -> list[EagerTensor]:
     """``tf.meshgrid``: coordinate grids from 1-D arrays (``indexing="xy"`` or ``"ij"``)."""
     indexing = kwargs.get("indexing", "xy")
     return [
@@ -356,7 +361,11 @@ def shape(input: Any, out_type: Any = "int32", name: str | None = None) -> Any: 
     return np.asarray(dims, dtype=canonical_dtype(out_type)).view(EagerTensor)
 
 
-def shape_n(input: Any, out_type: Any = "int32", name: str | None = None) -> list:  # noqa: A002
+def shape_n(
+    input: Any,  # noqa: A002
+    out_type: Any = "int32",
+    name: str | None = None,
+) -> list[Any]:
     """``tf.shape_n``: ``tf.shape`` of each tensor in the list."""
     return [shape(v, out_type) for v in input]
 
@@ -373,7 +382,7 @@ def rank(input: Any, name: str | None = None) -> Any:  # noqa: A002
     return np.asarray(rank_of(input), dtype=np.int32).view(EagerTensor)
 
 
-def identity_n(input: Any, name: str | None = None) -> list:  # noqa: A002
+def identity_n(input: Any, name: str | None = None) -> list[Any]:  # noqa: A002
     """``tf.identity_n``: each tensor of the list, unchanged."""
     return [_op(gm.identity, v) for v in input]
 

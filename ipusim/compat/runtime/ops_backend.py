@@ -317,7 +317,7 @@ def dtype(x: Any) -> str:
 
 def count_params(x: Any) -> int:
     """``K.count_params``: the number of elements of a variable."""
-    return int(np.prod(int_shape(x)))
+    return int(np.prod(int_shape(x)))  # type: ignore[arg-type]  # a variable's sizes are known
 
 
 def is_keras_tensor(x: Any) -> bool:

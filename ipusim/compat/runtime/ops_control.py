@@ -74,14 +74,18 @@ class After(FreeOp):
         return [dy] + [None] * (len(node.inputs) - 1)
 
 
-def call_program(op: str, program: Any, inputs: list[Any], out_specs: list[TensorSpec]) -> tuple:
+def call_program(
+    op: str, program: Any, inputs: list[Any], out_specs: list[TensorSpec]
+) -> tuple[Symbol, list[Symbol]]:
     """Add a program-call node and its unpack nodes.
 
     Returns:
         The call node's output (to keep as a side effect) and the unpacked output Symbols.
     """
     holder: Symbol = apply(op, *inputs, program=program)
-    outputs = [apply("ipu_unpack", holder, index=i, spec=spec) for i, spec in enumerate(out_specs)]
+    outputs: list[Symbol] = [
+        apply("ipu_unpack", holder, index=i, spec=spec) for i, spec in enumerate(out_specs)
+    ]
     return holder, outputs
 
 

@@ -231,7 +231,8 @@ def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: int | None = None, 
     lengths = np.asarray(seq_lengths).reshape(-1)
 
     def compose(x: Any) -> Any:
-        if int(batch_axis) != 0 or int(seq_axis) != 1:
+        # seq_axis=None raises TypeError here, as TensorFlow's op does without a seq_axis
+        if int(batch_axis) != 0 or int(seq_axis) != 1:  # type: ignore[arg-type]
             raise UnsupportedError(
                 "tf.reverse_sequence: only batch_axis=0, seq_axis=1 is simulated"
             )

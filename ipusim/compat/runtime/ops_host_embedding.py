@@ -26,7 +26,7 @@ from ipusim.compat.runtime import context, ops_control  # noqa: F401  (registers
 from ipusim.compat.runtime.ops_outfeed import TOKEN, WeakRegistry
 from ipusim.errors import IncompatibleStateError
 from ipusim.graph.graph import Node, Symbol, apply
-from ipusim.graph.op import Op, OpCost, register
+from ipusim.graph.op import Op, OpCost, Specs, register
 from ipusim.graph.spec import TensorSpec
 
 __all__ = ["HostTable", "lookup_table", "register_table"]
@@ -111,10 +111,11 @@ class HostEmbeddingLookup(Op):
         graph = dy.graph
         scaled = apply("multiply", dy, graph.constant(-attrs["learning_rate"], dy.dtype))
         update = apply("host_embedding_update", scaled, indices, table_id=attrs["table_id"])
-        zero = graph.constant(np.zeros(token.shape, token.dtype))
+        # the token is a scalar: its shape has no unknown size
+        zero = graph.constant(np.zeros(token.shape, token.dtype))  # type: ignore[type-var]
         return [None, apply("ipu_after", zero, update)]
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         # The rows arrive by stream copy; the lowering adds the host-link time.
         return OpCost(0, 0, out_specs[0].nbytes, "data_movement")
 
@@ -134,5 +135,5 @@ class HostEmbeddingUpdate(Op):
         lookup_table(attrs["table_id"]).add(np.asarray(indices), np.asarray(rows))
         return TOKEN
 
-    def cost(self, in_specs, out_specs, **attrs: Any) -> OpCost:
+    def cost(self, in_specs: Specs, out_specs: Specs, **attrs: Any) -> OpCost:
         return OpCost(0, in_specs[0].nbytes, 0, "data_movement")

@@ -311,7 +311,7 @@ def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = No
 
 def clip_by_global_norm(
     t_list: Any, clip_norm: Any, use_norm: Any = None, name: str | None = None
-) -> tuple[list, Any]:
+) -> tuple[list[Any], Any]:
     """``tf.clip_by_global_norm``: every tensor scaled by ``clip_norm / max(global_norm,
     clip_norm)``; returns the clipped list (None entries kept) and the global norm. A
     non-finite global norm makes every entry nan, as TensorFlow's."""

@@ -289,9 +289,12 @@ def _axes(rank: int, axis: Any) -> list[int]:
 def _reduce_prod(v: Any, axis: Any, keepdims: bool) -> Any:
     out = v
     for a in _axes(v.ndim, axis):
-        scanned = gsc.cumprod(out, axis=a)
-        n = scanned.shape[a]
-        begin = tuple(n - 1 if i == a else 0 for i in builtins.range(v.ndim))
+        n = out.shape[a]
+        if n is None:  # an unknown size (a Keras input's batch): the reversed scan's first entry
+            scanned, last = gsc.cumprod(out, axis=a, reverse=True), 0
+        else:
+            scanned, last = gsc.cumprod(out, axis=a), n - 1
+        begin = tuple(last if i == a else 0 for i in builtins.range(v.ndim))
         size = tuple(1 if i == a else -1 for i in builtins.range(v.ndim))
         out = gs.slice(scanned, begin, size)
     if keepdims:
@@ -399,7 +402,7 @@ def top_k(input: Any, k: int = 1, sorted: bool = True, name: str | None = None) 
     return _TopK(values, indices)
 
 
-class _TopK(tuple):
+class _TopK(tuple[Any, Any]):
     """``TopKV2(values, indices)``: a pair with named fields, as TensorFlow returns."""
 
     def __new__(cls, values: Any, indices: Any) -> _TopK:

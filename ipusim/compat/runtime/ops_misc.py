@@ -46,7 +46,7 @@ class Tensor(metaclass=_TensorMeta):
     """``tf.Tensor`` for ``isinstance`` checks: arrays, traced and Keras symbolic tensors."""
 
 
-class TensorShape(tuple):
+class TensorShape(builtins.tuple[int | None, ...]):
     """``tf.TensorShape``: a tuple of sizes (None where unknown) with TensorFlow's accessors."""
 
     def __new__(cls, dims: Any = None) -> TensorShape:
@@ -62,17 +62,18 @@ class TensorShape(tuple):
     ndims = rank
 
     @property
-    def dims(self) -> list:
+    def dims(self) -> list[int | None]:
         return list(self)
 
-    def as_list(self) -> list:
+    def as_list(self) -> list[int | None]:
         return list(self)
 
     def is_fully_defined(self) -> bool:
         return all(d is not None for d in self)
 
     def num_elements(self) -> int | None:
-        return int(np.prod(self)) if self.is_fully_defined() else None
+        # np.prod sees no None: the shape is fully defined
+        return int(np.prod(self)) if self.is_fully_defined() else None  # type: ignore[arg-type]
 
     def is_compatible_with(self, other: Any) -> bool:
         other = TensorShape(other)
@@ -131,17 +132,17 @@ class Module:
             yield from _leaves(value, seen)
 
     @property
-    def variables(self) -> tuple:
+    def variables(self) -> builtins.tuple[Any, ...]:
         return builtins.tuple(
             v for v in self._walk(set()) if getattr(v, "_is_ipusim_variable", False)
         )
 
     @property
-    def trainable_variables(self) -> tuple:
+    def trainable_variables(self) -> builtins.tuple[Any, ...]:
         return builtins.tuple(v for v in self.variables if getattr(v, "trainable", True))
 
     @property
-    def submodules(self) -> tuple:
+    def submodules(self) -> builtins.tuple[Module, ...]:
         return builtins.tuple(v for v in self._walk(set()) if isinstance(v, Module))
 
 
@@ -206,7 +207,9 @@ def group(*inputs: Any, **kwargs: Any) -> None:
     return None
 
 
-def tuple(tensors: Any, name: str | None = None, control_inputs: Any = None) -> list:  # noqa: A001
+def tuple(  # noqa: A001
+    tensors: Any, name: str | None = None, control_inputs: Any = None
+) -> list[Any]:
     """``tf.tuple``: the tensors, unchanged."""
     return list(tensors)
 

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -180,6 +180,14 @@ def embedding_lookup(params: Any, ids: Any, max_norm: Any = None, name: str | No
 
 
 # ---------------------------------------------------------------------- convolution and pooling
+class ConvAttrs(TypedDict):
+    """Keyword attributes of the graph's convolution ops."""
+
+    strides: tuple[int, ...]
+    padding: str
+    dilation_rate: tuple[int, ...]
+
+
 def _hw(value: Any, rank: int = 2) -> tuple[int, ...]:
     """NHWC strides / sizes given as an int, 2 ints or 4 ints (N and C must be 1)."""
     items = [int(v) for v in np.asarray(value).reshape(-1)]
@@ -209,7 +217,11 @@ def conv2d(
 ) -> Any:
     """``tf.nn.conv2d``: NHWC input, HWIO filters, ``"SAME"`` or ``"VALID"`` padding."""
     _nhwc(data_format, "conv2d")
-    attrs = {"strides": _hw(strides), "padding": str(padding), "dilation_rate": _hw(dilations or 1)}
+    attrs: ConvAttrs = {
+        "strides": _hw(strides),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1),
+    }
     return _op(gconv.conv2d, _t(input), _t(filters), **attrs)
 
 
@@ -248,7 +260,11 @@ def conv2d_transpose(
     ``output_shape``; filters are ``[h, w, out_channels, in_channels]``."""
     _nhwc(data_format, "conv2d_transpose")
     shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
-    attrs = {"strides": _hw(strides), "padding": str(padding), "dilation_rate": _hw(dilations or 1)}
+    attrs: ConvAttrs = {
+        "strides": _hw(strides),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1),
+    }
     return _op(
         lambda x, w: gconv.conv2d_backprop_input(x, w, shape, **attrs), _t(input), _t(filters)
     )
@@ -265,7 +281,11 @@ def depthwise_conv2d(
 ) -> Any:
     """``tf.nn.depthwise_conv2d``: filters ``[h, w, channels, multiplier]``."""
     _nhwc(data_format, "depthwise_conv2d")
-    attrs = {"strides": _hw(strides), "padding": str(padding), "dilation_rate": _hw(dilations or 1)}
+    attrs: ConvAttrs = {
+        "strides": _hw(strides),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1),
+    }
     return _op(ggc.depthwise_conv2d, _t(input), _t(filter), **attrs)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _float_of, _op, _t
-from ipusim.compat.runtime.ops_nn_extra import _hw, _nhwc, _pooling
+from ipusim.compat.runtime.ops_nn_extra import ConvAttrs, _hw, _nhwc, _pooling
 from ipusim.errors import ConfigurationError, IndexOutOfRangeError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import conv3d as gc3
@@ -62,8 +62,8 @@ def conv3d(input: Any, filters: Any, strides: Any, padding: str, data_format: An
            dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.conv3d``: NDHWC input, DHWIO filters."""
     _nhwc(data_format, "conv3d")
-    attrs = {"strides": _hw(strides, 3), "padding": str(padding),
-             "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
+    attrs: ConvAttrs = {"strides": _hw(strides, 3), "padding": str(padding),
+                        "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
     return _op(gc3.conv3d, _t(input), _t(filters), **attrs)
 
 
@@ -96,7 +96,11 @@ def depthwise_conv2d_backprop_input(input_sizes: Any, filter: Any, out_backprop:
                                     dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.depthwise_conv2d_backprop_input``."""
     shape = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
-    attrs = {"strides": _hw(strides), "padding": str(padding), "dilation_rate": _hw(dilations or 1)}
+    attrs: ConvAttrs = {
+        "strides": _hw(strides),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1),
+    }
     return _op(lambda dy, w: ggc.depthwise_conv2d_backprop_input(dy, w, shape, **attrs),
                _t(out_backprop), _t(filter))  # fmt: skip
 
@@ -106,7 +110,11 @@ def depthwise_conv2d_backprop_filter(input: Any, filter_sizes: Any, out_backprop
                                      dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.depthwise_conv2d_backprop_filter``."""
     shape = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
-    attrs = {"strides": _hw(strides), "padding": str(padding), "dilation_rate": _hw(dilations or 1)}
+    attrs: ConvAttrs = {
+        "strides": _hw(strides),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1),
+    }
     return _op(lambda x, dy: ggc.depthwise_conv2d_backprop_filter(x, dy, shape, **attrs),
                _t(input), _t(out_backprop))  # fmt: skip
 
@@ -164,18 +172,19 @@ lrn = local_response_normalization
 
 
 def sufficient_statistics(x: Any, axes: Any, shift: Any = None, keepdims: bool = False,
-                          name: Any = None) -> tuple:  # fmt: skip
+                          name: Any = None) -> tuple[np.float32, Any, Any, None]:  # fmt: skip
     """``tf.nn.sufficient_statistics``: (count, sum, sum of squares, shift=None) over ``axes``."""
     axis = [int(a) for a in np.asarray(axes).reshape(-1)]
     shape = shape_of(x)
-    count = float(np.prod([shape[a] for a in axis]))
+    # an unknown size (a Keras input's batch) has no static count: a TypeError
+    count = float(np.prod([shape[a] for a in axis]))  # type: ignore[arg-type]
     total = ops.reduce_sum(x, axis, keepdims)
     squares = ops.reduce_sum(ops.square(x), axis, keepdims)
     return np.float32(count), total, squares, None
 
 
 def normalize_moments(counts: Any, mean_ss: Any, variance_ss: Any, shift: Any, name: Any = None
-                      ) -> tuple:  # fmt: skip
+                      ) -> tuple[Any, Any]:  # fmt: skip
     """``tf.nn.normalize_moments``: mean and variance from sufficient statistics."""
     divisor = ops.divide(1.0, _t(counts))
     mean = ops.multiply(mean_ss, divisor)
@@ -216,7 +225,8 @@ def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, wei
 def _monotone(x: Any, strict: bool) -> Any:
     def compose(v: Any) -> Any:
         flat = gs.reshape(_float_of(v), (-1,))
-        n = flat.shape[0]
+        # an unknown size (a Keras input's batch) is not supported: a TypeError below
+        n: int = flat.shape[0]  # type: ignore[assignment]
         if n < 2:
             return gm.equal(gr.reduce_sum(flat), gr.reduce_sum(flat))
         step = gm.subtract(gs.slice_axis(flat, 1, n - 1, 0), gs.slice_axis(flat, 0, n - 1, 0))
@@ -304,7 +314,12 @@ def _ones_like_float(a: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- tf.linalg extras
-def normalize(tensor: Any, ord: Any = "euclidean", axis: Any = None, name: Any = None) -> tuple:  # noqa: A002
+def normalize(
+    tensor: Any,
+    ord: Any = "euclidean",  # noqa: A002
+    axis: Any = None,
+    name: Any = None,
+) -> tuple[Any, Any]:
     """``tf.linalg.normalize``: (tensor / norm, norm)."""
     size = ops_linalg.norm(tensor, ord, axis, keepdims=True)
     return ops.divide(tensor, size), size
@@ -439,8 +454,8 @@ def conv3d_transpose(input: Any, filters: Any, output_shape: Any, strides: Any, 
     """``tf.nn.conv3d_transpose``: the gradient of ``conv3d`` with respect to its input."""
     _nhwc(data_format, "conv3d_transpose")
     shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
-    attrs = {"strides": _hw(strides, 3), "padding": str(padding),
-             "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
+    attrs: ConvAttrs = {"strides": _hw(strides, 3), "padding": str(padding),
+                        "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
     return _op(lambda x, w: gc3.conv3d_backprop_input(x, w, shape, **attrs), _t(input), _t(filters))
 
 

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from ipusim.errors import IncompatibleStateError
-from ipusim.graph.graph import Node, Symbol, apply
+from ipusim.graph.graph import Node, Symbol, apply1
 from ipusim.graph.op import Op, OpCost, register
 from ipusim.graph.spec import TensorSpec
 
@@ -102,4 +102,4 @@ class OutfeedEnqueue(FreeOp):
 
 def outfeed_enqueue(values: list[Any], queue_id: int, structure: Any) -> Symbol:
     """Add an ``outfeed_enqueue`` node for the flat ``values`` and return its output."""
-    return apply("outfeed_enqueue", *values, queue_id=queue_id, structure=structure)
+    return apply1("outfeed_enqueue", *values, queue_id=queue_id, structure=structure)

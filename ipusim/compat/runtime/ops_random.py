@@ -211,15 +211,16 @@ class Generator:
         self._seed, self._count = int(seed) & _MASK63, 0
 
 
-_global = {"generator": None}
+_global: dict[str, Generator | None] = {"generator": None}
 
 
 def get_global_generator() -> Generator:
     """``tf.random.get_global_generator``: one generator for the process (seeded from ipusim's
     stream on first use)."""
-    if _global["generator"] is None:
-        _global["generator"] = Generator.from_non_deterministic_state()
-    return _global["generator"]
+    generator = _global["generator"]
+    if generator is None:
+        generator = _global["generator"] = Generator.from_non_deterministic_state()
+    return generator
 
 
 def set_global_generator(generator: Generator) -> None:

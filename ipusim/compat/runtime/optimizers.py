@@ -141,7 +141,8 @@ class ConcreteApply:
 
 def symbolic_apply(optimizer: Any, grads_and_vars: Any) -> Operation:
     """Add an update of ``optimizer`` with traced gradients to the graph being traced."""
-    ctx = context.current()  # not None: TraceContext.trace_apply calls this
+    ctx = context.current()
+    assert ctx is not None  # TraceContext.trace_apply calls this
     pairs = present_gradients(list(grads_and_vars))
     grads = [to_symbol(g, ctx.graph) for g, _ in pairs]
     handle = ApplyHandle(optimizer, [v for _, v in pairs], grads)
@@ -238,11 +239,13 @@ class IpuOptimizer:
 
     @property
     def slots_per_variable(self) -> int:
-        return innermost(self).slots_per_variable
+        opt: Optimizer = innermost(self)  # __init__ accepts only optimizers and wrappers
+        return opt.slots_per_variable
 
     @property
     def update_flops_per_element(self) -> int:
-        return innermost(self).update_flops_per_element
+        opt: Optimizer = innermost(self)  # __init__ accepts only optimizers and wrappers
+        return opt.update_flops_per_element
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -250,7 +253,9 @@ class IpuOptimizer:
         return getattr(self._opt, name)
 
     # ------------------------------------------------------------------ TF surface
-    def compute_gradients(self, loss: Any, var_list: Any = None, tape: Any = None, **kwargs: Any):
+    def compute_gradients(
+        self, loss: Any, var_list: Any = None, tape: Any = None, **kwargs: Any
+    ) -> list[tuple[Any, Any]]:
         """``(gradient, variable)`` pairs of ``loss`` (traced), as TF1 optimizers return."""
         variables = list(var_list) if var_list is not None else _trainable_in(loss)
         if tape is not None:

@@ -219,7 +219,11 @@ class IPUOutfeedQueue:
             elements = list(self._elements)
             self._elements.clear()
         if not elements:
-            empty = [np.zeros((0, *s.shape), dtype=s.dtype) for s in self._specs]
+            # the enqueued values of a trace have known sizes (a Keras step traces concrete specs)
+            empty = [
+                np.zeros((0, *s.shape), dtype=s.dtype)  # type: ignore[type-var]
+                for s in self._specs
+            ]
             return _pack(self._structure, empty)
         structure = elements[0][0]
         for other, _ in elements[1:]:

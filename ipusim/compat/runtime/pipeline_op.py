@@ -130,10 +130,11 @@ def pipeline(
     if outer is None:
         from ipusim.compat.runtime.function import run_device_callable
 
-        return run_device_callable(
+        done: Operation = run_device_callable(
             lambda: _build(args, inputs, infeed_queue, outfeed_queue, optimizer_function, options),
             "pipeline",
         )
+        return done
     return _build(args, inputs, infeed_queue, outfeed_queue, optimizer_function, options)
 
 
@@ -155,7 +156,9 @@ def _next_args(outputs: Any) -> tuple[list[Any], dict[str, Any]]:
     return [outputs], {}
 
 
-def _call_stage(graph: Graph, index: int, fn: Any, args: list, kwargs: dict) -> tuple[Any, int]:
+def _call_stage(
+    graph: Graph, index: int, fn: Any, args: list[Any], kwargs: dict[str, Any]
+) -> tuple[Any, int]:
     symbols = [s for s in flatten([args, kwargs]) if isinstance(s, Symbol)]
     with graph.invoke(_Stage(index, fn), symbols):
         position = len(graph.invocations) - 1
@@ -181,6 +184,7 @@ def _build(
     options: dict[str, Any],
 ) -> Operation:
     outer = context.current()
+    assert outer is not None  # pipeline() traces into run_device_callable's context otherwise
     outer_inputs = [to_symbol(v, outer.graph) for v in flatten(inputs)] if inputs else []
     graph = Graph("pipeline")
     ctx = TraceContext(graph, "pipeline", parent=outer)
@@ -347,8 +351,10 @@ class PipelineRuntime:
         dtype = self.options.get("gradient_accumulation_dtype")
         accumulator = GradientAccumulator(self.args.gac, self.args.reduction_method, dtype)
         outfeed_sum: list[np.ndarray] | None = None
+        compiled = self.compiled
+        assert compiled is not None  # attach() compiled the stages when the pipeline was traced
         for _ in range(self.args.gac):
-            runs = [self.compiled.run_flat(arrays) for _ in range(replicas)]
+            runs = [compiled.run_flat(arrays) for _ in range(replicas)]
             if n_out:
                 outs = [
                     np.stack([r[i] for r in runs]) if replicas > 1 else np.array(runs[0][i])
@@ -382,7 +388,12 @@ class PipelineRuntime:
         """Samples per micro-batch, infeed bytes and outfeed bytes per micro-batch."""
         placeholders = [p for d in self.ctx.dequeues for p in d.placeholders]
         first = placeholders[0].spec if placeholders else None
-        batch = int(first.shape[0]) if first is not None and first.rank >= 1 else 1
+        # dequeued elements have known sizes (the feeds check it)
+        batch = (
+            int(first.shape[0])  # type: ignore[arg-type]
+            if first is not None and first.rank >= 1
+            else 1
+        )
         infeed = sum(p.spec.nbytes for p in placeholders)
         outfeed = sum(s.spec.nbytes for s in self.outfeed_values)
         if self.options.get("accumulate_outfeed"):

@@ -133,8 +133,8 @@ def argument_batch(compiled: CompiledGraph) -> int:
     1 when it has no such argument."""
     for placeholder in compiled.arg_placeholders:
         spec = placeholder.spec
-        if spec.rank >= 1:
-            return int(spec.shape[0])
+        if spec.rank >= 1:  # an argument's array: its sizes are known
+            return int(spec.shape[0])  # type: ignore[arg-type]
     return 1
 
 
@@ -151,7 +151,12 @@ def describe_graph(
     samples = 0
     for dequeue in ctx.dequeues:
         first = dequeue.placeholders[0].spec if dequeue.placeholders else None
-        samples += int(first.shape[0]) if first is not None and first.rank >= 1 else 1
+        # dequeued elements have known sizes (the feeds check it)
+        samples += (
+            int(first.shape[0])  # type: ignore[arg-type]
+            if first is not None and first.rank >= 1
+            else 1
+        )
     if fed_by_arguments and not ctx.dequeues:
         samples = argument_batch(compiled)  # fed by its arguments (strategy.run(step, args=(x, y)))
     outfeed_bytes, outfeed = graph_outfeeds(graph, nodes)

@@ -86,7 +86,8 @@ def is_string_dtype(dtype: object) -> bool:
     if isinstance(dtype, StringDType) or dtype in ("string", object, np.object_, bytes, np.bytes_):
         return True
     try:
-        return np.dtype(dtype).kind in "OSU"  # type: ignore[arg-type]
+        # any object may be asked about: np.dtype raises TypeError for those naming no dtype
+        return np.dtype(dtype).kind in "OSU"  # type: ignore[call-overload]
     except TypeError:
         return False
 
@@ -130,10 +131,10 @@ def to_strings(value: Any) -> np.ndarray:
 class StringTensor(EagerTensor):
     """A concrete ``tf.string`` tensor: an object array of ``bytes`` on the host."""
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return _compare(np.equal, self, other)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return _compare(np.not_equal, self, other)
 
     __hash__ = None  # type: ignore[assignment]
@@ -196,7 +197,7 @@ def _stack(values: Any, axis: int = 0, name: Any = None) -> StringTensor:
     return np.stack([as_string_tensor(v).view(np.ndarray) for v in values], axis).view(StringTensor)
 
 
-def _unstack(value: Any, num: Any = None, axis: int = 0, name: Any = None) -> list:
+def _unstack(value: Any, num: Any = None, axis: int = 0, name: Any = None) -> list[StringTensor]:
     array = as_string_tensor(value).view(np.ndarray)
     # take [i] then squeeze: a 0-d array even for a vector (plain indexing gives the bytes)
     parts = [np.take(array, [i], axis=axis).squeeze(axis) for i in range(array.shape[axis])]

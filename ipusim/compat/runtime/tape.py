@@ -97,14 +97,17 @@ class GradientTape:
             )
         graph = targets[0].graph
         self._used = True
-        seeds = flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
-        total = None
+        seeds = flatten(output_gradients) if output_gradients is not None else []
+        # no output gradient (None or empty, as TensorFlow's tape): every target is seeded by ones
+        seeds = seeds or [None] * len(targets)
+        total: Symbol | None = None
         for t, seed in zip(targets, seeds):
             if seed is not None:
                 t = reduce_sum(multiply(t, to_symbol(seed, graph, t.dtype)))
             elif t.shape != ():
                 t = reduce_sum(t)
             total = t if total is None else apply("add", total, t)
+        assert total is not None  # targets and seeds are not empty
         flat_sources = flatten(sources)
         symbols = []
         for source in flat_sources:
