@@ -38,15 +38,24 @@ class LambdaCallback(Callback):
     (e.g. ``on_test_batch_end=lambda batch, logs: ...``), as in Keras.
     """
 
+    # The hooks are the functions given, set on the instance (any callable the hooks' caller can
+    # call with the hook's arguments).
+    on_epoch_begin: Callable[..., Any]
+    on_epoch_end: Callable[..., Any]
+    on_batch_begin: Callable[..., Any]
+    on_batch_end: Callable[..., Any]
+    on_train_begin: Callable[..., Any]
+    on_train_end: Callable[..., Any]
+
     def __init__(
         self,
-        on_epoch_begin: Callable | None = None,
-        on_epoch_end: Callable | None = None,
-        on_batch_begin: Callable | None = None,
-        on_batch_end: Callable | None = None,
-        on_train_begin: Callable | None = None,
-        on_train_end: Callable | None = None,
-        **kwargs: Callable,
+        on_epoch_begin: Callable[..., Any] | None = None,
+        on_epoch_end: Callable[..., Any] | None = None,
+        on_batch_begin: Callable[..., Any] | None = None,
+        on_batch_end: Callable[..., Any] | None = None,
+        on_train_begin: Callable[..., Any] | None = None,
+        on_train_end: Callable[..., Any] | None = None,
+        **kwargs: Callable[..., Any],
     ) -> None:
         super().__init__()
         self.__dict__.update(kwargs)
@@ -102,7 +111,7 @@ class EarlyStopping(Callback):
         self.best_weights: list[np.ndarray] | None = None
         mode = checked_mode(mode, "EarlyStopping")
         if mode == "min" or (mode == "auto" and "acc" not in monitor):
-            self.monitor_op = np.less
+            self.monitor_op: np.ufunc = np.less
             self.min_delta *= -1
         else:
             self.monitor_op = np.greater
@@ -165,7 +174,7 @@ class LearningRateScheduler(Callback):
     the epoch logs as ``"lr"``.
     """
 
-    def __init__(self, schedule: Callable, verbose: int = 0) -> None:
+    def __init__(self, schedule: Callable[..., Any], verbose: int = 0) -> None:
         super().__init__()
         self.schedule = schedule
         self.verbose = verbose

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 Logs = dict[str, Any]
 
 logger = logging.getLogger("ipusim")
+
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 
 def checked_mode(mode: str, who: str) -> str:
@@ -33,13 +35,13 @@ def monitored(logs: Logs, monitor: str, condition: str) -> Any:
     return value
 
 
-def _default(method: Callable) -> Callable:
+def _default(method: _Hook) -> _Hook:
     """Mark a base-class hook so CallbackList can tell whether a subclass overrides it."""
     method._is_default = True  # type: ignore[attr-defined]
     return method
 
 
-def _is_default(method: Callable) -> bool:
+def _is_default(method: Callable[..., Any]) -> bool:
     return getattr(method, "_is_default", False)
 
 

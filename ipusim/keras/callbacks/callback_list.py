@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ipusim.errors import InvalidTypeError
@@ -112,7 +112,7 @@ class CallbackList:
         for cb in self.callbacks:
             cb.set_model(model)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Callback]:
         return iter(self.callbacks)
 
     def __len__(self) -> int:

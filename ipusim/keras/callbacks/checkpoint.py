@@ -78,7 +78,7 @@ class ModelCheckpoint(Callback):
 
     def __init__(
         self,
-        filepath: str | os.PathLike,
+        filepath: str | os.PathLike[str],
         monitor: str = "val_loss",
         verbose: int = 0,
         save_best_only: bool = False,
@@ -131,7 +131,7 @@ class ModelCheckpoint(Callback):
 
     def _implements_train_batch_hooks(self) -> bool:
         # As Keras: batch hooks only when saving every N batches.
-        return self.save_freq != "epoch"
+        return bool(self.save_freq != "epoch")
 
     def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         if self._should_save_on_batch(batch):
@@ -223,7 +223,7 @@ class BackupAndRestore(Callback):
 
     def __init__(
         self,
-        backup_dir: str | os.PathLike,
+        backup_dir: str | os.PathLike[str],
         save_freq: Any = "epoch",
         delete_checkpoint: bool = True,
         save_before_preemption: bool = False,

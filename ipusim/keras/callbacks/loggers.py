@@ -41,7 +41,9 @@ class CSVLogger(Callback):
         append: keep an existing file's rows (and write no second header).
     """
 
-    def __init__(self, filename: str | os.PathLike, separator: str = ",", append: bool = False):
+    def __init__(
+        self, filename: str | os.PathLike[str], separator: str = ",", append: bool = False
+    ):
         super().__init__()
         self.sep = separator
         self.filename = os.fspath(filename)

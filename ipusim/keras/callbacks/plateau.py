@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,9 @@ class ReduceLROnPlateau(Callback):
         min_lr: lower bound of the rate.
         **kwargs: ``epsilon`` (legacy name of ``min_delta``).
     """
+
+    #: ``monitor_op(current, best)``: whether ``current`` beats ``best`` by more than min_delta.
+    monitor_op: Callable[[float, float], np.bool_]
 
     def __init__(
         self,

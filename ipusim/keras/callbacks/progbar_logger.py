@@ -97,7 +97,7 @@ class ProgbarLogger(Callback):
         self.progbar = None
         self._maybe_init_progbar()
 
-    def _maybe_init_progbar(self) -> None:
+    def _maybe_init_progbar(self) -> Progbar:
         metrics = getattr(self.model, "metrics", None) if self.model is not None else None
         if metrics is not None:
             self.stateful_metrics |= {m.name for m in metrics}
@@ -110,15 +110,16 @@ class ProgbarLogger(Callback):
                 clock=self.clock,
             )
         self.progbar._update_stateful_metrics(self.stateful_metrics)
+        return self.progbar
 
-    def _items(self, logs: Logs) -> list[tuple[str, Any]]:
+    def _items(self, progbar: Progbar, logs: Logs) -> list[tuple[str, Any]]:
         if getattr(self.model, "metrics", None) is None:
-            self.progbar._update_stateful_metrics(logs.keys())
+            progbar._update_stateful_metrics(logs.keys())
         return list(logs.items())
 
     def _batch_update_progbar(self, batch: int, logs: Logs | None) -> None:
         logs = dict(logs or {})
-        self._maybe_init_progbar()
+        progbar = self._maybe_init_progbar()
         if self.use_steps:
             self.seen = batch + 1
         else:
@@ -126,13 +127,12 @@ class ProgbarLogger(Callback):
             self.seen += logs.pop("num_steps", 1) * size
             logs.pop("batch", None)
         if self.verbose == 1:
-            self.progbar.update(self.seen, self._items(logs), finalize=False)
+            progbar.update(self.seen, self._items(progbar, logs), finalize=False)
 
     def _finalize_progbar(self, logs: Logs | None) -> None:
         logs = logs or {}
-        if self.progbar is None:
-            self._maybe_init_progbar()
+        progbar = self.progbar if self.progbar is not None else self._maybe_init_progbar()
         if self.target is None:
             self.target = self.seen
-            self.progbar.target = self.target
-        self.progbar.update(self.target, self._items(logs), finalize=True)
+            progbar.target = self.target
+        progbar.update(self.target, self._items(progbar, logs), finalize=True)

@@ -11,27 +11,29 @@ from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras.losses import (  # the loss functions tf.keras.metrics also exports
-    KLD,
-    MAPE,
-    MSLE,
-    binary_crossentropy,
+from ipusim.keras.loss_functions import (  # the loss functions tf.keras.metrics also exports
     binary_focal_crossentropy,
-    categorical_crossentropy,
     categorical_focal_crossentropy,
     hinge,
     kl_divergence,
     kld,
-    kullback_leibler_divergence,
     log_cosh,
-    logcosh,
     mape,
     mean_absolute_percentage_error,
     mean_squared_logarithmic_error,
     msle,
     poisson,
-    sparse_categorical_crossentropy,
     squared_hinge,
+)
+from ipusim.keras.losses import (  # (the rest of them, defined in keras.losses itself)
+    KLD,
+    MAPE,
+    MSLE,
+    binary_crossentropy,
+    categorical_crossentropy,
+    kullback_leibler_divergence,
+    logcosh,
+    sparse_categorical_crossentropy,
 )
 from ipusim.keras.metrics import experimental
 from ipusim.keras.metrics.auc import AUC
@@ -216,14 +218,14 @@ def _unknown(name: str) -> ValueError:
     return unknown_metric(name, sorted(FUNCTIONS) + sorted(_CLASSES))
 
 
-def serialize(metric: Metric | Callable) -> dict[str, Any] | str:
+def serialize(metric: Metric | Callable[..., Any]) -> dict[str, Any] | str:
     """A metric object as ``{"class_name", "config"}``, a metric function as its name."""
     if isinstance(metric, Metric):
         return {"class_name": type(metric).__name__, "config": metric.get_config()}
     return metric.__name__
 
 
-def deserialize(config: dict[str, Any] | str) -> Metric | Callable:
+def deserialize(config: dict[str, Any] | str) -> Metric | Callable[..., Any]:
     """A function for a function name, a new instance for a class name or config dict."""
     if isinstance(config, str):
         if config in _CLASSES:
@@ -241,7 +243,7 @@ def deserialize(config: dict[str, Any] | str) -> Metric | Callable:
     return _CLASSES[name].from_config(dict(config.get("config") or {}))
 
 
-def get(identifier: Any) -> Metric | Callable:
+def get(identifier: Any) -> Metric | Callable[..., Any]:
     """Resolve a metric identifier as ``tf.keras.metrics.get``.
 
     Function names and aliases (``"accuracy"``, ``"acc"``, ``"mse"``, …) give the function; class
@@ -255,7 +257,8 @@ def get(identifier: Any) -> Metric | Callable:
     if isinstance(identifier, dict | str):
         return deserialize(identifier)
     if callable(identifier):
-        return identifier
+        function: Callable[..., Any] = identifier
+        return function
     raise ConfigurationError(f"Could not interpret metric function identifier: {identifier!r}")
 
 
@@ -336,8 +339,8 @@ def to_metric(
             metric = resolve_crossentropy(y_true_shape, y_pred_shape)
         metric.name = identifier
         return metric
-    metric = get(identifier)
-    if isinstance(metric, Metric):
-        return metric
-    name = identifier if isinstance(identifier, str) else getattr(metric, "__name__", "metric")
-    return MeanMetricWrapper(metric, name)
+    resolved = get(identifier)
+    if isinstance(resolved, Metric):
+        return resolved
+    name = identifier if isinstance(identifier, str) else getattr(resolved, "__name__", "metric")
+    return MeanMetricWrapper(resolved, name)

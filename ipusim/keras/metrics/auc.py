@@ -52,6 +52,12 @@ class AUC(Metric):
         from_logits: apply a sigmoid to the predictions first.
     """
 
+    # Weighted counts per threshold (and per label when ``multi_label``), set by reset_state.
+    true_positives: np.ndarray
+    false_positives: np.ndarray
+    true_negatives: np.ndarray
+    false_negatives: np.ndarray
+
     def __init__(
         self,
         num_thresholds: int = 200,

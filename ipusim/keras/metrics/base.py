@@ -116,7 +116,7 @@ class Metric:
     def update_state(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement update_state")
 
-    def result(self) -> float:
+    def result(self) -> float | np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} must implement result")
 
     def reset_state(self) -> None:
@@ -131,7 +131,7 @@ class Metric:
         """Alias of :meth:`reset_state` (Keras < 2.5 name)."""
         self.reset_state()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> float:
+    def __call__(self, *args: Any, **kwargs: Any) -> float | np.ndarray:
         """``update_state(*args, **kwargs)`` then ``result()``."""
         self.update_state(*args, **kwargs)
         return self.result()
@@ -234,7 +234,7 @@ class Sum(Reduce):
 class Mean(Reduce):
     """Weighted mean of every value seen: ``sum(w * v) / sum(w)`` (0 before any weight)."""
 
-    def __init__(self, name: str = "mean", dtype: Any = None) -> None:
+    def __init__(self, name: str | None = "mean", dtype: Any = None) -> None:
         super().__init__(_WEIGHTED_MEAN, name=name, dtype=dtype)
 
 
@@ -249,7 +249,11 @@ class MeanMetricWrapper(Mean):
     """
 
     def __init__(
-        self, fn: Callable | str, name: str | None = None, dtype: Any = None, **kwargs: Any
+        self,
+        fn: Callable[..., Any] | str,
+        name: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
     ) -> None:
         if isinstance(fn, str):
             if fn not in FUNCTIONS:
@@ -259,7 +263,9 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
         super().__init__(name=name or getattr(fn, "__name__", "mean"), dtype=dtype)
 
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+    def update_state(  # type: ignore[override]  # Keras': (y_true, y_pred), not Mean's (values)
+        self, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> None:
         """Add a batch: ``y_true`` and ``y_pred`` arrays, optional per-sample weights."""
         y_true = np.asarray(y_true, dtype=self.dtype)
         y_pred = np.asarray(y_pred, dtype=self.dtype)
@@ -268,7 +274,7 @@ class MeanMetricWrapper(Mean):
         super().update_state(matches, sample_weight=sample_weight)
 
     def get_config(self) -> dict[str, Any]:
-        config = {"name": self.name, "dtype": self.dtype}
+        config: dict[str, Any] = {"name": self.name, "dtype": self.dtype}
         if type(self) is MeanMetricWrapper:
             config["fn"] = getattr(self._fn, "__name__", self._fn)
         config.update(self._fn_kwargs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras import backend
@@ -136,7 +137,7 @@ def confusion_counts(
     return counts
 
 
-def div_no_nan(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def div_no_nan(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """``a / b``, 0 where ``b == 0`` (``tf.math.divide_no_nan``)."""
     a, b = np.asarray(a), np.asarray(b)
     safe = np.where(b == 0, 1, b)
@@ -204,7 +205,7 @@ class ConfusionMetric(Metric):
             attr = ATTRIBUTES[key]
             setattr(self, attr, (getattr(self, attr) + counts[key]).astype(self.dtype))
 
-    def _scalar(self, values: np.ndarray) -> Any:
+    def _scalar(self, values: np.ndarray) -> float | np.ndarray:
         return float(values[0]) if len(self.thresholds) == 1 else np.asarray(values)
 
 
@@ -215,7 +216,7 @@ class _ConditionCount(ConfusionMetric):
         self.init_thresholds = thresholds
         super().__init__(_thresholds_list(thresholds, 0.5), (self._key,), name=name, dtype=dtype)
 
-    def result(self) -> Any:
+    def result(self) -> float | np.ndarray:
         return self._scalar(getattr(self, ATTRIBUTES[self._key]))
 
     def get_config(self) -> dict[str, Any]:
@@ -268,7 +269,7 @@ class _PrecisionRecall(ConfusionMetric):
             dtype,
         )
 
-    def result(self) -> Any:
+    def result(self) -> float | np.ndarray:
         tp = self.true_positives
         return self._scalar(div_no_nan(tp, tp + getattr(self, ATTRIBUTES[self._other])))
 

@@ -7,7 +7,7 @@ Predictions become 0/1 per class: above ``threshold`` when given, else the row's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -17,6 +17,8 @@ from ipusim.keras.metrics.base import Metric
 from ipusim.keras.metrics.confusion import div_no_nan
 
 _AVERAGES = (None, "micro", "macro", "weighted")
+#: A running count: one value per class, or a numpy scalar for ``average="micro"``.
+_Count: TypeAlias = "np.ndarray | np.floating[Any]"
 
 
 class FBetaScore(Metric):
@@ -28,6 +30,13 @@ class FBetaScore(Metric):
         threshold: a float in ``(0, 1]``; None takes each row's maximum as the prediction.
         name, dtype: as :class:`Metric`.
     """
+
+    # Weighted counts, set by reset_state; None until the first batch gives the number of
+    # classes.
+    true_positives: _Count | None
+    false_positives: _Count | None
+    false_negatives: _Count | None
+    weights_sum: _Count | None
 
     def __init__(
         self,
@@ -87,25 +96,35 @@ class FBetaScore(Metric):
             w = np.asarray(sample_weight, dtype=self.dtype)
             w = w[:, None] if w.ndim == 1 else w
 
-        def total(values: np.ndarray) -> np.ndarray:
-            return np.sum(values if w is None else values * w, axis=self._axis)
+        def total(values: np.ndarray) -> _Count:
+            summed: _Count = np.sum(values if w is None else values * w, axis=self._axis)
+            return summed
 
         t = np.dtype(self.dtype).type
-        self.true_positives = (self.true_positives + total(pred * y_true)).astype(t)
-        self.false_positives = (self.false_positives + total(pred * (1 - y_true))).astype(t)
-        self.false_negatives = (self.false_negatives + total((1 - pred) * y_true)).astype(t)
-        self.weights_sum = (self.weights_sum + total(y_true)).astype(t)
+        tp, fp, fn, weights_sum = self._counts()
+        self.true_positives = (tp + total(pred * y_true)).astype(t)
+        self.false_positives = (fp + total(pred * (1 - y_true))).astype(t)
+        self.false_negatives = (fn + total((1 - pred) * y_true)).astype(t)
+        self.weights_sum = (weights_sum + total(y_true)).astype(t)
 
-    def result(self) -> Any:
+    def _counts(self) -> tuple[_Count, _Count, _Count, _Count]:
+        """TP, FP, FN and the weights' sum, once the first batch has set them."""
+        tp, fp, fn = self.true_positives, self.false_positives, self.false_negatives
+        weights_sum = self.weights_sum
+        # reset_state sets the four together (to None only before the first batch).
+        assert tp is not None and fp is not None and fn is not None and weights_sum is not None
+        return tp, fp, fn, weights_sum
+
+    def result(self) -> float | np.ndarray:
         if self.true_positives is None:
             return 0.0
-        tp, fp, fn = self.true_positives, self.false_positives, self.false_negatives
+        tp, fp, fn, weights_sum = self._counts()
         precision = div_no_nan(tp, tp + fp)
         recall = div_no_nan(tp, tp + fn)
         beta2 = np.dtype(self.dtype).type(self.beta) ** 2
         score = div_no_nan(precision * recall, beta2 * precision + recall) * (1 + beta2)
         if self.average == "weighted":
-            weights = div_no_nan(self.weights_sum, np.sum(self.weights_sum))
+            weights = div_no_nan(weights_sum, np.sum(weights_sum))
             return float(np.sum(score * weights))
         if self.average is not None:
             return float(np.mean(score))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError
-from ipusim.keras import losses
+from ipusim.keras import loss_functions, losses
 from ipusim.kernels import metrics as mk
 
 _FLOATS = ("float32", "float64")
@@ -160,7 +160,7 @@ def mean_absolute_error(y_true: Any, y_pred: Any) -> np.ndarray:
 
 def cosine_similarity(y_true: Any, y_pred: Any, axis: int = -1) -> np.ndarray:
     """Cosine similarity along ``axis`` (1 is a perfect match): the negated loss."""
-    return -np.asarray(losses.cosine_similarity(y_true, y_pred, axis=axis))
+    return -np.asarray(loss_functions.cosine_similarity(y_true, y_pred, axis=axis))
 
 
 acc = ACC = accuracy
@@ -169,7 +169,7 @@ mae = MAE = mean_absolute_error
 
 
 #: Function names and Keras aliases that ``metrics.get`` resolves.
-FUNCTIONS: dict[str, Callable] = {
+FUNCTIONS: dict[str, Callable[..., Any]] = {
     fn.__name__: fn
     for fn in (
         accuracy,

@@ -80,10 +80,10 @@ class IoU(Metric):
     def _classes(self, values: Any, sparse: bool) -> np.ndarray:
         """Class ids, flattened: cast to the state dtype then to integers (as
         ``tf.math.confusion_matrix``), after an argmax over ``axis`` when not sparse."""
-        values = np.asarray(values)
+        array = np.asarray(values)
         if not sparse:
-            values = np.argmax(values, axis=self.axis)
-        return values.astype(self.dtype).reshape(-1).astype(np.int64)
+            array = np.argmax(array, axis=self.axis)
+        return array.astype(self.dtype).reshape(-1).astype(np.int64)
 
     def _check_range(self, classes: np.ndarray, what: str) -> None:
         if classes.size and (classes.min() < 0 or classes.max() >= self.num_classes):

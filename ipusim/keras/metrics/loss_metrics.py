@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import UnsupportedError
-from ipusim.keras import losses
+from ipusim.keras import loss_functions, losses
 from ipusim.keras.metrics.base import MeanMetricWrapper, wrapper_class
 from ipusim.keras.metrics.functions import cosine_similarity
 
@@ -77,19 +77,19 @@ CosineSimilarity = _plain(
     "Mean cosine similarity between labels and predictions along ``axis``.",
     axis=-1,
 )
-Hinge = _plain(losses.hinge, "Hinge", "hinge")
-SquaredHinge = _plain(losses.squared_hinge, "SquaredHinge", "squared_hinge")
-CategoricalHinge = _plain(losses.categorical_hinge, "CategoricalHinge", "categorical_hinge")
-KLDivergence = _plain(losses.kl_divergence, "KLDivergence", "kullback_leibler_divergence")
-Poisson = _plain(losses.poisson, "Poisson", "poisson")
-LogCoshError = _plain(losses.log_cosh, "LogCoshError", "logcosh")
+Hinge = _plain(loss_functions.hinge, "Hinge", "hinge")
+SquaredHinge = _plain(loss_functions.squared_hinge, "SquaredHinge", "squared_hinge")
+CategoricalHinge = _plain(loss_functions.categorical_hinge, "CategoricalHinge", "categorical_hinge")
+KLDivergence = _plain(loss_functions.kl_divergence, "KLDivergence", "kullback_leibler_divergence")
+Poisson = _plain(loss_functions.poisson, "Poisson", "poisson")
+LogCoshError = _plain(loss_functions.log_cosh, "LogCoshError", "logcosh")
 MeanSquaredLogarithmicError = _plain(
-    losses.mean_squared_logarithmic_error,
+    loss_functions.mean_squared_logarithmic_error,
     "MeanSquaredLogarithmicError",
     "mean_squared_logarithmic_error",
 )
 MeanAbsolutePercentageError = _plain(
-    losses.mean_absolute_percentage_error,
+    loss_functions.mean_absolute_percentage_error,
     "MeanAbsolutePercentageError",
     "mean_absolute_percentage_error",
 )

@@ -20,7 +20,9 @@ class RootMeanSquaredError(Mean):
     def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None) -> None:
         super().__init__(name=name, dtype=dtype)
 
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+    def update_state(  # type: ignore[override]  # Keras': (y_true, y_pred), not Mean's (values)
+        self, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> None:
         y_true = np.asarray(y_true, dtype=self.dtype)
         y_pred = np.asarray(y_pred, dtype=self.dtype)
         y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
@@ -41,7 +43,9 @@ class MeanRelativeError(Mean):
         super().__init__(name=name, dtype=dtype)
         self.normalizer = np.asarray(normalizer, dtype=self.dtype)
 
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+    def update_state(  # type: ignore[override]  # Keras': (y_true, y_pred), not Mean's (values)
+        self, y_true: Any, y_pred: Any, sample_weight: Any = None
+    ) -> None:
         y_true = np.asarray(y_true, dtype=self.dtype)
         y_pred = np.asarray(y_pred, dtype=self.dtype)
         y_pred, y_true = squeeze_or_expand_dimensions(y_pred, y_true)
@@ -90,12 +94,13 @@ class MeanTensor(Metric):
         self.count = (self.count + counts).astype(self.dtype)
 
     def result(self) -> np.ndarray:
-        if self.total is None:
+        total, count = self.total, self.count
+        if total is None or count is None:  # reset_state sets both (None before any update)
             raise ConfigurationError(
                 "MeanTensor does not have any value yet. Please call the MeanTensor instance or "
                 "use `.update_state(value)` before retrieving the result."
             )
-        return div_no_nan(self.total, self.count)
+        return div_no_nan(total, count)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "shape": self._shape}
@@ -166,16 +171,17 @@ class R2Score(Metric):
         self.count = (self.count + w.sum(axis=0)).astype(t)
         self.num_samples += y_true.size
 
-    def result(self) -> Any:
-        if self.sum is None:
-            return 0.0
+    def result(self) -> float | np.ndarray:
+        sums, squared_sum, total_mse, count = self.sum, self.squared_sum, self.total_mse, self.count
+        if sums is None or squared_sum is None or total_mse is None or count is None:
+            return 0.0  # reset_state sets the four together (None before the first batch)
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = self.sum / self.count
-            total = self.squared_sum - self.sum * mean
-            raw = 1 - self.total_mse / total
+            mean = sums / count
+            total = squared_sum - sums * mean
+            raw = 1 - total_mse / total
         raw = np.where(np.isinf(raw), 0.0, raw).astype(self.dtype)
         if self.class_aggregation == "uniform_average":
-            score: Any = float(np.mean(raw))
+            score = float(np.mean(raw))
         elif self.class_aggregation == "variance_weighted_average":
             score = float(np.sum(total * raw) / np.sum(total))
         else:
