@@ -3,164 +3,152 @@
 # ruff: noqa: F401  (re-exports: __all__ lists them all, computed below)
 import types
 
-from ipusim.keras.engine.input_layer import Input, InputLayer
-from ipusim.keras.engine.input_spec import InputSpec
-from ipusim.keras.engine.layer import Layer
+from ipusim.keras.engine.input_layer import Input as Input
+from ipusim.keras.engine.input_layer import InputLayer as InputLayer
+from ipusim.keras.engine.input_spec import InputSpec as InputSpec
+from ipusim.keras.engine.layer import Layer as Layer
 from ipusim.keras.layers import experimental as experimental  # TF 2.6 import path
-from ipusim.keras.layers.activation import ELU, LeakyReLU, PReLU, ThresholdedReLU
-from ipusim.keras.layers.attention import AdditiveAttention, Attention
-from ipusim.keras.layers.bidirectional import Bidirectional
-from ipusim.keras.layers.categorical import (
-    CategoryEncoding,
-    Discretization,
-    Hashing,
-    IntegerLookup,
-)
-from ipusim.keras.layers.conv import Conv2D, Convolution2D
-from ipusim.keras.layers.conv1d import (
-    Conv1D,
-    Convolution1D,
-    DepthwiseConv1D,
-    SeparableConv1D,
-    SeparableConvolution1D,
-)
-from ipusim.keras.layers.conv3d import (
-    Conv3D,
-    Conv3DTranspose,
-    Convolution3D,
-    Convolution3DTranspose,
-)
-from ipusim.keras.layers.conv_depthwise import (
-    DepthwiseConv2D,
-    SeparableConv2D,
-    SeparableConvolution2D,
-)
-from ipusim.keras.layers.conv_lstm import ConvLSTM1D, ConvLSTM2D, ConvLSTM3D
-from ipusim.keras.layers.conv_transpose import (
-    Conv1DTranspose,
-    Conv2DTranspose,
-    Convolution1DTranspose,
-    Convolution2DTranspose,
-)
-from ipusim.keras.layers.core import (
-    Activation,
-    Dense,
-    Dropout,
-    Embedding,
-    Flatten,
-    OpLambda,
-    RecomputationCheckpoint,
-    ReLU,
-    Reshape,
-    Softmax,
-)
-from ipusim.keras.layers.core_extra import (
-    ActivityRegularization,
-    Identity,
-    Masking,
-    UnitNormalization,
-)
-from ipusim.keras.layers.einsum_dense import EinsumDense
-from ipusim.keras.layers.functions import (
-    add,
-    average,
-    concatenate,
-    deserialize,
-    dot,
-    maximum,
-    minimum,
-    multiply,
-    serialize,
-    subtract,
-)
-from ipusim.keras.layers.group_normalization import GroupNormalization
-from ipusim.keras.layers.image_affine import RandomRotation, RandomTranslation, RandomZoom
-from ipusim.keras.layers.image_preprocessing import (
-    CenterCrop,
-    RandomBrightness,
-    RandomContrast,
-    RandomCrop,
-    RandomFlip,
-    RandomHeight,
-    RandomWidth,
-    Resizing,
-)
-from ipusim.keras.layers.lambda_layer import Lambda
-from ipusim.keras.layers.locally_connected import LocallyConnected1D, LocallyConnected2D
-from ipusim.keras.layers.merge import (
-    Add,
-    Average,
-    Concatenate,
-    Maximum,
-    Minimum,
-    Multiply,
-    Subtract,
-)
-from ipusim.keras.layers.merge_dot import Dot
-from ipusim.keras.layers.multi_head_attention import MultiHeadAttention
-from ipusim.keras.layers.noise import (
-    AlphaDropout,
-    GaussianDropout,
-    GaussianNoise,
-    SpatialDropout1D,
-    SpatialDropout2D,
-    SpatialDropout3D,
-)
-from ipusim.keras.layers.normalization import BatchNormalization, LayerNormalization
-from ipusim.keras.layers.pooling import (
-    AveragePooling2D,
-    AvgPool2D,
-    GlobalAveragePooling2D,
-    GlobalAvgPool2D,
-    GlobalMaxPool2D,
-    GlobalMaxPooling2D,
-    MaxPool2D,
-    MaxPooling2D,
-)
-from ipusim.keras.layers.pooling_nd import (
-    AveragePooling1D,
-    AveragePooling3D,
-    AvgPool1D,
-    AvgPool3D,
-    GlobalAveragePooling1D,
-    GlobalAveragePooling3D,
-    GlobalAvgPool1D,
-    GlobalAvgPool3D,
-    GlobalMaxPool1D,
-    GlobalMaxPool3D,
-    GlobalMaxPooling1D,
-    GlobalMaxPooling3D,
-    MaxPool1D,
-    MaxPool3D,
-    MaxPooling1D,
-    MaxPooling3D,
-)
-from ipusim.keras.layers.popnn import PopnnGRU, PopnnLSTM
-from ipusim.keras.layers.preprocessing import Normalization, Rescaling
-from ipusim.keras.layers.recurrent import GRU, LSTM, SimpleRNN
-from ipusim.keras.layers.recurrent_cells import (
-    RNN,
-    AbstractRNNCell,
-    GRUCell,
-    LSTMCell,
-    SimpleRNNCell,
-    StackedRNNCells,
-)
-from ipusim.keras.layers.reshaping_nd import (
-    Cropping1D,
-    Cropping2D,
-    Cropping3D,
-    Permute,
-    RepeatVector,
-    UpSampling1D,
-    UpSampling2D,
-    UpSampling3D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-    ZeroPadding3D,
-)
-from ipusim.keras.layers.text import StringLookup, TextVectorization
-from ipusim.keras.layers.wrappers import TimeDistributed, Wrapper
+from ipusim.keras.layers.activation import ELU as ELU
+from ipusim.keras.layers.activation import LeakyReLU as LeakyReLU
+from ipusim.keras.layers.activation import PReLU as PReLU
+from ipusim.keras.layers.activation import ThresholdedReLU as ThresholdedReLU
+from ipusim.keras.layers.attention import AdditiveAttention as AdditiveAttention
+from ipusim.keras.layers.attention import Attention as Attention
+from ipusim.keras.layers.bidirectional import Bidirectional as Bidirectional
+from ipusim.keras.layers.categorical import CategoryEncoding as CategoryEncoding
+from ipusim.keras.layers.categorical import Discretization as Discretization
+from ipusim.keras.layers.categorical import Hashing as Hashing
+from ipusim.keras.layers.categorical import IntegerLookup as IntegerLookup
+from ipusim.keras.layers.conv import Conv2D as Conv2D
+from ipusim.keras.layers.conv import Convolution2D as Convolution2D
+from ipusim.keras.layers.conv1d import Conv1D as Conv1D
+from ipusim.keras.layers.conv1d import Convolution1D as Convolution1D
+from ipusim.keras.layers.conv1d import DepthwiseConv1D as DepthwiseConv1D
+from ipusim.keras.layers.conv1d import SeparableConv1D as SeparableConv1D
+from ipusim.keras.layers.conv1d import SeparableConvolution1D as SeparableConvolution1D
+from ipusim.keras.layers.conv3d import Conv3D as Conv3D
+from ipusim.keras.layers.conv3d import Conv3DTranspose as Conv3DTranspose
+from ipusim.keras.layers.conv3d import Convolution3D as Convolution3D
+from ipusim.keras.layers.conv3d import Convolution3DTranspose as Convolution3DTranspose
+from ipusim.keras.layers.conv_depthwise import DepthwiseConv2D as DepthwiseConv2D
+from ipusim.keras.layers.conv_depthwise import SeparableConv2D as SeparableConv2D
+from ipusim.keras.layers.conv_depthwise import SeparableConvolution2D as SeparableConvolution2D
+from ipusim.keras.layers.conv_lstm import ConvLSTM1D as ConvLSTM1D
+from ipusim.keras.layers.conv_lstm import ConvLSTM2D as ConvLSTM2D
+from ipusim.keras.layers.conv_lstm import ConvLSTM3D as ConvLSTM3D
+from ipusim.keras.layers.conv_transpose import Conv1DTranspose as Conv1DTranspose
+from ipusim.keras.layers.conv_transpose import Conv2DTranspose as Conv2DTranspose
+from ipusim.keras.layers.conv_transpose import Convolution1DTranspose as Convolution1DTranspose
+from ipusim.keras.layers.conv_transpose import Convolution2DTranspose as Convolution2DTranspose
+from ipusim.keras.layers.core import Activation as Activation
+from ipusim.keras.layers.core import Dense as Dense
+from ipusim.keras.layers.core import Dropout as Dropout
+from ipusim.keras.layers.core import Embedding as Embedding
+from ipusim.keras.layers.core import Flatten as Flatten
+from ipusim.keras.layers.core import OpLambda as OpLambda
+from ipusim.keras.layers.core import RecomputationCheckpoint as RecomputationCheckpoint
+from ipusim.keras.layers.core import ReLU as ReLU
+from ipusim.keras.layers.core import Reshape as Reshape
+from ipusim.keras.layers.core import Softmax as Softmax
+from ipusim.keras.layers.core_extra import ActivityRegularization as ActivityRegularization
+from ipusim.keras.layers.core_extra import Identity as Identity
+from ipusim.keras.layers.core_extra import Masking as Masking
+from ipusim.keras.layers.core_extra import UnitNormalization as UnitNormalization
+from ipusim.keras.layers.einsum_dense import EinsumDense as EinsumDense
+from ipusim.keras.layers.functions import add as add
+from ipusim.keras.layers.functions import average as average
+from ipusim.keras.layers.functions import concatenate as concatenate
+from ipusim.keras.layers.functions import deserialize as deserialize
+from ipusim.keras.layers.functions import dot as dot
+from ipusim.keras.layers.functions import maximum as maximum
+from ipusim.keras.layers.functions import minimum as minimum
+from ipusim.keras.layers.functions import multiply as multiply
+from ipusim.keras.layers.functions import serialize as serialize
+from ipusim.keras.layers.functions import subtract as subtract
+from ipusim.keras.layers.group_normalization import GroupNormalization as GroupNormalization
+from ipusim.keras.layers.image_affine import RandomRotation as RandomRotation
+from ipusim.keras.layers.image_affine import RandomTranslation as RandomTranslation
+from ipusim.keras.layers.image_affine import RandomZoom as RandomZoom
+from ipusim.keras.layers.image_preprocessing import CenterCrop as CenterCrop
+from ipusim.keras.layers.image_preprocessing import RandomBrightness as RandomBrightness
+from ipusim.keras.layers.image_preprocessing import RandomContrast as RandomContrast
+from ipusim.keras.layers.image_preprocessing import RandomCrop as RandomCrop
+from ipusim.keras.layers.image_preprocessing import RandomFlip as RandomFlip
+from ipusim.keras.layers.image_preprocessing import RandomHeight as RandomHeight
+from ipusim.keras.layers.image_preprocessing import RandomWidth as RandomWidth
+from ipusim.keras.layers.image_preprocessing import Resizing as Resizing
+from ipusim.keras.layers.lambda_layer import Lambda as Lambda
+from ipusim.keras.layers.locally_connected import LocallyConnected1D as LocallyConnected1D
+from ipusim.keras.layers.locally_connected import LocallyConnected2D as LocallyConnected2D
+from ipusim.keras.layers.merge import Add as Add
+from ipusim.keras.layers.merge import Average as Average
+from ipusim.keras.layers.merge import Concatenate as Concatenate
+from ipusim.keras.layers.merge import Maximum as Maximum
+from ipusim.keras.layers.merge import Minimum as Minimum
+from ipusim.keras.layers.merge import Multiply as Multiply
+from ipusim.keras.layers.merge import Subtract as Subtract
+from ipusim.keras.layers.merge_dot import Dot as Dot
+from ipusim.keras.layers.multi_head_attention import MultiHeadAttention as MultiHeadAttention
+from ipusim.keras.layers.noise import AlphaDropout as AlphaDropout
+from ipusim.keras.layers.noise import GaussianDropout as GaussianDropout
+from ipusim.keras.layers.noise import GaussianNoise as GaussianNoise
+from ipusim.keras.layers.noise import SpatialDropout1D as SpatialDropout1D
+from ipusim.keras.layers.noise import SpatialDropout2D as SpatialDropout2D
+from ipusim.keras.layers.noise import SpatialDropout3D as SpatialDropout3D
+from ipusim.keras.layers.normalization import BatchNormalization as BatchNormalization
+from ipusim.keras.layers.normalization import LayerNormalization as LayerNormalization
+from ipusim.keras.layers.pooling import AveragePooling2D as AveragePooling2D
+from ipusim.keras.layers.pooling import AvgPool2D as AvgPool2D
+from ipusim.keras.layers.pooling import GlobalAveragePooling2D as GlobalAveragePooling2D
+from ipusim.keras.layers.pooling import GlobalAvgPool2D as GlobalAvgPool2D
+from ipusim.keras.layers.pooling import GlobalMaxPool2D as GlobalMaxPool2D
+from ipusim.keras.layers.pooling import GlobalMaxPooling2D as GlobalMaxPooling2D
+from ipusim.keras.layers.pooling import MaxPool2D as MaxPool2D
+from ipusim.keras.layers.pooling import MaxPooling2D as MaxPooling2D
+from ipusim.keras.layers.pooling_nd import AveragePooling1D as AveragePooling1D
+from ipusim.keras.layers.pooling_nd import AveragePooling3D as AveragePooling3D
+from ipusim.keras.layers.pooling_nd import AvgPool1D as AvgPool1D
+from ipusim.keras.layers.pooling_nd import AvgPool3D as AvgPool3D
+from ipusim.keras.layers.pooling_nd import GlobalAveragePooling1D as GlobalAveragePooling1D
+from ipusim.keras.layers.pooling_nd import GlobalAveragePooling3D as GlobalAveragePooling3D
+from ipusim.keras.layers.pooling_nd import GlobalAvgPool1D as GlobalAvgPool1D
+from ipusim.keras.layers.pooling_nd import GlobalAvgPool3D as GlobalAvgPool3D
+from ipusim.keras.layers.pooling_nd import GlobalMaxPool1D as GlobalMaxPool1D
+from ipusim.keras.layers.pooling_nd import GlobalMaxPool3D as GlobalMaxPool3D
+from ipusim.keras.layers.pooling_nd import GlobalMaxPooling1D as GlobalMaxPooling1D
+from ipusim.keras.layers.pooling_nd import GlobalMaxPooling3D as GlobalMaxPooling3D
+from ipusim.keras.layers.pooling_nd import MaxPool1D as MaxPool1D
+from ipusim.keras.layers.pooling_nd import MaxPool3D as MaxPool3D
+from ipusim.keras.layers.pooling_nd import MaxPooling1D as MaxPooling1D
+from ipusim.keras.layers.pooling_nd import MaxPooling3D as MaxPooling3D
+from ipusim.keras.layers.popnn import PopnnGRU as PopnnGRU
+from ipusim.keras.layers.popnn import PopnnLSTM as PopnnLSTM
+from ipusim.keras.layers.preprocessing import Normalization as Normalization
+from ipusim.keras.layers.preprocessing import Rescaling as Rescaling
+from ipusim.keras.layers.recurrent import GRU as GRU
+from ipusim.keras.layers.recurrent import LSTM as LSTM
+from ipusim.keras.layers.recurrent import SimpleRNN as SimpleRNN
+from ipusim.keras.layers.recurrent_cells import RNN as RNN
+from ipusim.keras.layers.recurrent_cells import AbstractRNNCell as AbstractRNNCell
+from ipusim.keras.layers.recurrent_cells import GRUCell as GRUCell
+from ipusim.keras.layers.recurrent_cells import LSTMCell as LSTMCell
+from ipusim.keras.layers.recurrent_cells import SimpleRNNCell as SimpleRNNCell
+from ipusim.keras.layers.recurrent_cells import StackedRNNCells as StackedRNNCells
+from ipusim.keras.layers.reshaping_nd import Cropping1D as Cropping1D
+from ipusim.keras.layers.reshaping_nd import Cropping2D as Cropping2D
+from ipusim.keras.layers.reshaping_nd import Cropping3D as Cropping3D
+from ipusim.keras.layers.reshaping_nd import Permute as Permute
+from ipusim.keras.layers.reshaping_nd import RepeatVector as RepeatVector
+from ipusim.keras.layers.reshaping_nd import UpSampling1D as UpSampling1D
+from ipusim.keras.layers.reshaping_nd import UpSampling2D as UpSampling2D
+from ipusim.keras.layers.reshaping_nd import UpSampling3D as UpSampling3D
+from ipusim.keras.layers.reshaping_nd import ZeroPadding1D as ZeroPadding1D
+from ipusim.keras.layers.reshaping_nd import ZeroPadding2D as ZeroPadding2D
+from ipusim.keras.layers.reshaping_nd import ZeroPadding3D as ZeroPadding3D
+from ipusim.keras.layers.text import StringLookup as StringLookup
+from ipusim.keras.layers.text import TextVectorization as TextVectorization
+from ipusim.keras.layers.wrappers import TimeDistributed as TimeDistributed
+from ipusim.keras.layers.wrappers import Wrapper as Wrapper
 
 #: Every class and function imported above, sorted (not the submodules the imports bind).
 __all__ = sorted(

@@ -101,7 +101,9 @@ class Bidirectional(Layer):
         return config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Layer:
         from ipusim.keras.engine.saving import _deserialize_layer
 
         config = dict(config)

@@ -115,8 +115,12 @@ class Discretization(Layer):
                 "Discretization: pass exactly one of `bin_boundaries` and `num_bins` "
                 f"(received {bin_boundaries!r} and {num_bins!r})"
             )
-        self.bin_boundaries = None if bin_boundaries is None else [float(b) for b in bin_boundaries]
-        self.num_bins = num_bins if bin_boundaries is None else len(self.bin_boundaries) + 1
+        if num_bins is not None:  # so bin_boundaries is None
+            self.bin_boundaries: list[float] | None = None
+            self.num_bins = num_bins
+        else:
+            self.bin_boundaries = [float(b) for b in bin_boundaries]
+            self.num_bins = len(self.bin_boundaries) + 1
         self.epsilon, self.sparse = float(epsilon), False
 
     def adapt(self, data: Any, batch_size: int | None = None, steps: int | None = None) -> None:

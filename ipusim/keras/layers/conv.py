@@ -32,7 +32,7 @@ def normalize_padding(value: Any, layer: str) -> str:
     return value.lower()
 
 
-def check_strides_dilation(strides: tuple, dilation: tuple, layer: str) -> None:
+def check_strides_dilation(strides: tuple[int, ...], dilation: tuple[int, ...], layer: str) -> None:
     """Keras' rule for every convolution: a stride above 1 excludes a dilation above 1."""
     if max(strides) > 1 and max(dilation) > 1:
         raise ConfigurationError(
@@ -138,14 +138,12 @@ class _Conv(Layer):
 
     def _convolve(self, x: Any, kernel: Any, padding: str) -> Any:
         """The convolution of ``x`` by ``kernel`` with the layer's geometry and ``padding``."""
-        geometry = {
-            "strides": self.strides,
-            "padding": padding,
-            "dilation_rate": self.dilation_rate,
-        }
+        strides, dilation = self.strides, self.dilation_rate
         if self.groups > 1:
-            return conv_grouped.grouped_conv2d(x, kernel, self.groups, **geometry)
-        return conv_ops.conv2d(x, kernel, **geometry)
+            return conv_grouped.grouped_conv2d(
+                x, kernel, self.groups, strides=strides, padding=padding, dilation_rate=dilation
+            )
+        return conv_ops.conv2d(x, kernel, strides=strides, padding=padding, dilation_rate=dilation)
 
     def call(self, inputs: Any) -> Any:
         y = self._convolve(inputs, self.kernel, self.padding.upper())

@@ -93,7 +93,7 @@ class _UnitHeight:
         return shape_ops.squeeze(y, 1)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config()  # type: ignore[misc]  # the 2-D layer's
+        config: dict[str, Any] = super().get_config()  # type: ignore[misc]  # the 2-D layer's
         for key in ("kernel_size", "strides", "dilation_rate"):
             config[key] = [config[key][1]]  # the (1, k) pair as Keras' 1-D [k]
         return config

@@ -10,6 +10,7 @@ i, f, c, o along the kernels' last axis, as Keras stores them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -104,15 +105,19 @@ class _ConvLSTM(Layer):
         )
         self.bias = None
         if self.use_bias:
-            init = self.bias_initializer
+            init: Callable[..., np.ndarray] = self.bias_initializer
             if self.unit_forget_bias:  # the forget gate's bias starts at 1
 
-                def init(shape: tuple, dtype: Any = None, base: Any = self.bias_initializer) -> Any:
+                def forget_one(
+                    shape: tuple[int, ...], dtype: Any = None, base: Any = self.bias_initializer
+                ) -> np.ndarray:
                     f = shape[0] // 4
                     values = np.asarray(base((f,), dtype=dtype))
                     ones = np.ones((f,), dtype=values.dtype)
                     rest = np.asarray(base((2 * f,), dtype=dtype))
                     return np.concatenate([values, ones, rest])
+
+                init = forget_one
 
             self.bias = self.add_weight("bias", (four,), initializer=init)
         self.built = True
@@ -154,7 +159,7 @@ class _ConvLSTM(Layer):
             out, h, c = s.squeeze(out, squeeze), s.squeeze(h, 1), s.squeeze(c, 1)
         return [out, h, c] if self.return_state else out
 
-    def _unroll(self, x: Any, steps: int) -> tuple[Any, Any, list]:
+    def _unroll(self, x: Any, steps: int) -> tuple[Any, Any, list[Any]]:
         f = self.filters
         first = s.slice_axis(x, 0, 1, 1)
         h = c = s.broadcast_like(0.0, s.squeeze(s.slice_axis(first, 0, f, -1), 1))

@@ -49,7 +49,9 @@ def deconv_length(
     return (size - 1) * stride + span - 2 * pad + output_padding
 
 
-def normalize_output_padding(value: Any, strides: tuple, layer: str) -> tuple | None:
+def normalize_output_padding(
+    value: Any, strides: tuple[int, ...], layer: str
+) -> tuple[int, ...] | None:
     """``output_padding`` as a tuple (one per spatial axis), each smaller than its stride."""
     if value is None:
         return None
@@ -69,7 +71,7 @@ def normalize_output_padding(value: Any, strides: tuple, layer: str) -> tuple | 
     return items
 
 
-def transposed_size(layer: Any, spatial: tuple) -> tuple:
+def transposed_size(layer: Any, spatial: tuple[int | None, ...]) -> tuple[int | None, ...]:
     """Keras' output size of ``layer``'s transposed convolution for inputs of size ``spatial``.
 
     Args:
@@ -115,7 +117,8 @@ class _Transposed:
         return transposed_conv(self, x, kernel, type(self)._op)
 
     def get_config(self) -> dict[str, Any]:
-        config = super().get_config() | config_of(self, "output_padding")  # type: ignore[misc]
+        base: dict[str, Any] = super().get_config()  # type: ignore[misc]
+        config = base | config_of(self, "output_padding")
         config.pop("groups", None)
         return config
 

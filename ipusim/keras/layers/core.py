@@ -60,7 +60,7 @@ class SameShapeLayer(Layer):
         return tuple(input_shape)
 
 
-def add_bias(layer: Any, shape: tuple) -> None:
+def add_bias(layer: Any, shape: tuple[int, ...]) -> None:
     """Add ``layer``'s ``bias`` weight of ``shape`` (None when ``use_bias`` is off); mark it built.
 
     Args:

@@ -87,7 +87,7 @@ class UnitNormalization(SameShapeLayer):
     def __init__(self, axis: Any = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(axis, list | tuple):
-            self.axis = [int(a) for a in axis]
+            self.axis: list[int] | int = [int(a) for a in axis]
         elif isinstance(axis, int):
             self.axis = axis
         else:

@@ -56,7 +56,7 @@ def serialize(layer: Any) -> dict[str, Any]:
     return serialize_layer(layer)
 
 
-def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
+def deserialize(config: dict[str, Any], custom_objects: dict[str, Any] | None = None) -> Any:
     """The layer a :func:`serialize` dict describes (custom classes by ``custom_objects``)."""
     from ipusim.keras.engine.saving import _deserialize_layer
 

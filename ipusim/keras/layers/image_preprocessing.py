@@ -121,7 +121,9 @@ class RandomFlip(_RandomLayer):
 
     MODES = {"horizontal": (2,), "vertical": (1,), "horizontal_and_vertical": (2, 1)}
 
-    def __init__(self, mode: str = "horizontal_and_vertical", seed: int | None = None, **kwargs):
+    def __init__(
+        self, mode: str = "horizontal_and_vertical", seed: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(seed=seed, **kwargs)
         if mode not in self.MODES:
             raise ConfigurationError(

@@ -113,4 +113,6 @@ class Lambda(Layer):
                 f"Lambda: the function {name!r} (module {module!r}) saved with the model cannot "
                 f"be found; pass it to load_model(..., custom_objects={{{name!r}: {name}}})"
             )
-        return super().from_config({**config, "function": function})
+        layer = super().from_config({**config, "function": function})
+        assert isinstance(layer, Lambda)  # Layer.from_config builds ``cls``
+        return layer

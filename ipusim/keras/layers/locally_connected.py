@@ -19,6 +19,7 @@ from ipusim.errors import ConfigurationError, UnsupportedError
 from ipusim.graph.ops import linalg
 from ipusim.graph.ops import math as m
 from ipusim.graph.ops import shape as shape_ops
+from ipusim.graph.variable import Variable
 from ipusim.keras import activations, initializers
 from ipusim.keras.engine.layer import Layer
 from ipusim.keras.layers.conv import check_data_format, normalize_tuple
@@ -28,6 +29,7 @@ from ipusim.keras.layers.core import _positive_int, add_kernel, no_regularizers
 
 class _LocallyConnected(Layer):
     _rank = 1
+    bias: Variable | None  # added with the kernel (core.add_bias)
 
     def __init__(
         self,

@@ -85,7 +85,7 @@ class MultiHeadAttention(Layer):
         self._op_seed = backend.next_seed()
         self._sublayers: dict[str, EinsumDense] | None = None
 
-    def _dense(self, name: str, equation: str, shape: list, bias: str) -> EinsumDense:
+    def _dense(self, name: str, equation: str, shape: list[int | None], bias: str) -> EinsumDense:
         return EinsumDense(
             equation,
             output_shape=shape,
@@ -146,7 +146,16 @@ class MultiHeadAttention(Layer):
             query, value, key, attention_mask, return_attention_scores, training, use_causal_mask
         )
 
-    def _attend(self, query, value, key, attention_mask, scores_out, training, causal) -> Any:
+    def _attend(
+        self,
+        query: Any,
+        value: Any,
+        key: Any,
+        attention_mask: Any,
+        scores_out: bool,
+        training: bool | None,
+        causal: bool,
+    ) -> Any:
         """Scaled dot-product attention of rank-3 query, value and key."""
         if self._sublayers is None:
             self._sublayers = self._make_sublayers(query.shape[-1])
@@ -180,7 +189,16 @@ class MultiHeadAttention(Layer):
                 f"received attention_axes={self.attention_axes}"
             )
 
-    def _flattened(self, query, value, key, attention_mask, scores, training, causal) -> Any:
+    def _flattened(
+        self,
+        query: Any,
+        value: Any,
+        key: Any,
+        attention_mask: Any,
+        scores: bool,
+        training: bool | None,
+        causal: bool,
+    ) -> Any:
         """Rank > 3: the projections act on the last axis only, so attending over all the
         middle axes is attending over them flattened into one (Keras' default axes)."""
         if causal:

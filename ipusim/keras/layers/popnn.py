@@ -123,6 +123,7 @@ class _Popnn:
     _extras: dict[str, Any]
     dropout: float
     time_major: bool
+    units: int
 
     def _check_dropout(self) -> None:  # input dropout is simulated; recurrent was rejected
         self._mask_seed = _dropout_seed(self._extras["dropout_seed"])
@@ -135,7 +136,7 @@ class _Popnn:
 
     @property
     def num_units(self) -> int:
-        return self.units  # type: ignore[attr-defined]
+        return self.units
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         self._extras = _popnn_checks(self._cell, kwargs)

@@ -66,16 +66,17 @@ class Normalization(Layer):
         self.input_mean = None if mean is None else np.asarray(mean, np.float64)
         self.input_variance = None if variance is None else np.asarray(variance, np.float64)
 
-    def _feature_shape(self, input_shape: tuple) -> tuple[int, ...]:
+    def _feature_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int, ...]:
         rank = len(input_shape)
         axes = {a % rank for a in self.axis}
-        unknown = [a for a in axes if input_shape[a] is None]
+        known = {a: size for a in axes if (size := input_shape[a]) is not None}
+        unknown = [a for a in axes if a not in known]
         if unknown:
             raise ConfigurationError(
                 f"Normalization {self.name!r}: the feature axes {sorted(axes)} must have known "
                 f"sizes, received input shape {input_shape}"
             )
-        return tuple(input_shape[a] if a in axes else 1 for a in range(rank))
+        return tuple(known.get(a, 1) for a in range(rank))
 
     def build(self, input_shape: Any) -> None:
         self._broadcast_shape = self._feature_shape(tuple(input_shape))
@@ -93,10 +94,11 @@ class Normalization(Layer):
         self.built = True
 
     def _statistics(self, dtype: str) -> tuple[Any, Any]:
-        if self.input_mean is not None:
+        fixed_mean, fixed_variance = self.input_mean, self.input_variance
+        if fixed_mean is not None and fixed_variance is not None:  # given together (__init__)
             shape = self._broadcast_shape
-            mean = np.broadcast_to(self.input_mean, shape).astype(dtype)
-            variance = np.broadcast_to(self.input_variance, shape).astype(dtype)
+            mean = np.broadcast_to(fixed_mean, shape).astype(dtype)
+            variance = np.broadcast_to(fixed_variance, shape).astype(dtype)
             return mean, variance
         shape = tuple(1 if d is None else d for d in self._broadcast_shape)
         return shape_ops.reshape(self.mean, shape), shape_ops.reshape(self.variance, shape)
@@ -129,7 +131,8 @@ class Normalization(Layer):
 
     def get_config(self) -> dict[str, Any]:
         config = {**super().get_config(), "axis": list(self.axis)}
-        if self.input_mean is not None:
-            config["mean"] = self.input_mean.tolist()
-            config["variance"] = self.input_variance.tolist()
+        fixed_mean, fixed_variance = self.input_mean, self.input_variance
+        if fixed_mean is not None and fixed_variance is not None:  # given together (__init__)
+            config["mean"] = fixed_mean.tolist()
+            config["variance"] = fixed_variance.tolist()
         return config

@@ -216,7 +216,7 @@ class _Recurrent(_GatedLayer):
         per gate for the inputs and for the state (tf_keras ``lstm.py`` / ``gru.py``)."""
         return bool(self.recurrent_dropout) and self._gates > 1
 
-    def _sequence_noise(self, inputs: Any) -> tuple:
+    def _sequence_noise(self, inputs: Any) -> tuple[int | None, ...]:
         """One mask per sample for the whole sequence (Keras makes the masks once per call)."""
         features = inputs.shape[-1]
         return (1, None, features) if self.time_major else (None, 1, features)

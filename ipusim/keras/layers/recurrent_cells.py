@@ -172,7 +172,9 @@ class StackedRNNCells(Layer):
         return {**super().get_config(), "cells": cells}
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Layer:
         from ipusim.keras.engine.saving import _deserialize_layer
 
         config = dict(config)
@@ -275,7 +277,9 @@ class RNN(Layer):
         }
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Layer:
         from ipusim.keras.engine.saving import _deserialize_layer
 
         config = dict(config)

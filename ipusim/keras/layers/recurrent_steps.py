@@ -46,7 +46,7 @@ def forget_bias_initializer(base: Any, units: int) -> Any:
     """Keras' ``unit_forget_bias``: ``base``'s values with the forget gate's (the second
     quarter) set to 1."""
 
-    def forget_one(shape: tuple, dtype: Any = None) -> Any:
+    def forget_one(shape: tuple[int, ...], dtype: Any = None) -> Any:
         values = np.asarray(base((4 * units,), dtype=dtype))
         values[units : 2 * units] = 1.0
         return values
@@ -97,7 +97,7 @@ def gru_step(layer: Any, x_t: Any, h_prev: Any, w: dict[str, Any]) -> Any:
 
 
 def recurrent_product(
-    h_prev: Any, kernel: Any, h_in: list[Any] | None, units: int, amp: dict | None = None
+    h_prev: Any, kernel: Any, h_in: list[Any] | None, units: int, amp: dict[str, Any] | None = None
 ) -> Any:
     """``h_prev · kernel``, or with per-gate masked states ``h_in``, each gate's columns of the
     kernel times that gate's state (Keras ``implementation=1``), joined."""

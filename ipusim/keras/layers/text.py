@@ -44,7 +44,7 @@ def _strings_of(data: Any, encoding: str) -> list[str]:
     return list(as_strings(data, encoding).reshape(-1))
 
 
-def learned_vocabulary(tokens: list[str], exclude: set, limit: int | None) -> list[str]:
+def learned_vocabulary(tokens: list[str], exclude: set[str], limit: int | None) -> list[str]:
     """Tokens by descending count, ties by the larger token (Keras' ``lexsort(...)[::-1]``)."""
     counts = Counter(t for t in tokens if t not in exclude)
     ordered = sorted(counts, key=lambda t: (counts[t], t), reverse=True)
@@ -208,6 +208,11 @@ class TextVectorization(_HostLayer):
             raise ConfigurationError(
                 "`output_sequence_length` must not be set if `output_mode` is not 'int'"
             )
+        if pad_to_max_tokens and max_tokens is None:  # as Keras' IndexLookup
+            raise ConfigurationError(
+                "If pad_to_max_tokens is True, must set `max_tokens`. "
+                f"Received: max_tokens={max_tokens}"
+            )
         self.max_tokens, self.standardize, self.split = max_tokens, standardize, split
         self.ngrams = tuple(ngrams) if isinstance(ngrams, list | tuple) else ngrams
         self.output_sequence_length = output_sequence_length
@@ -267,7 +272,8 @@ class TextVectorization(_HostLayer):
         token_lists = [self._tokens(t) for t in self._texts(inputs)]
         ids = [self._lookup.lookup(np.array(ts, dtype=object)) for ts in token_lists]
         if self.output_mode != "int":
-            depth = self.max_tokens if self.pad_to_max_tokens else self.vocabulary_size()
+            pad_to = self.max_tokens if self.pad_to_max_tokens else None  # set (see __init__)
+            depth = self.vocabulary_size() if pad_to is None else pad_to
             rows = [encode_ids(row.reshape(1, -1), self.output_mode, depth)[0] for row in ids]
             return np.stack(rows) if rows else np.zeros((0, depth), np.float32)
         length = self.output_sequence_length or max((len(r) for r in ids), default=0)

@@ -26,7 +26,9 @@ class Wrapper(Layer):
         return {**super().get_config(), "layer": serialize_layer(self.layer)}
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Layer:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Layer:
         from ipusim.keras.engine.saving import _deserialize_layer
 
         config = dict(config)
