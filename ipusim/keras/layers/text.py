@@ -210,8 +210,9 @@ class TextVectorization(_HostLayer):
             )
         if pad_to_max_tokens and max_tokens is None:  # as Keras' IndexLookup
             raise ConfigurationError(
-                "If pad_to_max_tokens is True, must set `max_tokens`. "
-                f"Received: max_tokens={max_tokens}"
+                "TextVectorization: pad_to_max_tokens=True pads every output to max_tokens, so "
+                f"max_tokens must be set; received max_tokens={max_tokens}. Pass max_tokens, or "
+                "leave pad_to_max_tokens False"
             )
         self.max_tokens, self.standardize, self.split = max_tokens, standardize, split
         self.ngrams = tuple(ngrams) if isinstance(ngrams, list | tuple) else ngrams
