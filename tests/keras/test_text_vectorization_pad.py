@@ -8,7 +8,9 @@ from ipusim.keras import layers as L
 
 
 def test_pad_to_max_tokens_without_max_tokens_is_refused_at_construction() -> None:
-    with pytest.raises(ConfigurationError, match="pad_to_max_tokens=True pads every output to max_tokens"):
+    with pytest.raises(
+        ConfigurationError, match="pad_to_max_tokens=True pads every output to max_tokens"
+    ):
         L.TextVectorization(pad_to_max_tokens=True, output_mode="multi_hot")
 
 
