@@ -81,7 +81,8 @@ def get(identifier: Any) -> Callable[..., Any]:
             )
         return fn
     if callable(identifier):
-        return identifier
+        user_fn: Callable[..., Any] = identifier
+        return user_fn
     raise ConfigurationError(
         f"cannot interpret {identifier!r} as an activation; pass a name or a function"
     )
@@ -91,9 +92,9 @@ def serialize(activation: Callable[..., Any]) -> str:
     for name, fn in _ACTIVATIONS.items():
         if fn is activation:
             return name
-    name = getattr(activation, "__name__", None)
-    if name in _ACTIVATIONS:
-        return name
+    fn_name: str | None = getattr(activation, "__name__", None)
+    if fn_name in _ACTIVATIONS:
+        return fn_name
     raise ConfigurationError(
         f"activation {activation!r} has no registered name and cannot be serialized"
     )

@@ -51,7 +51,7 @@ class Constant(Initializer):
     def __init__(self, value: float = 0.0) -> None:
         self.value = value
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         return np.full(shape, self.value, dtype=dtype or backend.floatx())
 
     _config_names = "value"
@@ -106,7 +106,7 @@ class RandomUniform(_Random):
         super().__init__(seed)
         self.minval, self.maxval = minval, maxval
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         values = self._rng().uniform(self.minval, self.maxval, size=shape)
         return values.astype(dtype or backend.floatx())
 
@@ -118,14 +118,16 @@ class RandomNormal(_Random):
         super().__init__(seed)
         self.mean, self.stddev = mean, stddev
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         values = self._rng().normal(self.mean, self.stddev, size=shape)
         return values.astype(dtype or backend.floatx())
 
     _config_names = "mean stddev seed"
 
 
-def _truncated_normal(rng: np.random.Generator, stddev: float, shape) -> np.ndarray:
+def _truncated_normal(
+    rng: np.random.Generator, stddev: float, shape: tuple[int, ...]
+) -> np.ndarray:
     """Normal(0, stddev) redrawn until within two standard deviations, as TF does."""
     values = rng.normal(0.0, stddev, size=shape)
     bad = np.abs(values) > 2 * stddev
@@ -140,7 +142,7 @@ class TruncatedNormal(_Random):
         super().__init__(seed)
         self.mean, self.stddev = mean, stddev
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         values = self.mean + _truncated_normal(self._rng(), self.stddev, shape)
         return values.astype(dtype or backend.floatx())
 
@@ -168,7 +170,7 @@ class VarianceScaling(_Random):
         super().__init__(seed)
         self.scale, self.mode, self.distribution = scale, mode, distribution
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         fan_in, fan_out = _fans(tuple(shape))
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         scale = self.scale / max(1.0, fan)
@@ -194,7 +196,7 @@ class Orthogonal(_Random):
         super().__init__(seed)
         self.gain = float(gain)
 
-    def __call__(self, shape, dtype=None):
+    def __call__(self, shape: tuple[int, ...], dtype: str | None = None) -> np.ndarray:
         shape = tuple(shape)
         if len(shape) < 2:
             raise ConfigurationError(
@@ -212,7 +214,7 @@ class Orthogonal(_Random):
 
 
 def _preset(name: str, scale: float, mode: str, distribution: str) -> type[VarianceScaling]:
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self: VarianceScaling, seed: int | None = None) -> None:
         VarianceScaling.__init__(self, scale, mode, distribution, seed)
 
     return type(name, (VarianceScaling,), {"__init__": __init__, "_config_names": "seed"})
@@ -238,12 +240,13 @@ _BY_CLASS: dict[str, type[Initializer]] = {
 _BY_NAME = {backend.to_snake_case(name): cls for name, cls in _BY_CLASS.items()}
 
 
-def get(identifier: Any) -> Initializer:
+def get(identifier: Any) -> Initializer | Callable[..., np.ndarray]:
     """An initializer from a name (``"glorot_uniform"``), a class name, a config dict or itself."""
     if isinstance(identifier, Initializer):
         return identifier
     if callable(identifier) and not isinstance(identifier, type):
-        return identifier  # a user function (shape, dtype) -> array
+        user_fn: Callable[..., np.ndarray] = identifier
+        return user_fn  # a user function (shape, dtype) -> array
     if isinstance(identifier, dict):
         cls = _BY_CLASS.get(identifier.get("class_name", ""))
         if cls is None:
@@ -261,7 +264,9 @@ def get(identifier: Any) -> Initializer:
     raise ConfigurationError(f"cannot interpret {identifier!r} as an initializer")
 
 
-def deferred(initializer: Any, shape: tuple[int, ...], dtype: str) -> tuple[Callable, bool]:
+def deferred(
+    initializer: Any, shape: tuple[int, ...], dtype: str
+) -> tuple[Callable[[], np.ndarray], bool]:
     """``initializer(shape, dtype)`` to call when the weight is first needed.
 
     Returns:

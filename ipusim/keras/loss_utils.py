@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,9 +19,12 @@ from ipusim.graph.graph import Symbol
 from ipusim.graph.ops import math as m
 from ipusim.keras import backend
 
+if TYPE_CHECKING:
+    from ipusim.graph.execute import Executor
+
 #: Traced eager evaluators kept per (function, arguments, input specs); bounded so that a run
 #: with many different shapes does not grow without limit.
-_EAGER_CACHE: dict[tuple, Any] = {}
+_EAGER_CACHE: dict[tuple[Any, ...], Executor] = {}
 _EAGER_CACHE_SIZE = 64
 
 
@@ -66,7 +69,9 @@ def float_array(y_pred: np.ndarray) -> np.ndarray:
     return y_pred if y_pred.dtype.kind == "f" else y_pred.astype(backend.floatx())
 
 
-def _evaluator(fn: Callable, kwargs: dict[str, Any], t: np.ndarray, p: np.ndarray) -> Any:
+def _evaluator(
+    fn: Callable[..., Symbol], kwargs: dict[str, Any], t: np.ndarray, p: np.ndarray
+) -> Executor:
     from ipusim.graph.execute import Executor
     from ipusim.graph.graph import Graph
     from ipusim.graph.spec import TensorSpec

@@ -80,7 +80,8 @@ class Progbar:
         self._dynamic_display = dynamic_display
         self._total_width = 0
         self._seen_so_far = 0
-        self._values: dict[str, list[float]] = {}
+        #: Per name: [sum of value * steps (an array for array results), steps counted].
+        self._values: dict[str, list[float | np.ndarray]] = {}
         self._values_order: list[str] = []
         self._start = self._clock()
         self._last_update: float | None = None
@@ -93,7 +94,7 @@ class Progbar:
     def update(
         self,
         current: int,
-        values: Iterable[tuple[str, float]] | None = None,
+        values: Iterable[tuple[str, float | np.ndarray]] | None = None,
         finalize: bool | None = None,
     ) -> None:
         """Record progress up to step ``current`` (1-based count of steps done).
@@ -105,12 +106,12 @@ class Progbar:
         """
         if finalize is None:
             finalize = False if self.target is None else current >= self.target
-        for name, value in values or ():
+        for name, raw in values or ():
             if name not in self._values_order:
                 self._values_order.append(name)
             # Array results (F1Score per class, several thresholds) are averaged elementwise
             # and shown as their mean, as Keras' Progbar does.
-            value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=np.float64)
+            value = float(raw) if np.ndim(raw) == 0 else np.asarray(raw, dtype=np.float64)
             if name in self.stateful_metrics:
                 self._values[name] = [value, 1]
             else:
@@ -133,7 +134,7 @@ class Progbar:
             self._write_summary(current, now)
         self._last_update = now
 
-    def add(self, n: int, values: Iterable[tuple[str, float]] | None = None) -> None:
+    def add(self, n: int, values: Iterable[tuple[str, float | np.ndarray]] | None = None) -> None:
         """Advance by ``n`` steps."""
         self.update(self._seen_so_far + n, values)
 

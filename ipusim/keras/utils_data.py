@@ -45,7 +45,8 @@ def normalize(x: Any, axis: int = -1, order: int = 2) -> np.ndarray:
     array = np.asarray(x)
     norms = np.atleast_1d(np.linalg.norm(array, order, axis))
     norms[norms == 0] = 1
-    return array / np.expand_dims(norms, axis)
+    normalized: np.ndarray = array / np.expand_dims(norms, axis)
+    return normalized
 
 
 def _hash_matches(path: Path, file_hash: str, algorithm: str) -> bool:

@@ -71,7 +71,7 @@ class LossesContainer:
             raise InputDataError(
                 f"the model has {len(preds)} outputs but {len(trues)} target arrays were given"
             )
-        total = None
+        total: Symbol | None = None
         for loss, weight, t, p in zip(self.losses, self.weights, trues, preds):
             if loss is None:
                 continue
@@ -79,6 +79,7 @@ class LossesContainer:
             if weight != 1.0:
                 value = m.multiply(value, weight)
             total = value if total is None else m.add(total, value)
+        assert total is not None  # __init__ refuses a compile without a loss for some output
         return total
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,8 @@ class DataHandler:
         what: str = "fit",
     ) -> None:
         self._iterator: Iterator[Any] | None = None
+        self.dataset: Dataset | None = None
+        self.arrays: Batch | None = None
         if isinstance(x, Sequence):  # keras.utils.Sequence: a Dataset of its batches
             x = sequence_dataset(x)
         self.user_steps = check_steps(steps_per_epoch, what)
@@ -208,6 +211,7 @@ class DataHandler:
             if self._recreate or self._iterator is None:
                 self._iterator = iter(self.dataset)
             return _take(map(unpack_x_y_sample_weight, self._iterator), self.steps)
+        assert self.arrays is not None  # set whenever there is no dataset
         x, y, sw = self.arrays
         n = self.num_samples
         order = backend.make_rng().permutation(n) if self.shuffle else None
@@ -223,9 +227,10 @@ class DataHandler:
                         if order is not None
                         else slice(start, start + self.batch_size)
                     )
+                    rows = itemgetter(idx)  # a -> a[idx]
                     yield (
-                        map_structure(lambda a, i=idx: a[i], x),
-                        None if y is None else map_structure(lambda a, i=idx: a[i], y),
+                        map_structure(rows, x),
+                        None if y is None else map_structure(rows, y),
                         None if sw is None else sw[idx],
                     )
                     produced += 1
@@ -253,7 +258,9 @@ def _is_iterator(x: Any) -> bool:
     return hasattr(x, "__next__") or (callable(getattr(x, "send", None)))
 
 
-def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tuple, tuple]:
+def train_validation_split(
+    arrays: tuple[Any, ...], validation_split: float
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """Split numpy arrays: the last ``validation_split`` fraction becomes validation data."""
     if not 0 < validation_split < 1:
         raise InputDataError(f"`validation_split` must be in (0, 1), received {validation_split}")
@@ -273,7 +280,7 @@ def train_validation_split(arrays: tuple, validation_split: float) -> tuple[tupl
     return part(slice(None, split)), part(slice(split, None))
 
 
-def _class_weights(class_weight: dict, y: Any, sample_weight: Any) -> np.ndarray:
+def _class_weights(class_weight: dict[int, float], y: Any, sample_weight: Any) -> np.ndarray:
     """Keras' per-sample weights from ``class_weight`` for labels ``y`` (class ids, or one-hot
     / probabilities on the last axis), multiplied into ``sample_weight`` when given."""
     table = np.asarray([class_weight[c] for c in range(len(class_weight))], dtype=np.float32)
@@ -288,14 +295,16 @@ def _class_weights(class_weight: dict, y: Any, sample_weight: Any) -> np.ndarray
             f"fit: `class_weight` has weights for classes 0..{len(table) - 1} but the labels "
             f"hold class {int(labels.max() if labels.max() >= len(table) else labels.min())}"
         )
-    weights = table[labels]
+    weights: np.ndarray = table[labels]
     if sample_weight is None:
         return weights
     sw = np.asarray(sample_weight)
-    return sw.reshape(sw.shape + (1,) * (weights.ndim - sw.ndim)) * weights.astype(sw.dtype)
+    expanded = sw.reshape(sw.shape + (1,) * (weights.ndim - sw.ndim))
+    weighted: np.ndarray = expanded * weights.astype(sw.dtype)
+    return weighted
 
 
-def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) -> tuple:
+def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) -> Batch:
     """``fit(class_weight=...)`` as tf.keras: the weights become sample weights.
 
     Returns:
@@ -312,7 +321,7 @@ def apply_class_weight(class_weight: Any, x: Any, y: Any, sample_weight: Any) ->
         )
     if isinstance(x, Dataset):
 
-        def weigh(*element: Any) -> tuple:
+        def weigh(*element: Any) -> Batch:
             ex, ey, esw = unpack_x_y_sample_weight(element)
             if isinstance(ey, list | tuple | dict):
                 raise InputDataError(

@@ -161,7 +161,9 @@ class Functional(Model):
         return functional_config(self)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Functional:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Functional:
         from ipusim.keras.engine.saving import functional_from_config
 
         return functional_from_config(config, custom_objects)

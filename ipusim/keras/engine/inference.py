@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from ipusim.graph.execute import ExecContext
     from ipusim.keras.engine.step import StepProgram
 from ipusim.keras.engine.nest import pack_sequence_as
+
+#: The logs fit / evaluate report (to callbacks, History, ``return_dict=True``): floats, and
+#: arrays for metrics with one value per class or threshold (F1Score(), Precision([...])).
+Logs: TypeAlias = dict[str, float | np.ndarray]
 
 
 def callback_list(
@@ -61,7 +65,7 @@ class InferenceMixin:
         def _update_metrics(
             self, result: Any, y: Any, sample_weight: Any, arrays: list[Any]
         ) -> None: ...
-        def _logs(self) -> dict[str, float]: ...
+        def _logs(self) -> Logs: ...
 
     def evaluate(
         self,
@@ -99,11 +103,11 @@ class InferenceMixin:
         callbacks: Any,
         verbose: int,
         on_step: Callable[[], None] | None = None,
-    ) -> dict[str, float]:
+    ) -> Logs:
         cb = callback_list(self, callbacks, verbose, handler.steps)
         self.reset_metrics()
         cb.on_test_begin()
-        logs: dict[str, float] = {}
+        logs: Logs = {}
         for step, (bx, by, bsw) in enumerate(handler.epoch_iterator()):
             cb.on_test_batch_begin(step)
             _, result, arrays = self._infer("test", bx, by, bsw)
@@ -201,7 +205,7 @@ class InferenceMixin:
             variable.assign(value)
         return program, result, arrays
 
-    def _batch_result(self, return_dict: bool, logs: dict[str, float] | None = None) -> Any:
+    def _batch_result(self, return_dict: bool, logs: Logs | None = None) -> Any:
         logs = self._logs() if logs is None else logs
         if return_dict:
             return logs

@@ -52,8 +52,10 @@ class InputLayer(Layer):
         self._inbound_calls.append(call)
 
     def get_config(self) -> dict[str, Any]:
+        shape = self._batch_input_shape
+        assert shape is not None  # __init__ always passes a batch_input_shape
         return {
-            "batch_input_shape": list(self._batch_input_shape),
+            "batch_input_shape": list(shape),
             "dtype": self._dtype,
             "name": self.name,
         }

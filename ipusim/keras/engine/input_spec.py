@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
-from ipusim.graph.spec import canonical_dtype
+from ipusim.graph.spec import Shape, canonical_dtype
 from ipusim.keras.keyword_init import fields
 
 
@@ -28,7 +28,7 @@ class InputSpec:
         ndim: int | None = None,
         max_ndim: int | None = None,
         min_ndim: int | None = None,
-        axes: dict | None = None,
+        axes: dict[Any, int | None] | None = None,
         allow_last_axis_squeeze: bool = False,
         name: str | None = None,
         optional: bool = False,
@@ -64,7 +64,7 @@ class InputSpec:
         return cls(**config)
 
 
-def _check_one(spec: InputSpec, shape: tuple, dtype: str, where: str) -> None:
+def _check_one(spec: InputSpec, shape: Shape, dtype: str, where: str) -> None:
     rank = len(shape)
     squeezed = spec.allow_last_axis_squeeze and spec.ndim is not None and abs(rank - spec.ndim) == 1
     if spec.ndim is not None and rank != spec.ndim and not squeezed:

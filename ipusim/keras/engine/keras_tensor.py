@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipusim.graph import graph as graph_module
-from ipusim.graph.graph import TensorOperators
+from ipusim.graph.graph import TensorLike, TensorOperators
 from ipusim.graph.op import Op
 from ipusim.graph.spec import TensorSpec
 
@@ -34,8 +34,8 @@ class LayerCall:
     """
 
     layer: Any
-    args: tuple
-    kwargs: dict
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     outputs: list[KerasTensor] = field(default_factory=list)
     structure: Any = None
     order: int = field(default_factory=lambda: next(_CALL_ORDER))
@@ -69,7 +69,7 @@ class KerasTensor(TensorOperators):
         return f"<KerasTensor shape={self.shape} dtype={self.dtype} from {self.name}>"
 
 
-def _wrap_raw_op(op: Op, inputs: tuple, attrs: dict) -> Any:
+def _wrap_raw_op(op: Op, inputs: tuple[TensorLike, ...], attrs: dict[str, Any]) -> Any:
     """Apply ``op`` to KerasTensors by calling an OpLambda layer (keeps the DAG of layer calls)."""
     from ipusim.keras.layers.core import OpLambda
 

@@ -20,7 +20,7 @@ import numpy as np
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
 from ipusim.graph.execute import ExecContext, Executor
 from ipusim.graph.graph import Graph, Symbol, default_graph
-from ipusim.graph.spec import FLOAT_DTYPES, TensorSpec, canonical_dtype
+from ipusim.graph.spec import FLOAT_DTYPES, Shape, TensorSpec, canonical_dtype
 from ipusim.graph.variable import Variable
 from ipusim.keras import activations, backend, initializers
 from ipusim.keras.engine.keras_tensor import KerasTensor, LayerCall
@@ -182,6 +182,10 @@ class Layer:
                 ):
                     tracked.append(item)
         object.__setattr__(self, key, value)
+
+    #: The sublayers assigned to public attributes, in order (set in ``__init__`` with
+    #: ``object.__setattr__``).
+    _tracked_layers: list[Layer]
 
     #: Cast floating-point inputs to the compute dtype (off for Functional/Sequential models,
     #: whose layers cast for themselves, as in tf.keras).
@@ -378,7 +382,7 @@ class Layer:
             raise
         self.built = True
 
-    def _symbolic_call(self, graph: Graph, args: tuple, kwargs: dict) -> Any:
+    def _symbolic_call(self, graph: Graph, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         kwargs = dict(kwargs)
         training = kwargs.pop("training", None)
         if training is None:
@@ -387,10 +391,11 @@ class Layer:
             kwargs["training"] = training
         inputs = args[0] if args else kwargs.pop("inputs")
         rest = args[1:]
-        if self.__dict__.get("input_spec") is not None:  # a layer that declares its inputs
+        declared = self.__dict__.get("input_spec")
+        if declared is not None:  # a layer that declares its inputs
             from ipusim.keras.engine.input_spec import assert_input_compatibility
 
-            assert_input_compatibility(self.input_spec, flatten(inputs), self.name)
+            assert_input_compatibility(declared, flatten(inputs), self.name)
         self._maybe_build(inputs)
         flat_in = [s for s in flatten([inputs, list(rest)]) if isinstance(s, Symbol)]
         mixed = self._autocast_variables and self._dtype_policy.is_mixed
@@ -423,7 +428,7 @@ class Layer:
 
         return map_structure(cast, inputs)
 
-    def _deferred_call(self, args: tuple, kwargs: dict) -> Any:
+    def _deferred_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         scratch = Graph(f"{self.name}_spec")
 
         def to_placeholder(t: Any) -> Any:
@@ -439,7 +444,7 @@ class Layer:
         self._inbound_calls.append(call)
         return pack_sequence_as(out, kts)
 
-    def _eager_call(self, args: tuple, kwargs: dict) -> Any:
+    def _eager_call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         kwargs = dict(kwargs)
         training = bool(kwargs.pop("training", False) or False)
         inputs = args[0] if args else kwargs.pop("inputs")
@@ -493,7 +498,7 @@ def shape_specs(shape: Any, dtype: str) -> Any:
     return [shape_specs(s, dtype) for s in shape]
 
 
-def _batch_input_shape(kwargs: dict[str, Any]) -> tuple | None:
+def _batch_input_shape(kwargs: dict[str, Any]) -> Shape | None:
     if kwargs.get("batch_input_shape") is not None:
         return tuple(kwargs["batch_input_shape"])
     if kwargs.get("input_shape") is not None:

@@ -208,7 +208,7 @@ class Model(TrainingMixin, Layer):
         return {"name": self.name, "trainable": self.trainable, "dtype": self._dtype}
 
 
-def _looks_functional(args: tuple, kwargs: dict) -> bool:
+def _looks_functional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     if "inputs" in kwargs and "outputs" in kwargs:
         return True
     if len(args) >= 2:

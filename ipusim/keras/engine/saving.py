@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,10 @@ from ipusim.keras.engine.saving_files import (
     write_npz,
 )
 from ipusim.keras.engine.saving_state import optimizer_state, restore_optimizer
+
+if TYPE_CHECKING:
+    from ipusim.keras.engine.functional import Functional
+    from ipusim.keras.engine.sequential import Sequential
 
 __all__ = [
     "FORMAT",
@@ -72,7 +76,7 @@ def _layer_classes(custom_objects: dict[str, Any] | None) -> dict[str, type]:
     return classes
 
 
-def _deserialize_layer(spec: dict[str, Any], custom_objects: dict | None) -> Any:
+def _deserialize_layer(spec: dict[str, Any], custom_objects: dict[str, Any] | None) -> Any:
     classes = _layer_classes(custom_objects)
     name = spec["class_name"]
     cls = classes.get(name)
@@ -119,7 +123,9 @@ def _spec(saved: dict[str, Any]) -> TensorSpec:
     return TensorSpec(tuple(saved["shape"]), saved["dtype"])
 
 
-def sequential_from_config(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
+def sequential_from_config(
+    config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Sequential:
     from ipusim.keras.engine.input_layer import Input
     from ipusim.keras.engine.sequential import Sequential
 
@@ -143,6 +149,7 @@ def functional_config(model: Any) -> dict[str, Any]:
 
     def ref(tensor: KerasTensor) -> list[Any]:
         call = tensor.history
+        assert call is not None  # every tensor of a functional model comes from a layer call
         return [call.layer.name, call_index[id(call)], tensor.index]
 
     def encode(value: Any) -> Any:
@@ -182,7 +189,9 @@ def functional_config(model: Any) -> dict[str, Any]:
     }
 
 
-def functional_from_config(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
+def functional_from_config(
+    config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+) -> Functional:
     from ipusim.keras.engine.functional import Functional
     from ipusim.keras.engine.input_layer import InputLayer
 
@@ -215,7 +224,7 @@ def functional_from_config(config: dict[str, Any], custom_objects: dict | None =
     return Functional(inputs, outputs, name=config.get("name"))
 
 
-def _decode(value: Any, tensors: dict) -> Any:
+def _decode(value: Any, tensors: dict[tuple[str, int, int], KerasTensor]) -> Any:
     if isinstance(value, dict) and "__tensor__" in value:
         return tensors[tuple(value["__tensor__"])]
     if isinstance(value, list):
@@ -376,7 +385,7 @@ def load_model(
     return model
 
 
-def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict | None) -> Any:
+def _rebuild(cls: type, header: dict[str, Any], custom_objects: dict[str, Any] | None) -> Any:
     """The model the header describes, built (weights not yet set)."""
     model = _from_config(cls, header["config"], custom_objects)
     if "build_input_spec" in header:

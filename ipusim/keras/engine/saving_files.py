@@ -84,7 +84,9 @@ def write_npz(filepath: Any, arrays: dict[str, np.ndarray], overwrite: bool) -> 
             f"{path!r} exists and overwrite=False; pass overwrite=True or another path"
         )
     with atomic_output(path) as handle:
-        np.savez(handle, **arrays)
+        # numpy's stub matches ``**arrays`` against ``allow_pickle: bool``; the keys here are
+        # the payload's own names (w00000, o00000, the config key), never "allow_pickle".
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
 def _npy_header(handle: Any, path: str, member: str) -> tuple[tuple[int, ...], bool, np.dtype]:

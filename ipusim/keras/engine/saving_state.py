@@ -97,8 +97,9 @@ def _slot_position(entry: Any, header: dict[str, Any], count: int) -> int | None
     where = entry[0]
     if where is None:
         return None
-    if isinstance(where, str) and where in header["weight_names"]:
-        return header["weight_names"].index(where)
+    names: list[str] = header["weight_names"]
+    if isinstance(where, str) and where in names:
+        return names.index(where)
     if isinstance(where, int) and not isinstance(where, bool) and 0 <= where < count:
         return where
     raise ModelFileError(f"expected [weight position < {count} or null, name], found {entry!r}")

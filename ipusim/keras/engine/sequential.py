@@ -128,7 +128,9 @@ class Sequential(Model):
         return sequential_config(self)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], custom_objects: dict | None = None) -> Sequential:
+    def from_config(
+        cls, config: dict[str, Any], custom_objects: dict[str, Any] | None = None
+    ) -> Sequential:
         from ipusim.keras.engine.saving import sequential_from_config
 
         return sequential_from_config(config, custom_objects)

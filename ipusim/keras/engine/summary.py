@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ipusim.errors import ConfigurationError
+from ipusim.graph.spec import Shape
 
 
-def _shape_text(shapes: list[tuple]) -> str:
+def _shape_text(shapes: list[Shape]) -> str:
     texts = [str(tuple(s)).replace(",)", ")") if len(s) != 1 else f"({s[0]},)" for s in shapes]
     return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
 
@@ -27,7 +28,7 @@ def table_row(fields: list[str], positions: list[int]) -> str:
     return line
 
 
-def _layer_rows(model: Any) -> list[tuple[Any, list[tuple], list[str]]]:
+def _layer_rows(model: Any) -> list[tuple[Any, list[Shape], list[str]]]:
     """(layer, output shapes, inbound layer names) for each top-level layer call of the model."""
     spec = model.input_spec_structure
     if spec is None:

@@ -24,13 +24,14 @@ from ipusim.keras.engine.compile_utils import (
     check_duplicated_metrics,
 )
 from ipusim.keras.engine.data_adapter import (
+    Batch,
     DataHandler,
     apply_class_weight,
     as_arrays,
     train_validation_split,
 )
 from ipusim.keras.engine.gradient_update import GradientUpdateMixin
-from ipusim.keras.engine.inference import InferenceMixin, callback_list
+from ipusim.keras.engine.inference import InferenceMixin, Logs, callback_list
 from ipusim.keras.engine.ipu_hooks import IPUExtension, IPURun, LoopSettings, RunCall, RunKind
 from ipusim.keras.engine.layer import input_dtype_for
 from ipusim.keras.engine.nest import flatten, map_structure, pack_sequence_as
@@ -48,6 +49,9 @@ def _positive_int(value: Any, what: str) -> int:
 
 class TrainingMixin(InferenceMixin, GradientUpdateMixin):
     """compile/fit/evaluate/predict for :class:`ipusim.keras.Model` (mixed into it)."""
+
+    #: The variable dtype of the Layer this class is mixed into (Model is a Layer).
+    _dtype: str
 
     def _init_training_state(self) -> None:
         self.optimizer: Any = None
@@ -197,7 +201,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
             )
 
     # ------------------------------------------------------------------ steps
-    def _prepare(self, x: Any, y: Any, sample_weight: Any) -> tuple[list, Any, Any, Any]:
+    def _prepare(self, x: Any, y: Any, sample_weight: Any) -> tuple[list[Any], Any, Any, Any]:
         """Flat arrays (x, y, sw) converted to the dtypes the graph expects, and their specs."""
         x = as_arrays(x)
         x = map_structure(lambda a: a.astype(input_dtype_for(a, self._dtype), copy=False), x)
@@ -243,6 +247,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
             arrays, x_spec, y_spec, sw_spec = self._prepare(x, y, sample_weight)
             program = self._program("train", x_spec, y_spec, sw_spec)
             result = program.run(arrays, self._next_ctx(True))
+            assert result.loss is not None  # a train step always computes its loss
             if not np.isfinite(result.loss):
                 raise NonFiniteLossError(
                     f"The training loss became {result.loss} {where}. The weights were left as "
@@ -267,7 +272,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         for _, result, y, sample_weight, arrays in runs:
             self._update_metrics(result, y, sample_weight, arrays)
 
-    def _update_metrics(self, result: Any, y: Any, sample_weight: Any, arrays: list) -> None:
+    def _update_metrics(self, result: Any, y: Any, sample_weight: Any, arrays: list[Any]) -> None:
         batch = int(np.shape(arrays[0])[0]) if np.ndim(arrays[0]) else 1
         self._loss_tracker.update_state(result.loss, sample_weight=batch)
         container = self._metrics_container()
@@ -277,7 +282,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
             None if sample_weight is None else np.asarray(sample_weight),
         )
 
-    def _logs(self) -> dict[str, float]:
+    def _logs(self) -> Logs:
         # Scalars as floats; metrics with one value per class or threshold (F1Score(),
         # Precision(thresholds=[...])) stay arrays, as Keras' logs hold them.
         results = {metric.name: metric.result() for metric in self.metrics}
@@ -356,7 +361,7 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         cb.on_train_begin()
         # BackupAndRestore found a backup: continue after its epoch (as Keras' saved counter).
         initial_epoch = max(epochs.start, self.__dict__.pop("_backup_initial_epoch", 0))
-        epoch_logs: dict[str, float] = {}
+        epoch_logs: Logs = {}
         for epoch in range(initial_epoch, epochs.stop):
             self.reset_metrics()
             cb.on_epoch_begin(epoch)
@@ -371,20 +376,19 @@ class TrainingMixin(InferenceMixin, GradientUpdateMixin):
         cb.on_train_end(logs=epoch_logs)
         return self.history
 
-    def _run_epoch(
-        self, handler: DataHandler, cb: Any, epoch: int, loop: LoopSettings
-    ) -> dict[str, float]:
+    def _run_epoch(self, handler: DataHandler, cb: Any, epoch: int, loop: LoopSettings) -> Logs:
         """Executions of ``steps_per_execution`` steps; each step takes one batch per replica."""
-        logs: dict[str, float] = {}
+        logs: Logs = {}
         step = 0
         iterator = handler.epoch_iterator()
         spe, replicas = loop.steps_per_execution, loop.replicas
         exhausted = False
         while not exhausted:
-            group = []
+            group: list[list[Batch]] = []
             for _ in range(spe):
-                batches = [next(iterator, None) for _ in range(replicas)]
-                if any(b is None for b in batches):
+                taken = [next(iterator, None) for _ in range(replicas)]
+                batches = [b for b in taken if b is not None]
+                if len(batches) < len(taken):
                     exhausted = True
                     break
                 group.append(batches)
