@@ -13,7 +13,10 @@ configuration functions), ``ipu.ipu_strategy`` (``IPUStrategy``),
 
 import importlib
 
-from ipusim.compat.ipu import (
+from ipusim.compat.ipu import (  # type: ignore[attr-defined]
+    # config, dataset_benchmark, the strategies, pipelining_ops and serving are aliases of other
+    # modules, the feeds, loops and ipu_compiler lazy forwards, all made by the import hook of
+    # ipusim.compat._alias (MODULES, FORWARDS), which mypy cannot follow
     config,
     dataset_benchmark,
     functional_ops,

@@ -105,7 +105,9 @@ def _refuse(what: str, value: Any) -> None:
         )
 
 
-def _call_with(fn: Callable[..., Any], available: dict[str, Any], first: tuple = ()) -> Any:
+def _call_with(
+    fn: Callable[..., Any], available: dict[str, Any], first: tuple[Any, ...] = ()
+) -> Any:
     """Call ``fn`` with ``first`` positionally and the ``available`` arguments it names."""
     params = inspect.signature(fn).parameters
     names = [p for p in params if p not in ("self",)][len(first) :]
@@ -118,7 +120,7 @@ class _Program:
     def __init__(self, estimator: IPUEstimator, mode: str, element_spec: Any) -> None:
         self.estimator = estimator
         self.mode = mode
-        self.buffer: collections.deque = collections.deque()
+        self.buffer: collections.deque[Any] = collections.deque()  # dataset elements
         dataset = Dataset.from_generator(self._generate, output_signature=element_spec)
         self.infeed = IPUInfeedQueue(dataset)
         self.outfeed = IPUOutfeedQueue()
@@ -145,7 +147,9 @@ class _Program:
             )
         with fresh_layer_names():
             spec = self.estimator._call_model_fn(features, labels, self.mode)
-        self.variables = list(context.current().graph.variables)
+        ctx = context.current()
+        assert ctx is not None  # the loop body runs while its function is traced
+        self.variables = list(ctx.graph.variables)
         # Traced before the first execution: give the new variables the trained values now.
         self.estimator._restore(self)
         return self.outfeed.enqueue(self._outputs(spec))

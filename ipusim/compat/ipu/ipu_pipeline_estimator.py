@@ -90,13 +90,16 @@ class _PipelineProgram(_Program):
         @functools.wraps(stage)
         def recorded(*args: Any, **kwargs: Any) -> Any:
             outputs = stage(*args, **kwargs)
-            self.stage_variables[index] = list(context.current().graph.variables)
+            ctx = context.current()
+            assert ctx is not None  # pipeline() traces its stages
+            self.stage_variables[index] = list(ctx.graph.variables)
             return outputs
 
         return recorded
 
     def _pipeline(self) -> Any:
         estimator = self.estimator
+        assert isinstance(estimator, IPUPipelineEstimator)  # the one whose _program_type this is
         with fresh_layer_names():
             spec = estimator._call_pipeline_model_fn(self.mode)
             self.metrics_fn = spec.eval_metrics_fn
@@ -149,7 +152,7 @@ class IPUPipelineEstimator(IPUEstimator):
     def _elements_per_execution(self, mode: str) -> int:
         # One step is one pipeline run of gradient_accumulation_count mini-batches; the count
         # is in the spec, so the model_fn is asked for it once per mode before the first run.
-        counts = self.__dict__.setdefault("_accumulation", {})
+        counts: dict[str, int] = self.__dict__.setdefault("_accumulation", {})
         if mode not in counts:
             counts[mode] = self._call_pipeline_model_fn(mode).gradient_accumulation_count or 1
         return self.iterations_per_loop * counts[mode] * self._replicas()

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.keras.extensions.data import first_batch
 from ipusim.keras.extensions.gradient_accumulation import GradientAccumulationReductionMethod
+
+if TYPE_CHECKING:
+    from ipusim.graph.ops.update import GradientAccumulator
+    from ipusim.keras.engine.step import StepProgram
+    from ipusim.keras.extensions.pipeline_structure import StageEntry
 
 log = logging.getLogger("ipusim")
 
@@ -51,6 +56,29 @@ class KerasExtensionBase(metaclass=_ExtensionType):
     They are written against the model (``self`` is the extended Keras model): the model finds
     them through its extension, its class never changes.
     """
+
+    if TYPE_CHECKING:  # the model's own (TrainingMixin's), as ``self`` is the extended model
+        name: str
+        _programs: dict[Any, StepProgram]
+        _gradient_accumulation: int
+        _accumulation_method: str
+        _accumulators: GradientAccumulator | None
+        _per_step_callbacks: bool
+
+        def _prepare(
+            self, x: Any, y: Any, sample_weight: Any
+        ) -> tuple[list[Any], Any, Any, Any]: ...
+        def _program(self, kind: str, x_spec: Any, y_spec: Any, sw_spec: Any) -> StepProgram: ...
+
+        # the pipelining methods every extension mixes in (pipelining._PipeliningBase and its
+        # per-kind subclasses)
+        def _is_pipelined(self) -> bool: ...
+        def _current_stages(self) -> tuple[list[StageEntry], list[int]] | None: ...
+        def _num_stages(self, entries: list[StageEntry], stages: list[int]) -> int: ...
+        def _device_mapping(self, num_stages: int) -> tuple[int, ...]: ...
+        def set_pipelining_options(self, *args: Any, **kwargs: Any) -> None: ...
+        def get_pipeline_stage_assignment(self) -> list[Any]: ...
+        def set_pipeline_stage_assignment(self, pipeline_stage_assignment: list[Any]) -> None: ...
 
     # ------------------------------------------------------------------ state
     def _init_extension_state(self) -> None:
@@ -203,7 +231,7 @@ class KerasExtensionBase(metaclass=_ExtensionType):
         return replication_factor(
             configured_num_ipus(),
             self._stage_device_mapping(),
-            f"Model {self.name}",  # type: ignore[attr-defined]
+            f"Model {self.name}",
         )
 
     def _local_replicas(self) -> int:

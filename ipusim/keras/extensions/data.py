@@ -37,7 +37,7 @@ class IPUDataPlan:
     batch_size: int
 
 
-def _spec_shapes(dataset: Dataset) -> list[tuple]:
+def _spec_shapes(dataset: Dataset) -> list[tuple[int | None, ...]]:
     return [tuple(s.shape) for s in flatten(dataset.element_spec)]
 
 
@@ -132,7 +132,9 @@ def _dataset_batches(x: Dataset, what: str, steps: int | None) -> tuple[int, int
                 "defined; the IPU needs static shapes. If you use batch(), pass "
                 "drop_remainder=True."
             )
-    batch = int(shapes[0][0]) if shapes and shapes[0] else 1
+    first = shapes[0][0] if shapes and shapes[0] else 1
+    assert first is not None  # no dimension is None (checked above)
+    batch = int(first)
     size = int(x.cardinality())
     if size == UNKNOWN_CARDINALITY and steps is None:
         raise InputDataError(
@@ -203,7 +205,7 @@ def _per_replica(steps: int, replicas: int, what: str) -> int:
     return per_replica
 
 
-def first_batch(x: Any, y: Any, sample_weight: Any, batch_size: int | None) -> tuple:
+def first_batch(x: Any, y: Any, sample_weight: Any, batch_size: int | None) -> tuple[Any, Any, Any]:
     """(x, y, sample_weight) arrays shaped like one batch of the data, for tracing.
 
     For a Dataset the arrays are zeros built from its element spec (nothing is read from it).

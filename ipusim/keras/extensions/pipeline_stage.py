@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, overload
 
 from ipusim.errors import ConfigurationError, IncompatibleStateError, InvalidTypeError
 from ipusim.keras.engine.layer import current_pipeline_stage, set_current_pipeline_stage
@@ -30,6 +30,10 @@ def ipu_model_trace() -> Iterator[None]:
         _tracing.depth = depth
 
 
+@overload
+def _check_stage(value: Any, what: str, allow_none: Literal[False]) -> int: ...
+@overload
+def _check_stage(value: Any, what: str, allow_none: bool) -> int | None: ...
 def _check_stage(value: Any, what: str, allow_none: bool) -> int | None:
     if value is None and allow_none:
         return None

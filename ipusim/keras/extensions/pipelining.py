@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipusim import pipelining as pl
 from ipusim.errors import ConfigurationError, InvalidTypeError, UnsupportedError
@@ -80,14 +80,22 @@ def _check_kwargs(kwargs: dict[str, Any]) -> None:
             )
 
 
-class _PipeliningBase:
+if TYPE_CHECKING:
+    # The methods run on the extended model, always a KerasExtensionBase too: every extension
+    # class mixes both in (ipusim.keras.extensions). At run time the mixin derives from object.
+    _ExtendedModel = KerasExtensionBase
+else:
+    _ExtendedModel = object
+
+
+class _PipeliningBase(_ExtendedModel):
     """What the Sequential, Functional and subclassed-model pipelining methods share."""
 
     _pipeline_kind = "Keras"
 
     # ------------------------------------------------------------------ state
     def _init_extension_state(self) -> None:
-        KerasExtensionBase._init_extension_state(self)  # type: ignore[arg-type]
+        KerasExtensionBase._init_extension_state(self)
         self._pipelining_options: pl.PipelineOptions | None = None
         self._stage_assignment: Any = None  # explicit assignment (kind-specific), or None
         self._assignment_reset = False  # reset_...(): ignore PipelineStage scopes too
@@ -160,7 +168,7 @@ class _PipeliningBase:
             bool(experimental_normalize_gradients),
             **pipelining_kwargs,
         )
-        self._reset_ipu_functions()  # type: ignore[attr-defined]
+        self._reset_ipu_functions()
 
     # ------------------------------------------------------------------ kind-specific hooks
     def _has_stage_assignment(self) -> bool:
@@ -183,14 +191,14 @@ class _PipeliningBase:
         pipelined."""
         self._stage_assignment = None
         self._assignment_reset = True
-        self._reset_ipu_functions()  # type: ignore[attr-defined]
+        self._reset_ipu_functions()
 
     def _is_pipelined(self) -> bool:
         """Whether the model has a pipeline stage assignment (explicit or from scopes)."""
         return self._has_stage_assignment()
 
     def _set_numerics_accumulation(self, steps: int, method: str) -> None:
-        if (steps, method) != (self._gradient_accumulation, self._accumulation_method):  # type: ignore[attr-defined]
+        if (steps, method) != (self._gradient_accumulation, self._accumulation_method):
             self._gradient_accumulation = steps
             self._accumulation_method = method
             self._accumulators = None
@@ -219,7 +227,7 @@ class _PipeliningBase:
         options = self._pipelining_options
         if options is None or options.gradient_accumulation_steps_per_replica is None:
             raise ConfigurationError(
-                f"The model {self.name} you are training is pipelined, but "  # type: ignore[attr-defined]
+                f"The model {self.name} you are training is pipelined, but "
                 "`gradient_accumulation_steps_per_replica` has not been set. Pipelined models "
                 "accumulate gradients when training: call model.set_pipelining_options("
                 "gradient_accumulation_steps_per_replica=N) first."
@@ -242,10 +250,10 @@ class _PipeliningBase:
         """Subclassed models trace themselves with the data if never built (no-op otherwise)."""
 
     def _num_stages(self, entries: list[StageEntry], stages: list[int]) -> int:
-        num = check_stages(self.name, entries, stages)  # type: ignore[attr-defined]
+        num = check_stages(self.name, entries, stages)
         if num < 2:
             raise ConfigurationError(
-                f"Model {self.name} is pipelined with all its layers in pipeline stage 0, but a "  # type: ignore[attr-defined]
+                f"Model {self.name} is pipelined with all its layers in pipeline stage 0, but a "
                 "pipeline needs at least two stages. Assign layers to stage 1 too, or call "
                 "reset_pipeline_stage_assignment() to run the model unpipelined."
             )
@@ -259,7 +267,7 @@ class _PipeliningBase:
         if len(mapping) != num_stages:
             raise ConfigurationError(
                 f"device_mapping {list(mapping)} has {len(mapping)} entries but model "
-                f"{self.name} has {num_stages} pipeline stages; give one IPU index per stage "  # type: ignore[attr-defined]
+                f"{self.name} has {num_stages} pipeline stages; give one IPU index per stage "
                 "in set_pipelining_options(device_mapping=...)."
             )
         return mapping
@@ -281,7 +289,7 @@ class _PipeliningBase:
 
     def _print_invocation_summary(self, line_length: int | None, print_fn: Any) -> None:
         rows = []
-        for a in self.get_pipeline_stage_assignment():  # type: ignore[attr-defined]
+        for a in self.get_pipeline_stage_assignment():
             names = [layer.name for layer in a.inbound_layers]
             first = [
                 f"{a.layer.name} ({type(a.layer).__name__}) ({a.node_index})",
@@ -290,7 +298,7 @@ class _PipeliningBase:
             ]
             rows.append([first] + [["", n, ""] for n in names[1:]])
         print_table(
-            self.name,  # type: ignore[attr-defined]
+            self.name,
             rows,
             ["Layer (type) (node index)", "Input Layers", "Pipeline Stage"],
             [0.4, 0.8, 1.0],
@@ -312,7 +320,7 @@ class _PipeliningBase:
         if len(assignments) != len(entries):
             raise ConfigurationError(
                 f"set_pipeline_stage_assignment: the provided `pipeline_stage_assignment` has "
-                f"{len(assignments)} entries, but {what} {self.name} has {len(entries)} layer "  # type: ignore[attr-defined]
+                f"{len(assignments)} entries, but {what} {self.name} has {len(entries)} layer "
                 "invocations (excluding input layers). Each invocation needs a pipeline stage: "
                 "start from get_pipeline_stage_assignment()."
             )

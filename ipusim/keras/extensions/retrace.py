@@ -10,6 +10,7 @@ from typing import Any
 from ipusim import session
 from ipusim.keras.engine.nest import map_structure
 from ipusim.keras.engine.step import StepProgram
+from ipusim.session.advice import WhatIf
 from ipusim.trace import Report
 
 __all__ = ["attach_retrace"]
@@ -28,7 +29,8 @@ def attach_retrace(model: Any, lowered: session.LoweredRun, report: Report) -> N
     traced programs."""
     graph = lowered.description.step.graph
     program = next((p for p in model._programs.values() if p.graph is graph), None)
-    if program is None or report.what_if is None:
+    # A simulated run's handle is a WhatIf (session.run sets it), the report's type its Protocol.
+    if program is None or not isinstance(report.what_if, WhatIf):
         return
     description = lowered.description
     pipelined_inference = description.pipeline is not None and program.kind != "train"

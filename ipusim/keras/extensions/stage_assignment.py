@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -44,6 +45,13 @@ def _stale(model: Any, what: str) -> IncompatibleStateError:
     )
 
 
+def _assigned(assignment: SequentialLayerPipelineStageAssignment) -> int:
+    """The stage of a stored assignment (set_pipeline_stage_assignment refused None)."""
+    stage = assignment.pipeline_stage
+    assert stage is not None
+    return stage
+
+
 class _CustomCallCheck:
     _pipeline_kind = "Keras"
 
@@ -63,6 +71,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
 
     _pipeline_kind = "Sequential"
     _stale_kind = "Sequential"
+    _stage_assignment: list[SequentialLayerPipelineStageAssignment] | None
 
     def _init_extension_state(self) -> None:
         _PipeliningBase._init_extension_state(self)
@@ -75,7 +84,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
                 "Adding or removing a layer of the pipelined Sequential model %s has invalidated "
                 "its pipeline stage assignment. Call `set_pipeline_stage_assignment()` before "
                 "executing it again.",
-                self.name,  # type: ignore[attr-defined]
+                self.name,
             )
 
     def get_pipeline_stage_assignment(self) -> list[SequentialLayerPipelineStageAssignment]:
@@ -86,7 +95,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
             log.info(
                 "Layers were added to or removed from Sequential model %s after its pipeline "
                 "stage assignment was set; the assignment returned does not match its layers.",
-                self.name,  # type: ignore[attr-defined]
+                self.name,
             )
         return [
             SequentialLayerPipelineStageAssignment(a.layer, a.pipeline_stage)
@@ -108,7 +117,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
         if len(lst) != len(layers):
             raise ConfigurationError(
                 f"set_pipeline_stage_assignment: the provided `pipeline_stage_assignment` has "
-                f"{len(lst)} entries, but Sequential model {self.name} has {len(layers)} layers. "  # type: ignore[attr-defined]
+                f"{len(lst)} entries, but Sequential model {self.name} has {len(layers)} layers. "
                 "Each layer of a Sequential model needs a pipeline stage."
             )
         if lst and all(isinstance(s, int) and not isinstance(s, bool) for s in lst):
@@ -130,7 +139,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
             if a.layer is not layer:
                 raise ConfigurationError(
                     f"set_pipeline_stage_assignment: the assignment at index {i} is for layer "
-                    f"{a.layer.name}, but layer {i} of Sequential model {self.name} is "  # type: ignore[attr-defined]
+                    f"{a.layer.name}, but layer {i} of Sequential model {self.name} is "
                     f"{layer.name}. Give the assignments in the order of model.layers."
                 )
         if lst and lst[0].pipeline_stage != 0:
@@ -153,7 +162,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
         ]
         self._assignment_valid = True
         self._assignment_reset = False
-        self._reset_ipu_functions()  # type: ignore[attr-defined]
+        self._reset_ipu_functions()
 
     def print_pipeline_stage_assignment_summary(
         self, line_length: int | None = None, print_fn: Any = None
@@ -164,7 +173,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
             for a in self.get_pipeline_stage_assignment()
         ]
         print_table(
-            self.name,  # type: ignore[attr-defined]
+            self.name,
             rows,
             ["Layer (type)", "Pipeline Stage"],
             [0.5, 1.0],
@@ -181,10 +190,12 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
 
     def _current_stages(self) -> tuple[list[StageEntry], list[int]] | None:
         self._check_valid()
-        stages = [a.pipeline_stage for a in self._stage_assignment]
+        assignment = self._stage_assignment
+        assert assignment is not None  # asked only of a pipelined model (_is_pipelined)
+        stages = [_assigned(a) for a in assignment]
         entries = [
             StageEntry(a.layer, 0, None, (), (i - 1,) if i else ())
-            for i, a in enumerate(self._stage_assignment)
+            for i, a in enumerate(assignment)
         ]
         return entries, stages
 
@@ -192,7 +203,7 @@ class SequentialPipelining(_CustomCallCheck, _PipeliningBase):
         if self._stage_assignment is None:
             return None
         self._check_valid()
-        by_layer = {id(a.layer): a.pipeline_stage for a in self._stage_assignment}
+        by_layer = {id(a.layer): _assigned(a) for a in self._stage_assignment}
         missing = [e for e in entries if id(e.layer) not in by_layer]
         if missing:
             raise _stale(self, f"layer {missing[0].layer.name} has no stage.")
@@ -203,6 +214,8 @@ class _InvocationPipelining(_PipeliningBase):
     """Shared by functional and subclassed models: one stage per layer invocation."""
 
     _assignment_class: type = ModelLayerPipelineStageAssignment
+    #: (layer id, node index) -> stage, or None.
+    _stage_assignment: dict[tuple[int, int], int] | None
 
     def _entries(self) -> list[StageEntry] | None:
         raise NotImplementedError
@@ -213,7 +226,7 @@ class _InvocationPipelining(_PipeliningBase):
             return None
         if self._stage_assignment is not None:
             return self._stage_assignment
-        stages = scope_stages(self.name, entries)  # type: ignore[attr-defined]
+        stages = scope_stages(self.name, entries)
         return None if stages is None else {e.key: s for e, s in zip(entries, stages)}
 
     def _has_stage_assignment(self) -> bool:
@@ -241,12 +254,14 @@ class _InvocationPipelining(_PipeliningBase):
 
     def _store(self, entries: list[StageEntry], assignments: list[Any]) -> None:
         stage_map = {(id(a.layer), a.node_index): a.pipeline_stage for a in assignments}
-        check_stages(self.name, entries, [stage_map[e.key] for e in entries])  # type: ignore[attr-defined]
+        check_stages(self.name, entries, [stage_map[e.key] for e in entries])
         self._stage_assignment = stage_map
         self._assignment_reset = False
-        self._reset_ipu_functions()  # type: ignore[attr-defined]
+        self._reset_ipu_functions()
 
-    def _lookup(self, entries: list[StageEntry], stage_map: dict) -> list[int]:
+    def _lookup(
+        self, entries: list[StageEntry], stage_map: Mapping[tuple[int, int], int]
+    ) -> list[int]:
         missing = [e for e in entries if e.key not in stage_map]
         if missing:
             raise _stale(self, f"layer {missing[0].label} of the traced graph has no stage.")
@@ -300,6 +315,7 @@ class FunctionalPipelining(_CustomCallCheck, _InvocationPipelining):
     def _current_stages(self) -> tuple[list[StageEntry], list[int]] | None:
         entries = functional_entries(self)
         stage_map = self._stage_map(entries)
+        assert stage_map is not None  # asked only of a pipelined model (_is_pipelined)
         return entries, self._lookup(entries, stage_map)
 
     def _stages_for_graph(self, entries: list[StageEntry]) -> list[int] | None:
@@ -331,7 +347,7 @@ class ModelPipelining(_InvocationPipelining):
         from ipusim.keras.extensions.data import first_batch
 
         x_batch = first_batch(x, None, None, batch_size)[0]
-        _, x_spec, _, _ = self._prepare(x_batch, None, None)  # type: ignore[attr-defined]
+        _, x_spec, _, _ = self._prepare(x_batch, None, None)
         self.trace(x_spec, training=False)  # type: ignore[attr-defined]
 
     def _entries(self) -> list[StageEntry] | None:
@@ -343,7 +359,7 @@ class ModelPipelining(_InvocationPipelining):
         entries = self._entries()
         if entries is None:
             raise IncompatibleStateError(
-                f"Cannot {action} pipeline stage assignments for model `{self.name}`, which has "  # type: ignore[attr-defined]
+                f"Cannot {action} pipeline stage assignments for model `{self.name}`, which has "
                 f"not been built yet. Call `model.build(input_shape)` first{hint}."
             )
         return entries
@@ -376,13 +392,15 @@ class ModelPipelining(_InvocationPipelining):
                 raise _stale(
                     self, "the graph traced by the last build() has different layer invocations."
                 )
-        return entries, self._lookup(entries, self._stage_map(entries))
+        stage_map = self._stage_map(entries)
+        assert stage_map is not None  # asked only of a pipelined model (_is_pipelined)
+        return entries, self._lookup(entries, stage_map)
 
     def _stages_for_graph(self, entries: list[StageEntry]) -> list[int] | None:
         if self._assignment_reset:
             return None
         if self._stage_assignment is None:
-            return scope_stages(self.name, entries)  # type: ignore[attr-defined]
+            return scope_stages(self.name, entries)
         if len(entries) != len(self._stage_assignment):
             raise _stale(
                 self,

@@ -7,7 +7,12 @@ Host-side collectives (``allreduce``, ``broadcast``) are not simulated.
 from __future__ import annotations
 
 from ipusim.compat import popdist
-from ipusim.compat.ipu.horovod import ipu_multi_replica_strategy, popdist_strategy
+from ipusim.compat.ipu.horovod import (  # type: ignore[attr-defined]
+    # both are ipusim.strategy, made by the import hook of ipusim.compat._alias (MODULES),
+    # which mypy cannot follow
+    ipu_multi_replica_strategy,
+    popdist_strategy,
+)
 
 __all__ = [
     "init",

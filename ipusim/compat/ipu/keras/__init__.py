@@ -8,7 +8,15 @@ losses). The SDK 2.1 model classes (``ipu.keras.Sequential``, ``Model``, ``Pipel
 (:mod:`.legacy`).
 """
 
-from ipusim.compat.ipu.keras import extensions, layers, legacy, losses, optimizers
+from ipusim.compat.ipu.keras import (  # type: ignore[attr-defined]
+    # extensions, layers and losses are aliases of ipusim modules, made by the import hook of
+    # ipusim.compat._alias (MODULES), which mypy cannot follow
+    extensions,
+    layers,
+    legacy,
+    losses,
+    optimizers,
+)
 from ipusim.compat.ipu.keras.legacy import (  # noqa: F401 - in __all__ (legacy.__all__)
     IPUModel,
     IPUSequential,
