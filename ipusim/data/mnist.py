@@ -88,6 +88,12 @@ def load_data(path: str = ..., *, split: str, download: bool = ...) -> _Pair: ..
 def load_data(path: str, split: str, download: bool = ...) -> _Pair: ...
 
 
+@overload
+def load_data(
+    path: str = ..., split: str | None = ..., download: bool = ...
+) -> tuple[_Pair, _Pair] | _Pair: ...
+
+
 def load_data(
     path: str = "mnist.npz", split: str | None = None, download: bool = False
 ) -> tuple[_Pair, _Pair] | _Pair:
