@@ -17,9 +17,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., Any])
 
 JIT_ENABLED: bool = os.environ.get("IPUSIM_DISABLE_JIT", "").strip().lower() not in {
     "1",
@@ -27,10 +27,19 @@ JIT_ENABLED: bool = os.environ.get("IPUSIM_DISABLE_JIT", "").strip().lower() not
     "yes",
 }
 
+
+class _JitOptions(TypedDict):
+    """The ``numba.njit`` keyword arguments that :data:`JIT_OPTIONS` sets."""
+
+    cache: bool
+    nogil: bool
+    error_model: Literal["python", "numpy"]
+
+
 #: Flags shared by every kernel. ``error_model="numpy"`` drops Python's division checks so that
 #: division by zero gives inf/nan as it does on the device; ``fastmath`` stays off so results match
 #: the NumPy references to the last few ulps.
-JIT_OPTIONS: dict[str, object] = {"cache": True, "nogil": True, "error_model": "numpy"}
+JIT_OPTIONS: _JitOptions = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 _PENDING: list[LazyKernel] = []
 _LOCK = threading.Lock()
@@ -55,6 +64,7 @@ class LazyKernel:
         if dispatcher is None:
             _compile_pending()
             dispatcher = self._dispatcher
+            assert dispatcher is not None  # _compile_pending wraps every pending kernel
         return dispatcher(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # py_func, signatures, inspect_types, ...
@@ -102,4 +112,5 @@ def kernel(fn: F) -> F:
             return lazy  # type: ignore[return-value]
     import numba
 
-    return numba.njit(**JIT_OPTIONS)(fn)
+    # A Dispatcher is called exactly like ``fn``, which is what kernel's callers rely on.
+    return numba.njit(**JIT_OPTIONS)(fn)  # type: ignore[return-value]

@@ -16,7 +16,8 @@ def scope_stack() -> list[Any]:
     """This thread's active strategies, innermost last."""
     if not hasattr(_state, "stack"):
         _state.stack = []
-    return _state.stack
+    stack: list[Any] = _state.stack
+    return stack
 
 
 def current_strategy() -> Any:

@@ -101,7 +101,7 @@ def _to_uint8(tag: str, images: np.ndarray) -> np.ndarray:
         return images
     if images.dtype.kind == "f":
         scaled = images.astype(np.float32) * np.float32(255.5)
-        return np.clip(scaled, 0, 255).astype(np.uint8)
+        return scaled.clip(0, 255).astype(np.uint8)
     raise InputDataError(
         f"tf.summary.image({tag!r}): ipusim writes uint8 or floating-point images; received "
         f"{images.dtype}. Convert the images first (floats in [0, 1])"

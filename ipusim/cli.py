@@ -511,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv
     verb = args.verb.name
     try:
-        status = args.verb.run(args)
+        status: int = args.verb.run(args)
         sys.stdout.flush()
         return status
     except BrokenPipeError:  # `ipusim systems | head`: the reader has seen enough

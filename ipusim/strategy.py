@@ -79,7 +79,11 @@ class IPUStrategy:
         return True
 
     def run(
-        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
+        self,
+        fn: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        options: Any = None,
     ) -> Any:
         """Run ``fn`` (a ``tf.function``) once on the IPU and return its outputs.
 
@@ -115,7 +119,11 @@ class _ProcessesStrategy(IPUStrategy):
     worker_count: int
 
     def run(
-        self, fn: Any, args: tuple = (), kwargs: dict | None = None, options: Any = None
+        self,
+        fn: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        options: Any = None,
     ) -> Any:
         """As :meth:`IPUStrategy.run`, with the processes visible to the simulation."""
         with self.scope():

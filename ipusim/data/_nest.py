@@ -25,14 +25,14 @@ def is_nested(value: object) -> bool:
     return isinstance(value, tuple | dict)
 
 
-def _sorted_keys(mapping: dict) -> list:
+def _sorted_keys(mapping: dict[Any, Any]) -> list[Any]:
     try:
         return sorted(mapping)
     except TypeError:  # keys of mixed types: keep insertion order
         return list(mapping)
 
 
-def flatten(structure: Any) -> list:
+def flatten(structure: Any) -> list[Any]:
     """Return the leaves of ``structure`` in a fixed order."""
     if isinstance(structure, tuple):
         return [leaf for item in structure for leaf in flatten(item)]
@@ -58,12 +58,12 @@ def flatten_with_paths(structure: Any, prefix: str = "") -> list[tuple[str, Any]
     return [(prefix, structure)]
 
 
-def pack_as(template: Any, leaves: list) -> Any:
+def pack_as(template: Any, leaves: list[Any]) -> Any:
     """Rebuild ``template``'s nesting around ``leaves`` (as produced by :func:`flatten`)."""
     return _pack(template, iter(leaves))
 
 
-def _pack(template: Any, leaves: Iterator) -> Any:
+def _pack(template: Any, leaves: Iterator[Any]) -> Any:
     if isinstance(template, tuple):
         items = [_pack(item, leaves) for item in template]
         return type(template)(*items) if is_namedtuple(template) else tuple(items)
@@ -73,7 +73,7 @@ def _pack(template: Any, leaves: Iterator) -> Any:
     return next(leaves)
 
 
-def make_packer(template: Any) -> Callable[[list], Any]:
+def make_packer(template: Any) -> Callable[[list[Any]], Any]:
     """Return a fast ``leaves -> structure`` function for a fixed template."""
     if not is_nested(template):
         return lambda leaves: leaves[0]

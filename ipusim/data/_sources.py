@@ -48,7 +48,7 @@ class TensorSlices(Node):
                 f"their first dimensions agree"
             )
         self.leaves: list[np.ndarray] = leaves
-        self.n = leaves[0].shape[0]
+        self.n: int = leaves[0].shape[0]
         self._template = structure
         self._pack = _nest.make_packer(structure)
         self.params = {"n": self.n}
@@ -89,7 +89,7 @@ class Range(Node):
         super().__init__(start=start, stop=stop, step=step, dtype=dtype)
         self.start, self.step = start, step
         self.n = len(range(start, stop, step))
-        self.dtype = np.dtype(dtype)
+        self.dtype: np.dtype[np.generic] = np.dtype(dtype)
 
     def compute_spec(self) -> TensorSpec:
         return TensorSpec((), self.dtype.name)
@@ -115,7 +115,9 @@ class Generator(Node):
 
     kind = "FlatMapDataset"  # the class TF reports for from_generator datasets
 
-    def __init__(self, generator: Callable[..., Any], args: tuple, signature: Any) -> None:
+    def __init__(
+        self, generator: Callable[..., Any], args: tuple[Any, ...], signature: Any
+    ) -> None:
         super().__init__(generator=generator, args=args)
         self.generator = generator
         self.args = args

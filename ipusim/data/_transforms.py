@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -186,7 +186,7 @@ def stack(group: list[Any]) -> Any:
     """Stack elements component-wise along a new leading axis."""
     template = group[0]
     if not _nest.is_nested(template):
-        columns = [group]
+        columns: list[Sequence[Any]] = [group]
     else:
         columns = list(zip(*(_nest.flatten(el) for el in group), strict=True))
     stacked = []

@@ -151,7 +151,7 @@ class Dataset:
         generator: Callable[..., Any],
         output_types: Any = None,
         output_shapes: Any = None,
-        args: tuple | None = None,
+        args: tuple[Any, ...] | None = None,
         output_signature: Any = None,
         name: str | None = None,
     ) -> Dataset:

@@ -44,6 +44,7 @@ class DType:
     """
 
     __slots__ = ("_name",)
+    _name: str
 
     def __init__(self, name: str) -> None:
         object.__setattr__(self, "_name", canonical_dtype(name))

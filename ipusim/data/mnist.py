@@ -22,8 +22,9 @@ import hashlib
 import os
 import urllib.request
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar, overload
 
 import numpy as np
 
@@ -65,11 +66,37 @@ _SPLITS = (None, "train", "test")
 # The opener used for downloads; tests replace it so they never touch the network.
 _urlopen = urllib.request.urlopen
 
+_T = TypeVar("_T")
+
 # (path, mtime_ns, size) -> read-only arrays parsed from that file.
 _CACHE: dict[tuple[str, int, int], Any] = {}
 
 
-def load_data(path: str = "mnist.npz", split: str | None = None, download: bool = False) -> Any:
+#: One split: ``(x, y)``.
+_Pair = tuple[np.ndarray, np.ndarray]
+
+
+@overload
+def load_data(path: str = ..., split: None = None, download: bool = ...) -> tuple[_Pair, _Pair]: ...
+
+
+@overload
+def load_data(path: str = ..., *, split: str, download: bool = ...) -> _Pair: ...
+
+
+@overload
+def load_data(path: str, split: str, download: bool = ...) -> _Pair: ...
+
+
+@overload
+def load_data(
+    path: str = ..., split: str | None = ..., download: bool = ...
+) -> tuple[_Pair, _Pair] | _Pair: ...
+
+
+def load_data(
+    path: str = "mnist.npz", split: str | None = None, download: bool = False
+) -> tuple[_Pair, _Pair] | _Pair:
     """Load MNIST as uint8 arrays, like ``keras.datasets.mnist.load_data``.
 
     Args:
@@ -103,8 +130,8 @@ def load_data(path: str = "mnist.npz", split: str | None = None, download: bool 
         if failure is not None:  # one line that says how to get the data, no chained traceback
             raise DatasetNotFoundError(_not_found_message(path, failure))
         found = _cached(target, _parse_npz)
-    pairs = tuple((found[f"x_{name}"].copy(), found[f"y_{name}"].copy()) for name in wanted)
-    return pairs if split is None else pairs[0]
+    pairs = [(found[f"x_{name}"].copy(), found[f"y_{name}"].copy()) for name in wanted]
+    return (pairs[0], pairs[1]) if split is None else pairs[0]
 
 
 def search_dirs(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -129,10 +156,10 @@ def _load_from_disk(path: str, wanted: tuple[str, ...]) -> dict[str, np.ndarray]
             return _cached(npz, _parse_npz)
         arrays = {}
         for split in wanted:
-            files = [_find_idx(directory, name) for name in IDX_FILES[split]]
-            if None in files:
+            images_file, labels_file = [_find_idx(directory, name) for name in IDX_FILES[split]]
+            if images_file is None or labels_file is None:
                 break
-            images, labels = _load_idx_pair(files[0], files[1])
+            images, labels = _load_idx_pair(images_file, labels_file)
             arrays[f"x_{split}"], arrays[f"y_{split}"] = images, labels
         else:
             return arrays
@@ -150,12 +177,13 @@ def _find_idx(directory: Path, name: str) -> Path | None:
 # Parsing
 
 
-def _cached(file: Path, parse: Any) -> Any:
+def _cached(file: Path, parse: Callable[[Path], _T]) -> _T:
     stat = file.stat()
     key = (str(file.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _CACHE:
         _CACHE[key] = parse(file)
-    return _CACHE[key]
+    parsed: _T = _CACHE[key]  # the key names the file, and each file has one parser
+    return parsed
 
 
 def _parse_npz(file: Path) -> dict[str, np.ndarray]:

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InvalidTypeError
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.spec import TensorSpec, canonical_dtype
 from ipusim.keras.engine.nest import flatten, map_structure
 from ipusim.keras.engine.training import _positive_int as _positive
 from ipusim.keras.extensions.serving import simulate_predict_execution
 from ipusim.serving.files import check_export_dir, write_export
-from ipusim.serving.host_steps import HostSteps, host_steps
+from ipusim.serving.host_steps import HostSteps, HostStepsModel, host_steps
 from ipusim.serving.program import ExportError, encode_program
 from ipusim.serving.served import ServedModel, load
 from ipusim.serving.timing import timing_from_report
@@ -80,7 +81,7 @@ def export_keras(
     preprocessing_step_signature: Any = None,
     postprocessing_step: Any = None,
     postprocessing_step_signature: Any = None,
-) -> ServedModel:
+) -> ServedModel | HostStepsModel:
     """Export a Keras model created in an ``IPUStrategy`` scope for serving.
 
     The on-device loop runs ``steps_per_execution`` (from ``model.compile``) requests per
@@ -145,7 +146,7 @@ def export_keras(
     return _served(export_dir, steps)
 
 
-def _served(export_dir: Any, steps: HostSteps | None) -> Any:
+def _served(export_dir: Any, steps: HostSteps | None) -> ServedModel | HostStepsModel:
     """The loaded export, wrapped with its host steps when it has any."""
     served = load(export_dir)
     return steps.attach(served) if steps is not None else served
@@ -255,7 +256,7 @@ def _export_function(
     device_loop: Callable[[Any, Any], Callable[[], Any]],
     pipeline: dict[str, Any] | None,
     steps: HostSteps | None = None,
-) -> ServedModel:
+) -> ServedModel | HostStepsModel:
     from ipusim.compat.ipu import ipu_infeed_queue, ipu_outfeed_queue
     from ipusim.compat.runtime import simulation as runtime_simulation
     from ipusim.compat.runtime.function import Function, _trace
@@ -263,7 +264,7 @@ def _export_function(
     from ipusim.data import Dataset
     from ipusim.strategy import IPUStrategy
 
-    zeros = [np.zeros(s.shape, s.dtype) for s in specs]
+    zeros = [np.zeros(known_dims(s.shape), s.dtype) for s in specs]
     traced, _ = _trace(chain, tuple(zeros), {}, device=False)
     compiled = traced.compiled
     if not compiled.output_symbols:
@@ -282,7 +283,7 @@ def _export_function(
         report = runtime_simulation.last_simulation()
     if report is None:
         raise RuntimeError(f"{name}: the serving loop was not simulated")
-    batch = int(specs[0].shape[0]) if specs and specs[0].shape else 1
+    batch = int(known_dims(specs[0].shape)[0]) if specs and specs[0].shape else 1
     manifest = {
         "kind": kind,
         "name": name,
@@ -313,7 +314,7 @@ def export_single_step(
     preprocessing_step_signature: Any = None,
     postprocessing_step: Any = None,
     postprocessing_step_signature: Any = None,
-) -> ServedModel:
+) -> ServedModel | HostStepsModel:
     """Export ``predict_step`` run in an on-device loop of ``iterations`` steps.
 
     Args:
@@ -373,7 +374,7 @@ def export_pipeline(
     preprocessing_step_signature: Any = None,
     postprocessing_step: Any = None,
     postprocessing_step_signature: Any = None,
-) -> ServedModel:
+) -> ServedModel | HostStepsModel:
     """Export ``computational_stages`` as an inference pipeline of depth ``iterations``.
 
     Args:

@@ -62,7 +62,8 @@ def write_export(
     path = check_export_dir(export_dir)
     manifest = {"format": FORMAT, "version": VERSION, **manifest}
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    # The stubs fear a key named allow_pickle; the keys are encode_program's a0, a1, ...
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
     files = {
         MANIFEST: (json.dumps(manifest, indent=1, allow_nan=True) + "\n").encode("utf-8"),
         ARRAYS: buffer.getvalue(),

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ipusim.errors import ConfigurationError, InputDataError
 from ipusim.keras.engine.nest import flatten
+
+if TYPE_CHECKING:
+    from ipusim.serving.served import ServedModel
 
 __all__ = ["HostStep", "HostSteps", "HostStepsModel", "host_steps"]
 
@@ -118,7 +121,7 @@ class HostSteps:
             }
         }
 
-    def attach(self, served: Any) -> Any:
+    def attach(self, served: ServedModel) -> HostStepsModel:
         """``served`` with the steps around it (a :class:`HostStepsModel`)."""
         return HostStepsModel(served, self)
 
@@ -146,7 +149,7 @@ class HostStepsModel:
     ``post`` (host). Other attributes (``timing``, ``trace``, ``input_specs``...) are the
     loaded IPU program's (:class:`ipusim.serving.ServedModel`)."""
 
-    def __init__(self, served: Any, steps: HostSteps) -> None:
+    def __init__(self, served: ServedModel, steps: HostSteps) -> None:
         self.served = served
         self.host_steps = steps
 

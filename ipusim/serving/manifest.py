@@ -10,7 +10,7 @@ device mapping has one IPU per stage). A failure is a
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -40,12 +40,12 @@ def _count(manifest: dict[str, Any], key: str, path: Any, low: int = 1) -> int:
     return value
 
 
-def _dtype(value: Any, path: Any, field: str) -> str:
+def _dtype(value: object, path: Any, field: str) -> str:
     try:
         dtype = np.dtype(value) if isinstance(value, str) else None
     except TypeError:
         dtype = None
-    if dtype is None or dtype.hasobject or dtype.kind not in "biuf":
+    if not isinstance(value, str) or dtype is None or dtype.hasobject or dtype.kind not in "biuf":
         raise export_error(path, field, f"expected a numeric dtype name, found {value!r}")
     return value
 
@@ -103,7 +103,7 @@ def _check_timing(manifest: dict[str, Any], path: Any, batch: int, iterations: i
             )
 
 
-def _positive_finite(value: Any) -> bool:
+def _positive_finite(value: object) -> TypeGuard[float]:
     return (
         not isinstance(value, bool)
         and isinstance(value, int | float)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ipusim.errors import IPUSimError, ModelFileError
-from ipusim.graph.graph import Graph, Symbol
+from ipusim.graph.graph import Graph, Node, Symbol
 from ipusim.graph.op import get_op, registered_ops
 from ipusim.graph.spec import TensorSpec
 
@@ -102,7 +102,7 @@ def encode_program(
     needed = graph.nodes_between(list(outputs))
     feed_ids = [s.node.id for s in inputs]
     renumber: dict[int, int] = {}
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for node in needed:
         name = node.op.name
         attrs = dict(node.attrs)
@@ -155,7 +155,7 @@ NODE_ERRORS = (
 )
 
 
-def _ref(value: Any, built: list[Any], what: str) -> Symbol:
+def _ref(value: Any, built: list[Node], what: str) -> Symbol:
     """The symbol a ``[node, output]`` reference names among the nodes built so far."""
     if (
         not isinstance(value, list)
@@ -179,10 +179,10 @@ def _known_ops(nodes: list[Any]) -> set[str]:
             f"the exported program uses ops {shown} that this version of ipusim does not have; "
             "load it with the ipusim that exported it, or export the model again"
         )
-    return names
+    return {name for name in names if isinstance(name, str)}  # all of them: none is missing
 
 
-def _add(graph: Graph, built: list[Any], entry: Any, arrays: Any) -> None:
+def _add(graph: Graph, built: list[Node], entry: Any, arrays: Any) -> None:
     if not isinstance(entry, dict) or not isinstance(entry.get("attrs"), dict):
         raise ModelFileError("expected {op, inputs, attrs, layer}")
     layer = entry.get("layer")
@@ -211,7 +211,7 @@ def decode_program(description: dict[str, Any], arrays: Any, name: str) -> Loade
         raise ModelFileError("field 'program.nodes': expected a non-empty list of nodes")
     _known_ops(nodes)
     graph = Graph(name)
-    built: list[Any] = []
+    built: list[Node] = []
     for index, entry in enumerate(nodes):
         try:
             _add(graph, built, entry, arrays)

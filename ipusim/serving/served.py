@@ -10,6 +10,7 @@ import numpy as np
 
 from ipusim.errors import InputDataError, InvalidTypeError, IPUSimError, ModelFileError
 from ipusim.graph.execute import ExecContext, Executor
+from ipusim.graph.ops._window import known_dims
 from ipusim.graph.spec import TensorSpec
 from ipusim.serving.files import MANIFEST, read_export
 from ipusim.serving.program import NODE_ERRORS, decode_program
@@ -77,7 +78,7 @@ class ServedModel:
                 ) from None
         return self._trace
 
-    def _check(self, args: tuple) -> list[np.ndarray]:
+    def _check(self, args: tuple[Any, ...]) -> list[np.ndarray]:
         if len(args) != len(self.input_specs):
             raise InvalidTypeError(
                 f"{self.name}: the exported program takes {len(self.input_specs)} input(s) "
@@ -141,7 +142,8 @@ def load(export_dir: Any) -> ServedModel:
     try:
         served = ServedModel(manifest, arrays, trace_path)
         served._executor.run(
-            [np.zeros(s.shape, s.dtype) for s in served.input_specs], ExecContext(False, 0)
+            [np.zeros(known_dims(s.shape), s.dtype) for s in served.input_specs],
+            ExecContext(False, 0),
         )
     except ModelFileError as exc:
         raise ModelFileError(f"{str(where)!r}, {exc}. Export the model again.") from None

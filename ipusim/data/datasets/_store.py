@@ -15,6 +15,9 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from types import FrameType
+
+import numpy as np
 
 from ipusim.data.mnist import ENV_VAR, search_dirs
 
@@ -31,6 +34,9 @@ __all__ = [
 class SyntheticDataWarning(UserWarning):
     """A data set is not on disk: synthetic data with its shapes stands in (accuracy is not real)."""
 
+
+#: What the loaders return: ``((x_train, y_train), (x_test, y_test))``.
+Pairs = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 #: The data sets that were synthesised in this process, in the order they were first loaded.
 _SYNTHETIC: list[str] = []
@@ -66,7 +72,8 @@ def record_synthetic(dataset: str, looked_for: str, cache_dir: str | None = None
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside ipusim (the script's call of load_data)."""
     package = str(Path(__file__).resolve().parents[2])
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level

@@ -19,6 +19,7 @@ CIFAR-10 labels uint8 (N, 1), CIFAR-100 labels int64 (N, 1) (Keras reshapes the 
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,10 @@ import numpy as np
 from ipusim.data import mnist as _mnist
 from ipusim.data.datasets import synthetic
 from ipusim.data.datasets._plain_pickle import DatasetFileError, load_plain_pickle
-from ipusim.data.datasets._store import find, record_synthetic
+from ipusim.data.datasets._store import Pairs, find, record_synthetic
 from ipusim.errors import ConfigurationError, DatasetNotFoundError
 
 __all__ = ["load_cifar10", "load_cifar100", "load_fashion_mnist", "load_mnist"]
-
-Pairs = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 _FASHION_FILES = (
     "train-labels-idx1-ubyte.gz",
@@ -41,7 +40,9 @@ _FASHION_FILES = (
 )
 
 
-def _synthetic_images(name: str, train: int, test: int, shape: tuple, classes: int) -> Pairs:
+def _synthetic_images(
+    name: str, train: int, test: int, shape: tuple[int, ...], classes: int
+) -> Pairs:
     x, y = synthetic.images(name, train + test, shape, classes)
     return (x[:train], y[:train]), (x[train:], y[train:])
 
@@ -73,7 +74,7 @@ def load_fashion_mnist(cache_dir: str | None = None) -> Pairs:
     return (x_train.copy(), y_train.copy()), (x_test.copy(), y_test.copy())
 
 
-def _batch_reader(name: str, cache_dir: str | None) -> Any:
+def _batch_reader(name: str, cache_dir: str | None) -> Callable[[str], bytes] | None:
     """A function ``member -> bytes`` over the CIFAR folder ``name`` or its ``.tar.gz``; None."""
     folder = find(name, cache_dir)
     if folder is not None and folder.is_dir():
@@ -98,7 +99,9 @@ def _batch_reader(name: str, cache_dir: str | None) -> Any:
     return read
 
 
-def _load_batch(read: Any, member: str, label_key: bytes, where: str) -> tuple:
+def _load_batch(
+    read: Callable[[str], bytes], member: str, label_key: bytes, where: str
+) -> tuple[np.ndarray, Any]:
     """Keras' ``cifar.load_batch``: (N, 3, 32, 32) uint8 images and the label list."""
     batch = load_plain_pickle(read(member), f"{where}/{member}")
     if not isinstance(batch, dict) or b"data" not in batch or label_key not in batch:

@@ -56,7 +56,9 @@ IMDB = TextSpec("imdb", 50_000, 88_584, 2, 178.0, 0.75, 2_494)
 REUTERS = TextSpec("reuters", 11_228, 30_979, 46, 95.0, 0.85, 2_376)
 
 
-def images(name: str, count: int, shape: tuple[int, ...], classes: int) -> tuple:
+def images(
+    name: str, count: int, shape: tuple[int, ...], classes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``count`` uint8 images of ``shape`` and uint8 labels in ``[0, classes)``.
 
     Each class has its own mean brightness pattern plus noise, so a model can fit them (the

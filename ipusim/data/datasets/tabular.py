@@ -6,7 +6,7 @@ import numpy as np
 
 from ipusim.data.datasets import synthetic
 from ipusim.data.datasets._plain_pickle import read_npz
-from ipusim.data.datasets._store import find, record_synthetic
+from ipusim.data.datasets._store import Pairs, find, record_synthetic
 from ipusim.errors import ConfigurationError
 
 __all__ = ["load_boston_housing"]
@@ -17,7 +17,7 @@ def load_boston_housing(
     test_split: float = 0.2,
     seed: int = 113,
     cache_dir: str | None = None,
-) -> tuple:
+) -> Pairs:
     """``keras.datasets.boston_housing.load_data``: the same shuffle and split as Keras.
 
     Returns:

@@ -21,7 +21,7 @@ import numpy as np
 from ipusim.data.datasets import synthetic
 from ipusim.data.datasets._plain_pickle import DatasetFileError, read_npz
 from ipusim.data.datasets._ragged import Ragged
-from ipusim.data.datasets._store import find, record_synthetic
+from ipusim.data.datasets._store import Pairs, find, record_synthetic
 from ipusim.errors import ConfigurationError, InvalidTypeError
 
 __all__ = [
@@ -106,7 +106,7 @@ def load_imdb(
     index_from: int = 3,
     cache_dir: str | None = None,
     **kwargs: Any,
-) -> tuple:
+) -> Pairs:
     """``keras.datasets.imdb.load_data`` (same arguments, same steps, same results).
 
     Returns:
@@ -158,7 +158,7 @@ def load_reuters(
     index_from: int = 3,
     cache_dir: str | None = None,
     **kwargs: Any,
-) -> tuple:
+) -> Pairs:
     """``keras.datasets.reuters.load_data`` (same arguments, same steps, same results).
 
     Returns:
