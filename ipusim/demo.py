@@ -20,7 +20,6 @@ import numpy as np
 from ipusim import keras
 from ipusim.data import mnist
 from ipusim.errors import InputDataError
-from ipusim.keras.layers.core import Dense, Flatten
 
 
 @dataclass(frozen=True)
@@ -68,10 +67,10 @@ def seed_mlp() -> keras.Sequential:
     """The model of the IPU Keras guide: Flatten, Dense 256 relu, Dense 128 relu, Dense 10."""
     return keras.Sequential(
         [
-            Flatten(),
-            Dense(256, activation="relu"),
-            Dense(128, activation="relu"),
-            Dense(10),
+            keras.layers.Flatten(),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
         ]
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ipusim.compat.runtime import ops
 from ipusim.errors import ConfigurationError, UnsupportedError
-from ipusim.keras.layers.core import Dense
+from ipusim.keras import layers
 
 __all__ = [
     "Reduction",
@@ -143,7 +143,7 @@ def dense(
             "tf.compat.v1.layers.dense(reuse=True) is not simulated by ipusim; keep a "
             "tf.keras.layers.Dense object and call it again instead"
         )
-    return Dense(
+    return layers.Dense(
         units,
         activation=activation,
         use_bias=use_bias,

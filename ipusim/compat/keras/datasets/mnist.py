@@ -16,8 +16,11 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+import numpy as np
+
 from ipusim.data import mnist as _mnist
-from ipusim.data.datasets.images import Pairs, load_mnist
+from ipusim.data.datasets._store import Pairs
+from ipusim.data.datasets.images import load_mnist
 from ipusim.data.mnist import DatasetNotFoundError
 
 __all__ = ["TEST_SPLIT_ONLY_WARNING", "DatasetNotFoundError", "TestSplitOnlyWarning", "load_data"]
@@ -53,11 +56,13 @@ def load_data(path: str = "mnist.npz") -> Pairs:
     with contextlib.suppress(DatasetNotFoundError):
         both: Pairs = _mnist.load_data(path, download=False)
         return both
+    test: tuple[np.ndarray, np.ndarray] | None
     try:
-        x, y = _mnist.load_data(path, split="test", download=False)
+        test = _mnist.load_data(path, split="test", download=False)
     except DatasetNotFoundError:
-        x = y = None
-    if x is None:  # nothing on disk: synthetic data, announced (outside the except: no chain)
+        test = None
+    if test is None:  # nothing on disk: synthetic data, announced (outside the except: no chain)
         return load_mnist(path)
+    x, y = test
     warnings.warn(TEST_SPLIT_ONLY_WARNING, TestSplitOnlyWarning, stacklevel=2)
     return (x, y), (x.copy(), y.copy())
