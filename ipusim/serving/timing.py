@@ -22,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from ipusim.cost.units import PS_PER_S
 from ipusim.errors import TraceError
 from ipusim.trace import Report
 
 __all__ = ["ServingTiming", "timing_from_report"]
-
-_PS_PER_S = 1e12
 
 
 @dataclass(frozen=True)
@@ -111,6 +110,6 @@ def timing_from_report(report: Report, batch_size: int, iterations: int) -> Serv
             f"the simulated execution should copy {iterations} requests in and out; its trace "
             f"holds input copies {list(infeed.index)} and output copies {list(outfeed.index)}"
         )
-    latency = tuple(float((outfeed[i] - infeed[i]) / _PS_PER_S) for i in steps)
+    latency = tuple(float((outfeed[i] - infeed[i]) / PS_PER_S) for i in steps)
     replicas = int(report.extra.get("replicas", 1))
     return ServingTiming(batch_size, iterations, float(report.seconds), latency, replicas)
