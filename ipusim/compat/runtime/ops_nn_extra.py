@@ -198,6 +198,16 @@ def _hw(value: Any, rank: int = 2) -> tuple[int, ...]:
     return tuple(items)
 
 
+def _conv_attrs(strides: Any, padding: Any, dilations: Any, rank: int = 2) -> ConvAttrs:
+    """A tf.nn convolution's ``strides``, ``padding`` and ``dilations`` (None: 1) as the graph
+    op's attributes, for ``rank`` spatial axes."""
+    return {
+        "strides": _hw(strides, rank),
+        "padding": str(padding),
+        "dilation_rate": _hw(dilations or 1, rank),
+    }
+
+
 def _nhwc(data_format: Any, op: str) -> None:
     if data_format not in (None, "NHWC", "NWC", "NDHWC", "channels_last"):
         raise UnsupportedError(
@@ -217,11 +227,7 @@ def conv2d(
 ) -> Any:
     """``tf.nn.conv2d``: NHWC input, HWIO filters, ``"SAME"`` or ``"VALID"`` padding."""
     _nhwc(data_format, "conv2d")
-    attrs: ConvAttrs = {
-        "strides": _hw(strides),
-        "padding": str(padding),
-        "dilation_rate": _hw(dilations or 1),
-    }
+    attrs = _conv_attrs(strides, padding, dilations)
     return _op(gconv.conv2d, _t(input), _t(filters), **attrs)
 
 
@@ -260,11 +266,7 @@ def conv2d_transpose(
     ``output_shape``; filters are ``[h, w, out_channels, in_channels]``."""
     _nhwc(data_format, "conv2d_transpose")
     shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
-    attrs: ConvAttrs = {
-        "strides": _hw(strides),
-        "padding": str(padding),
-        "dilation_rate": _hw(dilations or 1),
-    }
+    attrs = _conv_attrs(strides, padding, dilations)
     return _op(
         lambda x, w: gconv.conv2d_backprop_input(x, w, shape, **attrs), _t(input), _t(filters)
     )
@@ -281,11 +283,7 @@ def depthwise_conv2d(
 ) -> Any:
     """``tf.nn.depthwise_conv2d``: filters ``[h, w, channels, multiplier]``."""
     _nhwc(data_format, "depthwise_conv2d")
-    attrs: ConvAttrs = {
-        "strides": _hw(strides),
-        "padding": str(padding),
-        "dilation_rate": _hw(dilations or 1),
-    }
+    attrs = _conv_attrs(strides, padding, dilations)
     return _op(ggc.depthwise_conv2d, _t(input), _t(filter), **attrs)
 
 

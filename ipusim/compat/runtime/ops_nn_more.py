@@ -15,7 +15,7 @@ import numpy as np
 from ipusim.compat.runtime import ops, ops_array, ops_linalg, ops_math, ops_nn_extra
 from ipusim.compat.runtime.dispatch import is_symbolic, rank_of, shape_of
 from ipusim.compat.runtime.ops_math import _float_of, _op, _t
-from ipusim.compat.runtime.ops_nn_extra import ConvAttrs, _hw, _nhwc, _pooling
+from ipusim.compat.runtime.ops_nn_extra import _conv_attrs, _hw, _nhwc, _pooling
 from ipusim.errors import ConfigurationError, IndexOutOfRangeError, UnsupportedError
 from ipusim.graph.graph import apply
 from ipusim.graph.ops import conv3d as gc3
@@ -62,8 +62,7 @@ def conv3d(input: Any, filters: Any, strides: Any, padding: str, data_format: An
            dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.conv3d``: NDHWC input, DHWIO filters."""
     _nhwc(data_format, "conv3d")
-    attrs: ConvAttrs = {"strides": _hw(strides, 3), "padding": str(padding),
-                        "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
+    attrs = _conv_attrs(strides, padding, dilations, 3)
     return _op(gc3.conv3d, _t(input), _t(filters), **attrs)
 
 
@@ -96,11 +95,7 @@ def depthwise_conv2d_backprop_input(input_sizes: Any, filter: Any, out_backprop:
                                     dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.depthwise_conv2d_backprop_input``."""
     shape = tuple(int(d) for d in np.asarray(input_sizes).reshape(-1))
-    attrs: ConvAttrs = {
-        "strides": _hw(strides),
-        "padding": str(padding),
-        "dilation_rate": _hw(dilations or 1),
-    }
+    attrs = _conv_attrs(strides, padding, dilations)
     return _op(lambda dy, w: ggc.depthwise_conv2d_backprop_input(dy, w, shape, **attrs),
                _t(out_backprop), _t(filter))  # fmt: skip
 
@@ -110,11 +105,7 @@ def depthwise_conv2d_backprop_filter(input: Any, filter_sizes: Any, out_backprop
                                      dilations: Any = None, name: Any = None) -> Any:  # fmt: skip
     """``tf.nn.depthwise_conv2d_backprop_filter``."""
     shape = tuple(int(d) for d in np.asarray(filter_sizes).reshape(-1))
-    attrs: ConvAttrs = {
-        "strides": _hw(strides),
-        "padding": str(padding),
-        "dilation_rate": _hw(dilations or 1),
-    }
+    attrs = _conv_attrs(strides, padding, dilations)
     return _op(lambda x, dy: ggc.depthwise_conv2d_backprop_filter(x, dy, shape, **attrs),
                _t(input), _t(out_backprop))  # fmt: skip
 
@@ -454,8 +445,7 @@ def conv3d_transpose(input: Any, filters: Any, output_shape: Any, strides: Any, 
     """``tf.nn.conv3d_transpose``: the gradient of ``conv3d`` with respect to its input."""
     _nhwc(data_format, "conv3d_transpose")
     shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
-    attrs: ConvAttrs = {"strides": _hw(strides, 3), "padding": str(padding),
-                        "dilation_rate": _hw(dilations or 1, 3)}  # fmt: skip
+    attrs = _conv_attrs(strides, padding, dilations, 3)
     return _op(lambda x, w: gc3.conv3d_backprop_input(x, w, shape, **attrs), _t(input), _t(filters))
 
 
